@@ -1,0 +1,90 @@
+# Two commands for a new user: `make demo` (the main job) and `make test` (the whole suite).
+# Every target sets up what it needs first; nothing is installed outside this checkout.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ROOT    := $(abspath .)
+VENV    := $(ROOT)/.venv
+PY      := $(VENV)/bin/python
+APE     := $(VENV)/bin/ape
+# Hermetic tool locations: ape's data folder, the solc shim and node binaries live in the checkout.
+export APE_DATA_FOLDER   := $(ROOT)/.ape
+export SOLCX_BINARY_PATH := $(ROOT)/.solcx
+export PATH              := $(ROOT)/node_modules/.bin:$(VENV)/bin:$(PATH)
+export PYTHONDONTWRITEBYTECODE := 1
+
+SOLC_VERSION := 0.8.37
+# PROVIDER selects the chain the contract tests run on: foundry (Anvil, default) or test (py-evm).
+PROVIDER ?= foundry
+HYPOTHESIS_PROFILE ?= ci
+export HYPOTHESIS_PROFILE
+
+VENV_STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+SOLC_LINK  := .solcx/solc-v$(SOLC_VERSION)
+ABI_STAMP  := build/abi/.exported
+
+.PHONY: help setup compile abi demo test test-fast lint format bench fuzz clean slither
+
+help:
+	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
+	@echo "make test    - the whole test suite (PROVIDER=test to run contract tests on py-evm)"
+	@echo "make lint    - ruff check + format check"
+	@echo "make bench   - run bench/ and write JSON under bench/results/"
+	@echo "make fuzz    - long property-test profile"
+	@echo "make clean   - remove build outputs (keeps .venv and node_modules)"
+
+# --- set-up -------------------------------------------------------------------------------
+$(VENV_STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	@# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+$(SOLC_LINK): $(NODE_STAMP)
+	@mkdir -p .solcx $(APE_DATA_FOLDER)
+	ln -sf ../tools/solc/solc $@
+
+setup: $(VENV_STAMP) $(NODE_STAMP) $(SOLC_LINK)
+
+# --- build --------------------------------------------------------------------------------
+CONTRACT_SOURCES := $(shell find contracts -name '*.sol' -not -path '*/.cache/*' 2>/dev/null)
+
+$(ABI_STAMP): $(CONTRACT_SOURCES) ape-config.yaml | setup
+	$(APE) compile
+	$(PY) -m tools.export_abi --out build/abi
+	@touch $@
+
+compile abi: $(ABI_STAMP)
+
+# --- the two commands ---------------------------------------------------------------------
+demo: $(ABI_STAMP)
+	$(PY) -m scripts.demo $(if $(RPC_URL),--rpc-url $(RPC_URL))
+
+test: $(ABI_STAMP)
+	$(PY) -m tools.run_tests --provider $(PROVIDER)
+
+# --- quality, speed, long runs --------------------------------------------------------------
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: $(ABI_STAMP)
+	$(PY) -m tools.run_bench
+
+fuzz: $(ABI_STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m tools.run_tests --provider $(PROVIDER)
+
+clean:
+	rm -rf build .build contracts/.cache .pytest_cache .hypothesis crytic-export
+	find . -name __pycache__ -not -path './.venv/*' -not -path './node_modules/*' -prune -exec rm -rf {} +
