@@ -47,7 +47,7 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-$(SOLC_LINK): $(NODE_STAMP)
+$(SOLC_LINK): | $(NODE_STAMP)
 	@mkdir -p .solcx $(APE_DATA_FOLDER)
 	ln -sf ../tools/solc/solc $@
 
@@ -65,7 +65,7 @@ compile abi: $(ABI_STAMP)
 
 # --- the two commands ---------------------------------------------------------------------
 demo: $(ABI_STAMP)
-	$(PY) -m scripts.demo $(if $(RPC_URL),--rpc-url $(RPC_URL))
+	@$(PY) -m scripts.demo $(if $(RPC_URL),--rpc-url $(RPC_URL))
 
 test: $(ABI_STAMP)
 	$(PY) -m tools.run_tests --provider $(PROVIDER)

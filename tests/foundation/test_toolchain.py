@@ -1,0 +1,94 @@
+"""The offline toolchain: the solcjs shim behaves like native solc, ABIs are exported."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SHIM = REPO / "tools" / "solc" / "solc"
+
+
+def _standard_json(sources: dict, *args: str, outputs: list[str] | None = None) -> dict:
+    request = {
+        "language": "Solidity",
+        "sources": sources,
+        "settings": {
+            "evmVersion": "paris",
+            "outputSelection": {"*": {"*": outputs or ["abi"], "": ["ast"]}},
+        },
+    }
+    proc = subprocess.run(
+        [str(SHIM), "--standard-json", *args],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
+def test_shim_version_matches_native_format():
+    out = subprocess.run([str(SHIM), "--version"], capture_output=True, text=True, check=True)
+    assert re.search(r"^Version: 0\.8\.37\+commit\.[0-9a-f]{8}\.Linux\.g\+\+$", out.stdout, re.M)
+
+
+def test_shim_resolves_imports_through_base_and_include_paths(tmp_path):
+    base, include = tmp_path / "base", tmp_path / "lib"
+    (base / "src").mkdir(parents=True)
+    include.mkdir()
+    header = "// SPDX-License-Identifier: MIT\npragma solidity 0.8.37;\n"
+    (base / "src" / "B.sol").write_text(header + "contract B {}\n")
+    (include / "C.sol").write_text(header + "contract C {}\n")
+    main = (
+        "// SPDX-License-Identifier: MIT\npragma solidity 0.8.37;\n"
+        'import "src/B.sol"; import "C.sol";\ncontract A is B, C {}\n'
+    )
+    out = _standard_json(
+        {"A.sol": {"content": main}},
+        "--base-path", str(base), "--include-path", str(include),
+    )  # fmt: skip
+    assert not [e for e in out.get("errors", []) if e["severity"] == "error"], out["errors"]
+    assert set(out["contracts"]) == {"A.sol", "src/B.sol", "C.sol"}
+
+
+def test_shim_reports_missing_import_as_compiler_error(tmp_path):
+    main = '// SPDX-License-Identifier: MIT\npragma solidity 0.8.37;\nimport "nope.sol";\n'
+    out = _standard_json({"A.sol": {"content": main}}, "--base-path", str(tmp_path))
+    errors = [e for e in out["errors"] if e["severity"] == "error"]
+    assert errors and "nope.sol" in errors[0]["formattedMessage"]
+
+
+def test_shim_output_is_not_truncated_beyond_64k():
+    # OpenZeppelin's ERC20 with ASTs and bytecode produces well over 64 KiB of JSON.
+    oz = REPO / "node_modules" / "@openzeppelin" / "contracts"
+    source = (
+        "// SPDX-License-Identifier: MIT\npragma solidity 0.8.37;\n"
+        'import "@openzeppelin/contracts/token/ERC20/ERC20.sol";\n'
+        'contract T is ERC20 { constructor() ERC20("t", "t") {} }\n'
+    )
+    proc = subprocess.run(
+        [str(SHIM), "--standard-json", "--base-path", str(REPO), "--include-path",
+         str(REPO / "node_modules")],
+        input=json.dumps({
+            "language": "Solidity",
+            "sources": {"T.sol": {"content": source}},
+            "settings": {"outputSelection": {"*": {"*": ["abi", "evm.bytecode"], "": ["ast"]}}},
+        }),
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert oz.exists()
+    assert len(proc.stdout) > 65_536
+    out = json.loads(proc.stdout)
+    assert out["contracts"]["T.sol"]["T"]["evm"]["bytecode"]["object"]
+
+
+def test_exported_abi_is_plain_json_with_bytecode():
+    artifact = json.loads((REPO / "build" / "abi" / "TestToken.json").read_text())
+    assert artifact["contractName"] == "TestToken"
+    assert any(item.get("name") == "mint" for item in artifact["abi"])
+    assert artifact["bytecode"].startswith("0x") and len(artifact["bytecode"]) > 100
+    index = json.loads((REPO / "build" / "abi" / "index.json").read_text())
+    assert "TestToken" in index["contracts"]
