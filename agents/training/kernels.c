@@ -1,0 +1,479 @@
+/* Native kernels of the reproducible engine (docs/PROTOCOL.md §1-§3).
+ *
+ * Built by agents/training/native.py with `-O3 -ffp-contract=off` and never -ffast-math: every
+ * float operation below is one IEEE-754 binary32 + - * / with round-to-nearest-even and no
+ * fused multiply-add, so the results are bit-identical to the portable torch path (ops.py) and
+ * to the scalar reference (reference.py) on any machine. SIMD width, tiling and thread count
+ * only decide *which* output elements are computed together, never the order of the operations
+ * that produce one element.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* keccak-f[1600] and keccak-256 (Ethereum's: pad byte 0x01, not SHA3's 0x06)                  */
+
+static const uint64_t RC[24] = {
+    0x0000000000000001ULL, 0x0000000000008082ULL, 0x800000000000808aULL, 0x8000000080008000ULL,
+    0x000000000000808bULL, 0x0000000080000001ULL, 0x8000000080008081ULL, 0x8000000000008009ULL,
+    0x000000000000008aULL, 0x0000000000000088ULL, 0x0000000080008009ULL, 0x000000008000000aULL,
+    0x000000008000808bULL, 0x800000000000008bULL, 0x8000000000008089ULL, 0x8000000000008003ULL,
+    0x8000000000008002ULL, 0x8000000000000080ULL, 0x000000000000800aULL, 0x800000008000000aULL,
+    0x8000000080008081ULL, 0x8000000000008080ULL, 0x0000000080000001ULL, 0x8000000080008008ULL};
+
+#define ROL(x, s) (((x) << (s)) | ((x) >> (64 - (s))))
+
+/* One round on 25 named lanes; the classic "lanes in registers" formulation. */
+#define ROUND(T, i)                                                                                \
+    do {                                                                                         \
+        T C0 = a00 ^ a05 ^ a10 ^ a15 ^ a20, C1 = a01 ^ a06 ^ a11 ^ a16 ^ a21;             \
+        T C2 = a02 ^ a07 ^ a12 ^ a17 ^ a22, C3 = a03 ^ a08 ^ a13 ^ a18 ^ a23;             \
+        T C4 = a04 ^ a09 ^ a14 ^ a19 ^ a24;                                               \
+        T D0 = C4 ^ ROL(C1, 1), D1 = C0 ^ ROL(C2, 1), D2 = C1 ^ ROL(C3, 1);               \
+        T D3 = C2 ^ ROL(C4, 1), D4 = C3 ^ ROL(C0, 1);                                     \
+        T b00 = a00 ^ D0;                                                                 \
+        T b10 = ROL(a01 ^ D1, 1);                                                         \
+        T b20 = ROL(a02 ^ D2, 62);                                                        \
+        T b05 = ROL(a03 ^ D3, 28);                                                        \
+        T b15 = ROL(a04 ^ D4, 27);                                                        \
+        T b16 = ROL(a05 ^ D0, 36);                                                        \
+        T b01 = ROL(a06 ^ D1, 44);                                                        \
+        T b11 = ROL(a07 ^ D2, 6);                                                         \
+        T b21 = ROL(a08 ^ D3, 55);                                                        \
+        T b06 = ROL(a09 ^ D4, 20);                                                        \
+        T b07 = ROL(a10 ^ D0, 3);                                                         \
+        T b17 = ROL(a11 ^ D1, 10);                                                        \
+        T b02 = ROL(a12 ^ D2, 43);                                                        \
+        T b12 = ROL(a13 ^ D3, 25);                                                        \
+        T b22 = ROL(a14 ^ D4, 39);                                                        \
+        T b23 = ROL(a15 ^ D0, 41);                                                        \
+        T b08 = ROL(a16 ^ D1, 45);                                                        \
+        T b18 = ROL(a17 ^ D2, 15);                                                        \
+        T b03 = ROL(a18 ^ D3, 21);                                                        \
+        T b13 = ROL(a19 ^ D4, 8);                                                         \
+        T b14 = ROL(a20 ^ D0, 18);                                                        \
+        T b24 = ROL(a21 ^ D1, 2);                                                         \
+        T b09 = ROL(a22 ^ D2, 61);                                                        \
+        T b19 = ROL(a23 ^ D3, 56);                                                        \
+        T b04 = ROL(a24 ^ D4, 14);                                                        \
+        a00 = b00 ^ (~b01 & b02) ^ RC[i];                                                        \
+        a01 = b01 ^ (~b02 & b03);                                                                \
+        a02 = b02 ^ (~b03 & b04);                                                                \
+        a03 = b03 ^ (~b04 & b00);                                                                \
+        a04 = b04 ^ (~b00 & b01);                                                                \
+        a05 = b05 ^ (~b06 & b07);                                                                \
+        a06 = b06 ^ (~b07 & b08);                                                                \
+        a07 = b07 ^ (~b08 & b09);                                                                \
+        a08 = b08 ^ (~b09 & b05);                                                                \
+        a09 = b09 ^ (~b05 & b06);                                                                \
+        a10 = b10 ^ (~b11 & b12);                                                                \
+        a11 = b11 ^ (~b12 & b13);                                                                \
+        a12 = b12 ^ (~b13 & b14);                                                                \
+        a13 = b13 ^ (~b14 & b10);                                                                \
+        a14 = b14 ^ (~b10 & b11);                                                                \
+        a15 = b15 ^ (~b16 & b17);                                                                \
+        a16 = b16 ^ (~b17 & b18);                                                                \
+        a17 = b17 ^ (~b18 & b19);                                                                \
+        a18 = b18 ^ (~b19 & b15);                                                                \
+        a19 = b19 ^ (~b15 & b16);                                                                \
+        a20 = b20 ^ (~b21 & b22);                                                                \
+        a21 = b21 ^ (~b22 & b23);                                                                \
+        a22 = b22 ^ (~b23 & b24);                                                                \
+        a23 = b23 ^ (~b24 & b20);                                                                \
+        a24 = b24 ^ (~b20 & b21);                                                                \
+    } while (0)
+
+static void keccakf(uint64_t *s) {
+    uint64_t a00 = s[0], a01 = s[1], a02 = s[2], a03 = s[3], a04 = s[4];
+    uint64_t a05 = s[5], a06 = s[6], a07 = s[7], a08 = s[8], a09 = s[9];
+    uint64_t a10 = s[10], a11 = s[11], a12 = s[12], a13 = s[13], a14 = s[14];
+    uint64_t a15 = s[15], a16 = s[16], a17 = s[17], a18 = s[18], a19 = s[19];
+    uint64_t a20 = s[20], a21 = s[21], a22 = s[22], a23 = s[23], a24 = s[24];
+    for (int i = 0; i < 24; i += 2) {
+        ROUND(uint64_t, i);
+        ROUND(uint64_t, i + 1);
+    }
+    s[0] = a00, s[1] = a01, s[2] = a02, s[3] = a03, s[4] = a04;
+    s[5] = a05, s[6] = a06, s[7] = a07, s[8] = a08, s[9] = a09;
+    s[10] = a10, s[11] = a11, s[12] = a12, s[13] = a13, s[14] = a14;
+    s[15] = a15, s[16] = a16, s[17] = a17, s[18] = a18, s[19] = a19;
+    s[20] = a20, s[21] = a21, s[22] = a22, s[23] = a23, s[24] = a24;
+}
+
+/* The same permutation on NW independent states at once, one state per SIMD lane: Merkle
+ * leaves and nodes are independent, so a tree hashes NW messages per permutation. */
+#if defined(__AVX512F__)
+#define NW 8
+#elif defined(__AVX2__)
+#define NW 4
+#else
+#define NW 2
+#endif
+typedef uint64_t vu __attribute__((vector_size(NW * 8)));
+
+static void keccakf_v(vu *s) {
+    vu a00 = s[0], a01 = s[1], a02 = s[2], a03 = s[3], a04 = s[4];
+    vu a05 = s[5], a06 = s[6], a07 = s[7], a08 = s[8], a09 = s[9];
+    vu a10 = s[10], a11 = s[11], a12 = s[12], a13 = s[13], a14 = s[14];
+    vu a15 = s[15], a16 = s[16], a17 = s[17], a18 = s[18], a19 = s[19];
+    vu a20 = s[20], a21 = s[21], a22 = s[22], a23 = s[23], a24 = s[24];
+    for (int i = 0; i < 24; i += 2) {
+        ROUND(vu, i);
+        ROUND(vu, i + 1);
+    }
+    s[0] = a00, s[1] = a01, s[2] = a02, s[3] = a03, s[4] = a04;
+    s[5] = a05, s[6] = a06, s[7] = a07, s[8] = a08, s[9] = a09;
+    s[10] = a10, s[11] = a11, s[12] = a12, s[13] = a13, s[14] = a14;
+    s[15] = a15, s[16] = a16, s[17] = a17, s[18] = a18, s[19] = a19;
+    s[20] = a20, s[21] = a21, s[22] = a22, s[23] = a23, s[24] = a24;
+}
+
+#define RATE 136 /* keccak-256: 1088-bit rate = 17 lanes */
+
+static inline uint64_t load64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8); /* the lanes are little-endian; x86-64 and aarch64 are too */
+    return v;
+}
+
+/* keccak-256 of one message of any length (the streaming baseline and the generic hasher). */
+void vtp_keccak256(const uint8_t *in, size_t len, uint8_t *out) {
+    uint64_t s[25] = {0};
+    while (len >= RATE) {
+        for (int i = 0; i < 17; i++) s[i] ^= load64(in + 8 * i);
+        keccakf(s);
+        in += RATE;
+        len -= RATE;
+    }
+    uint8_t last[RATE] = {0};
+    memcpy(last, in, len);
+    last[len] ^= 0x01;
+    last[RATE - 1] ^= 0x80;
+    for (int i = 0; i < 17; i++) s[i] ^= load64(last + 8 * i);
+    keccakf(s);
+    memcpy(out, s, 32);
+}
+
+/* keccak-256 of n messages of `len` bytes each, stored back to back. */
+void vtp_keccak256_batch(const uint8_t *in, size_t n, size_t len, uint8_t *out) {
+    for (size_t i = 0; i < n; i++) vtp_keccak256(in + i * len, len, out + 32 * i);
+}
+
+static inline uint32_t bswap32(uint32_t x) { return __builtin_bswap32(x); }
+
+/* Squeezes the 32-byte digests of the NW states. */
+static inline void squeeze_v(const vu *s, int count, uint8_t *out) {
+    for (int l = 0; l < count; l++)
+        for (int q = 0; q < 4; q++) memcpy(out + 32 * l + 8 * q, (const uint64_t *)&s[q] + l, 8);
+}
+
+/* NW tensor leaves at once (leaf indices first .. first+NW-1; those >= L are skipped). A leaf is
+ * 64 elements (256 bytes) as big-endian words, float NaNs canonicalised to 0x7FC00000
+ * (PROTOCOL §3), the last one zero padded. Two permutations per leaf. */
+static void hash_leaves_v(const uint32_t *v, size_t n, int is_f32, size_t first, uint8_t *out) {
+    size_t L = (n + 63) / 64;
+    uint64_t lanes[32][NW] __attribute__((aligned(64)));
+    int count = 0;
+    for (int l = 0; l < NW; l++) {
+        size_t li = first + l;
+        uint32_t w[64];
+        if (li < L) {
+            size_t c = n - 64 * li < 64 ? n - 64 * li : 64;
+            const uint32_t *src = v + 64 * li;
+            for (size_t i = 0; i < 64; i++) {
+                uint32_t x = i < c ? src[i] : 0;
+                if (is_f32 && (x & 0x7FFFFFFFu) > 0x7F800000u) x = 0x7FC00000u;
+                w[i] = bswap32(x);
+            }
+            count = l + 1;
+        } else {
+            memset(w, 0, sizeof(w));
+        }
+        for (int i = 0; i < 32; i++) lanes[i][l] = load64((const uint8_t *)w + 8 * i);
+    }
+    vu s[25];
+    memset(s, 0, sizeof(s));
+    for (int i = 0; i < 17; i++) memcpy(&s[i], lanes[i], sizeof(vu));
+    keccakf_v(s);
+    for (int i = 0; i < 15; i++) {
+        vu x;
+        memcpy(&x, lanes[17 + i], sizeof(vu));
+        s[i] ^= x;
+    }
+    s[15] ^= 0x01;                   /* pad byte at offset 120 of the second block */
+    s[16] ^= 0x8000000000000000ULL; /* final bit at offset 135 */
+    keccakf_v(s);
+    squeeze_v(s, count, out);
+}
+
+/* keccak256(left || right) for `count` (<= NW) consecutive node pairs in `in`. */
+static void hash_nodes_v(const uint8_t *in, int count, uint8_t *out) {
+    uint64_t lanes[8][NW] __attribute__((aligned(64)));
+    memset(lanes, 0, sizeof(lanes));
+    for (int l = 0; l < count; l++)
+        for (int i = 0; i < 8; i++) lanes[i][l] = load64(in + 64 * l + 8 * i);
+    vu s[25];
+    memset(s, 0, sizeof(s));
+    for (int i = 0; i < 8; i++) memcpy(&s[i], lanes[i], sizeof(vu));
+    s[8] ^= 0x01;
+    s[16] ^= 0x8000000000000000ULL;
+    keccakf_v(s);
+    squeeze_v(s, count, out);
+}
+
+/* Leaf hashes of a tensor of n 32-bit elements: ceil(n/64) hashes into out. */
+void vtp_tensor_leaves(const uint32_t *v, size_t n, int is_f32, uint8_t *out) {
+    size_t L = (n + 63) / 64;
+    for (size_t i = 0; i < L; i += NW) hash_leaves_v(v, n, is_f32, i, out + 32 * i);
+}
+
+/* Given `width` (a power of two) nodes in buf, writes every upper level after them:
+ * level sizes width/2, width/4, ..., 1. buf must hold 2*width-1 nodes. */
+void vtp_merkle_levels(uint8_t *buf, size_t width) {
+    uint8_t *cur = buf;
+    while (width > 1) {
+        uint8_t *nxt = cur + 32 * width;
+        size_t pairs = width / 2;
+        for (size_t i = 0; i < pairs; i += NW) {
+            int c = pairs - i < NW ? (int)(pairs - i) : NW;
+            hash_nodes_v(cur + 64 * i, c, nxt + 32 * i);
+        }
+        cur = nxt;
+        width /= 2;
+    }
+}
+
+/* Data root of a tensor without keeping the tree: leaves are hashed in groups of 64 and folded
+ * to a subtree root at once, so the working set stays in L1/L2. */
+void vtp_tensor_data_root(const uint32_t *v, size_t n, int is_f32, uint8_t *out) {
+    size_t L = (n + 63) / 64;
+    size_t width = 1;
+    while (width < L) width *= 2;
+    /* the padded tree has `width` leaves; pad leaves are bytes32(0) */
+    size_t G = width < 64 ? width : 64; /* group size: a power of two dividing width */
+    size_t ngroups = width / G;
+    uint8_t *roots = malloc(32 * (2 * ngroups));
+    uint8_t grp[32 * 127 + 32 * NW];
+    for (size_t g = 0; g < ngroups; g++) {
+        size_t l0 = g * G;
+        memset(grp, 0, 32 * G);
+        if (l0 < L)
+            for (size_t i = 0; i < G && l0 + i < L; i += NW)
+                hash_leaves_v(v, n, is_f32, l0 + i, grp + 32 * i);
+        vtp_merkle_levels(grp, G);
+        memcpy(roots + 32 * g, grp + 32 * (2 * G - 2), 32);
+    }
+    vtp_merkle_levels(roots, ngroups);
+    memcpy(out, roots + 32 * (2 * ngroups - 2), 32);
+    free(roots);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* matmul_nt: C[i,j] = dot(A[i,:], B[j,:]), acc = +0; acc = fl(acc + fl(a*b)) for k = 0..K-1.    */
+/* Packed panels (like BLIS) so a register tile of MR x NR outputs advances through k together;  */
+/* every output keeps its own strictly sequential k order.                                       */
+
+#if defined(__AVX512F__)
+#define VW 16
+#define MR 8
+#define NV 2
+#else
+#define VW 8
+#define MR 6
+#define NV 2
+#endif
+#define NR (VW * NV)
+typedef float vf __attribute__((vector_size(VW * 4)));
+
+typedef struct {
+    const float *A;
+    long sam, sak;
+    const float *B;
+    long sbn, sbk;
+    float *C;
+    long M, N, K;
+    const float *Ap; /* packed A: ceil(M/MR) panels of K x MR */
+    long p0, p1;     /* range of NR-column panels for this worker */
+} mm_job;
+
+static void mm_panels(const mm_job *J) {
+    long K = J->K, M = J->M, N = J->N;
+    long mpanels = (M + MR - 1) / MR;
+    float *Bp = aligned_alloc(64, sizeof(float) * (size_t)(K * NR + NR));
+    for (long jp = J->p0; jp < J->p1; jp++) {
+        long j0 = jp * NR;
+        long nj = N - j0 < NR ? N - j0 : NR;
+        for (long k = 0; k < K; k++)
+            for (long jj = 0; jj < NR; jj++)
+                Bp[k * NR + jj] = jj < nj ? J->B[(j0 + jj) * J->sbn + k * J->sbk] : 0.0f;
+        for (long ip = 0; ip < mpanels; ip++) {
+            const float *ap = J->Ap + ip * K * MR;
+            vf acc[MR][NV];
+            for (int r = 0; r < MR; r++)
+                for (int v = 0; v < NV; v++) acc[r][v] = (vf){0}; /* +0.0 */
+            for (long k = 0; k < K; k++) {
+                vf b[NV];
+                memcpy(b, Bp + k * NR, sizeof(b));
+                for (int r = 0; r < MR; r++) {
+                    float a = ap[k * MR + r];
+                    for (int v = 0; v < NV; v++) {
+                        vf prod = b[v] * a;  /* fl(a*b) ... */
+                        acc[r][v] = acc[r][v] + prod; /* ... then fl(acc + prod): no FMA */
+                    }
+                }
+            }
+            long i0 = ip * MR;
+            long ni = M - i0 < MR ? M - i0 : MR;
+            for (long r = 0; r < ni; r++) {
+                float tmp[NR];
+                memcpy(tmp, acc[r], sizeof(tmp));
+                memcpy(J->C + (i0 + r) * N + j0, tmp, sizeof(float) * (size_t)nj);
+            }
+        }
+    }
+    free(Bp);
+}
+
+static void *mm_worker(void *arg) {
+    mm_panels((const mm_job *)arg);
+    return NULL;
+}
+
+/* A: (M,K) with strides (sam, sak); B: (N,K) with strides (sbn, sbk); C: (M,N) contiguous. */
+void vtp_matmul_nt(const float *A, long sam, long sak, const float *B, long sbn, long sbk,
+                   float *C, long M, long N, long K, int nthreads) {
+    if (K == 0) {
+        for (long i = 0; i < M * N; i++) C[i] = 0.0f;
+        return;
+    }
+    long mpanels = (M + MR - 1) / MR;
+    float *Ap = aligned_alloc(64, sizeof(float) * (size_t)(mpanels * K * MR + MR));
+    for (long ip = 0; ip < mpanels; ip++)
+        for (long k = 0; k < K; k++)
+            for (long r = 0; r < MR; r++) {
+                long i = ip * MR + r;
+                Ap[(ip * K + k) * MR + r] = i < M ? A[i * sam + k * sak] : 0.0f;
+            }
+    long npanels = (N + NR - 1) / NR;
+    /* Threads only split the output columns; below ~1M multiply-adds they cost more than
+     * they save. Neither choice changes any bit. */
+    if (nthreads > npanels) nthreads = (int)npanels;
+    if ((double)M * N * K < 1e6 || nthreads < 1) nthreads = 1;
+    mm_job jobs[64];
+    pthread_t th[64];
+    if (nthreads > 64) nthreads = 64;
+    for (int t = 0; t < nthreads; t++) {
+        mm_job j = {A, sam, sak, B, sbn, sbk, C, M, N, K, Ap,
+                    npanels * t / nthreads, npanels * (t + 1) / nthreads};
+        jobs[t] = j;
+    }
+    int started = 0;
+    for (int t = 1; t < nthreads; t++)
+        if (pthread_create(&th[t], NULL, mm_worker, &jobs[t]) == 0) started = t;
+        else break;
+    /* a failed pthread_create falls back to doing that share on this thread */
+    for (int t = started + 1; t < nthreads; t++) mm_panels(&jobs[t]);
+    mm_panels(&jobs[0]);
+    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+    free(Ap);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Row reductions (PROTOCOL §2): left to right from +0 (sum) or from the first element (max). */
+
+void vtp_row_sum(const float *A, long sr, long sc, float *out, long M, long N) {
+    for (long i = 0; i < M; i++) {
+        float acc = 0.0f;
+        for (long j = 0; j < N; j++) acc = acc + A[i * sr + j * sc];
+        out[i] = acc;
+    }
+}
+
+void vtp_row_max(const float *A, long sr, long sc, float *out, long M, long N) {
+    for (long i = 0; i < M; i++) {
+        float m = A[i * sr];
+        int nan = isnan(m);
+        for (long j = 1; j < N; j++) {
+            float x = A[i * sr + j * sc];
+            if (isnan(x)) nan = 1;
+            if (x > m) m = x;
+        }
+        out[i] = nan ? NAN : m;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* exp32 / log32 exactly as PROTOCOL §2.1 / §2.2.                                               */
+
+static inline float f_of(uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+static inline uint32_t bits_of(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+static inline float pow2i(int n) { return f_of((uint32_t)(n + 127) << 23); }
+
+static float exp32(float x) {
+    if (isnan(x)) return x;
+    if (x > 89.0f) return INFINITY;
+    if (x < -104.0f) return 0.0f;
+    const float INV_LN2 = f_of(0x3FB8AA3B), LN2_HI = f_of(0x3F317200), LN2_LO = f_of(0x35BFBE8E);
+    float t = x * INV_LN2;
+    float n = rintf(t);
+    float r = (x - n * LN2_HI) - n * LN2_LO;
+    float p = f_of(0x39500D01);
+    p = p * r + f_of(0x3AB60B61);
+    p = p * r + f_of(0x3C088889);
+    p = p * r + f_of(0x3D2AAAAB);
+    p = p * r + f_of(0x3E2AAAAB);
+    p = p * r + f_of(0x3F000000);
+    p = p * r + f_of(0x3F800000);
+    p = p * r + f_of(0x3F800000);
+    int ni = (int)n;
+    if (ni > 127) return (p * pow2i(127)) * pow2i(ni - 127);
+    if (ni < -126) return (p * pow2i(ni + 126)) * pow2i(-126);
+    return p * pow2i(ni);
+}
+
+static float log32(float x) {
+    if (isnan(x) || x < 0.0f) return NAN;
+    if (x == 0.0f) return -INFINITY;
+    if (isinf(x)) return INFINITY;
+    int e = 0;
+    if (x < f_of(0x00800000)) {
+        x = x * pow2i(23);
+        e = -23;
+    }
+    uint32_t b = bits_of(x);
+    e += (int)((b >> 23) & 0xFF) - 127;
+    float m = f_of((b & 0x007FFFFFu) | 0x3F800000u);
+    if (m > f_of(0x3FB504F3)) {
+        m = m * 0.5f;
+        e += 1;
+    }
+    float f = m - 1.0f;
+    float s = f / (2.0f + f);
+    float z = s * s;
+    const float L1 = f_of(0x3F2AAAAB), L2 = f_of(0x3ECCCCCD), L3 = f_of(0x3E924925),
+                L4 = f_of(0x3E638E39);
+    float R = z * (L1 + z * (L2 + z * (L3 + z * L4)));
+    float lm = s * (2.0f + R);
+    float E = (float)e;
+    return E * f_of(0x3F317200) + (lm + E * f_of(0x35BFBE8E));
+}
+
+void vtp_exp32(const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) y[i] = exp32(x[i]);
+}
+
+void vtp_log32(const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) y[i] = log32(x[i]);
+}
