@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+/// @title INodeRegistry
+/// @notice Staking and node registry (docs/PROTOCOL.md §6.2): roles, stakes, capabilities,
+///         heartbeats and track records of the protocol's nodes.
+/// @dev A node has one role. Its stake is `free + locked`; locked stake backs a unit (solver
+///      collateral) or a verification duty and can only be released or slashed by an authorised
+///      protocol contract (the slasher set, fixed once at deployment by `setSlashers`). Unbonding
+///      stake is neither free nor locked: it waits `unbondingDelay` seconds, then is withdrawable.
+interface INodeRegistry {
+    /// @notice The role a node plays. `None` marks an unregistered (or fully exited) address.
+    enum Role {
+        None,
+        Solver,
+        Verifier,
+        Whistleblower
+    }
+
+    /// @notice Declared hardware capability. Each field is compared `>=` with a job's requirement.
+    /// @param deviceClass Ordinal device tier (0 CPU, 1 consumer GPU, 2 datacentre GPU, ...).
+    /// @param memoryMiB   Accelerator (or host) memory in MiB.
+    /// @param throughput  Self-declared throughput score (training steps per hour of a reference
+    ///                    job); used for eligibility only, never trusted for payment.
+    struct Capability {
+        uint16 deviceClass;
+        uint32 memoryMiB;
+        uint32 throughput;
+    }
+
+    /// @notice A node's full record.
+    struct Node {
+        Role role;
+        uint16 deviceClass;
+        uint32 memoryMiB;
+        uint32 throughput;
+        uint64 lastHeartbeat;
+        uint32 completed;
+        uint32 failed;
+        uint32 slashed;
+        uint128 stake;
+        uint128 locked;
+        uint128 unbonding;
+        uint64 unbondReadyAt;
+        uint32 poolSlot;
+    }
+
+    /// @notice Deployment parameters.
+    /// @param minSolverStake        Minimum stake of a solver.
+    /// @param minVerifierStake      Minimum stake of a verifier.
+    /// @param minWhistleblowerStake Minimum stake of a whistleblower.
+    /// @param unbondingDelay        Seconds between an unbond request and its withdrawal.
+    /// @param heartbeatTtl          Seconds a heartbeat keeps a node online.
+    struct Config {
+        uint128 minSolverStake;
+        uint128 minVerifierStake;
+        uint128 minWhistleblowerStake;
+        uint64 unbondingDelay;
+        uint64 heartbeatTtl;
+    }
+
+    // ------------------------------------------------------------------ errors
+    /// @notice A zero address was given for the payment token.
+    error ZeroToken();
+    /// @notice `setSlashers` was called by an account other than the deployer.
+    error NotDeployer(address caller);
+    /// @notice `setSlashers` was already called.
+    error SlashersAlreadySet();
+    /// @notice A zero address was given in the slasher set.
+    error ZeroSlasher(uint256 index);
+    /// @notice The caller is not an authorised protocol contract.
+    error NotSlasher(address caller);
+    /// @notice `Role.None` was given where a role is required.
+    error InvalidRole();
+    /// @notice The account already has a role.
+    error AlreadyRegistered(address node, Role role);
+    /// @notice The account has no role.
+    error NotRegistered(address node);
+    /// @notice The account does not have the required role.
+    error WrongRole(address node, Role required, Role actual);
+    /// @notice The stake would fall below the role's minimum.
+    error StakeBelowMinimum(uint256 stake, uint256 minimum);
+    /// @notice A zero amount was given.
+    error ZeroAmount();
+    /// @notice The node's free stake does not cover `amount`.
+    error InsufficientFreeStake(address node, uint256 free, uint256 amount);
+    /// @notice The node's locked stake does not cover `amount`.
+    error InsufficientLockedStake(address node, uint256 locked, uint256 amount);
+    /// @notice The node's heartbeat is older than `heartbeatTtl`.
+    error NodeOffline(address node, uint64 lastHeartbeat, uint64 ttl);
+    /// @notice The node's declared capability is below the requirement.
+    error CapabilityTooLow(address node, Capability declared, Capability required);
+    /// @notice Nothing is unbonding for this node.
+    error NothingUnbonding(address node);
+    /// @notice The unbonding delay has not passed yet.
+    error UnbondingNotReady(address node, uint64 readyAt, uint64 nowTs);
+
+    // ------------------------------------------------------------------ events
+    /// @notice The slasher set was fixed.
+    event SlashersSet(address[] slashers);
+    /// @notice `node` registered as `role` with `stake` and a capability.
+    event NodeRegistered(address indexed node, Role indexed role, uint256 stake, Capability capability);
+    /// @notice `node` added `amount`; its stake is now `stake`.
+    event StakeAdded(address indexed node, uint256 amount, uint256 stake);
+    /// @notice `node` declared a new capability.
+    event CapabilityUpdated(address indexed node, Capability capability);
+    /// @notice `node` sent a heartbeat at `timestamp`.
+    event HeartbeatRecorded(address indexed node, uint64 timestamp);
+    /// @notice `node` started unbonding `amount` (total unbonding `unbonding`), ready at `readyAt`.
+    event UnbondRequested(address indexed node, uint256 amount, uint256 unbonding, uint64 readyAt);
+    /// @notice `node` left its role pool: its stake reached zero.
+    event NodeExited(address indexed node, Role indexed role);
+    /// @notice `node` withdrew `amount` of unbonded stake.
+    event UnbondWithdrawn(address indexed node, uint256 amount);
+    /// @notice `slasher` locked `amount` of `node`'s stake.
+    event StakeLocked(address indexed node, address indexed slasher, uint256 amount);
+    /// @notice `slasher` released `amount` of `node`'s locked stake; `completed` if it counted a
+    ///         completed unit.
+    event StakeReleased(address indexed node, address indexed slasher, uint256 amount, bool completed);
+    /// @notice `slasher` slashed `amount` of `node`'s locked stake and received the tokens.
+    event NodeSlashed(address indexed node, address indexed slasher, uint256 amount, bool failed);
+
+    // ------------------------------------------------------------------ wiring
+    /// @notice Fixes the authorised protocol contracts. Deployer only, once.
+    function setSlashers(address[] calldata slashers) external;
+
+    // ------------------------------------------------------------------ nodes
+    /// @notice Registers the caller as `role`, pulling `amount` tokens as stake (needs approval).
+    ///         The registration counts as a heartbeat.
+    function register(Role role, Capability calldata capability, uint256 amount) external;
+
+    /// @notice Adds `amount` tokens to the caller's stake.
+    function addStake(uint256 amount) external;
+
+    /// @notice Replaces the caller's declared capability.
+    function setCapability(Capability calldata capability) external;
+
+    /// @notice Marks the caller online for `heartbeatTtl` seconds.
+    function heartbeat() external;
+
+    /// @notice Moves `amount` of free stake to unbonding; restarts the unbonding clock. The stake
+    ///         left must be zero (the node exits its role) or at least the role's minimum.
+    function requestUnbond(uint256 amount) external;
+
+    /// @notice Transfers the caller's unbonded stake once `unbondingDelay` has passed.
+    function withdrawUnbonded() external;
+
+    // ------------------------------------------------------------------ protocol contracts only
+    /// @notice Checks `node` has `role`, is online, declares at least `required` and has `amount`
+    ///         free stake, then locks `amount`. Reverts with the failing check's error.
+    /// @return weight The node's selection weight (`selectionWeight`), saturated to uint96.
+    function lockEligible(address node, Role role, Capability calldata required, uint256 amount)
+        external
+        returns (uint96 weight);
+
+    /// @notice Picks pool member `randomWord % poolSize(role)` and locks `amount` of its stake if it
+    ///         is online, is not in `exclude` and has the free stake; returns address(0) otherwise.
+    function tryLockPoolMember(Role role, uint256 randomWord, address[] calldata exclude, uint256 amount)
+        external
+        returns (address node);
+
+    /// @notice Releases `amount` of `node`'s locked stake; counts a completed unit if `completed`.
+    function release(address node, uint256 amount, bool completed) external;
+
+    /// @notice Slashes `amount` of `node`'s locked stake, transferring it to the caller; counts a
+    ///         failed unit if `failed`.
+    function slash(address node, uint256 amount, bool failed) external;
+
+    // ------------------------------------------------------------------ views
+    /// @notice The payment token.
+    function token() external view returns (address);
+    /// @notice Whether `account` is an authorised protocol contract.
+    function isSlasher(address account) external view returns (bool);
+    /// @notice The full record of `node`.
+    function getNode(address node) external view returns (Node memory);
+    /// @notice The role of `node`.
+    function roleOf(address node) external view returns (Role);
+    /// @notice Stake that is neither locked nor unbonding.
+    function freeStake(address node) external view returns (uint256);
+    /// @notice Whether `node`'s last heartbeat is at most `heartbeatTtl` seconds old.
+    function isOnline(address node) external view returns (bool);
+    /// @notice Minimum stake of `role`.
+    function minStake(Role role) external view returns (uint256);
+    /// @notice Selection weight: `stake * (completed + 1) / (completed + 1 + 2 failed + 4 slashed)`.
+    function selectionWeight(address node) external view returns (uint256);
+    /// @notice Number of nodes with `role` and nonzero stake.
+    function poolSize(Role role) external view returns (uint256);
+    /// @notice Pool member `index` of `role`.
+    function poolAt(Role role, uint256 index) external view returns (address);
+    /// @notice Seconds between an unbond request and its withdrawal.
+    function unbondingDelay() external view returns (uint64);
+    /// @notice Seconds a heartbeat keeps a node online.
+    function heartbeatTtl() external view returns (uint64);
+}

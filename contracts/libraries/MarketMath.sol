@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+/// @title MarketMath
+/// @notice Pure arithmetic of the job manager: payout split, weighted draw, segment sampling
+///         (docs/PROTOCOL.md §6.3–§6.5).
+library MarketMath {
+    uint256 internal constant BPS = 10_000;
+
+    /// @notice Splits a unit's `reward`: the verifiers' `fee`, the protocol `tax`, the rest to the
+    ///         solver. The caller guarantees `reward > fee + tax` (checked when the job is posted).
+    function payout(uint256 reward, uint256 fee, uint256 taxBps)
+        internal
+        pure
+        returns (uint256 solverPay, uint256 tax)
+    {
+        tax = reward * taxBps / BPS;
+        solverPay = reward - fee - tax;
+    }
+
+    /// @notice `amount * bps / 10_000`.
+    function share(uint256 amount, uint256 bps) internal pure returns (uint256) {
+        return amount * bps / BPS;
+    }
+
+    /// @notice Index drawn from `weights` with probability proportional to its weight, using the
+    ///         uniform word `rand`; uniform over the indices if every weight is zero.
+    /// @dev The modulo bias is below total / 2^256, negligible.
+    function pickWeighted(uint96[] memory weights, uint256 rand) internal pure returns (uint256) {
+        uint256 total = 0;
+        for (uint256 i = 0; i < weights.length; ++i) {
+            total += weights[i];
+        }
+        if (total == 0) return rand % weights.length;
+        uint256 r = rand % total;
+        uint256 acc = 0;
+        for (uint256 i = 0; i < weights.length; ++i) {
+            acc += weights[i];
+            if (r < acc) return i;
+        }
+        // Unreachable: r < total == acc after the loop.
+        return weights.length - 1;
+    }
+
+    /// @notice The segments verifier `verifier` replays: `count` draws (with replacement) of
+    ///         `uint256(keccak256(abi.encode(seed, verifier, j))) % numSegments`, j = 0..count-1.
+    ///         Segment i runs from checkpoint i (step i*k) to checkpoint i+1.
+    function sampleSegments(bytes32 seed, address verifier, uint256 count, uint256 numSegments)
+        internal
+        pure
+        returns (uint64[] memory segments)
+    {
+        segments = new uint64[](count);
+        for (uint256 j = 0; j < count; ++j) {
+            // The modulus is numSegments <= 2^64 - 1 (a uint64 count), so the value fits uint64.
+            segments[j] = uint64(uint256(keccak256(abi.encode(seed, verifier, j))) % numSegments);
+        }
+    }
+}

@@ -1,0 +1,682 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {IJobManager} from "../interfaces/IJobManager.sol";
+import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
+import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
+import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {JobIds} from "../libraries/JobIds.sol";
+import {MarketMath} from "../libraries/MarketMath.sol";
+
+/// @title JobManager
+/// @notice Job escrow, scheduling, checkpoint commitments, verification and settlement
+///         (docs/PROTOCOL.md §6).
+/// @dev Token balance == Σ job escrow + Σ open dispute bonds + Σ credits + jackpot.
+///      Every mutating entry point is `nonReentrant`; the token, the registry and the arbiter are
+///      fixed at deployment, and every state change precedes the calls to them except where a
+///      value returned by the call (a weight, a game id, a drawn verifier) is stored.
+contract JobManager is IJobManager, ReentrancyGuard {
+    using SafeERC20 for IERC20;
+
+    /// @notice At most this many solvers claim one unit (bounds the selection loop).
+    uint256 public constant MAX_CLAIMANTS = 16;
+
+    struct Claimant {
+        address solver;
+        uint96 weight;
+    }
+
+    struct VerifierState {
+        VerifierStatus status;
+        bytes32 attestationHash;
+    }
+
+    IERC20 private immutable _token;
+    INodeRegistry private immutable _registry;
+    address private immutable _deployer;
+
+    uint32 private immutable _claimWindow;
+    uint32 private immutable _verifyWindow;
+    uint32 private immutable _disputeGrace;
+    uint16 private immutable _taxBps;
+    uint16 private immutable _challengerRewardBps;
+    uint16 private immutable _collateralBps;
+    uint8 private immutable _verifiersPerUnit;
+    uint8 private immutable _segmentsPerVerifier;
+    uint96 private immutable _verifierLock;
+    uint96 private immutable _challengeBond;
+
+    address private _arbiter;
+    uint256 private _jobCount;
+    uint256 private _jackpot;
+
+    mapping(uint256 jobId => Job) private _jobs;
+    mapping(uint256 unitId => Unit) private _units;
+    mapping(uint256 unitId => mapping(uint256 index => Claimant)) private _claimants;
+    mapping(uint256 unitId => mapping(uint256 index => address)) private _verifiers;
+    mapping(uint256 unitId => mapping(address verifier => VerifierState)) private _verifierStates;
+    mapping(uint256 unitId => Dispute) private _disputes;
+    mapping(uint256 gameId => uint256 unitId) private _gameUnits;
+    mapping(address account => uint256) private _credits;
+
+    constructor(address registry_, Config memory cfg) {
+        if (registry_ == address(0)) revert ZeroAddress();
+        if (cfg.taxBps + uint256(cfg.challengerRewardBps) > 2 * MarketMath.BPS) revert InvalidConfig();
+        if (cfg.taxBps >= MarketMath.BPS) revert InvalidConfig();
+        if (cfg.challengerRewardBps > MarketMath.BPS) revert InvalidConfig();
+        if (cfg.claimWindow == 0) revert InvalidConfig();
+        if (cfg.verifyWindow == 0) revert InvalidConfig();
+        _registry = INodeRegistry(registry_);
+        _token = IERC20(INodeRegistry(registry_).token());
+        _deployer = msg.sender;
+        _claimWindow = cfg.claimWindow;
+        _verifyWindow = cfg.verifyWindow;
+        _disputeGrace = cfg.disputeGrace;
+        _taxBps = cfg.taxBps;
+        _challengerRewardBps = cfg.challengerRewardBps;
+        _collateralBps = cfg.collateralBps;
+        _verifiersPerUnit = cfg.verifiersPerUnit;
+        _segmentsPerVerifier = cfg.segmentsPerVerifier;
+        _verifierLock = cfg.verifierLock;
+        _challengeBond = cfg.challengeBond;
+    }
+
+    // ------------------------------------------------------------------ wiring
+
+    /// @inheritdoc IJobManager
+    function setArbiter(address arbiter_) external {
+        if (msg.sender != _deployer) revert NotDeployer(msg.sender);
+        if (_arbiter != address(0)) revert ArbiterAlreadySet(_arbiter);
+        if (arbiter_ == address(0)) revert ZeroAddress();
+        _arbiter = arbiter_;
+        emit ArbiterSet(arbiter_);
+    }
+
+    // ------------------------------------------------------------------ submitter
+
+    /// @inheritdoc IJobManager
+    function postJob(JobParams calldata p) external nonReentrant returns (uint256 jobId) {
+        if (_arbiter == address(0)) revert ArbiterNotSet();
+        if (p.steps == 0) revert ZeroSteps();
+        if (p.checkpointInterval == 0) revert ZeroCheckpointInterval();
+        if (p.steps % p.checkpointInterval != 0) revert IntervalDoesNotDivideSteps(p.steps, p.checkpointInterval);
+        if (p.specHash == bytes32(0)) revert ZeroCommitment();
+        if (p.datasetRoot == bytes32(0)) revert ZeroCommitment();
+        if (p.initialStateRoot == bytes32(0)) revert ZeroCommitment();
+        if (p.claimDeadline <= block.timestamp) revert ClaimDeadlineInPast(p.claimDeadline, uint64(block.timestamp));
+        if (p.computeTime == 0) revert ZeroComputeTime();
+        uint256 fees = uint256(p.verificationFee) + MarketMath.share(p.reward, _taxBps);
+        if (p.reward <= fees) revert RewardBelowFees(p.reward, fees);
+
+        jobId = ++_jobCount;
+        Job storage job = _jobs[jobId];
+        job.submitter = msg.sender;
+        job.steps = p.steps;
+        job.unitCount = 1;
+        job.status = JobStatus.Open;
+        job.reward = p.reward;
+        job.verificationFee = p.verificationFee;
+        job.computeTime = p.computeTime;
+        job.deviceClass = p.required.deviceClass;
+        job.escrow = p.reward;
+        job.checkpointInterval = p.checkpointInterval;
+        job.memoryMiB = p.required.memoryMiB;
+        job.throughput = p.required.throughput;
+        job.specHash = p.specHash;
+        job.datasetRoot = p.datasetRoot;
+        job.initialStateRoot = p.initialStateRoot;
+
+        uint256 unitId = JobIds.unitId(jobId, 0);
+        Unit storage unit = _units[unitId];
+        unit.status = UnitStatus.Open;
+        unit.deadline = p.claimDeadline;
+        emit JobPosted(jobId, msg.sender, p.specHash, p, 1);
+        emit UnitOpened(unitId, jobId, p.claimDeadline, 0);
+        _token.safeTransferFrom(msg.sender, address(this), p.reward);
+    }
+
+    /// @inheritdoc IJobManager
+    function cancelJob(uint256 jobId) external nonReentrant {
+        Job storage job = _jobs[jobId];
+        if (job.status == JobStatus.None) revert UnknownJob(jobId);
+        if (msg.sender != job.submitter) revert NotSubmitter(jobId, msg.sender);
+        if (job.status != JobStatus.Open) revert JobNotOpen(jobId, job.status);
+        uint256 unitId = JobIds.unitId(jobId, 0);
+        Unit storage unit = _units[unitId];
+        if (unit.status != UnitStatus.Open && unit.status != UnitStatus.Selecting) {
+            revert WrongUnitStatus(unitId, UnitStatus.Open, unit.status);
+        }
+        uint256 refund = job.escrow;
+        job.status = JobStatus.Cancelled;
+        job.escrow = 0;
+        unit.status = UnitStatus.Cancelled;
+        emit JobCancelled(jobId, refund);
+        _credit(msg.sender, refund);
+        _releaseClaimants(unitId, unit.claimantCount, address(0), _collateral(job));
+    }
+
+    // ------------------------------------------------------------------ scheduling
+
+    /// @inheritdoc IJobManager
+    function claim(uint256 unitId) external nonReentrant {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Open);
+        if (block.timestamp > unit.deadline) revert ClaimWindowClosed(unitId, unit.deadline);
+        uint256 n = unit.claimantCount;
+        if (n >= MAX_CLAIMANTS) revert TooManyClaimants(unitId, MAX_CLAIMANTS);
+        for (uint256 i = 0; i < n; ++i) {
+            if (_claimants[unitId][i].solver == msg.sender) revert AlreadyClaimed(unitId, msg.sender);
+        }
+        Job storage job = _jobs[JobIds.jobOf(unitId)];
+        uint256 collateral = _collateral(job);
+        uint96 weight = _registry.lockEligible(
+            msg.sender,
+            INodeRegistry.Role.Solver,
+            INodeRegistry.Capability(job.deviceClass, job.memoryMiB, job.throughput),
+            collateral
+        );
+        _claimants[unitId][n] = Claimant(msg.sender, weight);
+        // n < MAX_CLAIMANTS = 16, so n + 1 fits uint8.
+        unit.claimantCount = uint8(n + 1);
+        emit UnitClaimed(unitId, msg.sender, weight, collateral);
+    }
+
+    /// @inheritdoc IJobManager
+    function closeClaims(uint256 unitId) external nonReentrant {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Open);
+        if (block.timestamp <= unit.deadline) revert ClaimWindowStillOpen(unitId, unit.deadline);
+        if (unit.claimantCount == 0) {
+            uint64 deadline = uint64(block.timestamp) + _claimWindow;
+            unit.deadline = deadline;
+            emit ClaimWindowExtended(unitId, deadline);
+            return;
+        }
+        uint64 seedBlock = uint64(block.number) + 1;
+        unit.status = UnitStatus.Selecting;
+        unit.seedBlock = seedBlock;
+        emit ClaimsClosed(unitId, seedBlock, unit.claimantCount);
+    }
+
+    /// @inheritdoc IJobManager
+    function selectAssignee(uint256 unitId) external nonReentrant {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Selecting);
+        bytes32 seed = _seed(unitId, unit);
+        if (seed == bytes32(0)) return;
+        uint256 n = unit.claimantCount;
+        uint96[] memory weights = new uint96[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            weights[i] = _claimants[unitId][i].weight;
+        }
+        address winner = _claimants[unitId][MarketMath.pickWeighted(weights, uint256(seed))].solver;
+        Job storage job = _jobs[JobIds.jobOf(unitId)];
+        uint64 deadline = uint64(block.timestamp) + job.computeTime;
+        unit.status = UnitStatus.Assigned;
+        unit.assignee = winner;
+        unit.deadline = deadline;
+        emit UnitAssigned(unitId, winner, deadline, seed);
+        _releaseClaimants(unitId, n, winner, _collateral(job));
+    }
+
+    /// @inheritdoc IJobManager
+    function expireAssignment(uint256 unitId) external nonReentrant {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Assigned);
+        if (block.timestamp <= unit.deadline) revert DeadlineNotPassed(unitId, unit.deadline);
+        address solver = unit.assignee;
+        uint256 collateral = _collateral(_jobs[JobIds.jobOf(unitId)]);
+        emit AssignmentExpired(unitId, solver, collateral);
+        _addJackpot(collateral);
+        _reopen(unitId, unit);
+        _registry.slash(solver, collateral, true);
+    }
+
+    // ------------------------------------------------------------------ solver
+
+    /// @inheritdoc IJobManager
+    function commitCheckpoints(
+        uint256 unitId,
+        bytes32 checkpointRoot,
+        uint64 numCheckpoints,
+        bytes32 finalStateRoot,
+        string calldata blobLocator
+    ) external nonReentrant {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Assigned);
+        if (msg.sender != unit.assignee) revert NotAssignee(unitId, msg.sender, unit.assignee);
+        if (block.timestamp > unit.deadline) revert CommitDeadlinePassed(unitId, unit.deadline);
+        Job storage job = _jobs[JobIds.jobOf(unitId)];
+        // steps >= checkpointInterval >= 1 and k divides T, so T / k + 1 <= 2^64 - 1 unless k = 1
+        // and T = 2^64 - 1; compare in uint256 so that case cannot wrap.
+        uint256 expected = uint256(job.steps / job.checkpointInterval) + 1;
+        if (numCheckpoints != expected) revert WrongCheckpointCount(unitId, numCheckpoints, uint64(expected));
+        if (checkpointRoot == bytes32(0)) revert ZeroCommitment();
+        if (finalStateRoot == bytes32(0)) revert ZeroCommitment();
+        if (bytes(blobLocator).length == 0) revert EmptyBlobLocator();
+        uint64 seedBlock = uint64(block.number) + 1;
+        unit.status = UnitStatus.Committed;
+        unit.checkpointRoot = checkpointRoot;
+        unit.numCheckpoints = numCheckpoints;
+        unit.finalStateRoot = finalStateRoot;
+        unit.blobLocator = blobLocator;
+        unit.seedBlock = seedBlock;
+        emit CheckpointsCommitted(
+            unitId, msg.sender, checkpointRoot, numCheckpoints, finalStateRoot, blobLocator, seedBlock
+        );
+    }
+
+    // ------------------------------------------------------------------ verification
+
+    /// @inheritdoc IJobManager
+    function drawVerifiers(uint256 unitId) external nonReentrant {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Committed);
+        bytes32 seed = _seed(unitId, unit);
+        if (seed == bytes32(0)) return;
+        uint64 deadline = uint64(block.timestamp) + _verifyWindow;
+        unit.status = UnitStatus.Verifying;
+        unit.verifySeed = seed;
+        unit.deadline = deadline;
+
+        uint256 wanted = _verifiersPerUnit;
+        address[] memory exclude = new address[](wanted + 1);
+        exclude[0] = unit.assignee;
+        uint256 count = 0;
+        for (uint256 t = 0; t < 4 * wanted && count < wanted; ++t) {
+            uint256 word = uint256(keccak256(abi.encode(seed, t)));
+            address v = _registry.tryLockPoolMember(INodeRegistry.Role.Verifier, word, exclude, _verifierLock);
+            if (v == address(0)) continue;
+            _verifiers[unitId][count] = v;
+            _verifierStates[unitId][v].status = VerifierStatus.Pending;
+            ++count;
+            exclude[count] = v;
+        }
+        // count <= verifiersPerUnit, a uint8.
+        unit.verifierCount = uint8(count);
+        address[] memory drawn = new address[](count);
+        for (uint256 i = 0; i < count; ++i) {
+            drawn[i] = exclude[i + 1];
+        }
+        emit VerifiersDrawn(unitId, drawn, seed, deadline);
+    }
+
+    /// @inheritdoc IJobManager
+    function attest(uint256 unitId, bytes32[] calldata endRoots) external nonReentrant {
+        Unit storage unit = _units[unitId];
+        if (unit.status != UnitStatus.Verifying && unit.status != UnitStatus.Disputed) {
+            revert WrongUnitStatus(unitId, UnitStatus.Verifying, unit.status);
+        }
+        if (block.timestamp > unit.deadline) revert ChallengeWindowClosed(unitId, unit.deadline);
+        VerifierState storage vs = _verifierStates[unitId][msg.sender];
+        if (vs.status == VerifierStatus.None) revert NotSelectedVerifier(unitId, msg.sender);
+        if (vs.status != VerifierStatus.Pending) revert AlreadyResponded(unitId, msg.sender, vs.status);
+        uint64[] memory segments = _sampledSegments(unit, msg.sender);
+        if (endRoots.length != segments.length) revert WrongAttestationLength(endRoots.length, segments.length);
+        vs.status = VerifierStatus.Attested;
+        vs.attestationHash = keccak256(abi.encode(endRoots));
+        // attestCount <= verifierCount, a uint8: each verifier attests at most once.
+        unchecked {
+            ++unit.attestCount;
+        }
+        emit Attested(unitId, msg.sender, segments, endRoots);
+    }
+
+    /// @inheritdoc IJobManager
+    function challenge(uint256 unitId, bytes32 claim_) external nonReentrant returns (uint256 gameId) {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Verifying);
+        if (block.timestamp > unit.deadline) revert ChallengeWindowClosed(unitId, unit.deadline);
+        INodeRegistry.Role role = _registry.roleOf(msg.sender);
+        if (role != INodeRegistry.Role.Verifier && role != INodeRegistry.Role.Whistleblower) {
+            revert NotChallenger(msg.sender, role);
+        }
+        if (msg.sender == unit.assignee) revert SolverCannotChallenge(unitId);
+        if (claim_ == bytes32(0)) revert ZeroCommitment();
+        if (claim_ == unit.checkpointRoot) revert ClaimMatchesCommitment(unitId, claim_);
+
+        VerifierState storage vs = _verifierStates[unitId][msg.sender];
+        if (vs.status == VerifierStatus.Pending) vs.status = VerifierStatus.Challenged;
+        unit.status = UnitStatus.Disputed;
+        Dispute storage d = _disputes[unitId];
+        d.challenger = msg.sender;
+        d.bond = _challengeBond;
+        _token.safeTransferFrom(msg.sender, address(this), _challengeBond);
+
+        gameId = IDisputeArbiter(_arbiter).openGame(_gameRequest(unitId, unit, claim_));
+        if (gameId == 0) revert UnknownGame(gameId, unitId);
+        if (_gameUnits[gameId] != 0) revert UnknownGame(gameId, unitId);
+        d.gameId = gameId;
+        _gameUnits[gameId] = unitId;
+        emit ChallengeOpened(unitId, msg.sender, gameId, claim_, _challengeBond);
+    }
+
+    /// @inheritdoc IDisputeCallback
+    function onDisputeResolved(uint256 gameId, uint256 unitId, bool challengerWon) external nonReentrant {
+        if (msg.sender != _arbiter) revert NotArbiter(msg.sender);
+        if (unitId == 0) revert UnknownGame(gameId, unitId);
+        if (_gameUnits[gameId] != unitId) revert UnknownGame(gameId, unitId);
+        Unit storage unit = _units[unitId];
+        Dispute memory d = _disputes[unitId];
+        delete _gameUnits[gameId];
+        delete _disputes[unitId];
+        address solver = unit.assignee;
+
+        if (challengerWon) {
+            uint256 collateral = _collateral(_jobs[JobIds.jobOf(unitId)]);
+            uint256 reward = MarketMath.share(collateral, _challengerRewardBps);
+            uint256 verifierCount = unit.verifierCount;
+            emit DisputeResolved(unitId, gameId, true, 0);
+            _credit(d.challenger, uint256(d.bond) + reward);
+            _addJackpot(collateral - reward);
+            for (uint256 i = 0; i < verifierCount; ++i) {
+                delete _verifierStates[unitId][_verifiers[unitId][i]];
+            }
+            _reopen(unitId, unit);
+            _registry.slash(solver, collateral, true);
+            for (uint256 i = 0; i < verifierCount; ++i) {
+                _registry.release(_verifiers[unitId][i], _verifierLock, false);
+            }
+        } else {
+            uint256 toSolver = MarketMath.share(d.bond, _challengerRewardBps);
+            uint64 deadline = unit.deadline;
+            uint64 graceEnd = uint64(block.timestamp) + _disputeGrace;
+            if (graceEnd > deadline) deadline = graceEnd;
+            unit.status = UnitStatus.Verifying;
+            unit.deadline = deadline;
+            emit DisputeResolved(unitId, gameId, false, deadline);
+            _credit(solver, toSolver);
+            _addJackpot(d.bond - toSolver);
+        }
+    }
+
+    /// @inheritdoc IJobManager
+    function finalize(uint256 unitId) external nonReentrant {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Verifying);
+        if (block.timestamp <= unit.deadline) revert DeadlineNotPassed(unitId, unit.deadline);
+        uint256 jobId = JobIds.jobOf(unitId);
+        Job storage job = _jobs[jobId];
+        uint256 reward = job.reward;
+        uint256 fee = job.verificationFee;
+        (uint256 solverPay, uint256 tax) = MarketMath.payout(reward, fee, _taxBps);
+        address solver = unit.assignee;
+
+        unit.status = UnitStatus.Finalized;
+        job.escrow -= uint128(reward);
+        // unitsFinalized < unitCount (a uint8) while a unit is unfinalized.
+        unchecked {
+            ++job.unitsFinalized;
+        }
+        emit UnitFinalized(unitId, solver, solverPay, fee, tax);
+        if (job.unitsFinalized == job.unitCount) {
+            job.status = JobStatus.Completed;
+            emit JobCompleted(jobId);
+        }
+        _credit(solver, solverPay);
+        _addJackpot(tax + _payVerifiers(unitId, unit.verifierCount, unit.attestCount, fee));
+        _registry.release(solver, _collateral(job), true);
+        _settleVerifierLocks(unitId, unit.verifierCount);
+    }
+
+    /// @inheritdoc IJobManager
+    function withdraw() external nonReentrant {
+        uint256 amount = _credits[msg.sender];
+        if (amount == 0) revert NothingToWithdraw(msg.sender);
+        _credits[msg.sender] = 0;
+        emit Withdrawn(msg.sender, amount);
+        _token.safeTransfer(msg.sender, amount);
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IJobManager
+    function token() external view returns (address) {
+        return address(_token);
+    }
+
+    /// @inheritdoc IJobManager
+    function registry() external view returns (address) {
+        return address(_registry);
+    }
+
+    /// @inheritdoc IJobManager
+    function arbiter() external view returns (address) {
+        return _arbiter;
+    }
+
+    /// @inheritdoc IJobManager
+    function config() external view returns (Config memory) {
+        return Config(
+            _claimWindow,
+            _verifyWindow,
+            _disputeGrace,
+            _taxBps,
+            _challengerRewardBps,
+            _collateralBps,
+            _verifiersPerUnit,
+            _segmentsPerVerifier,
+            _verifierLock,
+            _challengeBond
+        );
+    }
+
+    /// @inheritdoc IJobManager
+    function jobCount() external view returns (uint256) {
+        return _jobCount;
+    }
+
+    /// @inheritdoc IJobManager
+    function getJob(uint256 jobId) external view returns (Job memory) {
+        return _jobs[jobId];
+    }
+
+    /// @inheritdoc IJobManager
+    function getUnit(uint256 unitId) external view returns (Unit memory) {
+        return _units[unitId];
+    }
+
+    /// @inheritdoc IJobManager
+    function getClaimants(uint256 unitId) external view returns (address[] memory solvers, uint96[] memory weights) {
+        uint256 n = _units[unitId].claimantCount;
+        solvers = new address[](n);
+        weights = new uint96[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            Claimant memory c = _claimants[unitId][i];
+            solvers[i] = c.solver;
+            weights[i] = c.weight;
+        }
+    }
+
+    /// @inheritdoc IJobManager
+    function getVerifiers(uint256 unitId) external view returns (address[] memory verifiers) {
+        uint256 n = _units[unitId].verifierCount;
+        verifiers = new address[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            verifiers[i] = _verifiers[unitId][i];
+        }
+    }
+
+    /// @inheritdoc IJobManager
+    function verifierStatus(uint256 unitId, address verifier)
+        external
+        view
+        returns (VerifierStatus status, bytes32 attestationHash)
+    {
+        VerifierState memory vs = _verifierStates[unitId][verifier];
+        return (vs.status, vs.attestationHash);
+    }
+
+    /// @inheritdoc IJobManager
+    function sampledSegments(uint256 unitId, address verifier) external view returns (uint64[] memory) {
+        Unit storage unit = _units[unitId];
+        if (unit.verifySeed == bytes32(0)) return new uint64[](0);
+        return _sampledSegments(unit, verifier);
+    }
+
+    /// @inheritdoc IJobManager
+    function getDispute(uint256 unitId) external view returns (Dispute memory) {
+        return _disputes[unitId];
+    }
+
+    /// @inheritdoc IJobManager
+    function unitOfGame(uint256 gameId) external view returns (uint256) {
+        return _gameUnits[gameId];
+    }
+
+    /// @inheritdoc IJobManager
+    function credits(address account) external view returns (uint256) {
+        return _credits[account];
+    }
+
+    /// @inheritdoc IJobManager
+    function jackpot() external view returns (uint256) {
+        return _jackpot;
+    }
+
+    /// @inheritdoc IJobManager
+    function collateralOf(uint256 jobId) external view returns (uint256) {
+        return _collateral(_jobs[jobId]);
+    }
+
+    /// @inheritdoc IJobManager
+    function payoutOf(uint256 jobId) external view returns (uint256 solverPay, uint256 verifierFee, uint256 tax) {
+        Job storage job = _jobs[jobId];
+        verifierFee = job.verificationFee;
+        (solverPay, tax) = MarketMath.payout(job.reward, verifierFee, _taxBps);
+    }
+
+    /// @inheritdoc IJobManager
+    function unitIdOf(uint256 jobId, uint256 index) external pure returns (uint256) {
+        return JobIds.unitId(jobId, index);
+    }
+
+    /// @inheritdoc IJobManager
+    function jobIdOf(uint256 unitId) external pure returns (uint256) {
+        return JobIds.jobOf(unitId);
+    }
+
+    // ------------------------------------------------------------------ internal
+
+    function _expectStatus(uint256 unitId, Unit storage unit, UnitStatus expected) private view {
+        if (unit.status != expected) revert WrongUnitStatus(unitId, expected, unit.status);
+    }
+
+    function _collateral(Job storage job) private view returns (uint256) {
+        return MarketMath.share(job.reward, _collateralBps);
+    }
+
+    /// @dev The seed of a Selecting or Committed unit: keccak of the seed block's hash, the unit and
+    ///      its attempt. Returns zero (and re-arms the seed block) if that hash is unavailable.
+    function _seed(uint256 unitId, Unit storage unit) private returns (bytes32) {
+        uint64 seedBlock = unit.seedBlock;
+        if (block.number <= seedBlock) revert SeedNotYetAvailable(unitId, seedBlock);
+        bytes32 hash = blockhash(seedBlock);
+        if (hash == bytes32(0)) {
+            uint64 next = uint64(block.number) + 1;
+            unit.seedBlock = next;
+            emit SeedRearmed(unitId, next);
+            return bytes32(0);
+        }
+        return keccak256(abi.encode(hash, unitId, unit.attempt, unit.status));
+    }
+
+    function _sampledSegments(Unit storage unit, address verifier) private view returns (uint64[] memory) {
+        uint256 numSegments = uint256(unit.numCheckpoints) - 1;
+        uint256 count = _segmentsPerVerifier < numSegments ? _segmentsPerVerifier : numSegments;
+        return MarketMath.sampleSegments(unit.verifySeed, verifier, count, numSegments);
+    }
+
+    function _reopen(uint256 unitId, Unit storage unit) private {
+        uint64 deadline = uint64(block.timestamp) + _claimWindow;
+        uint32 attempt = unit.attempt + 1;
+        unit.status = UnitStatus.Open;
+        unit.deadline = deadline;
+        unit.claimantCount = 0;
+        unit.verifierCount = 0;
+        unit.attestCount = 0;
+        unit.assignee = address(0);
+        unit.attempt = attempt;
+        unit.verifySeed = bytes32(0);
+        emit UnitOpened(unitId, JobIds.jobOf(unitId), deadline, attempt);
+    }
+
+    function _releaseClaimants(uint256 unitId, uint256 n, address keep, uint256 collateral) private {
+        for (uint256 i = 0; i < n; ++i) {
+            address solver = _claimants[unitId][i].solver;
+            if (solver == keep) continue;
+            emit ClaimReleased(unitId, solver);
+            _registry.release(solver, collateral, false);
+        }
+    }
+
+    function _gameRequest(uint256 unitId, Unit storage unit, bytes32 claim_)
+        private
+        view
+        returns (IDisputeArbiter.GameRequest memory req)
+    {
+        Job storage job = _jobs[JobIds.jobOf(unitId)];
+        req.unitId = unitId;
+        req.solver = unit.assignee;
+        req.challenger = msg.sender;
+        req.specHash = job.specHash;
+        req.datasetRoot = job.datasetRoot;
+        req.initialStateRoot = job.initialStateRoot;
+        req.steps = job.steps;
+        req.checkpointInterval = job.checkpointInterval;
+        req.checkpointRoot = unit.checkpointRoot;
+        req.numCheckpoints = unit.numCheckpoints;
+        req.finalStateRoot = unit.finalStateRoot;
+        req.challengerClaim = claim_;
+    }
+
+    /// @dev Credits the attesting verifiers their equal share of `fee`; returns what goes to the
+    ///      jackpot instead: the division remainder (all of `fee` if nobody attested) and the
+    ///      locks of silent verifiers (slashed by `_settleVerifierLocks`).
+    function _payVerifiers(uint256 unitId, uint256 verifierCount, uint256 attested, uint256 fee)
+        private
+        returns (uint256 toJackpot)
+    {
+        uint256 feeShare = attested == 0 ? 0 : fee / attested;
+        toJackpot = fee - feeShare * attested;
+        for (uint256 i = 0; i < verifierCount; ++i) {
+            address v = _verifiers[unitId][i];
+            VerifierStatus status = _verifierStates[unitId][v].status;
+            if (status == VerifierStatus.Attested) {
+                _credit(v, feeShare);
+            } else if (status == VerifierStatus.Pending) {
+                toJackpot += _verifierLock;
+                emit VerifierPenalised(unitId, v, _verifierLock);
+            }
+        }
+    }
+
+    /// @dev Slashes the locks of verifiers that stayed silent; releases the others'.
+    function _settleVerifierLocks(uint256 unitId, uint256 verifierCount) private {
+        for (uint256 i = 0; i < verifierCount; ++i) {
+            address v = _verifiers[unitId][i];
+            if (_verifierStates[unitId][v].status == VerifierStatus.Pending) {
+                _registry.slash(v, _verifierLock, true);
+            } else {
+                _registry.release(v, _verifierLock, false);
+            }
+        }
+    }
+
+    function _credit(address account, uint256 amount) private {
+        if (amount == 0) return;
+        uint256 balance = _credits[account] + amount;
+        _credits[account] = balance;
+        emit Credited(account, amount, balance);
+    }
+
+    function _addJackpot(uint256 amount) private {
+        if (amount == 0) return;
+        uint256 total = _jackpot + amount;
+        _jackpot = total;
+        emit JackpotIncreased(amount, total);
+    }
+}
