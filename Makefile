@@ -51,7 +51,14 @@ $(SOLC_LINK): | $(NODE_STAMP)
 	@mkdir -p .solcx $(APE_DATA_FOLDER)
 	ln -sf ../tools/solc/solc $@
 
-setup: $(VENV_STAMP) $(NODE_STAMP) $(SOLC_LINK)
+# Solidity sources of OpenZeppelin only (see ape-config.yaml for why not the npm folder itself).
+OZ_DEPS := build/deps/openzeppelin/.copied
+$(OZ_DEPS): $(NODE_STAMP)
+	rm -rf build/deps/openzeppelin && mkdir -p build/deps/openzeppelin
+	cd node_modules/@openzeppelin/contracts && find . -name '*.sol' -exec cp --parents {} $(ROOT)/build/deps/openzeppelin/ \;
+	@touch $@
+
+setup: $(VENV_STAMP) $(NODE_STAMP) $(SOLC_LINK) $(OZ_DEPS)
 
 # --- build --------------------------------------------------------------------------------
 CONTRACT_SOURCES := $(shell find contracts -name '*.sol' -not -path '*/.cache/*' 2>/dev/null)
