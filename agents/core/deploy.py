@@ -1,18 +1,60 @@
-"""Deploy the protocol from the exported ABI/bytecode JSON (build/abi) with web3.py.
+"""Deploy and wire the protocol from the exported ABI/bytecode JSON (build/abi) with web3.py.
 
-Integrators and agents need only these artifacts; no ape at run time.
+Integrators and agents need only these artifacts; no ape at run time. `deploy_all` deploys the
+payment token (a mintable TestToken on dev chains, unless an existing token address is given),
+the NodeRegistry and the JobManager, authorises the JobManager as the registry's only slasher and
+wires the dispute arbiter: a given address, or a MockArbiter when `mock_arbiter` is asked for
+(tests and demos only: anyone can resolve its games). Every transaction is signed locally, sent,
+and waited for; a reverted one raises `DeploymentError` naming the step.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from eth_account import Account
+from eth_account.signers.local import LocalAccount
 from web3 import Web3
+from web3.contract.contract import ContractFunction
 
 DEFAULT_ABI_DIR = Path(__file__).resolve().parents[2] / "build" / "abi"
+
+TOKEN_UNIT = 10**18
+HOUR = 3600
+DAY = 24 * HOUR
+
+#: NodeRegistry.Config defaults (docs/PROTOCOL.md §6.4 gives the reasons).
+DEFAULT_REGISTRY_CONFIG: dict[str, int] = {
+    "minSolverStake": 100 * TOKEN_UNIT,
+    "minVerifierStake": 50 * TOKEN_UNIT,
+    "minWhistleblowerStake": 10 * TOKEN_UNIT,
+    "unbondingDelay": 7 * DAY,
+    "heartbeatTtl": 1 * HOUR,
+}
+
+#: JobManager.Config defaults (docs/PROTOCOL.md §6.4 gives the reasons).
+DEFAULT_MANAGER_CONFIG: dict[str, int] = {
+    "claimWindow": 1 * HOUR,
+    "verifyWindow": 1 * DAY,
+    "disputeGrace": 1 * HOUR,
+    "taxBps": 200,
+    "challengerRewardBps": 5_000,
+    "collateralBps": 10_000,
+    "verifiersPerUnit": 2,
+    "segmentsPerVerifier": 2,
+    "verifierLock": 10 * TOKEN_UNIT,
+    "challengeBond": 10 * TOKEN_UNIT,
+}
+
+REGISTRY_FIELDS = tuple(DEFAULT_REGISTRY_CONFIG)
+MANAGER_FIELDS = tuple(DEFAULT_MANAGER_CONFIG)
+
+
+class DeploymentError(RuntimeError):
+    """A deployment or wiring step failed; the message names the step."""
 
 
 def load_artifact(name: str, abi_dir: Path = DEFAULT_ABI_DIR) -> dict[str, Any]:
@@ -22,27 +64,61 @@ def load_artifact(name: str, abi_dir: Path = DEFAULT_ABI_DIR) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+class _Sender:
+    """Signs and sends one account's transactions in order, tracking the nonce locally."""
+
+    def __init__(self, w3: Web3, private_key: str) -> None:
+        self.w3 = w3
+        self.account: LocalAccount = Account.from_key(private_key)
+        self.nonce = w3.eth.get_transaction_count(self.account.address, "pending")
+        self.chain_id = w3.eth.chain_id
+
+    def _send(self, tx: dict[str, Any], step: str) -> dict[str, Any]:
+        signed = self.account.sign_transaction(tx)
+        try:
+            tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
+        except Exception as exc:
+            raise DeploymentError(f"{step}: transaction rejected: {exc}") from exc
+        self.nonce += 1
+        receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120)
+        if receipt["status"] != 1:
+            raise DeploymentError(f"{step}: transaction {tx_hash.hex()} reverted")
+        return receipt
+
+    def _base(self) -> dict[str, Any]:
+        return {"from": self.account.address, "nonce": self.nonce, "chainId": self.chain_id}
+
+    def deploy(self, artifact: Mapping[str, Any], *args: Any, step: str) -> str:
+        factory = self.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+        try:
+            tx = factory.constructor(*args).build_transaction(self._base())
+        except Exception as exc:  # gas estimation runs the constructor: a revert lands here
+            raise DeploymentError(f"{step}: constructor would fail: {exc}") from exc
+        receipt = self._send(tx, step)
+        return Web3.to_checksum_address(receipt["contractAddress"])
+
+    def call(self, fn: ContractFunction, step: str) -> dict[str, Any]:
+        try:
+            tx = fn.build_transaction(self._base())
+        except Exception as exc:
+            raise DeploymentError(f"{step}: call would fail: {exc}") from exc
+        return self._send(tx, step)
+
+
 def deploy_contract(
     w3: Web3, private_key: str, name: str, *args: Any, abi_dir: Path = DEFAULT_ABI_DIR
 ) -> str:
     """Deploy artifact `name` with constructor `args`; return its checksummed address."""
-    artifact = load_artifact(name, abi_dir)
-    account = Account.from_key(private_key)
-    factory = w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
-    tx = factory.constructor(*args).build_transaction(
-        {
-            "from": account.address,
-            "nonce": w3.eth.get_transaction_count(account.address, "pending"),
-            "chainId": w3.eth.chain_id,
-        }
-    )
-    signed = account.sign_transaction(tx)
-    receipt = w3.eth.wait_for_transaction_receipt(
-        w3.eth.send_raw_transaction(signed.raw_transaction)
-    )
-    if receipt["status"] != 1:
-        raise RuntimeError(f"deployment of {name} reverted (tx {receipt['transactionHash'].hex()})")
-    return Web3.to_checksum_address(receipt["contractAddress"])
+    return _Sender(w3, private_key).deploy(load_artifact(name, abi_dir), *args, step=name)
+
+
+def _config_tuple(defaults: Mapping[str, int], overrides: Mapping[str, int] | None) -> tuple:
+    merged = dict(defaults)
+    for key, value in (overrides or {}).items():
+        if key not in merged:
+            raise DeploymentError(f"unknown config field {key!r}; expected one of {list(merged)}")
+        merged[key] = int(value)
+    return tuple(merged[key] for key in defaults)
 
 
 def deploy_all(
@@ -51,9 +127,59 @@ def deploy_all(
     abi_dir: Path = DEFAULT_ABI_DIR,
     params: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Deploy every protocol contract and wire them; return contract name -> address."""
-    params = params or {}
-    token = params.get("token") or deploy_contract(
-        w3, deployer_private_key, "TestToken", abi_dir=abi_dir
-    )
-    return {"TestToken": token}
+    """Deploy every protocol contract and wire them; return contract name -> address.
+
+    Keys: ``Token`` (the payment token; also ``TestToken`` when one was deployed),
+    ``NodeRegistry``, ``JobManager``, ``Arbiter`` (when wired) and ``MockArbiter`` (when deployed).
+
+    `params` (all optional):
+      - ``token``: address of an existing ERC-20 payment token (default: deploy a TestToken);
+      - ``registry_config`` / ``manager_config``: overrides of DEFAULT_REGISTRY_CONFIG /
+        DEFAULT_MANAGER_CONFIG fields;
+      - ``arbiter``: address of the dispute arbiter to wire into the JobManager;
+      - ``mock_arbiter``: True to deploy and wire a MockArbiter (tests, demos) when no
+        ``arbiter`` is given.
+    Without an arbiter the JobManager is deployed unwired: the deployer must call
+    ``setArbiter(address)`` once before any job can be posted.
+    """
+    params = dict(params or {})
+    abi_dir = Path(abi_dir)
+    sender = _Sender(w3, deployer_private_key)
+    out: dict[str, str] = {}
+
+    token = params.get("token")
+    if token:
+        token = Web3.to_checksum_address(token)
+        if not w3.eth.get_code(token):
+            raise DeploymentError(f"token: no contract at {token}")
+    else:
+        token = sender.deploy(load_artifact("TestToken", abi_dir), step="TestToken")
+        out["TestToken"] = token
+    out["Token"] = token
+
+    reg_art = load_artifact("NodeRegistry", abi_dir)
+    reg_cfg = _config_tuple(DEFAULT_REGISTRY_CONFIG, params.get("registry_config"))
+    registry = sender.deploy(reg_art, token, reg_cfg, step="NodeRegistry")
+    out["NodeRegistry"] = registry
+
+    mgr_art = load_artifact("JobManager", abi_dir)
+    mgr_cfg = _config_tuple(DEFAULT_MANAGER_CONFIG, params.get("manager_config"))
+    manager = sender.deploy(mgr_art, registry, mgr_cfg, step="JobManager")
+    out["JobManager"] = manager
+
+    reg = w3.eth.contract(address=registry, abi=reg_art["abi"])
+    sender.call(reg.functions.setSlashers([manager]), step="NodeRegistry.setSlashers")
+
+    arbiter = params.get("arbiter")
+    if not arbiter and params.get("mock_arbiter"):
+        mock_art = load_artifact("MockArbiter", abi_dir)
+        arbiter = sender.deploy(mock_art, step="MockArbiter")
+        mock = w3.eth.contract(address=arbiter, abi=mock_art["abi"])
+        sender.call(mock.functions.wire(manager), step="MockArbiter.wire")
+        out["MockArbiter"] = arbiter
+    if arbiter:
+        arbiter = Web3.to_checksum_address(arbiter)
+        mgr = w3.eth.contract(address=manager, abi=mgr_art["abi"])
+        sender.call(mgr.functions.setArbiter(arbiter), step="JobManager.setArbiter")
+        out["Arbiter"] = arbiter
+    return out
