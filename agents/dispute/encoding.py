@@ -1,0 +1,147 @@
+"""On-chain encodings of the dispute game (PROTOCOL §7.2): node descriptors, the graph root,
+the dispute config and its hash, the per-segment step list. Mirrors
+contracts/dispute/lib/{DisputeTypes,OpCodes,DisputeMerkle}.sol; tests check both agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eth_abi import encode
+
+from agents.training import merkle
+from agents.training.keccak import keccak256
+
+GRAPH_DOMAIN = keccak256(b"vtp.graph.v1")
+STEPS_DOMAIN = keccak256(b"vtp.steps.v1")
+
+# Operator codes (contracts/dispute/lib/OpCodes.sol).
+OPS: dict[str, int] = {
+    "matmul_nt": 1,
+    "transpose": 2,
+    "add": 3,
+    "sub": 4,
+    "mul": 5,
+    "div": 6,
+    "add_row": 7,
+    "sub_col": 8,
+    "div_col": 9,
+    "relu": 10,
+    "relu_bwd": 11,
+    "row_sum": 12,
+    "row_max": 13,
+    "exp": 14,
+    "log": 15,
+    "gather_rows": 16,
+    "gather_labels": 17,
+    "xent_grad": 18,
+    "nll": 19,
+    "mean": 20,
+    "momentum": 21,
+    "sgd": 22,
+}
+OP_NAMES = {v: k for k, v in OPS.items()}
+
+# Operand kinds.
+KIND_STATE = 1
+KIND_NODE = 2
+KIND_DATA_X = 3
+KIND_DATA_Y = 4
+KIND_BATCH = 5
+
+DTYPE_F32 = merkle.DTYPE_F32
+DTYPE_U32 = merkle.DTYPE_U32
+
+OPERAND_T = "(uint8,uint32,bytes32,uint8,uint32,uint32)"
+NODE_T = f"(uint8,uint8,uint32,uint32,uint256,{OPERAND_T}[])"
+CONFIG_T = "(bytes32,uint32,uint32,uint64,uint256,bytes32[],uint32[])"
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One input of a node: kind, state position / node index, state-name hash, header."""
+
+    kind: int
+    index: int
+    name: bytes
+    dtype: int
+    rows: int
+    cols: int
+
+    def as_tuple(self) -> tuple:
+        return (self.kind, self.index, self.name, self.dtype, self.rows, self.cols)
+
+
+@dataclass(frozen=True)
+class NodeDesc:
+    """A node of the step graph as the chain sees it; `param` holds binary32 bits (μ, η)."""
+
+    op: int
+    dtype: int
+    rows: int
+    cols: int
+    param: int
+    inputs: tuple[Operand, ...]
+
+    @property
+    def op_name(self) -> str:
+        return OP_NAMES[self.op]
+
+    @property
+    def numel(self) -> int:
+        return self.rows * self.cols
+
+    def as_tuple(self) -> tuple:
+        ins = [o.as_tuple() for o in self.inputs]
+        return (self.op, self.dtype, self.rows, self.cols, self.param, ins)
+
+    def encode(self) -> bytes:
+        """abi.encode(NodeDesc) as Solidity computes it."""
+        return encode([NODE_T], [self.as_tuple()])
+
+    def hash(self) -> bytes:
+        return keccak256(self.encode())
+
+
+def graph_root(nodes: list[NodeDesc]) -> bytes:
+    """Root list under keccak256("vtp.graph.v1") of keccak256(abi.encode(node))."""
+    return merkle.root_list(GRAPH_DOMAIN, [n.hash() for n in nodes])
+
+
+@dataclass(frozen=True)
+class DisputeConfig:
+    """What a game needs about the job beyond the hook's request (PROTOCOL §7.2)."""
+
+    graph_root: bytes
+    num_nodes: int
+    batch_size: int
+    num_examples: int
+    seed: int
+    state_names: tuple[bytes, ...]  # keccak256(name) per state tensor, in state order
+    state_producers: tuple[int, ...]  # node producing each state tensor's next value
+
+    def as_tuple(self) -> tuple:
+        return (
+            self.graph_root,
+            self.num_nodes,
+            self.batch_size,
+            self.num_examples,
+            self.seed,
+            list(self.state_names),
+            list(self.state_producers),
+        )
+
+    def encode(self) -> bytes:
+        return encode([CONFIG_T], [self.as_tuple()])
+
+    def hash(self) -> bytes:
+        return keccak256(self.encode())
+
+
+def step_list_root(roots: list[bytes]) -> bytes:
+    """Root list under keccak256("vtp.steps.v1") of the k + 1 state roots of a segment."""
+    return merkle.root_list(STEPS_DOMAIN, roots)
+
+
+def name_hash(name: str) -> bytes:
+    return keccak256(name.encode())

@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
+import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {IDisputeGame} from "./interfaces/IDisputeGame.sol";
+import {IOneStepProver} from "./interfaces/IOneStepProver.sol";
+import {
+    Clock,
+    Phase,
+    Side,
+    DisputeConfig,
+    NodeDesc,
+    Opening,
+    ProofContext
+} from "./lib/DisputeTypes.sol";
+import {Clocks} from "./lib/Clocks.sol";
+import {Positions} from "./lib/Positions.sol";
+import {DisputeMerkle} from "./lib/DisputeMerkle.sol";
+
+/// @title DisputeGame — the Truebit-style arbiter of the protocol (docs/PROTOCOL.md §7)
+/// @notice Narrows a disputed claim "state root A at step t0, `steps` steps later (checkpoints
+///         every `interval` steps) the state is B" down to one element of one operator of one
+///         step, in at most 10 moves, and recomputes that element on chain through the one-step
+///         prover. Implements the job manager's dispute hook (`IDisputeArbiter`) and reports the
+///         result through `IDisputeCallback.onDisputeResolved`. It holds no money: bonds and
+///         stakes live with the job manager and registry (PROTOCOL §6.6).
+contract DisputeGame is IDisputeArbiter, IDisputeGame {
+    using Clocks for Clock;
+
+    /// @notice The job manager allowed to open games, and told their results.
+    address public immutable manager;
+    /// @notice Recomputes one element of one node (the last move).
+    IOneStepProver public immutable prover;
+    /// @notice Each side's chess-clock budget for a whole game, in seconds.
+    uint64 public immutable clockBudget;
+
+    /// @notice Number of games opened so far (the latest game id).
+    uint256 public gameCount;
+    /// @notice Dispute config hash (PROTOCOL §7.2) registered for each job spec hash.
+    mapping(bytes32 specHash => bytes32 configHash) public configOf;
+
+    mapping(uint256 gameId => GameClaim) internal _claims;
+    mapping(uint256 gameId => GameProgress) internal _progress;
+
+    constructor(address manager_, IOneStepProver prover_, uint64 clockBudget_) {
+        manager = manager_;
+        prover = prover_;
+        clockBudget = clockBudget_;
+    }
+
+    // =========================================================================== opening
+
+    /// @inheritdoc IDisputeGame
+    /// @dev Adapter until the job manager carries the config hash itself (PROTOCOL §7.2): the
+    ///      first registration for a spec wins; agents refuse jobs whose registered config does
+    ///      not match the one they derive from the spec.
+    function registerConfig(bytes32 specHash, bytes32 configHash) external {
+        bytes32 existing = configOf[specHash];
+        if (existing != bytes32(0)) revert ConfigAlreadyRegistered(specHash, existing);
+        configOf[specHash] = configHash;
+        emit ConfigRegistered(specHash, configHash, msg.sender);
+    }
+
+    /// @inheritdoc IDisputeArbiter
+    function openGame(GameRequest calldata request) external returns (uint256 gameId) {
+        if (msg.sender != manager) revert NotManager(msg.sender);
+        bytes32 configHash = configOf[request.specHash];
+        if (configHash == bytes32(0)) revert ConfigNotRegistered(request.specHash);
+        GameClaim memory c = GameClaim({
+            unitId: request.unitId,
+            defender: request.solver,
+            challenger: request.challenger,
+            configHash: configHash,
+            datasetRoot: request.datasetRoot,
+            initialStateRoot: request.initialStateRoot,
+            checkpointRoot: request.checkpointRoot,
+            finalStateRoot: request.finalStateRoot,
+            stepOffset: 0,
+            steps: request.steps,
+            interval: request.checkpointInterval
+        });
+        gameId = _open(c);
+    }
+
+    /// @notice Opens a game over one segment claim "from `startRoot` at step `stepOffset`,
+    ///         `steps` steps give `endRoot`" (a verifier's attestation, defended by the verifier
+    ///         against a whistleblower). The checkpoint list is [startRoot, endRoot].
+    function openSegmentGame(
+        uint256 unitId,
+        address defender,
+        address challenger,
+        bytes32 specHash,
+        bytes32 datasetRoot,
+        uint64 stepOffset,
+        uint64 steps,
+        bytes32[2] calldata roots
+    ) external returns (uint256 gameId) {
+        if (msg.sender != manager) revert NotManager(msg.sender);
+        bytes32 configHash = configOf[specHash];
+        if (configHash == bytes32(0)) revert ConfigNotRegistered(specHash);
+        bytes32[] memory cps = new bytes32[](2);
+        cps[0] = roots[0];
+        cps[1] = roots[1];
+        GameClaim memory c = GameClaim({
+            unitId: unitId,
+            defender: defender,
+            challenger: challenger,
+            configHash: configHash,
+            datasetRoot: datasetRoot,
+            initialStateRoot: roots[0],
+            checkpointRoot: DisputeMerkle.rootList(DisputeMerkle.CHECKPOINT_DOMAIN, cps),
+            finalStateRoot: roots[1],
+            stepOffset: stepOffset,
+            steps: steps,
+            interval: steps
+        });
+        gameId = _open(c);
+    }
+
+    function _open(GameClaim memory c) internal returns (uint256 gameId) {
+        if (c.interval == 0 || c.steps == 0 || c.steps % c.interval != 0) {
+            revert InvalidClaim(c.steps, c.interval);
+        }
+        gameId = Positions.nextId(gameCount);
+        gameCount = gameId;
+        _claims[gameId] = c;
+        GameProgress storage p = _progress[gameId];
+        bool oneSegment = Positions.segments(c.steps, c.interval) == 1;
+        p.phase = oneSegment ? Phase.OpenSegment : Phase.PostCheckpoints;
+        p.defenderClock = Clocks.wrap(clockBudget, uint64(block.timestamp));
+        p.challengerClock = Clocks.wrap(clockBudget, 0);
+        emit GameOpened(
+            gameId,
+            c.unitId,
+            c.defender,
+            c.challenger,
+            c.checkpointRoot,
+            c.stepOffset,
+            c.steps,
+            c.interval
+        );
+    }
+
+    // =========================================================================== moves
+
+    /// @inheritdoc IDisputeGame
+    /// @dev Publishes the whole list (data availability for the challenger's choice) and checks
+    ///      it against the committed root (which binds the count T / k + 1), the job's initial
+    ///      state and the defender's final state root. A defender that cannot loses on time.
+    function postCheckpoints(uint256 gameId, bytes32[] calldata roots) external {
+        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.PostCheckpoints);
+        uint256 n = Positions.segments(c.steps, c.interval) + 1;
+        if (roots.length != n) revert LengthMismatch(n, roots.length);
+        if (roots[0] != c.initialStateRoot) revert RootMismatch(c.initialStateRoot, roots[0]);
+        if (roots[n - 1] != c.finalStateRoot) revert RootMismatch(c.finalStateRoot, roots[n - 1]);
+        bytes32 root = DisputeMerkle.rootList(DisputeMerkle.CHECKPOINT_DOMAIN, roots);
+        if (root != c.checkpointRoot) revert RootMismatch(c.checkpointRoot, root);
+        _advance(p, Phase.PickSegment);
+        emit CheckpointsPosted(gameId, roots);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function pickSegment(
+        uint256 gameId,
+        uint64 segment,
+        ListEntry calldata start,
+        ListEntry calldata end
+    ) external {
+        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.PickSegment);
+        uint256 n = Positions.segments(c.steps, c.interval);
+        if (segment >= n) revert IndexOutOfRange(segment, n);
+        bytes32 cpRoot = c.checkpointRoot;
+        bytes32 dom = DisputeMerkle.CHECKPOINT_DOMAIN;
+        if (!DisputeMerkle.verifyListEntry(cpRoot, dom, n + 1, segment, start.value, start.proof)) {
+            revert InvalidProof("checkpoint.start");
+        }
+        if (!DisputeMerkle.verifyListEntry(cpRoot, dom, n + 1, segment + 1, end.value, end.proof)) {
+            revert InvalidProof("checkpoint.end");
+        }
+        p.segment = segment;
+        p.agreedRoot = start.value;
+        p.disputedRoot = end.value;
+        _advance(p, Phase.OpenSegment);
+        emit SegmentPicked(gameId, segment, start.value, end.value);
+    }
+
+    /// @inheritdoc IDisputeGame
+    /// @dev With one segment the checkpoint list must be [initial, final] (checked here); with
+    ///      several, `pickSegment` fixed the segment's two roots.
+    function openSegment(uint256 gameId, bytes32[] calldata intermediateRoots) external {
+        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.OpenSegment);
+        if (Positions.segments(c.steps, c.interval) == 1) _checkOneSegment(c, p);
+        uint256 k = c.interval;
+        if (intermediateRoots.length != k - 1) revert LengthMismatch(k - 1, intermediateRoots.length);
+        bytes32 startRoot = p.agreedRoot;
+        bytes32 endRoot = p.disputedRoot;
+        if (k == 1) {
+            _advance(p, Phase.PostTrace);
+        } else {
+            p.listRoot = _stepList(startRoot, intermediateRoots, endRoot);
+            _advance(p, Phase.PickStep);
+        }
+        emit SegmentOpened(gameId, p.segment, startRoot, endRoot, intermediateRoots);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function pickStep(
+        uint256 gameId,
+        uint64 step,
+        ListEntry calldata before,
+        ListEntry calldata after_
+    ) external {
+        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.PickStep);
+        uint256 k = c.interval;
+        if (step >= k) revert IndexOutOfRange(step, k);
+        bytes32 dom = DisputeMerkle.STEPS_DOMAIN;
+        bytes32 list = p.listRoot;
+        if (!DisputeMerkle.verifyListEntry(list, dom, k + 1, step, before.value, before.proof)) {
+            revert InvalidProof("step.before");
+        }
+        if (!DisputeMerkle.verifyListEntry(list, dom, k + 1, step + 1, after_.value, after_.proof)) {
+            revert InvalidProof("step.after");
+        }
+        p.step = step;
+        p.agreedRoot = before.value;
+        p.disputedRoot = after_.value;
+        _advance(p, Phase.PostTrace);
+        emit StepPicked(gameId, step, before.value, after_.value);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function postTrace(uint256 gameId, bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
+        external
+    {
+        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.PostTrace);
+        _checkConfig(c, cfg);
+        if (nodeRoots.length != cfg.numNodes) revert LengthMismatch(cfg.numNodes, nodeRoots.length);
+        bytes32 assembled = _assembleState(nodeRoots, cfg);
+        if (assembled != p.disputedRoot) revert RootMismatch(p.disputedRoot, assembled);
+        bytes32 traceRoot = DisputeMerkle.rootList(DisputeMerkle.TRACE_DOMAIN, nodeRoots);
+        p.traceRoot = traceRoot;
+        _advance(p, Phase.PickNode);
+        emit TracePosted(gameId, uint64(_globalStep(c, p)), traceRoot, nodeRoots);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function pickNode(
+        uint256 gameId,
+        uint32 node,
+        bytes32 nodeRoot,
+        bytes32[] calldata traceProof,
+        bytes calldata nodeDesc,
+        bytes32[] calldata graphProof,
+        DisputeConfig calldata cfg
+    ) external {
+        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.PickNode);
+        _checkConfig(c, cfg);
+        _checkTraceEntry(p, cfg.numNodes, node, nodeRoot, traceProof);
+        bytes32 descHash = _checkGraphEntry(cfg, node, nodeDesc, graphProof);
+        NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
+        p.node = node;
+        p.nodeRoot = nodeRoot;
+        p.descHash = descHash;
+        p.dtype = d.dtype;
+        p.rows = d.rows;
+        p.cols = d.cols;
+        _advance(p, Phase.PostLeaves);
+        emit NodePicked(gameId, node, nodeRoot);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function postLeaves(uint256 gameId, bytes32[] calldata leaves) external {
+        (, GameProgress storage p) = _move(gameId, Phase.PostLeaves);
+        uint256 numLeaves = Positions.leafCount(uint256(p.rows) * uint256(p.cols));
+        if (leaves.length != numLeaves) revert LengthMismatch(numLeaves, leaves.length);
+        bytes32 dataRoot = DisputeMerkle.treeRootCalldata(leaves);
+        bytes32 root = DisputeMerkle.tensorRoot(p.dtype, p.rows, p.cols, dataRoot);
+        if (root != p.nodeRoot) revert RootMismatch(p.nodeRoot, root);
+        p.dataRoot = dataRoot;
+        if (numLeaves == 1) {
+            p.leaf = 0;
+            p.leafHash = leaves[0];
+            _advance(p, Phase.RevealChunk);
+        } else {
+            _advance(p, Phase.PickLeaf);
+        }
+        emit LeavesPosted(gameId, p.node, dataRoot, leaves);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function pickLeaf(uint256 gameId, uint32 leaf, bytes32 leafHash, bytes32[] calldata siblings)
+        external
+    {
+        (, GameProgress storage p) = _move(gameId, Phase.PickLeaf);
+        uint256 numLeaves = Positions.leafCount(uint256(p.rows) * uint256(p.cols));
+        if (leaf >= numLeaves) revert IndexOutOfRange(leaf, numLeaves);
+        if (!DisputeMerkle.verifyLeaf(p.dataRoot, numLeaves, leaf, leafHash, siblings)) {
+            revert InvalidProof("tensor.leaf");
+        }
+        p.leaf = leaf;
+        p.leafHash = leafHash;
+        _advance(p, Phase.RevealChunk);
+        emit LeafPicked(gameId, leaf, leafHash);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function revealChunk(uint256 gameId, bytes calldata chunk) external {
+        (, GameProgress storage p) = _move(gameId, Phase.RevealChunk);
+        _checkChunk(p, chunk);
+        _advance(p, Phase.ProveElement);
+        emit ChunkRevealed(gameId, p.leaf, chunk);
+    }
+
+    /// @inheritdoc IDisputeGame
+    /// @dev `chunk` is the one the defender revealed; `nodeDesc` the disputed node's descriptor.
+    ///      Decisive: the challenger wins iff the recomputed element differs from the defender's.
+    function proveElement(
+        uint256 gameId,
+        uint8 offset,
+        bytes calldata chunk,
+        bytes calldata nodeDesc,
+        DisputeConfig calldata cfg,
+        Opening[] calldata openings
+    ) external {
+        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.ProveElement);
+        _checkConfig(c, cfg);
+        _checkChunk(p, chunk);
+        if (offset >= Positions.LEAF_ELEMS) revert IndexOutOfRange(offset, Positions.LEAF_ELEMS);
+        bytes32 descHash = keccak256(nodeDesc);
+        if (descHash != p.descHash) revert RootMismatch(p.descHash, descHash);
+        uint256 element = Positions.elementIndex(p.leaf, offset);
+        uint32 claimed = Positions.word(chunk, offset);
+        uint32 correct = _correctValue(c, p, cfg, element, nodeDesc, openings);
+        emit ElementProved(gameId, element, claimed, correct);
+        _resolve(gameId, c, p, claimed != correct, false);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function claimTimeout(uint256 gameId) external {
+        GameClaim storage c = _claims[gameId];
+        GameProgress storage p = _progress[gameId];
+        Phase phase = p.phase;
+        if (phase == Phase.None) revert UnknownGame(gameId);
+        if (phase == Phase.Resolved) revert WrongPhase(gameId, Phase.None, phase);
+        Side side = Positions.mover(phase);
+        Clock clock = side == Side.Defender ? p.defenderClock : p.challengerClock;
+        if (!clock.expired(block.timestamp)) revert ClockNotExpired(gameId, clock.deadline());
+        _resolve(gameId, c, p, side == Side.Defender, true);
+    }
+
+    // =========================================================================== views
+
+    /// @inheritdoc IDisputeGame
+    function claimOf(uint256 gameId) external view returns (GameClaim memory) {
+        return _claims[gameId];
+    }
+
+    /// @inheritdoc IDisputeGame
+    function progressOf(uint256 gameId) external view returns (GameProgress memory) {
+        return _progress[gameId];
+    }
+
+    /// @inheritdoc IDisputeGame
+    function turn(uint256 gameId) external view returns (Side side, uint256 deadline) {
+        GameProgress storage p = _progress[gameId];
+        side = Positions.mover(p.phase);
+        if (side == Side.None) return (side, 0);
+        Clock clock = side == Side.Defender ? p.defenderClock : p.challengerClock;
+        deadline = clock.deadline();
+    }
+
+    /// @notice Root list (domain "vtp.steps.v1") of the k + 1 state roots of a segment.
+    function stepListRoot(bytes32 startRoot, bytes32[] calldata intermediate, bytes32 endRoot)
+        external
+        pure
+        returns (bytes32)
+    {
+        return _stepList(startRoot, intermediate, endRoot);
+    }
+
+    // =========================================================================== internals
+
+    /// @dev Checks that `phase` is expected, that the caller is its mover and that the mover's
+    ///      clock has not run out; then stops the mover's clock and starts the other's.
+    function _move(uint256 gameId, Phase phase)
+        internal
+        returns (GameClaim storage c, GameProgress storage p)
+    {
+        c = _claims[gameId];
+        p = _progress[gameId];
+        Phase actual = p.phase;
+        if (actual == Phase.None) revert UnknownGame(gameId);
+        if (actual != phase) revert WrongPhase(gameId, phase, actual);
+        bool defenderMoves = Positions.mover(phase) == Side.Defender;
+        address expected = defenderMoves ? c.defender : c.challenger;
+        if (msg.sender != expected) revert NotYourTurn(gameId, msg.sender, expected);
+        Clock mine = defenderMoves ? p.defenderClock : p.challengerClock;
+        if (mine.expired(block.timestamp)) revert ClockExpired(gameId, mine.deadline());
+        p.moves += 1;
+    }
+
+    /// @dev Sets the next phase and hands the clock to its mover (if the mover changes).
+    function _advance(GameProgress storage p, Phase next) internal {
+        Side was = Positions.mover(p.phase);
+        Side now_ = Positions.mover(next);
+        p.phase = next;
+        if (was == now_) return;
+        if (was == Side.Defender) {
+            p.defenderClock = p.defenderClock.stop(block.timestamp);
+            p.challengerClock = p.challengerClock.start(block.timestamp);
+        } else {
+            p.challengerClock = p.challengerClock.stop(block.timestamp);
+            p.defenderClock = p.defenderClock.start(block.timestamp);
+        }
+    }
+
+    function _resolve(
+        uint256 gameId,
+        GameClaim storage c,
+        GameProgress storage p,
+        bool challengerWon,
+        bool byTimeout
+    ) internal {
+        Side winner = challengerWon ? Side.Challenger : Side.Defender;
+        p.phase = Phase.Resolved;
+        p.winner = winner;
+        p.defenderClock = Clocks.wrap(p.defenderClock.remaining(), 0);
+        p.challengerClock = Clocks.wrap(p.challengerClock.remaining(), 0);
+        emit GameResolved(gameId, winner, challengerWon, byTimeout);
+        IDisputeCallback(manager).onDisputeResolved(gameId, c.unitId, challengerWon);
+    }
+
+    function _checkConfig(GameClaim storage c, DisputeConfig calldata cfg) internal view {
+        bytes32 h = keccak256(abi.encode(cfg));
+        if (h != c.configHash) revert ConfigMismatch(c.configHash, h);
+    }
+
+    function _checkChunk(GameProgress storage p, bytes calldata chunk) internal view {
+        if (chunk.length != Positions.LEAF_BYTES) {
+            revert LengthMismatch(Positions.LEAF_BYTES, chunk.length);
+        }
+        bytes32 h = keccak256(chunk);
+        if (h != p.leafHash) revert RootMismatch(p.leafHash, h);
+    }
+
+    function _checkOneSegment(GameClaim storage c, GameProgress storage p) internal {
+        bytes32[] memory cps = new bytes32[](2);
+        cps[0] = c.initialStateRoot;
+        cps[1] = c.finalStateRoot;
+        bytes32 root = DisputeMerkle.rootList(DisputeMerkle.CHECKPOINT_DOMAIN, cps);
+        if (root != c.checkpointRoot) revert RootMismatch(c.checkpointRoot, root);
+        p.agreedRoot = cps[0];
+        p.disputedRoot = cps[1];
+    }
+
+    function _checkTraceEntry(
+        GameProgress storage p,
+        uint256 numNodes,
+        uint256 node,
+        bytes32 nodeRoot,
+        bytes32[] calldata proof
+    ) internal view {
+        bytes32 dom = DisputeMerkle.TRACE_DOMAIN;
+        if (!DisputeMerkle.verifyListEntry(p.traceRoot, dom, numNodes, node, nodeRoot, proof)) {
+            revert InvalidProof("trace.node");
+        }
+    }
+
+    function _checkGraphEntry(
+        DisputeConfig calldata cfg,
+        uint256 node,
+        bytes calldata nodeDesc,
+        bytes32[] calldata proof
+    ) internal pure returns (bytes32 descHash) {
+        descHash = keccak256(nodeDesc);
+        bytes32 dom = DisputeMerkle.GRAPH_DOMAIN;
+        if (!DisputeMerkle.verifyListEntry(cfg.graphRoot, dom, cfg.numNodes, node, descHash, proof)) {
+            revert InvalidProof("graph.node");
+        }
+    }
+
+    function _globalStep(GameClaim storage c, GameProgress storage p)
+        internal
+        view
+        returns (uint256)
+    {
+        return Positions.globalStep(c.stepOffset, p.segment, c.interval, p.step);
+    }
+
+    function _assembleState(bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
+        internal
+        pure
+        returns (bytes32)
+    {
+        uint256 n = cfg.stateNames.length;
+        if (cfg.stateProducers.length != n) revert LengthMismatch(n, cfg.stateProducers.length);
+        bytes32[] memory entries = new bytes32[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            uint256 producer = cfg.stateProducers[i];
+            if (producer >= nodeRoots.length) revert IndexOutOfRange(producer, nodeRoots.length);
+            entries[i] = DisputeMerkle.stateEntry(cfg.stateNames[i], nodeRoots[producer]);
+        }
+        return DisputeMerkle.rootList(DisputeMerkle.STATE_DOMAIN, entries);
+    }
+
+    function _stepList(bytes32 startRoot, bytes32[] calldata intermediate, bytes32 endRoot)
+        internal
+        pure
+        returns (bytes32)
+    {
+        uint256 n = intermediate.length + 2;
+        bytes32[] memory values = new bytes32[](n);
+        values[0] = startRoot;
+        for (uint256 i = 0; i < intermediate.length; ++i) {
+            values[i + 1] = intermediate[i];
+        }
+        values[n - 1] = endRoot;
+        return DisputeMerkle.rootList(DisputeMerkle.STEPS_DOMAIN, values);
+    }
+
+    function _correctValue(
+        GameClaim storage c,
+        GameProgress storage p,
+        DisputeConfig calldata cfg,
+        uint256 element,
+        bytes calldata nodeDesc,
+        Opening[] calldata openings
+    ) internal view returns (uint32) {
+        uint256 numel = uint256(p.rows) * uint256(p.cols);
+        if (element >= numel) return 0; // padding of the last leaf must be zero bytes
+        ProofContext memory ctx = ProofContext({
+            stateRoot: p.agreedRoot,
+            traceRoot: p.traceRoot,
+            datasetRoot: c.datasetRoot,
+            numState: cfg.stateNames.length,
+            numNodes: cfg.numNodes,
+            node: p.node,
+            step: _globalStep(c, p),
+            seed: cfg.seed,
+            batchSize: cfg.batchSize,
+            numExamples: cfg.numExamples
+        });
+        return prover.evaluate(ctx, nodeDesc, element / p.cols, element % p.cols, openings);
+    }
+}

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {IOneStepProver} from "./interfaces/IOneStepProver.sol";
+import {NodeDesc, Operand, Opening, ProofContext} from "./lib/DisputeTypes.sol";
+import {DisputeMerkle} from "./lib/DisputeMerkle.sol";
+import {Positions} from "./lib/Positions.sol";
+import {OpCodes} from "./lib/OpCodes.sol";
+import {Float32} from "../libraries/Float32.sol";
+import {RepOps} from "../libraries/RepOps.sol";
+
+/// @title OneStepProver — the last move of a dispute: one element of one node, on chain
+/// @notice Verifies the openings of the input elements a node's output element depends on
+///         against the step's agreed commitments, then recomputes the element with the protocol's
+///         float32 references (`RepOps`, `Float32`; PROTOCOL §2). Stateless.
+contract OneStepProver is IOneStepProver {
+    using Float32 for uint32;
+
+    /// @inheritdoc IOneStepProver
+    function evaluate(
+        ProofContext calldata ctx,
+        bytes calldata nodeDesc,
+        uint256 row,
+        uint256 col,
+        Opening[] calldata openings
+    ) external pure returns (uint32 bits) {
+        NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
+        if (row >= d.rows || col >= d.cols) revert OutOfRange(row, col);
+        uint256 n = d.inputs.length;
+        if (openings.length != n) revert BadOperand(openings.length);
+        for (uint256 k = 0; k < n; ++k) {
+            _verify(ctx, d.inputs[k], openings[k], k);
+        }
+        bits = _eval(ctx, d, row, col, openings);
+    }
+
+    // ------------------------------------------------------------------ evaluation
+
+    function _eval(
+        ProofContext calldata ctx,
+        NodeDesc memory d,
+        uint256 r,
+        uint256 c,
+        Opening[] calldata o
+    ) internal pure returns (uint32) {
+        uint8 op = d.op;
+        Operand[] memory in_ = d.inputs;
+        if (op == OpCodes.MATMUL_NT) {
+            uint256 k = in_[0].cols;
+            uint32[] memory a = _readRange(ctx, in_[0], o[0], 0, r * k, k);
+            uint32[] memory b = _readRange(ctx, in_[1], o[1], 1, c * k, k);
+            return RepOps.dot(a, b);
+        }
+        if (op == OpCodes.TRANSPOSE) return _at(ctx, in_[0], o[0], 0, c, r);
+        if (op <= OpCodes.DIV) return _binary(op, _at(ctx, in_[0], o[0], 0, r, c), _at(ctx, in_[1], o[1], 1, r, c));
+        if (op == OpCodes.ADD_ROW) {
+            return RepOps.addRow(_at(ctx, in_[0], o[0], 0, r, c), _at(ctx, in_[1], o[1], 1, 0, c));
+        }
+        if (op == OpCodes.SUB_COL) {
+            return RepOps.subCol(_at(ctx, in_[0], o[0], 0, r, c), _at(ctx, in_[1], o[1], 1, 0, r));
+        }
+        if (op == OpCodes.DIV_COL) {
+            return RepOps.divCol(_at(ctx, in_[0], o[0], 0, r, c), _at(ctx, in_[1], o[1], 1, 0, r));
+        }
+        if (op == OpCodes.RELU) return RepOps.relu(_at(ctx, in_[0], o[0], 0, r, c));
+        if (op == OpCodes.RELU_BWD) {
+            return RepOps.reluBwd(_at(ctx, in_[0], o[0], 0, r, c), _at(ctx, in_[1], o[1], 1, r, c));
+        }
+        if (op == OpCodes.EXP) return RepOps.exp32(_at(ctx, in_[0], o[0], 0, r, c));
+        if (op == OpCodes.LOG) return RepOps.log32(_at(ctx, in_[0], o[0], 0, r, c));
+        return _evalRest(ctx, d, r, c, o);
+    }
+
+    function _evalRest(
+        ProofContext calldata ctx,
+        NodeDesc memory d,
+        uint256 r,
+        uint256 c,
+        Opening[] calldata o
+    ) internal pure returns (uint32) {
+        uint8 op = d.op;
+        Operand[] memory in_ = d.inputs;
+        if (op == OpCodes.ROW_SUM || op == OpCodes.ROW_MAX || op == OpCodes.MEAN) {
+            // (1, M) output: element c reduces row c of the input (row 0 for mean).
+            uint256 n = in_[0].cols;
+            uint256 which = op == OpCodes.MEAN ? r : c;
+            uint32[] memory row = _readRange(ctx, in_[0], o[0], 0, which * n, n);
+            if (op == OpCodes.ROW_SUM) return RepOps.rowSum(row);
+            if (op == OpCodes.ROW_MAX) return RepOps.rowMax(row);
+            return RepOps.mean(row);
+        }
+        if (op == OpCodes.GATHER_ROWS) {
+            uint256 src = _flat(ctx, in_[1], o[1], 1, r);
+            return _at(ctx, in_[0], o[0], 0, src, c);
+        }
+        if (op == OpCodes.GATHER_LABELS) {
+            uint256 src = _flat(ctx, in_[1], o[1], 1, c);
+            return _at(ctx, in_[0], o[0], 0, r, src);
+        }
+        if (op == OpCodes.XENT_GRAD) {
+            uint256 label = _flat(ctx, in_[1], o[1], 1, r);
+            return RepOps.xentGrad(_at(ctx, in_[0], o[0], 0, r, c), c, label, in_[0].rows);
+        }
+        if (op == OpCodes.NLL) {
+            // L:(1,B), S:(B,C), y: B labels; output (1,B), element c = batch row b.
+            uint256 label = _flat(ctx, in_[2], o[2], 2, c);
+            uint32 l = _at(ctx, in_[0], o[0], 0, 0, c);
+            return RepOps.nll(l, _at(ctx, in_[1], o[1], 1, c, label));
+        }
+        if (op == OpCodes.MOMENTUM) {
+            uint32 mu = uint32(d.param);
+            return RepOps.momentum(mu, _at(ctx, in_[0], o[0], 0, r, c), _at(ctx, in_[1], o[1], 1, r, c));
+        }
+        if (op == OpCodes.SGD) {
+            uint32 lr = uint32(d.param);
+            return RepOps.sgd(lr, _at(ctx, in_[0], o[0], 0, r, c), _at(ctx, in_[1], o[1], 1, r, c));
+        }
+        revert UnknownOp(op);
+    }
+
+    function _binary(uint8 op, uint32 a, uint32 b) internal pure returns (uint32) {
+        if (op == OpCodes.ADD) return a.add(b);
+        if (op == OpCodes.SUB) return a.sub(b);
+        if (op == OpCodes.MUL) return a.mul(b);
+        if (op == OpCodes.DIV) return a.div(b);
+        revert UnknownOp(op);
+    }
+
+    // ------------------------------------------------------------------ reading operands
+
+    /// @dev Element (i, j) of operand `k`.
+    function _at(
+        ProofContext calldata ctx,
+        Operand memory operand,
+        Opening calldata o,
+        uint256 k,
+        uint256 i,
+        uint256 j
+    ) internal pure returns (uint32) {
+        if (i >= operand.rows || j >= operand.cols) revert ElementNotOpened(k, i * operand.cols + j);
+        return _word(ctx, operand, o, k, i * operand.cols + j);
+    }
+
+    /// @dev Element at row-major index `e` of operand `k`, as an integer (labels, indices).
+    function _flat(
+        ProofContext calldata ctx,
+        Operand memory operand,
+        Opening calldata o,
+        uint256 k,
+        uint256 e
+    ) internal pure returns (uint256) {
+        if (e >= uint256(operand.rows) * operand.cols) revert ElementNotOpened(k, e);
+        return _word(ctx, operand, o, k, e);
+    }
+
+    /// @dev `len` consecutive elements of operand `k` from row-major index `start`.
+    function _readRange(
+        ProofContext calldata ctx,
+        Operand memory operand,
+        Opening calldata o,
+        uint256 k,
+        uint256 start,
+        uint256 len
+    ) internal pure returns (uint32[] memory out) {
+        if (start + len > uint256(operand.rows) * operand.cols) revert ElementNotOpened(k, start + len);
+        out = new uint32[](len);
+        if (operand.kind == OpCodes.KIND_BATCH) {
+            for (uint256 i = 0; i < len; ++i) {
+                out[i] = _word(ctx, operand, o, k, start + i);
+            }
+            return out;
+        }
+        uint256 leaf = type(uint256).max;
+        uint256 chunkAt;
+        for (uint256 i = 0; i < len; ++i) {
+            uint256 e = start + i;
+            if (e / Positions.LEAF_ELEMS != leaf) {
+                leaf = e / Positions.LEAF_ELEMS;
+                chunkAt = _chunkIndex(o, leaf, k, e);
+            }
+            out[i] = Positions.word(o.chunks[chunkAt].data, e % Positions.LEAF_ELEMS);
+        }
+    }
+
+    function _word(
+        ProofContext calldata ctx,
+        Operand memory operand,
+        Opening calldata o,
+        uint256 k,
+        uint256 e
+    ) internal pure returns (uint32) {
+        if (operand.kind == OpCodes.KIND_BATCH) {
+            return uint32(RepOps.batchIndex(ctx.seed, ctx.step, e, ctx.numExamples));
+        }
+        uint256 leaf = e / Positions.LEAF_ELEMS;
+        uint256 at = _chunkIndex(o, leaf, k, e);
+        return Positions.word(o.chunks[at].data, e % Positions.LEAF_ELEMS);
+    }
+
+    function _chunkIndex(Opening calldata o, uint256 leaf, uint256 k, uint256 e)
+        internal
+        pure
+        returns (uint256)
+    {
+        uint256 n = o.chunks.length;
+        for (uint256 i = 0; i < n; ++i) {
+            if (o.chunks[i].leaf == leaf) return i;
+        }
+        revert ElementNotOpened(k, e);
+    }
+
+    // ------------------------------------------------------------------ verifying openings
+
+    /// @dev Checks that operand `k`'s tensor root is in its list (state S_t, the trace before the
+    ///      disputed node, or the dataset), that its data root and header give that tensor root,
+    ///      and that every opened chunk is a leaf under the data root.
+    function _verify(ProofContext calldata ctx, Operand memory operand, Opening calldata o, uint256 k)
+        internal
+        pure
+    {
+        uint8 kind = operand.kind;
+        if (kind == OpCodes.KIND_BATCH) {
+            if (operand.rows != 1 || operand.cols != ctx.batchSize) revert BadOperand(k);
+            return;
+        }
+        if (!_inList(ctx, operand, o, kind)) revert BadOpening(k);
+        bytes32 root = DisputeMerkle.tensorRoot(operand.dtype, operand.rows, operand.cols, o.dataRoot);
+        if (root != o.tensorRoot) revert BadOpening(k);
+        uint256 numLeaves = Positions.leafCount(uint256(operand.rows) * operand.cols);
+        for (uint256 i = 0; i < o.chunks.length; ++i) {
+            bytes calldata data = o.chunks[i].data;
+            if (data.length != Positions.LEAF_BYTES) revert BadOpening(k);
+            bytes32 leafHash = keccak256(data);
+            uint256 leaf = o.chunks[i].leaf;
+            if (!DisputeMerkle.verifyLeaf(o.dataRoot, numLeaves, leaf, leafHash, o.chunks[i].siblings)) {
+                revert BadOpening(k);
+            }
+        }
+    }
+
+    function _inList(ProofContext calldata ctx, Operand memory operand, Opening calldata o, uint8 kind)
+        internal
+        pure
+        returns (bool)
+    {
+        if (kind == OpCodes.KIND_STATE) {
+            bytes32 entry = DisputeMerkle.stateEntry(operand.name, o.tensorRoot);
+            return DisputeMerkle.verifyListEntry(
+                ctx.stateRoot, DisputeMerkle.STATE_DOMAIN, ctx.numState, operand.index, entry, o.listProof
+            );
+        }
+        if (kind == OpCodes.KIND_NODE) {
+            if (operand.index >= ctx.node) return false;
+            return DisputeMerkle.verifyListEntry(
+                ctx.traceRoot, DisputeMerkle.TRACE_DOMAIN, ctx.numNodes, operand.index, o.tensorRoot, o.listProof
+            );
+        }
+        if (kind == OpCodes.KIND_DATA_X || kind == OpCodes.KIND_DATA_Y) {
+            uint256 index = kind == OpCodes.KIND_DATA_X ? 0 : 1;
+            return DisputeMerkle.verifyListEntry(
+                ctx.datasetRoot, DisputeMerkle.DATASET_DOMAIN, 2, index, o.tensorRoot, o.listProof
+            );
+        }
+        return false;
+    }
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {Clock, Phase, Side, DisputeConfig, Opening} from "../lib/DisputeTypes.sol";
+
+/// @title IDisputeGame — the moves, errors, events and views of the dispute game
+/// @notice Rules in docs/PROTOCOL.md §7. A game disputes a claim "from state root A at step t0,
+///         `steps` steps give the roots of a checkpoint list ending in B"; the defender made the
+///         claim, the challenger disputes it. Moves alternate; each is checked on chain; a side
+///         whose chess clock runs out loses (`claimTimeout`, callable by anyone); the last move
+///         recomputes one element of one operator on chain and the side that lied loses.
+interface IDisputeGame {
+    // ------------------------------------------------------------------ errors
+    /// @notice The caller is not the job manager wired at deployment.
+    error NotManager(address caller);
+    /// @notice No game has this id.
+    error UnknownGame(uint256 gameId);
+    /// @notice The game expects a different move.
+    error WrongPhase(uint256 gameId, Phase expected, Phase actual);
+    /// @notice The caller is not the side that must move.
+    error NotYourTurn(uint256 gameId, address caller, address expected);
+    /// @notice The mover's clock ran out at `deadline`; only `claimTimeout` is left.
+    error ClockExpired(uint256 gameId, uint256 deadline);
+    /// @notice `claimTimeout` before the mover's deadline.
+    error ClockNotExpired(uint256 gameId, uint256 deadline);
+    /// @notice An index (segment, step, node, leaf, element) is out of range.
+    error IndexOutOfRange(uint256 index, uint256 bound);
+    /// @notice A list has the wrong length.
+    error LengthMismatch(uint256 expected, uint256 actual);
+    /// @notice A Merkle proof of `what` does not verify.
+    error InvalidProof(bytes32 what);
+    /// @notice A value differs from the one it must equal.
+    error RootMismatch(bytes32 expected, bytes32 actual);
+    /// @notice The supplied dispute config does not hash to the game's config hash.
+    error ConfigMismatch(bytes32 expected, bytes32 actual);
+    /// @notice No dispute config is registered for the job spec.
+    error ConfigNotRegistered(bytes32 specHash);
+    /// @notice A dispute config is already registered for the job spec.
+    error ConfigAlreadyRegistered(bytes32 specHash, bytes32 configHash);
+    /// @notice The claim's step count and checkpoint interval are unusable.
+    error InvalidClaim(uint256 steps, uint256 interval);
+
+    // ------------------------------------------------------------------ events
+    /// @notice A dispute config (PROTOCOL §7.2) was registered for a job spec.
+    event ConfigRegistered(bytes32 indexed specHash, bytes32 indexed configHash, address by);
+    /// @notice A game was opened over `claim` (a checkpoint root) by the job manager.
+    event GameOpened(
+        uint256 indexed gameId,
+        uint256 indexed unitId,
+        address indexed defender,
+        address challenger,
+        bytes32 checkpointRoot,
+        uint64 stepOffset,
+        uint64 steps,
+        uint64 interval
+    );
+    /// @notice The defender published its whole checkpoint list.
+    event CheckpointsPosted(uint256 indexed gameId, bytes32[] roots);
+    /// @notice The challenger named the first checkpoint segment it disputes (agreeing with
+    ///         `startRoot`, disputing `endRoot`).
+    event SegmentPicked(uint256 indexed gameId, uint64 segment, bytes32 startRoot, bytes32 endRoot);
+    /// @notice The defender listed the state roots of every step of the segment.
+    event SegmentOpened(
+        uint256 indexed gameId,
+        uint64 segment,
+        bytes32 startRoot,
+        bytes32 endRoot,
+        bytes32[] intermediateRoots
+    );
+    /// @notice The challenger named the first disputed step (agreeing with `rootBefore`).
+    event StepPicked(uint256 indexed gameId, uint64 step, bytes32 rootBefore, bytes32 rootAfter);
+    /// @notice The defender posted the op trace (node output roots) of the disputed step.
+    event TracePosted(uint256 indexed gameId, uint64 globalStep, bytes32 traceRoot, bytes32[] roots);
+    /// @notice The challenger named the first disputed node.
+    event NodePicked(uint256 indexed gameId, uint32 node, bytes32 nodeRoot);
+    /// @notice The defender posted the leaf hashes of the node's output tensor.
+    event LeavesPosted(uint256 indexed gameId, uint32 node, bytes32 dataRoot, bytes32[] leaves);
+    /// @notice The challenger named the first disputed leaf.
+    event LeafPicked(uint256 indexed gameId, uint32 leaf, bytes32 leafHash);
+    /// @notice The defender revealed the disputed chunk.
+    event ChunkRevealed(uint256 indexed gameId, uint32 leaf, bytes chunk);
+    /// @notice The chain recomputed element `element` of the node: `claimed` (the defender's)
+    ///         against `correct` (the reference).
+    event ElementProved(uint256 indexed gameId, uint256 element, uint32 claimed, uint32 correct);
+    /// @notice The game ended; `byTimeout` when the loser's clock ran out.
+    event GameResolved(uint256 indexed gameId, Side winner, bool challengerWon, bool byTimeout);
+
+    // ------------------------------------------------------------------ views
+    /// @notice One entry of a root list with its inclusion proof (siblings bottom-up).
+    struct ListEntry {
+        bytes32 value;
+        bytes32[] proof;
+    }
+
+    /// @notice The fixed part of a game.
+    struct GameClaim {
+        uint256 unitId;
+        address defender;
+        address challenger;
+        bytes32 configHash;
+        bytes32 datasetRoot;
+        bytes32 initialStateRoot;
+        bytes32 checkpointRoot;
+        bytes32 finalStateRoot;
+        uint64 stepOffset;
+        uint64 steps;
+        uint64 interval;
+    }
+
+    /// @notice The moving part of a game (what has been narrowed down so far).
+    struct GameProgress {
+        Phase phase;
+        Side winner;
+        uint32 moves;
+        Clock defenderClock;
+        Clock challengerClock;
+        uint64 segment;
+        uint64 step;
+        uint32 node;
+        uint32 leaf;
+        uint8 dtype;
+        uint32 rows;
+        uint32 cols;
+        bytes32 agreedRoot;
+        bytes32 disputedRoot;
+        bytes32 listRoot;
+        bytes32 traceRoot;
+        bytes32 nodeRoot;
+        bytes32 descHash;
+        bytes32 dataRoot;
+        bytes32 leafHash;
+    }
+
+    function claimOf(uint256 gameId) external view returns (GameClaim memory);
+    function progressOf(uint256 gameId) external view returns (GameProgress memory);
+    /// @notice The side to move and the last second it may move at (0, 0 when over).
+    function turn(uint256 gameId) external view returns (Side side, uint256 deadline);
+
+    // ------------------------------------------------------------------ moves
+    function registerConfig(bytes32 specHash, bytes32 configHash) external;
+
+    function postCheckpoints(uint256 gameId, bytes32[] calldata roots) external;
+
+    function pickSegment(
+        uint256 gameId,
+        uint64 segment,
+        ListEntry calldata start,
+        ListEntry calldata end
+    ) external;
+
+    function openSegment(uint256 gameId, bytes32[] calldata intermediateRoots) external;
+
+    function pickStep(
+        uint256 gameId,
+        uint64 step,
+        ListEntry calldata before,
+        ListEntry calldata after_
+    ) external;
+
+    function postTrace(uint256 gameId, bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
+        external;
+
+    function pickNode(
+        uint256 gameId,
+        uint32 node,
+        bytes32 nodeRoot,
+        bytes32[] calldata traceProof,
+        bytes calldata nodeDesc,
+        bytes32[] calldata graphProof,
+        DisputeConfig calldata cfg
+    ) external;
+
+    function postLeaves(uint256 gameId, bytes32[] calldata leaves) external;
+
+    function pickLeaf(uint256 gameId, uint32 leaf, bytes32 leafHash, bytes32[] calldata siblings)
+        external;
+
+    function revealChunk(uint256 gameId, bytes calldata chunk) external;
+
+    function proveElement(
+        uint256 gameId,
+        uint8 offset,
+        bytes calldata chunk,
+        bytes calldata nodeDesc,
+        DisputeConfig calldata cfg,
+        Opening[] calldata openings
+    ) external;
+
+    function claimTimeout(uint256 gameId) external;
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+/// @notice A chess clock of one side: the seconds it has left (high 64 bits) and the time its
+///         current turn started (low 64 bits; 0 while the other side is to move). See `Clocks`.
+type Clock is uint128;
+
+/// @notice Where a dispute game stands: which move is expected next. The order is the order of
+///         play (docs/PROTOCOL.md §7); levels that a game's size makes trivial are skipped.
+enum Phase {
+    None, //            no such game
+    PostCheckpoints, // defender posts its whole checkpoint list (several segments only)
+    PickSegment, //     challenger names the first disputed checkpoint segment
+    OpenSegment, //     defender lists the state roots of every step of the segment
+    PickStep, //        challenger names the first disputed step of the segment
+    PostTrace, //       defender posts the op-trace (every node's output root) of that step
+    PickNode, //        challenger names the first disputed node of the trace
+    PostLeaves, //      defender posts the leaf hashes of that node's output tensor
+    PickLeaf, //        challenger names the first disputed leaf (256-byte chunk)
+    RevealChunk, //     defender reveals that chunk
+    ProveElement, //    challenger runs the one-step proof of one element of the chunk
+    Resolved //         over; `winner` says who won
+}
+
+/// @notice The two parties of a game.
+enum Side {
+    None,
+    Defender,
+    Challenger
+}
+
+/// @notice The training-job facts a game needs beyond the hook's request, committed as
+///         `configHash = keccak256(abi.encode(config))` (docs/PROTOCOL.md §7.2).
+/// @param graphRoot      Root list (domain keccak256("vtp.graph.v1")) of keccak256(node descriptor)
+///                       over the step graph's nodes in node order.
+/// @param numNodes       Number of nodes of one step.
+/// @param batchSize      B, examples per step.
+/// @param numExamples    N, training examples in the dataset.
+/// @param seed           The batch-schedule seed of PROTOCOL §4.
+/// @param stateNames     keccak256(name) of every state tensor, in state order.
+/// @param stateProducers For each state tensor, the node whose output is its value after a step.
+struct DisputeConfig {
+    bytes32 graphRoot;
+    uint32 numNodes;
+    uint32 batchSize;
+    uint64 numExamples;
+    uint256 seed;
+    bytes32[] stateNames;
+    uint32[] stateProducers;
+}
+
+/// @notice One input of a node: where its tensor comes from and its header.
+/// @param kind  1 state tensor of S_t, 2 output of an earlier node, 3 dataset features X,
+///              4 dataset labels Y, 5 the step's batch indices (computed on chain, no opening).
+/// @param index State position (kind 1) or node index (kind 2); 0 otherwise.
+/// @param name  keccak256(name) of the state tensor (kind 1); 0 otherwise.
+struct Operand {
+    uint8 kind;
+    uint32 index;
+    bytes32 name;
+    uint8 dtype;
+    uint32 rows;
+    uint32 cols;
+}
+
+/// @notice A node of the step graph: `keccak256(abi.encode(NodeDesc))` is its graph-list value.
+/// @param op     Operator code (docs/PROTOCOL.md §7.2 table).
+/// @param dtype  Output element type (1 float32, 2 uint32).
+/// @param param  Operator parameter as binary32 bits in the low 32 bits (μ of momentum, η of sgd).
+struct NodeDesc {
+    uint8 op;
+    uint8 dtype;
+    uint32 rows;
+    uint32 cols;
+    uint256 param;
+    Operand[] inputs;
+}
+
+/// @notice One 256-byte leaf of a tensor with its Merkle path (siblings bottom-up).
+struct Chunk {
+    uint256 leaf;
+    bytes data;
+    bytes32[] siblings;
+}
+
+/// @notice Opens elements of one operand tensor: its root, the root's inclusion proof in the
+///         list it belongs to (state, op trace or dataset), its data root and some leaves.
+struct Opening {
+    bytes32 tensorRoot;
+    bytes32[] listProof;
+    bytes32 dataRoot;
+    Chunk[] chunks;
+}
+
+/// @notice What the one-step prover needs to know about the disputed step.
+/// @param stateRoot   The agreed state root S_t.
+/// @param traceRoot   The defender's op-trace root of step t.
+/// @param datasetRoot The job's dataset root list.
+/// @param node        Index of the disputed node (inputs must be earlier nodes).
+/// @param step        Global step t (batch schedule).
+struct ProofContext {
+    bytes32 stateRoot;
+    bytes32 traceRoot;
+    bytes32 datasetRoot;
+    uint256 numState;
+    uint256 numNodes;
+    uint256 node;
+    uint256 step;
+    uint256 seed;
+    uint256 batchSize;
+    uint256 numExamples;
+}

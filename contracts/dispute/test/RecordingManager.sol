@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {IDisputeArbiter} from "../../interfaces/IDisputeArbiter.sol";
+import {IDisputeCallback} from "../../interfaces/IDisputeCallback.sol";
+
+/// @title RecordingManager — test stand-in for the job manager side of the dispute hook
+/// @notice Opens games on an arbiter and records each result, enforcing the hook's contract:
+///         only the arbiter reports, once per game, with the unit it was opened for.
+/// @dev Test fixture only (tests/dispute, bench/dispute_bench.py).
+contract RecordingManager is IDisputeCallback {
+    IDisputeArbiter public arbiter;
+    mapping(uint256 gameId => uint256 unitId) public unitOf;
+    mapping(uint256 gameId => bool) public resolved;
+    mapping(uint256 gameId => bool) public challengerWon;
+
+    event Resolved(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
+
+    /// @notice Wires the arbiter (once).
+    function setArbiter(IDisputeArbiter arbiter_) external {
+        require(address(arbiter) == address(0), "wired");
+        arbiter = arbiter_;
+    }
+
+    /// @notice Opens a game as the job manager would.
+    function open(IDisputeArbiter.GameRequest calldata request) external returns (uint256 gameId) {
+        gameId = arbiter.openGame(request);
+        unitOf[gameId] = request.unitId;
+    }
+
+    /// @inheritdoc IDisputeCallback
+    function onDisputeResolved(uint256 gameId, uint256 unitId, bool challengerWon_) external {
+        if (msg.sender != address(arbiter)) revert NotArbiter(msg.sender);
+        if (resolved[gameId] || unitOf[gameId] != unitId) revert UnknownGame(gameId, unitId);
+        resolved[gameId] = true;
+        challengerWon[gameId] = challengerWon_;
+        emit Resolved(gameId, unitId, challengerWon_);
+    }
+}
