@@ -1,0 +1,48 @@
+"""`python -m agents <command>`: a dispatcher over subcommand modules.
+
+Each subcommand lives in its own module `agents/cli_<name>.py` exposing `register(subparsers)`
+(adds its parser and sets `func`) — add a role by adding a module to COMMANDS. User errors
+(`UserError` and the engine's validation errors) print one line to stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = ("train", "graph")
+
+
+class UserError(Exception):
+    """A mistake in the command line or its inputs: reported in one line, exit code 2."""
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    from agents.training.data import DatasetError
+    from agents.training.spec import JobSpecError
+
+    return (UserError, JobSpecError, DatasetError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m agents", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"agents.cli_{name}").register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except _user_error_types() as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

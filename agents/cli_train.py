@@ -1,0 +1,74 @@
+"""`python -m agents train`: run a job spec on the reproducible engine, print checkpoint roots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from agents.__main__ import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a job spec and print its checkpoint state roots")
+    p.add_argument("--spec", required=True, help="job spec JSON file")
+    p.add_argument("--steps", type=int, help="train only the first N steps (default: spec T)")
+    p.add_argument("--every", type=int, help="print a root every K steps (default: spec k)")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads (never changes bits)")
+    p.add_argument("--kernels", choices=("native", "torch"), default="native")
+    p.add_argument("--chunk", type=int, default=0, help="torch matmul row chunk (0 = off)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (torch kernels on cuda)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from agents.training import data, spec
+    from agents.training.engine import Engine, EngineConfig, checkpoint_root
+
+    job = spec.load(args.spec)
+    steps = job.steps if args.steps is None else args.steps
+    every = job.checkpoint_every if args.every is None else args.every
+    if not 1 <= steps <= job.steps:
+        raise UserError(f"--steps must be in [1, {job.steps}] (the spec's T), got {steps}")
+    if every < 1:
+        raise UserError(f"--every must be >= 1, got {every}")
+    if args.threads < 1 or args.chunk < 0:
+        raise UserError("--threads must be >= 1 and --chunk >= 0")
+    if args.device not in ("cpu", "cuda") and not args.device.startswith("cuda:"):
+        raise UserError(f"--device must be cpu or cuda, got {args.device!r}")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("--device cuda: no CUDA device is available here")
+    ds = data.load_dataset(job.dataset_name)
+    root = "0x" + ds.root().hex()
+    if root != job.dataset_root:
+        raise UserError(f"dataset {job.dataset_name} has root {root}, spec says {job.dataset_root}")
+    eng = Engine(job, ds, EngineConfig(args.kernels, args.threads, args.chunk, args.device))
+    out = _printer(args.json)
+    t0, roots, final = time.perf_counter(), [], None
+    for t, r, st in eng.train(steps, every):
+        roots.append(r)
+        final = st
+        out({"step": t, "root": "0x" + r.hex()})
+    summary: dict = {"steps": steps, "seconds": round(time.perf_counter() - t0, 3)}
+    if steps == job.steps and every == job.checkpoint_every:
+        summary["checkpoint_root"] = "0x" + checkpoint_root(roots).hex()
+    test = data.test_split_for(job.dataset_name)
+    if test is not None:
+        summary["test_accuracy"] = round(eng.accuracy(final, test), 6)
+    summary["train_accuracy"] = round(eng.accuracy(final, ds), 6)
+    summary["spec_hash"] = "0x" + job.spec_hash().hex()
+    out(summary)
+    return 0
+
+
+def _printer(as_json: bool):
+    def emit(obj: dict) -> None:
+        if as_json:
+            print(json.dumps(obj), flush=True)
+        else:
+            print("  ".join(f"{k}={v}" for k, v in obj.items()), flush=True)
+
+    return emit

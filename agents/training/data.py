@@ -1,0 +1,123 @@
+"""Datasets, their commitments and the batch schedule (PROTOCOL §4).
+
+Datasets are named, deterministic functions of their name: `sklearn-digits/train` and
+`sklearn-digits/test` (scikit-learn's bundled digits, 1797 x 64, pixels 0..16 divided by 16 —
+exact in binary32 — split by example index: i % 5 == 4 is test), and
+`synthetic/n=N,f=F,c=C,seed=S` (integer-only generation, identical on every machine). A job
+spec names one and carries its root; the engine recomputes the root and refuses a mismatch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import torch
+
+from agents.training import merkle
+from agents.training.keccak import keccak256, keccak256_batch
+
+DIGITS_TRAIN = "sklearn-digits/train"
+DIGITS_TEST = "sklearn-digits/test"
+_SYN = re.compile(r"^synthetic/n=(\d+),f=(\d+),c=(\d+),seed=(\d+)$")
+
+
+class DatasetError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    x: torch.Tensor  # (N, F) float32
+    y: torch.Tensor  # (1, N) int64 holding uint32 labels
+
+    @property
+    def n(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def features(self) -> int:
+        return self.x.shape[1]
+
+    @property
+    def classes(self) -> int:
+        return int(self.y.max()) + 1
+
+    def root(self) -> bytes:
+        return merkle.dataset_root(self.x, self.y)
+
+
+@cache
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = (d.data.astype(np.float32) / np.float32(16.0)).astype(np.float32)  # k/16: exact
+    return x, d.target.astype(np.int64)
+
+
+def _digits_split(test: bool) -> Dataset:
+    x, y = _digits()
+    sel = (np.arange(x.shape[0]) % 5 == 4) == test
+    name = DIGITS_TEST if test else DIGITS_TRAIN
+    return Dataset(name, torch.from_numpy(x[sel].copy()), torch.from_numpy(y[sel].reshape(1, -1)))
+
+
+def _stream_words(tag: bytes, seed: int, n: int) -> np.ndarray:
+    """n uint32 words: block c = keccak(abi.encode(keccak(tag), seed, c)), 8 big-endian words
+    per block. Integer-only, so every machine (and Solidity) derives the same words."""
+    blocks = -(-n // 8)
+    head = keccak256(tag) + int(seed).to_bytes(32, "big")
+    msgs = b"".join(head + c.to_bytes(32, "big") for c in range(blocks))
+    return keccak256_batch(msgs, 96).view(">u4").reshape(-1)[:n].astype(np.uint32)
+
+
+def unit_floats(words: np.ndarray) -> np.ndarray:
+    """Top 24 bits of each word as k in [-2^23, 2^23), returned as k * 2^-23 (exact)."""
+    k = (words >> 8).astype(np.int64) - (1 << 23)
+    return (k.astype(np.float32) * np.float32(2.0**-23)).astype(np.float32)
+
+
+def synthetic(n: int, f: int, c: int, seed: int) -> Dataset:
+    """Features uniform in [-1, 1) on a 2^-23 grid; label = argmax of an integer teacher
+    (exact int64 scores, first maximum), so the task is learnable and bit-reproducible."""
+    if not (1 <= n <= 1 << 24 and 1 <= f <= 1 << 16 and 2 <= c <= 1 << 16):
+        raise DatasetError(f"synthetic dataset sizes out of range: n={n} f={f} c={c}")
+    w = _stream_words(b"vtp.synthetic.x.v1", seed, n * f)
+    x = unit_floats(w).reshape(n, f)
+    k = (w >> 8).astype(np.int64).reshape(n, f) - (1 << 23)
+    teacher = (_stream_words(b"vtp.synthetic.teacher.v1", seed, f * c) % 17).astype(np.int64) - 8
+    scores = k @ teacher.reshape(f, c)  # |score| < 2^23 * 8 * 2^16: exact in int64
+    y = np.argmax(scores, axis=1).astype(np.int64)
+    name = f"synthetic/n={n},f={f},c={c},seed={seed}"
+    return Dataset(name, torch.from_numpy(x), torch.from_numpy(y.reshape(1, -1)))
+
+
+def load_dataset(name: str) -> Dataset:
+    if name == DIGITS_TRAIN:
+        return _digits_split(test=False)
+    if name == DIGITS_TEST:
+        return _digits_split(test=True)
+    m = _SYN.match(name)
+    if m:
+        return synthetic(*(int(g) for g in m.groups()))
+    raise DatasetError(
+        f"unknown dataset {name!r} (known: {DIGITS_TRAIN}, {DIGITS_TEST}, "
+        "synthetic/n=N,f=F,c=C,seed=S)"
+    )
+
+
+def test_split_for(name: str) -> Dataset | None:
+    """The held-out split that goes with a training set, if it has one."""
+    return _digits_split(test=True) if name == DIGITS_TRAIN else None
+
+
+def batch_indices(seed: int, t: int, batch: int, n: int) -> np.ndarray:
+    """idx(seed, t, j) = uint256(keccak256(abi.encode(seed, t, j))) mod N for j < batch."""
+    head = int(seed).to_bytes(32, "big") + int(t).to_bytes(32, "big")
+    msgs = b"".join(head + j.to_bytes(32, "big") for j in range(batch))
+    h = keccak256_batch(msgs, 96)
+    return np.array([int.from_bytes(r.tobytes(), "big") % n for r in h], dtype=np.int64)

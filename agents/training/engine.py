@@ -1,0 +1,191 @@
+"""The reproducible training engine: runs the step graph (graph.py) with the protocol ops.
+
+`Engine.step` runs one step S_t -> S_{t+1} keeping nothing; `Engine.trace_step` runs the same
+nodes with the same op functions and returns every node's output (the op trace) as well, so the
+two are bit-identical by construction (and tested to be). Kernel choice (`native` C kernels or
+the portable `torch` ops), thread count and chunking change speed only, never a bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from agents.training import fastops, merkle, native, ops
+from agents.training import float32 as F
+from agents.training.data import Dataset, batch_indices
+from agents.training.graph import StepGraph, build_step_graph
+from agents.training.spec import JobSpec, JobSpecError
+from agents.training.state import State, init_state, state_root
+
+KERNELS = ("native", "torch")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    kernels: str = "native"  # "native" (C, CPU only) or "torch" (portable, any device)
+    threads: int = 1  # torch intra-op threads and C matmul threads
+    chunk: int = 0  # torch matmul_nt: output rows per chunk (0 = all at once)
+    device: str = "cpu"
+
+
+class Engine:
+    def __init__(self, spec: JobSpec, data: Dataset, cfg: EngineConfig = EngineConfig()):
+        if cfg.kernels not in KERNELS:
+            raise ValueError(f"kernels must be one of {KERNELS}, got {cfg.kernels!r}")
+        if cfg.kernels == "native" and (cfg.device != "cpu" or not native.available()):
+            cfg = EngineConfig("torch", cfg.threads, cfg.chunk, cfg.device)
+        if data.features != spec.widths[0]:
+            raise JobSpecError(
+                "model.widths[0]", f"must equal the dataset's {data.features} features"
+            )
+        if int(data.y.max()) >= spec.widths[-1]:
+            raise JobSpecError(
+                "model.widths", f"last width must cover the dataset's {data.classes} classes"
+            )
+        torch.set_num_threads(max(1, cfg.threads))
+        torch.set_flush_denormal(False)
+        F.check_no_flush_denormal()
+        self.spec, self.data, self.cfg = spec, data, cfg
+        self.graph: StepGraph = build_step_graph(spec.widths, spec.batch)
+        dev = cfg.device
+        self.x = data.x.to(dev)
+        self.y = data.y.to(dev)
+        self.lr = torch.tensor(spec.lr, dtype=torch.float32, device=dev)
+        self.mu = torch.tensor(spec.momentum, dtype=torch.float32, device=dev)
+        if cfg.kernels == "native":
+            th = max(1, cfg.threads)
+            self._mm = lambda a, b: fastops.matmul_nt(a, b, th)
+            self._rsum, self._rmax = fastops.row_sum, fastops.row_max
+            self._exp, self._log = fastops.exp, fastops.log
+        else:
+            self._mm = lambda a, b: ops.matmul_nt(a, b, cfg.chunk)
+            self._rsum, self._rmax, self._exp, self._log = (
+                ops.row_sum,
+                ops.row_max,
+                ops.exp,
+                ops.log,
+            )
+
+    # -- one step ----------------------------------------------------------------------------
+
+    def batch(self, t: int) -> torch.Tensor:
+        idx = batch_indices(self.spec.seed, t, self.spec.batch, self.data.n)
+        return torch.from_numpy(idx.reshape(1, -1)).to(self.cfg.device)
+
+    def _op(self, op: str, a: list[torch.Tensor]) -> torch.Tensor:
+        if op == "matmul_nt":
+            return self._mm(a[0], a[1])
+        if op == "add_row":
+            return ops.add_row(a[0], a[1])
+        if op == "relu":
+            return ops.relu(a[0])
+        if op == "row_max":
+            return self._rmax(a[0])
+        if op == "sub_col":
+            return ops.sub_col(a[0], a[1])
+        if op == "exp":
+            return self._exp(a[0])
+        if op == "row_sum":
+            return self._rsum(a[0])
+        if op == "div_col":
+            return ops.div_col(a[0], a[1])
+        if op == "log":
+            return self._log(a[0])
+        if op == "nll":
+            return ops.nll(a[0], a[1], a[2].reshape(-1))
+        if op == "mean":
+            return ops.mean(a[0], self._rsum)
+        if op == "xent_grad":
+            return ops.xent_grad(a[0], a[1].reshape(-1))
+        if op == "transpose":
+            return a[0].t()  # a view: a bit copy, materialised only when committed
+        if op == "relu_bwd":
+            return ops.relu_bwd(a[0], a[1])
+        if op == "momentum":
+            return ops.momentum(a[0], a[1], self.mu)
+        if op == "sgd":
+            return ops.sgd(a[0], a[1], self.lr)
+        if op == "gather_rows":
+            return ops.gather_rows(a[0], a[1].reshape(-1))
+        if op == "gather_labels":
+            return a[0].reshape(-1).index_select(0, a[1].reshape(-1)).reshape(1, -1)
+        raise ValueError(f"unknown op {op}")
+
+    def _run(self, st: State, t: int, keep: bool) -> tuple[State, list[torch.Tensor]]:
+        env: dict[str, torch.Tensor] = dict(st)
+        env["X"], env["Y"], env["idx"] = self.x, self.y, self.batch(t)
+        trace = []
+        for node in self.graph.nodes:
+            out = self._op(node.op, [env[r] for r in node.inputs])
+            env[node.name] = out
+            if keep:
+                trace.append(out)
+        nxt = {name: env[node].contiguous() for name, node in self.graph.next_state.items()}
+        return nxt, trace
+
+    def step(self, st: State, t: int) -> State:
+        return self._run(st, t, keep=False)[0]
+
+    def trace_step(self, st: State, t: int) -> tuple[State, list[torch.Tensor]]:
+        """S_{t+1} and every node's output in node order (the op trace of step t)."""
+        return self._run(st, t, keep=True)
+
+    def loss(self, st: State, t: int) -> float:
+        _, trace = self.trace_step(st, t)
+        return float(trace[self.graph.index_of(self.graph.loss)].item())
+
+    # -- whole jobs --------------------------------------------------------------------------
+
+    def initial_state(self) -> State:
+        return init_state(self.spec.widths, self.spec.seed, self.cfg.device)
+
+    def train(
+        self, steps: int | None = None, every: int | None = None, st: State | None = None
+    ) -> Iterator[tuple[int, bytes, State]]:
+        """Yields (t, state root, S_t) at t = 0, every, 2*every, ..., steps."""
+        steps = self.spec.steps if steps is None else steps
+        every = self.spec.checkpoint_every if every is None else every
+        st = self.initial_state() if st is None else st
+        yield 0, state_root(st), st
+        for t in range(steps):
+            st = self.step(st, t)
+            if (t + 1) % every == 0 or t + 1 == steps:
+                yield t + 1, state_root(st), st
+
+    def predict(self, st: State, x: torch.Tensor) -> torch.Tensor:
+        """Class predictions with the protocol forward ops (first maximum on ties)."""
+        a = x.to(self.cfg.device)
+        L = len(self.spec.widths) - 1
+        for i in range(L):
+            a = ops.add_row(self._mm(a, st[f"w{i}"]), st[f"b{i}"])
+            if i < L - 1:
+                a = ops.relu(a)
+        return torch.argmax(a, dim=1)
+
+    def accuracy(self, st: State, data: Dataset) -> float:
+        pred = self.predict(st, data.x).cpu()
+        return float((pred == data.y.reshape(-1)).double().mean())
+
+
+# -- commitments of a traced step ------------------------------------------------------------
+
+
+def trace_tensor_roots(trace: list[torch.Tensor]) -> list[bytes]:
+    return [merkle.tensor_root(t) for t in trace]
+
+
+def trace_root(trace: list[torch.Tensor]) -> bytes:
+    """Op-trace root: root list under vtp.trace.v1 of every node output's tensor root."""
+    return merkle.trace_root(trace_tensor_roots(trace))
+
+
+def checkpoint_root(state_roots: list[bytes]) -> bytes:
+    return merkle.checkpoint_root(state_roots)
+
+
+def to_numpy_state(st: State) -> dict[str, np.ndarray]:
+    return {k: v.detach().cpu().numpy() for k, v in st.items()}

@@ -1,0 +1,173 @@
+"""One training step as a fixed, topologically ordered node list (PROTOCOL §2.3).
+
+A node names its operator, its inputs and its output shape. Inputs are references: a state
+tensor name (`w0`, `m.b1`, ...; see state.py), `X` / `Y` (the dataset), `idx` (the step's batch
+indices, (1, B)), or an earlier node's name. The op trace of a step is the list of every node's
+output in this order; the outputs named in `StepGraph.next_state` form S_{t+1}. The graph
+depends only on the widths and the batch size, never on data, so both parties of a dispute
+build the same list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.training.state import param_names, param_shape, state_names
+
+INPUT_REFS = ("X", "Y", "idx")
+
+
+@dataclass(frozen=True)
+class Node:
+    index: int
+    name: str
+    op: str
+    inputs: tuple[str, ...]
+    shape: tuple[int, int]
+    dtype: str = "f32"  # "u32" for labels
+
+    def to_obj(self) -> dict:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "op": self.op,
+            "inputs": list(self.inputs),
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+        }
+
+
+@dataclass(frozen=True)
+class StepGraph:
+    widths: tuple[int, ...]
+    batch: int
+    nodes: tuple[Node, ...]
+    next_state: dict[str, str]  # state tensor name -> node whose output it becomes
+    loss: str  # node holding the batch's mean loss (1, 1)
+
+    def node(self, name: str) -> Node:
+        return self.nodes[self.index_of(name)]
+
+    def index_of(self, name: str) -> int:
+        for n in self.nodes:
+            if n.name == name:
+                return n.index
+        raise KeyError(name)
+
+
+def build_step_graph(widths: tuple[int, ...], batch: int) -> StepGraph:
+    nodes: list[Node] = []
+
+    def add(name: str, op: str, inputs: tuple[str, ...], shape, dtype="f32") -> str:
+        nodes.append(Node(len(nodes), name, op, inputs, (int(shape[0]), int(shape[1])), dtype))
+        return name
+
+    L, B = len(widths) - 1, batch
+    # forward
+    a = add("x", "gather_rows", ("X", "idx"), (B, widths[0]))
+    y = add("y", "gather_labels", ("Y", "idx"), (1, B), "u32")
+    acts, pre = [a], []
+    for i in range(L):
+        mm = add(f"fwd{i}.mm", "matmul_nt", (acts[-1], f"w{i}"), (B, widths[i + 1]))
+        z = add(f"fwd{i}.z", "add_row", (mm, f"b{i}"), (B, widths[i + 1]))
+        pre.append(z)
+        if i < L - 1:
+            acts.append(add(f"fwd{i}.relu", "relu", (z,), (B, widths[i + 1])))
+    # softmax cross-entropy
+    C = widths[-1]
+    z = pre[-1]
+    mx = add("loss.max", "row_max", (z,), (1, B))
+    s = add("loss.shift", "sub_col", (z, mx), (B, C))
+    e = add("loss.exp", "exp", (s,), (B, C))
+    se = add("loss.sum", "row_sum", (e,), (1, B))
+    p = add("loss.prob", "div_col", (e, se), (B, C))
+    ls = add("loss.logsum", "log", (se,), (1, B))
+    nl = add("loss.nll", "nll", (ls, s, y), (1, B))
+    loss = add("loss.mean", "mean", (nl,), (1, 1))
+    g = add("bwd.dz", "xent_grad", (p, y), (B, C))
+    # backward, last layer first
+    grads: dict[str, str] = {}
+    for i in reversed(range(L)):
+        gt = add(f"bwd{i}.dzT", "transpose", (g,), (widths[i + 1], B))
+        at = add(f"bwd{i}.aT", "transpose", (acts[i],), (widths[i], B))
+        grads[f"w{i}"] = add(f"bwd{i}.dw", "matmul_nt", (gt, at), (widths[i + 1], widths[i]))
+        grads[f"b{i}"] = add(f"bwd{i}.db", "row_sum", (gt,), (1, widths[i + 1]))
+        if i > 0:
+            wt = add(f"bwd{i}.wT", "transpose", (f"w{i}",), (widths[i], widths[i + 1]))
+            da = add(f"bwd{i}.da", "matmul_nt", (g, wt), (B, widths[i]))
+            g = add(f"bwd{i - 1}.dz", "relu_bwd", (da, pre[i - 1]), (B, widths[i]))
+    # update, in parameter order
+    nxt: dict[str, str] = {}
+    for name in param_names(widths):
+        shape = param_shape(widths, name)
+        v = add(f"upd.{name}.m", "momentum", (f"m.{name}", grads[name]), shape)
+        nxt[name] = add(f"upd.{name}", "sgd", (name, v), shape)
+        nxt[f"m.{name}"] = v
+    nxt = {name: nxt[name] for name in state_names(widths)}  # protocol state order
+    return StepGraph(tuple(widths), batch, tuple(nodes), nxt, loss)
+
+
+@dataclass(frozen=True)
+class Dep:
+    """Elements `cols` of row `row` of input `ref` (a contiguous row-major range)."""
+
+    ref: str
+    row: int
+    cols: range
+
+
+def element_deps(
+    g: StepGraph, node_index: int, row: int, col: int, idx=None, labels=None
+) -> list[Dep]:
+    """The input elements output (row, col) of a node is computed from.
+
+    `idx` (the step's batch indices) and `labels` (the gathered labels, node `y`) resolve the
+    data-dependent reads of gather_rows / gather_labels / nll; without them those reads are
+    returned only as their `idx` / `y` dependency.
+    """
+    n = g.nodes[node_index]
+    if not (0 <= row < n.shape[0] and 0 <= col < n.shape[1]):
+        raise IndexError(f"({row}, {col}) outside {n.shape} of node {n.name}")
+    ins = n.inputs
+    op = n.op
+    one = lambda ref, r, c: Dep(ref, r, range(c, c + 1))  # noqa: E731
+    if op == "matmul_nt":
+        k = _width(g, ins[0])
+        return [Dep(ins[0], row, range(k)), Dep(ins[1], col, range(k))]
+    if op in ("add", "sub", "mul", "div", "relu_bwd", "momentum", "sgd"):
+        return [one(ins[0], row, col), one(ins[1], row, col)]
+    if op in ("relu", "exp", "log"):
+        return [one(ins[0], row, col)]
+    if op == "transpose":
+        return [one(ins[0], col, row)]
+    if op == "add_row":
+        return [one(ins[0], row, col), one(ins[1], 0, col)]
+    if op in ("sub_col", "div_col"):
+        return [one(ins[0], row, col), one(ins[1], 0, row)]
+    if op in ("row_sum", "row_max"):
+        return [Dep(ins[0], col, range(_width(g, ins[0])))]
+    if op == "mean":
+        return [Dep(ins[0], 0, range(_width(g, ins[0])))]
+    if op == "gather_rows":
+        deps = [one("idx", 0, row)]
+        return deps + ([one(ins[0], int(idx[row]), col)] if idx is not None else [])
+    if op == "gather_labels":
+        deps = [one("idx", 0, col)]
+        return deps + ([one(ins[0], 0, int(idx[col]))] if idx is not None else [])
+    if op == "xent_grad":
+        return [one(ins[0], row, col), one(ins[1], 0, row)]
+    if op == "nll":
+        deps = [one(ins[0], 0, col), one(ins[2], 0, col)]
+        return deps + ([one(ins[1], col, int(labels[col]))] if labels is not None else [])
+    raise ValueError(f"no dependency rule for op {op}")
+
+
+def _width(g: StepGraph, ref: str) -> int:
+    for n in g.nodes:
+        if n.name == ref:
+            return n.shape[1]
+    if ref in ("X",):
+        return g.widths[0]
+    if ref in ("Y", "idx"):
+        return g.batch
+    return param_shape(g.widths, ref.removeprefix("m."))[1]
