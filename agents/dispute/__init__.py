@@ -1,0 +1,1 @@
+"""The dispute game off chain: encodings, a party's computation, players, chain client."""

@@ -1,0 +1,192 @@
+"""Chain I/O of the dispute game: read a game into a `GameView`, send a player's move (simulate
+first, then send), claim a timeout, and play a whole game between two players.
+
+Transactions are signed locally (eth-account) and sent raw; every move is simulated with
+`eth_estimateGas` first, so a move the contract would reject is never sent and is reported as a
+`MoveRejected` with the revert reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from eth_account import Account
+from web3 import Web3
+from web3.contract import Contract
+from web3.exceptions import ContractCustomError, ContractLogicError
+
+from agents.dispute.player import DEFENDER_PHASES, GameView, Move, Phase
+
+GAS_CAP = 15_000_000
+
+
+class MoveRejected(RuntimeError):
+    """The contract would revert the move (it was not sent)."""
+
+
+class Player(Protocol):
+    def next_move(self, v: GameView) -> Move | None: ...
+
+
+_EVENT_FIELDS = {
+    "CheckpointsPosted": ("checkpoints", "roots"),
+    "LeavesPosted": ("leaves", "leaves"),
+    "ChunkRevealed": ("chunk", "chunk"),
+}
+
+
+@dataclass
+class GameClient:
+    """One account's access to the game contract."""
+
+    w3: Web3
+    game: Contract
+    key: str
+    gas_price: int | None = None
+    address: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.address = Account.from_key(self.key).address
+        if self.gas_price is None:
+            self.gas_price = self.w3.eth.gas_price
+        self._topic0 = {}
+        for ev in self.game.abi:
+            if ev.get("type") == "event":
+                sig = f"{ev['name']}({','.join(_abi_type(i) for i in ev['inputs'])})"
+                self._topic0[Web3.keccak(text=sig)] = ev["name"]
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def view(self, game_id: int, from_block: int = 0) -> GameView:
+        c = self.game.functions.claimOf(game_id).call()
+        p = self.game.functions.progressOf(game_id).call()
+        v = GameView(game_id=game_id, step_offset=c[8], steps=c[9], interval=c[10])
+        v.phase, v.winner, v.moves = p[0], p[1], p[2]
+        v.segment, v.step, v.node, v.leaf = p[5], p[6], p[7], p[8]
+        logs = self.w3.eth.get_logs(
+            {
+                "address": self.game.address,
+                "fromBlock": from_block,
+                "toBlock": "latest",
+                "topics": [None, "0x" + game_id.to_bytes(32, "big").hex()],
+            }
+        )
+        for log in logs:
+            name = self._topic0.get(bytes(log["topics"][0]))
+            if name is None:
+                continue
+            args = getattr(self.game.events, name)().process_log(log)["args"]
+            if name in _EVENT_FIELDS:
+                attr, key = _EVENT_FIELDS[name]
+                setattr(v, attr, _norm(args[key]))
+            elif name == "SegmentOpened":
+                v.step_roots = [args["startRoot"], *_norm(args["intermediateRoots"]), args["endRoot"]]
+            elif name == "TracePosted":
+                v.node_roots = _norm(args["roots"])
+        return v
+
+    def deadline(self, game_id: int) -> int:
+        return int(self.game.functions.turn(game_id).call()[1])
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def transact(self, fn: str, *args: Any) -> dict:
+        """Simulates, then sends `fn(*args)`; returns the receipt. Raises MoveRejected."""
+        call = getattr(self.game.functions, fn)(*args)
+        base = {"from": self.address, "gasPrice": self.gas_price, "chainId": self.w3.eth.chain_id}
+        try:
+            gas = call.estimate_gas(base)
+        except (ContractLogicError, ContractCustomError, ValueError) as exc:
+            raise MoveRejected(f"{fn}: {exc}") from exc
+        tx = call.build_transaction(
+            {
+                **base,
+                "gas": min(GAS_CAP, gas + gas // 5 + 50_000),
+                "nonce": self.w3.eth.get_transaction_count(self.address, "pending"),
+            }
+        )
+        signed = Account.sign_transaction(tx, self.key)
+        receipt = self.w3.eth.wait_for_transaction_receipt(
+            self.w3.eth.send_raw_transaction(signed.raw_transaction)
+        )
+        if receipt["status"] != 1:
+            raise MoveRejected(f"{fn}: reverted in block {receipt['blockNumber']}")
+        return receipt
+
+    def play(self, move: Move, game_id: int) -> dict:
+        return self.transact(move.fn, *move.call_args(game_id))
+
+    def claim_timeout(self, game_id: int) -> dict:
+        return self.transact("claimTimeout", game_id)
+
+
+def _abi_type(inp: dict) -> str:
+    t = inp["type"]
+    if t.startswith("tuple"):
+        return "(" + ",".join(_abi_type(c) for c in inp["components"]) + ")" + t[5:]
+    return t
+
+
+def _norm(x: Any) -> Any:
+    if isinstance(x, (list, tuple)):
+        return [bytes(i) for i in x]
+    return bytes(x)
+
+
+@dataclass
+class GameRecord:
+    """How a game went: moves made, gas per move, who won and whether by timeout."""
+
+    game_id: int
+    moves: list[tuple[str, int]] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    winner: int = 0
+    by_timeout: bool = False
+
+    @property
+    def gas(self) -> int:
+        return sum(g for _, g in self.moves)
+
+    @property
+    def challenger_won(self) -> bool:
+        return self.winner == 2
+
+
+def run_game(
+    game_id: int,
+    defender: tuple[Player, GameClient],
+    challenger: tuple[Player, GameClient],
+    advance_time: Callable[[int], None],
+    from_block: int = 0,
+    max_moves: int = 64,
+) -> GameRecord:
+    """Plays a game to the end. A side with no move (or whose move the chain rejects) is
+    silent: time is advanced past its deadline and the other side claims the timeout."""
+    rec = GameRecord(game_id)
+    reader = defender[1]
+    for _ in range(max_moves):
+        v = reader.view(game_id, from_block)
+        if v.phase == Phase.RESOLVED:
+            break
+        side, other = (defender, challenger) if v.phase in DEFENDER_PHASES else (challenger, defender)
+        player, client = side
+        move = player.next_move(v)
+        if move is not None:
+            try:
+                receipt = client.play(move, game_id)
+                rec.moves.append((move.fn, int(receipt["gasUsed"])))
+                continue
+            except MoveRejected as exc:
+                rec.rejected.append(str(exc)[:300])
+        now = reader.w3.eth.get_block("latest")["timestamp"]
+        advance_time(max(1, client.deadline(game_id) - int(now) + 1))
+        receipt = other[1].claim_timeout(game_id)
+        rec.moves.append(("claimTimeout", int(receipt["gasUsed"])))
+        rec.by_timeout = True
+    p = reader.game.functions.progressOf(game_id).call()
+    if p[0] != Phase.RESOLVED:
+        raise RuntimeError(f"game {game_id} did not end in {max_moves} moves")
+    rec.winner = int(p[1])
+    return rec
