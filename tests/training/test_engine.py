@@ -1,0 +1,159 @@
+"""Engine: fast step == traced step == scalar reference; bit-identical across processes,
+threads, kernels and chunking; it learns the digits task."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from training_support import assert_bits_equal
+
+from agents.training import data, merkle, native
+from agents.training import reference as R
+from agents.training import spec as S
+from agents.training.engine import Engine, EngineConfig, trace_root, trace_tensor_roots
+from agents.training.state import state_root
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "digits-mlp.json"
+
+
+def tiny_spec(widths=(6, 5, 4, 3), batch=3, name="synthetic/n=40,f=6,c=3,seed=2", **kw):
+    ds = data.load_dataset(name)
+    obj = {
+        "version": 1,
+        "model": {"arch": "mlp", "widths": list(widths)},
+        "dataset": {"name": name, "root": "0x" + ds.root().hex()},
+        "lr": "0x3e4ccccd",  # 0.2
+        "momentum": "0x3f4ccccd",  # 0.8
+        "batch": batch,
+        "seed": 7,
+        "steps": 6,
+        "checkpoint_every": 2,
+    }
+    obj.update(kw)
+    return S.parse_spec(obj), ds
+
+
+KERNEL_CFGS = [EngineConfig("torch"), EngineConfig("torch", 2, 2)]
+if native.available():
+    KERNEL_CFGS += [EngineConfig("native"), EngineConfig("native", 2)]
+
+
+@pytest.mark.parametrize("cfg", KERNEL_CFGS, ids=lambda c: f"{c.kernels}-t{c.threads}-c{c.chunk}")
+def test_traced_step_matches_scalar_reference(cfg):
+    sp, ds = tiny_spec()
+    eng = Engine(sp, ds, cfg)
+    st = eng.initial_state()
+    for t in range(3):
+        nxt, trace = eng.trace_step(st, t)
+        idx = eng.batch(t).numpy()
+        ref_next, ref_trace = R.run_step_graph(
+            eng.graph,
+            {k: v.numpy() for k, v in st.items()},
+            ds.x.numpy(),
+            ds.y.numpy(),
+            idx,
+            sp.lr,
+            sp.momentum,
+        )
+        assert len(trace) == len(ref_trace) == len(eng.graph.nodes)
+        for node, got, want in zip(eng.graph.nodes, trace, ref_trace, strict=True):
+            assert tuple(got.shape) == node.shape, node.name
+            if node.dtype == "u32":
+                assert np.array_equal(got.numpy(), want), node.name
+            else:
+                assert_bits_equal(got.contiguous().numpy(), want)
+        fast = eng.step(st, t)
+        assert list(fast) == list(nxt) == list(ref_next)
+        for k in nxt:
+            assert_bits_equal(fast[k].numpy(), ref_next[k])
+            assert_bits_equal(nxt[k].numpy(), ref_next[k])
+        st = nxt
+
+
+def test_all_kernel_options_agree_on_roots():
+    sp, ds = tiny_spec(widths=(6, 70, 3), batch=9)
+    runs = [[(t, r) for t, r, _ in Engine(sp, ds, c).train()] for c in KERNEL_CFGS]
+    assert all(r == runs[0] for r in runs[1:])
+    assert len(runs[0]) == sp.steps // sp.checkpoint_every + 1
+
+
+def test_trace_commitments():
+    sp, ds = tiny_spec()
+    eng = Engine(sp, ds)
+    st = eng.initial_state()
+    _, trace = eng.trace_step(st, 0)
+    roots = trace_tensor_roots(trace)
+    root = trace_root(trace)
+    assert root == merkle.root_list(merkle.TRACE_DOMAIN, roots)
+    node = eng.graph.index_of("fwd0.mm")
+    p = merkle.list_proof(merkle.TRACE_DOMAIN, roots, node)
+    assert merkle.verify_list_proof(merkle.TRACE_DOMAIN, root, len(roots), p)
+    # the state root is the root list of the named tensor roots, in protocol order
+    names = list(st)
+    assert names[:2] == ["w0", "b0"] and names[-1] == f"m.b{len(sp.widths) - 2}"
+    vals = [merkle.state_entry(n, merkle.tensor_root(t)) for n, t in st.items()]
+    assert state_root(st) == merkle.root_list(merkle.STATE_DOMAIN, vals)
+
+
+def test_bit_exact_across_processes_threads_and_kernels():
+    """Separate processes, 1 vs 2 threads, C kernels vs portable torch ops (chunked or not):
+    byte-identical roots at every checkpoint."""
+    base = ["train", "--spec", str(EXAMPLE), "--steps", "40", "--every", "10", "--json"]
+    variants = [["--threads", "1"], ["--threads", "2"], ["--kernels", "torch", "--chunk", "5"]]
+    if native.available():
+        variants += [["--threads", "2", "--kernels", "native"]]
+    procs = [  # run concurrently: most of each run is interpreter and torch start-up
+        subprocess.Popen(
+            [sys.executable, "-m", "agents", *base, *v],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for v in variants
+    ]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        lines = [json.loads(x) for x in out.splitlines()]
+        outs.append([(d["step"], d["root"]) for d in lines if "root" in d])
+    assert len(outs[0]) == 5 and outs[0][0][0] == 0 and outs[0][-1][0] == 40
+    for o in outs[1:]:
+        assert o == outs[0]
+
+
+def test_learns_digits_to_90_percent():
+    sp = S.load(EXAMPLE)
+    ds = data.load_dataset(sp.dataset_name)
+    assert "0x" + ds.root().hex() == sp.dataset_root
+    eng = Engine(sp, ds)
+    *_, (t, _, st) = eng.train()
+    assert t == sp.steps <= 1000
+    acc = eng.accuracy(st, data.test_split_for(sp.dataset_name))
+    assert acc >= 0.90, acc
+
+
+def test_engine_rejects_mismatched_widths():
+    sp, ds = tiny_spec()
+    bad = S.parse_spec({**sp.to_obj(), "model": {"arch": "mlp", "widths": [7, 3]}})
+    with pytest.raises(S.JobSpecError, match="widths"):
+        Engine(bad, ds)
+    bad = S.parse_spec({**sp.to_obj(), "model": {"arch": "mlp", "widths": [6, 2]}})
+    with pytest.raises(S.JobSpecError, match="widths"):
+        Engine(bad, ds)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu():
+    sp, ds = tiny_spec(widths=(6, 70, 3), batch=9)
+    cpu = [(t, r) for t, r, _ in Engine(sp, ds, EngineConfig("torch")).train()]
+    gpu = [(t, r) for t, r, _ in Engine(sp, ds, EngineConfig("torch", device="cuda")).train()]
+    assert cpu == gpu
