@@ -155,9 +155,10 @@ interface IJobManager is IDisputeCallback {
     error AlreadyResponded(uint256 unitId, address verifier, VerifierStatus status);
     error WrongAttestationLength(uint256 given, uint256 expected);
     error NotChallenger(address caller, INodeRegistry.Role role);
-    error SolverCannotChallenge(uint256 unitId);
     error ClaimMatchesCommitment(uint256 unitId, bytes32 claim);
     error NothingToWithdraw(address account);
+    /// @notice Raised by `unitIdOf` (library `JobIds`) for an index above 2^32 - 1.
+    error UnitIndexTooLarge(uint256 index);
 
     // ------------------------------------------------------------------ events
     event ArbiterSet(address indexed arbiter);

@@ -334,7 +334,6 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (role != INodeRegistry.Role.Verifier && role != INodeRegistry.Role.Whistleblower) {
             revert NotChallenger(msg.sender, role);
         }
-        if (msg.sender == unit.assignee) revert SolverCannotChallenge(unitId);
         if (claim_ == bytes32(0)) revert ZeroCommitment();
         if (claim_ == unit.checkpointRoot) revert ClaimMatchesCommitment(unitId, claim_);
 

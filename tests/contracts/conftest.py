@@ -1,0 +1,226 @@
+"""Fixtures of the marketplace contract tests: a deployed, wired protocol and helpers.
+
+`deployment` deploys TestToken, NodeRegistry, JobManager and MockArbiter with the defaults of
+`agents.core.deploy` (the same values `make demo` uses) and wires them as `deploy_all` does.
+ape snapshots the chain around every test, so module-scoped deployments cost one deploy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from ape.exceptions import ContractLogicError
+from eth_abi import decode
+from eth_utils import keccak
+
+from agents.core.deploy import (
+    DEFAULT_MANAGER_CONFIG,
+    DEFAULT_REGISTRY_CONFIG,
+    MANAGER_FIELDS,
+    REGISTRY_FIELDS,
+)
+
+E18 = 10**18
+SOLVER, VERIFIER, WHISTLEBLOWER = 1, 2, 3
+# UnitStatus
+U_OPEN, U_SELECTING, U_ASSIGNED, U_COMMITTED, U_VERIFYING, U_DISPUTED, U_FINAL, U_CANCELLED = range(
+    1, 9
+)
+# JobStatus
+J_OPEN, J_COMPLETED, J_CANCELLED = 1, 2, 3
+# VerifierStatus
+V_PENDING, V_ATTESTED, V_CHALLENGED = 1, 2, 3
+
+REG_CFG = dict(DEFAULT_REGISTRY_CONFIG)
+MGR_CFG = dict(DEFAULT_MANAGER_CONFIG)
+CAP = (1, 16_384, 100)  # deviceClass, memoryMiB, throughput
+ROOT = b"\x11" * 32
+
+
+@dataclass
+class Protocol:
+    token: Any
+    registry: Any
+    manager: Any
+    arbiter: Any
+    deployer: Any
+    submitter: Any
+    solvers: list[Any]
+    verifiers: list[Any]
+    whistleblower: Any
+    other: Any
+
+
+def job_params(now: int, **overrides: Any) -> tuple:
+    """A valid JobParams tuple (ABI order) for a job posted at `now`."""
+    p: dict[str, Any] = {
+        "specHash": b"\x01" * 32,
+        "datasetRoot": b"\x02" * 32,
+        "initialStateRoot": b"\x03" * 32,
+        "steps": 8,
+        "checkpointInterval": 2,
+        "required": (1, 8_192, 50),
+        "reward": 100 * E18,
+        "verificationFee": 10 * E18,
+        "claimDeadline": now + 600,
+        "computeTime": 3_600,
+    }
+    p.update(overrides)
+    return tuple(p.values())
+
+
+@pytest.fixture(scope="module")
+def deployment(project, accounts) -> Protocol:
+    deployer = accounts[0]
+    token = deployer.deploy(project.TestToken)
+    registry = deployer.deploy(
+        project.NodeRegistry, token, tuple(REG_CFG[k] for k in REGISTRY_FIELDS)
+    )
+    manager = deployer.deploy(
+        project.JobManager, registry, tuple(MGR_CFG[k] for k in MANAGER_FIELDS)
+    )
+    arbiter = deployer.deploy(project.MockArbiter)
+    registry.setSlashers([manager], sender=deployer)
+    arbiter.wire(manager, sender=deployer)
+    manager.setArbiter(arbiter, sender=deployer)
+    for acct in accounts[1:10]:
+        token.mint(acct, 10_000 * E18, sender=deployer)
+        token.approve(registry, 2**256 - 1, sender=acct)
+        token.approve(manager, 2**256 - 1, sender=acct)
+    return Protocol(
+        token=token,
+        registry=registry,
+        manager=manager,
+        arbiter=arbiter,
+        deployer=deployer,
+        submitter=accounts[1],
+        solvers=[accounts[2], accounts[3], accounts[4]],
+        verifiers=[accounts[5], accounts[6], accounts[7]],
+        whistleblower=accounts[8],
+        other=accounts[9],
+    )
+
+
+@pytest.fixture(scope="module")
+def staked(deployment: Protocol) -> Protocol:
+    """The deployment with three solvers (200 each), three verifiers (100) and a whistleblower."""
+    d = deployment
+    for s in d.solvers:
+        d.registry.register(SOLVER, CAP, 200 * E18, sender=s)
+    for v in d.verifiers:
+        d.registry.register(VERIFIER, CAP, 100 * E18, sender=v)
+    d.registry.register(WHISTLEBLOWER, CAP, 20 * E18, sender=d.whistleblower)
+    return d
+
+
+def now(chain) -> int:
+    return chain.pending_timestamp
+
+
+def advance(chain, seconds: int) -> None:
+    """Move the clock forward by `seconds` and mine a block (works on Anvil and py-evm)."""
+    chain.mine(1, timestamp=chain.pending_timestamp + seconds)
+
+
+def _error_selector(name: str, abi_items: list) -> tuple[bytes, list[str], list[str]] | None:
+    for item in abi_items:
+        if getattr(item, "type", None) == "error" and item.name == name:
+            types = [i.canonical_type for i in item.inputs]
+            sig = f"{name}({','.join(types)})"
+            return keccak(text=sig)[:4], types, [i.name for i in item.inputs]
+    return None
+
+
+def _revert_data(exc: ContractLogicError) -> bytes:
+    for candidate in (getattr(exc, "revert_message", None), getattr(exc, "message", None)):
+        if not isinstance(candidate, str):
+            continue
+        if candidate.startswith("0x"):
+            return bytes.fromhex(candidate[2:])
+        # ape renders an undecoded error of a call as "custom error 0x<selector>: <raw bytes>"
+        match = re.fullmatch(r"custom error 0x([0-9a-fA-F]{8}): (.*)", candidate, re.DOTALL)
+        if match:
+            return bytes.fromhex(match.group(1)) + match.group(2).encode("latin-1")
+    raise AssertionError(f"no revert data in {exc!r}")
+
+
+@contextlib.contextmanager
+def reverts(contract: Any, name: str, **inputs: Any) -> Iterator[None]:
+    """Assert the block reverts with custom error `name` of `contract` and the given inputs.
+
+    Stricter than `ape.reverts`: the error must be the named one (checked by selector, so errors
+    bubbling up from another contract are recognised) and every given input must match.
+    """
+    spec = _error_selector(name, contract.contract_type.abi)
+    assert spec is not None, f"{name} is not an error of {contract.contract_type.name}"
+    selector, types, names = spec
+    try:
+        yield
+    except ContractLogicError as exc:
+        from ape.exceptions import CustomError
+
+        if isinstance(exc, CustomError):
+            assert type(exc).__name__ == name, f"expected {name}, got {type(exc).__name__}"
+            actual = dict(exc.inputs)
+        else:
+            data = _revert_data(exc)
+            assert data[:4] == selector, f"expected {name}, got revert data {data.hex()}"
+            actual = dict(zip(names, decode(types, data[4:]), strict=True))
+        for key, want in inputs.items():
+            assert key in actual, f"{name} has no input {key!r}"
+            got = actual[key]
+            if isinstance(want, str) and isinstance(got, str):
+                assert got.lower() == want.lower(), f"{name}.{key}: {got} != {want}"
+            else:
+                assert got == want, f"{name}.{key}: {got!r} != {want!r}"
+    else:
+        raise AssertionError(f"did not revert (expected {name})")
+
+
+def unit_of(manager: Any, job_id: int) -> int:
+    return manager.unitIdOf(job_id, 0)
+
+
+def post(d: Protocol, chain, **overrides: Any) -> tuple[int, int]:
+    """Post a job as the submitter; return (jobId, unitId)."""
+    tx = d.manager.postJob(job_params(now(chain), **overrides), sender=d.submitter)
+    job_id = tx.events.filter(d.manager.JobPosted)[0].jobId
+    return job_id, unit_of(d.manager, job_id)
+
+
+def assign(d: Protocol, chain, solver: Any | None = None, **overrides: Any) -> tuple[int, int]:
+    """Post a job and walk its unit to Assigned with `solver` (default solvers[0]) alone."""
+    solver = solver or d.solvers[0]
+    job_id, unit_id = post(d, chain, **overrides)
+    d.manager.claim(unit_id, sender=solver)
+    advance(chain, 601)
+    d.manager.closeClaims(unit_id, sender=d.other)
+    chain.mine(1)
+    d.manager.selectAssignee(unit_id, sender=d.other)
+    return job_id, unit_id
+
+
+def commit(d: Protocol, chain, unit_id: int, solver: Any | None = None) -> None:
+    solver = solver or d.solvers[0]
+    d.manager.commitCheckpoints(unit_id, ROOT, 5, b"\x22" * 32, "blob://unit", sender=solver)
+
+
+def verifying(d: Protocol, chain, **overrides: Any) -> tuple[int, int]:
+    """Post, assign, commit and draw verifiers: the unit is Verifying."""
+    job_id, unit_id = assign(d, chain, **overrides)
+    commit(d, chain, unit_id)
+    chain.mine(1)
+    d.manager.drawVerifiers(unit_id, sender=d.other)
+    return job_id, unit_id
+
+
+def by_address(accounts_list: list[Any], address: str) -> Any:
+    for a in accounts_list:
+        if a.address.lower() == address.lower():
+            return a
+    raise KeyError(address)

@@ -1,0 +1,861 @@
+"""JobManager: every external function, its events and each revert path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import (
+    CAP,
+    E18,
+    J_CANCELLED,
+    J_COMPLETED,
+    J_OPEN,
+    MANAGER_FIELDS,
+    MGR_CFG,
+    REG_CFG,
+    ROOT,
+    SOLVER,
+    U_ASSIGNED,
+    U_CANCELLED,
+    U_COMMITTED,
+    U_DISPUTED,
+    U_FINAL,
+    U_OPEN,
+    U_SELECTING,
+    U_VERIFYING,
+    V_ATTESTED,
+    V_CHALLENGED,
+    V_PENDING,
+    VERIFIER,
+    advance,
+    assign,
+    by_address,
+    commit,
+    job_params,
+    now,
+    post,
+    reverts,
+    verifying,
+)
+
+ZERO = "0x0000000000000000000000000000000000000000"
+REWARD = 100 * E18
+FEE = 10 * E18
+TAX = REWARD * MGR_CFG["taxBps"] // 10_000
+COLLATERAL = REWARD * MGR_CFG["collateralBps"] // 10_000
+LOCK = MGR_CFG["verifierLock"]
+BOND = MGR_CFG["challengeBond"]
+VERIFY_WINDOW = MGR_CFG["verifyWindow"]
+
+
+def _manager(project, d, registry: Any = None, **cfg: int) -> Any:
+    merged = dict(MGR_CFG, **cfg)
+    return d.deployer.deploy(
+        project.JobManager, registry or d.registry, tuple(merged[k] for k in MANAGER_FIELDS)
+    )
+
+
+def _selected(d, unit_id: int) -> list[Any]:
+    return [by_address(d.verifiers, a) for a in d.manager.getVerifiers(unit_id)]
+
+
+def _segments(d, unit_id: int, verifier: Any) -> list[int]:
+    return list(d.manager.sampledSegments(unit_id, verifier))
+
+
+# ------------------------------------------------------------------ constructor and wiring
+
+
+def test_constructor_zeroRegistry_reverts(project, deployment):
+    with reverts(deployment.manager, "ZeroAddress"):
+        _manager(project, deployment, registry=ZERO)
+
+
+@pytest.mark.parametrize(
+    "bad", [{"taxBps": 10_000}, {"challengerRewardBps": 10_001}, {"claimWindow": 0}]
+)
+def test_constructor_invalidConfig_reverts(project, deployment, bad):
+    with reverts(deployment.manager, "InvalidConfig"):
+        _manager(project, deployment, **bad)
+
+
+def test_constructor_setsViews(deployment):
+    d = deployment
+    m = d.manager
+    assert m.token() == d.token.address
+    assert m.registry() == d.registry.address
+    assert m.arbiter() == d.arbiter.address
+    assert tuple(m.config()) == tuple(MGR_CFG[k] for k in MANAGER_FIELDS)
+    assert m.jobCount() == 0 and m.jackpot() == 0
+    assert m.MAX_CLAIMANTS() == 16
+
+
+def test_setArbiter_notDeployer_reverts(project, deployment):
+    m = _manager(project, deployment)
+    with reverts(m, "NotDeployer", caller=deployment.other.address):
+        m.setArbiter(deployment.arbiter, sender=deployment.other)
+
+
+def test_setArbiter_twice_reverts(deployment):
+    d = deployment
+    with reverts(d.manager, "ArbiterAlreadySet", arbiter=d.arbiter.address):
+        d.manager.setArbiter(d.other, sender=d.deployer)
+
+
+def test_setArbiter_zero_reverts(project, deployment):
+    m = _manager(project, deployment)
+    with reverts(m, "ZeroAddress"):
+        m.setArbiter(ZERO, sender=deployment.deployer)
+
+
+def test_setArbiter_emits(project, deployment):
+    m = _manager(project, deployment)
+    tx = m.setArbiter(deployment.other, sender=deployment.deployer)
+    assert tx.events.filter(m.ArbiterSet)[0].arbiter == deployment.other.address
+    assert m.arbiter() == deployment.other.address
+
+
+# ------------------------------------------------------------------ postJob
+
+
+def test_postJob_escrowsAndEmits(deployment, chain):
+    d = deployment
+    before = d.token.balanceOf(d.submitter)
+    params = job_params(now(chain))
+    tx = d.manager.postJob(params, sender=d.submitter)
+    ev = tx.events.filter(d.manager.JobPosted)[0]
+    assert ev.jobId == 1 and ev.submitter == d.submitter.address and ev.unitCount == 1
+    unit_id = d.manager.unitIdOf(1, 0)
+    assert unit_id == 1 << 32
+    assert d.manager.jobIdOf(unit_id) == 1
+    opened = tx.events.filter(d.manager.UnitOpened)[0]
+    assert opened.unitId == unit_id and opened.jobId == 1 and opened.claimDeadline == params[8]
+    assert d.token.balanceOf(d.submitter) == before - REWARD
+    assert d.token.balanceOf(d.manager) == REWARD
+    job = d.manager.getJob(1)
+    assert job.submitter == d.submitter.address and job.status == J_OPEN
+    assert job.escrow == REWARD and job.reward == REWARD and job.verificationFee == FEE
+    assert (job.steps, job.checkpointInterval, job.unitCount) == (8, 2, 1)
+    assert (job.deviceClass, job.memoryMiB, job.throughput) == (1, 8_192, 50)
+    assert job.specHash == b"\x01" * 32 and job.initialStateRoot == b"\x03" * 32
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_OPEN and unit.deadline == params[8]
+    assert d.manager.jobCount() == 1
+    assert d.manager.collateralOf(1) == COLLATERAL
+    assert tuple(d.manager.payoutOf(1)) == (REWARD - FEE - TAX, FEE, TAX)
+
+
+def test_postJob_arbiterNotSet_reverts(project, deployment, chain):
+    m = _manager(project, deployment)
+    with reverts(m, "ArbiterNotSet"):
+        m.postJob(job_params(now(chain)), sender=deployment.submitter)
+
+
+def test_postJob_zeroSteps_reverts(deployment, chain):
+    with reverts(deployment.manager, "ZeroSteps"):
+        post(deployment, chain, steps=0)
+
+
+def test_postJob_zeroCheckpointInterval_reverts(deployment, chain):
+    with reverts(deployment.manager, "ZeroCheckpointInterval"):
+        post(deployment, chain, checkpointInterval=0)
+
+
+def test_postJob_intervalNotDividingSteps_reverts(deployment, chain):
+    with reverts(deployment.manager, "IntervalDoesNotDivideSteps", steps=10, checkpointInterval=4):
+        post(deployment, chain, steps=10, checkpointInterval=4)
+
+
+@pytest.mark.parametrize("field", ["specHash", "datasetRoot", "initialStateRoot"])
+def test_postJob_zeroCommitment_reverts(deployment, chain, field):
+    with reverts(deployment.manager, "ZeroCommitment"):
+        post(deployment, chain, **{field: b"\x00" * 32})
+
+
+def test_postJob_claimDeadlineInPast_reverts(deployment, chain):
+    t = now(chain)
+    with reverts(deployment.manager, "ClaimDeadlineInPast", claimDeadline=t - 1):
+        post(deployment, chain, claimDeadline=t - 1)
+
+
+def test_postJob_zeroComputeTime_reverts(deployment, chain):
+    with reverts(deployment.manager, "ZeroComputeTime"):
+        post(deployment, chain, computeTime=0)
+
+
+def test_postJob_rewardBelowFees_reverts(deployment, chain):
+    reward, fee = 10 * E18, 10 * E18
+    fees = fee + reward * MGR_CFG["taxBps"] // 10_000
+    with reverts(deployment.manager, "RewardBelowFees", reward=reward, fees=fees):
+        post(deployment, chain, reward=reward, verificationFee=fee)
+
+
+# ------------------------------------------------------------------ claim
+
+
+def test_claim_locksCollateralAndRecords(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    tx = d.manager.claim(unit_id, sender=d.solvers[0])
+    ev = tx.events.filter(d.manager.UnitClaimed)[0]
+    assert ev.unitId == unit_id and ev.solver == d.solvers[0].address
+    assert ev.collateral == COLLATERAL and ev.weight == d.registry.selectionWeight(d.solvers[0])
+    assert d.registry.getNode(d.solvers[0]).locked == COLLATERAL
+    solvers, weights = d.manager.getClaimants(unit_id)
+    assert list(solvers) == [d.solvers[0].address] and weights[0] == ev.weight
+
+
+def test_claim_unknownUnit_reverts(staked):
+    d = staked
+    with reverts(d.manager, "WrongUnitStatus", unitId=5 << 32, expected=U_OPEN, actual=0):
+        d.manager.claim(5 << 32, sender=d.solvers[0])
+
+
+def test_claim_afterWindow_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    advance(chain, 601)
+    with reverts(d.manager, "ClaimWindowClosed", unitId=unit_id):
+        d.manager.claim(unit_id, sender=d.solvers[0])
+
+
+def test_claim_twice_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    d.manager.claim(unit_id, sender=d.solvers[0])
+    with reverts(d.manager, "AlreadyClaimed", solver=d.solvers[0].address):
+        d.manager.claim(unit_id, sender=d.solvers[0])
+
+
+def test_claim_tooManyClaimants_reverts(staked, chain, accounts):
+    d = staked
+    _, unit_id = post(d, chain, reward=20 * E18, verificationFee=E18)
+    extra = [accounts.generate_test_account() for _ in range(14)]
+    for acct in extra:
+        d.deployer.transfer(acct, 10**18)
+        d.token.mint(acct, 200 * E18, sender=d.deployer)
+        d.token.approve(d.registry, 2**256 - 1, sender=acct)
+        d.registry.register(SOLVER, CAP, 100 * E18, sender=acct)
+    for acct in [*d.solvers[:2], *extra]:
+        d.manager.claim(unit_id, sender=acct)
+    with reverts(d.manager, "TooManyClaimants", max=16):
+        d.manager.claim(unit_id, sender=d.solvers[2])
+
+
+def test_claim_notSolver_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    v = d.verifiers[0]
+    with reverts(d.registry, "WrongRole", node=v.address, required=SOLVER, actual=VERIFIER):
+        d.manager.claim(unit_id, sender=v)
+
+
+def test_claim_offline_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain, claimDeadline=now(chain) + 2 * REG_CFG["heartbeatTtl"])
+    advance(chain, REG_CFG["heartbeatTtl"] + 1)
+    with reverts(d.registry, "NodeOffline", node=d.solvers[0].address):
+        d.manager.claim(unit_id, sender=d.solvers[0])
+    d.registry.heartbeat(sender=d.solvers[0])
+    d.manager.claim(unit_id, sender=d.solvers[0])
+
+
+def test_claim_capabilityTooLow_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain, required=(2, 1, 1))
+    with reverts(d.registry, "CapabilityTooLow", node=d.solvers[0].address):
+        d.manager.claim(unit_id, sender=d.solvers[0])
+
+
+def test_claim_insufficientFreeStake_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain, reward=300 * E18)
+    with reverts(d.registry, "InsufficientFreeStake", free=200 * E18, amount=300 * E18):
+        d.manager.claim(unit_id, sender=d.solvers[0])
+
+
+# ------------------------------------------------------------------ closeClaims, selectAssignee
+
+
+def test_closeClaims_windowOpen_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    with reverts(d.manager, "ClaimWindowStillOpen", unitId=unit_id):
+        d.manager.closeClaims(unit_id, sender=d.other)
+
+
+def test_closeClaims_wrongStatus_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_OPEN, actual=U_ASSIGNED):
+        d.manager.closeClaims(unit_id, sender=d.other)
+
+
+def test_closeClaims_noClaimant_extendsWindow(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    advance(chain, 601)
+    tx = d.manager.closeClaims(unit_id, sender=d.other)
+    ev = tx.events.filter(d.manager.ClaimWindowExtended)[0]
+    assert ev.claimDeadline == chain.blocks.head.timestamp + MGR_CFG["claimWindow"]
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_OPEN and unit.deadline == ev.claimDeadline
+    d.manager.claim(unit_id, sender=d.solvers[0])
+
+
+def test_closeClaims_fixesSeedBlock(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    d.manager.claim(unit_id, sender=d.solvers[0])
+    advance(chain, 601)
+    tx = d.manager.closeClaims(unit_id, sender=d.other)
+    ev = tx.events.filter(d.manager.ClaimsClosed)[0]
+    assert ev.seedBlock == tx.block_number + 1 and ev.claimants == 1
+    assert d.manager.getUnit(unit_id).status == U_SELECTING
+    # claims are over once the window closed
+    with reverts(d.manager, "WrongUnitStatus", expected=U_OPEN, actual=U_SELECTING):
+        d.manager.claim(unit_id, sender=d.solvers[1])
+
+
+def test_selectAssignee_wrongStatus_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_SELECTING, actual=U_OPEN):
+        d.manager.selectAssignee(unit_id, sender=d.other)
+
+
+def _closed(d, chain, claimants: list[Any]) -> int:
+    _, unit_id = post(d, chain)
+    for s in claimants:
+        d.manager.claim(unit_id, sender=s)
+    advance(chain, 601)
+    d.manager.closeClaims(unit_id, sender=d.other)
+    return unit_id
+
+
+def test_selectAssignee_seedNotYetAvailable_reverts(staked, chain):
+    d = staked
+    unit_id = _closed(d, chain, [d.solvers[0]])
+    seed_block = d.manager.getUnit(unit_id).seedBlock
+    with reverts(d.manager, "SeedNotYetAvailable", unitId=unit_id, seedBlock=seed_block):
+        d.manager.selectAssignee(unit_id, sender=d.other)
+
+
+def test_selectAssignee_picksClaimantAndReleasesOthers(staked, chain):
+    d = staked
+    unit_id = _closed(d, chain, d.solvers)
+    chain.mine(1)
+    tx = d.manager.selectAssignee(unit_id, sender=d.other)
+    ev = tx.events.filter(d.manager.UnitAssigned)[0]
+    winner = ev.solver
+    assert winner in {s.address for s in d.solvers}
+    assert ev.commitDeadline == chain.blocks.head.timestamp + 3_600
+    released = {e.solver for e in tx.events.filter(d.manager.ClaimReleased)}
+    assert released == {s.address for s in d.solvers} - {winner}
+    for s in d.solvers:
+        assert d.registry.getNode(s).locked == (COLLATERAL if s.address == winner else 0)
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_ASSIGNED and unit.assignee == winner
+
+
+def test_selectAssignee_staleSeed_rearms(staked, chain):
+    d = staked
+    unit_id = _closed(d, chain, [d.solvers[0]])
+    chain.mine(300)
+    tx = d.manager.selectAssignee(unit_id, sender=d.other)
+    ev = tx.events.filter(d.manager.SeedRearmed)[0]
+    assert ev.seedBlock == tx.block_number + 1
+    assert d.manager.getUnit(unit_id).status == U_SELECTING
+    chain.mine(1)
+    d.manager.selectAssignee(unit_id, sender=d.other)
+    assert d.manager.getUnit(unit_id).status == U_ASSIGNED
+
+
+# ------------------------------------------------------------------ expireAssignment
+
+
+def test_expireAssignment_slashesAndReopens(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    s = d.solvers[0]
+    advance(chain, 3_601)
+    tx = d.manager.expireAssignment(unit_id, sender=d.other)
+    ev = tx.events.filter(d.manager.AssignmentExpired)[0]
+    assert ev.solver == s.address and ev.slashed == COLLATERAL
+    reopened = tx.events.filter(d.manager.UnitOpened)[0]
+    assert reopened.attempt == 1
+    node = d.registry.getNode(s)
+    assert node.stake == 200 * E18 - COLLATERAL and node.locked == 0
+    assert (node.failed, node.slashed) == (1, 1)
+    assert d.manager.jackpot() == COLLATERAL
+    assert d.token.balanceOf(d.manager) == REWARD + COLLATERAL
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_OPEN and unit.assignee == ZERO and unit.claimantCount == 0
+    # the unit is claimable again by another (online) solver
+    d.registry.heartbeat(sender=d.solvers[1])
+    d.manager.claim(unit_id, sender=d.solvers[1])
+
+
+def test_expireAssignment_beforeDeadline_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    with reverts(d.manager, "DeadlineNotPassed", unitId=unit_id):
+        d.manager.expireAssignment(unit_id, sender=d.other)
+
+
+def test_expireAssignment_wrongStatus_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_ASSIGNED, actual=U_OPEN):
+        d.manager.expireAssignment(unit_id, sender=d.other)
+
+
+# ------------------------------------------------------------------ commitCheckpoints
+
+
+def test_commitCheckpoints_storesAndEmits(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    tx = d.manager.commitCheckpoints(
+        unit_id, ROOT, 5, b"\x22" * 32, "blob://unit", sender=d.solvers[0]
+    )
+    ev = tx.events.filter(d.manager.CheckpointsCommitted)[0]
+    assert ev.checkpointRoot == ROOT and ev.numCheckpoints == 5
+    assert ev.blobLocator == "blob://unit" and ev.seedBlock == tx.block_number + 1
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_COMMITTED and unit.checkpointRoot == ROOT
+    assert unit.finalStateRoot == b"\x22" * 32 and unit.blobLocator == "blob://unit"
+
+
+def test_commitCheckpoints_wrongStatus_reverts(staked, chain):
+    d = staked
+    _, unit_id = post(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_ASSIGNED, actual=U_OPEN):
+        commit(d, chain, unit_id)
+
+
+def test_commitCheckpoints_notAssignee_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    with reverts(d.manager, "NotAssignee", caller=d.solvers[1].address):
+        commit(d, chain, unit_id, solver=d.solvers[1])
+
+
+def test_commitCheckpoints_afterDeadline_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    advance(chain, 3_601)
+    with reverts(d.manager, "CommitDeadlinePassed", unitId=unit_id):
+        commit(d, chain, unit_id)
+
+
+def test_commitCheckpoints_wrongCount_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    with reverts(d.manager, "WrongCheckpointCount", given=4, expected=5):
+        d.manager.commitCheckpoints(unit_id, ROOT, 4, ROOT, "b", sender=d.solvers[0])
+
+
+def test_commitCheckpoints_zeroRoot_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    with reverts(d.manager, "ZeroCommitment"):
+        d.manager.commitCheckpoints(unit_id, b"\x00" * 32, 5, ROOT, "b", sender=d.solvers[0])
+    with reverts(d.manager, "ZeroCommitment"):
+        d.manager.commitCheckpoints(unit_id, ROOT, 5, b"\x00" * 32, "b", sender=d.solvers[0])
+
+
+def test_commitCheckpoints_emptyLocator_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    with reverts(d.manager, "EmptyBlobLocator"):
+        d.manager.commitCheckpoints(unit_id, ROOT, 5, ROOT, "", sender=d.solvers[0])
+
+
+# ------------------------------------------------------------------ drawVerifiers
+
+
+def test_drawVerifiers_selectsAndLocks(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    commit(d, chain, unit_id)
+    chain.mine(1)
+    tx = d.manager.drawVerifiers(unit_id, sender=d.other)
+    ev = tx.events.filter(d.manager.VerifiersDrawn)[0]
+    drawn = list(ev.verifiers)
+    assert 1 <= len(drawn) <= MGR_CFG["verifiersPerUnit"]
+    assert len(set(drawn)) == len(drawn)
+    assert set(drawn) <= {v.address for v in d.verifiers}
+    assert ev.challengeDeadline == chain.blocks.head.timestamp + VERIFY_WINDOW
+    assert list(d.manager.getVerifiers(unit_id)) == drawn
+    for v in d.verifiers:
+        selected = v.address in drawn
+        assert d.registry.getNode(v).locked == (LOCK if selected else 0)
+        status, _ = d.manager.verifierStatus(unit_id, v)
+        assert status == (V_PENDING if selected else 0)
+        segs = _segments(d, unit_id, v)
+        assert len(segs) == MGR_CFG["segmentsPerVerifier"] and all(0 <= s < 4 for s in segs)
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_VERIFYING and unit.verifySeed == ev.seed
+
+
+def test_drawVerifiers_wrongStatus_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_COMMITTED, actual=U_ASSIGNED):
+        d.manager.drawVerifiers(unit_id, sender=d.other)
+
+
+def test_drawVerifiers_seedNotYetAvailable_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    commit(d, chain, unit_id)
+    with reverts(d.manager, "SeedNotYetAvailable", unitId=unit_id):
+        d.manager.drawVerifiers(unit_id, sender=d.other)
+
+
+def test_drawVerifiers_staleSeed_rearms(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    commit(d, chain, unit_id)
+    chain.mine(300)
+    tx = d.manager.drawVerifiers(unit_id, sender=d.other)
+    assert len(tx.events.filter(d.manager.SeedRearmed)) == 1
+    assert d.manager.getUnit(unit_id).status == U_COMMITTED
+
+
+def test_drawVerifiers_emptyPool_drawsNobody(staked, chain):
+    d = staked
+    for v in d.verifiers:
+        d.registry.requestUnbond(100 * E18, sender=v)
+    assert d.registry.poolSize(VERIFIER) == 0
+    _, unit_id = verifying(d, chain)
+    assert list(d.manager.getVerifiers(unit_id)) == []
+    assert d.manager.getUnit(unit_id).status == U_VERIFYING
+
+
+# ------------------------------------------------------------------ attest
+
+
+def test_attest_recordsAndEmits(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    roots = [b"\x33" * 32, b"\x44" * 32]
+    tx = d.manager.attest(unit_id, roots, sender=v)
+    ev = tx.events.filter(d.manager.Attested)[0]
+    assert ev.verifier == v.address and list(ev.endRoots) == roots
+    assert list(ev.segments) == _segments(d, unit_id, v)
+    status, h = d.manager.verifierStatus(unit_id, v)
+    assert status == V_ATTESTED and h != b"\x00" * 32
+    assert d.manager.getUnit(unit_id).attestCount == 1
+
+
+def test_attest_wrongStatus_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_VERIFYING, actual=U_ASSIGNED):
+        d.manager.attest(unit_id, [ROOT, ROOT], sender=d.verifiers[0])
+
+
+def test_attest_afterDeadline_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    advance(chain, VERIFY_WINDOW + 1)
+    with reverts(d.manager, "ChallengeWindowClosed", unitId=unit_id):
+        d.manager.attest(unit_id, [ROOT, ROOT], sender=v)
+
+
+def test_attest_notSelected_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    with reverts(d.manager, "NotSelectedVerifier", caller=d.other.address):
+        d.manager.attest(unit_id, [ROOT, ROOT], sender=d.other)
+
+
+def test_attest_twice_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    d.manager.attest(unit_id, [ROOT, ROOT], sender=v)
+    with reverts(d.manager, "AlreadyResponded", verifier=v.address, status=V_ATTESTED):
+        d.manager.attest(unit_id, [ROOT, ROOT], sender=v)
+
+
+def test_attest_wrongLength_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    with reverts(d.manager, "WrongAttestationLength", given=1, expected=2):
+        d.manager.attest(unit_id, [ROOT], sender=v)
+
+
+# ------------------------------------------------------------------ challenge and the dispute hook
+
+
+def test_challenge_pullsBondAndOpensGame(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    before = d.token.balanceOf(v)
+    claim = b"\x55" * 32
+    tx = d.manager.challenge(unit_id, claim, sender=v)
+    ev = tx.events.filter(d.manager.ChallengeOpened)[0]
+    assert ev.challenger == v.address and ev.gameId == 1 and ev.bond == BOND and ev.claim == claim
+    game = tx.events.filter(d.arbiter.GameOpened)[0]
+    assert game.unitId == unit_id and game.solver == d.solvers[0].address
+    assert d.token.balanceOf(v) == before - BOND
+    assert tuple(d.manager.getDispute(unit_id)) == (1, v.address, BOND)
+    assert d.manager.unitOfGame(1) == unit_id
+    assert d.manager.getUnit(unit_id).status == U_DISPUTED
+    assert d.manager.verifierStatus(unit_id, v)[0] == V_CHALLENGED
+
+
+def test_challenge_wrongStatus_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_VERIFYING, actual=U_DISPUTED):
+        d.manager.challenge(unit_id, b"\x56" * 32, sender=d.verifiers[0])
+
+
+def test_challenge_afterDeadline_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    advance(chain, VERIFY_WINDOW + 1)
+    with reverts(d.manager, "ChallengeWindowClosed", unitId=unit_id):
+        d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
+
+
+def test_challenge_bySolverOrStranger_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    with reverts(d.manager, "NotChallenger", caller=d.solvers[0].address, role=SOLVER):
+        d.manager.challenge(unit_id, b"\x55" * 32, sender=d.solvers[0])
+    with reverts(d.manager, "NotChallenger", caller=d.other.address, role=0):
+        d.manager.challenge(unit_id, b"\x55" * 32, sender=d.other)
+
+
+def test_challenge_zeroClaim_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    with reverts(d.manager, "ZeroCommitment"):
+        d.manager.challenge(unit_id, b"\x00" * 32, sender=d.whistleblower)
+
+
+def test_challenge_claimEqualsCommitment_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    with reverts(d.manager, "ClaimMatchesCommitment", unitId=unit_id, claim=ROOT):
+        d.manager.challenge(unit_id, ROOT, sender=d.whistleblower)
+
+
+def test_onDisputeResolved_challengerWins_slashesAndReopens(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    selected = _selected(d, unit_id)
+    d.manager.attest(unit_id, [ROOT, ROOT], sender=selected[0])
+    d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
+    tx = d.arbiter.resolve(1, True, sender=d.other)
+    ev = tx.events.filter(d.manager.DisputeResolved)[0]
+    assert ev.unitId == unit_id and ev.gameId == 1 and ev.challengerWon
+    reward = COLLATERAL * MGR_CFG["challengerRewardBps"] // 10_000
+    assert d.manager.credits(d.whistleblower) == BOND + reward
+    assert d.manager.jackpot() == COLLATERAL - reward
+    node = d.registry.getNode(d.solvers[0])
+    assert node.stake == 200 * E18 - COLLATERAL and node.locked == 0 and node.failed == 1
+    for v in selected:
+        assert d.registry.getNode(v).locked == 0
+        assert d.manager.verifierStatus(unit_id, v)[0] == 0
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_OPEN and unit.attempt == 1 and unit.verifierCount == 0
+    assert tuple(d.manager.getDispute(unit_id)) == (0, ZERO, 0)
+    assert d.manager.unitOfGame(1) == 0
+    assert d.manager.getJob(1).escrow == REWARD
+
+
+def test_onDisputeResolved_solverWins_forfeitsBondAndResumes(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    d.manager.challenge(unit_id, b"\x55" * 32, sender=v)
+    advance(chain, VERIFY_WINDOW - 60)
+    tx = d.arbiter.resolve(1, False, sender=d.other)
+    ev = tx.events.filter(d.manager.DisputeResolved)[0]
+    assert not ev.challengerWon
+    assert ev.challengeDeadline == chain.blocks.head.timestamp + MGR_CFG["disputeGrace"]
+    to_solver = BOND * MGR_CFG["challengerRewardBps"] // 10_000
+    assert d.manager.credits(d.solvers[0]) == to_solver
+    assert d.manager.jackpot() == BOND - to_solver
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_VERIFYING and unit.deadline == ev.challengeDeadline
+    # the losing challenger already responded: no second response
+    with reverts(d.manager, "AlreadyResponded", status=V_CHALLENGED):
+        d.manager.attest(unit_id, [ROOT, ROOT], sender=v)
+
+
+def test_onDisputeResolved_notArbiter_reverts(staked, chain):
+    d = staked
+    with reverts(d.manager, "NotArbiter", caller=d.other.address):
+        d.manager.onDisputeResolved(1, 1 << 32, True, sender=d.other)
+
+
+def test_onDisputeResolved_unknownGame_reverts(project, staked, chain):
+    d = staked
+    m = _manager(project, d)
+    m.setArbiter(d.other, sender=d.deployer)
+    with reverts(m, "UnknownGame", gameId=7, unitId=1 << 32):
+        m.onDisputeResolved(7, 1 << 32, True, sender=d.other)
+    with reverts(m, "UnknownGame", gameId=7, unitId=0):
+        m.onDisputeResolved(7, 0, True, sender=d.other)
+
+
+# ------------------------------------------------------------------ finalize
+
+
+def test_finalize_paysAndPenalises(staked, chain):
+    d = staked
+    job_id, unit_id = verifying(d, chain)
+    selected = _selected(d, unit_id)
+    assert len(selected) >= 1
+    d.manager.attest(unit_id, [ROOT, ROOT], sender=selected[0])
+    advance(chain, VERIFY_WINDOW + 1)
+    tx = d.manager.finalize(unit_id, sender=d.other)
+    ev = tx.events.filter(d.manager.UnitFinalized)[0]
+    assert ev.solver == d.solvers[0].address
+    assert (ev.solverPay, ev.verifierFee, ev.tax) == (REWARD - FEE - TAX, FEE, TAX)
+    assert len(tx.events.filter(d.manager.JobCompleted)) == 1
+    assert d.manager.credits(d.solvers[0]) == REWARD - FEE - TAX
+    assert d.manager.credits(selected[0]) == FEE
+    silent = selected[1:]
+    penalised = {e.verifier for e in tx.events.filter(d.manager.VerifierPenalised)}
+    assert penalised == {v.address for v in silent}
+    assert d.manager.jackpot() == TAX + LOCK * len(silent)
+    for v in silent:
+        node = d.registry.getNode(v)
+        assert node.stake == 100 * E18 - LOCK and node.locked == 0 and node.failed == 1
+    assert d.registry.getNode(selected[0]).locked == 0
+    solver = d.registry.getNode(d.solvers[0])
+    assert solver.locked == 0 and solver.completed == 1
+    assert d.manager.getUnit(unit_id).status == U_FINAL
+    job = d.manager.getJob(job_id)
+    assert job.status == J_COMPLETED and job.escrow == 0 and job.unitsFinalized == 1
+
+
+def test_finalize_nobodyAttested_feeToJackpot(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    n = len(_selected(d, unit_id))
+    advance(chain, VERIFY_WINDOW + 1)
+    d.manager.finalize(unit_id, sender=d.other)
+    assert d.manager.jackpot() == TAX + FEE + LOCK * n
+
+
+def test_finalize_beforeDeadline_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    with reverts(d.manager, "DeadlineNotPassed", unitId=unit_id):
+        d.manager.finalize(unit_id, sender=d.other)
+
+
+def test_finalize_duringDispute_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
+    advance(chain, VERIFY_WINDOW + 1)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_VERIFYING, actual=U_DISPUTED):
+        d.manager.finalize(unit_id, sender=d.other)
+
+
+# ------------------------------------------------------------------ cancelJob
+
+
+def test_cancelJob_refundsAndReleasesClaimants(staked, chain):
+    d = staked
+    job_id, unit_id = post(d, chain)
+    d.manager.claim(unit_id, sender=d.solvers[0])
+    tx = d.manager.cancelJob(job_id, sender=d.submitter)
+    ev = tx.events.filter(d.manager.JobCancelled)[0]
+    assert ev.jobId == job_id and ev.refund == REWARD
+    assert d.manager.credits(d.submitter) == REWARD
+    assert d.registry.getNode(d.solvers[0]).locked == 0
+    assert d.manager.getJob(job_id).status == J_CANCELLED
+    assert d.manager.getUnit(unit_id).status == U_CANCELLED
+
+
+def test_cancelJob_whileSelecting_refunds(staked, chain):
+    d = staked
+    job_id, unit_id = post(d, chain)
+    d.manager.claim(unit_id, sender=d.solvers[0])
+    advance(chain, 601)
+    d.manager.closeClaims(unit_id, sender=d.other)
+    d.manager.cancelJob(job_id, sender=d.submitter)
+    assert d.manager.credits(d.submitter) == REWARD
+    assert d.registry.getNode(d.solvers[0]).locked == 0
+
+
+def test_cancelJob_unknownJob_reverts(staked):
+    d = staked
+    with reverts(d.manager, "UnknownJob", jobId=42):
+        d.manager.cancelJob(42, sender=d.submitter)
+
+
+def test_cancelJob_notSubmitter_reverts(staked, chain):
+    d = staked
+    job_id, _ = post(d, chain)
+    with reverts(d.manager, "NotSubmitter", jobId=job_id, caller=d.other.address):
+        d.manager.cancelJob(job_id, sender=d.other)
+
+
+def test_cancelJob_twice_reverts(staked, chain):
+    d = staked
+    job_id, _ = post(d, chain)
+    d.manager.cancelJob(job_id, sender=d.submitter)
+    with reverts(d.manager, "JobNotOpen", jobId=job_id, status=J_CANCELLED):
+        d.manager.cancelJob(job_id, sender=d.submitter)
+
+
+def test_cancelJob_afterAssignment_reverts(staked, chain):
+    d = staked
+    job_id, unit_id = assign(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_OPEN, actual=U_ASSIGNED):
+        d.manager.cancelJob(job_id, sender=d.submitter)
+
+
+# ------------------------------------------------------------------ withdraw
+
+
+def test_withdraw_paysCreditOnce(staked, chain):
+    d = staked
+    job_id, _ = post(d, chain)
+    d.manager.cancelJob(job_id, sender=d.submitter)
+    before = d.token.balanceOf(d.submitter)
+    tx = d.manager.withdraw(sender=d.submitter)
+    assert tx.events.filter(d.manager.Withdrawn)[0].amount == REWARD
+    assert d.token.balanceOf(d.submitter) == before + REWARD
+    assert d.manager.credits(d.submitter) == 0
+    with reverts(d.manager, "NothingToWithdraw", account=d.submitter.address):
+        d.manager.withdraw(sender=d.submitter)
+
+
+def test_withdraw_nothing_reverts(staked):
+    d = staked
+    with reverts(d.manager, "NothingToWithdraw", account=d.other.address):
+        d.manager.withdraw(sender=d.other)
+
+
+# ------------------------------------------------------------------ views
+
+
+def test_sampledSegments_beforeDraw_isEmpty(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    assert list(d.manager.sampledSegments(unit_id, d.verifiers[0])) == []
+
+
+def test_unitIdOf_indexTooLarge_reverts(staked):
+    d = staked
+    with reverts(d.manager, "UnitIndexTooLarge", index=2**32):
+        d.manager.unitIdOf(1, 2**32)

@@ -1,0 +1,362 @@
+"""NodeRegistry: every external function, its events and each revert path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import (
+    CAP,
+    E18,
+    REG_CFG,
+    REGISTRY_FIELDS,
+    SOLVER,
+    VERIFIER,
+    WHISTLEBLOWER,
+    advance,
+    reverts,
+)
+
+ZERO = "0x0000000000000000000000000000000000000000"
+
+
+def _registry(project, deployer, token, **cfg: int) -> Any:
+    merged = dict(REG_CFG, **cfg)
+    return deployer.deploy(project.NodeRegistry, token, tuple(merged[k] for k in REGISTRY_FIELDS))
+
+
+def _eoa_slasher_registry(project, d) -> Any:
+    """A registry whose slasher is the `other` EOA, so lock/release/slash can be driven directly."""
+    reg = _registry(project, d.deployer, d.token)
+    reg.setSlashers([d.other], sender=d.deployer)
+    for acct in (*d.solvers, *d.verifiers):
+        d.token.approve(reg, 2**256 - 1, sender=acct)
+    return reg
+
+
+# ------------------------------------------------------------------ constructor and wiring
+
+
+def test_constructor_zeroToken_reverts(project, deployment):
+    d = deployment
+    with reverts(d.registry, "ZeroToken"):
+        _registry(project, d.deployer, ZERO)
+
+
+def test_constructor_setsConfig(deployment):
+    r = deployment.registry
+    assert r.token() == deployment.token.address
+    assert r.minStake(SOLVER) == REG_CFG["minSolverStake"]
+    assert r.minStake(VERIFIER) == REG_CFG["minVerifierStake"]
+    assert r.minStake(WHISTLEBLOWER) == REG_CFG["minWhistleblowerStake"]
+    assert r.minStake(0) == 0
+    assert r.unbondingDelay() == REG_CFG["unbondingDelay"]
+    assert r.heartbeatTtl() == REG_CFG["heartbeatTtl"]
+    assert r.isSlasher(deployment.manager)
+    assert not r.isSlasher(deployment.other)
+
+
+def test_setSlashers_notDeployer_reverts(project, deployment):
+    d = deployment
+    reg = _registry(project, d.deployer, d.token)
+    with reverts(reg, "NotDeployer", caller=d.other.address):
+        reg.setSlashers([d.other], sender=d.other)
+
+
+def test_setSlashers_twice_reverts(deployment):
+    d = deployment
+    with reverts(d.registry, "SlashersAlreadySet"):
+        d.registry.setSlashers([d.other], sender=d.deployer)
+
+
+def test_setSlashers_zeroAddress_reverts(project, deployment):
+    d = deployment
+    reg = _registry(project, d.deployer, d.token)
+    with reverts(reg, "ZeroSlasher", index=1):
+        reg.setSlashers([d.other, ZERO], sender=d.deployer)
+
+
+def test_setSlashers_emitsAndAuthorises(project, deployment):
+    d = deployment
+    reg = _registry(project, d.deployer, d.token)
+    tx = reg.setSlashers([d.other, d.submitter], sender=d.deployer)
+    assert len(tx.events.filter(reg.SlashersSet)) == 1
+    assert reg.isSlasher(d.other) and reg.isSlasher(d.submitter)
+
+
+# ------------------------------------------------------------------ register
+
+
+def test_register_pullsStakeAndEmits(deployment, chain):
+    d = deployment
+    s = d.solvers[0]
+    before = d.token.balanceOf(s)
+    tx = d.registry.register(SOLVER, CAP, 150 * E18, sender=s)
+    ev = tx.events.filter(d.registry.NodeRegistered)[0]
+    assert ev.node == s.address and ev.role == SOLVER and ev.stake == 150 * E18
+    assert d.token.balanceOf(s) == before - 150 * E18
+    assert d.token.balanceOf(d.registry) == 150 * E18
+    node = d.registry.getNode(s)
+    assert node.role == SOLVER and node.stake == 150 * E18 and node.locked == 0
+    assert (node.deviceClass, node.memoryMiB, node.throughput) == CAP
+    assert node.lastHeartbeat == chain.blocks.head.timestamp
+    assert d.registry.isOnline(s)
+    assert d.registry.roleOf(s) == SOLVER
+    assert d.registry.freeStake(s) == 150 * E18
+    assert d.registry.poolSize(SOLVER) == 1
+    assert d.registry.poolAt(SOLVER, 0) == s.address
+
+
+def test_register_roleNone_reverts(deployment):
+    d = deployment
+    with reverts(d.registry, "InvalidRole"):
+        d.registry.register(0, CAP, 150 * E18, sender=d.solvers[0])
+
+
+def test_register_twice_reverts(deployment):
+    d = deployment
+    d.registry.register(SOLVER, CAP, 150 * E18, sender=d.solvers[0])
+    with reverts(d.registry, "AlreadyRegistered", node=d.solvers[0].address, role=SOLVER):
+        d.registry.register(VERIFIER, CAP, 150 * E18, sender=d.solvers[0])
+
+
+def test_register_belowMinimum_reverts(deployment):
+    d = deployment
+    with reverts(d.registry, "StakeBelowMinimum", stake=99 * E18, minimum=100 * E18):
+        d.registry.register(SOLVER, CAP, 99 * E18, sender=d.solvers[0])
+
+
+def test_register_zeroAmount_reverts(project, deployment):
+    d = deployment
+    reg = _registry(project, d.deployer, d.token, minWhistleblowerStake=0)
+    d.token.approve(reg, 2**256 - 1, sender=d.whistleblower)
+    with reverts(reg, "ZeroAmount"):
+        reg.register(WHISTLEBLOWER, CAP, 0, sender=d.whistleblower)
+
+
+# ------------------------------------------------------------------ addStake, capability, heartbeat
+
+
+def test_addStake_increasesStake(staked):
+    d = staked
+    tx = d.registry.addStake(5 * E18, sender=d.solvers[0])
+    ev = tx.events.filter(d.registry.StakeAdded)[0]
+    assert ev.amount == 5 * E18 and ev.stake == 205 * E18
+    assert d.registry.getNode(d.solvers[0]).stake == 205 * E18
+
+
+def test_addStake_notRegistered_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotRegistered", node=d.other.address):
+        d.registry.addStake(5 * E18, sender=d.other)
+
+
+def test_addStake_zero_reverts(staked):
+    d = staked
+    with reverts(d.registry, "ZeroAmount"):
+        d.registry.addStake(0, sender=d.solvers[0])
+
+
+def test_setCapability_updates(staked):
+    d = staked
+    tx = d.registry.setCapability((3, 80_000, 999), sender=d.solvers[0])
+    assert len(tx.events.filter(d.registry.CapabilityUpdated)) == 1
+    node = d.registry.getNode(d.solvers[0])
+    assert (node.deviceClass, node.memoryMiB, node.throughput) == (3, 80_000, 999)
+
+
+def test_setCapability_notRegistered_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotRegistered"):
+        d.registry.setCapability(CAP, sender=d.other)
+
+
+def test_heartbeat_keepsNodeOnline(staked, chain):
+    d = staked
+    s = d.solvers[0]
+    advance(chain, REG_CFG["heartbeatTtl"] + 1)
+    assert not d.registry.isOnline(s)
+    tx = d.registry.heartbeat(sender=s)
+    ev = tx.events.filter(d.registry.HeartbeatRecorded)[0]
+    assert ev.node == s.address and ev.timestamp == chain.blocks.head.timestamp
+    assert d.registry.isOnline(s)
+
+
+def test_heartbeat_notRegistered_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotRegistered"):
+        d.registry.heartbeat(sender=d.other)
+
+
+# ------------------------------------------------------------------ unbonding
+
+
+def test_requestUnbond_partial_thenWithdraw(staked, chain):
+    d = staked
+    s = d.solvers[0]
+    tx = d.registry.requestUnbond(50 * E18, sender=s)
+    ev = tx.events.filter(d.registry.UnbondRequested)[0]
+    assert ev.amount == 50 * E18 and ev.unbonding == 50 * E18
+    assert ev.readyAt == chain.blocks.head.timestamp + REG_CFG["unbondingDelay"]
+    node = d.registry.getNode(s)
+    assert node.stake == 150 * E18 and node.unbonding == 50 * E18 and node.role == SOLVER
+    with reverts(d.registry, "UnbondingNotReady", node=s.address):
+        d.registry.withdrawUnbonded(sender=s)
+    advance(chain, REG_CFG["unbondingDelay"])
+    before = d.token.balanceOf(s)
+    tx = d.registry.withdrawUnbonded(sender=s)
+    assert tx.events.filter(d.registry.UnbondWithdrawn)[0].amount == 50 * E18
+    assert d.token.balanceOf(s) == before + 50 * E18
+    assert d.registry.getNode(s).unbonding == 0
+    with reverts(d.registry, "NothingUnbonding", node=s.address):
+        d.registry.withdrawUnbonded(sender=s)
+
+
+def test_requestUnbond_all_exitsPool(staked):
+    d = staked
+    s = d.solvers[0]
+    tx = d.registry.requestUnbond(200 * E18, sender=s)
+    ev = tx.events.filter(d.registry.NodeExited)[0]
+    assert ev.node == s.address and ev.role == SOLVER
+    assert d.registry.roleOf(s) == 0
+    assert d.registry.poolSize(SOLVER) == 2
+    members = {d.registry.poolAt(SOLVER, i) for i in range(2)}
+    assert members == {d.solvers[1].address, d.solvers[2].address}
+    # the moved member's slot was updated: it can exit too without corrupting the pool
+    d.registry.requestUnbond(200 * E18, sender=d.solvers[2])
+    assert d.registry.poolSize(SOLVER) == 1
+    assert d.registry.poolAt(SOLVER, 0) == d.solvers[1].address
+    # an exited node may register again, with another role
+    d.registry.register(VERIFIER, CAP, 50 * E18, sender=s)
+    assert d.registry.roleOf(s) == VERIFIER
+
+
+def test_requestUnbond_notRegistered_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotRegistered"):
+        d.registry.requestUnbond(1, sender=d.other)
+
+
+def test_requestUnbond_zero_reverts(staked):
+    d = staked
+    with reverts(d.registry, "ZeroAmount"):
+        d.registry.requestUnbond(0, sender=d.solvers[0])
+
+
+def test_requestUnbond_moreThanFree_reverts(staked):
+    d = staked
+    with reverts(d.registry, "InsufficientFreeStake", free=200 * E18, amount=201 * E18):
+        d.registry.requestUnbond(201 * E18, sender=d.solvers[0])
+
+
+def test_requestUnbond_leavesBelowMinimum_reverts(staked):
+    d = staked
+    with reverts(d.registry, "StakeBelowMinimum", stake=99 * E18, minimum=100 * E18):
+        d.registry.requestUnbond(101 * E18, sender=d.solvers[0])
+
+
+# ------------------------------------------------------------------ slasher-only functions
+
+
+def test_lockEligible_notSlasher_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotSlasher", caller=d.other.address):
+        d.registry.lockEligible(d.solvers[0], SOLVER, (0, 0, 0), 1, sender=d.other)
+
+
+def test_tryLockPoolMember_notSlasher_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotSlasher"):
+        d.registry.tryLockPoolMember(VERIFIER, 0, [], 1, sender=d.other)
+
+
+def test_release_notSlasher_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotSlasher"):
+        d.registry.release(d.solvers[0], 1, False, sender=d.other)
+
+
+def test_slash_notSlasher_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotSlasher"):
+        d.registry.slash(d.solvers[0], 1, False, sender=d.other)
+
+
+def test_lockEligible_checksAndLocks(project, deployment, chain):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    s, v = d.solvers[0], d.verifiers[0]
+    reg.register(SOLVER, CAP, 200 * E18, sender=s)
+    reg.register(VERIFIER, CAP, 60 * E18, sender=v)
+    with reverts(reg, "WrongRole", node=v.address, required=SOLVER, actual=VERIFIER):
+        reg.lockEligible(v, SOLVER, (0, 0, 0), 1, sender=d.other)
+    with reverts(reg, "CapabilityTooLow", node=s.address):
+        reg.lockEligible(s, SOLVER, (1, 16_385, 0), 1, sender=d.other)
+    with reverts(reg, "InsufficientFreeStake", free=200 * E18, amount=201 * E18):
+        reg.lockEligible(s, SOLVER, CAP, 201 * E18, sender=d.other)
+    tx = reg.lockEligible(s, SOLVER, CAP, 120 * E18, sender=d.other)
+    ev = tx.events.filter(reg.StakeLocked)[0]
+    assert ev.node == s.address and ev.slasher == d.other.address and ev.amount == 120 * E18
+    assert reg.getNode(s).locked == 120 * E18
+    assert reg.freeStake(s) == 80 * E18
+    # locked stake cannot be unbonded
+    with reverts(reg, "InsufficientFreeStake", free=80 * E18, amount=81 * E18):
+        reg.requestUnbond(81 * E18, sender=s)
+    advance(chain, REG_CFG["heartbeatTtl"] + 1)
+    with reverts(reg, "NodeOffline", node=s.address):
+        reg.lockEligible(s, SOLVER, CAP, 1, sender=d.other)
+
+
+def test_release_andSlash_updateRecord(project, deployment):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    s = d.solvers[0]
+    reg.register(SOLVER, CAP, 200 * E18, sender=s)
+    reg.lockEligible(s, SOLVER, CAP, 150 * E18, sender=d.other)
+    with reverts(reg, "InsufficientLockedStake", locked=150 * E18, amount=151 * E18):
+        reg.release(s, 151 * E18, True, sender=d.other)
+    with reverts(reg, "InsufficientLockedStake", locked=150 * E18, amount=151 * E18):
+        reg.slash(s, 151 * E18, True, sender=d.other)
+    tx = reg.release(s, 50 * E18, True, sender=d.other)
+    assert tx.events.filter(reg.StakeReleased)[0].completed
+    w_before = reg.selectionWeight(s)
+    before = d.token.balanceOf(d.other)
+    tx = reg.slash(s, 40 * E18, True, sender=d.other)
+    ev = tx.events.filter(reg.NodeSlashed)[0]
+    assert ev.amount == 40 * E18 and ev.failed
+    assert d.token.balanceOf(d.other) == before + 40 * E18
+    node = reg.getNode(s)
+    assert (node.completed, node.failed, node.slashed) == (1, 1, 1)
+    assert node.stake == 160 * E18 and node.locked == 60 * E18
+    # weight = stake * (c + 1) / (c + 1 + 2 f + 4 s) = 160 * 2 / 8
+    assert reg.selectionWeight(s) == 160 * E18 * 2 // 8 < w_before
+
+
+def test_slash_wholeStake_exitsPool(project, deployment):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    s = d.solvers[0]
+    reg.register(SOLVER, CAP, 100 * E18, sender=s)
+    reg.lockEligible(s, SOLVER, CAP, 100 * E18, sender=d.other)
+    tx = reg.slash(s, 100 * E18, False, sender=d.other)
+    assert len(tx.events.filter(reg.NodeExited)) == 1
+    assert reg.roleOf(s) == 0 and reg.poolSize(SOLVER) == 0
+    assert reg.getNode(s).failed == 0 and reg.getNode(s).slashed == 1
+
+
+def test_tryLockPoolMember_skipsIneligible(project, deployment, chain):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    v = d.verifiers[0]
+    tx = reg.tryLockPoolMember(VERIFIER, 0, [], 1, sender=d.other)
+    assert len(tx.events.filter(reg.StakeLocked)) == 0
+    reg.register(VERIFIER, CAP, 60 * E18, sender=v)
+    # excluded, short of free stake, then offline: nothing locked
+    reg.tryLockPoolMember(VERIFIER, 7, [v], 1, sender=d.other)
+    reg.tryLockPoolMember(VERIFIER, 7, [], 61 * E18, sender=d.other)
+    assert reg.getNode(v).locked == 0
+    tx = reg.tryLockPoolMember(VERIFIER, 7, [d.other], 10 * E18, sender=d.other)
+    assert tx.events.filter(reg.StakeLocked)[0].node == v.address
+    assert reg.getNode(v).locked == 10 * E18
+    advance(chain, REG_CFG["heartbeatTtl"] + 1)
+    reg.tryLockPoolMember(VERIFIER, 7, [], 1, sender=d.other)
+    assert reg.getNode(v).locked == 10 * E18
