@@ -90,48 +90,86 @@ library Float32 {
             b := and(b, 0xFFFFFFFF)
             let ax := and(a, 0x7FFFFFFF) // |a| as a pattern; pattern order = magnitude order
             let bx := and(b, 0x7FFFFFFF)
-            switch or(gt(ax, 0x7F7FFFFF), gt(bx, 0x7F7FFFFF)) // any inf or NaN?
-            case 0 {
-                if lt(ax, bx) {
-                    // order so that |a| >= |b|; the result takes a's sign
-                    let tmp := a
-                    a := b
-                    b := tmp
-                    tmp := ax
-                    ax := bx
-                    bx := tmp
-                }
-                let ea := shr(23, ax) // biased exponent 0..254
-                let eb := shr(23, bx)
-                // significands with the implicit bit for normals (gt(e, 0) is 1 then)
-                let ma := or(and(ax, 0x7FFFFF), shl(23, gt(ea, 0)))
-                let mb := or(and(bx, 0x7FFFFF), shl(23, gt(eb, 0)))
-                // subnormals have effective exponent 1; d = ea - eb >= 0 as |a| >= |b|
-                let d := sub(add(ea, iszero(ea)), add(eb, iszero(eb)))
-                // Beyond 60 binades b is below 2^-35 ulp(a): it only breaks ties, which
-                // cannot occur, and moving it up to 2^-60 relative changes no rounding.
-                if gt(d, 60) { d := 60 }
-                let x := shl(d, ma) // < 2^84
+            if lt(ax, bx) {
+                // order so that |a| >= |b| (NaNs sort above inf); the result takes a's sign
+                let tmp := a
+                a := b
+                b := tmp
+                tmp := ax
+                ax := bx
+                bx := tmp
+            }
+            let ea := shr(23, ax) // biased exponent 0..255; ea >= eb
+            let eb := shr(23, bx)
+            switch and(gt(eb, 0), lt(ea, 255)) // both normal (finite, nonzero, not subnormal)?
+            case 1 {
+                // Fast path. Significands with the implicit bit, in [2^23, 2^24).
+                let ma := or(and(ax, 0x7FFFFF), 0x800000)
+                let mb := or(and(bx, 0x7FFFFF), 0x800000)
+                let d := sub(ea, eb)
+                // Beyond 40 binades b is below 2^-16 ulp(a): it can only act as a sticky bit,
+                // and moving it up to 2^-40 relative to a keeps it one, so no result changes.
+                if gt(d, 40) { d := 40 }
+                let x := shl(d, ma) // < 2^64; x's LSB weighs 2^(ea - d - 150)
                 switch and(xor(a, b), 0x80000000)
-                case 0 { x := add(x, mb) } // same signs: magnitudes add, < 2^85
-                default { x := sub(x, mb) } // opposite: x >= 0 as |a| >= |b|
-                switch x
-                case 0 { r := and(and(a, b), 0x80000000) } // exact zero: −0 only for −0 + −0
+                case 0 {
+                    // Same signs: x in [2^(23+d), 2^(25+d)), c = 1 iff it carried to bit 24+d.
+                    x := add(x, mb)
+                    let c := shr(add(d, 24), x)
+                    let s := add(d, c) // bits to drop to keep 24; >= 1 (d = 0 always carries)
+                    // round-half-even shift: (x + 2^(s-1) - 1 + bit s of x) >> s, all < 2^66
+                    x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
+                    // x in [2^23, 2^24] weighs 2^(ea + c - 150): exponent field ea + c - 1 plus
+                    // the implicit bit (a rounding carry to 2^24 bumps the exponent, as it must)
+                    r := add(shl(23, sub(add(ea, c), 1)), x)
+                    if gt(r, 0x7F7FFFFF) { r := 0x7F800000 } // overflow -> inf
+                    r := or(r, and(a, 0x80000000))
+                }
                 default {
-                    // scale of x is 2^(ea_eff - d - 150)
-                    r := or(_round(x, sub(sub(add(ea, iszero(ea)), d), 150)),
-                        and(a, 0x80000000))
+                    x := sub(x, mb) // >= 0 as |a| >= |b|
+                    switch gt(d, 1)
+                    case 1 {
+                        // d >= 2: x in (2^(22+d), 2^(24+d)), at most one bit cancels;
+                        // c = 1 iff bit 23+d is set. The result is normal (>= |a|/2, ea >= 3).
+                        let c := shr(add(d, 23), x)
+                        let s := add(sub(d, 1), c) // >= 1
+                        x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
+                        // x weighs 2^(ea + c - 151): exponent field ea + c - 2 + implicit bit
+                        r := or(add(shl(23, sub(add(ea, c), 2)), x), and(a, 0x80000000))
+                    }
+                    default {
+                        // d <= 1: x < 2^25 may have cancelled to any size; exact 0 is +0
+                        if x { r := or(_round(x, sub(eb, 150)), and(a, 0x80000000)) }
+                    }
                 }
             }
             default {
-                r := 0x7FC00000 // NaN unless no NaN and not (inf + −inf)
-                if iszero(or(gt(ax, 0x7F800000), gt(bx, 0x7F800000))) {
-                    switch eq(ax, 0x7F800000)
-                    case 1 {
-                        // a is ±inf: result a unless b is the opposite infinity
+                switch lt(ea, 255)
+                case 1 {
+                    // Both finite, some zero or subnormal: the general exact path.
+                    // Subnormals have significand without implicit bit and effective exponent 1.
+                    let ma := or(and(ax, 0x7FFFFF), shl(23, gt(ea, 0)))
+                    let mb := or(and(bx, 0x7FFFFF), shl(23, gt(eb, 0)))
+                    let d := sub(add(ea, iszero(ea)), add(eb, iszero(eb))) // <= 253
+                    if gt(d, 40) { d := 40 } // as in the fast path
+                    let x := shl(d, ma) // < 2^64
+                    switch and(xor(a, b), 0x80000000)
+                    case 0 { x := add(x, mb) } // < 2^65
+                    default { x := sub(x, mb) } // >= 0 as |a| >= |b|
+                    switch x
+                    case 0 { r := and(and(a, b), 0x80000000) } // exact zero: −0 only for −0 + −0
+                    default {
+                        r := or(_round(x, sub(sub(add(ea, iszero(ea)), d), 150)),
+                            and(a, 0x80000000))
+                    }
+                }
+                default {
+                    // |a| is inf or NaN (NaN sorts above inf, so a NaN b implies a NaN a)
+                    r := 0x7FC00000
+                    if eq(ax, 0x7F800000) {
+                        // a = ±inf: a, unless b is the opposite infinity
                         if or(iszero(eq(bx, 0x7F800000)), eq(a, b)) { r := a }
                     }
-                    default { r := b } // only b is ±inf
                 }
             }
         }
@@ -185,25 +223,49 @@ library Float32 {
             let ax := and(a, 0x7FFFFFFF)
             let bx := and(b, 0x7FFFFFFF)
             let sign := and(xor(a, b), 0x80000000) // sign of every non-NaN result
-            switch or(gt(ax, 0x7F7FFFFF), gt(bx, 0x7F7FFFFF)) // any inf or NaN?
-            case 0 {
-                switch or(iszero(ax), iszero(bx))
-                case 1 { r := sign } // exact signed zero
+            let ea := shr(23, ax)
+            let eb := shr(23, bx)
+            // both normal? (e - 1 wraps to a huge value for e = 0)
+            switch and(lt(sub(ea, 1), 254), lt(sub(eb, 1), 254))
+            case 1 {
+                // exact product of two 24-bit significands: x in [2^46, 2^48)
+                let x := mul(or(and(ax, 0x7FFFFF), 0x800000), or(and(bx, 0x7FFFFF), 0x800000))
+                let c := shr(47, x) // 1 iff the product's top bit is 47
+                // biased exponent of the result before rounding; in [-125, 382], signed
+                let e := sub(add(add(ea, eb), c), 127)
+                switch sgt(e, 0)
+                case 1 {
+                    let s := add(23, c) // bits to drop to keep 24
+                    // round-half-even shift (x + 2^(s-1) - 1 + bit s of x) >> s, < 2^49
+                    x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
+                    r := add(shl(23, sub(e, 1)), x) // implicit bit of x adds 1 to the field
+                    if gt(r, 0x7F7FFFFF) { r := 0x7F800000 } // overflow -> inf
+                    r := or(r, sign)
+                }
                 default {
-                    let ea := shr(23, ax)
-                    let eb := shr(23, bx)
-                    let ma := or(and(ax, 0x7FFFFF), shl(23, gt(ea, 0)))
-                    let mb := or(and(bx, 0x7FFFFF), shl(23, gt(eb, 0)))
-                    // exact product < 2^48 at scale 2^(ea_eff - 150 + eb_eff - 150)
-                    r := or(_round(mul(ma, mb), sub(add(add(ea, iszero(ea)), add(eb, iszero(eb))),
-                        300)), sign)
+                    // subnormal or zero result: general rounding, scale 2^(ea + eb - 300)
+                    r := or(_round(x, sub(add(ea, eb), 300)), sign)
                 }
             }
             default {
-                // inf × nonzero = signed inf; NaN operand or inf × 0 = NaN
-                r := or(sign, 0x7F800000)
-                if or(or(gt(ax, 0x7F800000), gt(bx, 0x7F800000)), or(iszero(ax), iszero(bx))) {
-                    r := 0x7FC00000
+                switch or(gt(ea, 254), gt(eb, 254)) // any inf or NaN?
+                case 0 {
+                    switch or(iszero(ax), iszero(bx))
+                    case 1 { r := sign } // exact signed zero
+                    default {
+                        // some subnormal operand: significand without implicit bit, exp 1
+                        let ma := or(and(ax, 0x7FFFFF), shl(23, gt(ea, 0)))
+                        let mb := or(and(bx, 0x7FFFFF), shl(23, gt(eb, 0)))
+                        // exact product < 2^48 at scale 2^(ea_eff - 150 + eb_eff - 150)
+                        r := or(_round(mul(ma, mb), sub(add(add(ea, iszero(ea)),
+                            add(eb, iszero(eb))), 300)), sign)
+                    }
+                }
+                default {
+                    // inf × nonzero = signed inf; NaN operand or inf × 0 = NaN
+                    r := or(sign, 0x7F800000)
+                    if or(or(gt(ax, 0x7F800000), gt(bx, 0x7F800000)),
+                        or(iszero(ax), iszero(bx))) { r := 0x7FC00000 }
                 }
             }
         }
@@ -249,35 +311,61 @@ library Float32 {
             let ax := and(a, 0x7FFFFFFF)
             let bx := and(b, 0x7FFFFFFF)
             let sign := and(xor(a, b), 0x80000000)
-            // finite nonzero / finite nonzero is the general case
-            switch or(or(gt(ax, 0x7F7FFFFF), gt(bx, 0x7F7FFFFF)), or(iszero(ax), iszero(bx)))
-            case 0 {
-                let ea := shr(23, ax)
-                let eb := shr(23, bx)
-                let ma := or(and(ax, 0x7FFFFF), shl(23, gt(ea, 0)))
-                let mb := or(and(bx, 0x7FFFFF), shl(23, gt(eb, 0)))
-                let n := shl(64, ma) // < 2^88; quotient n / mb is in [2^40, 2^88)
-                // 2q + sticky: the appended bit is below the rounding point (q has >= 41
-                // bits, 24 are kept) and is 1 iff the quotient was inexact.
+            let ea := shr(23, ax)
+            let eb := shr(23, bx)
+            switch and(lt(sub(ea, 1), 254), lt(sub(eb, 1), 254)) // both normal?
+            case 1 {
+                let mb := or(and(bx, 0x7FFFFF), 0x800000)
+                let n := shl(26, or(and(ax, 0x7FFFFF), 0x800000)) // ma * 2^26 < 2^50
+                // q = floor(ma 2^26 / mb) in [2^25, 2^27) as ma/mb in (1/2, 2); x = 2q + sticky
+                // with the sticky bit 1 iff inexact: it sits below the rounding point (>= 3
+                // bits are dropped), so rounding x is rounding the exact quotient.
                 let x := or(shl(1, div(n, mb)), gt(mod(n, mb), 0))
-                r := or(_round(x, sub(sub(add(ea, iszero(ea)), add(eb, iszero(eb))), 65)), sign)
+                let c := shr(27, x) // x in [2^26, 2^28): top bit 26 + c
+                let e := add(sub(ea, eb), add(126, c)) // biased exponent, in [-127, 380]
+                switch sgt(e, 0)
+                case 1 {
+                    let s := add(3, c) // bits to drop to keep 24
+                    x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
+                    r := add(shl(23, sub(e, 1)), x)
+                    if gt(r, 0x7F7FFFFF) { r := 0x7F800000 } // overflow -> inf
+                    r := or(r, sign)
+                }
+                default {
+                    // subnormal or zero result; value = x 2^(ea - eb - 27)
+                    r := or(_round(x, sub(sub(ea, eb), 27)), sign)
+                }
             }
             default {
-                switch or(gt(ax, 0x7F800000), gt(bx, 0x7F800000))
-                case 1 { r := 0x7FC00000 } // NaN operand
+                // finite nonzero / finite nonzero with a subnormal operand is general
+                switch or(or(gt(ea, 254), gt(eb, 254)), or(iszero(ax), iszero(bx)))
+                case 0 {
+                    let ma := or(and(ax, 0x7FFFFF), shl(23, gt(ea, 0)))
+                    let mb := or(and(bx, 0x7FFFFF), shl(23, gt(eb, 0)))
+                    let n := shl(64, ma) // < 2^88; quotient n / mb is in [2^40, 2^88)
+                    // 2q + sticky: q has >= 41 bits and 24 are kept, so the sticky bit is below
+                    // the rounding point.
+                    let x := or(shl(1, div(n, mb)), gt(mod(n, mb), 0))
+                    r := or(_round(x, sub(sub(add(ea, iszero(ea)), add(eb, iszero(eb))), 65)),
+                        sign)
+                }
                 default {
-                    switch eq(ax, 0x7F800000)
-                    case 1 {
-                        r := or(sign, 0x7F800000) // inf / finite = inf
-                        if eq(bx, 0x7F800000) { r := 0x7FC00000 } // inf / inf
-                    }
+                    switch or(gt(ax, 0x7F800000), gt(bx, 0x7F800000))
+                    case 1 { r := 0x7FC00000 } // NaN operand
                     default {
-                        switch iszero(bx)
+                        switch eq(ax, 0x7F800000)
                         case 1 {
-                            r := or(sign, 0x7F800000) // nonzero / 0 = inf
-                            if iszero(ax) { r := 0x7FC00000 } // 0 / 0
+                            r := or(sign, 0x7F800000) // inf / finite = inf
+                            if eq(bx, 0x7F800000) { r := 0x7FC00000 } // inf / inf
                         }
-                        default { r := sign } // 0 / y or x / inf = signed zero
+                        default {
+                            switch iszero(bx)
+                            case 1 {
+                                r := or(sign, 0x7F800000) // nonzero / 0 = inf
+                                if iszero(ax) { r := 0x7FC00000 } // 0 / 0
+                            }
+                            default { r := sign } // 0 / y or x / inf = signed zero
+                        }
                     }
                 }
             }
