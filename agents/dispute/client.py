@@ -82,7 +82,11 @@ class GameClient:
                 attr, key = _EVENT_FIELDS[name]
                 setattr(v, attr, _norm(args[key]))
             elif name == "SegmentOpened":
-                v.step_roots = [args["startRoot"], *_norm(args["intermediateRoots"]), args["endRoot"]]
+                v.step_roots = [
+                    args["startRoot"],
+                    *_norm(args["intermediateRoots"]),
+                    args["endRoot"],
+                ]
             elif name == "TracePosted":
                 v.node_roots = _norm(args["roots"])
         return v
@@ -142,6 +146,7 @@ class GameRecord:
     game_id: int
     moves: list[tuple[str, int]] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
+    phases: list[int] = field(default_factory=list)  # the phase of every turn, in order
     winner: int = 0
     by_timeout: bool = False
 
@@ -170,7 +175,10 @@ def run_game(
         v = reader.view(game_id, from_block)
         if v.phase == Phase.RESOLVED:
             break
-        side, other = (defender, challenger) if v.phase in DEFENDER_PHASES else (challenger, defender)
+        rec.phases.append(v.phase)
+        side, other = (
+            (defender, challenger) if v.phase in DEFENDER_PHASES else (challenger, defender)
+        )
         player, client = side
         move = player.next_move(v)
         if move is not None:

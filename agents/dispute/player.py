@@ -360,4 +360,3 @@ def _forged(move: Move) -> Move:
             openings[k] = (troot, proof, droot, [(leaf, data, sib), *chunks[1:]])
             break
     return Move(move.fn, (offset, chunk, desc, cfg, openings))
-

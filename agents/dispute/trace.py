@@ -22,6 +22,7 @@ Fault kinds (PROTOCOL §7.6):
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -81,7 +82,9 @@ class Computation:
         self.fault = fault
         self.graph = engine.graph
         self.classes = engine.spec.widths[-1]
-        self._states: dict[int, State] = {t0: start if start is not None else engine.initial_state()}
+        self._states: dict[int, State] = {
+            t0: start if start is not None else engine.initial_state()
+        }
         self._traces: dict[int, list[torch.Tensor]] = {}
         self._roots: dict[int, bytes] = {}
         self._troots: dict[int, list[bytes]] = {}

@@ -1,5 +1,5 @@
-"""Helpers of the dispute-game tests (tests/dispute/conftest.py has the fixtures): the game deployed once per session behind a recording
-job manager, funded local accounts, snapshots per scenario, small training jobs.
+"""Helpers of the dispute-game tests (conftest.py has the fixtures): the game deployed behind a
+recording job manager, funded local accounts, small training jobs, opening games.
 
 Runs on Anvil (`--network ethereum:local:foundry`) and on ape's py-evm chain
 (`--network ethereum:local:test`): only ape's provider-neutral chain API (snapshot, restore,
@@ -170,4 +170,3 @@ def open_game(dep: Deployment, job: Job, claim: Computation, honest: Computation
     gid = dep.game.functions.gameCount().call()
     assert gid == before + 1
     return gid
-

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+from dispute_fixtures import advance, make_job, open_game
+
 from agents.dispute.client import run_game
 from agents.dispute.player import Challenger, Defender
 from agents.dispute.trace import Fault
-from dispute_fixtures import advance, make_job, open_game
 
 
 def test_element_fault(dep, chain, snapshot):

@@ -1,0 +1,145 @@
+"""Deterministic dispute-game tests: every node's one-step proof, the digits example job, the
+encodings against the contract, clocks at their exact deadline, who may call what.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dispute_fixtures import advance, make_job, open_game
+from web3.exceptions import ContractCustomError, ContractLogicError
+
+from agents.dispute.client import MoveRejected, run_game
+from agents.dispute.encoding import step_list_root
+from agents.dispute.player import Challenger, Defender, Phase
+from agents.dispute.trace import Fault
+from agents.training.data import load_dataset
+from agents.training.spec import parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = make_job((70, 6, 3), batch=4, n=24, seed=5, steps=2, interval=1)  # w0 has 7 leaves
+
+
+@pytest.mark.parametrize("node", range(len(JOB.jg.nodes)), ids=lambda i: JOB.jg.graph.nodes[i].name)
+def test_fault_in_every_node_is_caught_by_its_one_step_proof(dep, chain, snapshot, node):
+    g = JOB.jg.graph
+    numel = JOB.jg.nodes[node].numel
+    honest = JOB.honest(2, 1)
+    liar = JOB.party(2, 1, Fault("element", step=1, node=node, element=numel - 1, mask=0x40000000))
+    if g.nodes[node].name in ("loss.logsum", "loss.nll", "loss.mean"):
+        # The loss feeds no later node: S_2 is right, the claim is true, nothing to dispute.
+        assert liar.checkpoint_commit() == honest.checkpoint_commit()
+        return
+    gid = open_game(dep, JOB, liar, honest)
+    rec = run_game(
+        gid,
+        (Defender(liar, JOB.jg), dep.defender),
+        (Challenger(honest, JOB.jg), dep.challenger),
+        advance(chain),
+    )
+    assert rec.challenger_won and not rec.by_timeout, rec
+    assert dep.game.functions.progressOf(gid).call()[7] == node  # the disputed node
+    proved = dep.game.events.ElementProved().get_logs(
+        from_block=0, argument_filters={"gameId": gid}
+    )
+    assert proved[0]["args"]["element"] == numel - 1
+    assert proved[0]["args"]["claimed"] != proved[0]["args"]["correct"]
+    assert dep.manager.functions.challengerWon(gid).call()
+
+
+def test_digits_example_dispute(dep, chain, snapshot):
+    spec = parse_spec(json.loads((ROOT / "examples" / "digits-mlp.json").read_text()))
+    data = load_dataset(spec.dataset_name)
+    job = make_job(
+        spec.widths, spec.batch, data.n, spec.seed, spec.steps, spec.checkpoint_every, data=data
+    )
+    honest = job.honest(spec.steps, spec.checkpoint_every)
+    # Element 5 of the first layer's matmul at step 217 is positive: its relu passes it on.
+    fault = Fault(
+        "element", step=217, node=job.jg.graph.index_of("fwd0.mm"), element=5, mask=0x40000000
+    )
+    liar = job.party(spec.steps, spec.checkpoint_every, fault)
+    assert liar.checkpoint_commit() != honest.checkpoint_commit()
+    gid = open_game(dep, job, liar, honest)
+    rec = run_game(
+        gid,
+        (Defender(liar, job.jg), dep.defender),
+        (Challenger(honest, job.jg), dep.challenger),
+        advance(chain),
+    )
+    assert rec.challenger_won and not rec.by_timeout
+    p = dep.game.functions.progressOf(gid).call()
+    assert (p[5], p[6], p[7]) == (5, 17, job.jg.graph.index_of("fwd0.mm"))  # segment, step, node
+    assert len(rec.moves) == 10
+
+
+def test_step_list_root_matches_contract(dep):
+    roots = [bytes([i]) * 32 for i in range(6)]
+    onchain = dep.game.functions.stepListRoot(roots[0], roots[1:-1], roots[-1]).call()
+    assert onchain == step_list_root(roots)
+
+
+def test_config_registration_is_first_come(dep, snapshot):
+    c = dep.deployer_game()
+    c.transact("registerConfig", b"\x01" * 32, b"\x02" * 32)
+    assert dep.game.functions.configOf(b"\x01" * 32).call() == b"\x02" * 32
+    with pytest.raises(MoveRejected, match="ConfigAlreadyRegistered|0x"):
+        c.transact("registerConfig", b"\x01" * 32, b"\x03" * 32)
+
+
+def test_only_the_manager_opens_games(dep, snapshot):
+    request = (1, dep.defender.address, dep.challenger.address) + (b"\x00" * 32,) * 3
+    request += (1, 1, b"\x00" * 32, 2, b"\x00" * 32, b"\x00" * 32)
+    with pytest.raises(MoveRejected):
+        dep.defender.transact("openGame", request)
+
+
+def test_turns_clocks_and_deadlines(dep, chain, snapshot):
+    job = make_job((4, 3, 2), batch=2, n=8, seed=3, steps=4, interval=2)
+    honest = job.honest(4, 2)
+    liar = job.party(4, 2, Fault("element", step=2, node=2, element=0, mask=0x40000000))
+    gid = open_game(dep, job, liar, honest)
+    defender, challenger = Defender(liar, job.jg), Challenger(honest, job.jg)
+    v = dep.defender.view(gid)
+    assert v.phase == Phase.POST_CHECKPOINTS
+    # The challenger cannot move in the defender's turn, nor claim a timeout before it.
+    with pytest.raises(MoveRejected):
+        dep.challenger.play(defender.next_move(v), gid)
+    with pytest.raises(MoveRejected):
+        dep.challenger.claim_timeout(gid)
+    dep.defender.play(defender.next_move(v), gid)
+    # Challenger's turn: its deadline is its whole budget from the defender's move.
+    v = dep.defender.view(gid)
+    assert v.phase == Phase.PICK_SEGMENT
+    moved_at = dep.w3.eth.get_block("latest")["timestamp"]
+    deadline = dep.challenger.deadline(gid)
+    assert deadline == moved_at + dep.game.functions.clockBudget().call()
+    # Up to the deadline the move is allowed; the clock then stops with what is left.
+    chain.mine(1, timestamp=deadline - 1)
+    rc = dep.challenger.play(challenger.next_move(v), gid)
+    ts = dep.w3.eth.get_block(rc["blockNumber"])["timestamp"]
+    assert ts <= deadline
+    clock = dep.game.functions.progressOf(gid).call()[4]
+    assert clock >> 64 == deadline - ts and clock & (2**64 - 1) == 0  # left, stopped
+    # The defender's clock runs again; past its deadline only claimTimeout is left.
+    d_deadline = dep.defender.deadline(gid)
+    chain.mine(1, timestamp=d_deadline + 1)
+    v = dep.defender.view(gid)
+    with pytest.raises(MoveRejected):
+        dep.defender.play(defender.next_move(v), gid)
+    dep.challenger.claim_timeout(gid)
+    p = dep.game.functions.progressOf(gid).call()
+    assert p[0] == Phase.RESOLVED and p[1] == 2
+    assert dep.manager.functions.resolved(gid).call()
+    with pytest.raises(MoveRejected):
+        dep.challenger.claim_timeout(gid)  # a game resolves once
+
+
+def test_views_and_errors_carry_values(dep, snapshot):
+    with pytest.raises((ContractCustomError, ContractLogicError)):
+        dep.game.functions.pickSegment(999, 0, (b"\x00" * 32, []), (b"\x00" * 32, [])).call(
+            {"from": dep.challenger.address}
+        )
+    assert dep.game.functions.turn(999).call() == [0, 0]
