@@ -117,7 +117,14 @@ def test_split_for(name: str) -> Dataset | None:
 
 def batch_indices(seed: int, t: int, batch: int, n: int) -> np.ndarray:
     """idx(seed, t, j) = uint256(keccak256(abi.encode(seed, t, j))) mod N for j < batch."""
-    head = int(seed).to_bytes(32, "big") + int(t).to_bytes(32, "big")
-    msgs = b"".join(head + j.to_bytes(32, "big") for j in range(batch))
+    msgs = np.zeros((batch, 96), dtype=np.uint8)
+    msgs[:, :32] = np.frombuffer(int(seed).to_bytes(32, "big"), np.uint8)
+    msgs[:, 32:64] = np.frombuffer(int(t).to_bytes(32, "big"), np.uint8)
+    msgs[:, 88:96] = np.arange(batch, dtype=">u8").view(np.uint8).reshape(batch, 8)
     h = keccak256_batch(msgs, 96)
-    return np.array([int.from_bytes(r.tobytes(), "big") % n for r in h], dtype=np.int64)
+    return np.array([int.from_bytes(r, "big") % n for r in _rows(h)], dtype=np.int64)
+
+
+def _rows(h: np.ndarray) -> list[bytes]:
+    b = h.tobytes()
+    return [b[i : i + 32] for i in range(0, len(b), 32)]

@@ -61,14 +61,12 @@ class Engine:
             self._mm = lambda a, b: fastops.matmul_nt(a, b, th)
             self._rsum, self._rmax = fastops.row_sum, fastops.row_max
             self._exp, self._log = fastops.exp, fastops.log
+            self._relu, self._relu_bwd = fastops.relu, fastops.relu_bwd
         else:
             self._mm = lambda a, b: ops.matmul_nt(a, b, cfg.chunk)
-            self._rsum, self._rmax, self._exp, self._log = (
-                ops.row_sum,
-                ops.row_max,
-                ops.exp,
-                ops.log,
-            )
+            self._rsum, self._rmax = ops.row_sum, ops.row_max
+            self._exp, self._log = ops.exp, ops.log
+            self._relu, self._relu_bwd = ops.relu, ops.relu_bwd
 
     # -- one step ----------------------------------------------------------------------------
 
@@ -82,7 +80,7 @@ class Engine:
         if op == "add_row":
             return ops.add_row(a[0], a[1])
         if op == "relu":
-            return ops.relu(a[0])
+            return self._relu(a[0])
         if op == "row_max":
             return self._rmax(a[0])
         if op == "sub_col":
@@ -104,7 +102,7 @@ class Engine:
         if op == "transpose":
             return a[0].t()  # a view: a bit copy, materialised only when committed
         if op == "relu_bwd":
-            return ops.relu_bwd(a[0], a[1])
+            return self._relu_bwd(a[0], a[1])
         if op == "momentum":
             return ops.momentum(a[0], a[1], self.mu)
         if op == "sgd":
@@ -163,7 +161,7 @@ class Engine:
         for i in range(L):
             a = ops.add_row(self._mm(a, st[f"w{i}"]), st[f"b{i}"])
             if i < L - 1:
-                a = ops.relu(a)
+                a = self._relu(a)
         return torch.argmax(a, dim=1)
 
     def accuracy(self, st: State, data: Dataset) -> float:

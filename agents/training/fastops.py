@@ -1,7 +1,8 @@
-"""The reductions and exp/log of ops.py on the C kernels (CPU only) — same bits, faster.
+"""The reductions, exp/log and relu of ops.py on the C kernels (CPU only) — same bits, faster.
 
-Only the operators whose portable form loops in Python live here; elementwise ops are already a
-single IEEE operation per torch kernel and are shared with ops.py. Inputs may be strided views
+Only the operators whose portable form loops in Python (or is slow in torch: relu selects) live
+here; arithmetic elementwise ops are already one IEEE operation per torch kernel and are shared
+with ops.py. Inputs may be strided views
 (e.g. `x.t()`), so the transposes of the backward pass cost nothing on this path.
 """
 
@@ -61,4 +62,21 @@ def log(x: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
     y = torch.empty_like(x)
     native.lib().vtp_log32(x.data_ptr(), y.data_ptr(), x.numel())
+    return y
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    _check(x)
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    native.lib().vtp_relu(x.data_ptr(), y.data_ptr(), x.numel())
+    return y
+
+
+def relu_bwd(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    _check(g)
+    _check(x)
+    g, x = g.contiguous(), x.contiguous()
+    y = torch.empty_like(x)
+    native.lib().vtp_relu_bwd(g.data_ptr(), x.data_ptr(), y.data_ptr(), x.numel())
     return y

@@ -300,6 +300,29 @@ typedef struct {
     long p0, p1;     /* range of NR-column panels for this worker */
 } mm_job;
 
+/* Packs `n` (<= W) rows of a strided (rows, K) operand into a K x W panel, P[k*W + r], zero
+ * padding rows n..W-1. The loop order follows memory: walking a strided source the wrong way
+ * round (every access 4 KiB apart) thrashes one L1 set and costs several times the multiply. */
+static void pack_panel(const float *src, long srow, long sk, long n, long K, long W, float *P) {
+    if (n < W)
+        for (long k = 0; k < K; k++)
+            for (long r = n; r < W; r++) P[k * W + r] = 0.0f;
+    if (sk == 1) {
+        for (long r = 0; r < n; r++) {
+            const float *row = src + r * srow;
+            for (long k = 0; k < K; k++) P[k * W + r] = row[k];
+        }
+    } else if (srow == 1) {
+        for (long k = 0; k < K; k++) {
+            const float *col = src + k * sk;
+            for (long r = 0; r < n; r++) P[k * W + r] = col[r];
+        }
+    } else {
+        for (long k = 0; k < K; k++)
+            for (long r = 0; r < n; r++) P[k * W + r] = src[r * srow + k * sk];
+    }
+}
+
 static void mm_panels(const mm_job *J) {
     long K = J->K, M = J->M, N = J->N;
     long mpanels = (M + MR - 1) / MR;
@@ -307,9 +330,7 @@ static void mm_panels(const mm_job *J) {
     for (long jp = J->p0; jp < J->p1; jp++) {
         long j0 = jp * NR;
         long nj = N - j0 < NR ? N - j0 : NR;
-        for (long k = 0; k < K; k++)
-            for (long jj = 0; jj < NR; jj++)
-                Bp[k * NR + jj] = jj < nj ? J->B[(j0 + jj) * J->sbn + k * J->sbk] : 0.0f;
+        pack_panel(J->B + j0 * J->sbn, J->sbn, J->sbk, nj, K, NR, Bp);
         for (long ip = 0; ip < mpanels; ip++) {
             const float *ap = J->Ap + ip * K * MR;
             vf acc[MR][NV];
@@ -352,12 +373,10 @@ void vtp_matmul_nt(const float *A, long sam, long sak, const float *B, long sbn,
     }
     long mpanels = (M + MR - 1) / MR;
     float *Ap = aligned_alloc(64, sizeof(float) * (size_t)(mpanels * K * MR + MR));
-    for (long ip = 0; ip < mpanels; ip++)
-        for (long k = 0; k < K; k++)
-            for (long r = 0; r < MR; r++) {
-                long i = ip * MR + r;
-                Ap[(ip * K + k) * MR + r] = i < M ? A[i * sam + k * sak] : 0.0f;
-            }
+    for (long ip = 0; ip < mpanels; ip++) {
+        long ni = M - ip * MR < MR ? M - ip * MR : MR;
+        pack_panel(A + ip * MR * sam, sam, sak, ni, K, MR, Ap + ip * K * MR);
+    }
     long npanels = (N + NR - 1) / NR;
     /* Threads only split the output columns; below ~1M multiply-adds they cost more than
      * they save. Neither choice changes any bit. */
@@ -386,6 +405,13 @@ void vtp_matmul_nt(const float *A, long sam, long sak, const float *B, long sbn,
 /* Row reductions (PROTOCOL §2): left to right from +0 (sum) or from the first element (max). */
 
 void vtp_row_sum(const float *A, long sr, long sc, float *out, long M, long N) {
+    if (sr == 1 && sc != 1) {
+        /* transposed view: walk memory in order, one running sum per row, same j order */
+        for (long i = 0; i < M; i++) out[i] = 0.0f;
+        for (long j = 0; j < N; j++)
+            for (long i = 0; i < M; i++) out[i] = out[i] + A[i + j * sc];
+        return;
+    }
     for (long i = 0; i < M; i++) {
         float acc = 0.0f;
         for (long j = 0; j < N; j++) acc = acc + A[i * sr + j * sc];
@@ -476,4 +502,19 @@ void vtp_exp32(const float *x, float *y, long n) {
 
 void vtp_log32(const float *x, float *y, long n) {
     for (long i = 0; i < n; i++) y[i] = log32(x[i]);
+}
+
+/* relu / relu_bwd (PROTOCOL §2): pure selects, no arithmetic. */
+void vtp_relu(const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = v > 0.0f ? v : (v != v ? v : 0.0f);
+    }
+}
+
+void vtp_relu_bwd(const float *g, const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = v > 0.0f ? g[i] : (v != v ? v : 0.0f);
+    }
 }

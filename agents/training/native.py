@@ -92,6 +92,8 @@ _SIGS = {
     "vtp_row_max": [_P, _L, _L, _P, _L, _L],
     "vtp_exp32": [_P, _P, _L],
     "vtp_log32": [_P, _P, _L],
+    "vtp_relu": [_P, _P, _L],
+    "vtp_relu_bwd": [_P, _P, _P, _L],
 }
 
 

@@ -107,13 +107,14 @@ def div_col(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:
-    # x > 0 ? x : (NaN ? NaN : +0); the x itself carries the NaN through.
-    return torch.where((x > 0) | torch.isnan(x), x, torch.zeros_like(x))
+    # x > 0 ? x : (NaN ? NaN : +0) in one select: NaN <= 0 is false, so NaN keeps itself,
+    # and every x <= 0 (including -0) becomes +0.
+    return torch.where(x <= 0, 0.0, x)
 
 
 def relu_bwd(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    out = torch.where(x > 0, g, torch.zeros_like(g))
-    return torch.where(torch.isnan(x), torch.full_like(g, float("nan")), out)
+    # x > 0 ? g : relu(x), and relu(x) is +0 or NaN exactly where x > 0 is false.
+    return torch.where(x > 0, g, relu(x))
 
 
 def exp(x: torch.Tensor) -> torch.Tensor:

@@ -82,6 +82,9 @@ def test_elementwise_match_reference(data, m, n):
     for name in ("add", "sub", "mul", "div", "relu_bwd"):
         assert_bits_equal(getattr(ops, name)(T(a), T(b)), getattr(R, name)(a, b))
     assert_bits_equal(ops.relu(T(a)), R.relu(a))
+    if native.available():
+        assert_bits_equal(fastops.relu(T(a)), R.relu(a))
+        assert_bits_equal(fastops.relu_bwd(T(a), T(b)), R.relu_bwd(a, b))
     assert_bits_equal(ops.add_row(T(a), T(row)), R.add_row(a, row))
     assert_bits_equal(ops.sub_col(T(a), T(col)), R.sub_col(a, col))
     assert_bits_equal(ops.div_col(T(a), T(col)), R.div_col(a, col))
