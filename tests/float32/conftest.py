@@ -14,3 +14,9 @@ def deployer(accounts):
 def f32h(project, deployer):
     """The deployed Float32Harness."""
     return deployer.deploy(project.Float32Harness)
+
+
+@pytest.fixture(scope="session")
+def ops_h(project, deployer):
+    """The deployed OpHarness."""
+    return deployer.deploy(project.OpHarness)
