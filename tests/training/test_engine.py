@@ -37,6 +37,7 @@ def tiny_spec(widths=(6, 5, 4, 3), batch=3, name="synthetic/n=40,f=6,c=3,seed=2"
         "checkpoint_every": 2,
     }
     obj.update(kw)
+    obj["checkpoint_every"] = min(obj["checkpoint_every"], obj["steps"])
     return S.parse_spec(obj), ds
 
 
@@ -77,8 +78,16 @@ def test_traced_step_matches_scalar_reference(cfg):
         st = nxt
 
 
-def test_all_kernel_options_agree_on_roots():
-    sp, ds = tiny_spec(widths=(6, 70, 3), batch=9)
+@pytest.mark.parametrize(
+    ("widths", "batch", "name"),
+    [
+        ((6, 70, 3), 9, "synthetic/n=40,f=6,c=3,seed=2"),
+        # big enough that the C matmul splits work across threads and torch goes parallel
+        ((64, 600, 10), 64, "synthetic/n=300,f=64,c=10,seed=3"),
+    ],
+)
+def test_all_kernel_options_agree_on_roots(widths, batch, name):
+    sp, ds = tiny_spec(widths=widths, batch=batch, name=name, steps=4)
     runs = [[(t, r) for t, r, _ in Engine(sp, ds, c).train()] for c in KERNEL_CFGS]
     assert all(r == runs[0] for r in runs[1:])
     assert len(runs[0]) == sp.steps // sp.checkpoint_every + 1
@@ -102,10 +111,16 @@ def test_trace_commitments():
     assert state_root(st) == merkle.root_list(merkle.STATE_DOMAIN, vals)
 
 
-def test_bit_exact_across_processes_threads_and_kernels():
-    """Separate processes, 1 vs 2 threads, C kernels vs portable torch ops (chunked or not):
-    byte-identical roots at every checkpoint."""
-    base = ["train", "--spec", str(EXAMPLE), "--steps", "40", "--every", "10", "--json"]
+def test_bit_exact_across_processes_threads_and_kernels(tmp_path):
+    """Separate processes, 1 vs 2 threads, C kernels vs portable torch ops (chunked): byte-
+    identical roots at every checkpoint. The model is big enough (64 x 600 per layer, batch 64)
+    that the C matmul really splits across threads and torch's elementwise ops go parallel."""
+    sp, _ = tiny_spec(
+        widths=(64, 600, 10), batch=64, name="synthetic/n=300,f=64,c=10,seed=3", steps=12
+    )
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_bytes(sp.canonical_bytes())
+    base = ["train", "--spec", str(spec_file), "--steps", "12", "--every", "3", "--json"]
     variants = [["--threads", "1"], ["--threads", "2"], ["--kernels", "torch", "--chunk", "5"]]
     if native.available():
         variants += [["--threads", "2", "--kernels", "native"]]
@@ -125,7 +140,7 @@ def test_bit_exact_across_processes_threads_and_kernels():
         assert p.returncode == 0, err
         lines = [json.loads(x) for x in out.splitlines()]
         outs.append([(d["step"], d["root"]) for d in lines if "root" in d])
-    assert len(outs[0]) == 5 and outs[0][0][0] == 0 and outs[0][-1][0] == 40
+    assert len(outs[0]) == 5 and outs[0][0][0] == 0 and outs[0][-1][0] == 12
     for o in outs[1:]:
         assert o == outs[0]
 
