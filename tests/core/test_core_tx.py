@@ -1,0 +1,274 @@
+"""Tx sender on a real Anvil: simulate-then-send, reverts, concurrent nonces, dropped txs,
+and kill-and-restart without lost or duplicated sends (checked against the chain)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from corekit import Chain, async_w3
+from eth_account import Account
+from eth_utils import keccak
+
+from agents.core.chain import dev_private_key
+from agents.core.clock import FakeClock
+from agents.core.store import Store
+from agents.core.tx import (
+    Action,
+    ErrorDecoder,
+    IntentConflict,
+    TransportError,
+    TxRequest,
+    TxReverted,
+    TxSender,
+    classify_send_error,
+    next_nonce,
+    reconcile_action,
+    retry_transport,
+)
+
+pytestmark = pytest.mark.chain
+DECODER = ErrorDecoder.from_artifacts(["TestToken"])
+
+
+def mint(chain: Chain, to: str, amount: int) -> TxRequest:
+    return TxRequest.call(chain.token_contract().functions.mint(to, amount))
+
+
+def balance(chain: Chain, who: str) -> int:
+    return chain.token_contract().functions.balanceOf(who).call()
+
+
+def nonce(chain: Chain, who: str) -> int:
+    return chain.w3.eth.get_transaction_count(who)
+
+
+def sender(w3, index: int, store: Store, **kw) -> TxSender:
+    kw.setdefault("poll_interval", 0.02)
+    kw.setdefault("receipt_timeout", 20)
+    return TxSender(w3, Account.from_key(dev_private_key(index)), store, errors=DECODER, **kw)
+
+
+def fresh_recipient(tag: str) -> str:
+    return Account.from_key(keccak(text=tag)).address
+
+
+# --- pure logic ---------------------------------------------------------------------------------
+
+
+def test_reconcile_action_table() -> None:
+    assert reconcile_action(True, False, 9, 3) is Action.DONE
+    assert reconcile_action(False, True, 3, 3) is Action.WAIT
+    assert reconcile_action(False, False, 3, 3) is Action.REBROADCAST
+    assert reconcile_action(False, False, 4, 3) is Action.RESIGN
+    assert reconcile_action(False, True, 4, 3) is Action.RESIGN  # a pool copy can never mine
+
+
+def test_next_nonce_and_error_classes() -> None:
+    assert next_nonce(5, None, None) == 5
+    assert next_nonce(5, 7, None) == 7
+    assert next_nonce(5, None, 8) == 9  # a recorded, dropped intent keeps its nonce
+    assert classify_send_error("nonce too low: next nonce 4, tx nonce 3") == "nonce_low"
+    assert classify_send_error("already known") == "known"
+    assert classify_send_error("replacement transaction underpriced") == "underpriced"
+
+
+@pytest.mark.asyncio
+async def test_retry_transport_backs_off_on_fake_clock() -> None:
+    import aiohttp
+
+    clock, calls = FakeClock(), []
+
+    async def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise aiohttp.ClientConnectionError("connection refused")
+        return "ok"
+
+    assert await retry_transport(flaky, clock, "probe", attempts=5, base_s=0.5) == "ok"
+    assert clock.sleeps == [0.5, 1.0]
+
+    async def dead() -> None:
+        raise aiohttp.ClientConnectionError("connection refused")
+
+    with pytest.raises(TransportError, match="probe: node unreachable after 3 tries"):
+        await retry_transport(dead, clock, "probe", attempts=3, base_s=0.5)
+
+
+# --- on chain ---------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_simulate_then_send(chain: Chain, tmp_path: Path) -> None:
+    who = fresh_recipient("simple")
+    async with async_w3(chain.url) as w3:
+        s = sender(w3, 1, Store(tmp_path / "a.db"))
+        out = await s.send("mint-1", mint(chain, who, 42))
+        assert not out.resumed and out.block_number > 0
+        # The same intent again does not send again.
+        again = await s.send("mint-1", mint(chain, who, 42))
+        assert again.resumed and again.tx_hash == out.tx_hash
+        with pytest.raises(IntentConflict):
+            await s.send("mint-1", mint(chain, who, 43))
+    assert balance(chain, who) == 42
+
+
+@pytest.mark.asyncio
+async def test_revert_is_decoded_and_nothing_is_sent(chain: Chain, tmp_path: Path) -> None:
+    key = Account.from_key(dev_private_key(2))
+    token = chain.token_contract()
+    before = nonce(chain, key.address)
+    store = Store(tmp_path / "a.db")
+    async with async_w3(chain.url) as w3:
+        s = sender(w3, 2, store)
+        with pytest.raises(TxReverted) as err:
+            await s.send("too-much", TxRequest.call(token.functions.transfer(key.address, 5)))
+    assert err.value.error_name == "ERC20InsufficientBalance"
+    assert err.value.error_args == {"sender": key.address, "balance": 0, "needed": 5}
+    assert "simulation reverted: ERC20InsufficientBalance(sender=0x" in str(err.value)
+    assert nonce(chain, key.address) == before
+    assert store.get_intent("too-much") is None
+
+
+@pytest.mark.asyncio
+async def test_concurrent_sends_from_one_key(chain: Chain, tmp_path: Path) -> None:
+    key = Account.from_key(dev_private_key(3))
+    who = fresh_recipient("concurrent")
+    start = nonce(chain, key.address)
+    async with async_w3(chain.url) as w3:
+        store = Store(tmp_path / "a.db")
+        # Two sender objects for the same key share one nonce manager.
+        a, b = sender(w3, 3, store), sender(w3, 3, store)
+        outs = await asyncio.gather(
+            *[(a if i % 2 else b).send(f"m{i}", mint(chain, who, 1 + i)) for i in range(12)]
+        )
+    assert sorted(o.nonce for o in outs) == list(range(start, start + 12))
+    assert balance(chain, who) == sum(1 + i for i in range(12))
+    assert nonce(chain, key.address) == start + 12
+
+
+@pytest.mark.asyncio
+async def test_nonce_taken_behind_our_back_is_recovered(chain: Chain, tmp_path: Path) -> None:
+    """Another process uses our nonce between recording and broadcast: 'nonce too low'."""
+    key = Account.from_key(dev_private_key(4))
+    who = fresh_recipient("nonce-low")
+    start = nonce(chain, key.address)
+
+    def other_process(point: str, intent_id: str) -> None:
+        if point == "recorded":
+            tx = {"to": who, "value": 1, "gas": 21_000, "nonce": start, "chainId": 31337,
+                  "maxFeePerGas": 10**10, "maxPriorityFeePerGas": 10**9}  # fmt: skip
+            chain.w3.eth.send_raw_transaction(key.sign_transaction(tx).raw_transaction)
+
+    store = Store(tmp_path / "a.db")
+    async with async_w3(chain.url) as w3:
+        out = await sender(w3, 4, store, fault=other_process).send("m", mint(chain, who, 5))
+    assert out.nonce == start + 1
+    assert store.get_intent("m").resigns == 1
+    assert balance(chain, who) == 5 and nonce(chain, key.address) == start + 2
+
+
+@pytest.mark.asyncio
+async def test_dropped_tx_is_rebroadcast(chain: Chain, tmp_path: Path) -> None:
+    who = fresh_recipient("dropped")
+    store = Store(tmp_path / "a.db")
+    chain.rpc("evm_setAutomine", [False])
+    try:
+        async with async_w3(chain.url) as w3:
+            s = sender(w3, 5, store, resend_after=0.3)
+            task = asyncio.create_task(s.send("m", mint(chain, who, 7)))
+            for _ in range(200):  # until it has been broadcast
+                intent = store.get_intent("m")
+                if intent is not None and intent.broadcasts:
+                    break
+                await asyncio.sleep(0.02)
+            first_hash = intent.tx_hash
+            chain.rpc("anvil_dropTransaction", [first_hash])
+            assert chain.rpc("eth_getTransactionByHash", [first_hash]) is None
+            for _ in range(200):  # the sender notices and re-broadcasts
+                if store.get_intent("m").broadcasts >= 2:
+                    break
+                await asyncio.sleep(0.02)
+            chain.rpc("evm_mine")
+            out = await asyncio.wait_for(task, 10)
+    finally:
+        chain.rpc("evm_setAutomine", [True])
+    assert out.tx_hash == first_hash  # the same signed bytes, not a new transaction
+    assert store.get_intent("m").broadcasts >= 2
+    assert balance(chain, who) == 7
+
+
+class Killed(Exception):
+    pass
+
+
+def kill_at(where: str):
+    def fault(point: str, intent_id: str) -> None:
+        if point == where:
+            raise Killed(f"{intent_id} killed at {point}")
+
+    return fault
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("where", ["recorded", "broadcast"])
+async def test_kill_and_restart_neither_loses_nor_duplicates(
+    chain: Chain, tmp_path: Path, where: str
+) -> None:
+    index = 6 if where == "recorded" else 7
+    key = Account.from_key(dev_private_key(index))
+    who = fresh_recipient(f"restart-{where}")
+    start = nonce(chain, key.address)
+    db = tmp_path / "agent.db"
+    async with async_w3(chain.url) as w3:
+        first = sender(w3, index, Store(db), fault=kill_at(where))
+        with pytest.raises(Killed):
+            await first.send("pay", mint(chain, who, 9))
+        # The agent dies; a new process opens the same data folder.
+        again = Store(db)
+        second = sender(w3, index, again)
+        actions = await second.reconcile()
+        expected = Action.REBROADCAST if where == "recorded" else Action.DONE
+        assert actions == {"pay": expected}
+        out = await second.send("pay", mint(chain, who, 9))  # the role retries its step
+        assert out.resumed
+        # And a later, different send still gets the next nonce.
+        nxt = await second.send("pay-2", mint(chain, who, 1))
+    assert nxt.nonce == out.nonce + 1 == start + 1
+    assert balance(chain, who) == 10
+    assert nonce(chain, key.address) == start + 2
+    # Chain history: exactly one mint of 9 from this key.
+    sent = [chain.w3.eth.get_transaction_by_block(b, i)
+            for b in range(1, chain.w3.eth.block_number + 1)
+            for i in range(len(chain.w3.eth.get_block(b).transactions))]  # fmt: skip
+    mine = [t for t in sent if t["from"] == key.address]
+    assert len(mine) == 2
+
+
+@pytest.mark.asyncio
+async def test_restart_after_mempool_loss_rebroadcasts_same_tx(
+    chain: Chain, tmp_path: Path
+) -> None:
+    """Killed after broadcast, and the node lost the tx too: the same signed tx goes out."""
+    key = Account.from_key(dev_private_key(8))
+    who = fresh_recipient("mempool-loss")
+    db = tmp_path / "agent.db"
+    chain.rpc("evm_setAutomine", [False])
+    try:
+        async with async_w3(chain.url) as w3:
+            with pytest.raises(Killed):
+                await sender(w3, 8, Store(db), fault=kill_at("broadcast")).send(
+                    "pay", mint(chain, who, 3)
+                )
+            recorded = Store(db).get_intent("pay")
+            chain.rpc("anvil_dropTransaction", [recorded.tx_hash])
+            second = sender(w3, 8, Store(db))
+            assert await second.reconcile() == {"pay": Action.REBROADCAST}
+            chain.rpc("evm_mine")
+            out = await second.send("pay", mint(chain, who, 3))
+    finally:
+        chain.rpc("evm_setAutomine", [True])
+    assert out.tx_hash == recorded.tx_hash and out.resumed
+    assert balance(chain, who) == 3
+    assert nonce(chain, key.address) == recorded.nonce + 1
