@@ -379,6 +379,10 @@ class EventStream:
         with self.store.transaction():
             self.store.set_cursor(self.name, Cursor(last, hash_before))
             self.store.add_checkpoint(self.name, Checkpoint(last, hash_before))
+            # Blocks with events are checkpointed too (their hashes came with the logs), so a
+            # reorg rewinds to just below the first changed event block, not the range start.
+            for number, bhash in {(r.block_number, r.block_hash) for r in raws}:
+                self.store.add_checkpoint(self.name, Checkpoint(number, bhash))
             self.store.prune_checkpoints(self.name, self.keep_checkpoints, protect=self._base)
         result.cursor = last
         result.caught_up = last >= head - self.confirmations
