@@ -8,10 +8,7 @@ import {RepOps} from "../libraries/RepOps.sol";
 /// @notice Arguments and results are binary32 bit patterns as uint32. Batch forms apply the
 ///         operation element-wise so that one eth_call checks many cases.
 contract Float32Harness {
-    /// @notice Two arrays that must have equal length did not.
-    /// @param lengthA Length of the first array.
-    /// @param lengthB Length of the second array.
-    error LengthMismatch(uint256 lengthA, uint256 lengthB);
+    // Array length mismatches revert with RepOps.LengthMismatch(lengthA, lengthB).
 
     /// @notice An operation selector outside the documented range.
     /// @param op The selector that was given.
@@ -102,7 +99,7 @@ contract Float32Harness {
     /// @param b Right vector (same length).
     /// @return The binary32 dot product.
     function dot(uint32[] calldata a, uint32[] calldata b) external pure returns (uint32) {
-        if (a.length != b.length) revert LengthMismatch(a.length, b.length);
+        if (a.length != b.length) revert RepOps.LengthMismatch(a.length, b.length);
         return RepOps.dot(a, b);
     }
 
@@ -188,7 +185,7 @@ contract Float32Harness {
         view
         returns (uint256[] memory gasUsed, uint32 sink)
     {
-        if (a.length != b.length) revert LengthMismatch(a.length, b.length);
+        if (a.length != b.length) revert RepOps.LengthMismatch(a.length, b.length);
         if (op > 3) revert UnknownOp(op);
         gasUsed = new uint256[](a.length);
         for (uint256 i = 0; i < a.length; ++i) {
@@ -236,7 +233,7 @@ contract Float32Harness {
         view
         returns (uint256 gasUsed, uint32 result)
     {
-        if (a.length != b.length) revert LengthMismatch(a.length, b.length);
+        if (a.length != b.length) revert RepOps.LengthMismatch(a.length, b.length);
         uint256 g0 = gasleft();
         uint256 g1 = gasleft();
         result = RepOps.dot(a, b);
@@ -249,7 +246,7 @@ contract Float32Harness {
         pure
         returns (uint32[] memory r)
     {
-        if (a.length != b.length) revert LengthMismatch(a.length, b.length);
+        if (a.length != b.length) revert RepOps.LengthMismatch(a.length, b.length);
         if (op > 9) revert UnknownOp(op);
         r = new uint32[](a.length);
         for (uint256 i = 0; i < a.length; ++i) {

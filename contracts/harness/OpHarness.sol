@@ -10,10 +10,7 @@ import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 ///         (suffix Many / Row) evaluate one element per array entry so one eth_call checks many
 ///         elements. Values are binary32 bit patterns as uint32.
 contract OpHarness {
-    /// @notice Two arrays that must have equal length did not.
-    /// @param lengthA Length of the first array.
-    /// @param lengthB Length of the second array.
-    error LengthMismatch(uint256 lengthA, uint256 lengthB);
+    // Array length mismatches revert with RepOps.LengthMismatch(lengthA, lengthB).
 
     /// @notice An operation selector outside the documented range.
     /// @param op The selector that was given.
@@ -40,7 +37,7 @@ contract OpHarness {
         returns (uint32[] memory c)
     {
         if (k == 0 || a.length % k != 0 || b.length % k != 0) {
-            revert LengthMismatch(a.length, b.length);
+            revert RepOps.LengthMismatch(a.length, b.length);
         }
         uint256 m = a.length / k;
         uint256 n = b.length / k;
@@ -122,7 +119,7 @@ contract OpHarness {
         pure
         returns (uint32[] memory r)
     {
-        if (a.length != b.length) revert LengthMismatch(a.length, b.length);
+        if (a.length != b.length) revert RepOps.LengthMismatch(a.length, b.length);
         if (op > 4) revert UnknownOp(op);
         r = new uint32[](a.length);
         for (uint256 i = 0; i < a.length; ++i) {
@@ -230,7 +227,7 @@ contract OpHarness {
         pure
         returns (uint32[] memory r)
     {
-        if (v.length != g.length) revert LengthMismatch(v.length, g.length);
+        if (v.length != g.length) revert RepOps.LengthMismatch(v.length, g.length);
         r = new uint32[](v.length);
         for (uint256 i = 0; i < v.length; ++i) {
             r[i] = RepOps.momentum(mu, v[i], g[i]);
@@ -256,7 +253,7 @@ contract OpHarness {
         pure
         returns (uint32[] memory r)
     {
-        if (w.length != vNew.length) revert LengthMismatch(w.length, vNew.length);
+        if (w.length != vNew.length) revert RepOps.LengthMismatch(w.length, vNew.length);
         r = new uint32[](w.length);
         for (uint256 i = 0; i < w.length; ++i) {
             r[i] = RepOps.sgd(lr, w[i], vNew[i]);
