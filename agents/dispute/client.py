@@ -104,6 +104,10 @@ class GameClient:
             gas = call.estimate_gas(base)
         except (ContractLogicError, ContractCustomError, ValueError) as exc:
             raise MoveRejected(f"{fn}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - in-process chains raise their own type
+            if type(exc).__name__ != "TransactionFailed":
+                raise
+            raise MoveRejected(f"{fn}: {exc}") from exc
         tx = call.build_transaction(
             {
                 **base,

@@ -322,6 +322,7 @@ class LyingChallenger:
     seed: int = 0
     forge: bool = False
     stop_at: int | None = None
+    node: int | None = None  # dispute this node rather than a random one
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -338,7 +339,8 @@ class LyingChallenger:
         if v.phase == Phase.PICK_STEP:
             return pick_step(v.step_roots or [], rnd(v.interval))
         if v.phase == Phase.PICK_NODE:
-            return pick_node(self.jg, v.node_roots or [], rnd(len(self.jg.nodes)))
+            i = rnd(len(self.jg.nodes)) if self.node is None else self.node
+            return pick_node(self.jg, v.node_roots or [], i)
         if v.phase == Phase.PICK_LEAF:
             return pick_leaf(v.leaves or [], rnd(len(v.leaves or [])))
         desc = self.jg.nodes[v.node]

@@ -13,7 +13,7 @@ from web3.exceptions import ContractCustomError, ContractLogicError
 
 from agents.dispute.client import MoveRejected, run_game
 from agents.dispute.encoding import step_list_root
-from agents.dispute.player import Challenger, Defender, Phase
+from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
 from agents.dispute.trace import Fault
 from agents.training.data import load_dataset
 from agents.training.spec import parse_spec
@@ -47,6 +47,22 @@ def test_fault_in_every_node_is_caught_by_its_one_step_proof(dep, chain, snapsho
     assert proved[0]["args"]["element"] == numel - 1
     assert proved[0]["args"]["claimed"] != proved[0]["args"]["correct"]
     assert dep.manager.functions.challengerWon(gid).call()
+
+
+@pytest.mark.parametrize("node", range(len(JOB.jg.nodes)), ids=lambda i: JOB.jg.graph.nodes[i].name)
+def test_true_element_of_every_node_stands_its_one_step_proof(dep, chain, snapshot, node):
+    honest = JOB.honest(2, 1)
+    liar = LyingChallenger(honest, JOB.jg, seed=node, node=node)
+    gid = open_game(dep, JOB, honest, honest)
+    rec = run_game(
+        gid, (Defender(honest, JOB.jg), dep.defender), (liar, dep.challenger), advance(chain)
+    )
+    assert not rec.challenger_won and not rec.by_timeout, rec
+    assert dep.game.functions.progressOf(gid).call()[7] == node
+    proved = dep.game.events.ElementProved().get_logs(
+        from_block=0, argument_filters={"gameId": gid}
+    )
+    assert proved[0]["args"]["claimed"] == proved[0]["args"]["correct"]
 
 
 def test_digits_example_dispute(dep, chain, snapshot):
@@ -85,8 +101,9 @@ def test_config_registration_is_first_come(dep, snapshot):
     c = dep.deployer_game()
     c.transact("registerConfig", b"\x01" * 32, b"\x02" * 32)
     assert dep.game.functions.configOf(b"\x01" * 32).call() == b"\x02" * 32
-    with pytest.raises(MoveRejected, match="ConfigAlreadyRegistered|0x"):
+    with pytest.raises(MoveRejected):
         c.transact("registerConfig", b"\x01" * 32, b"\x03" * 32)
+    assert dep.game.functions.configOf(b"\x01" * 32).call() == b"\x02" * 32
 
 
 def test_only_the_manager_opens_games(dep, snapshot):
@@ -138,8 +155,11 @@ def test_turns_clocks_and_deadlines(dep, chain, snapshot):
 
 
 def test_views_and_errors_carry_values(dep, snapshot):
-    with pytest.raises((ContractCustomError, ContractLogicError)):
+    with pytest.raises(Exception) as err:
         dep.game.functions.pickSegment(999, 0, (b"\x00" * 32, []), (b"\x00" * 32, [])).call(
             {"from": dep.challenger.address}
         )
+    assert type(err.value) in (ContractCustomError, ContractLogicError) or (
+        type(err.value).__name__ == "TransactionFailed"
+    )
     assert dep.game.functions.turn(999).call() == [0, 0]

@@ -92,7 +92,8 @@ def claim_is_wrong(liar: Computation, honest: Computation) -> bool:
 
 @pytest.mark.parametrize("kind", list(FAULT_EXAMPLES))
 def test_cheating_defender_loses(dep, chain, kind):
-    settings(max_examples=examples(FAULT_EXAMPLES[kind]), **SETTINGS)(
+    n = examples(FAULT_EXAMPLES[kind], chain.provider.name)
+    settings(max_examples=n, **SETTINGS)(
         given(job=jobs(), data=st.data())(_cheating_defender_loses)
     )(dep, chain, kind)
 
@@ -130,9 +131,15 @@ def _cheating_defender_loses(dep, chain, kind, job, data):
     assert played(rec) <= move_bound(steps, interval, len(job.jg.nodes)), rec
 
 
-@settings(max_examples=examples(25), **SETTINGS)
-@given(job=jobs(), seed=st.integers(0, 2**32), mode=st.sampled_from(["true", "forge", "stop"]))
-def test_honest_defender_wins(dep, chain, job, seed, mode):
+def test_honest_defender_wins(dep, chain):
+    n = examples(25, chain.provider.name)
+    modes = st.sampled_from(["true", "forge", "stop"])
+    settings(max_examples=n, **SETTINGS)(
+        given(job=jobs(), seed=st.integers(0, 2**32), mode=modes)(_honest_defender_wins)
+    )(dep, chain)
+
+
+def _honest_defender_wins(dep, chain, job, seed, mode):
     job, steps, interval = job
     honest = job.honest(steps, interval)
     stop_at = None
@@ -157,9 +164,14 @@ def test_honest_defender_wins(dep, chain, job, seed, mode):
     assert played(rec) <= move_bound(steps, interval, len(job.jg.nodes)), rec
 
 
-@settings(max_examples=examples(20), **SETTINGS)
-@given(job=jobs(), data=st.data())
-def test_silent_party_loses(dep, chain, job, data):
+def test_silent_party_loses(dep, chain):
+    n = examples(20, chain.provider.name)
+    settings(max_examples=n, **SETTINGS)(given(job=jobs(), data=st.data())(_silent_party_loses))(
+        dep, chain
+    )
+
+
+def _silent_party_loses(dep, chain, job, data):
     job, steps, interval = job
     honest = job.honest(steps, interval)
     live = [n.index for n in job.jg.graph.nodes if n.name not in DEAD_NODES]
