@@ -31,7 +31,13 @@ T = torch.from_numpy
 
 
 def test_subnormals_are_kept():
-    assert not torch.set_flush_denormal(False) or True  # returns support flag; must stay off
+    F.check_no_flush_denormal()  # the default: FTZ/DAZ off
+    if torch.set_flush_denormal(True):  # where FTZ exists, the guard must notice it
+        try:
+            with pytest.raises(RuntimeError, match="subnormals"):
+                F.check_no_flush_denormal()
+        finally:
+            torch.set_flush_denormal(False)
     F.check_no_flush_denormal()
     tiny = np.float32(1e-45)
     assert canon(R.add(np.array([[tiny]]), np.array([[tiny]])))[0, 0] == 2
