@@ -207,6 +207,23 @@ def test_native_matmul_threads_large():
     assert_bits_equal(ops.matmul_nt(a, b), one)
 
 
+@needs_native
+def test_native_library_has_no_fused_multiply_add():
+    """-ffp-contract=off must hold: no FMA instruction anywhere in the built kernels."""
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("objdump") is None:
+        pytest.skip("objdump not installed")
+    so = native._build(native._compiler())
+    asm = subprocess.run(["objdump", "-d", str(so)], capture_output=True, text=True).stdout
+    assert "keccakf" in asm or "vtp_matmul_nt" in asm
+    fused = re.findall(r"\b(v?f(?:n)?m(?:add|sub)\w*)\b", asm)  # x86 vfmadd*, arm fmadd/fmla
+    fused += re.findall(r"\bfml[as]\b", asm)
+    assert not fused, sorted(set(fused))
+
+
 # -- error vs float64 ----------------------------------------------------------------------
 
 
