@@ -322,7 +322,9 @@ class LyingChallenger:
     seed: int = 0
     forge: bool = False
     stop_at: int | None = None
-    node: int | None = None  # dispute this node rather than a random one
+    segment: int | None = None  # dispute this segment rather than a random one
+    node: int | None = None  # and this node
+    element: int | None = None  # and this element of it (row-major index)
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -335,17 +337,20 @@ class LyingChallenger:
             return None
         rnd = self.rng.randrange
         if v.phase == Phase.PICK_SEGMENT:
-            return pick_segment(v.checkpoints or [], rnd(v.segments))
+            s = rnd(v.segments) if self.segment is None else self.segment
+            return pick_segment(v.checkpoints or [], s)
         if v.phase == Phase.PICK_STEP:
             return pick_step(v.step_roots or [], rnd(v.interval))
         if v.phase == Phase.PICK_NODE:
             i = rnd(len(self.jg.nodes)) if self.node is None else self.node
             return pick_node(self.jg, v.node_roots or [], i)
         if v.phase == Phase.PICK_LEAF:
-            return pick_leaf(v.leaves or [], rnd(len(v.leaves or [])))
+            leaf = rnd(len(v.leaves or [])) if self.element is None else self.element // LEAF
+            return pick_leaf(v.leaves or [], leaf)
         desc = self.jg.nodes[v.node]
         in_range = min(LEAF, desc.numel - v.leaf * LEAF)
-        move = prove_element(self.comp, self.jg, v, rnd(in_range))
+        offset = rnd(in_range) if self.element is None else self.element % LEAF
+        move = prove_element(self.comp, self.jg, v, offset)
         if self.forge:
             move = _forged(move)
         return move

@@ -52,7 +52,10 @@ def test_fault_in_every_node_is_caught_by_its_one_step_proof(dep, chain, snapsho
 @pytest.mark.parametrize("node", range(len(JOB.jg.nodes)), ids=lambda i: JOB.jg.graph.nodes[i].name)
 def test_true_element_of_every_node_stands_its_one_step_proof(dep, chain, snapshot, node):
     honest = JOB.honest(2, 1)
-    liar = LyingChallenger(honest, JOB.jg, seed=node, node=node)
+    # The last element: the largest row and column, so an index mix-up in a reference shows.
+    last = JOB.jg.nodes[node].numel - 1
+    # Step 1 (segment 1), where biases and momenta are no longer all zero.
+    liar = LyingChallenger(honest, JOB.jg, seed=node, segment=1, node=node, element=last)
     gid = open_game(dep, JOB, honest, honest)
     rec = run_game(
         gid, (Defender(honest, JOB.jg), dep.defender), (liar, dep.challenger), advance(chain)
@@ -62,6 +65,7 @@ def test_true_element_of_every_node_stands_its_one_step_proof(dep, chain, snapsh
     proved = dep.game.events.ElementProved().get_logs(
         from_block=0, argument_filters={"gameId": gid}
     )
+    assert proved[0]["args"]["element"] == last
     assert proved[0]["args"]["claimed"] == proved[0]["args"]["correct"]
 
 
