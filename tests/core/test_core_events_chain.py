@@ -56,7 +56,9 @@ def recipient(tag: str) -> str:
 
 def mint(chain: Chain, to: str, amount: int) -> None:
     token = chain.token_contract()
-    token.functions.mint(to, amount).transact({"from": chain.w3.eth.accounts[1]})
+    tx_hash = token.functions.mint(to, amount).transact({"from": chain.w3.eth.accounts[1]})
+    # Automine mines asynchronously to the RPC answer: wait, so the block exists when we poll.
+    chain.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=10, poll_latency=0.01)
 
 
 def canonical_transfer_ids(chain: Chain, start: int, to: int) -> set[str]:

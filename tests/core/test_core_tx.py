@@ -159,7 +159,8 @@ async def test_nonce_taken_behind_our_back_is_recovered(chain: Chain, tmp_path: 
         if point == "recorded":
             tx = {"to": who, "value": 1, "gas": 21_000, "nonce": start, "chainId": 31337,
                   "maxFeePerGas": 10**10, "maxPriorityFeePerGas": 10**9}  # fmt: skip
-            chain.w3.eth.send_raw_transaction(key.sign_transaction(tx).raw_transaction)
+            raw = key.sign_transaction(tx).raw_transaction
+            chain.w3.eth.wait_for_transaction_receipt(chain.w3.eth.send_raw_transaction(raw))
 
     store = Store(tmp_path / "a.db")
     async with async_w3(chain.url) as w3:
@@ -225,8 +226,11 @@ async def test_kill_and_restart_neither_loses_nor_duplicates(
         first = sender(w3, index, Store(db), fault=kill_at(where))
         with pytest.raises(Killed):
             await first.send("pay", mint(chain, who, 9))
-        # The agent dies; a new process opens the same data folder.
+        # The agent dies; a new process opens the same data folder (after the node has mined
+        # what it had: automine answers before the block exists).
         again = Store(db)
+        if where == "broadcast":
+            chain.w3.eth.wait_for_transaction_receipt(again.get_intent("pay").tx_hash, timeout=10)
         second = sender(w3, index, again)
         actions = await second.reconcile()
         expected = Action.REBROADCAST if where == "recorded" else Action.DONE
