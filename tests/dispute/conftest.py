@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from dispute_fixtures import Deployment, deploy_game
+from dispute_fixtures import Deployment, ape_artifacts, deploy_game
 from web3 import Web3
 
 
@@ -17,7 +17,7 @@ def w3(chain) -> Web3:
 
 @pytest.fixture(scope="session")
 def dep(w3, project) -> Deployment:
-    return deploy_game(w3, project)
+    return deploy_game(w3, ape_artifacts(project))
 
 
 @pytest.fixture
