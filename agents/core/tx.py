@@ -595,8 +595,9 @@ class TxSender:
 def _request_from_raw(raw_tx: str) -> tuple[TxRequest, int]:
     """Rebuild the request (to, data, value) and gas from a signed EIP-1559 transaction."""
     from eth_account.typed_transactions import TypedTransaction
+    from hexbytes import HexBytes
 
-    tx = TypedTransaction.from_bytes(bytes.fromhex(raw_tx[2:])).as_dict()
+    tx = TypedTransaction.from_bytes(HexBytes(raw_tx)).as_dict()
     to = tx.get("to")
     to_addr = to_checksum_address(to) if to else None
     data = tx.get("data", b"")

@@ -276,3 +276,31 @@ async def test_restart_after_mempool_loss_rebroadcasts_same_tx(
     assert out.tx_hash == recorded.tx_hash and out.resumed
     assert balance(chain, who) == 3
     assert nonce(chain, key.address) == recorded.nonce + 1
+
+
+@pytest.mark.asyncio
+async def test_restart_after_nonce_taken_while_down_resigns_once(
+    chain: Chain, tmp_path: Path
+) -> None:
+    """Killed before broadcast; while down, the key is used elsewhere for that nonce.
+    On restart the intent is re-signed from its recorded bytes with a fresh nonce."""
+    key = Account.from_key(dev_private_key(10))
+    who = fresh_recipient("taken-while-down")
+    db = tmp_path / "agent.db"
+    async with async_w3(chain.url) as w3:
+        with pytest.raises(Killed):
+            await sender(w3, 10, Store(db), fault=kill_at("recorded")).send(
+                "pay", mint(chain, who, 4)
+            )
+        recorded = Store(db).get_intent("pay")
+        tx = {"to": who, "value": 1, "gas": 21_000, "nonce": recorded.nonce, "chainId": 31337,
+              "maxFeePerGas": 10**10, "maxPriorityFeePerGas": 10**9}  # fmt: skip
+        raw = key.sign_transaction(tx).raw_transaction
+        chain.w3.eth.wait_for_transaction_receipt(chain.w3.eth.send_raw_transaction(raw))
+        second = sender(w3, 10, Store(db))
+        assert await second.reconcile() == {"pay": Action.RESIGN}
+        out = await second.send("pay", mint(chain, who, 4))
+    assert out.resumed and out.nonce == recorded.nonce + 1 and out.tx_hash != recorded.tx_hash
+    assert Store(db).get_intent("pay").resigns == 1
+    assert balance(chain, who) == 4
+    assert nonce(chain, key.address) == recorded.nonce + 2
