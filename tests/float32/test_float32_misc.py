@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from f32_strategies import BATCH, SCALE, add_pair, u32, value
+from f32_strategies import BATCH, add_pair, examples, min_cases, u32, value
 from f32ref import (
     ABS,
     NAN,
@@ -24,7 +24,7 @@ from f32ref import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-EXAMPLES = 80 * SCALE  # x 128 cases = 10,240 per function (ci)
+EXAMPLES = 80  # x 128 cases = 10,240 per function (ci, Anvil)
 
 BINARY = {"max": 4, "gt": 5, "lt": 6, "ge": 7, "le": 8, "eq": 9}
 UNARY = {
@@ -68,7 +68,9 @@ def _exact_binary(name: str, a: int, b: int) -> int:
 
 @pytest.mark.fuzz
 def test_comparisons_and_max(f32h) -> None:
-    @settings(max_examples=EXAMPLES)
+    checked = []
+
+    @settings(max_examples=examples(EXAMPLES))
     @given(st.lists(st.one_of(add_pair, st.tuples(value, value)), min_size=BATCH, max_size=BATCH))
     def prop(pairs: list[tuple[int, int]]) -> None:
         # equal and sign-flipped pairs make the ±0 and tie cases frequent
@@ -82,8 +84,10 @@ def test_comparisons_and_max(f32h) -> None:
                 want = _exact_binary(name, x, y)
                 assert want_np[i] == want, f"references disagree: {name}({x:#x}, {y:#x})"
                 assert got[i] == want, f"{name}({x:#010x}, {y:#010x}) = {got[i]:#x}, want {want:#x}"
+        checked.append(1)
 
     prop()
+    assert BATCH * len(checked) >= min_cases(), f"only {len(checked)} batches ran"
 
 
 def _np_unary(name: str, a: list[int]) -> list[int]:
@@ -144,7 +148,9 @@ def test_unary_functions(f32h) -> None:
         st.sampled_from([0, SIGN]),
     )  # exact .5 ties for rint
 
-    @settings(max_examples=EXAMPLES)
+    checked = []
+
+    @settings(max_examples=examples(EXAMPLES))
     @given(st.lists(st.one_of(value, halves), min_size=BATCH, max_size=BATCH))
     def prop(a: list[int]) -> None:
         for name, op in UNARY.items():
@@ -154,8 +160,10 @@ def test_unary_functions(f32h) -> None:
                 want = _exact_unary(name, x)
                 assert want_np[i] == want, f"references disagree: {name}({x:#x})"
                 assert got[i] == want, f"{name}({x:#010x}) = {got[i]:#x}, want {want:#x}"
+        checked.append(1)
 
     prop()
+    assert BATCH * len(checked) >= min_cases(), f"only {len(checked)} batches ran"
 
 
 def _exact_to_int(a: int) -> int:
@@ -168,7 +176,9 @@ def _exact_to_int(a: int) -> int:
 
 @pytest.mark.fuzz
 def test_to_int(f32h) -> None:
-    @settings(max_examples=EXAMPLES)
+    checked = []
+
+    @settings(max_examples=examples(EXAMPLES))
     @given(st.lists(value, min_size=BATCH, max_size=BATCH))
     def prop(a: list[int]) -> None:
         got = list(f32h.toIntMany(a))
@@ -180,8 +190,10 @@ def test_to_int(f32h) -> None:
             if np.isfinite(x[i]):
                 assert int(trunc[i]) == want
             assert got[i] == want, f"toInt({v:#010x}) = {got[i]}, want {want}"
+        checked.append(1)
 
     prop()
+    assert BATCH * len(checked) >= min_cases(), f"only {len(checked)} batches ran"
 
 
 ints = st.one_of(
@@ -202,7 +214,9 @@ ints = st.one_of(
 
 @pytest.mark.fuzz
 def test_from_int(f32h) -> None:
-    @settings(max_examples=EXAMPLES)
+    checked = []
+
+    @settings(max_examples=examples(EXAMPLES))
     @given(st.lists(ints, min_size=BATCH, max_size=BATCH))
     def prop(n: list[int]) -> None:
         got = list(f32h.fromIntMany(n))
@@ -211,8 +225,10 @@ def test_from_int(f32h) -> None:
             if abs(v) < 2**63:  # numpy int64 -> float32 is one correctly rounded conversion
                 assert np_arr_bits(np.array([v], dtype=np.int64).astype(np.float32))[0] == want
             assert got[i] == want, f"fromInt({v}) = {got[i]:#x}, want {want:#x}"
+        checked.append(1)
 
     prop()
+    assert BATCH * len(checked) >= min_cases(), f"only {len(checked)} batches ran"
 
 
 def test_pow2_every_exponent(f32h) -> None:
@@ -240,7 +256,7 @@ def test_random_patterns_never_revert_and_nan_is_canonical(f32h, ops_h) -> None:
         for v in vals:
             assert canon(int(v)) == int(v), f"non-canonical NaN {int(v):#x}"
 
-    @settings(max_examples=8 * SCALE)
+    @settings(max_examples=examples(8))
     @given(
         st.lists(u32, min_size=BATCH, max_size=BATCH), st.lists(u32, min_size=BATCH, max_size=BATCH)
     )

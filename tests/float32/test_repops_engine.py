@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from f32_strategies import SCALE, value
+from f32_strategies import examples, value
 from f32ref import np_arr, np_arr_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,7 +23,7 @@ if native.available():
 else:  # pragma: no cover - the portable path is still checked
     fastops = None
 
-EX = 25 * SCALE
+EX = 25
 
 
 def bits32(x: float) -> int:
@@ -80,7 +80,7 @@ def mats(elem, max_rows: int = 4, max_cols: int = 8):
 
 @pytest.mark.fuzz
 def test_matmul_nt_dot(ops_h) -> None:
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(
         st.integers(1, 3),
         st.integers(1, 3),
@@ -113,10 +113,10 @@ def test_unary_ops(ops_h, name: str, op: int, arg) -> None:
     fast_fn = getattr(fastops, name) if fastops else None
     ref_fn = {"exp": R.exp, "log": R.log, "relu": R.relu}[name]
 
-    @settings(max_examples=EX)
-    @given(st.lists(arg, min_size=64, max_size=64))
+    @settings(max_examples=examples(80))  # x 128 = 10,240 elements per operator (ci)
+    @given(st.lists(arg, min_size=128, max_size=128))
     def prop(x: list[int]) -> None:
-        (want, *_) = engine_outputs(torch_fn, fast_fn, ref_fn, tensor(x, 8, 8))
+        (want, *_) = engine_outputs(torch_fn, fast_fn, ref_fn, tensor(x, 8, 16))
         assert list(ops_h.unaryMany(op, x)) == want
         assert ops_h.exp32(x[0]) == list(ops_h.unaryMany(0, x[:1]))[0]
         assert ops_h.log32(x[0]) == list(ops_h.unaryMany(1, x[:1]))[0]
@@ -128,7 +128,7 @@ def test_unary_ops(ops_h, name: str, op: int, arg) -> None:
 def test_broadcast_elementwise_ops(ops_h) -> None:
     """add_row, sub_col, div_col and relu_bwd on (M, N) tensors."""
 
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(mats(train_value), st.data())
     def prop(shape_vals, d) -> None:
         m, n, a = shape_vals
@@ -161,7 +161,7 @@ def test_broadcast_elementwise_ops(ops_h) -> None:
 def test_row_reductions_and_mean(ops_h) -> None:
     ties = st.sampled_from([0, 0x80000000, 0x3F800000, 0x7F800000, 0xFF800000])
 
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(mats(st.one_of(train_value, ties), 3, 40))
     def prop(shape_vals) -> None:
         m, n, a = shape_vals
@@ -185,7 +185,7 @@ def test_row_reductions_and_mean(ops_h) -> None:
 def test_loss_ops_xent_grad_and_nll(ops_h) -> None:
     prob = st.one_of(st.floats(0, 1, width=32, allow_subnormal=True).map(bits32), value)
 
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(mats(prob, 6, 10), st.data())
     def prop(shape_vals, d) -> None:
         b, c, p = shape_vals
@@ -215,7 +215,7 @@ def test_update_ops_momentum_sgd_average(ops_h) -> None:
         value,
     )
 
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(mats(train_value, 4, 16), hyper, hyper, st.data())
     def prop(shape_vals, mu: int, lr: int, d) -> None:
         m, n, v = shape_vals
@@ -247,7 +247,7 @@ def test_update_ops_momentum_sgd_average(ops_h) -> None:
 
 @pytest.mark.fuzz
 def test_batch_index_schedule(ops_h) -> None:
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(
         st.one_of(st.integers(0, 2**256 - 1), st.integers(0, 1000)),
         st.one_of(st.integers(0, 2**32), st.integers(0, 2**256 - 1)),

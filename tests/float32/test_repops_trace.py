@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from f32_strategies import on_pyevm
 from f32ref import np_arr_bits
 
 from agents.training import data
@@ -23,7 +24,7 @@ from agents.training.graph import element_deps
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "digits-mlp.json"
-SAMPLES_PER_NODE = 8
+SAMPLES_PER_NODE = 8  # 3 on py-evm (see f32_strategies.PYEVM_FACTOR)
 
 
 def _bits(t: torch.Tensor) -> np.ndarray:
@@ -61,7 +62,7 @@ def test_every_trace_node_matches_onchain_reference(ops_h, digits_engine: Engine
         out = env[node.name]
         rows, cols = node.shape
         picks = {(0, 0), (rows - 1, cols - 1)}
-        while len(picks) < min(SAMPLES_PER_NODE, rows * cols):
+        while len(picks) < min(3 if on_pyevm() else SAMPLES_PER_NODE, rows * cols):
             picks.add((rng.randrange(rows), rng.randrange(cols)))
         for r, c in sorted(picks):
             deps = element_deps(g, node.index, r, c, idx=idx, labels=labels)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from f32_strategies import SCALE, value
+from f32_strategies import examples, value
 from f32ref import np_arr
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agents.training import data, merkle
 from agents.training.keccak import keccak256
 
-EX = 15 * SCALE
+EX = 15
 
 
 def _flip(b: bytes, i: int) -> bytes:
@@ -64,7 +64,7 @@ def _tensor(rc: tuple[int, int], is_f32: bool, vals: list[int]):
 
 @pytest.mark.fuzz
 def test_element_and_leaf_proofs(ops_h) -> None:
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(tensors, st.data())
     def prop(t, d) -> None:
         (rows, cols), is_f32, vals = t
@@ -106,7 +106,7 @@ def test_element_and_leaf_proofs(ops_h) -> None:
 
 @pytest.mark.fuzz
 def test_range_proofs(ops_h) -> None:
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(st.integers(1, 40), st.data())
     def prop(n_leaves: int, d) -> None:
         numel = 64 * (n_leaves - 1) + d.draw(st.integers(1, 64))
@@ -151,7 +151,7 @@ def test_root_lists_state_entries_and_dataset(ops_h) -> None:
         merkle.DATASET_DOMAIN,
     ]
 
-    @settings(max_examples=EX)
+    @settings(max_examples=examples(EX))
     @given(
         st.sampled_from(domains),
         st.lists(st.binary(min_size=32, max_size=32), min_size=1, max_size=40),
