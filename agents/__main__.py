@@ -25,8 +25,15 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     return (UserError, JobSpecError, DatasetError)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (exit 2), like every user error."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m agents", description=__doc__.splitlines()[0])
+    p = _Parser(prog="python -m agents", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"agents.cli_{name}").register(sub)

@@ -49,6 +49,17 @@ def test_user_errors_exit_2_with_one_line(args, needle, capsys, tmp_path):
     assert err.count("\n") == 1 and needle in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "args", [["train"], ["train", "--spec", EXAMPLE, "--steps", "x"], ["nope"], []]
+)
+def test_usage_errors_are_one_line(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error:")
+
+
 def test_dataset_root_mismatch(tmp_path, capsys):
     obj = json.loads(Path(EXAMPLE).read_text())
     obj["dataset"]["root"] = "0x" + "00" * 32
