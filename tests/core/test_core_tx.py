@@ -19,6 +19,7 @@ from agents.core.tx import (
     ErrorDecoder,
     IntentConflict,
     TransportError,
+    TxFailed,
     TxRequest,
     TxReverted,
     TxSender,
@@ -304,3 +305,45 @@ async def test_restart_after_nonce_taken_while_down_resigns_once(
     assert Store(db).get_intent("pay").resigns == 1
     assert balance(chain, who) == 4
     assert nonce(chain, key.address) == recorded.nonce + 2
+
+
+@pytest.mark.asyncio
+async def test_mined_but_reverted_is_reported_not_resent(chain: Chain, tmp_path: Path) -> None:
+    """Both transfers simulate fine against the latest block; mined together, the second
+    reverts. It is recorded as failed, raised as TxFailed, and never re-sent."""
+    key = Account.from_key(dev_private_key(11))
+    token = chain.token_contract()
+    token.functions.mint(key.address, 10).transact({"from": chain.w3.eth.accounts[1]})
+    a, b = fresh_recipient("first-come"), fresh_recipient("second")
+    store = Store(tmp_path / "a.db")
+    chain.rpc("evm_setAutomine", [False])
+    try:
+        chain.rpc("evm_mine")  # the mint above
+        async with async_w3(chain.url) as w3:
+            s = sender(w3, 11, store)
+            first = asyncio.create_task(
+                s.send("t1", TxRequest.call(token.functions.transfer(a, 10)))
+            )
+            second = asyncio.create_task(
+                s.send("t2", TxRequest.call(token.functions.transfer(b, 10)))
+            )
+            for _ in range(200):
+                intents = [store.get_intent(i) for i in ("t1", "t2")]
+                if all(i is not None and i.broadcasts for i in intents):
+                    break
+                await asyncio.sleep(0.02)
+            chain.rpc("evm_mine")
+            results = await asyncio.wait_for(
+                asyncio.gather(first, second, return_exceptions=True), 10
+            )
+            failed = [r for r in results if isinstance(r, TxFailed)]
+            assert len(failed) == 1 and "but reverted" in str(failed[0])
+            loser = "t1" if isinstance(results[0], TxFailed) else "t2"
+            with pytest.raises(TxFailed):  # asking again replays the outcome, sends nothing
+                await s.send(loser, TxRequest.call(token.functions.transfer(
+                    b if loser == "t2" else a, 10)))  # fmt: skip
+    finally:
+        chain.rpc("evm_setAutomine", [True])
+    assert store.get_intent(loser).status == "failed"
+    assert balance(chain, a) + balance(chain, b) == 10
+    assert nonce(chain, key.address) == 2

@@ -19,7 +19,7 @@ from eth_account import Account
 from eth_account.typed_transactions import TypedTransaction
 from eth_utils import keccak
 from hexbytes import HexBytes
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from web3.exceptions import TransactionNotFound
 
@@ -152,7 +152,6 @@ ops = st.one_of(
 
 
 @pytest.mark.fuzz
-@settings(max_examples=150)
 @given(steps=st.lists(ops, min_size=1, max_size=25))
 def test_every_intent_lands_exactly_once(steps) -> None:
     with tempfile.TemporaryDirectory() as tmp:
