@@ -28,6 +28,7 @@ AsyncWeb3 (HTTP polling) and that tests implement in memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -472,25 +473,94 @@ class EventStream:
         return total
 
     async def run(
-        self, stop: asyncio.Event, *, error_backoff_s: float = 1.0, max_backoff_s: float = 30.0
-    ) -> None:
+        self, stop: asyncio.Event, *, heads_ws_url: str | None = None,
+        error_backoff_s: float = 1.0, max_backoff_s: float = 30.0,
+    ) -> None:  # fmt: skip
         """Follow the head until `stop` is set; transport errors back off and retry.
+
+        With `heads_ws_url` (a node's WebSocket endpoint; Anvil serves it on its HTTP port)
+        the stream also subscribes to new heads and polls as soon as one arrives, instead of
+        waiting out `poll_interval`; polling remains the fallback if the socket fails.
 
         Handler exceptions are not swallowed: they stop the stream (the cursor has not moved
         past the failing event, so a restart retries it).
         """
+        wake = asyncio.Event() if heads_ws_url else None
+        watcher = (
+            asyncio.create_task(watch_new_heads(heads_ws_url, wake, self.clock))
+            if heads_ws_url and wake is not None
+            else None
+        )
         delay = error_backoff_s
-        while not stop.is_set():
-            try:
-                result = await self.poll_once()
-                delay = error_backoff_s
-            except (TimeoutError, OSError, _transport_errors()) as exc:
-                log.warning("stream %s: %s; retrying in %.1f s", self.name, exc, delay)
-                await self.clock.sleep(delay)
-                delay = min(max_backoff_s, delay * 2)
-                continue
-            if result.caught_up:
-                await self.clock.sleep(self.poll_interval)
+        try:
+            while not stop.is_set():
+                if wake is not None:
+                    wake.clear()  # heads that arrive during this poll wake the next wait
+                try:
+                    result = await self.poll_once()
+                    delay = error_backoff_s
+                except (TimeoutError, OSError, _transport_errors()) as exc:
+                    log.warning("stream %s: %s; retrying in %.1f s", self.name, exc, delay)
+                    await self.clock.sleep(delay)
+                    delay = min(max_backoff_s, delay * 2)
+                    continue
+                if not result.caught_up:
+                    continue
+                if wake is None:
+                    await self.clock.sleep(self.poll_interval)
+                else:
+                    await _first_of(wake, stop, timeout=self.poll_interval)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+
+
+async def _first_of(*events: asyncio.Event, timeout: float) -> None:
+    waiters = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
+
+
+def ws_url_for(http_url: str) -> str:
+    """The WebSocket URL a node serves next to its HTTP one (Anvil, geth with --ws on the
+    same port); nodes with a separate WS port need it configured explicitly."""
+    if http_url.startswith("https://"):
+        return "wss://" + http_url[len("https://") :]
+    if http_url.startswith("http://"):
+        return "ws://" + http_url[len("http://") :]
+    return http_url
+
+
+async def watch_new_heads(
+    ws_url: str, wake: asyncio.Event, clock: Clock, retry_s: float = 2.0
+) -> None:
+    """Set `wake` on every new head from an eth_subscribe("newHeads") WebSocket subscription.
+
+    Runs until cancelled. A node that refuses the subscription ends the watcher (the stream
+    keeps polling); a dropped socket is reopened after `retry_s`.
+    """
+    import websockets
+
+    request = {"jsonrpc": "2.0", "id": 1, "method": "eth_subscribe", "params": ["newHeads"]}
+    while True:
+        try:
+            async with websockets.connect(ws_url, open_timeout=5, max_size=1 << 22) as ws:
+                await ws.send(json.dumps(request))
+                reply = json.loads(await asyncio.wait_for(ws.recv(), 5))
+                if "error" in reply:
+                    log.warning("%s refuses newHeads (%s); polling only", ws_url, reply["error"])
+                    return
+                wake.set()
+                async for _message in ws:
+                    wake.set()
+        except (OSError, TimeoutError, websockets.WebSocketException) as exc:
+            log.warning("new-heads socket %s: %s; reconnecting in %.1f s", ws_url, exc, retry_s)
+        await clock.sleep(retry_s)
 
 
 def _transport_errors() -> type[BaseException] | tuple[type[BaseException], ...]:

@@ -11,7 +11,7 @@ from corekit import Chain, async_w3
 from eth_account import Account
 from eth_utils import keccak
 
-from agents.core.events import AbiDecoder, Event, EventStream, Web3LogSource
+from agents.core.events import AbiDecoder, Event, EventStream, Web3LogSource, ws_url_for
 from agents.core.store import Store
 
 pytestmark = pytest.mark.chain
@@ -167,3 +167,25 @@ async def test_rollback_then_different_block(chain: Chain, tmp_path: Path) -> No
         await s.catch_up()
         assert ledger.amounts() == [300, 999] and ledger.retractions == 2
     assert set(ledger.applied) == canonical_transfer_ids(chain, start, chain.w3.eth.block_number)
+
+
+@pytest.mark.asyncio
+async def test_websocket_new_heads_wake_the_stream(chain: Chain, tmp_path: Path) -> None:
+    """With a 60 s poll interval, only the newHeads subscription can deliver within seconds."""
+    start = chain.w3.eth.block_number + 1
+    who = recipient("websocket")
+    ledger = Ledger()
+    async with async_w3(chain.url) as w3:
+        s = stream(w3, chain, Store(tmp_path / "agent.db"), ledger, confirmations=0, start=start)
+        s.poll_interval = 60.0
+        stop = asyncio.Event()
+        runner = asyncio.create_task(s.run(stop, heads_ws_url=ws_url_for(chain.url)))
+        await asyncio.sleep(0.5)  # first poll done, subscription open, now waiting
+        mint(chain, who, 4242)
+        for _ in range(250):
+            if ledger.applied:
+                break
+            await asyncio.sleep(0.02)
+        stop.set()
+        await asyncio.wait_for(runner, 5)  # stop also ends the wait and the socket
+    assert ledger.amounts() == [4242]
