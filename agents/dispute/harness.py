@@ -160,3 +160,24 @@ def open_game(dep: Deployment, job: Job, claim: Computation, honest: Computation
     gid = dep.game.functions.gameCount().call()
     assert gid == before + 1
     return gid
+
+
+def open_segment_game(dep: Deployment, job: Job, claim: Computation, unit_id: int = 1) -> int:
+    """Opens an attestation game over `claim` (one segment: S_{t0} -> S_{t0+steps}) as the job
+    manager would, defended by account 1 (the verifier) against account 2 (whistleblower)."""
+    spec_hash = job.spec.spec_hash()
+    if dep.game.functions.configOf(spec_hash).call() == bytes(32):
+        dep.deployer_game().transact("registerConfig", spec_hash, job.jg.config.hash())
+    roots = [claim.claimed_root(claim.t0), claim.final_root()]
+    dep.deployer.transact(
+        "openSegment",
+        unit_id,
+        dep.defender.address,
+        dep.challenger.address,
+        spec_hash,
+        job.data.root(),
+        claim.t0,
+        claim.steps,
+        roots,
+    )
+    return dep.game.functions.gameCount().call()

@@ -83,9 +83,10 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         gameId = _open(c);
     }
 
-    /// @notice Opens a game over one segment claim "from `startRoot` at step `stepOffset`,
-    ///         `steps` steps give `endRoot`" (a verifier's attestation, defended by the verifier
-    ///         against a whistleblower). The checkpoint list is [startRoot, endRoot].
+    /// @inheritdoc IDisputeGame
+    /// @notice Opens a game over one segment claim "from `roots[0]` at step `stepOffset`,
+    ///         `steps` steps give `roots[1]`" (a verifier's attestation, defended by the verifier
+    ///         against a whistleblower). The checkpoint list is [roots[0], roots[1]].
     function openSegmentGame(
         uint256 unitId,
         address defender,

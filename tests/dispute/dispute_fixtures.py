@@ -17,6 +17,7 @@ from agents.dispute.harness import (  # noqa: F401 - re-exported for the tests
     deploy_game,
     make_job,
     open_game,
+    open_segment_game,
 )
 
 EXAMPLES = {"ci": 1, "fuzz": 10}  # multiplier of each property test's CI example count

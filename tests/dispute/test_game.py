@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from dispute_fixtures import advance, make_job, open_game
+from dispute_fixtures import advance, make_job, open_game, open_segment_game
 from web3.exceptions import ContractCustomError, ContractLogicError
 
 from agents.dispute.client import MoveRejected, run_game
 from agents.dispute.encoding import step_list_root
 from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
-from agents.dispute.trace import Fault
+from agents.dispute.trace import Computation, Fault
 from agents.training.data import load_dataset
 from agents.training.spec import parse_spec
 
@@ -93,6 +93,33 @@ def test_digits_example_dispute(dep, chain, snapshot):
     p = dep.game.functions.progressOf(gid).call()
     assert (p[5], p[6], p[7]) == (5, 17, job.jg.graph.index_of("fwd0.mm"))  # segment, step, node
     assert len(rec.moves) == 10
+
+
+@pytest.mark.parametrize("verifier_honest", [True, False], ids=["honest", "lying"])
+def test_attestation_game(dep, chain, snapshot, verifier_honest):
+    """A verifier attests segment [4, 8) of a job; a whistleblower disputes it."""
+    job = make_job((6, 5, 3), batch=3, n=16, seed=9, steps=12, interval=4)
+    t0, k = 4, 4
+    start = job.honest(12, 4).state(t0)
+    honest = Computation(job.engine, k, k, t0=t0, start=start)
+    upd = job.jg.graph.index_of("upd.w0")  # a state tensor of S_7: always reaches the claim
+    fault = None if verifier_honest else Fault("element", step=6, node=upd, mask=0x40000000)
+    verifier = Computation(job.engine, k, k, t0=t0, start=start, fault=fault)
+    gid = open_segment_game(dep, job, verifier)
+    claim = dep.game.functions.claimOf(gid).call()
+    assert (claim[8], claim[9], claim[10]) == (t0, k, k)
+    if verifier_honest:
+        blower = LyingChallenger(honest, job.jg, seed=3)
+    else:
+        blower = Challenger(honest, job.jg)
+    rec = run_game(
+        gid, (Defender(verifier, job.jg), dep.defender), (blower, dep.challenger), advance(chain)
+    )
+    assert rec.challenger_won == (not verifier_honest) and not rec.by_timeout, rec
+    assert rec.phases[0] == Phase.OPEN_SEGMENT  # one segment: no checkpoint level
+    if not verifier_honest:
+        p = dep.game.functions.progressOf(gid).call()
+        assert (p[6], p[7]) == (2, upd)  # step t0 + 2, the faulty node
 
 
 def test_step_list_root_matches_contract(dep):

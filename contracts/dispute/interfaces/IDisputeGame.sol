@@ -139,6 +139,17 @@ interface IDisputeGame {
     // ------------------------------------------------------------------ moves
     function registerConfig(bytes32 specHash, bytes32 configHash) external;
 
+    function openSegmentGame(
+        uint256 unitId,
+        address defender,
+        address challenger,
+        bytes32 specHash,
+        bytes32 datasetRoot,
+        uint64 stepOffset,
+        uint64 steps,
+        bytes32[2] calldata roots
+    ) external returns (uint256 gameId);
+
     function postCheckpoints(uint256 gameId, bytes32[] calldata roots) external;
 
     function pickSegment(

@@ -3,6 +3,7 @@ pragma solidity 0.8.37;
 
 import {IDisputeArbiter} from "../../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../../interfaces/IDisputeCallback.sol";
+import {IDisputeGame} from "../interfaces/IDisputeGame.sol";
 
 /// @title RecordingManager — test stand-in for the job manager side of the dispute hook
 /// @notice Opens games on an arbiter and records each result, enforcing the hook's contract:
@@ -26,6 +27,23 @@ contract RecordingManager is IDisputeCallback {
     function open(IDisputeArbiter.GameRequest calldata request) external returns (uint256 gameId) {
         gameId = arbiter.openGame(request);
         unitOf[gameId] = request.unitId;
+    }
+
+    /// @notice Opens a segment (attestation) game as the job manager would.
+    function openSegment(
+        uint256 unitId,
+        address defender,
+        address challenger,
+        bytes32 specHash,
+        bytes32 datasetRoot,
+        uint64 stepOffset,
+        uint64 steps,
+        bytes32[2] calldata roots
+    ) external returns (uint256 gameId) {
+        gameId = IDisputeGame(address(arbiter)).openSegmentGame(
+            unitId, defender, challenger, specHash, datasetRoot, stepOffset, steps, roots
+        );
+        unitOf[gameId] = unitId;
     }
 
     /// @inheritdoc IDisputeCallback
