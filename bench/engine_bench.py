@@ -2,7 +2,10 @@
 
 step_ratio[W]: reproducible engine step time / plain torch float32 step time (nn.Linear +
 F.cross_entropy + autograd + torch.optim.SGD with momentum) for an MLP 64 -> W -> 10, batch 64,
-same batches, same thread count (1), measured interleaved in one run (median of rounds).
+same batches (both draw them with the keccak schedule; its cost is reported separately), same
+thread count (1), measured interleaved in one run (median of rounds). The native engine path is
+what `python -m agents train` runs; `portable_*` is the pure-torch-ops path (CUDA-capable).
+step_two_hidden_layers: the same for 64 -> W -> W -> 10 (compute-bound at W = 1024).
 merkle_ratio: state-commitment throughput (state root of a 64 MB state) / raw single-core
 keccak-256 streaming throughput over a 64 MB buffer, using the fastest raw keccak-256 here.
 Also: time to commit a 1M- and a 10M-parameter state (parameters + momentum buffers).
@@ -109,6 +112,8 @@ def bench_steps(widths, rounds: int, per_round: int, portable_steps: int) -> dic
         "torch_step_ms": round(1e3 * statistics.median(p_times), 4),
     }
     out["step_ratio"] = round(out["repro_step_ms"] / out["torch_step_ms"], 3)
+    # both sides draw the batch with the keccak schedule; its share of either step time:
+    out["batch_schedule_ms"] = round(1e3 * time_steps(eng.batch, 0, 50), 4)
     if portable_steps:
         port = Engine(sp, ds, EngineConfig("torch", THREADS))
         ps = {"s": port.initial_state()}
