@@ -204,7 +204,7 @@ interface IJobManager is IDisputeCallback {
 
     // ------------------------------------------------------------------ wiring
     /// @notice Sets the dispute arbiter. Deployer only, once.
-    function setArbiter(address arbiter) external;
+    function setArbiter(address newArbiter) external;
 
     // ------------------------------------------------------------------ submitter
     /// @notice Posts a job and pulls `params.reward` into escrow (needs approval).
@@ -250,8 +250,9 @@ interface IJobManager is IDisputeCallback {
     function attest(uint256 unitId, bytes32[] calldata endRoots) external;
 
     /// @notice A verifier or whistleblower disputes the unit's commitment, pulling
-    ///         `challengeBond`, and opens a dispute game with its own checkpoint root `claim`.
-    function challenge(uint256 unitId, bytes32 claim) external returns (uint256 gameId);
+    ///         `challengeBond`, and opens a dispute game with its own checkpoint root
+    ///         `counterClaim`. The assignee is a solver and so can never challenge its own unit.
+    function challenge(uint256 unitId, bytes32 counterClaim) external returns (uint256 gameId);
 
     /// @notice After the challenge window, with no dispute open: pays the solver, the attesting
     ///         verifiers and the tax; penalises silent verifiers. Anyone may call.

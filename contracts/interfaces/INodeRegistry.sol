@@ -148,16 +148,10 @@ interface INodeRegistry {
     // ------------------------------------------------------------------ protocol contracts only
     /// @notice Checks `node` has `role`, is online, declares at least `required` and has `amount`
     ///         free stake, then locks `amount`. Reverts with the failing check's error.
-    /// @return weight The node's selection weight (`selectionWeight`), saturated to uint96.
-    function lockEligible(address node, Role role, Capability calldata required, uint256 amount)
-        external
-        returns (uint96 weight);
+    function lockEligible(address node, Role role, Capability calldata required, uint256 amount) external;
 
-    /// @notice Picks pool member `randomWord % poolSize(role)` and locks `amount` of its stake if it
-    ///         is online, is not in `exclude` and has the free stake; returns address(0) otherwise.
-    function tryLockPoolMember(Role role, uint256 randomWord, address[] calldata exclude, uint256 amount)
-        external
-        returns (address node);
+    /// @notice Locks `amount` of `node`'s free stake. Reverts `InsufficientFreeStake` if short.
+    function lock(address node, uint256 amount) external;
 
     /// @notice Releases `amount` of `node`'s locked stake; counts a completed unit if `completed`.
     function release(address node, uint256 amount, bool completed) external;
@@ -183,6 +177,12 @@ interface INodeRegistry {
     function minStake(Role role) external view returns (uint256);
     /// @notice Selection weight: `stake * (completed + 1) / (completed + 1 + 2 failed + 4 slashed)`.
     function selectionWeight(address node) external view returns (uint256);
+    /// @notice Pool member `randomWord % poolSize(role)` if it is online, is not in `exclude` and
+    ///         has `amount` free stake; address(0) otherwise (or if the pool is empty).
+    function pickPoolMember(Role role, uint256 randomWord, address[] calldata exclude, uint256 amount)
+        external
+        view
+        returns (address node);
     /// @notice Number of nodes with `role` and nonzero stake.
     function poolSize(Role role) external view returns (uint256);
     /// @notice Pool member `index` of `role`.

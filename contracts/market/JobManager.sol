@@ -87,12 +87,12 @@ contract JobManager is IJobManager, ReentrancyGuard {
     // ------------------------------------------------------------------ wiring
 
     /// @inheritdoc IJobManager
-    function setArbiter(address arbiter_) external {
+    function setArbiter(address newArbiter) external {
         if (msg.sender != _deployer) revert NotDeployer(msg.sender);
         if (_arbiter != address(0)) revert ArbiterAlreadySet(_arbiter);
-        if (arbiter_ == address(0)) revert ZeroAddress();
-        _arbiter = arbiter_;
-        emit ArbiterSet(arbiter_);
+        if (newArbiter == address(0)) revert ZeroAddress();
+        _arbiter = newArbiter;
+        emit ArbiterSet(newArbiter);
     }
 
     // ------------------------------------------------------------------ submitter
@@ -172,16 +172,18 @@ contract JobManager is IJobManager, ReentrancyGuard {
         }
         Job storage job = _jobs[JobIds.jobOf(unitId)];
         uint256 collateral = _collateral(job);
-        uint96 weight = _registry.lockEligible(
+        uint256 w = _registry.selectionWeight(msg.sender);
+        uint96 weight = w > type(uint96).max ? type(uint96).max : uint96(w);
+        _claimants[unitId][n] = Claimant(msg.sender, weight);
+        // n < MAX_CLAIMANTS = 16, so n + 1 fits uint8.
+        unit.claimantCount = uint8(n + 1);
+        emit UnitClaimed(unitId, msg.sender, weight, collateral);
+        _registry.lockEligible(
             msg.sender,
             INodeRegistry.Role.Solver,
             INodeRegistry.Capability(job.deviceClass, job.memoryMiB, job.throughput),
             collateral
         );
-        _claimants[unitId][n] = Claimant(msg.sender, weight);
-        // n < MAX_CLAIMANTS = 16, so n + 1 fits uint8.
-        unit.claimantCount = uint8(n + 1);
-        emit UnitClaimed(unitId, msg.sender, weight, collateral);
     }
 
     /// @inheritdoc IJobManager
@@ -282,26 +284,30 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.verifySeed = seed;
         unit.deadline = deadline;
 
+        // Pick with views first, record, then lock: no state is written after an external call.
         uint256 wanted = _verifiersPerUnit;
-        address[] memory exclude = new address[](wanted + 1);
-        exclude[0] = unit.assignee;
+        address[] memory picked = new address[](wanted + 1);
+        picked[0] = unit.assignee;
         uint256 count = 0;
         for (uint256 t = 0; t < 4 * wanted && count < wanted; ++t) {
             uint256 word = uint256(keccak256(abi.encode(seed, t)));
-            address v = _registry.tryLockPoolMember(INodeRegistry.Role.Verifier, word, exclude, _verifierLock);
+            address v = _registry.pickPoolMember(INodeRegistry.Role.Verifier, word, picked, _verifierLock);
             if (v == address(0)) continue;
             _verifiers[unitId][count] = v;
             _verifierStates[unitId][v].status = VerifierStatus.Pending;
             ++count;
-            exclude[count] = v;
+            picked[count] = v;
         }
         // count <= verifiersPerUnit, a uint8.
         unit.verifierCount = uint8(count);
         address[] memory drawn = new address[](count);
         for (uint256 i = 0; i < count; ++i) {
-            drawn[i] = exclude[i + 1];
+            drawn[i] = picked[i + 1];
         }
         emit VerifiersDrawn(unitId, drawn, seed, deadline);
+        for (uint256 i = 0; i < count; ++i) {
+            _registry.lock(drawn[i], _verifierLock);
+        }
     }
 
     /// @inheritdoc IJobManager
@@ -326,7 +332,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
-    function challenge(uint256 unitId, bytes32 claim_) external nonReentrant returns (uint256 gameId) {
+    function challenge(uint256 unitId, bytes32 counterClaim) external nonReentrant returns (uint256 gameId) {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Verifying);
         if (block.timestamp > unit.deadline) revert ChallengeWindowClosed(unitId, unit.deadline);
@@ -334,23 +340,22 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (role != INodeRegistry.Role.Verifier && role != INodeRegistry.Role.Whistleblower) {
             revert NotChallenger(msg.sender, role);
         }
-        if (claim_ == bytes32(0)) revert ZeroCommitment();
-        if (claim_ == unit.checkpointRoot) revert ClaimMatchesCommitment(unitId, claim_);
+        if (counterClaim == bytes32(0)) revert ZeroCommitment();
+        if (counterClaim == unit.checkpointRoot) revert ClaimMatchesCommitment(unitId, counterClaim);
 
         VerifierState storage vs = _verifierStates[unitId][msg.sender];
         if (vs.status == VerifierStatus.Pending) vs.status = VerifierStatus.Challenged;
         unit.status = UnitStatus.Disputed;
-        Dispute storage d = _disputes[unitId];
-        d.challenger = msg.sender;
-        d.bond = _challengeBond;
         _token.safeTransferFrom(msg.sender, address(this), _challengeBond);
 
-        gameId = IDisputeArbiter(_arbiter).openGame(_gameRequest(unitId, unit, claim_));
+        // The game id is only known once the arbiter (fixed at deployment) opened the game; the
+        // dispute record is written right after, and every entry point is nonReentrant.
+        gameId = IDisputeArbiter(_arbiter).openGame(_gameRequest(unitId, unit, counterClaim));
         if (gameId == 0) revert UnknownGame(gameId, unitId);
         if (_gameUnits[gameId] != 0) revert UnknownGame(gameId, unitId);
-        d.gameId = gameId;
+        _disputes[unitId] = Dispute(gameId, msg.sender, _challengeBond);
         _gameUnits[gameId] = unitId;
-        emit ChallengeOpened(unitId, msg.sender, gameId, claim_, _challengeBond);
+        emit ChallengeOpened(unitId, msg.sender, gameId, counterClaim, _challengeBond);
     }
 
     /// @inheritdoc IDisputeCallback
@@ -612,7 +617,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         }
     }
 
-    function _gameRequest(uint256 unitId, Unit storage unit, bytes32 claim_)
+    function _gameRequest(uint256 unitId, Unit storage unit, bytes32 counterClaim)
         private
         view
         returns (IDisputeArbiter.GameRequest memory req)
@@ -629,7 +634,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         req.checkpointRoot = unit.checkpointRoot;
         req.numCheckpoints = unit.numCheckpoints;
         req.finalStateRoot = unit.finalStateRoot;
-        req.challengerClaim = claim_;
+        req.challengerClaim = counterClaim;
     }
 
     /// @dev Credits the attesting verifiers their equal share of `fee`; returns what goes to the
@@ -640,7 +645,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         returns (uint256 toJackpot)
     {
         uint256 feeShare = attested == 0 ? 0 : fee / attested;
-        toJackpot = fee - feeShare * attested;
+        toJackpot = attested == 0 ? fee : fee % attested;
         for (uint256 i = 0; i < verifierCount; ++i) {
             address v = _verifiers[unitId][i];
             VerifierStatus status = _verifierStates[unitId][v].status;

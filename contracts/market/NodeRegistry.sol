@@ -72,9 +72,8 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         node.throughput = capability.throughput;
         node.lastHeartbeat = uint64(block.timestamp);
         node.stake = amount.toUint128();
-        address[] storage pool = _pools[role];
-        pool.push(msg.sender);
-        node.poolSlot = pool.length.toUint32();
+        _pools[role].push(msg.sender);
+        node.poolSlot = _pools[role].length.toUint32();
         emit NodeRegistered(msg.sender, role, amount, capability);
         _token.safeTransferFrom(msg.sender, address(this), amount);
     }
@@ -148,7 +147,6 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     function lockEligible(address nodeAddr, Role role, Capability calldata required, uint256 amount)
         external
         onlySlasher
-        returns (uint96 weight)
     {
         Node storage node = _nodes[nodeAddr];
         if (node.role != role) revert WrongRole(nodeAddr, role, node.role);
@@ -162,27 +160,11 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
             );
         }
         _lock(nodeAddr, node, amount);
-        uint256 w = _weight(node);
-        weight = w > type(uint96).max ? type(uint96).max : uint96(w);
     }
 
     /// @inheritdoc INodeRegistry
-    function tryLockPoolMember(Role role, uint256 randomWord, address[] calldata exclude, uint256 amount)
-        external
-        onlySlasher
-        returns (address nodeAddr)
-    {
-        address[] storage pool = _pools[role];
-        if (pool.length == 0) return address(0);
-        address candidate = pool[randomWord % pool.length];
-        for (uint256 i = 0; i < exclude.length; ++i) {
-            if (candidate == exclude[i]) return address(0);
-        }
-        Node storage node = _nodes[candidate];
-        if (!_online(node)) return address(0);
-        if (node.stake - node.locked < amount) return address(0);
-        _lock(candidate, node, amount);
-        return candidate;
+    function lock(address nodeAddr, uint256 amount) external onlySlasher {
+        _lock(nodeAddr, _nodes[nodeAddr], amount);
     }
 
     /// @inheritdoc INodeRegistry
@@ -266,6 +248,24 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     }
 
     /// @inheritdoc INodeRegistry
+    function pickPoolMember(Role role, uint256 randomWord, address[] calldata exclude, uint256 amount)
+        external
+        view
+        returns (address)
+    {
+        uint256 size = _pools[role].length;
+        if (size == 0) return address(0);
+        address candidate = _pools[role][randomWord % size];
+        for (uint256 i = 0; i < exclude.length; ++i) {
+            if (candidate == exclude[i]) return address(0);
+        }
+        Node storage node = _nodes[candidate];
+        if (!_online(node)) return address(0);
+        if (node.stake - node.locked < amount) return address(0);
+        return candidate;
+    }
+
+    /// @inheritdoc INodeRegistry
     function poolAt(Role role, uint256 index) external view returns (address) {
         return _pools[role][index];
     }
@@ -307,15 +307,16 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     /// @dev Swap-and-pop removal from the role pool; `poolSlot` is index + 1 (0 = not in a pool).
     function _leavePool(Node storage node) private {
-        address[] storage pool = _pools[node.role];
+        Role role = node.role;
         uint256 slot = node.poolSlot;
-        uint256 last = pool.length;
+        uint256 last = _pools[role].length;
         if (slot != last) {
-            address moved = pool[last - 1];
-            pool[slot - 1] = moved;
+            address moved = _pools[role][last - 1];
+            _pools[role][slot - 1] = moved;
+            // slot <= last <= 2^32 - 1: slots were assigned with toUint32.
             _nodes[moved].poolSlot = uint32(slot);
         }
-        pool.pop();
+        _pools[role].pop();
         node.poolSlot = 0;
     }
 }

@@ -263,10 +263,10 @@ def test_lockEligible_notSlasher_reverts(staked):
         d.registry.lockEligible(d.solvers[0], SOLVER, (0, 0, 0), 1, sender=d.other)
 
 
-def test_tryLockPoolMember_notSlasher_reverts(staked):
+def test_lock_notSlasher_reverts(staked):
     d = staked
     with reverts(d.registry, "NotSlasher"):
-        d.registry.tryLockPoolMember(VERIFIER, 0, [], 1, sender=d.other)
+        d.registry.lock(d.verifiers[0], 1, sender=d.other)
 
 
 def test_release_notSlasher_reverts(staked):
@@ -343,20 +343,32 @@ def test_slash_wholeStake_exitsPool(project, deployment):
     assert reg.getNode(s).failed == 0 and reg.getNode(s).slashed == 1
 
 
-def test_tryLockPoolMember_skipsIneligible(project, deployment, chain):
+def test_lock_locksFreeStakeOnly(project, deployment):
     d = deployment
     reg = _eoa_slasher_registry(project, d)
     v = d.verifiers[0]
-    tx = reg.tryLockPoolMember(VERIFIER, 0, [], 1, sender=d.other)
-    assert len(tx.events.filter(reg.StakeLocked)) == 0
     reg.register(VERIFIER, CAP, 60 * E18, sender=v)
-    # excluded, short of free stake, then offline: nothing locked
-    reg.tryLockPoolMember(VERIFIER, 7, [v], 1, sender=d.other)
-    reg.tryLockPoolMember(VERIFIER, 7, [], 61 * E18, sender=d.other)
-    assert reg.getNode(v).locked == 0
-    tx = reg.tryLockPoolMember(VERIFIER, 7, [d.other], 10 * E18, sender=d.other)
+    with reverts(reg, "InsufficientFreeStake", free=60 * E18, amount=61 * E18):
+        reg.lock(v, 61 * E18, sender=d.other)
+    tx = reg.lock(v, 10 * E18, sender=d.other)
     assert tx.events.filter(reg.StakeLocked)[0].node == v.address
     assert reg.getNode(v).locked == 10 * E18
+
+
+def test_pickPoolMember_skipsIneligible(project, deployment, chain):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    v, w = d.verifiers[0], d.verifiers[1]
+    assert reg.pickPoolMember(VERIFIER, 0, [], 1) == ZERO
+    reg.register(VERIFIER, CAP, 60 * E18, sender=v)
+    reg.register(VERIFIER, CAP, 60 * E18, sender=w)
+    assert reg.pickPoolMember(VERIFIER, 0, [], 1) == v.address
+    assert reg.pickPoolMember(VERIFIER, 3, [], 1) == w.address
+    assert reg.pickPoolMember(VERIFIER, 0, [d.other, v], 1) == ZERO
+    assert reg.pickPoolMember(VERIFIER, 0, [], 61 * E18) == ZERO
+    reg.lock(v, 55 * E18, sender=d.other)
+    assert reg.pickPoolMember(VERIFIER, 0, [], 10 * E18) == ZERO
     advance(chain, REG_CFG["heartbeatTtl"] + 1)
-    reg.tryLockPoolMember(VERIFIER, 7, [], 1, sender=d.other)
-    assert reg.getNode(v).locked == 10 * E18
+    reg.heartbeat(sender=v)
+    assert reg.pickPoolMember(VERIFIER, 0, [], 5 * E18) == v.address
+    assert reg.pickPoolMember(VERIFIER, 1, [], 1) == ZERO  # w is offline

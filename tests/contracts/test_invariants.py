@@ -1,0 +1,653 @@
+"""Stateful property test: random sequences of protocol actions by several accounts, with time
+jumps, never break conservation of money nor let anyone withdraw more than it is owed.
+
+Transactions go through web3.py with locally signed transactions (ape costs ~12 RPC calls per
+transaction); the chain is reverted to a snapshot before each example, so Anvil's chain stays
+short. After every step the test checks, against the contracts' views and against its own
+independent ledger (a Python model of every payout rule in docs/PROTOCOL.md §6):
+
+- registry token balance == Σ stake + Σ unbonding;
+- job-manager token balance == Σ job escrow + Σ open dispute bonds + Σ credits + jackpot;
+- every credit, escrow, stake, unbonding amount and the jackpot equal the model's;
+- `withdraw` / `withdrawUnbonded` succeed exactly when the model says something is owed and
+  transfer exactly that amount.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eth_account import Account
+from hypothesis import event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from agents.core.deploy import deploy_all
+
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+EXAMPLES = int(
+    os.environ.get("VTP_INVARIANT_EXAMPLES", {"ci": 200, "fuzz": 3_000}.get(PROFILE, 200))
+)
+STEPS = {"ci": 8, "fuzz": 20}.get(PROFILE, 8)
+
+E18 = 10**18
+MNEMONIC = "test test test test test test test test test test test junk"
+GAS = 3_000_000
+DEBUG = bool(os.environ.get("VTP_INVARIANT_DEBUG"))
+
+REG_CFG = {
+    "minSolverStake": 100 * E18,
+    "minVerifierStake": 50 * E18,
+    "minWhistleblowerStake": 10 * E18,
+    "unbondingDelay": 7_200,
+    "heartbeatTtl": 5_000,
+}
+MGR_CFG = {
+    "claimWindow": 600,
+    "verifyWindow": 3_600,
+    "disputeGrace": 300,
+    "taxBps": 200,
+    "challengerRewardBps": 5_000,
+    "collateralBps": 10_000,
+    "verifiersPerUnit": 2,
+    "segmentsPerVerifier": 2,
+    "verifierLock": 10 * E18,
+    "challengeBond": 10 * E18,
+}
+BPS = 10_000
+ROLES = {"solver": 1, "verifier": 2, "whistleblower": 3}
+# account index -> (role, initial stake)
+NODES = {
+    3: ("solver", 200 * E18),
+    4: ("solver", 200 * E18),
+    5: ("solver", 150 * E18),
+    6: ("verifier", 60 * E18),
+    7: ("verifier", 60 * E18),
+    8: ("whistleblower", 20 * E18),
+}
+SUBMITTERS = (1, 2)
+ACCOUNTS = (1, 2, 3, 4, 5, 6, 7, 8)
+UNIT_SHIFT = 32
+
+# Unit statuses (IJobManager.UnitStatus)
+OPEN, SELECTING, ASSIGNED, COMMITTED, VERIFYING, DISPUTED, FINAL, CANCELLED = range(1, 9)
+
+
+def _keys() -> list[str]:
+    Account.enable_unaudited_hdwallet_features()
+    return [
+        Account.from_mnemonic(MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}").key.hex()
+        for i in range(10)
+    ]
+
+
+def _export_artifacts(project: Any, out: Path) -> None:
+    """Write build/abi-style artifacts from ape's compiled contract types (no export step)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("TestToken", "NodeRegistry", "JobManager", "MockArbiter", "LedgerLens"):
+        ct = getattr(project, name).contract_type
+        artifact = {
+            "contractName": name,
+            "abi": [item.model_dump(by_alias=True, mode="json") for item in ct.abi],
+            "bytecode": ct.deployment_bytecode.bytecode,
+        }
+        (out / f"{name}.json").write_text(json.dumps(artifact))
+
+
+class World:
+    """One deployment with registered nodes, shared by every example (reverted in between)."""
+
+    def __init__(self, chain: Any, project: Any, tmp: Path) -> None:
+        self.chain = chain
+        self.w3 = chain.provider.web3
+        keys = _keys()
+        self.keys = keys
+        self.addr = [Account.from_key(k).address for k in keys]
+        _export_artifacts(project, tmp)
+        addrs = deploy_all(
+            self.w3,
+            keys[0],
+            tmp,
+            {"mock_arbiter": True, "registry_config": REG_CFG, "manager_config": MGR_CFG},
+        )
+        abi = {n: json.loads((tmp / f"{n}.json").read_text())["abi"] for n in ("TestToken",)}
+        load = lambda n: json.loads((tmp / f"{n}.json").read_text())["abi"]  # noqa: E731
+        self.token = self.w3.eth.contract(address=addrs["Token"], abi=abi["TestToken"])
+        self.registry = self.w3.eth.contract(
+            address=addrs["NodeRegistry"], abi=load("NodeRegistry")
+        )
+        self.manager = self.w3.eth.contract(address=addrs["JobManager"], abi=load("JobManager"))
+        self.arbiter = self.w3.eth.contract(address=addrs["MockArbiter"], abi=load("MockArbiter"))
+        lens_abi = load("LedgerLens")
+        lens_bytecode = json.loads((tmp / "LedgerLens.json").read_text())["bytecode"]
+        factory = self.w3.eth.contract(abi=lens_abi, bytecode=lens_bytecode)
+        tx_hash = factory.constructor().transact({"from": self.addr[0]})
+        lens_address = self.w3.eth.wait_for_transaction_receipt(tx_hash)["contractAddress"]
+        self.lens = self.w3.eth.contract(address=lens_address, abi=lens_abi)
+        self.chain_id = self.w3.eth.chain_id
+        self.gas_price = max(self.w3.eth.gas_price, 1) * 2
+        self.nonces: dict[int, int] = {}
+        self.reset_nonces()
+        for i in ACCOUNTS:
+            self.send(0, self.token.functions.mint(self.addr[i], 10_000 * E18))
+            for spender in (self.registry.address, self.manager.address):
+                self.send(i, self.token.functions.approve(spender, 2**256 - 1))
+        for i, (role, stake) in NODES.items():
+            ok = self.send(
+                i, self.registry.functions.register(ROLES[role], (1, 16_384, 100), stake)
+            )
+            assert ok
+        self.snapshot = chain.snapshot()
+
+    def reset_nonces(self) -> None:
+        for i in range(10):
+            self.nonces[i] = self.w3.eth.get_transaction_count(self.addr[i])
+
+    def restore(self) -> None:
+        self.chain.restore(self.snapshot)
+        self.snapshot = self.chain.snapshot()
+        self.reset_nonces()
+
+    def send(self, who: int, fn: Any) -> bool:
+        """Send `fn` from account `who` with a fixed gas limit; True when it did not revert."""
+        tx = {
+            "to": fn.address,
+            "data": fn._encode_transaction_data(),
+            "gas": GAS,
+            "gasPrice": self.gas_price,
+            "nonce": self.nonces[who],
+            "chainId": self.chain_id,
+            "value": 0,
+        }
+        signed = Account.sign_transaction(tx, self.keys[who])
+        tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
+        self.nonces[who] += 1
+        receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30)
+        if DEBUG:
+            print(f"  {who} {fn.fn_name}{tuple(fn.args)} -> {receipt['status']}")
+        return receipt["status"] == 1
+
+    def now(self) -> int:
+        return self.w3.eth.get_block("latest")["timestamp"]
+
+    def jump(self, seconds: int) -> None:
+        self.chain.mine(1, timestamp=self.chain.pending_timestamp + seconds)
+
+
+@dataclass
+class UnitModel:
+    job_id: int
+    submitter: int
+    reward: int
+    fee: int
+    escrow: int
+    status: int = OPEN
+    assignee: int | None = None
+    verifiers: list[int] = field(default_factory=list)
+    attested: set[int] = field(default_factory=set)
+    challenged: set[int] = field(default_factory=set)
+    game: int | None = None
+    challenger: int | None = None
+    bond: int = 0
+
+
+_WORLD: World | None = None
+#: How often each outcome happened over the run (printed, and checked for coverage).
+SEEN: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module")
+def world(chain, project, tmp_path_factory) -> World:
+    global _WORLD
+    _WORLD = World(chain, project, tmp_path_factory.mktemp("abi"))
+    yield _WORLD
+    _WORLD = None
+
+
+class ProtocolMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        assert _WORLD is not None
+        self.w = _WORLD
+        self.w.restore()
+        self.units: dict[int, UnitModel] = {}
+        self.credits: dict[int, int] = dict.fromkeys(ACCOUNTS, 0)
+        self.jackpot = 0
+        self.stake = {i: s for i, (_, s) in NODES.items()}
+        self.unbonding = dict.fromkeys(NODES, 0)
+        self.unbond_ready = dict.fromkeys(NODES, 0)
+        self.index = {a.lower(): i for i, a in enumerate(self.w.addr)}
+
+    # ------------------------------------------------------------------ helpers
+    def _seen(self, what: str) -> None:
+        event(what)
+        SEEN[what.split(" (")[0]] += 1
+
+    @property
+    def m(self) -> Any:
+        return self.w.manager.functions
+
+    @property
+    def r(self) -> Any:
+        return self.w.registry.functions
+
+    def _unit(self, data: st.DataObject) -> tuple[int, UnitModel] | None:
+        if not self.units:
+            return None
+        uid = data.draw(st.sampled_from(sorted(self.units)))
+        return uid, self.units[uid]
+
+    def _who(self, address: str) -> int:
+        return self.index[address.lower()]
+
+    def _collateral(self, u: UnitModel) -> int:
+        return u.reward * MGR_CFG["collateralBps"] // BPS
+
+    def _reopen(self, u: UnitModel) -> None:
+        u.status, u.assignee = OPEN, None
+        u.verifiers, u.attested, u.challenged = [], set(), set()
+
+    # ------------------------------------------------------------------ rules
+    @rule(
+        who=st.sampled_from(SUBMITTERS),
+        reward=st.sampled_from([20 * E18, 100 * E18, 150 * E18, 250 * E18]),
+        window=st.sampled_from([60, 600, 3_000]),
+        valid=st.sampled_from([True, True, True, False]),
+    )
+    def post(self, who: int, reward: int, window: int, valid: bool) -> None:
+        fee = 5 * E18
+        steps = 8 if valid else 7
+        params = (
+            b"\x01" * 32,
+            b"\x02" * 32,
+            b"\x03" * 32,
+            steps,
+            2,
+            (1, 8_192, 50),
+            reward,
+            fee,
+            self.w.now() + window,
+            1_800,
+        )
+        ok = self.w.send(who, self.m.postJob(params))
+        assert ok == valid
+        if ok:
+            job_id = self.m.jobCount().call()
+            self.units[job_id << UNIT_SHIFT] = UnitModel(job_id, who, reward, fee, reward)
+
+    def claim(self, data: st.DataObject, solver: int) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.claim_unit(picked[0], solver)
+
+    def claim_unit(self, uid: int, solver: int) -> None:
+        if self.w.send(solver, self.m.claim(uid)):
+            assert self.units[uid].status == OPEN
+            self._seen("claimed")
+
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(
+            ["claim", "close", "commit", "draw", "attest", "challenge", "finalize", "expire"]
+        ),
+    )
+    def random_action(self, data: st.DataObject, kind: str) -> None:
+        """One action on a random unit by a random (often wrong) actor."""
+        if kind == "claim":
+            self.claim(data, data.draw(st.sampled_from([3, 4, 5])))
+        elif kind == "close":
+            self.close_and_select(data)
+        elif kind == "commit":
+            self.commit(data, data.draw(st.booleans()))
+        elif kind == "draw":
+            self.draw_verifiers(data)
+        elif kind == "attest":
+            self.attest(data, data.draw(st.sampled_from([6, 7])))
+        elif kind == "challenge":
+            self.challenge(data, data.draw(st.sampled_from([6, 7, 8, 3])))
+        elif kind == "finalize":
+            self.finalize(data)
+        else:
+            self.expire(data)
+
+    @rule(data=st.data(), moves=st.integers(2, 8))
+    def advance_more(self, data: st.DataObject, moves: int) -> None:
+        self.advance(data, moves)
+
+    @rule(data=st.data(), moves=st.integers(2, 8))
+    def advance_again(self, data: st.DataObject, moves: int) -> None:
+        self.advance(data, moves)
+
+    @rule(node=st.sampled_from(sorted(NODES)))
+    def heartbeat_rule(self, node: int) -> None:
+        self.heartbeat(node)
+
+    def heartbeat(self, node: int) -> None:
+        assert self.w.send(node, self.r.heartbeat()) == (self.stake[node] > 0)
+
+    def close_and_select(self, data: st.DataObject) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.close_select_unit(picked[0], data.draw(st.booleans()))
+
+    def close_select_unit(self, uid: int, select: bool) -> None:
+        u = self.units[uid]
+        if self.w.send(8, self.m.closeClaims(uid)):
+            assert u.status == OPEN
+            if self.m.getUnit(uid).call()[0] == SELECTING:
+                u.status = SELECTING
+        if u.status == SELECTING and select:
+            self.w.chain.mine(1)
+            if self.w.send(1, self.m.selectAssignee(uid)):
+                unit = self.m.getUnit(uid).call()
+                u.status, u.assignee = ASSIGNED, self._who(unit[7])
+                self._seen("assigned")
+
+    def commit(self, data: st.DataObject, honest: bool) -> None:
+        picked = self._unit(data)
+        if not picked:
+            return
+        uid, u = picked
+        who = u.assignee
+        if not honest or who is None:
+            who = data.draw(st.sampled_from([3, 4, 5]))
+        self.commit_unit(uid, who)
+
+    def commit_unit(self, uid: int, who: int) -> None:
+        u = self.units[uid]
+        ok = self.w.send(who, self.m.commitCheckpoints(uid, b"\x11" * 32, 5, b"\x22" * 32, "b://x"))
+        if ok:
+            assert u.status == ASSIGNED and who == u.assignee
+            u.status = COMMITTED
+            self._seen("committed")
+
+    def draw_verifiers(self, data: st.DataObject) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.draw_unit(picked[0])
+
+    def draw_unit(self, uid: int) -> None:
+        u = self.units[uid]
+        self.w.chain.mine(1)
+        if self.w.send(2, self.m.drawVerifiers(uid)) and self.m.getUnit(uid).call()[0] == VERIFYING:
+            assert u.status == COMMITTED
+            u.status = VERIFYING
+            u.verifiers = [self._who(a) for a in self.m.getVerifiers(uid).call()]
+            self._seen(f"drew {len(u.verifiers)} verifiers")
+
+    def attest(self, data: st.DataObject, verifier: int) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.attest_unit(picked[0], verifier)
+
+    def attest_unit(self, uid: int, verifier: int) -> None:
+        u = self.units[uid]
+        if self.w.send(verifier, self.m.attest(uid, [b"\x33" * 32, b"\x44" * 32])):
+            self._seen("attested")
+            assert verifier in u.verifiers and verifier not in u.attested | u.challenged
+            u.attested.add(verifier)
+
+    def challenge(self, data: st.DataObject, challenger: int) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.challenge_unit(picked[0], challenger)
+
+    def challenge_unit(self, uid: int, challenger: int) -> None:
+        u = self.units[uid]
+        if self.w.send(challenger, self.m.challenge(uid, b"\x55" * 32)):
+            assert u.status == VERIFYING and challenger != 3
+            u.status = DISPUTED
+            self._seen("challenged")
+            u.game = self.w.arbiter.functions.gameCount().call()
+            u.challenger = challenger
+            u.bond = MGR_CFG["challengeBond"]
+            if challenger in u.verifiers and challenger not in u.attested:
+                u.challenged.add(challenger)
+
+    @rule(data=st.data(), challenger_won=st.booleans())
+    def resolve(self, data: st.DataObject, challenger_won: bool) -> None:
+        disputed = [uid for uid, u in self.units.items() if u.status == DISPUTED]
+        if not disputed:
+            return
+        self.resolve_unit(data.draw(st.sampled_from(disputed)), challenger_won)
+
+    def resolve_unit(self, uid: int, challenger_won: bool) -> None:
+        u = self.units[uid]
+        assert self.w.send(8, self.w.arbiter.functions.resolve(u.game, challenger_won))
+        bond, bps = u.bond, MGR_CFG["challengerRewardBps"]
+        assert u.challenger is not None and u.assignee is not None
+        if challenger_won:
+            collateral = self._collateral(u)
+            reward = collateral * bps // BPS
+            self.credits[u.challenger] += bond + reward
+            self.jackpot += collateral - reward
+            self.stake[u.assignee] -= collateral
+            self._reopen(u)  # verifier locks are released, nothing is paid to verifiers
+        else:
+            to_solver = bond * bps // BPS
+            self.credits[u.assignee] += to_solver
+            self.jackpot += bond - to_solver
+            u.status = VERIFYING
+        u.game, u.challenger, u.bond = None, None, 0
+        self._seen(f"resolved challengerWon={challenger_won}")
+
+    def finalize(self, data: st.DataObject) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.finalize_unit(picked[0])
+
+    def finalize_unit(self, uid: int) -> None:
+        u = self.units[uid]
+        if not self.w.send(5, self.m.finalize(uid)):
+            return
+        assert u.status == VERIFYING and u.assignee is not None
+        tax = u.reward * MGR_CFG["taxBps"] // BPS
+        self.credits[u.assignee] += u.reward - u.fee - tax
+        n = len(u.attested)
+        share = u.fee // n if n else 0
+        for v in u.attested:
+            self.credits[v] += share
+        pending = [v for v in u.verifiers if v not in u.attested and v not in u.challenged]
+        lock = MGR_CFG["verifierLock"]
+        for v in pending:
+            self.stake[v] -= lock
+        self.jackpot += tax + u.fee - share * n + lock * len(pending)
+        u.escrow -= u.reward
+        u.status = FINAL
+        self._seen(f"finalized ({n} attested, {len(pending)} penalised)")
+
+    def expire(self, data: st.DataObject) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.expire_unit(picked[0])
+
+    def expire_unit(self, uid: int) -> None:
+        u = self.units[uid]
+        if self.w.send(4, self.m.expireAssignment(uid)):
+            assert u.status == ASSIGNED and u.assignee is not None
+            collateral = self._collateral(u)
+            self.stake[u.assignee] -= collateral
+            self.jackpot += collateral
+            self._reopen(u)
+            self._seen("expired")
+
+    @rule(data=st.data(), who=st.sampled_from(SUBMITTERS))
+    def cancel(self, data: st.DataObject, who: int) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.cancel_job(picked[0], who)
+
+    def cancel_job(self, uid: int, who: int) -> None:
+        u = self.units[uid]
+        if self.w.send(who, self.m.cancelJob(u.job_id)):
+            assert who == u.submitter and u.status in (OPEN, SELECTING)
+            self.credits[who] += u.escrow
+            u.escrow = 0
+            u.status = CANCELLED
+            self._seen("cancelled")
+
+    @rule(who=st.sampled_from(ACCOUNTS))
+    def withdraw(self, who: int) -> None:
+        before = self.w.token.functions.balanceOf(self.w.addr[who]).call()
+        ok = self.w.send(who, self.m.withdraw())
+        after = self.w.token.functions.balanceOf(self.w.addr[who]).call()
+        owed = self.credits[who]
+        assert ok == (owed > 0), f"withdraw by {who}: ok={ok}, owed={owed}"
+        assert after - before == owed
+        self.credits[who] = 0
+        if ok:
+            self._seen("withdrew credit")
+
+    @rule(
+        node=st.sampled_from(sorted(NODES)),
+        fraction=st.sampled_from([1, 4, 2]),
+        wait=st.booleans(),
+    )
+    def unbond(self, node: int, fraction: int, wait: bool) -> None:
+        amount = self.stake[node] // fraction
+        if amount and self.w.send(node, self.r.requestUnbond(amount)):
+            self.stake[node] -= amount
+            self.unbonding[node] += amount
+            self.unbond_ready[node] = self.w.now() + REG_CFG["unbondingDelay"]
+        if wait:
+            self.w.jump(REG_CFG["unbondingDelay"])
+            self.withdraw_unbonded(node)
+
+    @rule(node=st.sampled_from(sorted(NODES)))
+    def withdraw_unbonded(self, node: int) -> None:
+        before = self.w.token.functions.balanceOf(self.w.addr[node]).call()
+        ok = self.w.send(node, self.r.withdrawUnbonded())
+        after = self.w.token.functions.balanceOf(self.w.addr[node]).call()
+        due = self.unbonding[node] > 0 and self.w.now() >= self.unbond_ready[node]
+        assert ok == due
+        assert after - before == (self.unbonding[node] if due else 0)
+        if due:
+            self.unbonding[node] = 0
+            self._seen("withdrew unbonded")
+
+    @rule(node=st.sampled_from(sorted(NODES)))
+    def add_stake(self, node: int) -> None:
+        if self.w.send(node, self.r.addStake(5 * E18)):
+            self.stake[node] += 5 * E18
+
+    @rule(data=st.data(), moves=st.integers(1, 7))
+    def advance(self, data: st.DataObject, moves: int) -> None:
+        """Drive one unit `moves` steps along its path with the right actors (for depth)."""
+        live = [uid for uid, u in self.units.items() if u.status not in (FINAL, CANCELLED)]
+        if not live:
+            self.post(1, 100 * E18, 600, True)
+            live = [max(self.units)]
+        uid = data.draw(st.sampled_from(sorted(live)))
+        u = self.units[uid]
+        for _ in range(moves):
+            if u.status == OPEN and data.draw(st.integers(0, 9)) == 0:
+                self.cancel_job(uid, u.submitter)
+            elif u.status == OPEN:
+                solver = data.draw(st.sampled_from([3, 4, 5]))
+                if self.stake[solver] > 0:
+                    self.heartbeat(solver)
+                    self.claim_unit(uid, solver)
+                self.w.jump(3_001)
+                self.close_select_unit(uid, select=True)
+            elif u.status == SELECTING:
+                self.close_select_unit(uid, select=True)
+            elif u.status == ASSIGNED and data.draw(st.integers(0, 5)) == 0:
+                self.w.jump(1_801)
+                self.expire_unit(uid)
+            elif u.status == ASSIGNED:
+                self.commit_unit(uid, u.assignee)
+            elif u.status == COMMITTED:
+                for v in (6, 7):
+                    if self.stake[v] > 0 and data.draw(st.integers(0, 3)) > 0:
+                        self.heartbeat(v)
+                self.draw_unit(uid)
+            elif u.status == VERIFYING:
+                action = data.draw(st.sampled_from(["attest", "challenge", "finalize"]))
+                if action == "attest":
+                    for v in u.verifiers:
+                        self.attest_unit(uid, v)
+                elif action == "challenge":
+                    self.challenge_unit(uid, data.draw(st.sampled_from([6, 7, 8])))
+                else:
+                    self.w.jump(MGR_CFG["verifyWindow"] + 1)
+                    self.finalize_unit(uid)
+                    if u.assignee is not None and data.draw(st.booleans()):
+                        self.withdraw(u.assignee)
+            elif u.status == DISPUTED:
+                self.resolve_unit(uid, data.draw(st.booleans()))
+            else:
+                return
+
+    @rule(seconds=st.sampled_from([30, 700, 2_000, 4_000, 8_000]))
+    def time_passes(self, seconds: int) -> None:
+        self.w.jump(seconds)
+
+    # ------------------------------------------------------------------ invariants
+    @invariant()
+    def money_is_conserved(self) -> None:
+        w = self.w
+        nodes = sorted(NODES)
+        units = sorted(self.units)
+        out = w.lens.functions.read(
+            w.registry.address,
+            w.manager.address,
+            [w.addr[i] for i in nodes],
+            [self.units[uid].job_id for uid in units],
+            units,
+            [w.addr[i] for i in ACCOUNTS],
+        ).call()
+        reg_bal, mgr_bal = out[0], out[1]
+        pairs = out[2 : 2 + 2 * len(nodes)]
+        stakes, unbonding = pairs[0::2], pairs[1::2]
+        rest = out[2 + 2 * len(nodes) :]
+        escrows, rest = rest[: len(units)], rest[len(units) :]
+        bonds, rest = rest[: len(units)], rest[len(units) :]
+        credits, jackpot = rest[: len(ACCOUNTS)], rest[len(ACCOUNTS)]
+        assert len(rest) == len(ACCOUNTS) + 1
+        # the contracts' own books balance ...
+        assert reg_bal == sum(stakes) + sum(unbonding), "registry balance != stakes + unbonding"
+        assert mgr_bal == sum(escrows) + sum(bonds) + sum(credits) + jackpot, (
+            "manager balance != escrow + bonds + credits + jackpot"
+        )
+        # ... and every entry equals the independent model's
+        for i, stake, unb in zip(nodes, stakes, unbonding, strict=True):
+            assert stake == self.stake[i], f"stake of {i}: {stake} != model {self.stake[i]}"
+            assert unb == self.unbonding[i], f"unbonding of {i}: {unb} != {self.unbonding[i]}"
+        for uid, escrow, bond in zip(units, escrows, bonds, strict=True):
+            u = self.units[uid]
+            assert escrow == u.escrow, f"escrow of job {u.job_id}: {escrow} != model {u.escrow}"
+            assert bond == u.bond, f"bond of unit {uid}: {bond} != model {u.bond}"
+        for i, credit in zip(ACCOUNTS, credits, strict=True):
+            assert credit == self.credits[i], f"credit of {i}: {credit} != {self.credits[i]}"
+        assert jackpot == self.jackpot, f"jackpot {jackpot} != model {self.jackpot}"
+
+
+def test_protocol_state_machine(world: World) -> None:
+    SEEN.clear()
+    ProtocolMachine.TestCase.settings = settings(
+        settings.get_profile(PROFILE), max_examples=EXAMPLES, stateful_step_count=STEPS
+    )
+    ProtocolMachine.TestCase().runTest()
+    print("outcomes:", dict(sorted(SEEN.items())))
+    if EXAMPLES >= 100:
+        # the sequences must reach every money-moving outcome, or the invariant proves little
+        for outcome in (
+            "assigned",
+            "committed",
+            "attested",
+            "challenged",
+            "resolved challengerWon=True",
+            "resolved challengerWon=False",
+            "finalized",
+            "expired",
+            "cancelled",
+            "withdrew credit",
+            "withdrew unbonded",
+        ):
+            assert SEEN[outcome] > 0, f"no sequence reached {outcome!r}: {dict(SEEN)}"
