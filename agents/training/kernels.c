@@ -289,6 +289,14 @@ void vtp_tensor_data_root(const uint32_t *v, size_t n, int is_f32, uint8_t *out)
 #define NR (VW * NV)
 typedef float vf __attribute__((vector_size(VW * 4)));
 
+/* aligned_alloc wants a size that is a multiple of the alignment */
+static float *falloc(size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p) abort();
+    return p;
+}
+
 typedef struct {
     const float *A;
     long sam, sak;
@@ -326,7 +334,7 @@ static void pack_panel(const float *src, long srow, long sk, long n, long K, lon
 static void mm_panels(const mm_job *J) {
     long K = J->K, M = J->M, N = J->N;
     long mpanels = (M + MR - 1) / MR;
-    float *Bp = aligned_alloc(64, sizeof(float) * (size_t)(K * NR + NR));
+    float *Bp = falloc((size_t)(K * NR + NR));
     for (long jp = J->p0; jp < J->p1; jp++) {
         long j0 = jp * NR;
         long nj = N - j0 < NR ? N - j0 : NR;
@@ -372,7 +380,7 @@ void vtp_matmul_nt(const float *A, long sam, long sak, const float *B, long sbn,
         return;
     }
     long mpanels = (M + MR - 1) / MR;
-    float *Ap = aligned_alloc(64, sizeof(float) * (size_t)(mpanels * K * MR + MR));
+    float *Ap = falloc((size_t)(mpanels * K * MR + MR));
     for (long ip = 0; ip < mpanels; ip++) {
         long ni = M - ip * MR < MR ? M - ip * MR : MR;
         pack_panel(A + ip * MR * sam, sam, sak, ni, K, MR, Ap + ip * K * MR);
