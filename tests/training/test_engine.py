@@ -4,6 +4,7 @@ threads, kernels and chunking; it learns the digits task."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,30 @@ def test_cuda_matches_cpu():
     cpu = [(t, r) for t, r, _ in Engine(sp, ds, EngineConfig("torch")).train()]
     gpu = [(t, r) for t, r, _ in Engine(sp, ds, EngineConfig("torch", device="cuda")).train()]
     assert cpu == gpu
+
+
+@pytest.mark.skipif(not native.available(), reason="no C compiler")
+def test_baseline_isa_build_gives_the_same_bits(tmp_path):
+    """The C kernels built for the compiler's baseline ISA (narrow SIMD: other matmul tiles,
+    2-lane keccak) give the same roots as the -march=native build."""
+    code = (
+        "import json\n"
+        "from test_engine import tiny_spec\n"
+        "from agents.training import native, data\n"
+        "from agents.training.engine import Engine, EngineConfig\n"
+        "sp, ds = tiny_spec(widths=(64, 600, 10), batch=64, "
+        "name='synthetic/n=300,f=64,c=10,seed=3', steps=4)\n"
+        "roots = [r.hex() for _, r, _ in Engine(sp, ds, EngineConfig('native', 2)).train()]\n"
+        "print(json.dumps([native.FLAGS, roots, data.synthetic(5000, 64, 10, 1).root().hex()]))\n"
+    )
+    outs = []
+    for march in ("native", ""):
+        env = {**os.environ, "VTP_MARCH": march, "VTP_BUILD_DIR": str(tmp_path / (march or "b"))}
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), str(ROOT)])
+        res = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert res.returncode == 0, res.stderr
+        outs.append(json.loads(res.stdout))
+    assert "-march=native" in outs[0][0] and not any(f.startswith("-march") for f in outs[1][0])
+    assert outs[0][1:] == outs[1][1:]
