@@ -108,6 +108,46 @@ contract OpHarness {
         }
     }
 
+    /// @notice Gas of each unary operator call (op as in unaryMany: 0 exp32, 1 log32, 2 relu),
+    ///         measured with gasleft() around the library call minus one bare gasleft().
+    /// @param op The operator selector.
+    /// @param x Operands.
+    /// @return gasUsed Per-call gas.
+    /// @return sink XOR of the results (keeps the calls observable).
+    function gasOfUnaryMany(uint256 op, uint32[] calldata x)
+        external
+        view
+        returns (uint256[] memory gasUsed, uint32 sink)
+    {
+        if (op > 2) revert UnknownOp(op);
+        gasUsed = new uint256[](x.length);
+        for (uint256 i = 0; i < x.length; ++i) {
+            uint32 v = x[i];
+            uint32 r;
+            uint256 g0;
+            uint256 g1;
+            uint256 g2;
+            if (op == 0) {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = RepOps.exp32(v);
+                g2 = gasleft();
+            } else if (op == 1) {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = RepOps.log32(v);
+                g2 = gasleft();
+            } else {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = RepOps.relu(v);
+                g2 = gasleft();
+            }
+            gasUsed[i] = (g1 - g2) - (g0 - g1);
+            sink ^= r;
+        }
+    }
+
     /// @notice Element-wise binary operator: 0 addRow(a, b), 1 subCol(a, b), 2 divCol(a, b),
     ///         3 nll(a, b), 4 reluBwd(g = a, x = b).
     /// @param op The operator selector.
