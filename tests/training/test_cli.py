@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from agents.__main__ import main
 
@@ -37,6 +38,11 @@ def test_graph(capsys):
         (["train", "--spec", EXAMPLE, "--every", "0"], "--every"),
         (["train", "--spec", EXAMPLE, "--device", "tpu"], "--device"),
         (["graph", "--spec", "BADJSON"], "job spec"),
+        pytest.param(
+            ["train", "--spec", EXAMPLE, "--device", "cuda"],
+            "no CUDA",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available"),
+        ),
     ],
 )
 def test_user_errors_exit_2_with_one_line(args, needle, capsys, tmp_path):
