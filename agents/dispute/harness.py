@@ -135,17 +135,27 @@ def make_job(
     return Job(spec, data, eng, job_graph(spec, data.n))
 
 
+def register_job(dep: Deployment, job: Job) -> int:
+    """Posts a fresh job id on the manager stand-in (submitter = account 0), registers the job's
+    dispute config as its submitter and returns the job id (unit 0 of it is disputed)."""
+    job_id = dep.game.functions.gameCount().call() + 1
+    while dep.manager.functions.submitterOf(job_id).call() != "0x" + "00" * 20:
+        job_id += 1
+    submitter = dep.deployer_game()
+    dep.deployer.transact("setSubmitter", job_id, submitter.address)
+    submitter.transact("registerConfig", job_id, job.jg.config.hash())
+    return job_id
+
+
 def open_game(dep: Deployment, job: Job, claim: Computation, honest: Computation) -> int:
-    """Registers the job's dispute config (if new) and opens a game over `claim` as the job
-    manager would, with the defender = account 1 and the challenger = account 2."""
-    spec_hash = job.spec.spec_hash()
-    if dep.game.functions.configOf(spec_hash).call() == bytes(32):
-        dep.deployer_game().transact("registerConfig", spec_hash, job.jg.config.hash())
+    """Opens a game over `claim` as the job manager would, with the defender = account 1 and
+    the challenger = account 2, on a freshly registered job."""
+    job_id = register_job(dep, job)
     request = (
-        1,  # unitId
+        job_id << 32,  # unitId: unit 0 of the job
         dep.defender.address,
         dep.challenger.address,
-        spec_hash,
+        job.spec.spec_hash(),
         job.data.root(),
         honest.claimed_root(0),
         claim.steps,
@@ -158,23 +168,21 @@ def open_game(dep: Deployment, job: Job, claim: Computation, honest: Computation
     before = dep.game.functions.gameCount().call()
     dep.deployer.transact("open", request)
     gid = dep.game.functions.gameCount().call()
-    assert gid == before + 1
+    if gid != before + 1:
+        raise RuntimeError("the game was not opened")
     return gid
 
 
-def open_segment_game(dep: Deployment, job: Job, claim: Computation, unit_id: int = 1) -> int:
+def open_segment_game(dep: Deployment, job: Job, claim: Computation) -> int:
     """Opens an attestation game over `claim` (one segment: S_{t0} -> S_{t0+steps}) as the job
     manager would, defended by account 1 (the verifier) against account 2 (whistleblower)."""
-    spec_hash = job.spec.spec_hash()
-    if dep.game.functions.configOf(spec_hash).call() == bytes(32):
-        dep.deployer_game().transact("registerConfig", spec_hash, job.jg.config.hash())
+    job_id = register_job(dep, job)
     roots = [claim.claimed_root(claim.t0), claim.final_root()]
     dep.deployer.transact(
         "openSegment",
-        unit_id,
+        job_id << 32,
         dep.defender.address,
         dep.challenger.address,
-        spec_hash,
         job.data.root(),
         claim.t0,
         claim.steps,

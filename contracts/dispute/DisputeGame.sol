@@ -3,6 +3,8 @@ pragma solidity 0.8.37;
 
 import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {IJobManager} from "../interfaces/IJobManager.sol";
+import {JobIds} from "../libraries/JobIds.sol";
 import {IDisputeGame} from "./interfaces/IDisputeGame.sol";
 import {IOneStepProver} from "./interfaces/IOneStepProver.sol";
 import {
@@ -37,8 +39,8 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
 
     /// @notice Number of games opened so far (the latest game id).
     uint256 public gameCount;
-    /// @notice Dispute config hash (PROTOCOL §7.2) registered for each job spec hash.
-    mapping(bytes32 specHash => bytes32 configHash) public configOf;
+    /// @notice Dispute config hash (PROTOCOL §7.2) registered by each job's submitter.
+    mapping(uint256 jobId => bytes32 configHash) public configOf;
 
     mapping(uint256 gameId => GameClaim) internal _claims;
     mapping(uint256 gameId => GameProgress) internal _progress;
@@ -52,21 +54,21 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     // =========================================================================== opening
 
     /// @inheritdoc IDisputeGame
-    /// @dev Adapter until the job manager carries the config hash itself (PROTOCOL §7.2): the
-    ///      first registration for a spec wins; agents refuse jobs whose registered config does
-    ///      not match the one they derive from the spec.
-    function registerConfig(bytes32 specHash, bytes32 configHash) external {
-        bytes32 existing = configOf[specHash];
-        if (existing != bytes32(0)) revert ConfigAlreadyRegistered(specHash, existing);
-        configOf[specHash] = configHash;
-        emit ConfigRegistered(specHash, configHash, msg.sender);
+    /// @dev Adapter until the job manager carries the config hash itself (PROTOCOL §7.2, §7.9):
+    ///      only the job's submitter (read from the manager) may register it, once.
+    function registerConfig(uint256 jobId, bytes32 configHash) external {
+        address submitter = IJobManager(manager).getJob(jobId).submitter;
+        if (msg.sender != submitter) revert NotSubmitter(msg.sender, submitter);
+        bytes32 existing = configOf[jobId];
+        if (existing != bytes32(0)) revert ConfigAlreadyRegistered(jobId, existing);
+        configOf[jobId] = configHash;
+        emit ConfigRegistered(jobId, configHash, msg.sender);
     }
 
     /// @inheritdoc IDisputeArbiter
     function openGame(GameRequest calldata request) external returns (uint256 gameId) {
         if (msg.sender != manager) revert NotManager(msg.sender);
-        bytes32 configHash = configOf[request.specHash];
-        if (configHash == bytes32(0)) revert ConfigNotRegistered(request.specHash);
+        bytes32 configHash = _configOf(request.unitId);
         GameClaim memory c = GameClaim({
             unitId: request.unitId,
             defender: request.solver,
@@ -91,15 +93,13 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         uint256 unitId,
         address defender,
         address challenger,
-        bytes32 specHash,
         bytes32 datasetRoot,
         uint64 stepOffset,
         uint64 steps,
         bytes32[2] calldata roots
     ) external returns (uint256 gameId) {
         if (msg.sender != manager) revert NotManager(msg.sender);
-        bytes32 configHash = configOf[specHash];
-        if (configHash == bytes32(0)) revert ConfigNotRegistered(specHash);
+        bytes32 configHash = _configOf(unitId);
         bytes32[] memory cps = new bytes32[](2);
         cps[0] = roots[0];
         cps[1] = roots[1];
@@ -117,6 +117,12 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
             interval: steps
         });
         gameId = _open(c);
+    }
+
+    function _configOf(uint256 unitId) internal view returns (bytes32 configHash) {
+        uint256 jobId = JobIds.jobOf(unitId);
+        configHash = configOf[jobId];
+        if (configHash == bytes32(0)) revert ConfigNotRegistered(jobId);
     }
 
     function _open(GameClaim memory c) internal returns (uint256 gameId) {

@@ -128,13 +128,21 @@ def test_step_list_root_matches_contract(dep):
     assert onchain == step_list_root(roots)
 
 
-def test_config_registration_is_first_come(dep, snapshot):
-    c = dep.deployer_game()
-    c.transact("registerConfig", b"\x01" * 32, b"\x02" * 32)
-    assert dep.game.functions.configOf(b"\x01" * 32).call() == b"\x02" * 32
+def test_only_the_submitter_registers_a_config_once(dep, snapshot):
+    submitter = dep.deployer_game()
+    dep.deployer.transact("setSubmitter", 77, submitter.address)
+    with pytest.raises(MoveRejected):  # not the submitter
+        dep.defender.transact("registerConfig", 77, b"\x02" * 32)
+    submitter.transact("registerConfig", 77, b"\x02" * 32)
+    assert dep.game.functions.configOf(77).call() == b"\x02" * 32
+    with pytest.raises(MoveRejected):  # once
+        submitter.transact("registerConfig", 77, b"\x03" * 32)
+    assert dep.game.functions.configOf(77).call() == b"\x02" * 32
+    # A unit of a job without a config cannot be disputed (the manager's challenge reverts).
+    request = (78 << 32, dep.defender.address, dep.challenger.address) + (b"\x00" * 32,) * 3
+    request += (1, 1, b"\x00" * 32, 2, b"\x00" * 32, b"\x00" * 32)
     with pytest.raises(MoveRejected):
-        c.transact("registerConfig", b"\x01" * 32, b"\x03" * 32)
-    assert dep.game.functions.configOf(b"\x01" * 32).call() == b"\x02" * 32
+        dep.deployer.transact("open", request)
 
 
 def test_only_the_manager_opens_games(dep, snapshot):

@@ -33,16 +33,18 @@ interface IDisputeGame {
     error RootMismatch(bytes32 expected, bytes32 actual);
     /// @notice The supplied dispute config does not hash to the game's config hash.
     error ConfigMismatch(bytes32 expected, bytes32 actual);
-    /// @notice No dispute config is registered for the job spec.
-    error ConfigNotRegistered(bytes32 specHash);
-    /// @notice A dispute config is already registered for the job spec.
-    error ConfigAlreadyRegistered(bytes32 specHash, bytes32 configHash);
+    /// @notice No dispute config is registered for the job.
+    error ConfigNotRegistered(uint256 jobId);
+    /// @notice A dispute config is already registered for the job.
+    error ConfigAlreadyRegistered(uint256 jobId, bytes32 configHash);
+    /// @notice Only the job's submitter registers its dispute config.
+    error NotSubmitter(address caller, address submitter);
     /// @notice The claim's step count and checkpoint interval are unusable.
     error InvalidClaim(uint256 steps, uint256 interval);
 
     // ------------------------------------------------------------------ events
-    /// @notice A dispute config (PROTOCOL §7.2) was registered for a job spec.
-    event ConfigRegistered(bytes32 indexed specHash, bytes32 indexed configHash, address by);
+    /// @notice A job's submitter registered the job's dispute config (PROTOCOL §7.2).
+    event ConfigRegistered(uint256 indexed jobId, bytes32 indexed configHash, address submitter);
     /// @notice A game was opened over `claim` (a checkpoint root) by the job manager.
     event GameOpened(
         uint256 indexed gameId,
@@ -137,13 +139,12 @@ interface IDisputeGame {
     function turn(uint256 gameId) external view returns (Side side, uint256 deadline);
 
     // ------------------------------------------------------------------ moves
-    function registerConfig(bytes32 specHash, bytes32 configHash) external;
+    function registerConfig(uint256 jobId, bytes32 configHash) external;
 
     function openSegmentGame(
         uint256 unitId,
         address defender,
         address challenger,
-        bytes32 specHash,
         bytes32 datasetRoot,
         uint64 stepOffset,
         uint64 steps,

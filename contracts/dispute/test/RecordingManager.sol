@@ -4,6 +4,7 @@ pragma solidity 0.8.37;
 import {IDisputeArbiter} from "../../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../../interfaces/IDisputeCallback.sol";
 import {IDisputeGame} from "../interfaces/IDisputeGame.sol";
+import {IJobManager} from "../../interfaces/IJobManager.sol";
 
 /// @title RecordingManager — test stand-in for the job manager side of the dispute hook
 /// @notice Opens games on an arbiter and records each result, enforcing the hook's contract:
@@ -15,7 +16,20 @@ contract RecordingManager is IDisputeCallback {
     mapping(uint256 gameId => bool) public resolved;
     mapping(uint256 gameId => bool) public challengerWon;
 
+    mapping(uint256 jobId => address) public submitterOf;
+
     event Resolved(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
+
+    /// @notice Records `submitter` as job `jobId`'s submitter (the real manager: `postJob`).
+    function setSubmitter(uint256 jobId, address submitter) external {
+        require(submitterOf[jobId] == address(0), "job exists");
+        submitterOf[jobId] = submitter;
+    }
+
+    /// @notice The job as `IJobManager.getJob` returns it (only `submitter` is kept here).
+    function getJob(uint256 jobId) external view returns (IJobManager.Job memory job) {
+        job.submitter = submitterOf[jobId];
+    }
 
     /// @notice Wires the arbiter (once).
     function setArbiter(IDisputeArbiter arbiter_) external {
@@ -34,14 +48,13 @@ contract RecordingManager is IDisputeCallback {
         uint256 unitId,
         address defender,
         address challenger,
-        bytes32 specHash,
         bytes32 datasetRoot,
         uint64 stepOffset,
         uint64 steps,
         bytes32[2] calldata roots
     ) external returns (uint256 gameId) {
         gameId = IDisputeGame(address(arbiter)).openSegmentGame(
-            unitId, defender, challenger, specHash, datasetRoot, stepOffset, steps, roots
+            unitId, defender, challenger, datasetRoot, stepOffset, steps, roots
         );
         unitOf[gameId] = unitId;
     }
