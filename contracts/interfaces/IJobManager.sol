@@ -85,7 +85,9 @@ interface IJobManager is IDisputeCallback {
     }
 
     /// @notice A work unit as stored. `deadline` is the claim deadline (Open), the commit deadline
-    ///         (Assigned) or the challenge deadline (Verifying, Disputed).
+    ///         (Assigned) or the challenge deadline (Verifying, Disputed). `verifySeed` is the
+    ///         verification seed (zero before the draw); the committed number of checkpoints is
+    ///         always `steps / checkpointInterval + 1` (checked at commitment), so not stored.
     struct Unit {
         UnitStatus status;
         uint8 claimantCount;
@@ -93,12 +95,11 @@ interface IJobManager is IDisputeCallback {
         uint8 attestCount;
         uint64 deadline;
         uint64 seedBlock;
-        uint64 numCheckpoints;
+        uint64 verifySeed;
         address assignee;
         uint32 attempt;
         bytes32 checkpointRoot;
         bytes32 finalStateRoot;
-        bytes32 verifySeed;
         string blobLocator;
     }
 
@@ -186,7 +187,7 @@ interface IJobManager is IDisputeCallback {
         string blobLocator,
         uint64 seedBlock
     );
-    event VerifiersDrawn(uint256 indexed unitId, address[] verifiers, bytes32 seed, uint64 challengeDeadline);
+    event VerifiersDrawn(uint256 indexed unitId, address[] verifiers, uint64 seed, uint64 challengeDeadline);
     event Attested(uint256 indexed unitId, address indexed verifier, uint64[] segments, bytes32[] endRoots);
     event ChallengeOpened(
         uint256 indexed unitId, address indexed challenger, uint256 indexed gameId, bytes32 claim, uint256 bond

@@ -43,9 +43,9 @@ library MarketMath {
     }
 
     /// @notice The segments verifier `verifier` replays: `count` draws (with replacement) of
-    ///         `uint256(keccak256(abi.encode(seed, verifier, j))) % numSegments`, j = 0..count-1.
-    ///         Segment i runs from checkpoint i (step i*k) to checkpoint i+1.
-    function sampleSegments(bytes32 seed, address verifier, uint256 count, uint256 numSegments)
+    ///         `uint256(keccak256(abi.encode(uint256(seed), verifier, j))) % numSegments`,
+    ///         j = 0..count-1. Segment i runs from checkpoint i (step i*k) to checkpoint i+1.
+    function sampleSegments(uint64 seed, address verifier, uint256 count, uint256 numSegments)
         internal
         pure
         returns (uint64[] memory segments)
@@ -53,7 +53,7 @@ library MarketMath {
         segments = new uint64[](count);
         for (uint256 j = 0; j < count; ++j) {
             // The modulus is numSegments <= 2^64 - 1 (a uint64 count), so the value fits uint64.
-            segments[j] = uint64(uint256(keccak256(abi.encode(seed, verifier, j))) % numSegments);
+            segments[j] = uint64(uint256(keccak256(abi.encode(uint256(seed), verifier, j))) % numSegments);
         }
     }
 }

@@ -15,23 +15,27 @@ import {MarketMath} from "../libraries/MarketMath.sol";
 /// @notice Job escrow, scheduling, checkpoint commitments, verification and settlement
 ///         (docs/PROTOCOL.md §6).
 /// @dev Token balance == Σ job escrow + Σ open dispute bonds + Σ credits + jackpot.
-///      Every mutating entry point is `nonReentrant`; the token, the registry and the arbiter are
-///      fixed at deployment, and every state change precedes the calls to them except where a
-///      value returned by the call (a weight, a game id, a drawn verifier) is stored.
+///      Checks-effects-interactions throughout: every state change precedes the calls to the
+///      registry, the token and the arbiter (all fixed at deployment), except the game id that
+///      `openGame` returns. The entry points that move tokens or call the arbiter (postJob,
+///      challenge, withdraw) are also `nonReentrant`.
 contract JobManager is IJobManager, ReentrancyGuard {
     using SafeERC20 for IERC20;
 
     /// @notice At most this many solvers claim one unit (bounds the selection loop).
     uint256 public constant MAX_CLAIMANTS = 16;
+    /// @dev `_findVerifier`'s answer for an account that was not drawn.
+    uint256 private constant NOT_DRAWN = type(uint256).max;
 
     struct Claimant {
         address solver;
         uint96 weight;
     }
 
-    struct VerifierState {
+    /// @dev One slot per drawn verifier; its attestation hash lives in `_attestations`.
+    struct VerifierSlot {
+        address verifier;
         VerifierStatus status;
-        bytes32 attestationHash;
     }
 
     IERC20 private immutable _token;
@@ -56,8 +60,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
     mapping(uint256 jobId => Job) private _jobs;
     mapping(uint256 unitId => Unit) private _units;
     mapping(uint256 unitId => mapping(uint256 index => Claimant)) private _claimants;
-    mapping(uint256 unitId => mapping(uint256 index => address)) private _verifiers;
-    mapping(uint256 unitId => mapping(address verifier => VerifierState)) private _verifierStates;
+    mapping(uint256 unitId => mapping(uint256 index => VerifierSlot)) private _verifiers;
+    mapping(uint256 unitId => mapping(uint256 index => bytes32)) private _attestations;
     mapping(uint256 unitId => Dispute) private _disputes;
     mapping(uint256 gameId => uint256 unitId) private _gameUnits;
     mapping(address account => uint256) private _credits;
@@ -139,7 +143,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
-    function cancelJob(uint256 jobId) external nonReentrant {
+    function cancelJob(uint256 jobId) external {
         Job storage job = _jobs[jobId];
         if (job.status == JobStatus.None) revert UnknownJob(jobId);
         if (msg.sender != job.submitter) revert NotSubmitter(jobId, msg.sender);
@@ -161,7 +165,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     // ------------------------------------------------------------------ scheduling
 
     /// @inheritdoc IJobManager
-    function claim(uint256 unitId) external nonReentrant {
+    function claim(uint256 unitId) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Open);
         if (block.timestamp > unit.deadline) revert ClaimWindowClosed(unitId, unit.deadline);
@@ -187,7 +191,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
-    function closeClaims(uint256 unitId) external nonReentrant {
+    function closeClaims(uint256 unitId) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Open);
         if (block.timestamp <= unit.deadline) revert ClaimWindowStillOpen(unitId, unit.deadline);
@@ -204,7 +208,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
-    function selectAssignee(uint256 unitId) external nonReentrant {
+    function selectAssignee(uint256 unitId) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Selecting);
         bytes32 seed = _seed(unitId, unit);
@@ -225,7 +229,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
-    function expireAssignment(uint256 unitId) external nonReentrant {
+    function expireAssignment(uint256 unitId) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Assigned);
         if (block.timestamp <= unit.deadline) revert DeadlineNotPassed(unitId, unit.deadline);
@@ -246,7 +250,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         uint64 numCheckpoints,
         bytes32 finalStateRoot,
         string calldata blobLocator
-    ) external nonReentrant {
+    ) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Assigned);
         if (msg.sender != unit.assignee) revert NotAssignee(unitId, msg.sender, unit.assignee);
@@ -262,7 +266,6 @@ contract JobManager is IJobManager, ReentrancyGuard {
         uint64 seedBlock = uint64(block.number) + 1;
         unit.status = UnitStatus.Committed;
         unit.checkpointRoot = checkpointRoot;
-        unit.numCheckpoints = numCheckpoints;
         unit.finalStateRoot = finalStateRoot;
         unit.blobLocator = blobLocator;
         unit.seedBlock = seedBlock;
@@ -274,14 +277,16 @@ contract JobManager is IJobManager, ReentrancyGuard {
     // ------------------------------------------------------------------ verification
 
     /// @inheritdoc IJobManager
-    function drawVerifiers(uint256 unitId) external nonReentrant {
+    function drawVerifiers(uint256 unitId) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Committed);
         bytes32 seed = _seed(unitId, unit);
         if (seed == bytes32(0)) return;
         uint64 deadline = uint64(block.timestamp) + _verifyWindow;
+        // 64 bits of the seed pick the segments (PROTOCOL §6.5); never zero once drawn.
+        uint64 verifySeed = uint64(uint256(seed)) | 1;
         unit.status = UnitStatus.Verifying;
-        unit.verifySeed = seed;
+        unit.verifySeed = verifySeed;
         unit.deadline = deadline;
 
         // Pick with views first, record, then lock: no state is written after an external call.
@@ -293,8 +298,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
             uint256 word = uint256(keccak256(abi.encode(seed, t)));
             address v = _registry.pickPoolMember(INodeRegistry.Role.Verifier, word, picked, _verifierLock);
             if (v == address(0)) continue;
-            _verifiers[unitId][count] = v;
-            _verifierStates[unitId][v].status = VerifierStatus.Pending;
+            _verifiers[unitId][count] = VerifierSlot(v, VerifierStatus.Pending);
             ++count;
             picked[count] = v;
         }
@@ -304,26 +308,27 @@ contract JobManager is IJobManager, ReentrancyGuard {
         for (uint256 i = 0; i < count; ++i) {
             drawn[i] = picked[i + 1];
         }
-        emit VerifiersDrawn(unitId, drawn, seed, deadline);
+        emit VerifiersDrawn(unitId, drawn, verifySeed, deadline);
         for (uint256 i = 0; i < count; ++i) {
             _registry.lock(drawn[i], _verifierLock);
         }
     }
 
     /// @inheritdoc IJobManager
-    function attest(uint256 unitId, bytes32[] calldata endRoots) external nonReentrant {
+    function attest(uint256 unitId, bytes32[] calldata endRoots) external {
         Unit storage unit = _units[unitId];
         if (unit.status != UnitStatus.Verifying && unit.status != UnitStatus.Disputed) {
             revert WrongUnitStatus(unitId, UnitStatus.Verifying, unit.status);
         }
         if (block.timestamp > unit.deadline) revert ChallengeWindowClosed(unitId, unit.deadline);
-        VerifierState storage vs = _verifierStates[unitId][msg.sender];
-        if (vs.status == VerifierStatus.None) revert NotSelectedVerifier(unitId, msg.sender);
-        if (vs.status != VerifierStatus.Pending) revert AlreadyResponded(unitId, msg.sender, vs.status);
-        uint64[] memory segments = _sampledSegments(unit, msg.sender);
+        uint256 index = _findVerifier(unitId, unit, msg.sender);
+        if (index == NOT_DRAWN) revert NotSelectedVerifier(unitId, msg.sender);
+        VerifierSlot storage slot = _verifiers[unitId][index];
+        if (slot.status != VerifierStatus.Pending) revert AlreadyResponded(unitId, msg.sender, slot.status);
+        uint64[] memory segments = _sampledSegments(unitId, unit, msg.sender);
         if (endRoots.length != segments.length) revert WrongAttestationLength(endRoots.length, segments.length);
-        vs.status = VerifierStatus.Attested;
-        vs.attestationHash = keccak256(abi.encode(endRoots));
+        slot.status = VerifierStatus.Attested;
+        _attestations[unitId][index] = keccak256(abi.encode(endRoots));
         // attestCount <= verifierCount, a uint8: each verifier attests at most once.
         unchecked {
             ++unit.attestCount;
@@ -343,8 +348,10 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (counterClaim == bytes32(0)) revert ZeroCommitment();
         if (counterClaim == unit.checkpointRoot) revert ClaimMatchesCommitment(unitId, counterClaim);
 
-        VerifierState storage vs = _verifierStates[unitId][msg.sender];
-        if (vs.status == VerifierStatus.Pending) vs.status = VerifierStatus.Challenged;
+        uint256 index = _findVerifier(unitId, unit, msg.sender);
+        if (index != NOT_DRAWN && _verifiers[unitId][index].status == VerifierStatus.Pending) {
+            _verifiers[unitId][index].status = VerifierStatus.Challenged;
+        }
         unit.status = UnitStatus.Disputed;
         _token.safeTransferFrom(msg.sender, address(this), _challengeBond);
 
@@ -359,7 +366,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IDisputeCallback
-    function onDisputeResolved(uint256 gameId, uint256 unitId, bool challengerWon) external nonReentrant {
+    function onDisputeResolved(uint256 gameId, uint256 unitId, bool challengerWon) external {
         if (msg.sender != _arbiter) revert NotArbiter(msg.sender);
         if (unitId == 0) revert UnknownGame(gameId, unitId);
         if (_gameUnits[gameId] != unitId) revert UnknownGame(gameId, unitId);
@@ -376,13 +383,10 @@ contract JobManager is IJobManager, ReentrancyGuard {
             emit DisputeResolved(unitId, gameId, true, 0);
             _credit(d.challenger, uint256(d.bond) + reward);
             _addJackpot(collateral - reward);
-            for (uint256 i = 0; i < verifierCount; ++i) {
-                delete _verifierStates[unitId][_verifiers[unitId][i]];
-            }
             _reopen(unitId, unit);
             _registry.slash(solver, collateral, true);
             for (uint256 i = 0; i < verifierCount; ++i) {
-                _registry.release(_verifiers[unitId][i], _verifierLock, false);
+                _registry.release(_verifiers[unitId][i].verifier, _verifierLock, false);
             }
         } else {
             uint256 toSolver = MarketMath.share(d.bond, _challengerRewardBps);
@@ -398,7 +402,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
-    function finalize(uint256 unitId) external nonReentrant {
+    function finalize(uint256 unitId) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Verifying);
         if (block.timestamp <= unit.deadline) revert DeadlineNotPassed(unitId, unit.deadline);
@@ -500,7 +504,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         uint256 n = _units[unitId].verifierCount;
         verifiers = new address[](n);
         for (uint256 i = 0; i < n; ++i) {
-            verifiers[i] = _verifiers[unitId][i];
+            verifiers[i] = _verifiers[unitId][i].verifier;
         }
     }
 
@@ -510,15 +514,17 @@ contract JobManager is IJobManager, ReentrancyGuard {
         view
         returns (VerifierStatus status, bytes32 attestationHash)
     {
-        VerifierState memory vs = _verifierStates[unitId][verifier];
-        return (vs.status, vs.attestationHash);
+        uint256 index = _findVerifier(unitId, _units[unitId], verifier);
+        if (index == NOT_DRAWN) return (VerifierStatus.None, bytes32(0));
+        status = _verifiers[unitId][index].status;
+        if (status == VerifierStatus.Attested) attestationHash = _attestations[unitId][index];
     }
 
     /// @inheritdoc IJobManager
     function sampledSegments(uint256 unitId, address verifier) external view returns (uint64[] memory) {
         Unit storage unit = _units[unitId];
-        if (unit.verifySeed == bytes32(0)) return new uint64[](0);
-        return _sampledSegments(unit, verifier);
+        if (unit.verifySeed == 0) return new uint64[](0);
+        return _sampledSegments(unitId, unit, verifier);
     }
 
     /// @inheritdoc IJobManager
@@ -588,10 +594,29 @@ contract JobManager is IJobManager, ReentrancyGuard {
         return keccak256(abi.encode(hash, unitId, unit.attempt, unit.status));
     }
 
-    function _sampledSegments(Unit storage unit, address verifier) private view returns (uint64[] memory) {
-        uint256 numSegments = uint256(unit.numCheckpoints) - 1;
+    function _sampledSegments(uint256 unitId, Unit storage unit, address verifier)
+        private
+        view
+        returns (uint64[] memory)
+    {
+        Job storage job = _jobs[JobIds.jobOf(unitId)];
+        uint256 numSegments = job.steps / job.checkpointInterval;
         uint256 count = _segmentsPerVerifier < numSegments ? _segmentsPerVerifier : numSegments;
         return MarketMath.sampleSegments(unit.verifySeed, verifier, count, numSegments);
+    }
+
+    /// @dev Index of `verifier` among the drawn verifiers of the unit's current attempt, or
+    ///      NOT_DRAWN. At most `verifiersPerUnit` slots are scanned.
+    function _findVerifier(uint256 unitId, Unit storage unit, address verifier)
+        private
+        view
+        returns (uint256)
+    {
+        uint256 n = unit.verifierCount;
+        for (uint256 i = 0; i < n; ++i) {
+            if (_verifiers[unitId][i].verifier == verifier) return i;
+        }
+        return NOT_DRAWN;
     }
 
     function _reopen(uint256 unitId, Unit storage unit) private {
@@ -604,16 +629,18 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.attestCount = 0;
         unit.assignee = address(0);
         unit.attempt = attempt;
-        unit.verifySeed = bytes32(0);
+        unit.verifySeed = 0;
         emit UnitOpened(unitId, JobIds.jobOf(unitId), deadline, attempt);
     }
 
     function _releaseClaimants(uint256 unitId, uint256 n, address keep, uint256 collateral) private {
         for (uint256 i = 0; i < n; ++i) {
             address solver = _claimants[unitId][i].solver;
-            if (solver == keep) continue;
-            emit ClaimReleased(unitId, solver);
-            _registry.release(solver, collateral, false);
+            if (solver != keep) emit ClaimReleased(unitId, solver);
+        }
+        for (uint256 i = 0; i < n; ++i) {
+            address solver = _claimants[unitId][i].solver;
+            if (solver != keep) _registry.release(solver, collateral, false);
         }
     }
 
@@ -632,7 +659,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         req.steps = job.steps;
         req.checkpointInterval = job.checkpointInterval;
         req.checkpointRoot = unit.checkpointRoot;
-        req.numCheckpoints = unit.numCheckpoints;
+        req.numCheckpoints = job.steps / job.checkpointInterval + 1;
         req.finalStateRoot = unit.finalStateRoot;
         req.challengerClaim = counterClaim;
     }
@@ -647,13 +674,12 @@ contract JobManager is IJobManager, ReentrancyGuard {
         uint256 feeShare = attested == 0 ? 0 : fee / attested;
         toJackpot = attested == 0 ? fee : fee % attested;
         for (uint256 i = 0; i < verifierCount; ++i) {
-            address v = _verifiers[unitId][i];
-            VerifierStatus status = _verifierStates[unitId][v].status;
-            if (status == VerifierStatus.Attested) {
-                _credit(v, feeShare);
-            } else if (status == VerifierStatus.Pending) {
+            VerifierSlot memory slot = _verifiers[unitId][i];
+            if (slot.status == VerifierStatus.Attested) {
+                _credit(slot.verifier, feeShare);
+            } else if (slot.status == VerifierStatus.Pending) {
                 toJackpot += _verifierLock;
-                emit VerifierPenalised(unitId, v, _verifierLock);
+                emit VerifierPenalised(unitId, slot.verifier, _verifierLock);
             }
         }
     }
@@ -661,11 +687,11 @@ contract JobManager is IJobManager, ReentrancyGuard {
     /// @dev Slashes the locks of verifiers that stayed silent; releases the others'.
     function _settleVerifierLocks(uint256 unitId, uint256 verifierCount) private {
         for (uint256 i = 0; i < verifierCount; ++i) {
-            address v = _verifiers[unitId][i];
-            if (_verifierStates[unitId][v].status == VerifierStatus.Pending) {
-                _registry.slash(v, _verifierLock, true);
+            VerifierSlot memory slot = _verifiers[unitId][i];
+            if (slot.status == VerifierStatus.Pending) {
+                _registry.slash(slot.verifier, _verifierLock, true);
             } else {
-                _registry.release(v, _verifierLock, false);
+                _registry.release(slot.verifier, _verifierLock, false);
             }
         }
     }

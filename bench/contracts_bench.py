@@ -1,0 +1,256 @@
+"""Marketplace gas benchmark: gas of every action and of one full single-unit job lifecycle.
+
+Run: `python -m bench.contracts_bench` (needs build/abi from `make compile`; starts a private
+Anvil, ~10 s). Writes bench/results/contracts.json with:
+- `lifecycle`: each step of one job with one unit, in order — postJob, claim (one solver),
+  closeClaims, selectAssignee, commitCheckpoints, drawVerifiers, attest (each drawn verifier),
+  finalize, withdraw (the solver) — its gasUsed, and the total;
+- `actions`: gas of the remaining actions (registration, heartbeat, staking, unbonding, cancel,
+  a second claimant, expiry, challenge, both dispute outcomes, a verifier's withdraw);
+- `goals`: the issue's target (lifecycle total <= 600,000 gas) with the measured figure.
+Gas figures are receipts' gasUsed (intrinsic gas and calldata included), deployment defaults of
+agents.core.deploy (two verifiers per unit, two segments each).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from eth_account import Account
+from web3 import Web3
+
+from agents.core.chain import DEV_MNEMONIC, connect, local_anvil
+from agents.core.deploy import (
+    DEFAULT_ABI_DIR,
+    DEFAULT_MANAGER_CONFIG,
+    DEFAULT_REGISTRY_CONFIG,
+    deploy_all,
+    load_artifact,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "contracts.json"
+E18 = 10**18
+GOAL_LIFECYCLE_GAS = 600_000
+CAP = (1, 16_384, 100)
+
+
+def _keys(n: int) -> list[str]:
+    Account.enable_unaudited_hdwallet_features()
+    return [
+        Account.from_mnemonic(DEV_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}").key.hex()
+        for i in range(n)
+    ]
+
+
+class Bench:
+    def __init__(
+        self, w3: Web3, abi_dir: Path, manager_config: dict[str, int] | None = None
+    ) -> None:
+        self.w3 = w3
+        self.keys = _keys(12)
+        self.addr = [Account.from_key(k).address for k in self.keys]
+        params = {"mock_arbiter": True, "manager_config": manager_config or {}}
+        deployed = deploy_all(w3, self.keys[0], abi_dir, params)
+        c = lambda name, art: w3.eth.contract(  # noqa: E731
+            address=deployed[name], abi=load_artifact(art, abi_dir)["abi"]
+        )
+        self.token = c("Token", "TestToken")
+        self.registry = c("NodeRegistry", "NodeRegistry")
+        self.manager = c("JobManager", "JobManager")
+        self.arbiter = c("MockArbiter", "MockArbiter")
+        self.nonce = {i: w3.eth.get_transaction_count(self.addr[i]) for i in range(12)}
+        self.chain_id = w3.eth.chain_id
+
+    def send(self, who: int, fn: Any) -> dict[str, Any]:
+        tx = fn.build_transaction(
+            {"from": self.addr[who], "nonce": self.nonce[who], "chainId": self.chain_id}
+        )
+        # estimates run against the latest block's timestamp: a write that is a no-op there
+        # (e.g. a heartbeat in the same second) costs more in the next block, so add headroom
+        tx["gas"] = tx["gas"] * 3 // 2 + 20_000
+        signed = Account.sign_transaction(tx, self.keys[who])
+        receipt = self.w3.eth.wait_for_transaction_receipt(
+            self.w3.eth.send_raw_transaction(signed.raw_transaction)
+        )
+        self.nonce[who] += 1
+        if receipt["status"] != 1:
+            raise RuntimeError(f"{fn.fn_name} by account {who} reverted")
+        return receipt
+
+    def gas(self, who: int, fn: Any) -> int:
+        return int(self.send(who, fn)["gasUsed"])
+
+    def jump(self, seconds: int) -> None:
+        self.w3.provider.make_request("evm_increaseTime", [seconds])
+        self.w3.provider.make_request("evm_mine", [])
+
+    def mine(self) -> None:
+        # two blocks: gas estimation runs against the latest block, where the seed block must
+        # already be in the past
+        self.w3.provider.make_request("evm_mine", [])
+        self.w3.provider.make_request("evm_mine", [])
+
+    def now(self) -> int:
+        return int(self.w3.eth.get_block("latest")["timestamp"])
+
+    def params(self, reward: int = 100 * E18) -> tuple:
+        return (
+            b"\x01" * 32,
+            b"\x02" * 32,
+            b"\x03" * 32,
+            8,
+            2,
+            (1, 8_192, 50),
+            reward,
+            10 * E18,
+            self.now() + 600,
+            3_600,
+        )
+
+    def post(self, submitter: int = 1) -> tuple[int, int, int]:
+        gas = self.gas(submitter, self.manager.functions.postJob(self.params()))
+        job_id = self.manager.functions.jobCount().call()
+        return job_id, self.manager.functions.unitIdOf(job_id, 0).call(), gas
+
+    def to_selected(self, solver: int) -> tuple[int, dict[str, int]]:
+        """Post, claim, close and select: returns the unit and the step gas."""
+        for node in (solver, 5, 6, 7):  # keep the solver and the verifiers online (not counted)
+            self.send(node, self.registry.functions.heartbeat())
+        job_id, unit, g_post = self.post()
+        steps = {"postJob": g_post}
+        steps["claim"] = self.gas(solver, self.manager.functions.claim(unit))
+        self.jump(601)
+        steps["closeClaims"] = self.gas(9, self.manager.functions.closeClaims(unit))
+        self.mine()
+        steps["selectAssignee"] = self.gas(9, self.manager.functions.selectAssignee(unit))
+        return unit, steps
+
+    def to_verifying(self, solver: int) -> tuple[int, dict[str, int]]:
+        unit, steps = self.to_selected(solver)
+        commit = self.manager.functions.commitCheckpoints(
+            unit, b"\x11" * 32, 5, b"\x22" * 32, "blob://vtp/unit/1"
+        )
+        steps["commitCheckpoints"] = self.gas(solver, commit)
+        self.mine()
+        steps["drawVerifiers"] = self.gas(9, self.manager.functions.drawVerifiers(unit))
+        return unit, steps
+
+
+def setup_nodes(b: Bench) -> dict[str, int]:
+    """Fund accounts 1-10 and register solvers 2-4, verifiers 5-7, whistleblower 8."""
+    actions: dict[str, int] = {}
+    for i in range(1, 11):
+        b.send(0, b.token.functions.mint(b.addr[i], 10_000 * E18))
+        for spender in (b.registry.address, b.manager.address):
+            b.send(i, b.token.functions.approve(spender, 2**256 - 1))
+    actions["register (solver)"] = b.gas(2, b.registry.functions.register(1, CAP, 300 * E18))
+    for i in (3, 4):
+        b.send(i, b.registry.functions.register(1, CAP, 300 * E18))
+    actions["register (verifier)"] = b.gas(5, b.registry.functions.register(2, CAP, 100 * E18))
+    for i in (6, 7):
+        b.send(i, b.registry.functions.register(2, CAP, 100 * E18))
+    b.send(8, b.registry.functions.register(3, CAP, 20 * E18))
+    return actions
+
+
+def lifecycle(b: Bench) -> dict[str, Any]:
+    """One job of one unit from posting to the solver's withdrawal; every drawn verifier attests."""
+    unit, steps = b.to_verifying(solver=2)
+    for v in b.manager.functions.getVerifiers(unit).call():
+        who = b.addr.index(v)
+        segs = b.manager.functions.sampledSegments(unit, v).call()
+        roots = [bytes([0x30 + s]) * 32 for s in segs]
+        steps[f"attest (verifier {who})"] = b.gas(who, b.manager.functions.attest(unit, roots))
+    b.jump(DEFAULT_MANAGER_CONFIG["verifyWindow"] + 1)
+    steps["finalize"] = b.gas(9, b.manager.functions.finalize(unit))
+    steps["withdraw (solver)"] = b.gas(2, b.manager.functions.withdraw())
+    return {"steps": steps, "total_gas": sum(steps.values()), "unit": unit}
+
+
+def run() -> dict[str, Any]:
+    with local_anvil() as url:
+        w3 = connect(url)
+        b = Bench(w3, DEFAULT_ABI_DIR)
+        actions = setup_nodes(b)
+        actions["heartbeat"] = b.gas(2, b.registry.functions.heartbeat())
+        actions["addStake"] = b.gas(2, b.registry.functions.addStake(E18))
+        actions["setCapability"] = b.gas(2, b.registry.functions.setCapability(CAP))
+
+        # ---- the lifecycle: first job on a fresh deployment (cold storage), then a second one
+        cold = lifecycle(b)
+        verifier = b.addr.index(b.manager.functions.getVerifiers(cold.pop("unit")).call()[0])
+        actions["withdraw (verifier)"] = b.gas(verifier, b.manager.functions.withdraw())
+        warm = lifecycle(b)
+        warm.pop("unit")
+
+        # ---- other actions
+        job_id, unit2, _ = b.post()
+        b.send(2, b.registry.functions.heartbeat())
+        b.send(3, b.registry.functions.heartbeat())
+        b.send(2, b.manager.functions.claim(unit2))
+        actions["claim (second claimant)"] = b.gas(3, b.manager.functions.claim(unit2))
+        actions["cancelJob (2 claimants)"] = b.gas(1, b.manager.functions.cancelJob(job_id))
+        unit3, _ = b.to_selected(solver=3)
+        b.jump(3_601)
+        actions["expireAssignment"] = b.gas(9, b.manager.functions.expireAssignment(unit3))
+        unit4, _ = b.to_verifying(solver=2)
+        actions["challenge"] = b.gas(8, b.manager.functions.challenge(unit4, b"\x55" * 32))
+        game = b.arbiter.functions.gameCount().call()
+        actions["resolve (solver wins, via MockArbiter)"] = b.gas(
+            9, b.arbiter.functions.resolve(game, False)
+        )
+        b.send(8, b.manager.functions.challenge(unit4, b"\x56" * 32))
+        game = b.arbiter.functions.gameCount().call()
+        actions["resolve (challenger wins, via MockArbiter)"] = b.gas(
+            9, b.arbiter.functions.resolve(game, True)
+        )
+        actions["requestUnbond"] = b.gas(4, b.registry.functions.requestUnbond(100 * E18))
+        b.jump(DEFAULT_REGISTRY_CONFIG["unbondingDelay"])
+        actions["withdrawUnbonded"] = b.gas(4, b.registry.functions.withdrawUnbonded())
+
+    with local_anvil() as url:
+        b1 = Bench(connect(url), DEFAULT_ABI_DIR, {"verifiersPerUnit": 1})
+        setup_nodes(b1)
+        lifecycle(b1)
+        one_verifier = lifecycle(b1)
+        one_verifier.pop("unit")
+    total = cold["total_gas"]
+    return {
+        "lifecycle": cold,
+        "lifecycle_warm": warm,
+        "lifecycle_warm_one_verifier": one_verifier,
+        "notes": {
+            "lifecycle": "first job on a fresh deployment, default config (2 verifiers)",
+            "lifecycle_warm": "second job on the same deployment: counters, the manager's token "
+            "balance and the jackpot are already nonzero (steady state)",
+            "lifecycle_warm_one_verifier": "steady state with verifiersPerUnit = 1",
+        },
+        "actions": actions,
+        "config": {"manager": DEFAULT_MANAGER_CONFIG, "registry": DEFAULT_REGISTRY_CONFIG},
+        "goals": {
+            "lifecycle_total_gas": {
+                "goal": f"<= {GOAL_LIFECYCLE_GAS}",
+                "measured": total,
+                "measured_warm": warm["total_gas"],
+                "measured_warm_one_verifier": one_verifier["total_gas"],
+                "met": total <= GOAL_LIFECYCLE_GAS,
+            }
+        },
+    }
+
+
+def main() -> int:
+    result = run()
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k.startswith("lifecycle")}, indent=2))
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
