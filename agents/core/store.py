@@ -201,9 +201,18 @@ class Store:
             self._depth = 0
             self._conn.execute("COMMIT")
 
-    def _exec(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+    def _exec(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         with self._lock:
-            return self._conn.execute(sql, params)
+            self._conn.execute(sql, params)
+
+    # Reads fetch under the lock too: the connection is shared between threads.
+    def _one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
 
     def close(self) -> None:
         with self._lock:
@@ -211,9 +220,7 @@ class Store:
 
     # --- event stream ----------------------------------------------------------------------
     def get_cursor(self, stream: str) -> Cursor | None:
-        row = self._exec(
-            "SELECT block_number, block_hash FROM cursors WHERE stream = ?", (stream,)
-        ).fetchone()
+        row = self._one("SELECT block_number, block_hash FROM cursors WHERE stream = ?", (stream,))
         return Cursor(row[0], row[1]) if row else None
 
     def set_cursor(self, stream: str, cursor: Cursor) -> None:
@@ -233,11 +240,11 @@ class Store:
 
     def checkpoints(self, stream: str) -> list[Checkpoint]:
         """Newest first."""
-        rows = self._exec(
+        rows = self._all(
             "SELECT block_number, block_hash FROM checkpoints WHERE stream = ? "
             "ORDER BY block_number DESC",
             (stream,),
-        ).fetchall()
+        )
         return [Checkpoint(n, h) for n, h in rows]
 
     def drop_checkpoints_above(self, stream: str, block_number: int) -> None:
@@ -266,11 +273,11 @@ class Store:
 
     def delivered_above(self, stream: str, block_number: int) -> list[dict]:
         """Payloads of live (unretracted) deliveries above a block, newest first."""
-        rows = self._exec(
+        rows = self._all(
             "SELECT payload FROM delivered WHERE stream = ? AND block_number > ? "
             "AND retracted = 0 ORDER BY block_number DESC, log_index DESC",
             (stream, block_number),
-        ).fetchall()
+        )
         return [json.loads(r[0]) for r in rows]
 
     def mark_retracted(self, stream: str, event_id: str) -> None:
@@ -280,9 +287,9 @@ class Store:
         )
 
     def handled_state(self, handler: str, event_id: str) -> str | None:
-        row = self._exec(
+        row = self._one(
             "SELECT state FROM handled WHERE handler = ? AND event_id = ?", (handler, event_id)
-        ).fetchone()
+        )
         return row[0] if row else None
 
     def set_handled(self, handler: str, event_id: str, state: str) -> None:
@@ -294,26 +301,24 @@ class Store:
 
     # --- transaction intents ---------------------------------------------------------------
     def get_intent(self, intent_id: str) -> Intent | None:
-        row = self._exec(
-            f"SELECT {_INTENT_COLS} FROM intents WHERE intent_id = ?", (intent_id,)
-        ).fetchone()
+        row = self._one(f"SELECT {_INTENT_COLS} FROM intents WHERE intent_id = ?", (intent_id,))
         return Intent(*row) if row else None
 
     def pending_intents(self, sender: str) -> list[Intent]:
-        rows = self._exec(
+        rows = self._all(
             f"SELECT {_INTENT_COLS} FROM intents WHERE sender = ? AND status = 'pending' "
             "ORDER BY nonce",
             (sender,),
-        ).fetchall()
+        )
         return [Intent(*r) for r in rows]
 
     def intents(self, sender: str | None = None) -> list[Intent]:
         if sender is None:
-            rows = self._exec(f"SELECT {_INTENT_COLS} FROM intents ORDER BY nonce").fetchall()
+            rows = self._all(f"SELECT {_INTENT_COLS} FROM intents ORDER BY nonce")
         else:
-            rows = self._exec(
+            rows = self._all(
                 f"SELECT {_INTENT_COLS} FROM intents WHERE sender = ? ORDER BY nonce", (sender,)
-            ).fetchall()
+            )
         return [Intent(*r) for r in rows]
 
     def record_intent(
@@ -363,11 +368,11 @@ class Store:
         )
 
     def get_record(self, kind: str, record_id: str) -> Record | None:
-        row = self._exec(
+        row = self._one(
             "SELECT kind, record_id, state, data, updated_at FROM records "
             "WHERE kind = ? AND record_id = ?",
             (kind, record_id),
-        ).fetchone()
+        )
         return _record(row) if row else None
 
     def list_records(self, kind: str, state: str | None = None) -> list[Record]:
@@ -376,7 +381,7 @@ class Store:
         if state is not None:
             sql += " AND state = ?"
             params += (state,)
-        return [_record(r) for r in self._exec(sql + " ORDER BY record_id", params).fetchall()]
+        return [_record(r) for r in self._all(sql + " ORDER BY record_id", params)]
 
     # Convenience names for the two record kinds every role has.
     def put_job(self, job_id: str, state: str, data: dict[str, Any]) -> None:
@@ -401,7 +406,7 @@ class Store:
             self._exec("INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)", (name, value))
 
     def get_secret(self, name: str) -> bytes | None:
-        row = self._exec("SELECT value FROM secrets WHERE name = ?", (name,)).fetchone()
+        row = self._one("SELECT value FROM secrets WHERE name = ?", (name,))
         return bytes(row[0]) if row else None
 
 

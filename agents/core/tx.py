@@ -452,20 +452,31 @@ class TxSender:
         gas = await self._estimate_gas(request)
         manager = await self._manager()
         async with manager.lock:
-            pending = self.store.pending_intents(self.address)
-            nonce = next_nonce(
-                await self._nonce("pending"),
-                manager.local_next,
-                max((i.nonce for i in pending), default=None),
-            )
-            raw, tx_hash = await self._sign(request, nonce, gas)
-            # Recorded (and committed) before the broadcast: the core of "no double-send".
-            self.store.record_intent(intent_id, self.address, digest, nonce, raw, tx_hash)
-            manager.local_next = nonce + 1
-            await self._fault_point("recorded", intent_id)
-            await self._broadcast_locked(intent_id, request_for_resign=request, gas=gas)
+            # A concurrent send of the same intent may have recorded it while we simulated.
+            raced = self.store.get_intent(intent_id) is not None
+            if not raced:
+                await self._sign_record_broadcast(intent_id, request, digest, gas, manager)
+        if raced:
+            return await self.send(intent_id, request)  # the resume path (digest checked)
         await self._fault_point("broadcast", intent_id)
         return await self.wait(intent_id)
+
+    async def _sign_record_broadcast(
+        self, intent_id: str, request: TxRequest, digest: str, gas: int, manager: NonceManager
+    ) -> None:
+        """Under the nonce lock: pick the nonce, sign, commit the intent, then broadcast."""
+        pending = self.store.pending_intents(self.address)
+        nonce = next_nonce(
+            await self._nonce("pending"),
+            manager.local_next,
+            max((i.nonce for i in pending), default=None),
+        )
+        raw, tx_hash = await self._sign(request, nonce, gas)
+        # Recorded (and committed) before the broadcast: the core of "no double-send".
+        self.store.record_intent(intent_id, self.address, digest, nonce, raw, tx_hash)
+        manager.local_next = nonce + 1
+        await self._fault_point("recorded", intent_id)
+        await self._broadcast_locked(intent_id, request_for_resign=request, gas=gas)
 
     async def _broadcast_locked(
         self, intent_id: str, request_for_resign: TxRequest | None = None, gas: int | None = None

@@ -102,3 +102,28 @@ async def test_open_agent_refuses_dev_key_off_dev_chain(tmp_path: Path) -> None:
         pytest.raises(KeyConfigError, match="refusing Anvil dev key dev:0 on chain id 4242"),
     ):
         await open_and_close(AgentConfig(key="dev:0", data_dir=tmp_path, rpc_url=url))
+
+
+def test_store_is_thread_safe(tmp_path: Path) -> None:
+    """The blob server and other helpers may run in threads next to the event loop."""
+    import threading
+
+    store = Store(tmp_path / "agent.db")
+    errors: list[BaseException] = []
+
+    def worker(w: int) -> None:
+        try:
+            for i in range(100):
+                with store.transaction():
+                    store.put_job(f"{w}-{i}", "new", {"i": i})
+                assert store.get_job(f"{w}-{i}").data == {"i": i}
+                store.list_records("job")
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors and len(store.list_records("job")) == 400

@@ -144,9 +144,14 @@ async def test_concurrent_sends_from_one_key(chain: Chain, tmp_path: Path) -> No
         outs = await asyncio.gather(
             *[(a if i % 2 else b).send(f"m{i}", mint(chain, who, 1 + i)) for i in range(12)]
         )
+        # The same intent sent twice at once still goes out once.
+        twins = await asyncio.gather(
+            a.send("twin", mint(chain, who, 1000)), b.send("twin", mint(chain, who, 1000))
+        )
+    assert twins[0].tx_hash == twins[1].tx_hash and sum(t.resumed for t in twins) == 1
     assert sorted(o.nonce for o in outs) == list(range(start, start + 12))
-    assert balance(chain, who) == sum(1 + i for i in range(12))
-    assert nonce(chain, key.address) == start + 12
+    assert balance(chain, who) == sum(1 + i for i in range(12)) + 1000
+    assert nonce(chain, key.address) == start + 13
 
 
 @pytest.mark.asyncio
