@@ -498,7 +498,9 @@ class TxSender:
                     await self._resign_locked(intent, request_for_resign, gas)
                 return
             elif kind == "underpriced":
+                # Another pool tx holds our nonce: if it mines, _heal sees the nonce taken.
                 log.warning("intent %s: nonce %d held by another pool tx", intent_id, intent.nonce)
+                return
             else:
                 raise TxError(f"intent {intent_id}: node refused the transaction: {exc}") from exc
         self.store.count_broadcast(intent_id)
@@ -543,14 +545,20 @@ class TxSender:
         if action is Action.DONE:
             assert receipt is not None
             self._finish(intent, receipt)
-        elif action is Action.REBROADCAST:
-            log.warning("intent %s: tx %s dropped; re-broadcasting it", intent.intent_id,
-                        intent.tx_hash)  # fmt: skip
+        elif action in (Action.REBROADCAST, Action.RESIGN):
             async with (await self._manager()).lock:
-                await self._broadcast_locked(intent.intent_id)
-        elif action is Action.RESIGN:
-            async with (await self._manager()).lock:
-                await self._resign_locked(intent, None, None)
+                # Another waiter of this intent may have acted while we looked: our
+                # observations are about `intent.tx_hash`, so act only if it is still the one
+                # recorded. (Two re-signs would put the call on chain twice.)
+                current = self._intent(intent.intent_id)
+                if current.status != "pending" or current.tx_hash != intent.tx_hash:
+                    return Action.WAIT
+                if action is Action.REBROADCAST:
+                    log.warning("intent %s: tx %s dropped; re-broadcasting it",
+                                intent.intent_id, intent.tx_hash)  # fmt: skip
+                    await self._broadcast_locked(intent.intent_id)
+                else:
+                    await self._resign_locked(current, None, None)
         return action
 
     def _finish(self, intent: Intent, receipt: Mapping[str, Any]) -> None:

@@ -170,6 +170,7 @@ async def _scenario(steps, db: Path) -> None:
 
     sender = new_sender()
     tasks: dict[int, asyncio.Task] = {}
+    extra: list[asyncio.Task] = []  # duplicate sends of an intent already being sent
     started: set[int] = set()
 
     async def tick(n: int) -> None:
@@ -177,10 +178,15 @@ async def _scenario(steps, db: Path) -> None:
             await asyncio.sleep(0)
 
     for step in steps:
-        if step[0] == "send" and step[1] not in started:
+        if step[0] == "send":
+            # A second send of a started intent runs next to the first (both wait and heal).
             started.add(step[1])
             request = TxRequest(TARGET, payload(step[1]), gas=60_000)
-            tasks[step[1]] = asyncio.create_task(sender.send(f"i{step[1]}", request))
+            task = asyncio.create_task(sender.send(f"i{step[1]}", request))
+            if step[1] in tasks:
+                extra.append(task)
+            else:
+                tasks[step[1]] = task
         elif step[0] == "mine":
             w3.eth.mine()
         elif step[0] == "drop":
@@ -190,10 +196,11 @@ async def _scenario(steps, db: Path) -> None:
         elif step[0] == "external":
             w3.eth.external()
         elif step[0] == "kill":
-            for task in tasks.values():
+            for task in [*tasks.values(), *extra]:
                 task.cancel()
-            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            await asyncio.gather(*tasks.values(), *extra, return_exceptions=True)
             tasks.clear()
+            extra.clear()
             sender = new_sender()
             await sender.reconcile()
         await tick(step[1] if step[0] == "tick" else 3)
@@ -203,12 +210,12 @@ async def _scenario(steps, db: Path) -> None:
             request = TxRequest(TARGET, payload(i), gas=60_000)
             tasks[i] = asyncio.create_task(sender.send(f"i{i}", request))
     for _ in range(3_000):
-        if all(t.done() for t in tasks.values()):
+        if all(t.done() for t in [*tasks.values(), *extra]):
             break
         w3.eth.mine()
         await tick(5)
-    assert all(t.done() for t in tasks.values()), "sends never finished"
-    for t in tasks.values():
+    assert all(t.done() for t in [*tasks.values(), *extra]), "sends never finished"
+    for t in [*tasks.values(), *extra]:
         t.result()  # no send failed
     landed = [t.data for t in w3.eth.mined if not t.external]
     assert sorted(landed) == sorted(payload(i) for i in started), "lost or duplicated a send"
@@ -217,3 +224,33 @@ async def _scenario(steps, db: Path) -> None:
         intent = store.get_intent(f"i{i}")
         assert intent.status == "mined"
         assert any(t.tx_hash == intent.tx_hash for t in w3.eth.mined)
+
+
+def test_two_waiters_of_one_intent_resign_it_once() -> None:
+    """Both waiters see the nonce taken; only one may re-sign, or the call lands twice."""
+
+    async def scenario() -> None:
+        w3, clock = FakeW3(), FakeClock()
+        with tempfile.TemporaryDirectory() as tmp:
+            sender = TxSender(w3, KEY, Store(Path(tmp) / "a.db"), clock=clock,
+                              poll_interval=1.0, resend_after=5.0, receipt_timeout=1e9)  # fmt: skip
+            request = TxRequest(TARGET, payload(0), gas=60_000)
+            first = asyncio.create_task(sender.send("i0", request))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            second = asyncio.create_task(sender.send("i0", request))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            w3.eth.external()  # our nonce goes to another transaction
+            for _ in range(400):  # both waiters heal, several times
+                await asyncio.sleep(0)
+            for _ in range(200):
+                w3.eth.mine()
+                await asyncio.sleep(0)
+                if first.done() and second.done():
+                    break
+            assert first.result().tx_hash == second.result().tx_hash
+            landed = [t.data for t in w3.eth.mined if not t.external]
+            assert landed == [payload(0)], landed
+
+    asyncio.run(scenario())
