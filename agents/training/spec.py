@@ -3,8 +3,9 @@
 The canonical bytes are `json.dumps(obj, sort_keys=True, separators=(",", ":"))` in ASCII; the
 spec hash is keccak-256 of them. Hyper-parameters are binary32 *bit patterns* written as
 "0x" + 8 hex digits, so no decimal parser anywhere can round them differently. Version 1 has
-exactly the fields below; a later version adds the decomposition (R rounds x S shards x k_local)
-as new fields under a new version number, and version 1 keeps rejecting unknown fields.
+exactly the fields below (one worker, T steps) and keeps rejecting unknown fields; version 2 adds
+the task decomposition (`rounds` R x `shards` S units of `local_steps` k_local steps each, with
+T = R * k_local; decompose.py runs it). A version-1 spec's bytes and hash never change.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import numpy as np
 from agents.training import float32 as F
 from agents.training.keccak import keccak256
 
-SPEC_VERSION = 1
+SPEC_VERSION = 1  # the single-worker job (kept: importers compare against it)
+SPEC_VERSION_DECOMPOSED = 2
+DECOMPOSITION_FIELDS = ("rounds", "shards", "local_steps")
+MAX_SHARDS = 1 << 24  # no dataset has more examples (synthetic n <= 2^24); S <= N is checked too
 MAX_WIDTH = 1 << 16
 MAX_LAYERS = 16
 MAX_PARAMS = 1 << 28
@@ -49,7 +53,17 @@ class JobSpec:
     batch: int
     seed: int  # uint256
     steps: int  # T
-    checkpoint_every: int  # k, divides T
+    checkpoint_every: int  # k, divides T (version 2: the interval inside a unit, divides k_local)
+    # version 2 only (version 1: one round, one shard, k_local = T)
+    version: int = SPEC_VERSION
+    rounds: int = 1  # R
+    shards: int = 1  # S
+    local_steps: int | None = None  # k_local; None in version 1
+
+    @property
+    def k_local(self) -> int:
+        """Steps per unit: k_local in version 2, T in version 1 (the job is one unit)."""
+        return self.steps if self.local_steps is None else self.local_steps
 
     @property
     def lr(self) -> np.float32:
@@ -65,8 +79,8 @@ class JobSpec:
         return sum(w[i] * w[i + 1] + w[i + 1] for i in range(len(w) - 1))
 
     def to_obj(self) -> dict:
-        return {
-            "version": SPEC_VERSION,
+        obj = {
+            "version": self.version,
             "model": {"arch": "mlp", "widths": list(self.widths)},
             "dataset": {"name": self.dataset_name, "root": self.dataset_root},
             "lr": f"0x{self.lr_bits:08x}",
@@ -76,6 +90,9 @@ class JobSpec:
             "steps": self.steps,
             "checkpoint_every": self.checkpoint_every,
         }
+        if self.version == SPEC_VERSION_DECOMPOSED:
+            obj |= {"rounds": self.rounds, "shards": self.shards, "local_steps": self.k_local}
+        return obj
 
     def canonical_bytes(self) -> bytes:
         return canonical_json(self.to_obj())
@@ -119,8 +136,16 @@ def parse_spec(obj) -> JobSpec:
     """Validate a decoded JSON object; raises JobSpecError naming the first bad field."""
     keys = {"version", "model", "dataset", "lr", "momentum", "batch", "seed", "steps"}
     keys |= {"checkpoint_every"}
+    version = SPEC_VERSION
     if isinstance(obj, dict) and "version" in obj:
-        _int(obj["version"], "version", SPEC_VERSION, SPEC_VERSION)
+        version = _int(obj["version"], "version", SPEC_VERSION, SPEC_VERSION_DECOMPOSED)
+        if version == SPEC_VERSION_DECOMPOSED:
+            if not obj.keys() & set(DECOMPOSITION_FIELDS):
+                # a version-1 object with only its number bumped: the number is the mistake
+                raise JobSpecError(
+                    "version", f"version 2 needs the fields {', '.join(DECOMPOSITION_FIELDS)}"
+                )
+            keys |= set(DECOMPOSITION_FIELDS)
     o = _obj(obj, "", keys)
     model = _obj(o["model"], "model", {"arch", "widths"})
     if model["arch"] != "mlp":
@@ -143,10 +168,28 @@ def parse_spec(obj) -> JobSpec:
     batch = _int(o["batch"], "batch", 1, MAX_BATCH)
     seed = _int(o["seed"], "seed", 0, 2**256 - 1)
     steps = _int(o["steps"], "steps", 1, MAX_STEPS)
-    every = _int(o["checkpoint_every"], "checkpoint_every", 1, steps)
-    if steps % every:
-        raise JobSpecError("checkpoint_every", f"must divide steps ({steps}), got {every}")
-    spec = JobSpec(widths, ds["name"], ds["root"], lr, mom, batch, seed, steps, every)
+    if version == SPEC_VERSION:
+        every = _int(o["checkpoint_every"], "checkpoint_every", 1, steps)
+        if steps % every:
+            raise JobSpecError("checkpoint_every", f"must divide steps ({steps}), got {every}")
+        spec = JobSpec(widths, ds["name"], ds["root"], lr, mom, batch, seed, steps, every)
+    else:
+        rounds = _int(o["rounds"], "rounds", 1, MAX_STEPS)
+        shards = _int(o["shards"], "shards", 1, MAX_SHARDS)
+        local = _int(o["local_steps"], "local_steps", 1, MAX_STEPS)
+        if rounds * local != steps:
+            raise JobSpecError(
+                "steps", f"must equal rounds x local_steps = {rounds * local}, got {steps}"
+            )
+        every = _int(o["checkpoint_every"], "checkpoint_every", 1, local)
+        if local % every:
+            raise JobSpecError(
+                "checkpoint_every", f"must divide local_steps ({local}), got {every}"
+            )
+        spec = JobSpec(
+            widths, ds["name"], ds["root"], lr, mom, batch, seed, steps, every,
+            version, rounds, shards, local,
+        )  # fmt: skip
     if spec.n_params > MAX_PARAMS:
         raise JobSpecError("model.widths", f"{spec.n_params} parameters exceed {MAX_PARAMS}")
     return spec
