@@ -13,4 +13,5 @@ One concept per module:
   state      state tensor names / order, deterministic initial state, state root
   graph      one training step as a fixed node list; element dependencies for disputes
   engine     runs steps (fast or traced), whole jobs, accuracy
+  decompose  spec v2: R rounds x S shards of local SGD, shard batches, aggregation, roots
 """

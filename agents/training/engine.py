@@ -71,6 +71,8 @@ class Engine:
     # -- one step ----------------------------------------------------------------------------
 
     def batch(self, t: int) -> torch.Tensor:
+        if self.spec.shards > 1:  # a sharded job's batch depends on the unit: never guess one
+            raise ValueError("a spec with shards > 1 runs on decompose.UnitEngine, one per shard")
         idx = batch_indices(self.spec.seed, t, self.spec.batch, self.data.n)
         return torch.from_numpy(idx.reshape(1, -1)).to(self.cfg.device)
 
