@@ -1,4 +1,7 @@
-"""`python -m agents train`: run a job spec on the reproducible engine, print checkpoint roots."""
+"""`python -m agents train`: run a job spec on the reproducible engine, print checkpoint roots.
+
+A version-2 spec (R rounds x S shards) runs its whole decomposition here, unit after unit, and
+prints every unit's checkpoint / final roots and every round's aggregation / global roots."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ from agents.__main__ import UserError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a job spec and print its checkpoint state roots")
     p.add_argument("--spec", required=True, help="job spec JSON file")
-    p.add_argument("--steps", type=int, help="train only the first N steps (default: spec T)")
-    p.add_argument("--every", type=int, help="print a root every K steps (default: spec k)")
+    p.add_argument(
+        "--steps", type=int, help="train only the first N steps (default: spec T; version 1)"
+    )
+    p.add_argument("--every", type=int, help="print a root every K steps (default: spec k; v1)")
     p.add_argument("--threads", type=int, default=1, help="CPU threads (never changes bits)")
     p.add_argument("--kernels", choices=("native", "torch"), default="native")
     p.add_argument("--chunk", type=int, default=0, help="torch matmul row chunk (0 = off)")
@@ -29,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from agents.training.engine import Engine, EngineConfig, checkpoint_root
 
     job = spec.load(args.spec)
+    if job.version != spec.SPEC_VERSION and (args.steps is not None or args.every is not None):
+        raise UserError(
+            "--steps and --every apply to version-1 specs (a decomposed job runs whole)"
+        )
     steps = job.steps if args.steps is None else args.steps
     every = job.checkpoint_every if args.every is None else args.every
     if not 1 <= steps <= job.steps:
@@ -45,8 +54,11 @@ def run(args: argparse.Namespace) -> int:
     root = "0x" + ds.root().hex()
     if root != job.dataset_root:
         raise UserError(f"dataset {job.dataset_name} has root {root}, spec says {job.dataset_root}")
-    eng = Engine(job, ds, EngineConfig(args.kernels, args.threads, args.chunk, args.device))
+    cfg = EngineConfig(args.kernels, args.threads, args.chunk, args.device)
     out = _printer(args.json)
+    if job.version != spec.SPEC_VERSION:
+        return _run_decomposed(job, ds, cfg, out)
+    eng = Engine(job, ds, cfg)
     t0, roots, final = time.perf_counter(), [], None
     for t, r, st in eng.train(steps, every):
         roots.append(r)
@@ -62,6 +74,39 @@ def run(args: argparse.Namespace) -> int:
     summary["spec_hash"] = "0x" + job.spec_hash().hex()
     out(summary)
     return 0
+
+
+def _run_decomposed(job, ds, cfg, out) -> int:
+    from agents.training import data
+    from agents.training.decompose import RoundResult, UnitEngine, rounds_root, run_job
+
+    t0, g_roots, final = time.perf_counter(), [], None
+    for ev in run_job(job, ds, cfg):
+        if isinstance(ev, RoundResult):
+            g_roots.append(ev.state_root)
+            final = ev.state
+            out({"round": ev.round, "aggregation_root": _hex(ev.aggregation_root),
+                 "state_root": _hex(ev.state_root)})  # fmt: skip
+        else:
+            if not g_roots:  # G_0: unit (0, 0) starts from it
+                g_roots.append(ev.roots[0])
+            out({"round": ev.round, "shard": ev.shard, "checkpoint_root": _hex(ev.checkpoint_root),
+                 "final_root": _hex(ev.final_root)})  # fmt: skip
+    eng = UnitEngine(job, ds, 0, cfg)  # any shard's engine: accuracy only uses the forward ops
+    summary: dict = {"rounds": job.rounds, "shards": job.shards, "local_steps": job.k_local}
+    summary["seconds"] = round(time.perf_counter() - t0, 3)
+    summary["rounds_root"] = _hex(rounds_root(g_roots))
+    test = data.test_split_for(job.dataset_name)
+    if test is not None:
+        summary["test_accuracy"] = round(eng.accuracy(final, test), 6)
+    summary["train_accuracy"] = round(eng.accuracy(final, ds), 6)
+    summary["spec_hash"] = _hex(job.spec_hash())
+    out(summary)
+    return 0
+
+
+def _hex(b: bytes) -> str:
+    return "0x" + b.hex()
 
 
 def _printer(as_json: bool):
