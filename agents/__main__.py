@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("train", "graph")
+COMMANDS = ("train", "graph", "submitter", "solver", "verifier", "whistleblower")
 
 
 class UserError(Exception):

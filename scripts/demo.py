@@ -1,6 +1,18 @@
-"""`make demo`: start a fresh local chain (or use --rpc-url), deploy every contract, report.
+"""`make demo`: the protocol end to end on a local chain, every role a separate OS process.
 
-Exit codes: 0 success, 2 a user error (unreachable RPC, missing build) printed as one line.
+Starts a private Anvil (or uses --rpc-url, which must be a dev chain: the demo's accounts are
+Anvil's public dev keys), deploys every contract with the real dispute game as arbiter and short
+demo deadlines, mints TestTokens to the agents, then runs one submitter, three solvers (one
+cheating), two verifiers (one lazy) and one whistleblower as `python -m agents <role>`
+processes. The digits MLP job (examples/digits-mlp.json) is claimed first by the cheater alone;
+the honest solvers join once it is assigned (so the demo always shows the cheat). The honest
+verifier replays, challenges, and wins the dispute game; the cheater is slashed, the unit
+re-opens, an honest solver trains it, both verifiers attest and the job completes. The demo
+prints a summary table and writes build/demo/report.json, build/demo/demo.png and the agents'
+logs under build/demo/run/. Every process it started is stopped, also on failure or Ctrl-C.
+
+Exit codes: 0 success, 1 the job did not complete, 2 a user error (unreachable RPC, missing
+build, not a dev chain) printed as one line.
 """
 
 from __future__ import annotations
@@ -8,15 +20,68 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import shutil
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from agents.core.chain import ChainUnavailable, connect, dev_private_key, local_anvil
-from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all
+from eth_account import Account
+from web3 import Web3
 
+from agents.core.chain import AnvilConfig, ChainUnavailable, connect, dev_private_key, local_anvil
+from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, load_artifact
+from agents.core.keys import DEV_CHAIN_IDS
+
+REPO = Path(__file__).resolve().parents[1]
 REPORT_DIR = Path("build/demo")
+SPEC = REPO / "examples" / "digits-mlp.json"
+TOKEN = 10**18
+#: The cheat: PROTOCOL §7.8's worked example (bit 30 of element 5 of node 2 at step 217).
+CHEAT = "element:step=217,node=2,element=5,mask=0x40000000"
+
+#: Demo deadlines (seconds of chain time; Anvil mines a block every second).
+REGISTRY_CONFIG = {"unbondingDelay": 60, "heartbeatTtl": 3600}
+MANAGER_CONFIG = {
+    "claimWindow": 15,
+    "verifyWindow": 25,
+    "disputeGrace": 10,
+    "verifiersPerUnit": 2,
+    "segmentsPerVerifier": 2,
+}
+CLOCK_BUDGET = 120
+
+
+@dataclass
+class Party:
+    name: str
+    role: str
+    key_index: int
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def address(self) -> str:
+        return Account.from_key(dev_private_key(self.key_index)).address
+
+
+PARTIES = [
+    Party("submitter", "submitter", 1),
+    Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", CHEAT]),
+    Party("solver-a", "solver", 3, ["--stake", "200"]),
+    Party("solver-b", "solver", 4, ["--stake", "200"]),
+    Party("verifier", "verifier", 5, ["--stake", "100", "--replay-all"]),
+    Party("verifier-lazy", "verifier", 6, ["--stake", "100", "--lazy"]),
+    Party("whistleblower", "whistleblower", 7, ["--stake", "20"]),
+]
+
+
+class DemoError(RuntimeError):
+    pass
 
 
 @contextlib.contextmanager
@@ -25,43 +90,466 @@ def chain_url(rpc_url: str | None) -> Iterator[tuple[str, bool]]:
     if rpc_url:
         yield rpc_url, False
         return
-    with local_anvil() as url:
+    with local_anvil(AnvilConfig(block_time=1)) as url:
         yield url, True
 
 
-def run(rpc_url: str | None, deployer_key: str | None) -> dict:
+class Processes:
+    """The agent processes, each in its own process group; `stop_all` ends every one."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, Any] = {}
+
+    def start(self, p: Party, url: str, manager: str, *args: str) -> None:
+        cmd = [
+            sys.executable,
+            "-m",
+            "agents",
+            p.role,
+            "--rpc-url",
+            url,
+            "--key",
+            f"dev:{p.key_index}",
+            "--data-dir",
+            str(self.run_dir / p.name),
+            "--blob-url",
+            str(self.run_dir / "blobs"),
+            "--manager",
+            manager,
+            "--poll-interval",
+            "0.5",
+            "--json-logs",
+            "--no-progress",
+            *p.extra,
+            *args,
+        ]
+        log = open(self.run_dir / f"{p.name}.log", "ab")  # noqa: SIM115 - closed in stop_all
+        env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+        self.logs[p.name] = log
+        self.procs[p.name] = subprocess.Popen(
+            cmd, stdout=log, stderr=log, cwd=REPO, env=env, start_new_session=True
+        )
+
+    def check_alive(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None and name != "submitter":
+                tail = (self.run_dir / f"{name}.log").read_text()[-600:]
+                raise DemoError(f"{name} exited with code {proc.returncode}: {tail}")
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 8
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        for log in self.logs.values():
+            log.close()
+
+
+def _wait(what: str, cond, timeout: float, procs: Processes | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if procs is not None:
+            procs.check_alive()
+        if cond():
+            return
+        time.sleep(0.5)
+    raise DemoError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def fund(w3: Web3, token_addr: str, deployer_key: str, parties: list[Party]) -> None:
+    token = w3.eth.contract(address=token_addr, abi=load_artifact("TestToken")["abi"])
+    acct = Account.from_key(deployer_key)
+    nonce = w3.eth.get_transaction_count(acct.address, "pending")
+    hashes = []
+    for p in parties:
+        tx = token.functions.mint(p.address, 1000 * TOKEN).build_transaction(
+            {"from": acct.address, "nonce": nonce, "chainId": w3.eth.chain_id}
+        )
+        hashes.append(w3.eth.send_raw_transaction(acct.sign_transaction(tx).raw_transaction))
+        nonce += 1
+    for h in hashes:
+        if w3.eth.wait_for_transaction_receipt(h, timeout=60)["status"] != 1:
+            raise DemoError("minting demo tokens failed")
+
+
+def run(rpc_url: str | None, deployer_key: str | None, deploy_only: bool = False) -> dict:
     started = time.monotonic()
+    marks: dict[str, float] = {}
     with chain_url(rpc_url) as (url, private_chain):
         w3 = connect(url)
+        chain_id = w3.eth.chain_id
+        if not deploy_only and chain_id not in DEV_CHAIN_IDS:
+            raise DemoError(
+                f"chain id {chain_id} is not a dev chain: the demo uses Anvil's "
+                "public dev keys; use a local Anvil"
+            )
         key = deployer_key or dev_private_key(0)
-        addresses = deploy_all(w3, key, DEFAULT_ABI_DIR)
-        report = {
+        params = {
+            "dispute_game": True,
+            "clock_budget": CLOCK_BUDGET,
+            "registry_config": REGISTRY_CONFIG,
+            "manager_config": MANAGER_CONFIG,
+        }
+        addresses = deploy_all(w3, key, DEFAULT_ABI_DIR, params)
+        first_block = w3.eth.block_number
+        report: dict[str, Any] = {
             "rpc_url": url,
             "private_chain": private_chain,
-            "chain_id": w3.eth.chain_id,
-            "block": w3.eth.block_number,
+            "chain_id": chain_id,
+            "block": first_block,
             "contracts": addresses,
-            "wall_time_s": round(time.monotonic() - started, 2),
         }
+        REPORT_DIR.mkdir(parents=True, exist_ok=True)
+        (REPORT_DIR / "deployment.json").write_text(json.dumps(report, indent=2) + "\n")
+        marks["deployed"] = time.monotonic() - started
+        if deploy_only:
+            report["wall_time_s"] = round(time.monotonic() - started, 2)
+            return report
+        fund(w3, addresses["Token"], key, PARTIES)
+        marks["funded"] = time.monotonic() - started
+        report.update(play(w3, url, addresses, started, marks, first_block))
+    report["wall_time_s"] = round(time.monotonic() - started, 2)
     return report
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make demo", description=__doc__)
-    parser.add_argument("--rpc-url", help="use this chain instead of starting a private Anvil")
-    parser.add_argument("--key", help="deployer private key (default: Anvil dev account 0)")
-    args = parser.parse_args(argv)
+def play(
+    w3: Web3,
+    url: str,
+    addresses: dict[str, str],
+    started: float,
+    marks: dict[str, float],
+    first_block: int,
+) -> dict:
+    run_dir = REPORT_DIR / "run"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    manager_addr = addresses["JobManager"]
+    manager = w3.eth.contract(address=manager_addr, abi=load_artifact("JobManager")["abi"])
+    registry = w3.eth.contract(
+        address=addresses["NodeRegistry"], abi=load_artifact("NodeRegistry")["abi"]
+    )
+    by_name = {p.name: p for p in PARTIES}
+    procs = Processes(run_dir)
+    result_file = run_dir / "submitter-result.json"
     try:
-        report = run(args.rpc_url, args.key)
-    except (ChainUnavailable, FileNotFoundError) as exc:
+        # 1. the cheater, the verifiers and the whistleblower register and stake
+        for name in ("solver-cheat", "verifier", "verifier-lazy", "whistleblower"):
+            procs.start(by_name[name], url, manager_addr)
+        _wait(
+            "registrations",
+            lambda: all(
+                registry.functions.roleOf(by_name[n].address).call() != 0
+                for n in ("solver-cheat", "verifier", "verifier-lazy", "whistleblower")
+            ),
+            90,
+            procs,
+        )
+        marks["registered"] = time.monotonic() - started
+        # 2. the submitter posts the job; the cheater is the only solver online
+        procs.start(
+            by_name["submitter"],
+            url,
+            manager_addr,
+            "--spec",
+            str(SPEC),
+            "--claim-window",
+            "20",
+            "--compute-time",
+            "120",
+            "--out",
+            str(result_file),
+        )
+        _wait(
+            "the first assignment",
+            lambda: (
+                manager.functions.jobCount().call() >= 1
+                and manager.functions.getUnit(1 << 32).call()[0] >= 3
+            ),
+            90,
+            procs,
+        )
+        marks["assigned"] = time.monotonic() - started
+        # 3. the honest solvers join
+        for name in ("solver-a", "solver-b"):
+            procs.start(by_name[name], url, manager_addr)
+        # 4. run until the job completes and the honest parties withdrew what they earned
+        _wait("job completion", lambda: procs.procs["submitter"].poll() is not None, 240, procs)
+        if procs.procs["submitter"].returncode != 0:
+            tail = (run_dir / "submitter.log").read_text()[-600:]
+            raise DemoError(
+                f"submitter exited with code {procs.procs['submitter'].returncode}: {tail}"
+            )
+        marks["completed"] = time.monotonic() - started
+        with contextlib.suppress(DemoError):
+            _wait(
+                "withdrawals",
+                lambda: all(manager.functions.credits(p.address).call() == 0 for p in PARTIES),
+                20,
+            )
+        marks["withdrawn"] = time.monotonic() - started
+    finally:
+        procs.stop_all()
+    result = json.loads(result_file.read_text())
+    return {"job": result, **collect(w3, addresses, first_block, run_dir, marks)}
+
+
+# --- the report, from the chain ------------------------------------------------------------
+
+
+def _events(contract, name: str, first: int) -> list:
+    return list(getattr(contract.events, name)().get_logs(from_block=first, to_block="latest"))
+
+
+def collect(
+    w3: Web3, addresses: dict[str, str], first: int, run_dir: Path, marks: dict[str, float]
+) -> dict:
+    manager = w3.eth.contract(
+        address=addresses["JobManager"], abi=load_artifact("JobManager")["abi"]
+    )
+    registry = w3.eth.contract(
+        address=addresses["NodeRegistry"], abi=load_artifact("NodeRegistry")["abi"]
+    )
+    game = w3.eth.contract(
+        address=addresses["DisputeGame"], abi=load_artifact("DisputeGame")["abi"]
+    )
+    names = {p.address: p.name for p in PARTIES}
+    # gas and transactions per address, from every block of the run
+    gas: dict[str, int] = {}
+    txs: dict[str, int] = {}
+    calls: list[tuple[str, str, str]] = []
+    for n in range(first, w3.eth.block_number + 1):
+        block = w3.eth.get_block(n, full_transactions=True)
+        for tx in block["transactions"]:
+            sender = tx["from"]
+            rc = w3.eth.get_transaction_receipt(tx["hash"])
+            gas[sender] = gas.get(sender, 0) + int(rc["gasUsed"])
+            txs[sender] = txs.get(sender, 0) + 1
+            if rc["status"] == 1:
+                calls.append((sender, (tx["to"] or "").lower(), bytes(tx["input"]).hex()))
+    seen: set[tuple[str, str, str]] = set()
+    duplicates = []
+    for c in calls:
+        if c in seen:
+            duplicates.append({"from": names.get(c[0], c[0]), "to": c[1], "selector": c[2][:8]})
+        seen.add(c)
+    slashed: dict[str, int] = {}
+    for ev in _events(registry, "NodeSlashed", first):
+        a = ev["args"]
+        slashed[a["node"]] = slashed.get(a["node"], 0) + int(a["amount"])
+    paid: dict[str, int] = {}
+    for ev in _events(manager, "Withdrawn", first):
+        a = ev["args"]
+        paid[a["account"]] = paid.get(a["account"], 0) + int(a["amount"])
+    credited: dict[str, int] = {}
+    for ev in _events(manager, "Credited", first):
+        a = ev["args"]
+        credited[a["account"]] = credited.get(a["account"], 0) + int(a["amount"])
+    games = []
+    for ev in _events(game, "GameResolved", first):
+        a = ev["args"]
+        claim = game.functions.claimOf(int(a["gameId"])).call()
+        games.append(
+            {
+                "game_id": int(a["gameId"]),
+                "challenger_won": bool(a["challengerWon"]),
+                "by_timeout": bool(a["byTimeout"]),
+                "defender": names.get(claim[1], claim[1]),
+                "challenger": names.get(claim[2], claim[2]),
+                "winner": names.get(claim[2] if a["challengerWon"] else claim[1]),
+            }
+        )
+    actions: dict[str, list[str]] = {p.name: [] for p in PARTIES}
+    for ev_name, who, what in (
+        ("UnitClaimed", "solver", "claimed"),
+        ("UnitAssigned", "solver", "assigned"),
+        ("CheckpointsCommitted", "solver", "committed"),
+        ("Attested", "verifier", "attested"),
+        ("ChallengeOpened", "challenger", "challenged"),
+    ):
+        for ev in _events(manager, ev_name, first):
+            n = names.get(ev["args"][who])
+            if n and (not actions[n] or actions[n][-1] != what):
+                actions[n].append(what)
+    false_attest = _false_attestations(run_dir / "whistleblower.log", names)
+    outcomes = {}
+    for p in PARTIES:
+        outcomes[p.name] = {
+            "address": p.address,
+            "role": p.role,
+            "actions": actions[p.name],
+            "paid": paid.get(p.address, 0) / TOKEN,
+            "credited": credited.get(p.address, 0) / TOKEN,
+            "slashed": slashed.get(p.address, 0) / TOKEN,
+            "gas_used": gas.get(p.address, 0),
+            "transactions": txs.get(p.address, 0),
+            "reported_false_attestation": p.name in false_attest,
+        }
+        o = outcomes[p.name]
+        o["outcome"] = "slashed" if o["slashed"] else ("paid" if o["paid"] else "-")
+    timeline = _timeline(w3, manager, game, first)
+    return {
+        "outcomes": outcomes,
+        "disputes": games,
+        "dispute_count": len(games),
+        "duplicate_transactions": duplicates,
+        "timeline": timeline,
+        "wall_marks_s": {k: round(v, 2) for k, v in marks.items()},
+    }
+
+
+def _false_attestations(log: Path, names: dict[str, str]) -> set[str]:
+    out = set()
+    if not log.exists():
+        return out
+    for line in log.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            msg = json.loads(line).get("msg", "")
+            if msg.startswith("FALSE ATTESTATION by verifier "):
+                out.add(names.get(msg.split()[4], msg.split()[4]))
+    return out
+
+
+def _timeline(w3: Web3, manager, game, first: int) -> list[dict]:
+    """Chain-time phases: (name, start s, end s) relative to the job's posting."""
+
+    def ts(ev) -> int:
+        return int(w3.eth.get_block(ev["blockNumber"])["timestamp"])
+
+    def all_ts(contract, name: str) -> list[int]:
+        return [ts(e) for e in _events(contract, name, first)]
+
+    posted = all_ts(manager, "JobPosted")
+    if not posted:
+        return []
+    t0 = posted[0]
+    assigned = all_ts(manager, "UnitAssigned")
+    committed = all_ts(manager, "CheckpointsCommitted")
+    drawn = all_ts(manager, "VerifiersDrawn")
+    opened = all_ts(manager, "ChallengeOpened")
+    resolved = all_ts(game, "GameResolved")
+    finalized = all_ts(manager, "UnitFinalized")
+    reopened = all_ts(manager, "UnitOpened")
+    phases = []
+    starts = reopened  # attempt i's claim window opens at reopened[i]
+    for i, a in enumerate(assigned):
+        phases.append(("claim", starts[i] if i < len(starts) else t0, a))
+        if i < len(committed):
+            phases.append(("train", a, committed[i]))
+        if i < len(drawn):
+            end = opened[i] if i < len(opened) else (finalized[0] if finalized else drawn[i])
+            phases.append(("verify", committed[i], end))
+        if i < len(opened) and i < len(resolved):
+            phases.append(("dispute", opened[i], resolved[i]))
+    if finalized and drawn:
+        phases.append(("finalize", drawn[-1], finalized[-1]))
+    return [{"phase": n, "start_s": s - t0, "end_s": e - t0} for n, s, e in phases]
+
+
+# --- output ----------------------------------------------------------------------------------
+
+
+def summary_table(report: dict) -> str:
+    lines = []
+    job = report["job"]
+    head = (
+        f"{'party':<14} {'role':<13} {'did':<34} {'outcome':<8} "
+        f"{'paid':>7} {'slashed':>8} {'gas':>10}"
+    )
+    lines += [head, "-" * len(head)]
+    for name, o in report["outcomes"].items():
+        did = ",".join(o["actions"]) or "-"
+        if o["reported_false_attestation"]:
+            did += " (false attestation reported)"
+        lines.append(
+            f"{name:<14} {o['role']:<13} {did[:34]:<34} {o['outcome']:<8} "
+            f"{o['paid']:>7.2f} {o['slashed']:>8.2f} {o['gas_used']:>10,}"
+        )
+    lines.append("")
+    for g in report["disputes"]:
+        lines.append(
+            f"dispute game {g['game_id']}: {g['challenger']} vs {g['defender']} -> "
+            f"winner {g['winner']}{' (timeout)' if g['by_timeout'] else ''}"
+        )
+    lines.append("")
+    lines.append("phase (chain time after posting)   start     end")
+    for ph in report["timeline"]:
+        lines.append(f"  {ph['phase']:<32} {ph['start_s']:>6}s {ph['end_s']:>6}s")
+    lines.append("")
+    acc = job.get("test_accuracy")
+    lines.append(
+        f"job {job['job_id']}: {job['status']} after {job['attempts']} attempt(s); "
+        f"final state root {job['final_state_root'][:18]}…; test accuracy "
+        f"{acc * 100:.2f}%"
+        if acc is not None
+        else "n/a"
+    )
+    lines.append(
+        f"duplicate transactions on chain: {len(report['duplicate_transactions'])}; "
+        f"wall time {report['wall_time_s']} s"
+    )
+    return "\n".join(lines)
+
+
+def write_outputs(report: dict) -> None:
+    from scripts.png import demo_plot
+
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    k = 40
+    with contextlib.suppress(ValueError, OSError):
+        k = json.loads(SPEC.read_text())["checkpoint_every"]
+    losses = [(i * k, v) for i, v in enumerate(report["job"].get("checkpoint_losses", []))]
+    phases = [(p["phase"], p["start_s"], p["end_s"]) for p in report["timeline"]]
+    total = max([p[2] for p in phases] + [1])
+    demo_plot(REPORT_DIR / "demo.png", losses, phases, total)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--rpc-url", help="use this dev chain instead of starting a private Anvil")
+    parser.add_argument("--key", help="deployer private key (default: Anvil dev account 0)")
+    parser.add_argument(
+        "--deploy-only",
+        action="store_true",
+        help="only deploy and write build/demo/deployment.json",
+    )
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        report = run(args.rpc_url, args.key, args.deploy_only)
+    except (ChainUnavailable, FileNotFoundError, DeploymentError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"chain {report['chain_id']} at block {report['block']}")
+    except DemoError as exc:
+        print(f"error: demo failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; every demo process was stopped", file=sys.stderr)
+        return 130
+    print(f"chain {report['chain_id']}; contracts:")
     for name, address in report["contracts"].items():
         print(f"  {name:<24} {address}")
-    REPORT_DIR.mkdir(parents=True, exist_ok=True)
-    (REPORT_DIR / "deployment.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {REPORT_DIR / 'deployment.json'} in {report['wall_time_s']} s")
+    if args.deploy_only:
+        print(f"wrote {REPORT_DIR / 'deployment.json'} in {report['wall_time_s']} s")
+        return 0
+    print()
+    print(summary_table(report))
+    write_outputs(report)
+    print(f"wrote {REPORT_DIR / 'report.json'} and {REPORT_DIR / 'demo.png'}")
     return 0
 
 

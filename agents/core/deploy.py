@@ -138,7 +138,10 @@ def deploy_all(
         DEFAULT_MANAGER_CONFIG fields;
       - ``arbiter``: address of the dispute arbiter to wire into the JobManager;
       - ``mock_arbiter``: True to deploy and wire a MockArbiter (tests, demos) when no
-        ``arbiter`` is given.
+        ``arbiter`` is given;
+      - ``dispute_game``: True to deploy the real dispute game (``OneStepProver``, then
+        ``DisputeGame(manager, prover, clock_budget)``, PROTOCOL §7.9) and wire it as the arbiter
+        when no ``arbiter`` is given; ``clock_budget`` (seconds per side, default 3600).
     Without an arbiter the JobManager is deployed unwired: the deployer must call
     ``setArbiter(address)`` once before any job can be posted.
     """
@@ -171,6 +174,13 @@ def deploy_all(
     sender.call(reg.functions.setSlashers([manager]), step="NodeRegistry.setSlashers")
 
     arbiter = params.get("arbiter")
+    if not arbiter and params.get("dispute_game"):
+        prover = sender.deploy(load_artifact("OneStepProver", abi_dir), step="OneStepProver")
+        budget = int(params.get("clock_budget", HOUR))
+        game_art = load_artifact("DisputeGame", abi_dir)
+        arbiter = sender.deploy(game_art, manager, prover, budget, step="DisputeGame")
+        out["OneStepProver"] = prover
+        out["DisputeGame"] = arbiter
     if not arbiter and params.get("mock_arbiter"):
         mock_art = load_artifact("MockArbiter", abi_dir)
         arbiter = sender.deploy(mock_art, step="MockArbiter")

@@ -26,7 +26,8 @@ def _anvil_on_port(port: int) -> bool:
 
 
 def test_demo_starts_own_chain_deploys_and_stops_it():
-    proc = _run_demo(cwd=REPO)
+    # The full demo (agents and all) is tests/roles/test_demo_e2e.py; here only its chain part.
+    proc = _run_demo("--deploy-only", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     report = json.loads((REPO / "build" / "demo" / "deployment.json").read_text())
     assert report["private_chain"] is True

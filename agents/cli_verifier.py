@@ -1,0 +1,18 @@
+"""`python -m agents verifier`: one long-running process (agents/roles/verifier.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from agents.roles.verifier import register as add_parser
+
+    add_parser(sub).set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agents.roles.runner import run_role
+    from agents.roles.verifier import Verifier
+
+    return run_role(Verifier, args)

@@ -1,0 +1,232 @@
+"""Pure decision logic of the roles: (what I remember, what the chain shows) -> next actions.
+
+No I/O here. Each role's runner (agents/roles/runner.py and the role modules) reads a snapshot
+of the chain, loads its persisted memory, calls these functions and executes the actions they
+return, in order. Every on-chain action carries an *intent id* that names exactly one logical
+send (unit, attempt, deadline or move number): the core sender (agents/core/tx.py) never signs
+a second transaction for an intent it has recorded, so a restarted agent that takes the same
+decision again resumes the recorded transaction instead of sending a new one.
+
+Unit life cycle (IJobManager): Open -> Selecting -> Assigned -> Committed -> Verifying
+(<-> Disputed) -> Finalized; Disputed -> Open when the challenger wins. The keeper steps
+(closeClaims, selectAssignee, drawVerifiers, finalize) may be taken by anyone; every role
+takes them for the units it follows so that a job never waits for a particular party.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from agents.dispute.player import DEFENDER_PHASES, Move, Phase
+
+
+class UnitStatus(enum.IntEnum):
+    NONE = 0
+    OPEN = 1
+    SELECTING = 2
+    ASSIGNED = 3
+    COMMITTED = 4
+    VERIFYING = 5
+    DISPUTED = 6
+    FINALIZED = 7
+    CANCELLED = 8
+
+
+class VerifierStatus(enum.IntEnum):
+    NONE = 0
+    PENDING = 1
+    ATTESTED = 2
+    CHALLENGED = 3
+
+
+class Side(enum.IntEnum):
+    NONE = 0
+    DEFENDER = 1
+    CHALLENGER = 2
+
+
+@dataclass(frozen=True)
+class Now:
+    """The chain's latest block: its number and timestamp (deadlines are chain time)."""
+
+    block: int
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class UnitView:
+    unit_id: int
+    job_id: int
+    status: UnitStatus
+    deadline: int
+    seed_block: int
+    attempt: int
+    assignee: str
+    checkpoint_root: bytes
+    final_root: bytes
+    locator: str
+    verify_seed: int
+
+
+@dataclass(frozen=True)
+class Act:
+    """One action. `intent` is empty for local work (training, replay), else the tx intent."""
+
+    kind: str
+    intent: str = ""
+    args: tuple = ()
+
+
+#: A send must be mined before its deadline: act only with this many seconds of chain time left.
+SEND_MARGIN_S = 2
+
+KEEPER_STEPS = frozenset({"closeClaims", "selectAssignee", "drawVerifiers", "finalize"})
+SOLVER_KEEPS = frozenset({"closeClaims", "selectAssignee"})
+#: Seconds (or blocks) a backup keeper waits before taking a step the submitter has not taken.
+BACKUP_DELAY = 4
+
+
+# --- keeper steps (anyone) ---------------------------------------------------------------------
+
+
+def keeper_acts(
+    u: UnitView, now: Now, steps: frozenset[str] = KEEPER_STEPS, delay: int = 0
+) -> list[Act]:
+    """The keeper step the unit is waiting for, if it is in `steps`. A backup keeper passes a
+    `delay` (seconds, or blocks for the seed-based steps) so that it steps in only when the
+    primary keeper (the submitter) has not, instead of racing it for the same block."""
+    return [act for act in _keeper_acts(u, now, delay) if act.kind in steps]
+
+
+def _keeper_acts(u: UnitView, now: Now, delay: int) -> list[Act]:
+    uid, a = u.unit_id, u.attempt
+    if u.status == UnitStatus.OPEN and now.timestamp > u.deadline + delay:
+        return [Act("closeClaims", f"close:{uid}:{a}:{u.deadline}", (uid,))]
+    if u.status == UnitStatus.SELECTING and now.block > u.seed_block + delay:
+        return [Act("selectAssignee", f"select:{uid}:{a}:{u.seed_block}", (uid,))]
+    if u.status == UnitStatus.COMMITTED and now.block > u.seed_block + delay:
+        return [Act("drawVerifiers", f"draw:{uid}:{a}:{u.seed_block}", (uid,))]
+    if u.status == UnitStatus.VERIFYING and now.timestamp > u.deadline + delay:
+        return [Act("finalize", f"finalize:{uid}:{a}:{u.deadline}", (uid,))]
+    return []
+
+
+# --- solver ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SolverFacts:
+    """What the solver knows about itself for one unit."""
+
+    me: str
+    claimed: bool  # I am among this attempt's claimants
+    eligible: bool  # capable, online, enough free stake, config checked, not retired
+    trained: bool  # my checkpoints of this attempt are published
+    game_id: int  # the open dispute's game (0: none)
+
+
+def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
+    acts: list[Act] = []
+    uid, a = u.unit_id, u.attempt
+    mine = u.assignee.lower() == f.me.lower()
+    if u.status == UnitStatus.OPEN and now.timestamp + SEND_MARGIN_S <= u.deadline:
+        if not f.claimed and f.eligible:
+            acts.append(Act("claim", f"claim:{uid}:{a}:{u.deadline}", (uid,)))
+    elif u.status == UnitStatus.ASSIGNED and mine:
+        if not f.trained:
+            acts.append(Act("train", "", (uid, a)))
+        elif now.timestamp + SEND_MARGIN_S <= u.deadline:
+            acts.append(Act("commit", f"commit:{uid}:{a}", (uid, a)))
+    elif u.status == UnitStatus.DISPUTED and mine and f.game_id:
+        acts.append(Act("defend", "", (f.game_id,)))
+    # Keeper steps: solvers move selection along; the assignee finalizes its own unit.
+    steps = SOLVER_KEEPS | ({"finalize", "drawVerifiers"} if mine else set())
+    return acts + keeper_acts(u, now, frozenset(steps), BACKUP_DELAY)
+
+
+# --- verifier ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VerifierFacts:
+    me: str
+    status: VerifierStatus  # my slot in this attempt's draw (NONE: not drawn)
+    verdict: str | None  # None: not replayed yet; "agree"; "disagree"; "unavailable"
+    game_id: int  # the open dispute's game (0: none)
+    my_challenge: bool  # the open dispute is mine
+
+
+def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
+    acts: list[Act] = []
+    uid, a = u.unit_id, u.attempt
+    open_window = u.status == UnitStatus.VERIFYING and now.timestamp + SEND_MARGIN_S <= u.deadline
+    if open_window and f.status == VerifierStatus.PENDING:
+        if f.verdict is None:
+            acts.append(Act("replay", "", (uid, a)))
+        elif f.verdict == "agree":
+            acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))
+        elif f.verdict == "disagree":
+            acts.append(Act("challenge", f"challenge:{uid}:{a}", (uid, a)))
+        # "unavailable": the data failed its checks and the roots agree; retry the fetch later
+    if u.status == UnitStatus.DISPUTED and f.my_challenge and f.game_id:
+        acts.append(Act("play", "", (f.game_id,)))
+    return acts + keeper_acts(u, now, frozenset({"drawVerifiers"}), BACKUP_DELAY)
+
+
+# --- whistleblower -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttestationFacts:
+    verdict: str | None  # None: not re-checked yet; "true"; "false"; "unavailable"
+    commitment_wrong: bool  # the re-check also showed the solver's roots are wrong
+    reported: bool
+
+
+def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> list[Act]:
+    """For one attestation `key` ("unit:attempt:verifier") of unit `u`."""
+    if f.verdict is None:
+        return [Act("recheck", "", (key,))]
+    acts: list[Act] = []
+    if f.verdict == "false" and not f.reported:
+        acts.append(Act("report", "", (key,)))
+    if (
+        f.commitment_wrong
+        and u.status == UnitStatus.VERIFYING
+        and now.timestamp + SEND_MARGIN_S <= u.deadline
+    ):
+        acts.append(Act("challenge", f"challenge:{u.unit_id}:{u.attempt}", (u.unit_id, u.attempt)))
+    return acts
+
+
+# --- games -------------------------------------------------------------------------------------
+
+
+def game_act(
+    game_id: int,
+    side: Side,
+    phase: int,
+    moves: int,
+    turn_deadline: int,
+    now: Now,
+    move: Move | None,
+) -> Act | None:
+    """My next act in a game: my move when it is my turn, or a timeout claim when the
+    opponent's clock has run out. `moves` (the game's move count) makes each intent unique."""
+    if phase in (Phase.NONE, Phase.RESOLVED):
+        return None
+    to_move = Side.DEFENDER if phase in DEFENDER_PHASES else Side.CHALLENGER
+    if to_move == side:
+        if move is None or now.timestamp > turn_deadline:
+            return None
+        return Act("move", f"game:{game_id}:move:{moves}", (move,))
+    if now.timestamp > turn_deadline:
+        return Act("claimTimeout", f"game:{game_id}:timeout", (game_id,))
+    return None
+
+
+def withdraw_act(credits: int, block: int) -> Act | None:
+    if credits <= 0:
+        return None
+    return Act("withdraw", f"withdraw:{credits}:{block}", ())

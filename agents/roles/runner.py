@@ -1,0 +1,355 @@
+"""The I/O half every role shares: contracts, chain snapshots, sending actions, logging, progress.
+
+A role process is one `RoleAgent` subclass: `run()` loops — read the chain (views, cheap),
+decide with agents/roles/logic.py, execute the actions — every `--poll-interval` seconds on
+the injected clock until stopped. Transactions go through the core sender (simulate first,
+persisted intents, reconcile on start); a simulation that reverts is logged and retried on a
+later round, never sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from web3 import Web3
+from web3.contract import Contract
+
+from agents.core.chain import ChainUnavailable, connect
+from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
+from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
+from agents.core.keys import KeyConfigError
+from agents.core.runtime import Agent, open_agent
+from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
+from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
+
+LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
+
+
+class RoleError(RuntimeError):
+    """A fatal problem a role reports in one line (exit code 2)."""
+
+
+# --- logging and progress -------------------------------------------------------------------
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        obj = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "agent": record.name,
+            "msg": record.getMessage(),
+        }
+        obj.update(getattr(record, "fields", {}))
+        return json.dumps(obj)
+
+
+def setup_logging(name: str, json_logs: bool, verbose: bool = False) -> logging.Logger:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        JsonFormatter() if json_logs else logging.Formatter(LOG_FORMAT, "%H:%M:%S")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    for noisy in ("web3", "urllib3", "asyncio", "agents.core"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return logging.getLogger(name)
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Any]:
+    """A rich progress bar on a TTY; a no-op advance function otherwise."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda n=1: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as prog:
+        task = prog.add_task(label, total=total)
+        yield lambda n=1: prog.advance(task, n)
+
+
+# --- command line ----------------------------------------------------------------------------
+
+
+def role_parser(
+    sub: argparse._SubParsersAction, name: str, help_text: str
+) -> argparse.ArgumentParser:
+    """A role's subcommand with the core's flags plus the ones every role has."""
+    base = build_parser()
+    p = sub.add_parser(
+        name,
+        help=help_text,
+        description=help_text,
+        parents=[base],
+        add_help=False,
+        conflict_handler="resolve",
+    )
+    p.add_argument("-h", "--help", action="help", help="show this help and exit")
+    p.add_argument(
+        "--manager",
+        help="JobManager address (token, registry, arbiter are read "
+        "from it); default: the JobManager in --deployment",
+    )
+    p.add_argument(
+        "--deployment",
+        default="build/demo/deployment.json",
+        help="deployment JSON written by `make demo` (default: %(default)s)",
+    )
+    p.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
+    p.add_argument("--no-progress", action="store_true", help="never draw progress bars")
+    p.add_argument(
+        "--run-for",
+        type=float,
+        default=0.0,
+        help="stop after this many seconds (0: run until SIGINT/SIGTERM)",
+    )
+    p.add_argument("--verbose", action="store_true", help="debug logging")
+    return p
+
+
+def manager_address(args: argparse.Namespace) -> str:
+    if args.manager:
+        if not Web3.is_address(args.manager):
+            raise RoleError(f"--manager {args.manager!r} is not an address")
+        return Web3.to_checksum_address(args.manager)
+    path = Path(args.deployment)
+    if not path.exists():
+        raise RoleError(
+            f"no --manager given and {path} does not exist (run `make demo` or pass --manager 0x…)"
+        )
+    try:
+        return Web3.to_checksum_address(json.loads(path.read_text())["contracts"]["JobManager"])
+    except (ValueError, KeyError) as exc:
+        raise RoleError(f"{path}: no contracts.JobManager address ({exc})") from None
+
+
+def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
+    """Entry point of a role subcommand: config, logging, the loop, one-line fatal errors."""
+    log = setup_logging(f"{cls.role}", args.json_logs, args.verbose)
+    try:
+        config = config_from(args)
+        if config.rpc_url is None:
+            raise RoleError("an agent needs a node: pass --rpc-url or set VTP_RPC_URL")
+        manager = manager_address(args)
+        cls.check_args(args)
+        return asyncio.run(_main(cls, config, manager, args, log))
+    except ConfigError as exc:
+        print("error: " + "; ".join(exc.problems), file=sys.stderr)
+    except (RoleError, ChainUnavailable, KeyConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+async def _main(
+    cls: type[RoleAgent],
+    config: AgentConfig,
+    manager: str,
+    args: argparse.Namespace,
+    log: logging.Logger,
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with open_agent(config) as agent:
+        role = cls(agent, manager, args, log)
+        await role.setup()
+        code = await role.run(stop, args.run_for)
+    return code
+
+
+# --- the agent -------------------------------------------------------------------------------
+
+
+class RoleAgent:
+    role = "agent"
+
+    def __init__(
+        self, agent: Agent, manager: str, args: argparse.Namespace, log: logging.Logger
+    ) -> None:
+        self.agent = agent
+        self.args = args
+        self.log = log
+        self.me = agent.account.address
+        self.progress = not args.no_progress
+        self.w3 = connect(agent.config.rpc_url or "", timeout_s=10.0)
+        if not self.w3.eth.get_code(manager):
+            raise RoleError(f"no contract at JobManager address {manager}")
+        self.manager = self._contract("JobManager", manager)
+        self.registry = self._contract("NodeRegistry", self.manager.functions.registry().call())
+        self.token = self._contract("TestToken", self.manager.functions.token().call())
+        self.game = self._contract("DisputeGame", self.manager.functions.arbiter().call())
+        self.gas_used = 0
+        self.failures = 0
+        self._warned: set[tuple[str, str]] = set()
+
+    def _contract(self, name: str, address: str) -> Contract:
+        abi = load_artifact(name, DEFAULT_ABI_DIR)["abi"]
+        return self.w3.eth.contract(address=Web3.to_checksum_address(address), abi=abi)
+
+    @classmethod
+    def check_args(cls, args: argparse.Namespace) -> None:
+        """Validate the role's own inputs before touching the chain (RoleError: one line)."""
+
+    async def setup(self) -> None:
+        """One-time start-up work (register, stake); runs after reconciling pending sends."""
+
+    async def round(self) -> bool:
+        """One decision round; return True when the role is done (one-shot roles)."""
+        raise NotImplementedError
+
+    async def run(self, stop: asyncio.Event, run_for: float = 0.0) -> int:
+        started = time.monotonic()
+        interval = self.agent.config.poll_interval
+        while not stop.is_set():
+            try:
+                if await self.round():
+                    return 0
+                self.failures = 0
+            except (TransportError, ChainUnavailable, OSError) as exc:
+                self.failures += 1
+                self.log.error("round failed (will retry): %s", str(exc).splitlines()[0][:200])
+            if run_for and time.monotonic() - started > run_for:
+                self.log.info("--run-for %.0f s elapsed; stopping", run_for)
+                return 0
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=interval)
+        self.log.info("stopped")
+        return 0
+
+    # --- chain reads --------------------------------------------------------------------
+
+    def now(self) -> Now:
+        b = self.w3.eth.get_block("latest")
+        return Now(int(b["number"]), int(b["timestamp"]))
+
+    def unit(self, unit_id: int) -> UnitView:
+        u = self.manager.functions.getUnit(unit_id).call()
+        return UnitView(
+            unit_id=unit_id,
+            job_id=unit_id >> 32,
+            status=UnitStatus(u[0]),
+            deadline=u[4],
+            seed_block=u[5],
+            attempt=u[8],
+            assignee=u[7],
+            checkpoint_root=bytes(u[9]),
+            final_root=bytes(u[10]),
+            locator=u[11],
+            verify_seed=u[6],
+        )
+
+    def units(self) -> list[UnitView]:
+        return [self.unit(j << 32) for j in range(1, self.manager.functions.jobCount().call() + 1)]
+
+    # --- sending ------------------------------------------------------------------------
+
+    async def send(self, act: Act, fn: Any) -> TxOutcome | None:
+        """Simulate and send `fn` under the act's intent; a revert is logged, not raised.
+
+        An intent whose transaction was mined but reverted (another party got there first) is
+        not retried: the decision logic names a new intent when a new send makes sense."""
+        recorded = self.agent.store.get_intent(act.intent)
+        if recorded is not None and recorded.status == "failed":
+            return None
+        try:
+            out = await self.agent.sender.send(act.intent, TxRequest.call(fn))
+        except TxReverted as exc:
+            text = _revert_text(exc)
+            if (act.intent, text) not in self._warned:  # the same refusal is logged once
+                self._warned.add((act.intent, text))
+                self.log.warning("%s not sent: %s", act.kind, text)
+            return None
+        except TxFailed as exc:
+            # Mined but reverted: the chain moved between simulation and inclusion (usually
+            # another keeper took the same step in the same block).
+            level = logging.INFO if act.kind in KEEPER_STEPS else logging.ERROR
+            self.log.log(level, "%s reverted on chain: %s", act.kind, str(exc)[:300])
+            return None
+        except TxError as exc:
+            self.log.error("%s failed (will retry): %s", act.kind, str(exc)[:300])
+            return None
+        if not out.resumed:
+            self.gas_used += out.gas_used
+            self.log.info("%s mined in block %d (gas %d)", act.kind, out.block_number, out.gas_used)
+        return out
+
+    async def ensure_registered(
+        self, role: int, stake: int, capability: tuple[int, int, int]
+    ) -> None:
+        node = self.registry.functions.getNode(self.me).call()
+        if node[0] != 0:
+            if node[0] != role:
+                raise RoleError(f"{self.me} is already registered with another role ({node[0]})")
+            return
+        balance = self.token.functions.balanceOf(self.me).call()
+        if balance < stake:
+            raise RoleError(
+                f"account {self.me} holds {balance / 1e18:g} tokens, staking needs "
+                f"{stake / 1e18:g}: fund it first (on a dev chain: TestToken.mint)"
+            )
+        if self.w3.eth.get_balance(self.me) == 0:
+            raise RoleError(f"account {self.me} has no ether to pay gas")
+        approve = self.token.functions.approve(self.registry.address, stake)
+        await self.send(Act("approve", "register:approve"), approve)
+        reg = self.registry.functions.register(role, capability, stake)
+        out = await self.send(Act("register", "register"), reg)
+        if out is None:
+            raise RoleError("registration reverted (see the warning above)")
+        self.log.info("registered as role %d with stake %g", role, stake / 1e18)
+
+    async def heartbeat_if_due(self, now: Now) -> None:
+        node = self.registry.functions.getNode(self.me).call()
+        ttl = self.registry.functions.heartbeatTtl().call()
+        if now.timestamp - node[4] >= ttl // 2:
+            slot = now.timestamp // max(1, ttl // 2)
+            await self.send(
+                Act("heartbeat", f"heartbeat:{slot}"), self.registry.functions.heartbeat()
+            )
+
+    async def withdraw_if_credited(self, now: Now) -> None:
+        credits = self.manager.functions.credits(self.me).call()
+        if credits > 0:
+            out = await self.send(
+                Act("withdraw", f"withdraw:{credits}:{now.block}"),
+                self.manager.functions.withdraw(),
+            )
+            if out is not None:
+                self.log.info("withdrew %g tokens", credits / 1e18)
+
+    async def keeper(self, act: Act) -> None:
+        await self.send(act, getattr(self.manager.functions, act.kind)(*act.args))
+
+
+def _revert_text(exc: TxReverted) -> str:
+    if exc.error_name:
+        args = ", ".join(f"{k}={_short(v)}" for k, v in exc.error_args.items())
+        return f"{exc.error_name}({args})"
+    return str(exc)[:200]
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, bytes):
+        return "0x" + v.hex()[:16] + "…"
+    return str(v)

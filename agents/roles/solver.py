@@ -1,0 +1,281 @@
+"""The solver: register and stake, heartbeat, claim units it can run, train, publish
+checkpoints, commit, defend disputes, withdraw earnings.
+
+Persistent memory (SQLite records): kind "train", id "<unit>:<attempt>" — the checkpoints
+published so far (roots, blob addresses, losses), so a solver killed during training resumes
+from its last published checkpoint; kind "job" — jobs it refused (with the reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from agents.core.blobs import open_blob_store
+from agents.dispute.client import GameClient
+from agents.dispute.player import Defender
+from agents.dispute.trace import FAULT_KINDS, Computation, Fault
+from agents.roles.artifacts import Manifest, decode_state, encode_state, make_locator
+from agents.roles.jobs import JobContext, JobRejected, load_job
+from agents.roles.logic import (
+    Act,
+    Now,
+    Side,
+    SolverFacts,
+    UnitStatus,
+    UnitView,
+    game_act,
+    solver_acts,
+)
+from agents.roles.runner import RoleAgent, RoleError, progress_bar
+from agents.training.state import State, state_root
+
+ROLE_SOLVER = 1
+TOKEN = 10**18
+
+
+def parse_cheat(text: str | None) -> Fault | None:
+    """`KIND[:step=S,node=N,element=E,mask=M]`, e.g. `element:step=217,node=2,element=5`."""
+    if not text:
+        return None
+    kind, _, rest = text.partition(":")
+    if kind not in FAULT_KINDS:
+        raise RoleError(f"--cheat {text!r}: kind must be one of {', '.join(FAULT_KINDS)}")
+    fields: dict[str, int] = {}
+    for part in filter(None, rest.split(",")):
+        m = re.fullmatch(r"(step|node|element|mask)=(0x[0-9a-fA-F]+|\d+)", part.strip())
+        if not m:
+            raise RoleError(f"--cheat {text!r}: bad field {part!r} (step|node|element|mask=INT)")
+        fields[m.group(1)] = int(m.group(2), 0)
+    return Fault(kind, **fields)
+
+
+class Solver(RoleAgent):
+    role = "solver"
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.fault = parse_cheat(self.args.cheat)
+        self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
+        self.jobs: dict[int, JobContext] = {}
+        self.comps: dict[int, Computation] = {}
+        self.games: dict[int, GameClient] = {}
+
+    async def setup(self) -> None:
+        await self.ensure_registered(ROLE_SOLVER, int(self.args.stake * TOKEN), self.capability)
+        if self.fault is not None:
+            self.log.warning("CHEATING: will commit a run with fault %s", self.fault)
+
+    # --- a round ----------------------------------------------------------------------------
+
+    async def round(self) -> bool:
+        now = self.now()
+        await self.heartbeat_if_due(now)
+        for u in self.units():
+            if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
+                continue
+            for act in solver_acts(u, now, self.facts(u)):
+                await self.execute(act, u, now)
+        await self.withdraw_if_credited(now)
+        return False
+
+    def facts(self, u: UnitView) -> SolverFacts:
+        claimants = self.manager.functions.getClaimants(u.unit_id).call()[0]
+        claimed = any(c.lower() == self.me.lower() for c in claimants)
+        rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
+        trained = rec is not None and rec.state == "published"
+        game_id = 0
+        if u.status == UnitStatus.DISPUTED:
+            game_id = int(self.manager.functions.getDispute(u.unit_id).call()[0])
+        return SolverFacts(self.me, claimed, self.eligible(u), trained, game_id)
+
+    def eligible(self, u: UnitView) -> bool:
+        if self.agent.store.get_record("job", str(u.job_id)) is not None:
+            return False  # refused before
+        job = self.manager.functions.getJob(u.job_id).call()
+        required = (job[8], job[11], job[12])
+        if not all(a >= b for a, b in zip(self.capability, required, strict=True)):
+            return False
+        free = self.registry.functions.freeStake(self.me).call()
+        if free < self.manager.functions.collateralOf(u.job_id).call():
+            return False
+        return self.context(u.job_id) is not None
+
+    def context(self, job_id: int) -> JobContext | None:
+        if job_id in self.jobs:
+            return self.jobs[job_id]
+        job = self.manager.functions.getJob(job_id).call()
+        cfg = bytes(self.game.functions.configOf(job_id).call())
+        stores = [self.agent.blobs] + [open_blob_store(s) for s in self.args.spec_store or []]
+        try:
+            ctx = load_job(job_id, job, stores, cfg)
+        except JobRejected as exc:
+            self.log.warning("not taking part: %s", exc)
+            if "not found" not in str(exc) and "registered" not in str(exc):
+                self.agent.store.put_job(str(job_id), "refused", {"reason": str(exc)})
+            return None
+        self.jobs[job_id] = ctx
+        return ctx
+
+    async def execute(self, act: Act, u: UnitView, now: Now) -> None:
+        if act.kind == "claim":
+            await self.send(act, self.manager.functions.claim(u.unit_id))
+        elif act.kind == "train":
+            self.train(u)
+        elif act.kind == "commit":
+            await self.commit(act, u)
+        elif act.kind == "defend":
+            await self.defend(act.args[0], u, now)
+        else:
+            await self.keeper(act)
+
+    # --- training and publishing --------------------------------------------------------------
+
+    def computation(self, u: UnitView) -> Computation:
+        """This solver's account of the unit (with its fault, if it cheats)."""
+        if u.unit_id not in self.comps:
+            ctx = self.jobs[u.job_id] if u.job_id in self.jobs else self.context(u.job_id)
+            if ctx is None:
+                raise RoleError(f"job {u.job_id} is no longer available")
+            comp = Computation(
+                ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every, fault=self.fault
+            )
+            self._seed_states(comp, u, ctx)
+            self.comps[u.unit_id] = comp
+        return self.comps[u.unit_id]
+
+    def _seed_states(self, comp: Computation, u: UnitView, ctx: JobContext) -> None:
+        """Start the dispute computation from my published checkpoints (honest runs only)."""
+        if self.fault is not None:
+            return
+        rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
+        if rec is None:
+            return
+        k = ctx.spec.checkpoint_every
+        for i, address in enumerate(rec.data["states"]):
+            comp._states[i * k] = decode_state(ctx.spec, self.agent.blobs.get(address))
+
+    def train(self, u: UnitView) -> None:
+        ctx = self.context(u.job_id)
+        if ctx is None:
+            return
+        key = f"{u.unit_id}:{u.attempt}"
+        rec = self.agent.store.get_record("train", key)
+        done = rec.data if rec is not None else {"roots": [], "states": [], "losses": []}
+        spec, eng = ctx.spec, ctx.engine
+        k, T = spec.checkpoint_every, spec.steps
+        if self.fault is not None:
+            comp = Computation(eng, T, k, fault=self.fault)
+            self.comps[u.unit_id] = comp
+        first = len(done["roots"])
+        st: State = eng.initial_state()
+        if first and self.fault is None:
+            st = decode_state(spec, self.agent.blobs.get(done["states"][-1]))
+            self.log.info("resuming unit %d from checkpoint %d", u.unit_id, first - 1)
+        with progress_bar(f"train unit {u.unit_id}", T, self.progress) as advance:
+            advance((first - 1) * k if first else 0)
+            for c in range(first, T // k + 1):
+                t = c * k
+                if self.fault is not None:
+                    st, root = comp.state(t), comp.claimed_root(t)
+                    advance(k if c else 0)
+                else:
+                    if c > 0:
+                        st = self._advance(eng, st, t - k, t, advance)
+                    root = state_root(st)
+                address = self.agent.blobs.put(encode_state(st))
+                loss = eng.loss(st, min(t, T - 1))
+                done["roots"].append("0x" + root.hex())
+                done["states"].append(address)
+                done["losses"].append(loss)
+                self.agent.store.put_record("train", key, "training", done)
+        self.agent.store.put_record("train", key, "published", done)
+        self.log.info(
+            "trained unit %d: %d checkpoints published, final root %s…, loss %.4f",
+            u.unit_id,
+            len(done["roots"]),
+            done["roots"][-1][:18],
+            done["losses"][-1],
+        )
+
+    @staticmethod
+    def _advance(eng, st: State, t0: int, t1: int, advance) -> State:
+        for t in range(t0, t1):
+            st = eng.step(st, t)
+            advance(1)
+        return st
+
+    async def commit(self, act: Act, u: UnitView) -> None:
+        rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
+        assert rec is not None
+        ctx = self.jobs[u.job_id]
+        m = Manifest(
+            "0x" + ctx.spec.spec_hash().hex(),
+            rec.data["roots"],
+            rec.data["states"],
+            rec.data["losses"],
+        )
+        address = self.agent.blobs.put(m.to_bytes())
+        locator = make_locator(
+            self.args.public_blob_url or self.agent.config.blob_location, address
+        )
+        cp_root = m.checkpoint_root()
+        if self.fault is not None:
+            cp_root = self.computation(u).checkpoint_commit()
+        final = bytes.fromhex(rec.data["roots"][-1][2:])
+        fn = self.manager.functions.commitCheckpoints(
+            u.unit_id, cp_root, len(m.roots), final, locator
+        )
+        if await self.send(act, fn) is not None:
+            self.log.info("committed unit %d: checkpoint root 0x%s…", u.unit_id, cp_root.hex()[:16])
+
+    # --- disputes -----------------------------------------------------------------------------
+
+    async def defend(self, game_id: int, u: UnitView, now: Now) -> None:
+        client = self.games.get(game_id)
+        if client is None:
+            client = GameClient(self.w3, self.game, "0x" + bytes(self.agent.account.key).hex())
+            self.games[game_id] = client
+            self.log.info("defending unit %d in dispute game %d", u.unit_id, game_id)
+        view = client.view(game_id)
+        side, deadline = self.game.functions.turn(game_id).call()
+        ctx = self.jobs[u.job_id]
+        player = Defender(self.computation(u), ctx.jg)
+        act = game_act(
+            game_id, Side.DEFENDER, view.phase, view.moves, deadline, now, player.next_move(view)
+        )
+        if act is None:
+            return
+        if act.kind == "move":
+            move = act.args[0]
+            await self.send(act, getattr(self.game.functions, move.fn)(*move.call_args(game_id)))
+        else:
+            await self.send(act, self.game.functions.claimTimeout(game_id))
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from agents.roles.runner import role_parser
+
+    p = role_parser(sub, "solver", "run a solver: stake, claim units, train, commit, defend")
+    p.add_argument("--stake", type=float, default=200.0, help="tokens to stake on registration")
+    p.add_argument("--device-class", type=int, default=0, help="declared device class")
+    p.add_argument("--memory-mib", type=int, default=4096, help="declared memory in MiB")
+    p.add_argument("--throughput", type=int, default=1000, help="declared throughput score")
+    p.add_argument(
+        "--public-blob-url",
+        help="blob store URL others read my checkpoints from "
+        "(default: --blob-url / the data folder's blobs)",
+    )
+    p.add_argument(
+        "--spec-store",
+        action="append",
+        metavar="URL",
+        help="extra blob store(s) to fetch job specs from (repeatable)",
+    )
+    p.add_argument(
+        "--cheat",
+        metavar="KIND[:step=,node=,element=,mask=]",
+        help="inject a fault for demos/tests, e.g. element:step=217,node=2,element=5,"
+        "mask=0x40000000 (kinds: " + ", ".join(FAULT_KINDS) + ")",
+    )
+    return p

@@ -1,0 +1,203 @@
+"""The submitter: post a job from a spec file (publish the spec, approve, postJob into escrow,
+register the dispute config), follow it to the end moving it along (keeper steps), fetch the
+final model, check its root against the chain and report its test accuracy.
+
+Persistent memory: kind "post", id = the spec hash — the job id once posted, so a restarted
+submitter follows its job instead of posting it again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from agents.core.blobs import BlobError
+from agents.dispute.graph import job_graph
+from agents.roles.artifacts import BadBlob, CheckpointReader
+from agents.roles.logic import Act, UnitStatus, keeper_acts
+from agents.roles.runner import RoleAgent, RoleError
+from agents.training import data as datasets
+from agents.training import spec as specs
+from agents.training.engine import Engine
+from agents.training.state import state_root
+
+TOKEN = 10**18
+
+
+class Submitter(RoleAgent):
+    role = "submitter"
+
+    @classmethod
+    def check_args(cls, args: argparse.Namespace) -> None:
+        load_spec(args.spec)
+        if args.reward <= 0 or not 0 <= args.verification_fee < args.reward:
+            raise RoleError("--reward must be > 0 and 0 <= --verification-fee < --reward")
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.spec, self.data = load_spec(self.args.spec)
+        self.engine = Engine(self.spec, self.data)
+        self.job_id = 0
+        self.last_status: UnitStatus | None = None
+        self.result: dict = {}
+
+    async def setup(self) -> None:
+        spec_hash = "0x" + self.spec.spec_hash().hex()
+        rec = self.agent.store.get_record("post", spec_hash)
+        if rec is not None and rec.data.get("job_id"):
+            self.job_id = int(rec.data["job_id"])
+            self.log.info("following job %d posted earlier", self.job_id)
+            return
+        address = self.agent.blobs.put(self.spec.canonical_bytes())
+        assert address == spec_hash
+        reward = int(self.args.reward * TOKEN)
+        fee = int(self.args.verification_fee * TOKEN)
+        balance = self.token.functions.balanceOf(self.me).call()
+        if balance < reward:
+            raise RoleError(
+                f"account {self.me} holds {balance / 1e18:g} tokens, the job's reward "
+                f"is {reward / 1e18:g}: fund it first"
+            )
+        if self.w3.eth.get_balance(self.me) == 0:
+            raise RoleError(f"account {self.me} has no ether to pay gas")
+        await self.send(
+            Act("approve", f"post:{spec_hash}:approve"),
+            self.token.functions.approve(self.manager.address, reward),
+        )
+        now = self.now()
+        params = (
+            self.spec.spec_hash(),
+            self.data.root(),
+            state_root(self.engine.initial_state()),
+            self.spec.steps,
+            self.spec.checkpoint_every,
+            (self.args.device_class, self.args.memory_mib, self.args.throughput),
+            reward,
+            fee,
+            now.timestamp + int(self.args.claim_window),
+            int(self.args.compute_time),
+        )
+        out = await self.send(
+            Act("postJob", f"post:{spec_hash}"), self.manager.functions.postJob(params)
+        )
+        if out is None:
+            raise RoleError("postJob reverted (see the warning above)")
+        receipt = self.w3.eth.get_transaction_receipt(out.tx_hash)
+        posted = self.manager.events.JobPosted().process_receipt(receipt)
+        self.job_id = int(posted[0]["args"]["jobId"])
+        self.agent.store.put_record("post", spec_hash, "posted", {"job_id": self.job_id})
+        self.log.info("posted job %d (reward %g, escrowed)", self.job_id, reward / 1e18)
+        cfg = job_graph(self.spec, self.data.n).config.hash()
+        out = await self.send(
+            Act("registerConfig", f"config:{self.job_id}"),
+            self.game.functions.registerConfig(self.job_id, cfg),
+        )
+        if out is not None:
+            self.log.info(
+                "registered the dispute config 0x%s… of job %d", cfg.hex()[:16], self.job_id
+            )
+
+    async def round(self) -> bool:
+        now = self.now()
+        u = self.unit(self.job_id << 32)
+        if u.status != self.last_status:
+            self.log.info(
+                "job %d unit: %s (attempt %d%s)",
+                self.job_id,
+                u.status.name.lower(),
+                u.attempt,
+                f", assignee {u.assignee}" if u.assignee != _ZERO else "",
+            )
+            self.last_status = u.status
+        if u.status == UnitStatus.FINALIZED:
+            return self.finish(u)
+        if u.status == UnitStatus.CANCELLED:
+            raise RoleError(f"job {self.job_id} was cancelled")
+        for act in keeper_acts(u, now):
+            await self.keeper(act)
+        return False
+
+    def finish(self, u) -> bool:
+        try:
+            reader = CheckpointReader(self.spec, u.locator, u.checkpoint_root)
+            final = reader.state(len(reader.manifest.roots) - 1)
+        except (BadBlob, BlobError) as exc:
+            self.log.error("final model unavailable (will retry): %s", exc)
+            return False
+        if state_root(final) != u.final_root:
+            self.log.error("final model's root differs from the committed one (will retry)")
+            return False
+        test = datasets.test_split_for(self.spec.dataset_name)
+        acc = self.engine.accuracy(final, test) if test is not None else None
+        self.result = {
+            "job_id": self.job_id,
+            "status": "completed",
+            "solver": u.assignee,
+            "final_state_root": "0x" + u.final_root.hex(),
+            "checkpoint_root": "0x" + u.checkpoint_root.hex(),
+            "test_accuracy": acc,
+            "checkpoint_losses": reader.manifest.losses,
+            "attempts": u.attempt + 1,
+            "gas_used": self.gas_used,
+        }
+        self.log.info(
+            "job %d completed: final root %s…, test accuracy %s",
+            self.job_id,
+            self.result["final_state_root"][:18],
+            f"{acc:.4f}" if acc is not None else "n/a",
+        )
+        if self.args.out:
+            Path(self.args.out).write_text(json.dumps(self.result, indent=2) + "\n")
+        print(json.dumps(self.result), flush=True)
+        return True
+
+
+_ZERO = "0x" + "00" * 20
+
+
+def load_spec(path: str) -> tuple[specs.JobSpec, datasets.Dataset]:
+    """The spec file and its dataset, checked; RoleError (one line) on any problem."""
+    try:
+        spec = specs.load(path)
+    except OSError as exc:
+        raise RoleError(f"cannot read spec {path}: {exc.strerror}") from None
+    except specs.JobSpecError as exc:
+        raise RoleError(f"spec {path}: {exc}") from None
+    except ValueError as exc:  # not JSON at all
+        raise RoleError(f"spec {path}: not valid JSON: {str(exc).splitlines()[0]}") from None
+    try:
+        data = datasets.load_dataset(spec.dataset_name)
+    except datasets.DatasetError as exc:
+        raise RoleError(f"spec {path}: {exc}") from None
+    if "0x" + data.root().hex() != spec.dataset_root:
+        raise RoleError(f"spec {path}: dataset root does not match {spec.dataset_name}")
+    return spec, data
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from agents.roles.runner import role_parser
+
+    p = role_parser(sub, "submitter", "post a training job, follow it, fetch and check the model")
+    p.add_argument("--spec", required=True, help="job spec JSON file (PROTOCOL §5)")
+    p.add_argument("--reward", type=float, default=100.0, help="tokens escrowed for the job")
+    p.add_argument(
+        "--verification-fee",
+        type=float,
+        default=10.0,
+        help="part of the reward shared by attesting verifiers",
+    )
+    p.add_argument(
+        "--claim-window",
+        type=float,
+        default=3600,
+        help="seconds from now until the first claim window closes",
+    )
+    p.add_argument(
+        "--compute-time", type=float, default=3600, help="seconds the assigned solver has to commit"
+    )
+    p.add_argument("--device-class", type=int, default=0, help="minimum solver device class")
+    p.add_argument("--memory-mib", type=int, default=0, help="minimum solver memory (MiB)")
+    p.add_argument("--throughput", type=int, default=0, help="minimum solver throughput")
+    p.add_argument("--out", help="write the result JSON here too")
+    return p

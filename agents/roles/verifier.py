@@ -1,0 +1,256 @@
+"""The verifier: register and stake; when drawn for a unit, fetch its checkpoints, replay the
+sampled segments (or every segment with --replay-all), then attest the end roots it computed or
+challenge the unit and play the dispute game as the challenger; withdraw its fees.
+
+`--lazy` attests the solver's own roots without replaying (for demos and tests: such a verifier
+is what whistleblowers exist to catch).
+
+Persistent memory: kind "verdict", id "<unit>:<attempt>" — the replay's outcome and the end
+roots to attest, so a restart neither replays again nor changes its answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from agents.core.blobs import open_blob_store
+from agents.dispute.client import GameClient
+from agents.dispute.player import Challenger, LyingChallenger
+from agents.dispute.trace import Computation
+from agents.roles.artifacts import BadBlob, CheckpointReader
+from agents.roles.jobs import JobContext, JobRejected, load_job
+from agents.roles.logic import (
+    Act,
+    Now,
+    Side,
+    UnitStatus,
+    UnitView,
+    VerifierFacts,
+    VerifierStatus,
+    game_act,
+    verifier_acts,
+)
+from agents.roles.runner import RoleAgent, progress_bar
+from agents.training.state import state_root
+
+ROLE_VERIFIER = 2
+TOKEN = 10**18
+
+
+def replay_segments(
+    ctx: JobContext, reader: CheckpointReader, segments: list[int], progress: bool = False
+) -> dict[int, bytes]:
+    """My end root of each segment, replayed from the solver's start checkpoint."""
+    k = ctx.spec.checkpoint_every
+    ends: dict[int, bytes] = {}
+    todo = sorted(set(segments))
+    with progress_bar("replay", len(todo) * k, progress) as advance:
+        for s in todo:
+            st = reader.state(s)
+            for t in range(s * k, (s + 1) * k):
+                st = ctx.engine.step(st, t)
+                advance(1)
+            ends[s] = state_root(st)
+    return ends
+
+
+class ChallengerMixin:
+    """Plays dispute games as the honest challenger, from its own full computation."""
+
+    def challenger_comp(self, ctx: JobContext) -> Computation:
+        comps = self.__dict__.setdefault("_comps", {})
+        if ctx.job_id not in comps:
+            comps[ctx.job_id] = Computation(ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every)
+        return comps[ctx.job_id]
+
+    async def play(self, game_id: int, ctx: JobContext, now: Now) -> None:
+        client = GameClient(self.w3, self.game, "0x" + bytes(self.agent.account.key).hex())
+        view = client.view(game_id)
+        _, deadline = self.game.functions.turn(game_id).call()
+        comp = self.challenger_comp(ctx)
+        lying = getattr(self.args, "cheat_challenge", False)
+        player = LyingChallenger(comp, ctx.jg, seed=game_id) if lying else Challenger(comp, ctx.jg)
+        move = player.next_move(view)
+        act = game_act(game_id, Side.CHALLENGER, view.phase, view.moves, deadline, now, move)
+        if act is None:
+            return
+        if act.kind == "move":
+            m = act.args[0]
+            await self.send(act, getattr(self.game.functions, m.fn)(*m.call_args(game_id)))
+        else:
+            await self.send(act, self.game.functions.claimTimeout(game_id))
+
+    async def open_challenge(self, act: Act, u: UnitView, ctx: JobContext) -> None:
+        counter = self.challenger_comp(ctx).checkpoint_commit()
+        if getattr(self.args, "cheat_challenge", False):
+            counter = bytes(32 - 1) + b"\x01"  # a made-up counter-claim: any nonzero other root
+        if counter == u.checkpoint_root:
+            self.log.error(
+                "unit %d: the data failed its checks but the roots are right; "
+                "not challenging (will retry the fetch)",
+                u.unit_id,
+            )
+            return
+        bond = int(self.manager.functions.config().call()[9])
+        if self.token.functions.allowance(self.me, self.manager.address).call() < bond:
+            await self.send(
+                Act("approve", f"{act.intent}:approve"),
+                self.token.functions.approve(self.manager.address, bond),
+            )
+        out = await self.send(act, self.manager.functions.challenge(u.unit_id, counter))
+        if out is not None:
+            gid = int(self.manager.functions.getDispute(u.unit_id).call()[0])
+            self.log.info("challenged unit %d: dispute game %d opened", u.unit_id, gid)
+
+
+class Verifier(ChallengerMixin, RoleAgent):
+    role = "verifier"
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.jobs: dict[int, JobContext] = {}
+
+    async def setup(self) -> None:
+        await self.ensure_registered(ROLE_VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
+        if self.args.lazy:
+            self.log.warning("LAZY: will attest without replaying")
+
+    def context(self, job_id: int) -> JobContext | None:
+        if job_id not in self.jobs:
+            job = self.manager.functions.getJob(job_id).call()
+            cfg = bytes(self.game.functions.configOf(job_id).call())
+            stores = [self.agent.blobs] + [open_blob_store(s) for s in self.args.spec_store or []]
+            try:
+                self.jobs[job_id] = load_job(job_id, job, stores, cfg)
+            except JobRejected as exc:
+                self.log.warning("job %d: %s", job_id, exc)
+                return None
+        return self.jobs[job_id]
+
+    async def round(self) -> bool:
+        now = self.now()
+        await self.heartbeat_if_due(now)
+        for u in self.units():
+            if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
+                continue
+            for act in verifier_acts(u, now, self.facts(u)):
+                await self.execute(act, u, now)
+        await self.withdraw_if_credited(now)
+        return False
+
+    def facts(self, u: UnitView) -> VerifierFacts:
+        status = VerifierStatus(self.manager.functions.verifierStatus(u.unit_id, self.me).call()[0])
+        rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
+        verdict = rec.state if rec is not None else None
+        game_id, mine = 0, False
+        if u.status == UnitStatus.DISPUTED:
+            d = self.manager.functions.getDispute(u.unit_id).call()
+            game_id, mine = int(d[0]), d[1].lower() == self.me.lower()
+        return VerifierFacts(self.me, status, verdict, game_id, mine)
+
+    async def execute(self, act: Act, u: UnitView, now: Now) -> None:
+        if act.kind == "replay":
+            self.replay(u)
+        elif act.kind == "attest":
+            rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
+            assert rec is not None
+            roots = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
+            if await self.send(act, self.manager.functions.attest(u.unit_id, roots)) is not None:
+                self.log.info("attested unit %d segments %s", u.unit_id, rec.data["segments"])
+        elif act.kind == "challenge":
+            ctx = self.context(u.job_id)
+            if ctx is not None:
+                await self.open_challenge(act, u, ctx)
+        elif act.kind == "play":
+            ctx = self.context(u.job_id)
+            if ctx is not None:
+                await self.play(act.args[0], ctx, now)
+        elif act.kind != "finalize":
+            await self.keeper(act)
+
+    def replay(self, u: UnitView) -> None:
+        ctx = self.context(u.job_id)
+        if ctx is None:
+            return
+        key = f"{u.unit_id}:{u.attempt}"
+        segments = [
+            int(s) for s in self.manager.functions.sampledSegments(u.unit_id, self.me).call()
+        ]
+        try:
+            reader = CheckpointReader(ctx.spec, u.locator, u.checkpoint_root)
+        except BadBlob as exc:
+            self.log.error("unit %d: checkpoints unusable: %s", u.unit_id, exc)
+            self._no_data(u, key, segments, ctx)
+            return
+        if self.args.cheat_challenge:
+            self.agent.store.put_record(
+                "verdict", key, "disagree", {"segments": segments, "end_roots": [], "wrong": []}
+            )
+            return
+        if self.args.lazy:
+            ends = [reader.manifest.roots[s + 1] for s in segments]
+            self.agent.store.put_record(
+                "verdict", key, "agree", {"segments": segments, "end_roots": ends, "lazy": True}
+            )
+            return
+        check = list(range(ctx.segments)) if self.args.replay_all else segments
+        try:
+            mine = replay_segments(ctx, reader, check, self.progress)
+        except BadBlob as exc:
+            self.log.error("unit %d: checkpoint data failed its check: %s", u.unit_id, exc)
+            self._no_data(u, key, segments, ctx)
+            return
+        wrong = [s for s in sorted(mine) if mine[s] != reader.root(s + 1)]
+        ends = ["0x" + mine[s].hex() for s in segments]
+        verdict = "disagree" if wrong else "agree"
+        self.agent.store.put_record(
+            "verdict", key, verdict, {"segments": segments, "end_roots": ends, "wrong": wrong}
+        )
+        if wrong:
+            self.log.warning(
+                "unit %d: segments %s do not replay to the solver's roots", u.unit_id, wrong
+            )
+        else:
+            self.log.info("unit %d: replayed segments %s: all agree", u.unit_id, sorted(mine))
+
+    def _no_data(self, u: UnitView, key: str, segments: list[int], ctx: JobContext) -> None:
+        """Withheld or corrupt checkpoints: challenge if the roots are wrong, else retry later."""
+        counter = self.challenger_comp(ctx).checkpoint_commit()
+        if counter != u.checkpoint_root:
+            self.agent.store.put_record(
+                "verdict", key, "disagree", {"segments": segments, "end_roots": [], "wrong": []}
+            )
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from agents.roles.runner import role_parser
+
+    p = role_parser(
+        sub,
+        "verifier",
+        "run a verifier: stake, replay sampled segments, attest or challenge, play dispute games",
+    )
+    p.add_argument("--stake", type=float, default=100.0, help="tokens to stake on registration")
+    p.add_argument(
+        "--replay-all",
+        action="store_true",
+        help="replay every segment, not only the sampled ones (attest the sampled)",
+    )
+    p.add_argument(
+        "--lazy",
+        action="store_true",
+        help="attest the solver's roots without replaying (demos/tests only)",
+    )
+    p.add_argument(
+        "--cheat-challenge",
+        action="store_true",
+        help="dispute every unit, true or not, and play a lying challenger "
+        "(tests of an honest solver's defence only)",
+    )
+    p.add_argument(
+        "--spec-store",
+        action="append",
+        metavar="URL",
+        help="extra blob store(s) to fetch job specs from (repeatable)",
+    )
+    return p
