@@ -55,6 +55,7 @@ def test_store_transactions_roll_back_and_newer_schema_is_refused(tmp_path: Path
         Store(db)
 
 
+@pytest.mark.chain
 @pytest.mark.asyncio
 async def test_open_agent_composes_and_resumes(chain: Chain, tmp_path: Path) -> None:
     cfg = AgentConfig(key="dev:9", data_dir=tmp_path / "solver", rpc_url=chain.url,
@@ -93,6 +94,7 @@ async def test_open_agent_fails_fast_with_one_line(tmp_path: Path) -> None:
         await open_and_close(AgentConfig(key="dev:0", data_dir=tmp_path))
 
 
+@pytest.mark.chain
 @pytest.mark.asyncio
 async def test_open_agent_refuses_dev_key_off_dev_chain(tmp_path: Path) -> None:
     from agents.core.chain import AnvilConfig, local_anvil
