@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -103,7 +104,11 @@ def local_anvil(config: AnvilConfig | None = None) -> Iterator[str]:
     if config.block_time is not None:
         cmd += ["--block-time", str(config.block_time)]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -111,6 +116,19 @@ def local_anvil(config: AnvilConfig | None = None) -> Iterator[str]:
         yield url
     finally:
         _stop(proc)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM the child when the process that started it dies (even by kill -9),
+    so a crashed test or demo never leaves an orphaned Anvil behind. No-op elsewhere."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 def _wait_ready(proc: subprocess.Popen, url: str, timeout_s: float) -> None:
