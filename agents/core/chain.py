@@ -41,7 +41,15 @@ class AnvilConfig:
 
 
 def anvil_binary() -> str:
-    """The anvil binary shipped by the npm package, falling back to one on PATH."""
+    """The anvil binary shipped by the npm package, falling back to one on PATH.
+
+    The platform package's binary is preferred over the `.bin/anvil` Node wrapper: one process
+    instead of two, so stopping (or the parent dying) takes the chain down with it.
+    """
+    npm_scope = REPO_ROOT / "node_modules" / "@foundry-rs"
+    for binary in sorted(npm_scope.glob("anvil-*/bin/anvil")):
+        if os.access(binary, os.X_OK):
+            return str(binary)
     local = REPO_ROOT / "node_modules" / ".bin" / "anvil"
     if local.exists():
         return str(local)
