@@ -7,7 +7,9 @@ Method: Float32Harness.gasOfMany / gasOfDot read gasleft() immediately before an
 internal library call and subtract the cost of one bare gasleft() pair measured in the same
 loop iteration (so loop, calldata decoding and result storage are excluded). The figure is the
 gas a contract pays for the call itself, including the internal JUMP in and out and argument
-passing. The calls are made with eth_call (no intrinsic transaction gas involved).
+passing. For dot the figure also includes copying both calldata vectors into memory (RepOps.dot
+takes memory arrays). exp32/log32 use OpHarness.gasOfUnaryMany the same way. The calls are made
+with eth_call (no intrinsic transaction gas involved).
 """
 
 from __future__ import annotations

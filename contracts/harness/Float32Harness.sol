@@ -223,7 +223,8 @@ contract Float32Harness {
     }
 
     /// @notice Gas of RepOps.dot over the given vectors, measured with gasleft() around the call
-    ///         minus one bare gasleft() (calldata arrays, as the dispute game passes them).
+    ///         minus one bare gasleft(). The figure includes copying both calldata vectors into
+    ///         memory (RepOps.dot takes memory arrays), about 2·K words.
     /// @param a Left vector.
     /// @param b Right vector (same length).
     /// @return gasUsed The gas of the dot call.
