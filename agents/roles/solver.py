@@ -53,6 +53,12 @@ def parse_cheat(text: str | None) -> Fault | None:
 class Solver(RoleAgent):
     role = "solver"
 
+    @classmethod
+    def check_args(cls, args: argparse.Namespace) -> None:
+        parse_cheat(args.cheat)
+        if args.stake <= 0:
+            raise RoleError("--stake must be > 0")
+
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
         self.fault = parse_cheat(self.args.cheat)

@@ -1,0 +1,177 @@
+"""The roles' pure decision logic: chain snapshot + memory -> actions, with intents that name
+exactly one logical send (so re-deciding after a restart never sends twice)."""
+
+from __future__ import annotations
+
+from agents.dispute.player import Move, Phase
+from agents.roles.logic import (
+    BACKUP_DELAY,
+    SEND_MARGIN_S,
+    AttestationFacts,
+    Now,
+    Side,
+    SolverFacts,
+    UnitStatus,
+    UnitView,
+    VerifierFacts,
+    VerifierStatus,
+    game_act,
+    keeper_acts,
+    solver_acts,
+    verifier_acts,
+    whistleblower_acts,
+)
+
+ME = "0x" + "11" * 20
+OTHER = "0x" + "22" * 20
+ZERO = "0x" + "00" * 20
+UID = (7 << 32) | 0
+
+
+def unit(
+    status: UnitStatus,
+    deadline: int = 1000,
+    seed_block: int = 50,
+    attempt: int = 0,
+    assignee: str = ZERO,
+) -> UnitView:
+    return UnitView(
+        UID,
+        7,
+        status,
+        deadline,
+        seed_block,
+        attempt,
+        assignee,
+        b"\1" * 32,
+        b"\2" * 32,
+        "dir#0x" + "ab" * 32,
+        0,
+    )
+
+
+def kinds(acts) -> list[str]:
+    return [a.kind for a in acts]
+
+
+def test_keeper_steps_follow_the_unit_state_machine():
+    assert kinds(keeper_acts(unit(UnitStatus.OPEN), Now(10, 999))) == []
+    assert kinds(keeper_acts(unit(UnitStatus.OPEN), Now(10, 1001))) == ["closeClaims"]
+    assert kinds(keeper_acts(unit(UnitStatus.SELECTING), Now(50, 1))) == []
+    assert kinds(keeper_acts(unit(UnitStatus.SELECTING), Now(51, 1))) == ["selectAssignee"]
+    assert kinds(keeper_acts(unit(UnitStatus.COMMITTED), Now(51, 1))) == ["drawVerifiers"]
+    assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1000))) == []
+    assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1001))) == ["finalize"]
+    for s in (UnitStatus.ASSIGNED, UnitStatus.DISPUTED, UnitStatus.FINALIZED):
+        assert keeper_acts(unit(s), Now(10**6, 10**9)) == []
+
+
+def test_backup_keepers_wait_for_the_primary():
+    u = unit(UnitStatus.SELECTING)
+    assert keeper_acts(u, Now(51, 1), delay=BACKUP_DELAY) == []
+    assert kinds(keeper_acts(u, Now(51 + BACKUP_DELAY, 1), delay=BACKUP_DELAY)) == [
+        "selectAssignee"
+    ]
+
+
+def test_keeper_intents_differ_per_attempt_and_window():
+    a = keeper_acts(unit(UnitStatus.OPEN, deadline=1000), Now(1, 2000))[0].intent
+    b = keeper_acts(unit(UnitStatus.OPEN, deadline=1500), Now(1, 2000))[0].intent
+    c = keeper_acts(unit(UnitStatus.OPEN, deadline=1000, attempt=1), Now(1, 2000))[0].intent
+    assert len({a, b, c}) == 3
+
+
+def facts(**kw) -> SolverFacts:
+    base = {"me": ME, "claimed": False, "eligible": True, "trained": False, "game_id": 0}
+    base.update(kw)
+    return SolverFacts(**base)
+
+
+def test_solver_claims_once_while_the_window_is_open_with_margin():
+    u = unit(UnitStatus.OPEN)
+    assert kinds(solver_acts(u, Now(1, 900), facts())) == ["claim"]
+    assert solver_acts(u, Now(1, 900), facts(claimed=True)) == []
+    assert solver_acts(u, Now(1, 900), facts(eligible=False)) == []
+    assert solver_acts(u, Now(1, 1000 - SEND_MARGIN_S + 1), facts()) == []
+    # a re-opened unit (next attempt) is a new claim
+    first = solver_acts(u, Now(1, 900), facts())[0].intent
+    again = solver_acts(unit(UnitStatus.OPEN, attempt=1), Now(1, 900), facts())[0].intent
+    assert first != again
+
+
+def test_solver_trains_then_commits_only_its_own_assignment():
+    mine = unit(UnitStatus.ASSIGNED, assignee=ME)
+    assert kinds(solver_acts(mine, Now(1, 900), facts())) == ["train"]
+    assert kinds(solver_acts(mine, Now(1, 900), facts(trained=True))) == ["commit"]
+    assert solver_acts(mine, Now(1, 999), facts(trained=True)) == []  # too late to be mined
+    theirs = unit(UnitStatus.ASSIGNED, assignee=OTHER)
+    assert solver_acts(theirs, Now(1, 900), facts()) == []
+
+
+def test_solver_defends_its_disputed_unit_and_finalizes_it():
+    d = unit(UnitStatus.DISPUTED, assignee=ME)
+    assert kinds(solver_acts(d, Now(1, 1), facts(game_id=3))) == ["defend"]
+    assert solver_acts(unit(UnitStatus.DISPUTED, assignee=OTHER), Now(1, 1), facts(game_id=3)) == []
+    v = unit(UnitStatus.VERIFYING, assignee=ME)
+    assert kinds(solver_acts(v, Now(1, 1000 + BACKUP_DELAY + 1), facts())) == ["finalize"]
+    other = unit(UnitStatus.VERIFYING, assignee=OTHER)
+    assert solver_acts(other, Now(1, 1000 + BACKUP_DELAY + 1), facts()) == []
+
+
+def vfacts(**kw) -> VerifierFacts:
+    base = {
+        "me": ME,
+        "status": VerifierStatus.PENDING,
+        "verdict": None,
+        "game_id": 0,
+        "my_challenge": False,
+    }
+    base.update(kw)
+    return VerifierFacts(**base)
+
+
+def test_verifier_replays_then_attests_or_challenges():
+    u = unit(UnitStatus.VERIFYING)
+    assert kinds(verifier_acts(u, Now(1, 900), vfacts())) == ["replay"]
+    assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict="agree"))) == ["attest"]
+    assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict="disagree"))) == ["challenge"]
+    # data that failed its root check with right roots: neither attest nor challenge (retry)
+    assert verifier_acts(u, Now(1, 900), vfacts(verdict="unavailable")) == []
+    assert verifier_acts(u, Now(1, 900), vfacts(status=VerifierStatus.NONE)) == []
+    assert verifier_acts(u, Now(1, 900), vfacts(status=VerifierStatus.ATTESTED)) == []
+    assert verifier_acts(u, Now(1, 1000), vfacts(verdict="agree")) == []  # window closing
+
+
+def test_verifier_plays_only_its_own_dispute():
+    d = unit(UnitStatus.DISPUTED)
+    assert kinds(verifier_acts(d, Now(1, 1), vfacts(game_id=4, my_challenge=True))) == ["play"]
+    assert verifier_acts(d, Now(1, 1), vfacts(game_id=4)) == []
+
+
+def test_whistleblower_rechecks_reports_and_challenges_wrong_commitments():
+    u = unit(UnitStatus.VERIFYING)
+    key = f"{UID}:{OTHER}:9"
+    assert kinds(whistleblower_acts(u, Now(1, 1), key, AttestationFacts(None, False, False))) == [
+        "recheck"
+    ]
+    assert whistleblower_acts(u, Now(1, 1), key, AttestationFacts("true", False, False)) == []
+    f = AttestationFacts("false", True, False)
+    assert kinds(whistleblower_acts(u, Now(1, 1), key, f)) == ["report", "challenge"]
+    f = AttestationFacts("false", True, True)
+    done = unit(UnitStatus.DISPUTED)
+    assert whistleblower_acts(done, Now(1, 1), key, f) == []
+
+
+def test_game_acts_move_on_my_turn_and_claim_timeouts_on_theirs():
+    move = Move("postCheckpoints", ([b"\0" * 32],))
+    act = game_act(5, Side.DEFENDER, Phase.POST_CHECKPOINTS, 0, 100, Now(1, 50), move)
+    assert act is not None and act.kind == "move" and act.intent == "game:5:move:0"
+    assert game_act(5, Side.DEFENDER, Phase.POST_CHECKPOINTS, 0, 100, Now(1, 101), move) is None
+    assert game_act(5, Side.DEFENDER, Phase.PICK_SEGMENT, 1, 100, Now(1, 50), None) is None
+    act = game_act(5, Side.DEFENDER, Phase.PICK_SEGMENT, 1, 100, Now(1, 101), None)
+    assert act is not None and act.kind == "claimTimeout"
+    assert game_act(5, Side.CHALLENGER, Phase.RESOLVED, 9, 100, Now(1, 101), None) is None
+    # each move number is its own intent: a restarted player resumes, never re-sends
+    a = game_act(5, Side.CHALLENGER, Phase.PICK_SEGMENT, 1, 100, Now(1, 50), move)
+    b = game_act(5, Side.CHALLENGER, Phase.PICK_STEP, 3, 100, Now(1, 50), move)
+    assert a is not None and b is not None and a.intent != b.intent

@@ -1,0 +1,107 @@
+"""Agents survive kill -9: the solver is killed during training and again during a dispute,
+restarted on the same data folder, and the job still completes, the solver wins its honest
+dispute against a lying challenger, and the chain's history shows no transaction sent twice."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import rolekit as rk
+
+pytestmark = pytest.mark.timeout(420)
+
+
+def _files(path) -> int:
+    return sum(1 for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
+    spec = rk.write_spec(tmp_path / "spec.json", steps=8000, every=800)
+    submitter = rk.Party("submitter", "submitter", 1)
+    solver = rk.Party("solver", "solver", 2, ["--stake", "200"])
+    liar = rk.Party("liar", "verifier", 5, ["--stake", "100", "--cheat-challenge"])
+    with rk.chain() as (url, w3):
+        addrs = rk.deploy(w3, {"verifyWindow": 40})
+        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, liar])
+        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
+        game = rk.contract(w3, "DisputeGame", addrs["DisputeGame"])
+        registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+            ag.start(solver)
+            ag.start(liar)
+            rk.wait_for(
+                "registrations",
+                lambda: all(registry.functions.roleOf(p.address).call() for p in (solver, liar)),
+                90,
+                ag,
+                ("solver", "liar"),
+            )
+            ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
+            blobs = tmp_path / "blobs"
+            # 1. kill -9 during training: after the 2nd of 11 checkpoints is published
+            rk.wait_for("training", lambda: _files(blobs) >= 3, 120, ag, ("solver",))
+            ag.kill9("solver")
+            published = _files(blobs)
+            assert published < 12, "training finished before the kill"
+            ag.start(solver)
+            rk.wait_for(
+                "resumed training",
+                lambda: any(m.startswith("resuming unit") for m in ag.messages("solver")),
+                60,
+                ag,
+                ("solver",),
+            )
+            # 2. kill -9 during the dispute: after the solver's first move
+            rk.wait_for(
+                "a dispute with a move",
+                lambda: (
+                    game.functions.gameCount().call() >= 1
+                    and game.functions.progressOf(1).call()[2] >= 2
+                ),
+                150,
+                ag,
+                ("solver", "liar"),
+            )
+            ag.kill9("solver")
+            ag.start(solver)
+            rk.wait_for(
+                "job completion",
+                lambda: ag.procs["submitter"].poll() is not None,
+                200,
+                ag,
+                ("solver",),
+            )
+            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+
+        resolved = game.events.GameResolved().get_logs(from_block=0)
+        assert len(resolved) == 1
+        assert resolved[0]["args"]["challengerWon"] is False  # the honest solver won
+        assert resolved[0]["args"]["byTimeout"] is False
+        job = manager.functions.getJob(1).call()
+        assert job[4] == 2  # Completed
+        slashed = registry.events.NodeSlashed().get_logs(from_block=0)
+        assert [e["args"]["node"] for e in slashed] == []  # the liar lost only its bond
+        # No transaction sent twice: every successful call of the solver is distinct, except
+        # withdraw() (same calldata, different credits) which must add up to what was credited.
+        calls = rk.successful_calls(w3, solver.address)
+        withdraw = manager.functions.withdraw()._encode_transaction_data()[2:]
+        repeated = [c for c, n in Counter(calls).items() if n > 1 and c[1] != withdraw]
+        assert repeated == [], repeated
+        commit_sel = manager.functions.commitCheckpoints(0, b"\0" * 32, 0, b"\0" * 32, "x")
+        commit_sel = commit_sel._encode_transaction_data()[2:10]
+        assert sum(1 for _, data in calls if data.startswith(commit_sel)) == 1
+        credited = sum(
+            e["args"]["amount"]
+            for e in manager.events.Credited().get_logs(
+                from_block=0, argument_filters={"account": solver.address}
+            )
+        )
+        withdrawn = sum(
+            e["args"]["amount"]
+            for e in manager.events.Withdrawn().get_logs(
+                from_block=0, argument_filters={"account": solver.address}
+            )
+        )
+        assert credited > 0 and withdrawn <= credited
+        assert manager.functions.credits(solver.address).call() == credited - withdrawn
