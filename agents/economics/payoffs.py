@@ -1,0 +1,155 @@
+"""Expected profit per unit of each verifier and solver strategy.
+
+Verifier payoffs are per *verification round* of a unit it is drawn for (a unit has
+1 / (1 - p) rounds on average; each round is forced with probability p independently, so the
+per-round comparison is the per-unit one). They are conservative *bounds*: the honest verifier
+is credited the least it can get (the smallest catch probability, the smallest jackpot share,
+k = v catchers) and each deviation the most it can get, so `honest - deviation` is a lower
+bound on the real advantage. The honest solver is assumed to be the counterpart (no real cheat
+to find, no challenger reward): the verifier's dilemma at its worst.
+
+Solver payoffs are per unit: cheating in b of n segments saves b/n of the training and is
+caught (collateral slashed, no pay) with the detection probability of the final, non-forced
+round's honest replays (detection.detection_probability).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.economics import detection, forced
+from agents.economics.params import Costs, Job, Protocol
+
+
+@dataclass(frozen=True)
+class VerifierPayoffs:
+    """Per round, tokens. `advantage` = honest minus the best deviation (a lower bound)."""
+
+    honest: float
+    lazy: float
+    skip_one: float | None
+    guess_disagree: float
+    abstain: float
+
+    @property
+    def best_deviation(self) -> float:
+        dev = [self.lazy, self.guess_disagree, self.abstain]
+        if self.skip_one is not None:
+            dev.append(self.skip_one)
+        return max(dev)
+
+    @property
+    def advantage(self) -> float:
+        return self.honest - self.best_deviation
+
+
+def verifier_payoffs(
+    job: Job, costs: Costs, proto: Protocol, jackpot_available: bool = True
+) -> VerifierPayoffs:
+    """Bounds on a drawn verifier's expected profit per round for each strategy.
+
+    - honest: replays its m segments, flags right. Non-forced: fee F. Forced: no fee; a catcher
+      (probability >= catch_lb) gets >= J / 2^(v-1). Minus m c_r.
+    - lazy: agrees on everything without replaying. Non-forced: F. Forced: wrong (slashed S)
+      with probability >= catch_lb.
+    - skip_one: replays m - 1 segments, agrees on the last; saves c_r, and is wrong where the
+      honest verifier is a catcher with probability >= skip_risk_lb (generic samples), losing
+      S and the share: honest - skip_one >= p * skip_risk_lb * (S + J_h) - c_r.
+    - guess_disagree: disagrees on everything without replaying. Non-forced: its challenge loses
+      the dispute game, bond B forfeited, no fee. Forced: right only if every sampled segment
+      is perturbed (probability <= rho^m, paid at most J), else slashed S.
+    - abstain: neither attests nor challenges: its lock S is slashed (PROTOCOL §6.7).
+    `jackpot_available=False` sets J = 0 (an empty jackpot): dominance must survive it.
+    """
+    p, m, v = proto.forced_error_rate, job.segments_per_verifier, job.verifiers
+    rho = forced.perturb_rate(m)
+    fee = job.fee_per_verifier
+    c_r = costs.replay_segment(job)
+    slash = forced.lazy_slash(job, proto)
+    jackpot = forced.jackpot_payout(job, proto) if jackpot_available else 0.0
+    share = jackpot / 2 ** (v - 1)
+    catch = forced.catch_lower_bound(m, rho)
+    honest = (1 - p) * fee + p * catch * share - m * c_r
+    lazy = (1 - p) * fee - p * catch * slash
+    skip_one = None
+    if m >= 2:
+        skip_one = honest + c_r - p * forced.skip_risk_lower_bound(m, rho) * (slash + share)
+    all_perturbed = rho**m
+    guess = (
+        p * (all_perturbed * jackpot - (1 - all_perturbed) * slash) - (1 - p) * proto.challenge_bond
+    )
+    return VerifierPayoffs(honest, lazy, skip_one, guess, -slash)
+
+
+def verifier_without_forced_errors(job: Job, costs: Costs) -> tuple[float, float]:
+    """(honest, lazy) profit per round with p = 0 and an honest solver: the dilemma itself.
+
+    Lazy earns the fee for nothing; honest earns the fee minus m c_r; laziness wins.
+    """
+    fee = job.fee_per_verifier
+    return fee - job.segments_per_verifier * costs.replay_segment(job), fee
+
+
+@dataclass(frozen=True)
+class SolverOutcome:
+    """A solver strategy's expected profit per unit and its probability of being caught."""
+
+    cheated_segments: int
+    fraction: float
+    detection: float
+    profit: float
+
+
+def solver_honest(job: Job, costs: Costs, proto: Protocol) -> float:
+    """Payout - c_t - (forced rounds per unit) x (forced-round overhead)."""
+    forced_cost = forced.expected_forced_rounds(proto.forced_error_rate) * costs.forced_overhead
+    return job.payout(proto) - costs.train * (1.0 + forced_cost)
+
+
+def solver_cheat(
+    job: Job, costs: Costs, proto: Protocol, cheated: int, detect: float | None = None
+) -> SolverOutcome:
+    """Cheat in `cheated` of n segments (skip their training, publish made-up end roots).
+
+    profit = (1 - D) * payout - D * X - (1 - b/n) * c_t - forced overhead, with D the
+    detection probability by the v honest verifiers (or `detect` if given: lazy or colluding
+    verifiers). Caught: collateral X slashed, no pay, the training already spent is lost.
+    """
+    n = job.segments
+    d = (
+        detection.detection_probability(n, job.segments_per_verifier, job.verifiers, cheated)
+        if detect is None
+        else detect
+    )
+    frac = cheated / n
+    forced_cost = forced.expected_forced_rounds(proto.forced_error_rate) * costs.forced_overhead
+    profit = (
+        (1 - d) * job.payout(proto)
+        - d * job.collateral(proto)
+        - (1 - frac) * costs.train
+        - costs.train * forced_cost
+    )
+    return SolverOutcome(cheated, frac, d, profit)
+
+
+def collusion_detection(job: Job, proto: Protocol, cheated: int) -> float:
+    """Detection of a solver whose accomplice is one of the v drawn verifiers.
+
+    The accomplice attests the made-up roots; the other v - 1 verifiers replay honestly; a
+    whistleblower re-replays the accomplice's m segments with probability w and catches it if
+    they include a cheated one. D = 1 - miss^(v-1) * (1 - w (1 - miss)).
+    """
+    miss = detection.miss_probability(job.segments, job.segments_per_verifier, cheated)
+    w = proto.whistleblower_check_rate
+    return 1.0 - miss ** (job.verifiers - 1) * (1.0 - w * (1.0 - miss))
+
+
+def whistleblower_breakeven(job: Job, costs: Costs, proto: Protocol) -> float:
+    """Share of attestations that must be false for re-checking to pay a whistleblower.
+
+    A check costs m c_r and, on a false attestation, earns challenger_share x S (the bond comes
+    back). Below this share whistleblowing loses money, so in an honest equilibrium (no false
+    attestations) whistleblowers are volunteers: the dominance results do not rely on them.
+    """
+    gain = proto.challenger_share * forced.lazy_slash(job, proto)
+    return job.segments_per_verifier * costs.replay_segment(job) / gain
