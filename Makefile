@@ -64,7 +64,8 @@ setup: $(VENV_STAMP) $(NODE_STAMP) $(SOLC_LINK) $(OZ_DEPS)
 CONTRACT_SOURCES := $(shell find contracts -name '*.sol' -not -path '*/.cache/*' 2>/dev/null)
 
 $(ABI_STAMP): $(CONTRACT_SOURCES) ape-config.yaml | setup
-	$(APE) compile
+	@# -f: ape does not recompile dependants of a changed library, so always rebuild everything.
+	$(APE) compile -f
 	$(PY) -m tools.export_abi --out build/abi
 	@touch $@
 
