@@ -29,7 +29,7 @@ ABI_STAMP  := build/abi/.exported
 help:
 	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
 	@echo "make test    - the whole test suite (PROVIDER=test to run contract tests on py-evm)"
-	@echo "make lint    - ruff check + format check"
+	@echo "make lint    - ruff check + format check, solhint"
 	@echo "make bench   - run bench/ and write JSON under bench/results/"
 	@echo "make fuzz    - long property-test profile"
 	@echo "make clean   - remove build outputs (keeps .venv and node_modules)"
@@ -82,6 +82,10 @@ test: $(ABI_STAMP)
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	@# Solidity style (errors fail; warnings are printed). Soft-float routines are long by nature,
+	@# so function length is not checked (.solhint.json).
+	node_modules/.bin/solhint --disc -f unix 'contracts/**/*.sol' | grep -v '^\s*$$' || true
+	node_modules/.bin/solhint --disc --quiet -f unix 'contracts/**/*.sol' > /dev/null
 
 format: setup
 	$(VENV)/bin/ruff format .
