@@ -44,7 +44,11 @@ class VerifierPayoffs:
 
 
 def verifier_payoffs(
-    job: Job, costs: Costs, proto: Protocol, jackpot_available: bool = True
+    job: Job,
+    costs: Costs,
+    proto: Protocol,
+    jackpot_available: bool = True,
+    slash: float | None = None,
 ) -> VerifierPayoffs:
     """Bounds on a drawn verifier's expected profit per round for each strategy.
 
@@ -60,12 +64,13 @@ def verifier_payoffs(
       is perturbed (probability <= rho^m, paid at most J), else slashed S.
     - abstain: neither attests nor challenges: its lock S is slashed (PROTOCOL §6.7).
     `jackpot_available=False` sets J = 0 (an empty jackpot): dominance must survive it.
+    `slash` overrides the lock rule's S (sweeps at a fixed slash).
     """
     p, m, v = proto.forced_error_rate, job.segments_per_verifier, job.verifiers
     rho = forced.perturb_rate(m)
     fee = job.fee_per_verifier
     c_r = costs.replay_segment(job)
-    slash = forced.lazy_slash(job, proto)
+    slash = forced.lazy_slash(job, proto) if slash is None else slash
     jackpot = forced.jackpot_payout(job, proto) if jackpot_available else 0.0
     share = jackpot / 2 ** (v - 1)
     catch = forced.catch_lower_bound(m, rho)
