@@ -326,7 +326,6 @@ def collect(
     # gas and transactions per address, from every block of the run
     gas: dict[str, int] = {}
     txs: dict[str, int] = {}
-    calls: list[tuple[str, str, str]] = []
     for n in range(first, w3.eth.block_number + 1):
         block = w3.eth.get_block(n, full_transactions=True)
         for tx in block["transactions"]:
@@ -334,14 +333,7 @@ def collect(
             rc = w3.eth.get_transaction_receipt(tx["hash"])
             gas[sender] = gas.get(sender, 0) + int(rc["gasUsed"])
             txs[sender] = txs.get(sender, 0) + 1
-            if rc["status"] == 1:
-                calls.append((sender, (tx["to"] or "").lower(), bytes(tx["input"]).hex()))
-    seen: set[tuple[str, str, str]] = set()
-    duplicates = []
-    for c in calls:
-        if c in seen:
-            duplicates.append({"from": names.get(c[0], c[0]), "to": c[1], "selector": c[2][:8]})
-        seen.add(c)
+    duplicates = audit_sends(w3, first, {p.address: run_dir / p.name for p in PARTIES})
     slashed: dict[str, int] = {}
     for ev in _events(registry, "NodeSlashed", first):
         a = ev["args"]
@@ -405,6 +397,42 @@ def collect(
         "timeline": timeline,
         "wall_marks_s": {k: round(v, 2) for k, v in marks.items()},
     }
+
+
+def audit_sends(w3: Web3, first: int, data_dirs: dict[str, Path]) -> list[dict]:
+    """Transactions sent twice, from the chain's history and the agents' intent records.
+
+    Every transaction an agent sends belongs to one recorded intent (one logical action); a
+    double send is a mined transaction that is not the recorded one of exactly one intent, or
+    two mined transactions for one intent."""
+    from agents.core.store import Store
+
+    problems: list[dict] = []
+    for sender, folder in data_dirs.items():
+        db = folder / "agent.db"
+        if not db.exists():
+            continue
+        store = Store(db)
+        try:
+            intents = store.intents(sender)
+        finally:
+            store.close()
+        by_hash = {i.tx_hash.lower(): i.intent_id for i in intents}
+        mined: dict[str, list[str]] = {}
+        for n in range(first, w3.eth.block_number + 1):
+            for tx in w3.eth.get_block(n, full_transactions=True)["transactions"]:
+                if tx["from"] != sender:
+                    continue
+                h = "0x" + bytes(tx["hash"]).hex()
+                intent = by_hash.get(h.lower())
+                if intent is None:
+                    problems.append({"from": sender, "tx": h, "problem": "no recorded intent"})
+                else:
+                    mined.setdefault(intent, []).append(h)
+        for intent, hashes in mined.items():
+            if len(hashes) > 1:
+                problems.append({"from": sender, "intent": intent, "txs": hashes})
+    return problems
 
 
 def _false_attestations(log: Path, names: dict[str, str]) -> set[str]:

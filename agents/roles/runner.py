@@ -24,6 +24,7 @@ from typing import Any
 from web3 import Web3
 from web3.contract import Contract
 
+from agents.core.blobs import BlobServer, LocalDirBackend
 from agents.core.chain import ChainUnavailable, connect
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
@@ -174,8 +175,11 @@ async def _main(
             loop.add_signal_handler(sig, stop.set)
     async with open_agent(config) as agent:
         role = cls(agent, manager, args, log)
-        await role.setup()
-        code = await role.run(stop, args.run_for)
+        try:
+            await role.setup()
+            code = await role.run(stop, args.run_for)
+        finally:
+            role.close()
     return code
 
 
@@ -200,6 +204,13 @@ class RoleAgent:
         self.registry = self._contract("NodeRegistry", self.manager.functions.registry().call())
         self.token = self._contract("TestToken", self.manager.functions.token().call())
         self.game = self._contract("DisputeGame", self.manager.functions.arbiter().call())
+        self.blob_server: BlobServer | None = None
+        self.public_blob_url = getattr(args, "public_blob_url", None) or agent.config.blob_location
+        serve = getattr(args, "serve_blobs", None)
+        if serve:
+            self.blob_server = serve_blobs(serve, agent.config.blob_location)
+            self.public_blob_url = getattr(args, "public_blob_url", None) or self.blob_server.url
+            log.info("serving my blobs at %s", self.blob_server.url)
         self.gas_used = 0
         self.failures = 0
         self._warned: set[tuple[str, str]] = set()
@@ -207,6 +218,10 @@ class RoleAgent:
     def _contract(self, name: str, address: str) -> Contract:
         abi = load_artifact(name, DEFAULT_ABI_DIR)["abi"]
         return self.w3.eth.contract(address=Web3.to_checksum_address(address), abi=abi)
+
+    def close(self) -> None:
+        if self.blob_server is not None:
+            self.blob_server.stop()
 
     @classmethod
     def check_args(cls, args: argparse.Namespace) -> None:
@@ -340,6 +355,21 @@ class RoleAgent:
 
     async def keeper(self, act: Act) -> None:
         await self.send(act, getattr(self.manager.functions, act.kind)(*act.args))
+
+
+def serve_blobs(bind: str, location: str) -> BlobServer:
+    """Serve the local blob folder `location` read-only over HTTP on `bind` (HOST:PORT)."""
+    host, sep, port = bind.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise RoleError(f"--serve-blobs {bind!r}: expected HOST:PORT, e.g. 0.0.0.0:8600")
+    if "://" in location and not location.startswith("file://"):
+        raise RoleError("--serve-blobs needs a local --blob-url folder to serve")
+    try:
+        return BlobServer(
+            LocalDirBackend(Path(location.removeprefix("file://"))), host, int(port)
+        ).start()
+    except OSError as exc:
+        raise RoleError(f"--serve-blobs {bind}: {exc.strerror or exc}") from None
 
 
 def _revert_text(exc: TxReverted) -> str:

@@ -222,9 +222,7 @@ class Solver(RoleAgent):
             rec.data["losses"],
         )
         address = self.agent.blobs.put(m.to_bytes())
-        locator = make_locator(
-            self.args.public_blob_url or self.agent.config.blob_location, address
-        )
+        locator = make_locator(self.public_blob_url, address)
         cp_root = m.checkpoint_root()
         if self.fault is not None:
             cp_root = self.computation(u).checkpoint_commit()
@@ -267,6 +265,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--device-class", type=int, default=0, help="declared device class")
     p.add_argument("--memory-mib", type=int, default=4096, help="declared memory in MiB")
     p.add_argument("--throughput", type=int, default=1000, help="declared throughput score")
+    p.add_argument(
+        "--serve-blobs",
+        metavar="HOST:PORT",
+        help="serve my blob folder read-only over HTTP here (the locator I commit then points "
+        "at it unless --public-blob-url is given)",
+    )
     p.add_argument(
         "--public-blob-url",
         help="blob store URL others read my checkpoints from "

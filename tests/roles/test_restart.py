@@ -9,6 +9,8 @@ from collections import Counter
 import pytest
 import rolekit as rk
 
+from agents.core.chain import free_port
+
 pytestmark = pytest.mark.timeout(420)
 
 
@@ -19,7 +21,9 @@ def _files(path) -> int:
 def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
     spec = rk.write_spec(tmp_path / "spec.json", steps=8000, every=800)
     submitter = rk.Party("submitter", "submitter", 1)
-    solver = rk.Party("solver", "solver", 2, ["--stake", "200"])
+    # the solver serves its checkpoints over HTTP (same port across restarts)
+    serve = f"127.0.0.1:{free_port()}"
+    solver = rk.Party("solver", "solver", 2, ["--stake", "200", "--serve-blobs", serve])
     liar = rk.Party("liar", "verifier", 5, ["--stake", "100", "--cheat-challenge"])
     with rk.chain() as (url, w3):
         addrs = rk.deploy(w3, {"verifyWindow": 40})
@@ -79,11 +83,16 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
         assert resolved[0]["args"]["challengerWon"] is False  # the honest solver won
         assert resolved[0]["args"]["byTimeout"] is False
         job = manager.functions.getJob(1).call()
+        assert manager.functions.getUnit(1 << 32).call()[11].startswith(f"http://{serve}#0x")
         assert job[4] == 2  # Completed
         slashed = registry.events.NodeSlashed().get_logs(from_block=0)
         assert [e["args"]["node"] for e in slashed] == []  # the liar lost only its bond
         # No transaction sent twice: every successful call of the solver is distinct, except
         # withdraw() (same calldata, different credits) which must add up to what was credited.
+        # ... and every mined transaction is the one recorded for exactly one intent
+        from scripts.demo import audit_sends
+
+        assert audit_sends(w3, 0, {solver.address: tmp_path / "solver"}) == []
         calls = rk.successful_calls(w3, solver.address)
         withdraw = manager.functions.withdraw()._encode_transaction_data()[2:]
         repeated = [c for c, n in Counter(calls).items() if n > 1 and c[1] != withdraw]
