@@ -10,8 +10,9 @@ bench/results/incentives.json with:
   cheats at f in a grid, single segment, the best b, all verifiers lazy, one colluding
   verifier), the lazy slash S and jackpot payout J, jackpot inflow / outflow, and the claims;
 - `detection_5pct`: per job, the probability that a solver cheating in 5 % of the segments is
-  caught, the replay fraction and distinct coverage it costs, and the same with the
-  with-replacement sampler the contracts use today;
+  caught (in a normal round; in a forced round, exact for spread-out cheats and simulated for
+  a contiguous block; overall), the replay fraction and distinct coverage it costs, and the
+  normal-round figure with the with-replacement sampler the contracts use today;
 - `tradeoff`: detection (5 % and single-segment cheats) against replay fraction for n = 1000,
   v = 1, 2, 3, and the least m reaching 99 % for n in {10, 100, 400, 1000, 2000};
 - `generic_samples`: Monte-Carlo share of samples for which forced errors enforce every replay;
@@ -76,6 +77,17 @@ def main() -> None:
             "coverage_fraction": detection.coverage_fraction(n, m, v),
             "detection_with_replacement": detection.detection_with_replacement(n, m, v, b),
         }
+        rho = forced.perturb_rate(m)
+        p = proto.forced_error_rate
+        spread = forced.forced_detection_spread(n, m, v, b, rho)
+        contiguous = forced.forced_detection_mc(n, m, v, list(range(1, b + 1)), rho, rng, 20_000)
+        normal = out["detection_5pct"][job.name]["detection"]
+        out["detection_5pct"][job.name] |= {
+            "forced_round_detection_spread_exact": spread,
+            "forced_round_detection_contiguous_mc": contiguous,
+            "overall_detection": (1 - p) * normal + p * min(spread, contiguous),
+            "overall_detection_lower_bound": (1 - p) * normal,
+        }
         out["generic_samples"][job.name] = {
             "trials": 20_000,
             "generic_fraction": forced.generic_fraction(n, m, rng, 20_000),
@@ -131,10 +143,12 @@ def main() -> None:
             {
                 "goal": ">= 99 % detection of a 5 % cheat at <= 10 % replay (large, n = 1000)",
                 "measured": {
-                    "detection": det_large["detection"],
+                    "detection_normal_round": det_large["detection"],
+                    "detection_overall": det_large["overall_detection"],
                     "replay_fraction": det_large["replay_fraction"],
                 },
-                "met": det_large["detection"] >= 0.99 and det_large["replay_fraction"] <= 0.10,
+                "met": det_large["overall_detection"] >= 0.99
+                and det_large["replay_fraction"] <= 0.10,
             },
             {
                 "goal": "splitting a catcher into identities earns nothing (truebit rule)",

@@ -5,7 +5,8 @@ job and costs, (1) every verifier deviation earns strictly less than replaying h
 least `margin` x the fee, with and without a funded jackpot; (2) every solver cheat (each b
 in 1..n, so every f and the single-segment cheat) earns strictly less than honest training,
 given honest verifiers (iterated dominance: verifiers replay whatever solvers do, so solvers
-face honest replays); (3) the jackpot is self-funding. The verifier margin is stated against
+face honest replays), with detection counted as (1 - p) D (forced rounds credited nothing);
+(3) the jackpot is self-funding. The verifier margin is stated against
 the smallest saving any deviation makes, one segment's replay cost c_r: the advantage must
 exceed `margin` x c_r. Every number is returned so the bench
 can publish it and a reader can redo it by hand.
@@ -86,9 +87,8 @@ def check_dominance(job: Job, costs: Costs, proto: Protocol, margin: float = 0.0
                     costs,
                     proto,
                     detection.cheated_segments(0.05, n),
-                    detect=payoffs.collusion_detection(
-                        job, proto, detection.cheated_segments(0.05, n)
-                    ),
+                    detect=(1 - proto.forced_error_rate)
+                    * payoffs.collusion_detection(job, proto, detection.cheated_segments(0.05, n)),
                 )
             ),
         },
@@ -161,7 +161,7 @@ def p_sweep(job: Job, costs: Costs, proto: Protocol, rates: list[float]) -> list
         rows.append(
             {
                 "p": p,
-                "extra_rounds_per_unit": forced.expected_forced_rounds(p),
+                "forced_rounds_per_unit": forced.forced_rounds_per_unit(p),
                 "lazy_slash_S": res["lazy_slash_S"],
                 "lazy_slash_over_reward": res["lazy_slash_S"] / job.reward,
                 "max_fee_share_of_reward": res["jackpot"]["max_fee_share_of_reward"],

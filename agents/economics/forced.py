@@ -1,18 +1,24 @@
 """Forced errors: how a forced round looks, who it catches, how large the lazy slash must be.
 
-Mechanism (docs/INCENTIVES.md §2; the contracts implement it):
+Mechanism (docs/INCENTIVES.md §2; the contracts implement it). One verification round per
+unit, as today; what changes is what the solver publishes and how attestations are judged.
 
-- With probability p a verification round is *forced*: the solver, who alone knows it (the bit
-  is keccak(r, seed) with r its secret committed at claim time), publishes a checkpoint list in
-  which each checkpoint 1..n is independently *perturbed* (one bit of one tensor flipped, data
-  uploaded, roots consistent with the data) with probability rho; checkpoint 0 is the job's
-  initial root and is never perturbed. Replaying a segment whose start or end checkpoint is
-  perturbed ends on a root different from the published end root; nothing short of a replay
-  tells a perturbed checkpoint from a true one.
-- Each drawn verifier attests, sealed, one flag per sampled segment (agree / disagree with the
-  published end root). After the window the solver reveals r: a verifier whose flags are all
-  right and who flagged at least one perturbed segment is a *catcher* (paid J / 2^(k-1) from
-  the jackpot, k catchers); a verifier with a wrong flag is slashed `lazy_slash`.
+- The solver commits a secret r (hash) with its claim, then, when it commits, a *seal* of its
+  true checkpoint root C. Only then is the round's randomness fixed (the next block): the
+  round is *forced* iff keccak(r, seed) < p (only the solver can compute it, and it can no
+  longer change C), and then each checkpoint 1..n is *perturbed* iff keccak(r, seed, i) < rho
+  (checkpoint 0, the job's initial root, never is). The solver publishes the list P: P = C, or
+  C with the perturbed checkpoints replaced by real states one bit away (data uploaded, roots
+  consistent with the data). Replaying a segment with a perturbed start or end checkpoint
+  ends on a root different from the published end root; only a replay can tell.
+- Each drawn verifier attests, sealed (commit, then reveal), its end root for each sampled
+  segment, i.e. a flag agree / disagree per segment. In a forced round the solver then
+  reveals r and opens C at the perturbed checkpoints (the contract checks P_i != C_i there and
+  P_i = C_i is implied elsewhere by P's root). A verifier whose flags are all right earns the
+  fee as usual; a *catcher* (all right, at least one disagree) also gets J / 2^(k-1) from the
+  jackpot (k catchers); a verifier with a wrong flag loses `lazy_slash` and its fee. The unit's
+  result is C; its segments not touching a perturbed checkpoint were verified by the same
+  replays as in a normal round (`forced_detection_spread`).
 
 Why rho < 1: with every checkpoint perturbed, replaying *one* segment tells a verifier whether
 the round is forced, so it could replay one and agree on the rest. With rho = 1/(2m - 1), a
@@ -33,6 +39,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
+from agents.economics import detection
 from agents.economics.params import Job, Protocol
 
 
@@ -125,17 +134,65 @@ def lazy_slash(job: Job, proto: Protocol) -> float:
 def jackpot_payout(job: Job, proto: Protocol) -> float:
     """J: paid per caught forced round (split 2^-(k-1) per catcher): multiple x the unit's fee.
 
-    Why the fee: a forced round verifies nothing, so its fee is not paid; J repays the catchers'
-    work at about the normal rate (v = 2 catchers get J/2 = F each).
+    Why the fee: it scales with the work a catcher did, so the reward for catching is job-size
+    free (two catchers get J/2 = F each, a second fee); dominance does not need it (it holds
+    with J = 0), J is the positive reward that makes checking worth more than the fee alone.
     """
     return proto.jackpot_fee_multiple * job.fee
 
 
-def expected_forced_rounds(p: float) -> float:
-    """Forced rounds per unit: rounds repeat until a non-forced one, so p / (1 - p)."""
+def forced_rounds_per_unit(p: float) -> float:
+    """Forced rounds per unit: p (one round per unit; a forced round still verifies C)."""
     if not 0.0 <= p < 1.0:
         raise ValueError("0 <= p < 1")
-    return p / (1.0 - p)
+    return p
+
+
+def masked_probability(rho: float) -> float:
+    """P(an interior segment touches a perturbed checkpoint) = 1 - (1 - rho)^2.
+
+    A cheated segment touching a perturbed checkpoint is not checked against C in a forced
+    round (its replay mismatches anyway); segment 0 is masked with probability rho only.
+    """
+    return 1.0 - (1.0 - rho) ** 2
+
+
+def forced_detection_spread(n: int, m: int, v: int, b: int, rho: float) -> float:
+    """Detection in a forced round of b cheated segments no two of which share a checkpoint.
+
+    Each is then masked independently with probability mu = 1 - (1 - rho)^2 (an upper bound:
+    segment 0 is masked less), so the unmasked count is b - Y, Y ~ Binomial(b, mu), and
+    D = 1 - sum_y P(Y = y) * miss(n, m, b - y)^v. Cheated segments sharing checkpoints are
+    masked together (positively correlated); the bench measures that placement by simulation.
+    """
+    mu = masked_probability(rho)
+    total = 0.0
+    for y in range(b + 1):
+        prob = math.comb(b, y) * mu**y * (1.0 - mu) ** (b - y)
+        total += prob * detection.miss_probability(n, m, b - y) ** v
+    return 1.0 - total
+
+
+def forced_detection_mc(
+    n: int, m: int, v: int, cheated: list[int], rho: float, rng, trials: int
+) -> float:
+    """Seeded Monte-Carlo detection in a forced round for an explicit placement of cheats."""
+    cheated_a = np.zeros(n, dtype=bool)
+    cheated_a[cheated] = True
+    pert = rng.random((trials, n + 1)) < rho
+    pert[:, 0] = False
+    masked = pert[:, :-1] | pert[:, 1:]
+    live = cheated_a[None, :] & ~masked
+    caught = np.zeros(trials, dtype=bool)
+    for _ in range(v):
+        keys = rng.random((trials, n))
+        draws = (
+            np.argpartition(keys, m - 1, axis=1)[:, :m]
+            if m < n
+            else np.tile(np.arange(n), (trials, 1))
+        )
+        caught |= np.take_along_axis(live, draws, axis=1).any(axis=1)
+    return float(caught.mean())
 
 
 def perturbed_nonempty(n: int, rho: float) -> float:

@@ -102,18 +102,17 @@ class Sustainability:
 def sustainability(job: Job, proto: Protocol) -> Sustainability:
     """Inflow tax x W per unit (no slashes in the honest equilibrium; they only add).
 
-    Outflow: p / (1 - p) forced rounds per unit, each paying at most J (the split's total is
-    <= J). The job is self-funding iff tax W (1 - p) >= p J, i.e. (J = fee) the fee is at most
-    tax (1 - p) / p of the reward (`max_fee_share`, 38 % at the defaults): the check postJob
-    makes.
+    Outflow: p forced rounds per unit, each paying at most J (the split's total is <= J). The
+    job is self-funding iff tax W >= p J, i.e. (J = fee) the fee is at most tax / p of the
+    reward (`max_fee_share`, 40 % at the defaults): the check postJob makes.
     """
     p = proto.forced_error_rate
-    rounds = forced.expected_forced_rounds(p)
+    rounds = forced.forced_rounds_per_unit(p)
     jackpot = forced.jackpot_payout(job, proto)
     rho = forced.perturb_rate(job.segments_per_verifier)
     catch = forced.catch_lower_bound(job.segments_per_verifier, rho)
     nonempty = forced.perturbed_nonempty(job.segments, rho)
-    max_share = proto.tax * (1 - p) / (p * proto.jackpot_fee_multiple) if p > 0 else float("inf")
+    max_share = proto.tax / (p * proto.jackpot_fee_multiple) if p > 0 else float("inf")
     return Sustainability(
         inflow=proto.tax * job.reward,
         outflow_bound=rounds * jackpot,
@@ -133,8 +132,8 @@ def project_balance(
 ) -> dict:
     """Seeded Monte-Carlo of the jackpot balance over `units` units of `job`.
 
-    Each unit pays tax W in; its rounds are forced with probability p until one is not; in a
-    forced round each verifier's sample is perturbed with the lower-bound catch probability; an
+    Each unit pays tax W in; its round is forced with probability p; in a forced round each
+    verifier's sample is perturbed with the lower-bound catch probability; an
     honest one is then a catcher, a lazy one (a share `lazy_share`) is wrong and its slash S
     goes wholly to the jackpot (no challenger is involved). The k catchers are paid
     J / 2^(k-1) each, in total at most the balance (what is left when short).
@@ -151,7 +150,7 @@ def project_balance(
     finals, minima, short, rounds_total = [], [], 0, 0
     for _ in range(paths):
         balance, low = initial, initial
-        forced_rounds = rng.geometric(1.0 - p, size=units) - 1  # failures before a normal round
+        forced_rounds = rng.random(units) < p
         for f in forced_rounds:
             balance += tax
             for _ in range(int(f)):

@@ -1,16 +1,16 @@
 """Expected profit per unit of each verifier and solver strategy.
 
-Verifier payoffs are per *verification round* of a unit it is drawn for (a unit has
-1 / (1 - p) rounds on average; each round is forced with probability p independently, so the
-per-round comparison is the per-unit one). They are conservative *bounds*: the honest verifier
+Verifier payoffs are per unit it is drawn for (one verification round, forced with
+probability p). They are conservative *bounds*: the honest verifier
 is credited the least it can get (the smallest catch probability, the smallest jackpot share,
 k = v catchers) and each deviation the most it can get, so `honest - deviation` is a lower
 bound on the real advantage. The honest solver is assumed to be the counterpart (no real cheat
 to find, no challenger reward): the verifier's dilemma at its worst.
 
 Solver payoffs are per unit: cheating in b of n segments saves b/n of the training and is
-caught (collateral slashed, no pay) with the detection probability of the final, non-forced
-round's honest replays (detection.detection_probability).
+caught (collateral slashed, no pay) with probability at least (1 - p) D, D the detection
+probability of the honest replays (detection.detection_probability); forced rounds (rate p)
+are counted as catching nothing, which understates detection (forced.forced_detection_spread).
 """
 
 from __future__ import annotations
@@ -52,16 +52,17 @@ def verifier_payoffs(
 ) -> VerifierPayoffs:
     """Bounds on a drawn verifier's expected profit per round for each strategy.
 
-    - honest: replays its m segments, flags right. Non-forced: fee F. Forced: no fee; a catcher
-      (probability >= catch_lb) gets >= J / 2^(v-1). Minus m c_r.
-    - lazy: agrees on everything without replaying. Non-forced: F. Forced: wrong (slashed S)
-      with probability >= catch_lb.
+    - honest: replays its m segments, flags right: the fee F, plus, in a forced round, as a
+      catcher (probability >= catch_lb) a share >= J / 2^(v-1). Minus m c_r.
+    - lazy: agrees on everything without replaying: F, except in a forced round where it is
+      wrong (probability >= catch_lb): no fee and slashed S.
     - skip_one: replays m - 1 segments, agrees on the last; saves c_r, and is wrong where the
       honest verifier is a catcher with probability >= skip_risk_lb (generic samples), losing
-      S and the share: honest - skip_one >= p * skip_risk_lb * (S + J_h) - c_r.
+      F, S and the share: honest - skip_one >= p * skip_risk_lb * (F + S + J_h) - c_r.
     - guess_disagree: disagrees on everything without replaying. Non-forced: its challenge loses
       the dispute game, bond B forfeited, no fee. Forced: right only if every sampled segment
-      is perturbed (probability <= rho^m, paid at most J), else slashed S.
+      is perturbed (probability <= mu = 1 - (1 - rho)^2, that of one segment), paid at most
+      F + J; else slashed S.
     - abstain: neither attests nor challenges: its lock S is slashed (PROTOCOL §6.7).
     `jackpot_available=False` sets J = 0 (an empty jackpot): dominance must survive it.
     `slash` overrides the lock rule's S (sweeps at a fixed slash).
@@ -74,15 +75,14 @@ def verifier_payoffs(
     jackpot = forced.jackpot_payout(job, proto) if jackpot_available else 0.0
     share = jackpot / 2 ** (v - 1)
     catch = forced.catch_lower_bound(m, rho)
-    honest = (1 - p) * fee + p * catch * share - m * c_r
-    lazy = (1 - p) * fee - p * catch * slash
+    honest = fee + p * catch * share - m * c_r
+    lazy = fee - p * catch * (fee + slash)
     skip_one = None
     if m >= 2:
-        skip_one = honest + c_r - p * forced.skip_risk_lower_bound(m, rho) * (slash + share)
-    all_perturbed = rho**m
-    guess = (
-        p * (all_perturbed * jackpot - (1 - all_perturbed) * slash) - (1 - p) * proto.challenge_bond
-    )
+        risk = forced.skip_risk_lower_bound(m, rho)
+        skip_one = honest + c_r - p * risk * (fee + slash + share)
+    mu = forced.masked_probability(rho) if m >= 2 else rho
+    guess = p * (mu * (fee + jackpot) - (1 - mu) * slash) - (1 - p) * proto.challenge_bond
     return VerifierPayoffs(honest, lazy, skip_one, guess, -slash)
 
 
@@ -106,8 +106,8 @@ class SolverOutcome:
 
 
 def solver_honest(job: Job, costs: Costs, proto: Protocol) -> float:
-    """Payout - c_t - (forced rounds per unit) x (forced-round overhead)."""
-    forced_cost = forced.expected_forced_rounds(proto.forced_error_rate) * costs.forced_overhead
+    """Payout - c_t - p x (forced-round overhead)."""
+    forced_cost = forced.forced_rounds_per_unit(proto.forced_error_rate) * costs.forced_overhead
     return job.payout(proto) - costs.train * (1.0 + forced_cost)
 
 
@@ -116,18 +116,21 @@ def solver_cheat(
 ) -> SolverOutcome:
     """Cheat in `cheated` of n segments (skip their training, publish made-up end roots).
 
-    profit = (1 - D) * payout - D * X - (1 - b/n) * c_t - forced overhead, with D the
-    detection probability by the v honest verifiers (or `detect` if given: lazy or colluding
-    verifiers). Caught: collateral X slashed, no pay, the training already spent is lost.
+    profit = (1 - D) * payout - D * X - (1 - b/n) * c_t - forced overhead, with D =
+    (1 - p) x the detection probability by the v honest verifiers (a lower bound: forced rounds
+    counted as catching nothing), or `detect` if given (lazy or colluding verifiers). Caught:
+    collateral X slashed, no pay, the training already spent is lost.
     """
     n = job.segments
+    p = proto.forced_error_rate
     d = (
-        detection.detection_probability(n, job.segments_per_verifier, job.verifiers, cheated)
+        (1 - p)
+        * detection.detection_probability(n, job.segments_per_verifier, job.verifiers, cheated)
         if detect is None
         else detect
     )
     frac = cheated / n
-    forced_cost = forced.expected_forced_rounds(proto.forced_error_rate) * costs.forced_overhead
+    forced_cost = forced.forced_rounds_per_unit(p) * costs.forced_overhead
     profit = (
         (1 - d) * job.payout(proto)
         - d * job.collateral(proto)

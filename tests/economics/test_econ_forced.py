@@ -105,7 +105,26 @@ def test_lazy_slash_makes_skipping_unprofitable_at_the_cost_bound() -> None:
         assert risk * forced.lazy_slash(job, proto) >= bound
 
 
-def test_expected_forced_rounds() -> None:
-    assert forced.expected_forced_rounds(0.05) == pytest.approx(0.05 / 0.95)
+def test_forced_rounds_per_unit() -> None:
+    assert forced.forced_rounds_per_unit(0.05) == 0.05
     with pytest.raises(ValueError):
-        forced.expected_forced_rounds(1.0)
+        forced.forced_rounds_per_unit(1.0)
+
+
+@pytest.mark.parametrize("n,m,v,cheated", [(20, 3, 2, [2, 6, 11]), (40, 5, 2, [1, 9, 17, 30])])
+def test_forced_detection_spread_matches_simulation(n, m, v, cheated) -> None:
+    # cheated segments pairwise >= 2 apart and not segment 0: the closed form is exact
+    rho = forced.perturb_rate(m)
+    trials = 60_000
+    est = forced.forced_detection_mc(n, m, v, cheated, rho, np.random.default_rng(n), trials)
+    exact = forced.forced_detection_spread(n, m, v, len(cheated), rho)
+    assert abs(est - exact) <= tolerance(est, trials)
+
+
+def test_forced_round_detection_below_normal() -> None:
+    from agents.economics import detection
+
+    for n, m, v, b in ((10, 2, 2, 1), (1000, 46, 2, 50)):
+        rho = forced.perturb_rate(m)
+        normal = detection.detection_probability(n, m, v, b)
+        assert forced.forced_detection_spread(n, m, v, b, rho) < normal

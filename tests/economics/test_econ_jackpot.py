@@ -41,7 +41,7 @@ def test_sustainability_condition() -> None:
         sus = jackpot.sustainability(job, PROTO)
         assert sus.sustainable and sus.drift > 0
         assert sus.outflow_expected <= sus.outflow_bound + 1e-12
-        assert sus.max_fee_share == pytest.approx(0.02 * 0.95 / 0.05)
+        assert sus.max_fee_share == pytest.approx(0.02 / 0.05)
         # at exactly the fee cap the bound binds
         edge = job.with_(fee=sus.max_fee_share * job.reward)
         assert jackpot.sustainability(edge, PROTO).outflow_bound == pytest.approx(

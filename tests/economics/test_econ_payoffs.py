@@ -129,6 +129,10 @@ def test_reference_numbers_by_hand() -> None:
     assert PROTO.lazy_slash_factor() == 68
     assert forced.lazy_slash(job, PROTO) == pytest.approx(7.05 * 3 * 68 / 10)
     ver = payoffs.verifier_payoffs(job, costs, PROTO)
-    # honest = 0.95 * 1.375 + 0.05 * (5/9) * 2.75/2 - 2 * 0.55
-    assert ver.honest == pytest.approx(0.95 * 1.375 + 0.05 * 5 / 9 * 1.375 - 1.1)
-    assert ver.lazy == pytest.approx(0.95 * 1.375 - 0.05 * 5 / 9 * 143.82)
+    # honest = F + p catch_lb J/2 - m c_r;  lazy = F - p catch_lb (F + S)
+    assert ver.honest == pytest.approx(1.375 + 0.05 * 5 / 9 * 1.375 - 1.1)
+    assert ver.lazy == pytest.approx(1.375 - 0.05 * 5 / 9 * (1.375 + 143.82))
+    # skip_one = honest + c_r - p (4/27) (F + S + J/2)
+    assert ver.skip_one == pytest.approx(
+        ver.honest + 0.55 - 0.05 * 4 / 27 * (1.375 + 143.82 + 1.375)
+    )
