@@ -174,7 +174,13 @@ class World:
         return receipt["status"] == 1
 
     def now(self) -> int:
+        """Timestamp of the latest block (the one the last transaction landed in)."""
         return self.w3.eth.get_block("latest")["timestamp"]
+
+    def pending_now(self) -> int:
+        """Timestamp the next block will have at least (py-evm keeps its time-travel offset
+        across snapshot reverts, so the latest block's timestamp can lag behind it)."""
+        return max(self.now(), self.chain.pending_timestamp)
 
     def jump(self, seconds: int) -> None:
         self.chain.mine(1, timestamp=self.chain.pending_timestamp + seconds)
@@ -272,7 +278,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             (1, 8_192, 50),
             reward,
             fee,
-            self.w.now() + window,
+            self.w.pending_now() + window,
             1_800,
         )
         ok = self.w.send(who, self.m.postJob(params))
