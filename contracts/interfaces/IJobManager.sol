@@ -125,44 +125,79 @@ interface IJobManager is IDisputeCallback {
     }
 
     // ------------------------------------------------------------------ errors
+    /// @notice A zero address was given for the registry or the arbiter.
     error ZeroAddress();
+    /// @notice A deployment parameter is out of range (bps above 100 %, a zero window).
     error InvalidConfig();
+    /// @notice `setArbiter` was called by an account other than the deployer.
     error NotDeployer(address caller);
+    /// @notice The arbiter was already wired.
     error ArbiterAlreadySet(address arbiter);
+    /// @notice No job can be posted before the arbiter is wired.
     error ArbiterNotSet();
+    /// @notice `steps` is zero.
     error ZeroSteps();
+    /// @notice `checkpointInterval` is zero.
     error ZeroCheckpointInterval();
+    /// @notice `checkpointInterval` does not divide `steps`.
     error IntervalDoesNotDivideSteps(uint64 steps, uint64 checkpointInterval);
+    /// @notice A root or hash that must be set is zero.
     error ZeroCommitment();
+    /// @notice The first claim window would already be over.
     error ClaimDeadlineInPast(uint64 claimDeadline, uint64 nowTs);
+    /// @notice `computeTime` is zero.
     error ZeroComputeTime();
+    /// @notice The reward does not exceed the verification fee plus the tax.
     error RewardBelowFees(uint256 reward, uint256 fees);
+    /// @notice No job has this id.
     error UnknownJob(uint256 jobId);
+    /// @notice Only the job's submitter may do this.
     error NotSubmitter(uint256 jobId, address caller);
+    /// @notice The job is completed or cancelled.
     error JobNotOpen(uint256 jobId, JobStatus status);
+    /// @notice The unit is not in the state this action needs.
     error WrongUnitStatus(uint256 unitId, UnitStatus expected, UnitStatus actual);
+    /// @notice The claim window of the unit is over.
     error ClaimWindowClosed(uint256 unitId, uint64 deadline);
+    /// @notice The claim window of the unit is still running.
     error ClaimWindowStillOpen(uint256 unitId, uint64 deadline);
+    /// @notice The solver already claimed this unit.
     error AlreadyClaimed(uint256 unitId, address solver);
+    /// @notice The unit already has `MAX_CLAIMANTS` claimants.
     error TooManyClaimants(uint256 unitId, uint256 max);
+    /// @notice The seed block has not been mined yet (`block.number <= seedBlock`).
     error SeedNotYetAvailable(uint256 unitId, uint64 seedBlock);
+    /// @notice Only the unit's assignee may commit.
     error NotAssignee(uint256 unitId, address caller, address assignee);
+    /// @notice The assignee's commit deadline is over.
     error CommitDeadlinePassed(uint256 unitId, uint64 deadline);
+    /// @notice The unit's current deadline has not passed yet.
     error DeadlineNotPassed(uint256 unitId, uint64 deadline);
+    /// @notice The committed count is not `steps / checkpointInterval + 1`.
     error WrongCheckpointCount(uint256 unitId, uint64 given, uint64 expected);
+    /// @notice The blob locator is empty.
     error EmptyBlobLocator();
+    /// @notice The unit's challenge window is over.
     error ChallengeWindowClosed(uint256 unitId, uint64 deadline);
+    /// @notice The caller was not drawn to verify this unit.
     error NotSelectedVerifier(uint256 unitId, address caller);
+    /// @notice The drawn verifier already attested or challenged.
     error AlreadyResponded(uint256 unitId, address verifier, VerifierStatus status);
+    /// @notice One end root per sampled segment is required.
     error WrongAttestationLength(uint256 given, uint256 expected);
+    /// @notice Only a registered verifier or whistleblower may challenge.
     error NotChallenger(address caller, INodeRegistry.Role role);
+    /// @notice The counter-claim equals the solver's checkpoint root.
     error ClaimMatchesCommitment(uint256 unitId, bytes32 claim);
+    /// @notice The account has no credit.
     error NothingToWithdraw(address account);
     /// @notice Raised by `unitIdOf` (library `JobIds`) for an index above 2^32 - 1.
     error UnitIndexTooLarge(uint256 index);
 
     // ------------------------------------------------------------------ events
+    /// @notice The dispute arbiter was wired.
     event ArbiterSet(address indexed arbiter);
+    /// @notice A job was posted and its reward escrowed.
     event JobPosted(
         uint256 indexed jobId,
         address indexed submitter,
@@ -170,14 +205,23 @@ interface IJobManager is IDisputeCallback {
         JobParams params,
         uint8 unitCount
     );
+    /// @notice A unit (re-)opened for claims until `claimDeadline`; `attempt` counts re-openings.
     event UnitOpened(uint256 indexed unitId, uint256 indexed jobId, uint64 claimDeadline, uint32 attempt);
+    /// @notice A solver claimed a unit, locking `collateral`, with selection weight `weight`.
     event UnitClaimed(uint256 indexed unitId, address indexed solver, uint96 weight, uint256 collateral);
+    /// @notice Nobody claimed: the claim window was extended.
     event ClaimWindowExtended(uint256 indexed unitId, uint64 claimDeadline);
+    /// @notice The claim window was closed; selection uses the hash of block `seedBlock`.
     event ClaimsClosed(uint256 indexed unitId, uint64 seedBlock, uint8 claimants);
+    /// @notice The seed block's hash was no longer available; a new seed block was fixed.
     event SeedRearmed(uint256 indexed unitId, uint64 seedBlock);
+    /// @notice The assignee was selected; it must commit by `commitDeadline`.
     event UnitAssigned(uint256 indexed unitId, address indexed solver, uint64 commitDeadline, bytes32 seed);
+    /// @notice A claimant that was not selected (or whose job was cancelled) got its collateral back.
     event ClaimReleased(uint256 indexed unitId, address indexed solver);
+    /// @notice The assignee missed its commit deadline; `slashed` went to the jackpot.
     event AssignmentExpired(uint256 indexed unitId, address indexed solver, uint256 slashed);
+    /// @notice The assignee committed its checkpoints; verifiers are drawn with block `seedBlock`.
     event CheckpointsCommitted(
         uint256 indexed unitId,
         address indexed solver,
@@ -187,20 +231,31 @@ interface IJobManager is IDisputeCallback {
         string blobLocator,
         uint64 seedBlock
     );
+    /// @notice Verifiers were drawn; the challenge window runs until `challengeDeadline`.
     event VerifiersDrawn(uint256 indexed unitId, address[] verifiers, uint64 seed, uint64 challengeDeadline);
+    /// @notice A drawn verifier attested the end roots of its sampled segments.
     event Attested(uint256 indexed unitId, address indexed verifier, uint64[] segments, bytes32[] endRoots);
+    /// @notice A challenge posted `bond` and opened game `gameId` with counter-claim `claim`.
     event ChallengeOpened(
         uint256 indexed unitId, address indexed challenger, uint256 indexed gameId, bytes32 claim, uint256 bond
     );
+    /// @notice A game ended; `challengeDeadline` is the new deadline when the solver won (0 otherwise).
     event DisputeResolved(uint256 indexed unitId, uint256 indexed gameId, bool challengerWon, uint64 challengeDeadline);
+    /// @notice A drawn verifier stayed silent and lost `amount` to the jackpot.
     event VerifierPenalised(uint256 indexed unitId, address indexed verifier, uint256 amount);
+    /// @notice A unit was settled: solver paid, verifiers' fee shared, tax to the jackpot.
     event UnitFinalized(
         uint256 indexed unitId, address indexed solver, uint256 solverPay, uint256 verifierFee, uint256 tax
     );
+    /// @notice Every unit of the job is final.
     event JobCompleted(uint256 indexed jobId);
+    /// @notice The submitter cancelled the job; `refund` was credited to it.
     event JobCancelled(uint256 indexed jobId, uint256 refund);
+    /// @notice `amount` was credited to `account`, whose credit is now `balance`.
     event Credited(address indexed account, uint256 amount, uint256 balance);
+    /// @notice `amount` went to the jackpot, which now holds `jackpot`.
     event JackpotIncreased(uint256 amount, uint256 jackpot);
+    /// @notice `account` withdrew its credit.
     event Withdrawn(address indexed account, uint256 amount);
 
     // ------------------------------------------------------------------ wiring
@@ -263,28 +318,45 @@ interface IJobManager is IDisputeCallback {
     function withdraw() external;
 
     // ------------------------------------------------------------------ views
+    /// @notice The payment token.
     function token() external view returns (address);
+    /// @notice The node registry.
     function registry() external view returns (address);
+    /// @notice The dispute arbiter (zero until wired).
     function arbiter() external view returns (address);
+    /// @notice The deployment parameters.
     function config() external view returns (Config memory);
+    /// @notice Number of jobs posted; the last job id.
     function jobCount() external view returns (uint256);
+    /// @notice Job `jobId` as stored.
     function getJob(uint256 jobId) external view returns (Job memory);
+    /// @notice Unit `unitId` as stored.
     function getUnit(uint256 unitId) external view returns (Unit memory);
+    /// @notice Claimants of the unit's current attempt and their weights.
     function getClaimants(uint256 unitId) external view returns (address[] memory solvers, uint96[] memory weights);
+    /// @notice Verifiers drawn for the unit's current attempt.
     function getVerifiers(uint256 unitId) external view returns (address[] memory);
+    /// @notice A drawn verifier's response and, once it attested, `keccak256(abi.encode(endRoots))`.
     function verifierStatus(uint256 unitId, address verifier)
         external
         view
         returns (VerifierStatus status, bytes32 attestationHash);
+    /// @notice Segments `verifier` must replay (empty before the draw); PROTOCOL §6.5.
     function sampledSegments(uint256 unitId, address verifier) external view returns (uint64[] memory);
+    /// @notice The unit's open dispute (zeros if none).
     function getDispute(uint256 unitId) external view returns (Dispute memory);
+    /// @notice Unit of an open game (0 once resolved).
     function unitOfGame(uint256 gameId) external view returns (uint256);
+    /// @notice What `account` can withdraw.
     function credits(address account) external view returns (uint256);
+    /// @notice Tokens held for the jackpot.
     function jackpot() external view returns (uint256);
     /// @notice Collateral a solver locks to claim a unit of `jobId`.
     function collateralOf(uint256 jobId) external view returns (uint256);
     /// @notice How a unit's reward of `jobId` splits: solver, verifiers, tax.
     function payoutOf(uint256 jobId) external view returns (uint256 solverPay, uint256 verifierFee, uint256 tax);
+    /// @notice `jobId << 32 | index`.
     function unitIdOf(uint256 jobId, uint256 index) external pure returns (uint256);
+    /// @notice `unitId >> 32`.
     function jobIdOf(uint256 unitId) external pure returns (uint256);
 }
