@@ -7,7 +7,8 @@ cheating), two verifiers (one lazy) and one whistleblower as `python -m agents <
 processes. The digits MLP job (examples/digits-mlp.json) is claimed first by the cheater alone;
 the honest solvers join once it is assigned (so the demo always shows the cheat). The honest
 verifier replays, challenges, and wins the dispute game; the cheater is slashed, the unit
-re-opens, an honest solver trains it, both verifiers attest and the job completes. The demo
+re-opens, an honest solver trains it, both verifiers attest and the job completes; the
+whistleblower re-checks every attestation and reports the lazy verifier's as false. The demo
 prints a summary table and writes build/demo/report.json, build/demo/demo.png and the agents'
 logs under build/demo/run/. Every process it started is stopped, also on failure or Ctrl-C.
 
@@ -48,8 +49,8 @@ CHEAT = "element:step=217,node=2,element=5,mask=0x40000000"
 #: Demo deadlines (seconds of chain time; Anvil mines a block every second).
 REGISTRY_CONFIG = {"unbondingDelay": 60, "heartbeatTtl": 3600}
 MANAGER_CONFIG = {
-    "claimWindow": 15,
-    "verifyWindow": 25,
+    "claimWindow": 10,
+    "verifyWindow": 20,
     "disputeGrace": 10,
     "verifiersPerUnit": 2,
     "segmentsPerVerifier": 2,
@@ -263,11 +264,12 @@ def play(
             "--spec",
             str(SPEC),
             "--claim-window",
-            "20",
+            "14",
             "--compute-time",
             "120",
             "--out",
             str(result_file),
+            "--mine-when-idle",
         )
         _wait(
             "the first assignment",
@@ -361,6 +363,7 @@ def collect(
             }
         )
     actions: dict[str, list[str]] = {p.name: [] for p in PARTIES}
+    happened: list[tuple[int, int, str, str]] = []
     for ev_name, who, what in (
         ("UnitClaimed", "solver", "claimed"),
         ("UnitAssigned", "solver", "assigned"),
@@ -370,8 +373,11 @@ def collect(
     ):
         for ev in _events(manager, ev_name, first):
             n = names.get(ev["args"][who])
-            if n and (not actions[n] or actions[n][-1] != what):
-                actions[n].append(what)
+            if n:
+                happened.append((ev["blockNumber"], ev["logIndex"], n, what))
+    for _, _, n, what in sorted(happened):
+        if not actions[n] or actions[n][-1] != what:
+            actions[n].append(what)
     false_attest = _false_attestations(run_dir / "whistleblower.log", names)
     outcomes = {}
     for p in PARTIES:
@@ -478,8 +484,6 @@ def _timeline(w3: Web3, manager, game, first: int) -> list[dict]:
             phases.append(("verify", committed[i], end))
         if i < len(opened) and i < len(resolved):
             phases.append(("dispute", opened[i], resolved[i]))
-    if finalized and drawn:
-        phases.append(("finalize", drawn[-1], finalized[-1]))
     return [{"phase": n, "start_s": s - t0, "end_s": e - t0} for n, s, e in phases]
 
 
@@ -497,7 +501,7 @@ def summary_table(report: dict) -> str:
     for name, o in report["outcomes"].items():
         did = ",".join(o["actions"]) or "-"
         if o["reported_false_attestation"]:
-            did += " (false attestation reported)"
+            did += " (reported false)"
         lines.append(
             f"{name:<14} {o['role']:<13} {did[:34]:<34} {o['outcome']:<8} "
             f"{o['paid']:>7.2f} {o['slashed']:>8.2f} {o['gas_used']:>10,}"
@@ -522,7 +526,7 @@ def summary_table(report: dict) -> str:
         else "n/a"
     )
     lines.append(
-        f"duplicate transactions on chain: {len(report['duplicate_transactions'])}; "
+        f"transactions sent twice: {len(report['duplicate_transactions'])}; "
         f"wall time {report['wall_time_s']} s"
     )
     return "\n".join(lines)

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from agents.core.blobs import BlobError
+from agents.core.keys import DEV_CHAIN_IDS
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.logic import Act, UnitStatus, keeper_acts
@@ -31,6 +32,13 @@ class Submitter(RoleAgent):
     @classmethod
     def check_args(cls, args: argparse.Namespace) -> None:
         load_spec(args.spec)
+        if (
+            args.mine_when_idle
+            and args.rpc_url
+            and "127.0.0.1" not in args.rpc_url
+            and ("localhost" not in args.rpc_url)
+        ):
+            raise RoleError("--mine-when-idle is for a local dev chain (127.0.0.1/localhost)")
         if args.reward <= 0 or not 0 <= args.verification_fee < args.reward:
             raise RoleError("--reward must be > 0 and 0 <= --verification-fee < --reward")
 
@@ -38,6 +46,8 @@ class Submitter(RoleAgent):
         super().__init__(*a, **kw)
         self.spec, self.data = load_spec(self.args.spec)
         self.engine = Engine(self.spec, self.data)
+        if self.args.mine_when_idle and self.agent.chain_id not in DEV_CHAIN_IDS:
+            raise RoleError(f"--mine-when-idle: chain id {self.agent.chain_id} is not a dev chain")
         self.job_id = 0
         self.last_status: UnitStatus | None = None
         self.result: dict = {}
@@ -114,8 +124,13 @@ class Submitter(RoleAgent):
             return self.finish(u)
         if u.status == UnitStatus.CANCELLED:
             raise RoleError(f"job {self.job_id} was cancelled")
-        for act in keeper_acts(u, now):
+        acts = keeper_acts(u, now)
+        for act in acts:
             await self.keeper(act)
+        if not acts and self.args.mine_when_idle:
+            # An automining dev chain makes no blocks while nobody sends: its clock and block
+            # number stand still, and with them every deadline this job waits for.
+            self.w3.provider.make_request("evm_mine", [])
         return False
 
     def finish(self, u) -> bool:
@@ -200,4 +215,10 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--memory-mib", type=int, default=0, help="minimum solver memory (MiB)")
     p.add_argument("--throughput", type=int, default=0, help="minimum solver throughput")
     p.add_argument("--out", help="write the result JSON here too")
+    p.add_argument(
+        "--mine-when-idle",
+        action="store_true",
+        help="dev chains only: mine an empty block (evm_mine) each round nothing else happens, "
+        "so deadlines pass on an automining Anvil",
+    )
     return p

@@ -2,8 +2,9 @@
 sampled segments (or every segment with --replay-all), then attest the end roots it computed or
 challenge the unit and play the dispute game as the challenger; withdraw its fees.
 
-`--lazy` attests the solver's own roots without replaying (for demos and tests: such a verifier
-is what whistleblowers exist to catch).
+`--lazy` attests without fetching or replaying anything: it repeats the unit's committed final
+state root as the end root of every sampled segment (for demos and tests: such a verifier is
+what whistleblowers exist to catch).
 
 Persistent memory: kind "verdict", id "<unit>:<attempt>" — the replay's outcome and the end
 roots to attest, so a restart neither replays again nor changes its answer.
@@ -177,6 +178,12 @@ class Verifier(ChallengerMixin, RoleAgent):
         segments = [
             int(s) for s in self.manager.functions.sampledSegments(u.unit_id, self.me).call()
         ]
+        if self.args.lazy:
+            # Attest without fetching or replaying anything: repeat the committed final root.
+            ends = ["0x" + u.final_root.hex()] * len(segments)
+            data = {"segments": segments, "end_roots": ends, "lazy": True}
+            self.agent.store.put_record("verdict", key, "agree", data)
+            return
         try:
             reader = CheckpointReader(ctx.spec, u.locator, u.checkpoint_root)
         except BadBlob as exc:
@@ -186,12 +193,6 @@ class Verifier(ChallengerMixin, RoleAgent):
         if self.args.cheat_challenge:
             self.agent.store.put_record(
                 "verdict", key, "disagree", {"segments": segments, "end_roots": [], "wrong": []}
-            )
-            return
-        if self.args.lazy:
-            ends = [reader.manifest.roots[s + 1] for s in segments]
-            self.agent.store.put_record(
-                "verdict", key, "agree", {"segments": segments, "end_roots": ends, "lazy": True}
             )
             return
         check = list(range(ctx.segments)) if self.args.replay_all else segments
@@ -240,7 +241,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--lazy",
         action="store_true",
-        help="attest the solver's roots without replaying (demos/tests only)",
+        help="attest without fetching or replaying anything (demos/tests only)",
     )
     p.add_argument(
         "--cheat-challenge",

@@ -58,6 +58,9 @@ def test_make_demo_runs_the_protocol_end_to_end():
     assert sorted(s["paid"] for s in honest_solvers) == [0, 88]  # reward - fee - 2% tax
     assert o["verifier"]["paid"] > 0 and o["verifier"]["slashed"] == 0
     assert o["submitter"]["slashed"] == 0
+    # the whistleblower re-checked the lazy verifier's attestations and found them false
+    assert o["verifier-lazy"]["reported_false_attestation"] is True
+    assert o["verifier"]["reported_false_attestation"] is False
     assert report["duplicate_transactions"] == []
     assert report["timeline"] and report["wall_time_s"] > 0
     png = (REPO / "build" / "demo" / "demo.png").read_bytes()
