@@ -29,7 +29,7 @@ ABI_STAMP  := build/abi/.exported
 help:
 	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
 	@echo "make test    - the whole test suite (PROVIDER=test to run contract tests on py-evm)"
-	@echo "make lint    - ruff check + format check, solhint"
+	@echo "make lint    - ruff check + format check, solhint, slither (fails on high/medium)"
 	@echo "make bench   - run bench/ and write JSON under bench/results/"
 	@echo "make fuzz    - long property-test profile"
 	@echo "make clean   - remove build outputs (keeps .venv and node_modules)"
@@ -86,6 +86,12 @@ lint: setup
 	@# so function length is not checked (.solhint.json).
 	node_modules/.bin/solhint --disc -f unix 'contracts/**/*.sol' | grep -v '^\s*$$' || true
 	node_modules/.bin/solhint --disc --quiet -f unix 'contracts/**/*.sol' > /dev/null
+	$(MAKE) --no-print-directory slither
+
+# Static analysis: fails on any high or medium finding (accepted lows: docs/SLITHER.md).
+slither: setup
+	@bash tools/slither.sh > build/slither.log 2>&1 || { cat build/slither.log; exit 1; }
+	@grep -h "analyzed" build/slither.log
 
 format: setup
 	$(VENV)/bin/ruff format .

@@ -170,8 +170,8 @@ contract OneStepProver is IOneStepProver {
             }
             return out;
         }
-        uint256 leaf = type(uint256).max;
-        uint256 chunkAt;
+        uint256 leaf = type(uint256).max; // no leaf yet: the first element always loads its chunk
+        uint256 chunkAt = 0;
         for (uint256 i = 0; i < len; ++i) {
             uint256 e = start + i;
             if (e / Positions.LEAF_ELEMS != leaf) {

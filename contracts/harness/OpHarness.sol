@@ -39,6 +39,8 @@ contract OpHarness {
         if (k == 0 || a.length % k != 0 || b.length % k != 0) {
             revert RepOps.LengthMismatch(a.length, b.length);
         }
+        // The divisions are exact (checked above), so multiplying their results loses nothing.
+        // slither-disable-start divide-before-multiply
         uint256 m = a.length / k;
         uint256 n = b.length / k;
         c = new uint32[](m * n);
@@ -47,6 +49,7 @@ contract OpHarness {
                 c[i * n + j] = RepOps.dot(a[i * k:(i + 1) * k], b[j * k:(j + 1) * k]);
             }
         }
+        // slither-disable-end divide-before-multiply
     }
 
     /// @notice RepOps.rowSum.

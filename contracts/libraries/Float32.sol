@@ -118,6 +118,8 @@ library Float32 {
                     let c := shr(add(d, 24), x)
                     let s := add(d, c) // bits to drop to keep 24; >= 1 (d = 0 always carries)
                     // round-half-even shift: (x + 2^(s-1) - 1 + bit s of x) >> s, all < 2^66
+                    // Yul shl(shift, value) is 1 << (s - 1); slither misreads the operand order.
+                    // slither-disable-next-line incorrect-shift
                     x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
                     // x in [2^23, 2^24] weighs 2^(ea + c - 150): exponent field ea + c - 1 plus
                     // the implicit bit (a rounding carry to 2^24 bumps the exponent, as it must)
@@ -133,6 +135,8 @@ library Float32 {
                         // c = 1 iff bit 23+d is set. The result is normal (>= |a|/2, ea >= 3).
                         let c := shr(add(d, 23), x)
                         let s := add(sub(d, 1), c) // >= 1
+                        // Yul shl(shift, value) is 1 << (s - 1); slither misreads the operand order.
+                        // slither-disable-next-line incorrect-shift
                         x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
                         // x weighs 2^(ea + c - 151): exponent field ea + c - 2 + implicit bit
                         r := or(add(shl(23, sub(add(ea, c), 2)), x), and(a, 0x80000000))
@@ -237,6 +241,8 @@ library Float32 {
                 case 1 {
                     let s := add(23, c) // bits to drop to keep 24
                     // round-half-even shift (x + 2^(s-1) - 1 + bit s of x) >> s, < 2^49
+                    // Yul shl(shift, value) is 1 << (s - 1); slither misreads the operand order.
+                    // slither-disable-next-line incorrect-shift
                     x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
                     r := add(shl(23, sub(e, 1)), x) // implicit bit of x adds 1 to the field
                     if gt(r, 0x7F7FFFFF) { r := 0x7F800000 } // overflow -> inf
@@ -326,6 +332,8 @@ library Float32 {
                 switch sgt(e, 0)
                 case 1 {
                     let s := add(3, c) // bits to drop to keep 24
+                    // Yul shl(shift, value) is 1 << (s - 1); slither misreads the operand order.
+                    // slither-disable-next-line incorrect-shift
                     x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
                     r := add(shl(23, sub(e, 1)), x)
                     if gt(r, 0x7F7FFFFF) { r := 0x7F800000 } // overflow -> inf

@@ -20,8 +20,8 @@ library Positions {
     function mover(Phase phase) internal pure returns (Side) {
         if (phase == Phase.None || phase == Phase.Resolved) return Side.None;
         if (
-            phase == Phase.PostCheckpoints || phase == Phase.OpenSegment || phase == Phase.PostTrace || phase == Phase.PostLeaves
-                || phase == Phase.RevealChunk
+            phase == Phase.PostCheckpoints || phase == Phase.OpenSegment || phase == Phase.PostTrace
+                || phase == Phase.PostLeaves || phase == Phase.RevealChunk
         ) return Side.Defender;
         return Side.Challenger;
     }

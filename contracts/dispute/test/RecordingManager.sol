@@ -20,9 +20,14 @@ contract RecordingManager is IDisputeCallback {
 
     event Resolved(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
 
+    /// @notice Job `jobId` already has a submitter recorded.
+    error JobExists(uint256 jobId, address submitter);
+    /// @notice The arbiter is already wired.
+    error AlreadyWired(address arbiter);
+
     /// @notice Records `submitter` as job `jobId`'s submitter (the real manager: `postJob`).
     function setSubmitter(uint256 jobId, address submitter) external {
-        require(submitterOf[jobId] == address(0), "job exists");
+        if (submitterOf[jobId] != address(0)) revert JobExists(jobId, submitterOf[jobId]);
         submitterOf[jobId] = submitter;
     }
 
@@ -33,7 +38,7 @@ contract RecordingManager is IDisputeCallback {
 
     /// @notice Wires the arbiter (once).
     function setArbiter(IDisputeArbiter arbiter_) external {
-        require(address(arbiter) == address(0), "wired");
+        if (address(arbiter) != address(0)) revert AlreadyWired(address(arbiter));
         arbiter = arbiter_;
     }
 
