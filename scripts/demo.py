@@ -1,9 +1,9 @@
 """`make demo`: the protocol end to end on a local chain, every role a separate OS process.
 
-Starts a private Anvil (or uses --rpc-url, which must be a dev chain: the demo's accounts are
-Anvil's public dev keys), deploys every contract with the real dispute game as arbiter and short
-demo deadlines, mints TestTokens to the agents, then runs one submitter, three solvers (one
-cheating), two verifiers (one lazy) and one whistleblower as `python -m agents <role>`
+Starts a private automining Anvil (or uses --rpc-url, which must be a dev chain: the demo's
+accounts are Anvil's public dev keys), deploys every contract with the real dispute game as
+arbiter and short demo deadlines, mints TestTokens to the agents, then runs one submitter, three
+solvers (one cheating), two verifiers (one lazy) and one whistleblower as `python -m agents`
 processes. The digits MLP job (examples/digits-mlp.json) is claimed first by the cheater alone;
 the honest solvers join once it is assigned (so the demo always shows the cheat). The honest
 verifier replays, challenges, and wins the dispute game; the cheater is slashed, the unit
@@ -46,7 +46,7 @@ TOKEN = 10**18
 #: The cheat: PROTOCOL §7.8's worked example (bit 30 of element 5 of node 2 at step 217).
 CHEAT = "element:step=217,node=2,element=5,mask=0x40000000"
 
-#: Demo deadlines (seconds of chain time; Anvil mines a block every second).
+#: Demo deadlines (seconds of chain time).
 REGISTRY_CONFIG = {"unbondingDelay": 60, "heartbeatTtl": 3600}
 MANAGER_CONFIG = {
     "claimWindow": 10,
@@ -91,7 +91,9 @@ def chain_url(rpc_url: str | None) -> Iterator[tuple[str, bool]]:
     if rpc_url:
         yield rpc_url, False
         return
-    with local_anvil(AnvilConfig(block_time=1)) as url:
+    # Automine: a block per transaction; the submitter (--mine-when-idle) mines an empty block
+    # whenever the job waits on chain time or on a seed block, so deadlines pass promptly.
+    with local_anvil(AnvilConfig()) as url:
         yield url, True
 
 

@@ -16,7 +16,6 @@ import json
 import logging
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -235,7 +234,8 @@ class RoleAgent:
         raise NotImplementedError
 
     async def run(self, stop: asyncio.Event, run_for: float = 0.0) -> int:
-        started = time.monotonic()
+        clock = self.agent.clock  # injectable (agents/core/clock.py): tests drive time
+        started = clock.monotonic()
         interval = self.agent.config.poll_interval
         while not stop.is_set():
             try:
@@ -245,7 +245,7 @@ class RoleAgent:
             except (TransportError, ChainUnavailable, OSError) as exc:
                 self.failures += 1
                 self.log.error("round failed (will retry): %s", str(exc).splitlines()[0][:200])
-            if run_for and time.monotonic() - started > run_for:
+            if run_for and clock.monotonic() - started > run_for:
                 self.log.info("--run-for %.0f s elapsed; stopping", run_for)
                 return 0
             with contextlib.suppress(asyncio.TimeoutError):
