@@ -1,0 +1,87 @@
+"""A running verifier whose checkpoints are missing, then fail their root check, logs an error
+and retries (no hang, no crash); once the right data appears it attests and the job completes."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import rolekit as rk
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+
+
+def _copy_blobs(src, dst, corrupt: bool) -> int:
+    """Copy every blob; with `corrupt`, flip a byte of each state blob (the large ones)."""
+    n = 0
+    for path in src.rglob("*"):
+        if not path.is_file():
+            continue
+        target = dst / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = bytearray(path.read_bytes())
+        if corrupt and len(data) > 4096:
+            data[len(data) // 2] ^= 0x01
+            n += 1
+        target.write_bytes(bytes(data))
+    return n
+
+
+def test_verifier_logs_and_retries_bad_blobs_then_attests(tmp_path):
+    published = tmp_path / "published"  # where the solver says its checkpoints are
+    submitter = rk.Party("submitter", "submitter", 1)
+    solver = rk.Party(
+        "solver", "solver", 2, ["--stake", "200", "--public-blob-url", str(published)]
+    )
+    verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
+    with rk.chain() as (url, w3):
+        addrs = rk.deploy(w3, {"verifyWindow": 60})
+        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, verifier])
+        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
+        registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+            ag.start(solver)
+            ag.start(verifier)
+            rk.wait_for(
+                "registrations",
+                lambda: all(
+                    registry.functions.roleOf(p.address).call() for p in (solver, verifier)
+                ),
+                90,
+                ag,
+                ("solver", "verifier"),
+            )
+            ag.start(submitter, "--spec", str(rk.SPEC), "--claim-window", "8")
+
+            def logged(text: str) -> bool:
+                return any(text in m for m in ag.messages("verifier"))
+
+            # 1. nothing published where the locator points: an error, and the verifier retries
+            rk.wait_for(
+                "a missing-data error",
+                lambda: logged("checkpoints unusable"),
+                120,
+                ag,
+                ("verifier",),
+            )
+            # 2. corrupt state blobs: the root check fails, logged, retried
+            assert _copy_blobs(tmp_path / "blobs", published, corrupt=True) >= 2
+            rk.wait_for(
+                "a failed root check", lambda: logged("failed its check"), 60, ag, ("verifier",)
+            )
+            assert ag.procs["verifier"].poll() is None  # still running
+            # 3. the right data: it replays, attests, and the job completes
+            _copy_blobs(tmp_path / "blobs", published, corrupt=False)
+            rk.wait_for(
+                "job completion",
+                lambda: ag.procs["submitter"].poll() is not None,
+                150,
+                ag,
+                ("verifier", "solver"),
+            )
+            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+        attested = manager.events.Attested().get_logs(from_block=0)
+        assert [e["args"]["verifier"] for e in attested] == [verifier.address]
+        assert manager.functions.getJob(1).call()[4] == 2  # Completed
+        assert "Traceback" not in ag.log("verifier")
+    shutil.rmtree(published, ignore_errors=True)
