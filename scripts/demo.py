@@ -56,6 +56,8 @@ MANAGER_CONFIG = {
     "segmentsPerVerifier": 2,
 }
 CLOCK_BUDGET = 120
+#: The attestation court's game: a lazy verifier has no data to defend with and times out.
+COURT_CLOCK_BUDGET = 15
 
 
 @dataclass
@@ -77,7 +79,7 @@ PARTIES = [
     Party("solver-b", "solver", 4, ["--stake", "200"]),
     Party("verifier", "verifier", 5, ["--stake", "100", "--replay-all"]),
     Party("verifier-lazy", "verifier", 6, ["--stake", "100", "--lazy"]),
-    Party("whistleblower", "whistleblower", 7, ["--stake", "20"]),
+    Party("whistleblower", "whistleblower", 7, ["--stake", "20", "--mine-when-idle"]),
 ]
 
 
@@ -198,6 +200,8 @@ def run(rpc_url: str | None, deployer_key: str | None, deploy_only: bool = False
             )
         key = deployer_key or dev_private_key(0)
         params = {
+            "attestation_court": True,
+            "court_clock_budget": COURT_CLOCK_BUDGET,
             "dispute_game": True,
             "clock_budget": CLOCK_BUDGET,
             "registry_config": REGISTRY_CONFIG,
@@ -294,10 +298,27 @@ def play(
                 f"submitter exited with code {procs.procs['submitter'].returncode}: {tail}"
             )
         marks["completed"] = time.monotonic() - started
+        court = w3.eth.contract(
+            address=addresses["AttestationCourt"], abi=load_artifact("AttestationCourt")["abi"]
+        )
+
+        def court_settled() -> bool:
+            opened = court.events.AttestationChallenged().get_logs(from_block=first_block)
+            ruled = court.events.AttestationRuled().get_logs(from_block=first_block)
+            return len(opened) >= 1 and len(ruled) == len(opened)
+
+        # the whistleblower disputes the lazy verifier's false attestation in the court
+        with contextlib.suppress(DemoError):
+            _wait("the attestation dispute", court_settled, 90, procs)
+        marks["attestation_ruled"] = time.monotonic() - started
         with contextlib.suppress(DemoError):
             _wait(
                 "withdrawals",
-                lambda: all(manager.functions.credits(p.address).call() == 0 for p in PARTIES),
+                lambda: all(
+                    manager.functions.credits(p.address).call() == 0
+                    and court.functions.credits(p.address).call() == 0
+                    for p in PARTIES
+                ),
                 20,
             )
         marks["withdrawn"] = time.monotonic() - started
@@ -342,10 +363,30 @@ def collect(
     for ev in _events(registry, "NodeSlashed", first):
         a = ev["args"]
         slashed[a["node"]] = slashed.get(a["node"], 0) + int(a["amount"])
+    court = w3.eth.contract(
+        address=addresses["AttestationCourt"], abi=load_artifact("AttestationCourt")["abi"]
+    )
     paid: dict[str, int] = {}
-    for ev in _events(manager, "Withdrawn", first):
+    for ev in _events(manager, "Withdrawn", first) + _events(court, "Withdrawn", first):
         a = ev["args"]
         paid[a["account"]] = paid.get(a["account"], 0) + int(a["amount"])
+    attestation_disputes = []
+    for ev in _events(court, "AttestationChallenged", first):
+        a = ev["args"]
+        ruled = [
+            r
+            for r in _events(court, "AttestationRuled", first)
+            if r["args"]["gameId"] == a["gameId"]
+        ]
+        attestation_disputes.append(
+            {
+                "game_id": int(a["gameId"]),
+                "verifier": names.get(a["verifier"], a["verifier"]),
+                "whistleblower": names.get(a["whistleblower"], a["whistleblower"]),
+                "segment": int(a["segment"]),
+                "false_attestation": bool(ruled[0]["args"]["falseAttestation"]) if ruled else None,
+            }
+        )
     credited: dict[str, int] = {}
     for ev in _events(manager, "Credited", first):
         a = ev["args"]
@@ -401,6 +442,7 @@ def collect(
         "outcomes": outcomes,
         "disputes": games,
         "dispute_count": len(games),
+        "attestation_disputes": attestation_disputes,
         "duplicate_transactions": duplicates,
         "timeline": timeline,
         "wall_marks_s": {k: round(v, 2) for k, v in marks.items()},
@@ -513,6 +555,12 @@ def summary_table(report: dict) -> str:
         lines.append(
             f"dispute game {g['game_id']}: {g['challenger']} vs {g['defender']} -> "
             f"winner {g['winner']}{' (timeout)' if g['by_timeout'] else ''}"
+        )
+    for d in report.get("attestation_disputes", []):
+        verdict = {True: "false -> verifier slashed", False: "stood", None: "unresolved"}
+        lines.append(
+            f"attestation dispute (court game {d['game_id']}): {d['whistleblower']} vs "
+            f"{d['verifier']}, segment {d['segment']}: {verdict[d['false_attestation']]}"
         )
     lines.append("")
     lines.append("phase (chain time after posting)   start     end")

@@ -141,7 +141,11 @@ def deploy_all(
         ``arbiter`` is given;
       - ``dispute_game``: True to deploy the real dispute game (``OneStepProver``, then
         ``DisputeGame(manager, prover, clock_budget)``, PROTOCOL §7.9) and wire it as the arbiter
-        when no ``arbiter`` is given; ``clock_budget`` (seconds per side, default 3600).
+        when no ``arbiter`` is given; ``clock_budget`` (seconds per side, default 3600);
+      - ``attestation_court``: True (or a dict of ``bond``, ``penalty``, ``reward_bps``) to
+        deploy an AttestationCourt (a second registry slasher) with its own DisputeGame, through
+        which whistleblowers dispute verifiers' attestations (needs ``dispute_game``;
+        ``court_clock_budget``: that game's seconds per side, default ``clock_budget``).
     Without an arbiter the JobManager is deployed unwired: the deployer must call
     ``setArbiter(address)`` once before any job can be posted.
     """
@@ -170,8 +174,20 @@ def deploy_all(
     manager = sender.deploy(mgr_art, registry, mgr_cfg, step="JobManager")
     out["JobManager"] = manager
 
+    slashers = [manager]
+    court_params = params.get("attestation_court")
+    if court_params:
+        court_params = {"bond": 10 * TOKEN_UNIT, "penalty": 20 * TOKEN_UNIT, "reward_bps": 5_000,
+                        **(court_params if isinstance(court_params, dict) else {})}  # fmt: skip
+        court = sender.deploy(
+            load_artifact("AttestationCourt", abi_dir), manager, registry,
+            int(court_params["bond"]), int(court_params["penalty"]),
+            int(court_params["reward_bps"]), step="AttestationCourt",
+        )  # fmt: skip
+        out["AttestationCourt"] = court
+        slashers.append(court)
     reg = w3.eth.contract(address=registry, abi=reg_art["abi"])
-    sender.call(reg.functions.setSlashers([manager]), step="NodeRegistry.setSlashers")
+    sender.call(reg.functions.setSlashers(slashers), step="NodeRegistry.setSlashers")
 
     arbiter = params.get("arbiter")
     if not arbiter and params.get("dispute_game"):
@@ -181,6 +197,14 @@ def deploy_all(
         arbiter = sender.deploy(game_art, manager, prover, budget, step="DisputeGame")
         out["OneStepProver"] = prover
         out["DisputeGame"] = arbiter
+        if court_params:
+            court_budget = int(params.get("court_clock_budget", budget))
+            court_game = sender.deploy(game_art, out["AttestationCourt"], prover, court_budget,
+                                       step="DisputeGame (court)")  # fmt: skip
+            court_art = load_artifact("AttestationCourt", abi_dir)
+            court_c = w3.eth.contract(address=out["AttestationCourt"], abi=court_art["abi"])
+            sender.call(court_c.functions.setGame(court_game), step="AttestationCourt.setGame")
+            out["CourtGame"] = court_game
     if not arbiter and params.get("mock_arbiter"):
         mock_art = load_artifact("MockArbiter", abi_dir)
         arbiter = sender.deploy(mock_art, step="MockArbiter")

@@ -182,6 +182,9 @@ class AttestationFacts:
     verdict: str | None  # None: not re-checked yet; "true"; "false"; "unavailable"
     commitment_wrong: bool  # the re-check also showed the solver's roots are wrong
     reported: bool
+    court: bool = False  # an AttestationCourt is deployed (attestations can be disputed)
+    court_game: int = 0  # the court game I opened over this attestation (0: none)
+    court_done: bool = False  # that game is resolved
 
 
 def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> list[Act]:
@@ -191,6 +194,10 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
     acts: list[Act] = []
     if f.verdict == "false" and not f.reported:
         acts.append(Act("report", "", (key,)))
+    if f.verdict == "false" and f.court and not f.court_game:
+        acts.append(Act("courtChallenge", f"court:{key}", (key,)))
+    if f.court_game and not f.court_done:
+        acts.append(Act("playCourt", "", (f.court_game,)))
     if (
         f.commitment_wrong
         and u.status == UnitStatus.VERIFYING

@@ -27,7 +27,7 @@ from agents.core.blobs import BlobServer, LocalDirBackend
 from agents.core.chain import ChainUnavailable, connect
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
-from agents.core.keys import KeyConfigError
+from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.runtime import Agent, open_agent
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
 from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
@@ -122,6 +122,17 @@ def role_parser(
         help="stop after this many seconds (0: run until SIGINT/SIGTERM)",
     )
     p.add_argument("--verbose", action="store_true", help="debug logging")
+    p.add_argument(
+        "--court",
+        help="AttestationCourt address (attestation disputes); default: the one in --deployment "
+        "when it belongs to the same JobManager, else none",
+    )
+    p.add_argument(
+        "--mine-when-idle",
+        action="store_true",
+        help="dev chains only: mine an empty block (evm_mine) each round nothing else happens, "
+        "so deadlines pass on an automining Anvil",
+    )
     return p
 
 
@@ -139,6 +150,24 @@ def manager_address(args: argparse.Namespace) -> str:
         return Web3.to_checksum_address(json.loads(path.read_text())["contracts"]["JobManager"])
     except (ValueError, KeyError) as exc:
         raise RoleError(f"{path}: no contracts.JobManager address ({exc})") from None
+
+
+def court_address(args: argparse.Namespace, manager: str) -> str | None:
+    if getattr(args, "court", None):
+        if not Web3.is_address(args.court):
+            raise RoleError(f"--court {args.court!r} is not an address")
+        return Web3.to_checksum_address(args.court)
+    path = Path(args.deployment)
+    if not path.exists():
+        return None
+    try:
+        contracts = json.loads(path.read_text())["contracts"]
+    except (ValueError, KeyError):
+        return None
+    if contracts.get("JobManager", "").lower() != manager.lower():
+        return None
+    court = contracts.get("AttestationCourt")
+    return Web3.to_checksum_address(court) if court else None
 
 
 def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
@@ -203,6 +232,24 @@ class RoleAgent:
         self.registry = self._contract("NodeRegistry", self.manager.functions.registry().call())
         self.token = self._contract("TestToken", self.manager.functions.token().call())
         self.game = self._contract("DisputeGame", self.manager.functions.arbiter().call())
+        self.court: Contract | None = None
+        self.court_game: Contract | None = None
+        court = court_address(args, manager)
+        explicit = bool(getattr(args, "court", None))
+        if court and not self.w3.eth.get_code(court):
+            if explicit:
+                raise RoleError(f"no contract at AttestationCourt address {court}")
+            court = None  # a deployment file of another chain that reused the address
+        if court:
+            self.court = self._contract("AttestationCourt", court)
+            if self.court.functions.manager().call().lower() != manager.lower():
+                if explicit:
+                    raise RoleError(f"AttestationCourt {court} belongs to another JobManager")
+                self.court = None
+            else:
+                self.court_game = self._contract("DisputeGame", self.court.functions.game().call())
+        if getattr(args, "mine_when_idle", False) and agent.chain_id not in DEV_CHAIN_IDS:
+            raise RoleError(f"--mine-when-idle: chain id {agent.chain_id} is not a dev chain")
         self.blob_server: BlobServer | None = None
         self.public_blob_url = getattr(args, "public_blob_url", None) or agent.config.blob_location
         serve = getattr(args, "serve_blobs", None)
@@ -217,6 +264,11 @@ class RoleAgent:
     def _contract(self, name: str, address: str) -> Contract:
         abi = load_artifact(name, DEFAULT_ABI_DIR)["abi"]
         return self.w3.eth.contract(address=Web3.to_checksum_address(address), abi=abi)
+
+    def mine_if_idle(self) -> None:
+        """On a dev chain with --mine-when-idle: mine one empty block (chain time moves on)."""
+        if getattr(self.args, "mine_when_idle", False):
+            self.w3.provider.make_request("evm_mine", [])
 
     def close(self) -> None:
         if self.blob_server is not None:

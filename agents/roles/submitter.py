@@ -12,8 +12,9 @@ import argparse
 import json
 from pathlib import Path
 
+from web3.logs import DISCARD
+
 from agents.core.blobs import BlobError
-from agents.core.keys import DEV_CHAIN_IDS
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.logic import Act, UnitStatus, keeper_acts
@@ -32,13 +33,6 @@ class Submitter(RoleAgent):
     @classmethod
     def check_args(cls, args: argparse.Namespace) -> None:
         load_spec(args.spec)
-        if (
-            args.mine_when_idle
-            and args.rpc_url
-            and "127.0.0.1" not in args.rpc_url
-            and ("localhost" not in args.rpc_url)
-        ):
-            raise RoleError("--mine-when-idle is for a local dev chain (127.0.0.1/localhost)")
         if args.reward <= 0 or not 0 <= args.verification_fee < args.reward:
             raise RoleError("--reward must be > 0 and 0 <= --verification-fee < --reward")
 
@@ -46,8 +40,6 @@ class Submitter(RoleAgent):
         super().__init__(*a, **kw)
         self.spec, self.data = load_spec(self.args.spec)
         self.engine = Engine(self.spec, self.data)
-        if self.args.mine_when_idle and self.agent.chain_id not in DEV_CHAIN_IDS:
-            raise RoleError(f"--mine-when-idle: chain id {self.agent.chain_id} is not a dev chain")
         self.job_id = 0
         self.last_status: UnitStatus | None = None
         self.result: dict = {}
@@ -94,7 +86,7 @@ class Submitter(RoleAgent):
         if out is None:
             raise RoleError("postJob reverted (see the warning above)")
         receipt = self.w3.eth.get_transaction_receipt(out.tx_hash)
-        posted = self.manager.events.JobPosted().process_receipt(receipt)
+        posted = self.manager.events.JobPosted().process_receipt(receipt, errors=DISCARD)
         self.job_id = int(posted[0]["args"]["jobId"])
         self.agent.store.put_record("post", spec_hash, "posted", {"job_id": self.job_id})
         self.log.info("posted job %d (reward %g, escrowed)", self.job_id, reward / 1e18)
@@ -107,6 +99,10 @@ class Submitter(RoleAgent):
             self.log.info(
                 "registered the dispute config 0x%s… of job %d", cfg.hex()[:16], self.job_id
             )
+        if self.court_game is not None:
+            fn = self.court_game.functions.registerConfig(self.job_id, cfg)
+            if await self.send(Act("registerConfig", f"court-config:{self.job_id}"), fn):
+                self.log.info("registered it with the attestation court's game too")
 
     async def round(self) -> bool:
         now = self.now()
@@ -127,10 +123,10 @@ class Submitter(RoleAgent):
         acts = keeper_acts(u, now)
         for act in acts:
             await self.keeper(act)
-        if not acts and self.args.mine_when_idle:
+        if not acts:
             # An automining dev chain makes no blocks while nobody sends: its clock and block
             # number stand still, and with them every deadline this job waits for.
-            self.w3.provider.make_request("evm_mine", [])
+            self.mine_if_idle()
         return False
 
     def finish(self, u) -> bool:
@@ -215,10 +211,5 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--memory-mib", type=int, default=0, help="minimum solver memory (MiB)")
     p.add_argument("--throughput", type=int, default=0, help="minimum solver throughput")
     p.add_argument("--out", help="write the result JSON here too")
-    p.add_argument(
-        "--mine-when-idle",
-        action="store_true",
-        help="dev chains only: mine an empty block (evm_mine) each round nothing else happens, "
-        "so deadlines pass on an automining Anvil",
-    )
+
     return p

@@ -16,7 +16,7 @@ import argparse
 
 from agents.core.blobs import open_blob_store
 from agents.dispute.client import GameClient
-from agents.dispute.player import Challenger, LyingChallenger
+from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
 from agents.dispute.trace import Computation
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.jobs import JobContext, JobRejected, load_job
@@ -138,7 +138,72 @@ class Verifier(ChallengerMixin, RoleAgent):
             for act in verifier_acts(u, now, self.facts(u)):
                 await self.execute(act, u, now)
         await self.withdraw_if_credited(now)
+        await self.defend_attestations(now)
         return False
+
+    async def defend_attestations(self, now: Now) -> None:
+        """Defend my attestations disputed in the AttestationCourt (a lazy verifier has no data
+        to defend with: it stays silent and loses on time)."""
+        if self.court is None or self.court_game is None or self.args.lazy:
+            return
+        cur = self.agent.store.get_record("cursor", "court")
+        start = int(cur.data["next"]) if cur is not None else 0
+        if start <= now.block:
+            ev = self.court.events.AttestationChallenged()
+            for log in ev.get_logs(from_block=start, to_block=now.block):
+                a = log["args"]
+                if a["verifier"].lower() == self.me.lower():
+                    data = {
+                        "unit": int(a["unitId"]),
+                        "segment": int(a["segment"]),
+                        "block": int(log["blockNumber"]),
+                    }
+                    self.agent.store.put_record("court", str(a["gameId"]), "open", data)
+            self.agent.store.put_record("cursor", "court", "ok", {"next": now.block + 1})
+        for rec in self.agent.store.list_records("court", "open"):
+            await self.defend_one(int(rec.record_id), rec.data, now)
+        credits = self.court.functions.credits(self.me).call()
+        if credits > 0:
+            act = Act("withdraw", f"court-withdraw:{credits}:{now.block}")
+            await self.send(act, self.court.functions.withdraw())
+
+    async def defend_one(self, gid: int, data: dict, now: Now) -> None:
+        assert self.court_game is not None
+        client = GameClient(self.w3, self.court_game, "0x" + bytes(self.agent.account.key).hex())
+        view = client.view(gid)
+        if view.phase == Phase.RESOLVED:
+            self.agent.store.put_record("court", str(gid), "resolved", data)
+            self.log.info(
+                "court game %d over my attestation resolved (winner side %d)", gid, view.winner
+            )
+            return
+        unit_id, s = int(data["unit"]), int(data["segment"])
+        ctx = self.context(unit_id >> 32)
+        if ctx is None:
+            return
+        comps = self.__dict__.setdefault("_court_comps", {})
+        if gid not in comps:
+            u = self.manager.functions.getUnit(unit_id).call(block_identifier=int(data["block"]))
+            reader = CheckpointReader(ctx.spec, u[11], bytes(u[9]))
+            k = ctx.spec.checkpoint_every
+            comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=reader.state(s))
+        _, deadline = self.court_game.functions.turn(gid).call()
+        act = game_act(
+            gid,
+            Side.DEFENDER,
+            view.phase,
+            view.moves,
+            deadline,
+            now,
+            Defender(comps[gid], ctx.jg).next_move(view),
+        )
+        if act is None:
+            return
+        fn = "claimTimeout" if act.kind == "claimTimeout" else act.args[0].fn
+        args = (gid,) if act.kind == "claimTimeout" else act.args[0].call_args(gid)
+        await self.send(
+            Act(act.kind, f"court-{act.intent}"), getattr(self.court_game.functions, fn)(*args)
+        )
 
     def facts(self, u: UnitView) -> VerifierFacts:
         status = VerifierStatus(self.manager.functions.verifierStatus(u.unit_id, self.me).call()[0])

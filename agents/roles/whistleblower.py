@@ -1,13 +1,8 @@
-"""The whistleblower: re-check verifiers' attestations (every `Attested` event), report the
-false ones, and when a false attestation covers a wrong commitment, challenge the unit itself
-and play the dispute game as the challenger; withdraw what it wins.
-
-What the contracts allow today (see the role report in README "Joining as a role"): a
-whistleblower may `challenge` a unit like a verifier, so a wrong commitment that a lazy verifier
-attested is still caught and the solver slashed. JobManager has no entry yet that opens an
-attestation game against the *verifier* (`DisputeGame.openSegmentGame` is manager-only and the
-manager never calls it), so a false attestation is detected, logged and recorded here but the
-verifier's stake cannot be slashed for it yet.
+"""The whistleblower: re-check verifiers' attestations (every `Attested` event) by replaying
+the attested segments; dispute a false one through the AttestationCourt (a segment game with
+the verifier as defender; the verifier's stake is slashed if it loses); when a false
+attestation covers a wrong commitment, also challenge the unit itself like a verifier; play
+every game as the challenger; withdraw what it wins (JobManager and court credits).
 
 Persistent memory: kind "cursor" (the last block scanned) and kind "attestation", id
 "<unit>:<verifier>:<block>" with the verdict.
@@ -17,19 +12,27 @@ from __future__ import annotations
 
 import argparse
 
+from web3.logs import DISCARD
+
 from agents.core.blobs import open_blob_store
+from agents.dispute.client import GameClient
+from agents.dispute.player import Challenger, Phase
+from agents.dispute.trace import Computation
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.jobs import JobContext, JobRejected, load_job
 from agents.roles.logic import (
     Act,
     AttestationFacts,
     Now,
+    Side,
     UnitStatus,
     UnitView,
+    game_act,
     whistleblower_acts,
 )
 from agents.roles.runner import RoleAgent
 from agents.roles.verifier import ChallengerMixin, replay_segments
+from agents.training import merkle
 
 ROLE_WHISTLEBLOWER = 3
 TOKEN = 10**18
@@ -41,6 +44,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
         self.jobs: dict[int, JobContext] = {}
+        self.court_comps: dict[int, Computation] = {}
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_WHISTLEBLOWER, int(self.args.stake * TOKEN), (0, 0, 0))
@@ -92,6 +96,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 None if rec.state == "new" else rec.state,
                 bool(rec.data.get("commitment_wrong")),
                 bool(rec.data.get("reported")),
+                self.court is not None,
+                int(rec.data.get("court_game", 0)),
+                bool(rec.data.get("court_done")),
             )
             for act in whistleblower_acts(u, now, rec.record_id, facts):
                 await self.execute(act, u, rec.record_id)
@@ -102,6 +109,12 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 if d[1].lower() == self.me.lower() and ctx is not None:
                     await self.play(int(d[0]), ctx, now)
         await self.withdraw_if_credited(now)
+        if self.court is not None:
+            credits = self.court.functions.credits(self.me).call()
+            if credits > 0:
+                act = Act("withdraw", f"court-withdraw:{credits}:{now.block}")
+                if await self.send(act, self.court.functions.withdraw()) is not None:
+                    self.log.info("withdrew %g tokens from the attestation court", credits / 1e18)
         return False
 
     async def execute(self, act: Act, u: UnitView, key: str) -> None:
@@ -127,6 +140,101 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             ctx = self.context(u.job_id)
             if ctx is not None:
                 await self.open_challenge(act, u, ctx)
+        elif act.kind == "courtChallenge":
+            await self.court_challenge(act, key, data)
+        elif act.kind == "playCourt":
+            await self.play_court(key, data)
+
+    # --- attestation disputes (AttestationCourt) -------------------------------------------
+
+    def _reader_then(self, data: dict) -> tuple[JobContext, CheckpointReader] | None:
+        unit_id, block = int(data["unit"]), int(data["block"])
+        ctx = self.context(unit_id >> 32)
+        if ctx is None:
+            return None
+        u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+        return ctx, CheckpointReader(ctx.spec, u[11], bytes(u[9]))
+
+    async def court_challenge(self, act: Act, key: str, data: dict) -> None:
+        """Dispute the first false entry of the attestation through the court."""
+        assert self.court is not None
+        got = self._reader_then(data)
+        if got is None:
+            return
+        _, reader = got
+        j = next(
+            i
+            for i, (a, b) in enumerate(zip(data["end_roots"], data["mine"], strict=True))
+            if a != b
+        )
+        s = int(data["segments"][j])
+        roots = [bytes.fromhex(r[2:]) for r in reader.manifest.roots]
+        proof = merkle.list_proof(merkle.CHECKPOINT_DOMAIN, roots, s).siblings
+        ends = [bytes.fromhex(r[2:]) for r in data["end_roots"]]
+        bond = int(self.court.functions.bond().call())
+        if self.token.functions.allowance(self.me, self.court.address).call() < bond:
+            approve = self.token.functions.approve(self.court.address, bond)
+            await self.send(Act("approve", f"{act.intent}:approve"), approve)
+        fn = self.court.functions.challengeAttestation(
+            int(data["unit"]), data["verifier"], j, ends, roots[s], proof
+        )
+        out = await self.send(act, fn)
+        if out is None:
+            return
+        receipt = self.w3.eth.get_transaction_receipt(out.tx_hash)
+        ev = self.court.events.AttestationChallenged().process_receipt(receipt, errors=DISCARD)[0][
+            "args"
+        ]
+        data.update(court_game=int(ev["gameId"]), court_segment=s)
+        rec = self.agent.store.get_record("attestation", key)
+        assert rec is not None
+        self.agent.store.put_record("attestation", key, rec.state, data)
+        self.log.info(
+            "disputed the attestation of %s (segment %d) in court game %d",
+            data["verifier"],
+            s,
+            data["court_game"],
+        )
+
+    async def play_court(self, key: str, data: dict) -> None:
+        assert self.court_game is not None
+        gid = int(data["court_game"])
+        client = GameClient(self.w3, self.court_game, "0x" + bytes(self.agent.account.key).hex())
+        view = client.view(gid)
+        if view.phase == Phase.RESOLVED:
+            data["court_done"] = True
+            rec = self.agent.store.get_record("attestation", key)
+            assert rec is not None
+            self.agent.store.put_record("attestation", key, rec.state, data)
+            self.log.info(
+                "court game %d resolved: %s",
+                gid,
+                "the attestation was false"
+                if view.winner == Side.CHALLENGER
+                else "the attestation stood",
+            )
+            return
+        got = self._reader_then(data)
+        if got is None:
+            return
+        ctx, reader = got
+        s, k = int(data["court_segment"]), ctx.spec.checkpoint_every
+        if gid not in self.court_comps:
+            self.court_comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=reader.state(s))
+        player = Challenger(self.court_comps[gid], ctx.jg)
+        _, deadline = self.court_game.functions.turn(gid).call()
+        now = self.now()
+        act = game_act(
+            gid, Side.CHALLENGER, view.phase, view.moves, deadline, now, player.next_move(view)
+        )
+        if act is None:
+            self.mine_if_idle()  # let the silent side's clock run out on an automining chain
+            return
+        fn_name = "claimTimeout" if act.kind == "claimTimeout" else act.args[0].fn
+        args = (gid,) if act.kind == "claimTimeout" else act.args[0].call_args(gid)
+        await self.send(
+            Act(act.kind, f"court-{act.intent}"), getattr(self.court_game.functions, fn_name)(*args)
+        )
 
     def recheck(self, key: str, data: dict) -> None:
         unit_id, block = int(data["unit"]), int(data["block"])
@@ -160,8 +268,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = role_parser(
         sub,
         "whistleblower",
-        "run a whistleblower: re-check attestations, "
-        "challenge wrong commitments, play dispute games",
+        "run a whistleblower: re-check attestations, dispute "
+        "false ones (attestation court), challenge wrong commitments, play dispute games",
     )
     p.add_argument("--stake", type=float, default=20.0, help="tokens to stake on registration")
     p.add_argument(

@@ -83,6 +83,8 @@ class Agents:
             "0.5",
             "--json-logs",
             "--no-progress",
+            "--deployment",  # isolated from build/demo's deployment file
+            str(self.run_dir / "no-deployment.json"),
             *p.extra,
             *args,
         ]

@@ -1,5 +1,6 @@
 """`make demo` end to end: every role a separate process on a private Anvil; the cheater is
-caught by the dispute game and slashed, the honest parties are paid, the job completes with the
+caught by the dispute game and slashed, the lazy verifier is caught by the whistleblower through
+the attestation court and slashed, the honest parties are paid, the job completes with the
 engine's accuracy, the report and plot are written and no process is left behind."""
 
 from __future__ import annotations
@@ -58,9 +59,18 @@ def test_make_demo_runs_the_protocol_end_to_end():
     assert sorted(s["paid"] for s in honest_solvers) == [0, 88]  # reward - fee - 2% tax
     assert o["verifier"]["paid"] > 0 and o["verifier"]["slashed"] == 0
     assert o["submitter"]["slashed"] == 0
-    # the whistleblower re-checked the lazy verifier's attestations and found them false
+    # the whistleblower re-checked the lazy verifier's attestations, found them false, disputed
+    # them in the attestation court and won: the lazy verifier is slashed, the whistleblower paid
     assert o["verifier-lazy"]["reported_false_attestation"] is True
     assert o["verifier"]["reported_false_attestation"] is False
+    assert report["attestation_disputes"]
+    for d in report["attestation_disputes"]:
+        assert d["verifier"] == "verifier-lazy" and d["whistleblower"] == "whistleblower"
+        assert d["false_attestation"] is True
+    assert o["verifier-lazy"]["outcome"] == "slashed"
+    assert o["verifier-lazy"]["slashed"] == 20 * len(report["attestation_disputes"])
+    assert o["whistleblower"]["paid"] == 20 * len(report["attestation_disputes"])  # bond + half
+    assert o["verifier"]["slashed"] == 0
     assert report["duplicate_transactions"] == []
     assert report["timeline"] and report["wall_time_s"] > 0
     png = (REPO / "build" / "demo" / "demo.png").read_bytes()

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {IJobManager} from "../interfaces/IJobManager.sol";
+import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
+import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {IDisputeGame} from "../dispute/interfaces/IDisputeGame.sol";
+import {JobIds} from "../libraries/JobIds.sol";
+import {TensorMerkle} from "../libraries/TensorMerkle.sol";
+
+/// @title AttestationCourt
+/// @notice Minimal path to slash a verifier for a false attestation (PROTOCOL §7.1, §7.9): a
+///         whistleblower names one attested segment of a unit; the court checks the attestation
+///         against the JobManager's record and the segment's start root against the unit's
+///         checkpoint root, locks `penalty` of the verifier's stake, takes the whistleblower's
+///         `bond` and opens a segment game (its own DisputeGame instance, whose manager is this
+///         court) with the verifier as defender. Challenger wins: the penalty is slashed, the
+///         whistleblower gets its bond back plus `rewardBps` of the penalty, the rest stays here
+///         as the court's jackpot. Verifier wins: the lock is released and the bond is credited
+///         to the verifier. Payouts are pull-based (`withdraw`).
+/// @dev Token balance == Σ open bonds + Σ credits + jackpot. The court must be one of the
+///      registry's slashers (fixed at deployment) and `setGame` wires its game once.
+contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
+    using SafeERC20 for IERC20;
+
+    struct Case {
+        uint256 unitId;
+        address verifier;
+        address whistleblower;
+        uint96 bond;
+    }
+
+    error NotDeployer(address caller);
+    error GameAlreadySet();
+    error GameNotSet();
+    error NotWhistleblower(address caller);
+    error NotAttested(uint256 unitId, address verifier);
+    error AttestationMismatch(uint256 unitId, address verifier);
+    error NoSuchSegment(uint256 index, uint256 count);
+    error BadStartRoot(uint256 unitId, uint256 segment);
+    error AlreadyChallenged(uint256 unitId, address verifier, uint256 index);
+    error NothingToWithdraw(address account);
+
+    event AttestationChallenged(
+        uint256 indexed unitId, address indexed verifier, address indexed whistleblower,
+        uint256 gameId, uint64 segment, bytes32 startRoot, bytes32 endRoot
+    ); // forgefmt: disable-line
+    event AttestationRuled(uint256 indexed gameId, address indexed verifier, bool falseAttestation);
+    event Credited(address indexed account, uint256 amount, uint256 balance);
+    event Withdrawn(address indexed account, uint256 amount);
+
+    IJobManager public immutable manager;
+    INodeRegistry public immutable registry;
+    IERC20 public immutable token;
+    address private immutable _deployer;
+    uint96 public immutable bond;
+    uint96 public immutable penalty;
+    uint16 public immutable rewardBps;
+
+    IDisputeGame public game;
+    uint256 public jackpot;
+    mapping(uint256 gameId => Case) public cases;
+    mapping(bytes32 key => bool) public challenged;
+    mapping(address account => uint256) public credits;
+
+    constructor(IJobManager manager_, INodeRegistry registry_, uint96 bond_, uint96 penalty_, uint16 rewardBps_) {
+        manager = manager_;
+        registry = registry_;
+        token = IERC20(registry_.token());
+        _deployer = msg.sender;
+        bond = bond_;
+        penalty = penalty_;
+        rewardBps = rewardBps_ > 10_000 ? 10_000 : rewardBps_;
+    }
+
+    /// @notice Wires the court's dispute game (whose manager is this court). Deployer, once.
+    function setGame(IDisputeGame game_) external {
+        if (msg.sender != _deployer) revert NotDeployer(msg.sender);
+        if (address(game) != address(0)) revert GameAlreadySet();
+        game = game_;
+    }
+
+    /// @notice The JobManager's job record (the court's game reads the job's submitter from here
+    ///         when the submitter registers the job's dispute config).
+    function getJob(uint256 jobId) external view returns (IJobManager.Job memory) {
+        return manager.getJob(jobId);
+    }
+
+    /// @notice Challenges entry `index` of `verifier`'s attestation of `unitId`: from the unit's
+    ///         checkpoint `segment` (`startRoot`, proved by `startProof` against the unit's
+    ///         checkpoint root), `k` steps do not give the attested `endRoots[index]`.
+    function challengeAttestation(
+        uint256 unitId,
+        address verifier,
+        uint256 index,
+        bytes32[] calldata endRoots,
+        bytes32 startRoot,
+        bytes32[] calldata startProof
+    ) external nonReentrant returns (uint256 gameId) {
+        if (address(game) == address(0)) revert GameNotSet();
+        if (registry.roleOf(msg.sender) != INodeRegistry.Role.Whistleblower) {
+            revert NotWhistleblower(msg.sender);
+        }
+        Segment memory seg = _segment(unitId, verifier, index, startRoot, startProof);
+        seg.endRoot = _attested(unitId, verifier, index, endRoots);
+        gameId = game.openSegmentGame(
+            unitId, verifier, msg.sender, seg.datasetRoot, seg.index * seg.k, seg.k, [startRoot, seg.endRoot]
+        );
+        cases[gameId] = Case(unitId, verifier, msg.sender, bond);
+        emit AttestationChallenged(unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot);
+        registry.lock(verifier, penalty);
+        token.safeTransferFrom(msg.sender, address(this), bond);
+    }
+
+    struct Segment {
+        uint64 index;
+        uint64 k;
+        bytes32 datasetRoot;
+        bytes32 endRoot;
+    }
+
+    /// @dev Entry `index` of `verifier`'s recorded attestation of the unit's current attempt.
+    function _attested(uint256 unitId, address verifier, uint256 index, bytes32[] calldata endRoots)
+        private
+        view
+        returns (bytes32)
+    {
+        (IJobManager.VerifierStatus status, bytes32 attestation) = manager.verifierStatus(unitId, verifier);
+        if (status != IJobManager.VerifierStatus.Attested) revert NotAttested(unitId, verifier);
+        if (attestation != keccak256(abi.encode(endRoots))) revert AttestationMismatch(unitId, verifier);
+        if (index >= endRoots.length) revert NoSuchSegment(index, endRoots.length);
+        return endRoots[index];
+    }
+
+    /// @dev The attested segment, checked: its start root is entry `segment` of the unit's
+    ///      checkpoint root; marks the attestation entry challenged (once per unit attempt).
+    function _segment(uint256 unitId, address verifier, uint256 index, bytes32 startRoot, bytes32[] calldata proof)
+        private
+        returns (Segment memory seg)
+    {
+        uint64[] memory segments = manager.sampledSegments(unitId, verifier);
+        if (index >= segments.length) revert NoSuchSegment(index, segments.length);
+        seg.index = segments[index];
+        IJobManager.Job memory job = manager.getJob(JobIds.jobOf(unitId));
+        seg.k = job.checkpointInterval;
+        seg.datasetRoot = job.datasetRoot;
+        IJobManager.Unit memory unit = manager.getUnit(unitId);
+        uint256 n = uint256(job.steps / seg.k) + 1;
+        if (!TensorMerkle.verifyListEntry(unit.checkpointRoot, TensorMerkle.CHECKPOINT_DOMAIN, n, seg.index, startRoot, proof)) {
+            revert BadStartRoot(unitId, seg.index);
+        }
+        bytes32 key = keccak256(abi.encode(unitId, unit.attempt, verifier, index));
+        if (challenged[key]) revert AlreadyChallenged(unitId, verifier, index);
+        challenged[key] = true;
+    }
+
+    /// @inheritdoc IDisputeCallback
+    function onDisputeResolved(uint256 gameId, uint256 unitId, bool challengerWon) external nonReentrant {
+        if (msg.sender != address(game)) revert NotArbiter(msg.sender);
+        Case memory c = cases[gameId];
+        if (c.verifier == address(0) || c.unitId != unitId) revert UnknownGame(gameId, unitId);
+        delete cases[gameId];
+        emit AttestationRuled(gameId, c.verifier, challengerWon);
+        if (challengerWon) {
+            uint256 reward = uint256(penalty) * rewardBps / 10_000;
+            _credit(c.whistleblower, uint256(c.bond) + reward);
+            jackpot += uint256(penalty) - reward;
+            registry.slash(c.verifier, penalty, true);
+        } else {
+            _credit(c.verifier, c.bond);
+            registry.release(c.verifier, penalty, false);
+        }
+    }
+
+    /// @notice Transfers the caller's credited balance.
+    function withdraw() external nonReentrant {
+        uint256 amount = credits[msg.sender];
+        if (amount == 0) revert NothingToWithdraw(msg.sender);
+        credits[msg.sender] = 0;
+        emit Withdrawn(msg.sender, amount);
+        token.safeTransfer(msg.sender, amount);
+    }
+
+    function _credit(address account, uint256 amount) private {
+        if (amount == 0) return;
+        uint256 balance = credits[account] + amount;
+        credits[account] = balance;
+        emit Credited(account, amount, balance);
+    }
+}
