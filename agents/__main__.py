@@ -11,11 +11,9 @@ import argparse
 import importlib
 import sys
 
+from agents.cli_errors import UserError
+
 COMMANDS = ("train", "graph", "submitter", "solver", "verifier", "whistleblower")
-
-
-class UserError(Exception):
-    """A mistake in the command line or its inputs: reported in one line, exit code 2."""
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:

@@ -9,7 +9,7 @@ import argparse
 import json
 import time
 
-from agents.__main__ import UserError
+from agents.cli_errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -73,3 +73,21 @@ def test_dataset_root_mismatch(tmp_path, capsys):
     p.write_text(json.dumps(obj))
     assert main(["train", "--spec", str(p)]) == 2
     assert "root" in capsys.readouterr().err
+
+
+def test_user_error_is_one_line_when_run_as_a_module():
+    # `python -m agents` runs agents/__main__.py as `__main__`: a user error raised by a
+    # subcommand must still be caught there (one line, exit 2), not escape as a traceback.
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "agents", "train", "--spec", "examples/digits-mlp.json",
+         "--steps", "0"],
+        cwd=repo, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: --steps must be in [1, 400] (the spec's T), got 0"
+    ]
