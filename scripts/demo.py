@@ -418,6 +418,10 @@ def collect(
             n = names.get(ev["args"][who])
             if n:
                 happened.append((ev["blockNumber"], ev["logIndex"], n, what))
+    for ev in _events(court, "AttestationChallenged", first):
+        n = names.get(ev["args"]["whistleblower"])
+        if n:
+            happened.append((ev["blockNumber"], ev["logIndex"], n, "disputed attestation"))
     for _, _, n, what in sorted(happened):
         if not actions[n] or actions[n][-1] != what:
             actions[n].append(what)
