@@ -149,9 +149,10 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         seg.datasetRoot = job.datasetRoot;
         IJobManager.Unit memory unit = manager.getUnit(unitId);
         uint256 n = uint256(job.steps / seg.k) + 1;
-        if (!TensorMerkle.verifyListEntry(unit.checkpointRoot, TensorMerkle.CHECKPOINT_DOMAIN, n, seg.index, startRoot, proof)) {
-            revert BadStartRoot(unitId, seg.index);
-        }
+        bool startProven = TensorMerkle.verifyListEntry(
+            unit.checkpointRoot, TensorMerkle.CHECKPOINT_DOMAIN, n, seg.index, startRoot, proof
+        );
+        if (!startProven) revert BadStartRoot(unitId, seg.index);
         bytes32 key = keccak256(abi.encode(unitId, unit.attempt, verifier, index));
         if (challenged[key]) revert AlreadyChallenged(unitId, verifier, index);
         challenged[key] = true;
