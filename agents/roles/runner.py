@@ -23,13 +23,14 @@ from typing import Any
 from web3 import Web3
 from web3.contract import Contract
 
-from agents.core.blobs import BlobServer, LocalDirBackend
+from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
 from agents.core.chain import ChainUnavailable, connect
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.runtime import Agent, open_agent
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
+from agents.roles.jobs import JobContext, JobRejected, load_job
 from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -260,6 +261,26 @@ class RoleAgent:
         self.gas_used = 0
         self.failures = 0
         self._warned: set[tuple[str, str]] = set()
+        self.jobs: dict[int, JobContext] = {}
+
+    def job_context(self, job_id: int) -> JobContext:
+        """Job `job_id`'s spec, engine and dispute graph, checked against the chain and loaded
+        once (from my blob store or any --spec-store); raises JobRejected when it cannot be."""
+        if job_id not in self.jobs:
+            job = self.manager.functions.getJob(job_id).call()
+            cfg = bytes(self.game.functions.configOf(job_id).call())
+            extra = getattr(self.args, "spec_store", None) or []
+            stores = [self.agent.blobs] + [open_blob_store(s) for s in extra]
+            self.jobs[job_id] = load_job(job_id, job, stores, cfg)
+        return self.jobs[job_id]
+
+    def context(self, job_id: int) -> JobContext | None:
+        """The job's context, or None (logged) for a job this agent cannot take part in."""
+        try:
+            return self.job_context(job_id)
+        except JobRejected as exc:
+            self.log.warning("job %d: %s", job_id, exc)
+            return None
 
     def _contract(self, name: str, address: str) -> Contract:
         abi = load_artifact(name, DEFAULT_ABI_DIR)["abi"]

@@ -11,12 +11,11 @@ from __future__ import annotations
 import argparse
 import re
 
-from agents.core.blobs import open_blob_store
 from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
 from agents.dispute.trace import FAULT_KINDS, Computation, Fault
 from agents.roles.artifacts import Manifest, decode_state, encode_state, make_locator
-from agents.roles.jobs import JobContext, JobRejected, load_job
+from agents.roles.jobs import JobContext, JobRejected
 from agents.roles.logic import (
     Act,
     Now,
@@ -63,7 +62,6 @@ class Solver(RoleAgent):
         super().__init__(*a, **kw)
         self.fault = parse_cheat(self.args.cheat)
         self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
-        self.jobs: dict[int, JobContext] = {}
         self.comps: dict[int, Computation] = {}
         self.games: dict[int, GameClient] = {}
 
@@ -108,20 +106,13 @@ class Solver(RoleAgent):
         return self.context(u.job_id) is not None
 
     def context(self, job_id: int) -> JobContext | None:
-        if job_id in self.jobs:
-            return self.jobs[job_id]
-        job = self.manager.functions.getJob(job_id).call()
-        cfg = bytes(self.game.functions.configOf(job_id).call())
-        stores = [self.agent.blobs] + [open_blob_store(s) for s in self.args.spec_store or []]
         try:
-            ctx = load_job(job_id, job, stores, cfg)
+            return self.job_context(job_id)
         except JobRejected as exc:
             self.log.warning("not taking part: %s", exc)
             if "not found" not in str(exc) and "registered" not in str(exc):
                 self.agent.store.put_job(str(job_id), "refused", {"reason": str(exc)})
             return None
-        self.jobs[job_id] = ctx
-        return ctx
 
     async def execute(self, act: Act, u: UnitView, now: Now) -> None:
         if act.kind == "claim":

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 
-from agents.core.blobs import open_blob_store
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
 from agents.dispute.trace import Computation
 from agents.roles.artifacts import BadBlob, CheckpointReader
-from agents.roles.jobs import JobContext, JobRejected, load_job
+from agents.roles.jobs import JobContext
 from agents.roles.logic import (
     Act,
     Now,
@@ -110,24 +109,11 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
-        self.jobs: dict[int, JobContext] = {}
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
         if self.args.lazy:
             self.log.warning("LAZY: will attest without replaying")
-
-    def context(self, job_id: int) -> JobContext | None:
-        if job_id not in self.jobs:
-            job = self.manager.functions.getJob(job_id).call()
-            cfg = bytes(self.game.functions.configOf(job_id).call())
-            stores = [self.agent.blobs] + [open_blob_store(s) for s in self.args.spec_store or []]
-            try:
-                self.jobs[job_id] = load_job(job_id, job, stores, cfg)
-            except JobRejected as exc:
-                self.log.warning("job %d: %s", job_id, exc)
-                return None
-        return self.jobs[job_id]
 
     async def round(self) -> bool:
         now = self.now()

@@ -14,12 +14,11 @@ import argparse
 
 from web3.logs import DISCARD
 
-from agents.core.blobs import open_blob_store
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Phase
 from agents.dispute.trace import Computation
 from agents.roles.artifacts import BadBlob, CheckpointReader
-from agents.roles.jobs import JobContext, JobRejected, load_job
+from agents.roles.jobs import JobContext
 from agents.roles.logic import (
     Act,
     AttestationFacts,
@@ -43,23 +42,10 @@ class Whistleblower(ChallengerMixin, RoleAgent):
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
-        self.jobs: dict[int, JobContext] = {}
         self.court_comps: dict[int, Computation] = {}
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_WHISTLEBLOWER, int(self.args.stake * TOKEN), (0, 0, 0))
-
-    def context(self, job_id: int) -> JobContext | None:
-        if job_id not in self.jobs:
-            job = self.manager.functions.getJob(job_id).call()
-            cfg = bytes(self.game.functions.configOf(job_id).call())
-            stores = [self.agent.blobs] + [open_blob_store(s) for s in self.args.spec_store or []]
-            try:
-                self.jobs[job_id] = load_job(job_id, job, stores, cfg)
-            except JobRejected as exc:
-                self.log.warning("job %d: %s", job_id, exc)
-                return None
-        return self.jobs[job_id]
 
     def scan(self, now: Now) -> None:
         """Record every new Attested event (from the persisted cursor to the head)."""
