@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {INodeRegistry} from "./INodeRegistry.sol";
+
+/// @title IRoundManager
+/// @notice Decomposed jobs on chain (job spec version 2, PROTOCOL §5.1, §6.9): R rounds × S
+///         shards of local SGD. Each round the manager posts S unit jobs into the job manager
+///         (itself as their submitter; unit (r, s) starts from G_r), and once all S are finalized
+///         an aggregator commits G_{r+1}, bonded. During the aggregation window anyone may prove
+///         one element of G_{r+1} wrong, non-interactively, against the units' finalized state
+///         roots (the agreed inputs); the aggregator's bond is slashed and the round re-opens
+///         for aggregation. After the window the round is final and round r+1 is posted.
+/// @dev Money: the submitter escrows R·(S·unitReward + aggregatorReward) here; unit rewards
+///      move into the job manager as each round's units are posted. Payouts (aggregator reward
+///      and bond, challenger rewards) are credited and pulled with `withdraw`; the slashed
+///      remainder of a bond goes to this contract's jackpot.
+interface IRoundManager {
+    enum JobStatus {
+        None,
+        Running,
+        Completed
+    }
+
+    enum RoundStatus {
+        None,
+        Training, // units posted; aggregation may be committed once all S are finalized
+        Committed, // an aggregate is in its challenge window
+        Final // G_{r+1} is final
+    }
+
+    /// @notice What a submitter posts.
+    /// @param specHash           keccak256 of the canonical version-2 job spec (PROTOCOL §5.1).
+    /// @param datasetRoot        Dataset root list (PROTOCOL §4).
+    /// @param initialStateRoot   State root of G_0.
+    /// @param layoutHash         keccak256(abi.encode(StateLayout)) of the spec's state tensors.
+    /// @param rounds             R (> 0).
+    /// @param shards             S (1 … MAX_SHARDS, ≤ numExamples).
+    /// @param localSteps         k_local, the steps of one unit (> 0).
+    /// @param checkpointInterval k, divides k_local.
+    /// @param numExamples        N, the dataset's training examples (fixes the weights w_s).
+    /// @param required           Minimum solver capability of every unit.
+    /// @param unitReward         Reward of one unit job (covers its verification fee and tax).
+    /// @param verificationFee    Verification fee of one unit job.
+    /// @param aggregatorReward   Paid to the aggregator of each round once it is final.
+    /// @param computeTime        Seconds a unit's assignee has to commit.
+    struct JobParams {
+        bytes32 specHash;
+        bytes32 datasetRoot;
+        bytes32 initialStateRoot;
+        bytes32 layoutHash;
+        uint32 rounds;
+        uint32 shards;
+        uint64 localSteps;
+        uint64 checkpointInterval;
+        uint64 numExamples;
+        INodeRegistry.Capability required;
+        uint96 unitReward;
+        uint96 verificationFee;
+        uint96 aggregatorReward;
+        uint32 computeTime;
+    }
+
+    /// @notice A decomposed job as stored (the posted parameters plus its progress).
+    struct Job {
+        address submitter;
+        JobStatus status;
+        uint32 currentRound;
+        uint128 escrow;
+        JobParams params;
+    }
+
+    /// @notice Round `r` of a job: its aggregate (G_{r+1}) and who committed it.
+    struct Round {
+        RoundStatus status;
+        uint32 attempt;
+        uint64 deadline;
+        address aggregator;
+        bytes32 aggregateRoot;
+    }
+
+    /// @notice The state tensors in state-root order (PROTOCOL §5): keccak256(name), rows, cols.
+    struct StateLayout {
+        bytes32[] names;
+        uint32[] rows;
+        uint32[] cols;
+    }
+
+    /// @notice Element `element` of state tensor `tensor` in one state: the tensor root, its
+    ///         state-list entry proof (siblings bottom-up) and the element's 256-byte leaf chunk
+    ///         with its Merkle siblings (bottom-up).
+    struct ElementOpening {
+        bytes32 tensorRoot;
+        bytes32[] listProof;
+        bytes chunk;
+        bytes32[] siblings;
+    }
+
+    /// @notice Deployment parameters (PROTOCOL §6.9 lists defaults and reasons).
+    struct Config {
+        uint32 aggregationWindow;
+        uint96 aggregatorBond;
+        uint16 challengerRewardBps;
+    }
+
+    // ------------------------------------------------------------------ errors
+    /// @notice A deployment parameter is out of range (zero window, bps above 100 %).
+    error InvalidConfig();
+    /// @notice A root or hash that must be set is zero.
+    error ZeroCommitment();
+    /// @notice `rounds` is zero.
+    error ZeroRounds();
+    /// @notice `shards` is zero, above MAX_SHARDS or above `numExamples`.
+    error InvalidShards(uint256 shards, uint256 max);
+    /// @notice `localSteps` is zero, `checkpointInterval` is zero or does not divide it.
+    error InvalidLocalSteps(uint64 localSteps, uint64 checkpointInterval);
+    /// @notice `computeTime` is zero.
+    error ZeroComputeTime();
+    /// @notice No decomposed job has this id.
+    error UnknownJob(uint256 jobId);
+    /// @notice The job is already completed.
+    error JobNotRunning(uint256 jobId);
+    /// @notice The round is not the job's current round.
+    error NotCurrentRound(uint256 jobId, uint256 round, uint256 currentRound);
+    /// @notice The round is not in the state this action needs.
+    error WrongRoundStatus(uint256 jobId, uint256 round, RoundStatus expected, RoundStatus actual);
+    /// @notice A unit job of the round is not finalized yet.
+    error UnitNotFinalized(uint256 jobId, uint256 round, uint256 shard, uint256 unitJobId);
+    /// @notice Only a registered solver may aggregate.
+    error NotAggregator(address caller, INodeRegistry.Role role);
+    /// @notice This account's aggregate of the round was proven wrong; it may not aggregate it again.
+    error AggregatorBarred(uint256 jobId, uint256 round, address aggregator);
+    /// @notice The given layout does not hash to the job's layoutHash.
+    error LayoutMismatch(bytes32 expected, bytes32 actual);
+    /// @notice The layout's arrays, the data roots or the openings have the wrong length.
+    error LengthMismatch(uint256 expected, uint256 actual);
+    /// @notice The aggregation challenge window is over.
+    error ChallengeWindowClosed(uint256 jobId, uint256 round, uint64 deadline);
+    /// @notice The aggregation challenge window is still running.
+    error ChallengeWindowOpen(uint256 jobId, uint256 round, uint64 deadline);
+    /// @notice `tensor` is not a state position.
+    error TensorOutOfRange(uint256 tensor, uint256 numState);
+    /// @notice An element opening does not verify against its state root; `shard` is S for G_{r+1}.
+    error InvalidOpening(uint256 shard);
+    /// @notice The recomputed element equals the committed one: the aggregate is right there.
+    error AggregateCorrect(uint256 tensor, uint256 element, uint32 value);
+    /// @notice The account has no credit.
+    error NothingToWithdraw(address account);
+
+    // ------------------------------------------------------------------ events
+    /// @notice A decomposed job was posted and `escrow` pulled from the submitter.
+    event DecomposedJobPosted(
+        uint256 indexed jobId, address indexed submitter, bytes32 indexed specHash, JobParams params, uint256 escrow
+    );
+    /// @notice Unit (round, shard) was posted as job `unitJobId` of the job manager, from G_round.
+    event UnitJobPosted(
+        uint256 indexed jobId, uint32 round, uint32 shard, uint256 indexed unitJobId, bytes32 initialStateRoot
+    );
+    /// @notice An aggregator committed G_{round+1} with `bond`; it is final after `deadline`.
+    event AggregateCommitted(
+        uint256 indexed jobId, uint32 round, address indexed aggregator, bytes32 aggregateRoot, uint64 deadline
+    );
+    /// @notice Element `element` of tensor `tensor` of the committed aggregate was proven wrong.
+    event AggregationFraudProven(
+        uint256 indexed jobId,
+        uint32 round,
+        address indexed aggregator,
+        address indexed challenger,
+        uint256 tensor,
+        uint256 element,
+        uint32 claimed,
+        uint32 computed
+    );
+    /// @notice G_{round+1} is final; the aggregator was paid.
+    event RoundFinalized(uint256 indexed jobId, uint32 round, bytes32 globalRoot, address aggregator);
+    /// @notice Every round is final; `resultRoot` is G_R.
+    event DecomposedJobCompleted(uint256 indexed jobId, bytes32 resultRoot);
+    /// @notice `amount` was credited to `account`, whose credit is now `balance`.
+    event Credited(address indexed account, uint256 amount, uint256 balance);
+    /// @notice `amount` went to the jackpot, which now holds `jackpot`.
+    event JackpotIncreased(uint256 amount, uint256 jackpot);
+    /// @notice `account` withdrew its credit.
+    event Withdrawn(address indexed account, uint256 amount);
+
+    // ------------------------------------------------------------------ actions
+    /// @notice Posts a decomposed job, pulls R·(S·unitReward + aggregatorReward) (needs
+    ///         approval) and posts round 0's S unit jobs.
+    function postJob(JobParams calldata params) external returns (uint256 jobId);
+
+    /// @notice A registered solver commits G_{r+1} of the current round, once its S units are
+    ///         finalized, as the data roots of its state tensors (the state root is computed here
+    ///         from the layout, so its structure is right by construction); pulls the bond.
+    function commitAggregate(uint256 jobId, StateLayout calldata layout, bytes32[] calldata dataRoots)
+        external;
+
+    /// @notice Proves element `element` of tensor `tensor` of the committed aggregate wrong: the
+    ///         S unit openings (shard order) and the aggregate's opening verify, and the fixed-order
+    ///         average of the unit elements differs from the aggregate's. Slashes the bond (the
+    ///         challenger's share credited, the rest to the jackpot) and re-opens aggregation.
+    function proveAggregationFraud(
+        uint256 jobId,
+        StateLayout calldata layout,
+        uint256 tensor,
+        uint256 element,
+        ElementOpening[] calldata units,
+        ElementOpening calldata aggregate
+    ) external;
+
+    /// @notice After the challenge window: G_{r+1} is final, the aggregator is credited its
+    ///         bond and reward, and round r+1's units are posted (or the job completes).
+    function finalizeRound(uint256 jobId) external;
+
+    /// @notice Transfers the caller's credited balance.
+    function withdraw() external;
+
+    // ------------------------------------------------------------------ views
+    /// @notice The job manager the units run in.
+    function jobManager() external view returns (address);
+    /// @notice The payment token.
+    function token() external view returns (address);
+    /// @notice The deployment parameters.
+    function config() external view returns (Config memory);
+    /// @notice Number of decomposed jobs posted; the last id.
+    function jobCount() external view returns (uint256);
+    /// @notice Decomposed job `jobId`.
+    function getJob(uint256 jobId) external view returns (Job memory);
+    /// @notice Round `round` of job `jobId`.
+    function getRound(uint256 jobId, uint256 round) external view returns (Round memory);
+    /// @notice State root of G_round (G_0 at posting; G_{r+1} once round r is final; else 0).
+    function globalRoot(uint256 jobId, uint256 round) external view returns (bytes32);
+    /// @notice Job-manager job id of unit (round, shard) (0 before it is posted).
+    function unitJobOf(uint256 jobId, uint256 round, uint256 shard) external view returns (uint256);
+    /// @notice Which decomposed job, round and shard a job-manager job runs (jobId 0 if none).
+    function unitOf(uint256 unitJobId) external view returns (uint256 jobId, uint32 round, uint32 shard);
+    /// @notice The aggregation weights w_s = fl(N_s / N) of the job, as binary32 bits.
+    function weightsOf(uint256 jobId) external view returns (uint32[] memory);
+    /// @notice spec hash of unit (round, shard): keccak256(abi.encode(UNIT_DOMAIN, specHash, round, shard)).
+    function unitSpecHash(bytes32 specHash, uint256 round, uint256 shard) external pure returns (bytes32);
+    /// @notice State root of a state with the given layout and tensor data roots (float32 tensors).
+    function stateRootOf(StateLayout calldata layout, bytes32[] calldata dataRoots) external pure returns (bytes32);
+    /// @notice What `account` can withdraw.
+    function credits(address account) external view returns (uint256);
+    /// @notice Tokens held for the jackpot.
+    function jackpot() external view returns (uint256);
+}

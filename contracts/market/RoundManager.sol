@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {IJobManager} from "../interfaces/IJobManager.sol";
+import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
+import {IRoundManager} from "../interfaces/IRoundManager.sol";
+import {AggregationProof} from "../libraries/AggregationProof.sol";
+import {JobIds} from "../libraries/JobIds.sol";
+import {MarketMath} from "../libraries/MarketMath.sol";
+
+/// @title RoundManager
+/// @notice Decomposed (R rounds × S shards) jobs over the job manager, with bonded aggregation
+///         and its non-interactive fraud proof (PROTOCOL §6.9).
+/// @dev The job manager is trusted (fixed at deployment): unit jobs are posted into it with this
+///      contract as their submitter, and a unit's finalized `finalStateRoot` is the agreed input
+///      of aggregation. Entry points that move tokens or call the job manager are nonReentrant.
+contract RoundManager is IRoundManager, ReentrancyGuard {
+    using SafeERC20 for IERC20;
+
+    /// @notice At most this many shards (bounds the per-round posting and proof loops).
+    uint256 public constant MAX_SHARDS = 64;
+    /// @notice Domain of unit spec hashes: keccak256("vtp.unit.v1").
+    bytes32 public constant UNIT_DOMAIN = keccak256("vtp.unit.v1");
+
+    IJobManager private immutable _manager;
+    IERC20 private immutable _token;
+    INodeRegistry private immutable _registry;
+    uint32 private immutable _aggregationWindow;
+    uint96 private immutable _aggregatorBond;
+    uint16 private immutable _challengerRewardBps;
+
+    uint256 private _jobCount;
+    uint256 private _jackpot;
+
+    /// @dev Packed reverse index of a unit job: decomposed job id, round, shard.
+    struct UnitRef {
+        uint192 jobId;
+        uint32 round;
+        uint32 shard;
+    }
+
+    mapping(uint256 jobId => Job) private _jobs;
+    mapping(uint256 jobId => mapping(uint256 round => Round)) private _rounds;
+    mapping(uint256 jobId => mapping(uint256 round => bytes32)) private _globalRoots;
+    mapping(uint256 jobId => mapping(uint256 round => mapping(uint256 shard => uint256))) private _unitJobs;
+    mapping(uint256 unitJobId => UnitRef) private _unitRefs;
+    mapping(uint256 jobId => mapping(uint256 round => mapping(address => bool))) private _barred;
+    mapping(address account => uint256) private _credits;
+
+    constructor(IJobManager manager, Config memory cfg) {
+        if (address(manager) == address(0)) revert InvalidConfig();
+        if (cfg.aggregationWindow == 0) revert InvalidConfig();
+        if (cfg.challengerRewardBps > MarketMath.BPS) revert InvalidConfig();
+        _manager = manager;
+        _token = IERC20(manager.token());
+        _registry = INodeRegistry(manager.registry());
+        _aggregationWindow = cfg.aggregationWindow;
+        _aggregatorBond = cfg.aggregatorBond;
+        _challengerRewardBps = cfg.challengerRewardBps;
+    }
+
+    // ------------------------------------------------------------------ submitter
+
+    /// @inheritdoc IRoundManager
+    function postJob(JobParams calldata p) external nonReentrant returns (uint256 jobId) {
+        if (p.specHash == bytes32(0)) revert ZeroCommitment();
+        if (p.datasetRoot == bytes32(0)) revert ZeroCommitment();
+        if (p.initialStateRoot == bytes32(0)) revert ZeroCommitment();
+        if (p.layoutHash == bytes32(0)) revert ZeroCommitment();
+        if (p.rounds == 0) revert ZeroRounds();
+        uint256 maxShards = p.numExamples < MAX_SHARDS ? p.numExamples : MAX_SHARDS;
+        if (p.shards == 0 || p.shards > maxShards) revert InvalidShards(p.shards, maxShards);
+        if (p.localSteps == 0 || p.checkpointInterval == 0 || p.localSteps % p.checkpointInterval != 0) {
+            revert InvalidLocalSteps(p.localSteps, p.checkpointInterval);
+        }
+        if (p.computeTime == 0) revert ZeroComputeTime();
+        // The job manager checks the unit reward against its fees when round 0 is posted below.
+        uint256 escrow = uint256(p.rounds) * (uint256(p.shards) * p.unitReward + p.aggregatorReward);
+
+        jobId = ++_jobCount;
+        Job storage job = _jobs[jobId];
+        job.submitter = msg.sender;
+        job.status = JobStatus.Running;
+        job.escrow = uint128(escrow); // < 2^32 · (2^6 · 2^96 + 2^96) < 2^128
+        job.params = p;
+        _globalRoots[jobId][0] = p.initialStateRoot;
+        emit DecomposedJobPosted(jobId, msg.sender, p.specHash, p, escrow);
+        _token.safeTransferFrom(msg.sender, address(this), escrow);
+        _postRound(jobId, job, 0);
+    }
+
+    // ------------------------------------------------------------------ aggregation
+
+    /// @inheritdoc IRoundManager
+    function commitAggregate(uint256 jobId, StateLayout calldata layout, bytes32[] calldata dataRoots)
+        external
+        nonReentrant
+    {
+        Job storage job = _runningJob(jobId);
+        uint32 r = job.currentRound;
+        Round storage round = _rounds[jobId][r];
+        _expectRound(jobId, r, round, RoundStatus.Training);
+        INodeRegistry.Role role = _registry.roleOf(msg.sender);
+        if (role != INodeRegistry.Role.Solver) revert NotAggregator(msg.sender, role);
+        if (_barred[jobId][r][msg.sender]) revert AggregatorBarred(jobId, r, msg.sender);
+        _checkLayout(job, layout);
+        if (dataRoots.length != layout.names.length) revert LengthMismatch(layout.names.length, dataRoots.length);
+        uint256 shards = job.params.shards;
+        for (uint256 s = 0; s < shards; ++s) {
+            uint256 unitJobId = _unitJobs[jobId][r][s];
+            if (_manager.getJob(unitJobId).status != IJobManager.JobStatus.Completed) {
+                revert UnitNotFinalized(jobId, r, s, unitJobId);
+            }
+        }
+        bytes32 root = AggregationProof.stateRoot(layout.names, layout.rows, layout.cols, dataRoots);
+        uint64 deadline = uint64(block.timestamp) + _aggregationWindow;
+
+        round.status = RoundStatus.Committed;
+        round.deadline = deadline;
+        round.aggregator = msg.sender;
+        round.aggregateRoot = root;
+        emit AggregateCommitted(jobId, r, msg.sender, root, deadline);
+        _token.safeTransferFrom(msg.sender, address(this), _aggregatorBond);
+    }
+
+    /// @inheritdoc IRoundManager
+    function proveAggregationFraud(
+        uint256 jobId,
+        StateLayout calldata layout,
+        uint256 tensor,
+        uint256 element,
+        ElementOpening[] calldata units,
+        ElementOpening calldata aggregate
+    ) external nonReentrant {
+        uint32 r = _runningJob(jobId).currentRound;
+        (uint32 claimed, uint32 computed) = _recompute(jobId, r, layout, tensor, element, units, aggregate);
+        if (computed == claimed) revert AggregateCorrect(tensor, element, claimed);
+        address aggregator = _reopenAggregation(jobId, r);
+        emit AggregationFraudProven(jobId, r, aggregator, msg.sender, tensor, element, claimed, computed);
+        uint256 reward = MarketMath.share(_aggregatorBond, _challengerRewardBps);
+        _credit(msg.sender, reward);
+        _addJackpot(_aggregatorBond - reward);
+    }
+
+    /// @inheritdoc IRoundManager
+    function finalizeRound(uint256 jobId) external nonReentrant {
+        Job storage job = _runningJob(jobId);
+        uint32 r = job.currentRound;
+        Round storage round = _rounds[jobId][r];
+        _expectRound(jobId, r, round, RoundStatus.Committed);
+        if (block.timestamp <= round.deadline) revert ChallengeWindowOpen(jobId, r, round.deadline);
+        bytes32 root = round.aggregateRoot;
+        address aggregator = round.aggregator;
+        uint256 reward = job.params.aggregatorReward;
+
+        round.status = RoundStatus.Final;
+        _globalRoots[jobId][r + 1] = root;
+        job.escrow -= uint128(reward);
+        emit RoundFinalized(jobId, r, root, aggregator);
+        _credit(aggregator, uint256(_aggregatorBond) + reward);
+        if (r + 1 == job.params.rounds) {
+            job.status = JobStatus.Completed;
+            emit DecomposedJobCompleted(jobId, root);
+        } else {
+            job.currentRound = r + 1;
+            _postRound(jobId, job, r + 1);
+        }
+    }
+
+    /// @inheritdoc IRoundManager
+    function withdraw() external nonReentrant {
+        uint256 amount = _credits[msg.sender];
+        if (amount == 0) revert NothingToWithdraw(msg.sender);
+        _credits[msg.sender] = 0;
+        emit Withdrawn(msg.sender, amount);
+        _token.safeTransfer(msg.sender, amount);
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IRoundManager
+    function jobManager() external view returns (address) {
+        return address(_manager);
+    }
+
+    /// @inheritdoc IRoundManager
+    function token() external view returns (address) {
+        return address(_token);
+    }
+
+    /// @inheritdoc IRoundManager
+    function config() external view returns (Config memory) {
+        return Config(_aggregationWindow, _aggregatorBond, _challengerRewardBps);
+    }
+
+    /// @inheritdoc IRoundManager
+    function jobCount() external view returns (uint256) {
+        return _jobCount;
+    }
+
+    /// @inheritdoc IRoundManager
+    function getJob(uint256 jobId) external view returns (Job memory) {
+        return _jobs[jobId];
+    }
+
+    /// @inheritdoc IRoundManager
+    function getRound(uint256 jobId, uint256 round) external view returns (Round memory) {
+        return _rounds[jobId][round];
+    }
+
+    /// @inheritdoc IRoundManager
+    function globalRoot(uint256 jobId, uint256 round) external view returns (bytes32) {
+        return _globalRoots[jobId][round];
+    }
+
+    /// @inheritdoc IRoundManager
+    function unitJobOf(uint256 jobId, uint256 round, uint256 shard) external view returns (uint256) {
+        return _unitJobs[jobId][round][shard];
+    }
+
+    /// @inheritdoc IRoundManager
+    function unitOf(uint256 unitJobId) external view returns (uint256 jobId, uint32 round, uint32 shard) {
+        UnitRef memory ref = _unitRefs[unitJobId];
+        return (ref.jobId, ref.round, ref.shard);
+    }
+
+    /// @inheritdoc IRoundManager
+    function weightsOf(uint256 jobId) external view returns (uint32[] memory) {
+        JobParams storage p = _jobs[jobId].params;
+        if (p.shards == 0) revert UnknownJob(jobId);
+        return AggregationProof.weights(p.numExamples, p.shards);
+    }
+
+    /// @inheritdoc IRoundManager
+    function unitSpecHash(bytes32 specHash, uint256 round, uint256 shard) public pure returns (bytes32) {
+        return keccak256(abi.encode(UNIT_DOMAIN, specHash, round, shard));
+    }
+
+    /// @inheritdoc IRoundManager
+    function stateRootOf(StateLayout calldata layout, bytes32[] calldata dataRoots) external pure returns (bytes32) {
+        if (layout.rows.length != layout.names.length) revert LengthMismatch(layout.names.length, layout.rows.length);
+        if (layout.cols.length != layout.names.length) revert LengthMismatch(layout.names.length, layout.cols.length);
+        if (dataRoots.length != layout.names.length) revert LengthMismatch(layout.names.length, dataRoots.length);
+        return AggregationProof.stateRoot(layout.names, layout.rows, layout.cols, dataRoots);
+    }
+
+    /// @inheritdoc IRoundManager
+    function credits(address account) external view returns (uint256) {
+        return _credits[account];
+    }
+
+    /// @inheritdoc IRoundManager
+    function jackpot() external view returns (uint256) {
+        return _jackpot;
+    }
+
+    // ------------------------------------------------------------------ internal
+
+    function _runningJob(uint256 jobId) private view returns (Job storage job) {
+        job = _jobs[jobId];
+        if (job.status == JobStatus.None) revert UnknownJob(jobId);
+        if (job.status != JobStatus.Running) revert JobNotRunning(jobId);
+    }
+
+    function _expectRound(uint256 jobId, uint256 r, Round storage round, RoundStatus expected) private view {
+        if (round.status != expected) revert WrongRoundStatus(jobId, r, expected, round.status);
+    }
+
+    /// @dev The layout hashes to the job's and its arrays have one length. (Its shapes are the
+    ///      submitter's word; a unit whose state does not fit them cannot be opened, and a
+    ///      wrong layout makes every aggregate root differ from the units' honest G_{r+1}.)
+    function _checkLayout(Job storage job, StateLayout calldata layout) private view {
+        bytes32 h = keccak256(abi.encode(layout));
+        if (h != job.params.layoutHash) revert LayoutMismatch(job.params.layoutHash, h);
+        uint256 n = layout.names.length;
+        if (n == 0) revert LengthMismatch(1, 0);
+        if (layout.rows.length != n) revert LengthMismatch(n, layout.rows.length);
+        if (layout.cols.length != n) revert LengthMismatch(n, layout.cols.length);
+    }
+
+    /// @dev Checks a fraud proof's openings against the round's committed aggregate and the
+    ///      units' final roots; returns the committed element and the recomputed one.
+    function _recompute(
+        uint256 jobId,
+        uint32 r,
+        StateLayout calldata layout,
+        uint256 tensor,
+        uint256 element,
+        ElementOpening[] calldata units,
+        ElementOpening calldata aggregate
+    ) private view returns (uint32 claimed, uint32 computed) {
+        Job storage job = _jobs[jobId];
+        Round storage round = _rounds[jobId][r];
+        _expectRound(jobId, r, round, RoundStatus.Committed);
+        if (block.timestamp > round.deadline) revert ChallengeWindowClosed(jobId, r, round.deadline);
+        _checkLayout(job, layout);
+        if (tensor >= layout.names.length) revert TensorOutOfRange(tensor, layout.names.length);
+        uint256 shards = job.params.shards;
+        if (units.length != shards) revert LengthMismatch(shards, units.length);
+        uint32[] memory inputs = _unitInputs(jobId, r, layout, tensor, element, units);
+        claimed = _open(round.aggregateRoot, layout, tensor, element, aggregate, shards);
+        computed = AggregationProof.recompute(inputs, AggregationProof.weights(job.params.numExamples, shards));
+    }
+
+    /// @dev Bars the round's aggregator from it and re-opens aggregation; returns the aggregator.
+    function _reopenAggregation(uint256 jobId, uint32 r) private returns (address aggregator) {
+        Round storage round = _rounds[jobId][r];
+        aggregator = round.aggregator;
+        _barred[jobId][r][aggregator] = true;
+        round.status = RoundStatus.Training;
+        round.attempt += 1;
+        round.deadline = 0;
+        round.aggregator = address(0);
+        round.aggregateRoot = bytes32(0);
+    }
+
+    /// @dev The S units' element `element` of tensor `tensor`, opened against their finalized
+    ///      state roots (the agreed inputs of the aggregation).
+    function _unitInputs(
+        uint256 jobId,
+        uint256 r,
+        StateLayout calldata layout,
+        uint256 tensor,
+        uint256 element,
+        ElementOpening[] calldata units
+    ) private view returns (uint32[] memory inputs) {
+        uint256 shards = units.length;
+        inputs = new uint32[](shards);
+        for (uint256 s = 0; s < shards; ++s) {
+            uint256 unitId = JobIds.unitId(_unitJobs[jobId][r][s], 0);
+            bytes32 unitRoot = _manager.getUnit(unitId).finalStateRoot;
+            inputs[s] = _open(unitRoot, layout, tensor, element, units[s], s);
+        }
+    }
+
+    /// @dev Opens element `element` of tensor `tensor` in the state `root`; reverts
+    ///      InvalidOpening(shard) if the proof fails (shard = S for the aggregate).
+    function _open(
+        bytes32 root,
+        StateLayout calldata layout,
+        uint256 tensor,
+        uint256 element,
+        ElementOpening calldata o,
+        uint256 shard
+    ) private pure returns (uint32 value) {
+        bool ok;
+        (ok, value) = AggregationProof.openElement(root, layout, tensor, element, o);
+        if (!ok) revert InvalidOpening(shard);
+    }
+
+    /// @dev Posts the S unit jobs of round `r` from G_r into the job manager and registers them.
+    function _postRound(uint256 jobId, Job storage job, uint32 r) private {
+        JobParams storage p = job.params;
+        uint256 shards = p.shards;
+        uint96 reward = p.unitReward;
+        IJobManager.JobParams memory unit = IJobManager.JobParams({
+            specHash: bytes32(0),
+            datasetRoot: p.datasetRoot,
+            initialStateRoot: _globalRoots[jobId][r],
+            steps: p.localSteps,
+            checkpointInterval: p.checkpointInterval,
+            required: p.required,
+            reward: reward,
+            verificationFee: p.verificationFee,
+            claimDeadline: uint64(block.timestamp) + _manager.config().claimWindow,
+            computeTime: p.computeTime
+        });
+        job.escrow -= uint128(shards * reward);
+        _rounds[jobId][r].status = RoundStatus.Training;
+        _token.forceApprove(address(_manager), shards * reward);
+        for (uint256 s = 0; s < shards; ++s) {
+            unit.specHash = unitSpecHash(p.specHash, r, s);
+            // The job manager is trusted and nonReentrant; the ids are recorded right after.
+            uint256 unitJobId = _manager.postJob(unit);
+            _unitJobs[jobId][r][s] = unitJobId;
+            _unitRefs[unitJobId] = UnitRef(uint192(jobId), r, uint32(s));
+            emit UnitJobPosted(jobId, r, uint32(s), unitJobId, unit.initialStateRoot);
+        }
+    }
+
+    function _credit(address account, uint256 amount) private {
+        if (amount == 0) return;
+        uint256 balance = _credits[account] + amount;
+        _credits[account] = balance;
+        emit Credited(account, amount, balance);
+    }
+
+    function _addJackpot(uint256 amount) private {
+        if (amount == 0) return;
+        uint256 total = _jackpot + amount;
+        _jackpot = total;
+        emit JackpotIncreased(amount, total);
+    }
+}

@@ -1,0 +1,408 @@
+"""RoundManager: decomposed R x S jobs over the JobManager, bonded aggregation and its fraud proof.
+
+The unit states are real float32 tensors with real state roots (agents.training.merkle), so the
+fraud proofs exercise TensorMerkle and RepOps.average exactly as an aggregator dispute would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from conftest import E18, J_COMPLETED, SOLVER, U_FINAL, advance, now, reverts
+
+from agents.roles.aggregator import (
+    corrupt,
+    data_roots,
+    first_wrong_element,
+    fraud_proof,
+    layout_of,
+    opening,
+)
+from agents.training import merkle
+from agents.training.decompose import aggregate, aggregation_weights
+from agents.training.float32 import bits
+from agents.training.state import state_root
+
+R_TRAINING, R_COMMITTED, R_FINAL = 1, 2, 3
+RJ_RUNNING, RJ_COMPLETED = 1, 2
+WINDOW = 600
+BOND = 50 * E18
+BPS = 5_000
+UNIT_REWARD = 20 * E18
+AGG_REWARD = 5 * E18
+N = 1438
+S = 3
+
+
+def make_state(seed: int) -> dict[str, torch.Tensor]:
+    """A small state with a multi-leaf tensor (3 x 70: 4 leaves) and a one-leaf bias."""
+    g = np.random.default_rng(seed)
+    return {
+        "w0": torch.from_numpy(g.standard_normal((3, 70)).astype(np.float32)),
+        "b0": torch.from_numpy(g.standard_normal((1, 3)).astype(np.float32)),
+    }
+
+
+G0 = make_state(0)
+LAYOUT = layout_of(G0)
+WEIGHTS = aggregation_weights(N, S)
+
+
+def params(now_ts: int, **overrides: Any) -> tuple:
+    p: dict[str, Any] = {
+        "specHash": b"\x05" * 32,
+        "datasetRoot": b"\x02" * 32,
+        "initialStateRoot": state_root(G0),
+        "layoutHash": LAYOUT.hash(),
+        "rounds": 2,
+        "shards": S,
+        "localSteps": 8,
+        "checkpointInterval": 2,
+        "numExamples": N,
+        "required": (1, 8_192, 50),
+        "unitReward": UNIT_REWARD,
+        "verificationFee": 2 * E18,
+        "aggregatorReward": AGG_REWARD,
+        "computeTime": 3_600,
+    }
+    p.update(overrides)
+    return tuple(p.values())
+
+
+@pytest.fixture(scope="module")
+def rm(staked, project):
+    d = staked
+    rmgr = d.deployer.deploy(project.RoundManager, d.manager, (WINDOW, BOND, BPS))
+    for acct in [d.submitter, *d.solvers, *d.verifiers, d.whistleblower, d.other]:
+        d.token.approve(rmgr, 2**256 - 1, sender=acct)
+    d.rm = rmgr
+    return d
+
+
+def post(d, chain, **overrides: Any) -> int:
+    tx = d.rm.postJob(params(now(chain), **overrides), sender=d.submitter)
+    return tx.events.filter(d.rm.DecomposedJobPosted)[0].jobId
+
+
+def heartbeat_all(d) -> None:
+    for a in [*d.solvers, *d.verifiers]:
+        d.registry.heartbeat(sender=a)
+
+
+def units_of_round(r: int) -> list[dict[str, torch.Tensor]]:
+    return [make_state(10 * (r + 1) + s) for s in range(S)]
+
+
+def train_round(d, chain, job_id: int, r: int) -> list[dict[str, torch.Tensor]]:
+    """Walks the round's S unit jobs (solver s on shard s) through claim, selection, commitment
+    of the round's unit states and the verify window to Finalized."""
+    heartbeat_all(d)
+    units = units_of_round(r)
+    ids = [d.manager.unitIdOf(d.rm.unitJobOf(job_id, r, s), 0) for s in range(S)]
+    for s, unit_id in enumerate(ids):
+        d.manager.claim(unit_id, sender=d.solvers[s])
+    advance(chain, 3_601)
+    for unit_id in ids:
+        d.manager.closeClaims(unit_id, sender=d.other)
+    chain.mine(1)
+    for s, unit_id in enumerate(ids):
+        d.manager.selectAssignee(unit_id, sender=d.other)
+        root = state_root(units[s])
+        d.manager.commitCheckpoints(unit_id, b"\x33" * 32, 5, root, "blob://u", sender=d.solvers[s])
+    chain.mine(1)
+    for unit_id in ids:
+        d.manager.drawVerifiers(unit_id, sender=d.other)
+    advance(chain, d.manager.config().verifyWindow + 1)
+    for unit_id in ids:
+        d.manager.finalize(unit_id, sender=d.other)
+        assert d.manager.getUnit(unit_id).status == U_FINAL
+    heartbeat_all(d)
+    return units
+
+
+def commit(d, job_id: int, st: dict[str, torch.Tensor], aggregator) -> Any:
+    return d.rm.commitAggregate(job_id, LAYOUT.as_tuple(), data_roots(st), sender=aggregator)
+
+
+def rm_balance_accounted(d, job_ids: list[int]) -> None:
+    """Money conservation: every token the RoundManager holds is escrow, credit or jackpot."""
+    accounts = [d.submitter, *d.solvers, *d.verifiers, d.whistleblower, d.other]
+    held = sum(d.rm.getJob(j).escrow for j in job_ids)
+    held += sum(d.rm.credits(a) for a in accounts) + d.rm.jackpot()
+    assert d.token.balanceOf(d.rm) == held
+
+
+# -- posting ------------------------------------------------------------------------------------
+
+
+def test_post_escrows_and_posts_round_zero_units(rm, chain):
+    d = rm
+    before_sub, before_mgr = d.token.balanceOf(d.submitter), d.token.balanceOf(d.manager)
+    jobs_before = d.manager.jobCount()
+    tx = d.rm.postJob(params(now(chain)), sender=d.submitter)
+    job_id = tx.events.filter(d.rm.DecomposedJobPosted)[0].jobId
+    escrow = 2 * (S * UNIT_REWARD + AGG_REWARD)
+    assert d.token.balanceOf(d.submitter) == before_sub - escrow
+    assert d.token.balanceOf(d.manager) == before_mgr + S * UNIT_REWARD
+    job = d.rm.getJob(job_id)
+    assert job.status == RJ_RUNNING and job.currentRound == 0
+    assert job.escrow == escrow - S * UNIT_REWARD
+    assert d.rm.globalRoot(job_id, 0) == state_root(G0)
+    posted = tx.events.filter(d.rm.UnitJobPosted)
+    assert [e.shard for e in posted] == [0, 1, 2]
+    for s in range(S):
+        unit_job = d.rm.unitJobOf(job_id, 0, s)
+        assert unit_job == jobs_before + 1 + s
+        assert tuple(d.rm.unitOf(unit_job)) == (job_id, 0, s)
+        mj = d.manager.getJob(unit_job)
+        assert mj.submitter == d.rm.address
+        assert mj.specHash == d.rm.unitSpecHash(b"\x05" * 32, 0, s)
+        assert mj.initialStateRoot == state_root(G0)
+        assert mj.steps == 8 and mj.checkpointInterval == 2
+    assert d.rm.getRound(job_id, 0).status == R_TRAINING
+    assert tuple(d.rm.unitOf(12345)) == (0, 0, 0)
+    rm_balance_accounted(d, [job_id])
+
+
+def test_weights_and_state_root_views_match_the_engine(rm, chain):
+    d = rm
+    job_id = post(d, chain)
+    assert list(d.rm.weightsOf(job_id)) == [bits(w) for w in WEIGHTS]
+    assert d.rm.stateRootOf(LAYOUT.as_tuple(), data_roots(G0)) == state_root(G0)
+    # (a reverting view's arguments come back hex-encoded from ape; the selector is checked)
+    with reverts(d.rm, "UnknownJob"):
+        d.rm.weightsOf(999)
+    with reverts(d.rm, "LengthMismatch"):
+        d.rm.stateRootOf(LAYOUT.as_tuple(), data_roots(G0)[:1])
+
+
+@pytest.mark.parametrize(
+    "field,value,error,inputs",
+    [
+        ("specHash", b"\x00" * 32, "ZeroCommitment", {}),
+        ("datasetRoot", b"\x00" * 32, "ZeroCommitment", {}),
+        ("initialStateRoot", b"\x00" * 32, "ZeroCommitment", {}),
+        ("layoutHash", b"\x00" * 32, "ZeroCommitment", {}),
+        ("rounds", 0, "ZeroRounds", {}),
+        ("shards", 0, "InvalidShards", {"shards": 0, "max": 64}),
+        ("shards", 65, "InvalidShards", {"shards": 65, "max": 64}),
+        ("localSteps", 0, "InvalidLocalSteps", {"localSteps": 0}),
+        ("checkpointInterval", 0, "InvalidLocalSteps", {"checkpointInterval": 0}),
+        ("checkpointInterval", 3, "InvalidLocalSteps", {"localSteps": 8, "checkpointInterval": 3}),
+        ("computeTime", 0, "ZeroComputeTime", {}),
+    ],
+)
+def test_post_reverts(rm, chain, field, value, error, inputs):
+    with reverts(rm.rm, error, **inputs):
+        rm.rm.postJob(params(now(chain), **{field: value}), sender=rm.submitter)
+
+
+def test_post_reverts_with_more_shards_than_examples(rm, chain):
+    with reverts(rm.rm, "InvalidShards", shards=3, max=2):
+        rm.rm.postJob(params(now(chain), numExamples=2), sender=rm.submitter)
+
+
+def test_post_bubbles_the_job_managers_fee_check(rm, chain):
+    with reverts(rm.manager, "RewardBelowFees"):
+        rm.rm.postJob(params(now(chain), unitReward=2 * E18), sender=rm.submitter)
+
+
+def test_constructor_rejects_bad_config(rm, project):
+    d = rm
+    for cfg in [(0, BOND, BPS), (WINDOW, BOND, 10_001)]:
+        with reverts(d.rm, "InvalidConfig"):
+            d.deployer.deploy(project.RoundManager, d.manager, cfg)
+
+
+# -- the honest path ----------------------------------------------------------------------------
+
+
+def test_honest_two_round_job_completes_and_cannot_be_challenged(rm, chain):
+    d = rm
+    sub_before = d.token.balanceOf(d.submitter)
+    job_id = post(d, chain)
+    agg = d.solvers[0]
+    g = G0
+    for r in range(2):
+        units = train_round(d, chain, job_id, r)
+        honest = aggregate(units, WEIGHTS)
+        tx = commit(d, job_id, honest, agg)
+        ev = tx.events.filter(d.rm.AggregateCommitted)[0]
+        assert ev.aggregateRoot == state_root(honest) and ev.round == r
+        rnd = d.rm.getRound(job_id, r)
+        assert rnd.status == R_COMMITTED and rnd.aggregator == agg.address
+        # every element a challenger might pick recomputes to the committed value
+        for tensor, element in [(0, 0), (0, 137), (0, 209), (1, 2)]:
+            with reverts(d.rm, "AggregateCorrect", tensor=tensor, element=element):
+                d.rm.proveAggregationFraud(
+                    job_id, *fraud_proof(units, honest, LAYOUT, tensor, element), sender=d.other
+                )
+        with reverts(d.rm, "ChallengeWindowOpen", jobId=job_id, round=r):
+            d.rm.finalizeRound(job_id, sender=d.other)
+        advance(chain, WINDOW + 1)
+        with reverts(d.rm, "ChallengeWindowClosed", jobId=job_id, round=r):
+            d.rm.proveAggregationFraud(
+                job_id, *fraud_proof(units, honest, LAYOUT, 0, 0), sender=d.other
+            )
+        tx = d.rm.finalizeRound(job_id, sender=d.other)
+        assert tx.events.filter(d.rm.RoundFinalized)[0].globalRoot == state_root(honest)
+        assert d.rm.globalRoot(job_id, r + 1) == state_root(honest)
+        g = honest
+        if r == 0:
+            nxt = d.rm.unitJobOf(job_id, 1, 0)
+            assert d.manager.getJob(nxt).initialStateRoot == state_root(g)
+            assert d.rm.getJob(job_id).currentRound == 1
+    job = d.rm.getJob(job_id)
+    assert job.status == RJ_COMPLETED and job.escrow == 0
+    assert d.rm.globalRoot(job_id, 2) == state_root(g)
+    assert d.rm.credits(agg) == 2 * (BOND + AGG_REWARD)
+    for r in range(2):
+        for s in range(S):
+            assert d.manager.getJob(d.rm.unitJobOf(job_id, r, s)).status == J_COMPLETED
+    assert d.token.balanceOf(d.submitter) == sub_before - 2 * (S * UNIT_REWARD + AGG_REWARD)
+    rm_balance_accounted(d, [job_id])
+    before = d.token.balanceOf(agg)
+    d.rm.withdraw(sender=agg)
+    assert d.token.balanceOf(agg) == before + 2 * (BOND + AGG_REWARD)
+    assert d.token.balanceOf(d.rm) == d.rm.jackpot()
+    with reverts(d.rm, "JobNotRunning", jobId=job_id):
+        commit(d, job_id, g, agg)
+    with reverts(d.rm, "JobNotRunning", jobId=job_id):
+        d.rm.finalizeRound(job_id, sender=d.other)
+
+
+# -- the cheating aggregator ------------------------------------------------------------------
+
+
+def test_cheating_aggregate_is_caught_slashed_and_reaggregated(rm, chain):
+    d = rm
+    job_id = post(d, chain, rounds=1)
+    units = train_round(d, chain, job_id, 0)
+    honest = aggregate(units, WEIGHTS)
+    cheat = corrupt(honest, 0, 131)
+    where = first_wrong_element(units, WEIGHTS, cheat)
+    assert where == (0, 131)
+    cheater, challenger, second = d.solvers[1], d.whistleblower, d.solvers[2]
+    bond_before = d.token.balanceOf(cheater)
+    commit(d, job_id, cheat, cheater)
+    assert d.token.balanceOf(cheater) == bond_before - BOND
+    # an element the cheater did not touch is still right
+    with reverts(d.rm, "AggregateCorrect", tensor=0, element=130):
+        d.rm.proveAggregationFraud(
+            job_id, *fraud_proof(units, cheat, LAYOUT, 0, 130), sender=challenger
+        )
+    tx = d.rm.proveAggregationFraud(
+        job_id, *fraud_proof(units, cheat, LAYOUT, *where), sender=challenger
+    )
+    ev = tx.events.filter(d.rm.AggregationFraudProven)[0]
+    assert ev.aggregator == cheater.address and ev.challenger == challenger.address
+    assert (ev.tensor, ev.element) == where
+    assert ev.claimed == bits(cheat["w0"].reshape(-1)[131].numpy())
+    assert ev.computed == bits(honest["w0"].reshape(-1)[131].numpy())
+    assert d.rm.credits(challenger) == BOND * BPS // 10_000
+    assert d.rm.jackpot() >= BOND - BOND * BPS // 10_000
+    rnd = d.rm.getRound(job_id, 0)
+    assert rnd.status == R_TRAINING and rnd.attempt == 1 and rnd.aggregateRoot == b"\x00" * 32
+    # the cheater may not aggregate this round again; another solver re-aggregates correctly
+    with reverts(d.rm, "AggregatorBarred", jobId=job_id, round=0, aggregator=cheater.address):
+        commit(d, job_id, honest, cheater)
+    commit(d, job_id, honest, second)
+    with reverts(d.rm, "AggregateCorrect", tensor=0, element=131):
+        d.rm.proveAggregationFraud(
+            job_id, *fraud_proof(units, honest, LAYOUT, 0, 131), sender=challenger
+        )
+    advance(chain, WINDOW + 1)
+    d.rm.finalizeRound(job_id, sender=d.other)
+    assert d.rm.globalRoot(job_id, 1) == state_root(honest)
+    assert d.rm.getJob(job_id).status == RJ_COMPLETED
+    assert d.rm.credits(second) == BOND + AGG_REWARD
+    assert d.rm.credits(cheater) == 0
+    rm_balance_accounted(d, [job_id])
+
+
+# -- revert paths -------------------------------------------------------------------------------
+
+
+def test_commit_aggregate_reverts(rm, chain):
+    d = rm
+    with reverts(d.rm, "UnknownJob", jobId=777):
+        commit(d, 777, G0, d.solvers[0])
+    job_id = post(d, chain, rounds=1)
+    first_unit = d.rm.unitJobOf(job_id, 0, 0)
+    with reverts(d.rm, "UnitNotFinalized", jobId=job_id, round=0, shard=0, unitJobId=first_unit):
+        commit(d, job_id, G0, d.solvers[0])
+    units = train_round(d, chain, job_id, 0)
+    honest = aggregate(units, WEIGHTS)
+    with reverts(d.rm, "NotAggregator", caller=d.verifiers[0].address, role=2):
+        commit(d, job_id, honest, d.verifiers[0])
+    with reverts(d.rm, "NotAggregator", caller=d.other.address, role=0):
+        commit(d, job_id, honest, d.other)
+    bad = (LAYOUT.names, LAYOUT.rows, [70, 4])
+    with reverts(d.rm, "LayoutMismatch", expected=LAYOUT.hash()):
+        d.rm.commitAggregate(job_id, bad, data_roots(honest), sender=d.solvers[0])
+    with reverts(d.rm, "LengthMismatch", expected=2, actual=3):
+        d.rm.commitAggregate(
+            job_id, LAYOUT.as_tuple(), [*data_roots(honest), b"\x01" * 32], sender=d.solvers[0]
+        )
+    with reverts(d.rm, "WrongRoundStatus", expected=R_COMMITTED, actual=R_TRAINING):
+        d.rm.finalizeRound(job_id, sender=d.other)
+    with reverts(d.rm, "WrongRoundStatus", expected=R_COMMITTED, actual=R_TRAINING):
+        d.rm.proveAggregationFraud(
+            job_id, *fraud_proof(units, honest, LAYOUT, 0, 0), sender=d.other
+        )
+    commit(d, job_id, honest, d.solvers[0])
+    with reverts(d.rm, "WrongRoundStatus", expected=R_TRAINING, actual=R_COMMITTED):
+        commit(d, job_id, honest, d.solvers[1])
+
+
+def test_fraud_proof_reverts_on_bad_arguments(rm, chain):
+    d = rm
+    job_id = post(d, chain, rounds=1)
+    units = train_round(d, chain, job_id, 0)
+    cheat = corrupt(aggregate(units, WEIGHTS), 1, 0)
+    commit(d, job_id, cheat, d.solvers[0])
+    lay, tensor, element, u_open, a_open = fraud_proof(units, cheat, LAYOUT, 1, 0)
+    with reverts(d.rm, "UnknownJob", jobId=999):
+        d.rm.proveAggregationFraud(999, lay, tensor, element, u_open, a_open, sender=d.other)
+    with reverts(d.rm, "LayoutMismatch"):
+        d.rm.proveAggregationFraud(
+            job_id, (lay[0], lay[1], [70, 9]), tensor, element, u_open, a_open, sender=d.other
+        )
+    with reverts(d.rm, "TensorOutOfRange", tensor=2, numState=2):
+        d.rm.proveAggregationFraud(job_id, lay, 2, element, u_open, a_open, sender=d.other)
+    with reverts(d.rm, "LengthMismatch", expected=3, actual=2):
+        d.rm.proveAggregationFraud(job_id, lay, tensor, element, u_open[:2], a_open, sender=d.other)
+    # unit 1's opening taken from the wrong state; the aggregate's opening from the honest one
+    wrong_unit = [u_open[0], opening(units[2], 1, 0), u_open[2]]
+    with reverts(d.rm, "InvalidOpening", shard=1):
+        d.rm.proveAggregationFraud(job_id, lay, tensor, element, wrong_unit, a_open, sender=d.other)
+    honest_open = opening(aggregate(units, WEIGHTS), 1, 0)
+    with reverts(d.rm, "InvalidOpening", shard=S):
+        d.rm.proveAggregationFraud(
+            job_id, lay, tensor, element, u_open, honest_open, sender=d.other
+        )
+    # an element opened from another leaf does not verify as this element
+    shifted = [opening(u, 0, 70) for u in units]
+    with reverts(d.rm, "InvalidOpening", shard=0):
+        d.rm.proveAggregationFraud(
+            job_id, lay, 0, 5, shifted, opening(cheat, 0, 70), sender=d.other
+        )
+    with reverts(d.rm, "NothingToWithdraw", account=d.other.address):
+        d.rm.withdraw(sender=d.other)
+    # the real proof still works after the failed ones
+    d.rm.proveAggregationFraud(job_id, lay, tensor, element, u_open, a_open, sender=d.other)
+    assert d.rm.getRound(job_id, 0).status == R_TRAINING
+
+
+def test_views(rm):
+    d = rm
+    assert d.rm.jobManager() == d.manager.address
+    assert d.rm.token() == d.token.address
+    assert tuple(d.rm.config()) == (WINDOW, BOND, BPS)
+    r, s = (1).to_bytes(32, "big"), (2).to_bytes(32, "big")
+    want = merkle.keccak256(merkle.keccak256(b"vtp.unit.v1") + b"\x05" * 32 + r + s)
+    assert d.rm.unitSpecHash(b"\x05" * 32, 1, 2) == want
+    assert d.registry.roleOf(d.solvers[0]) == SOLVER
