@@ -49,6 +49,13 @@ DEFAULT_MANAGER_CONFIG: dict[str, int] = {
     "challengeBond": 10 * TOKEN_UNIT,
 }
 
+#: RoundManager.Config defaults (docs/PROTOCOL.md §6.9 gives the reasons).
+DEFAULT_ROUND_CONFIG: dict[str, int] = {
+    "aggregationWindow": 1 * HOUR,
+    "aggregatorBond": 50 * TOKEN_UNIT,
+    "challengerRewardBps": 5_000,
+}
+
 REGISTRY_FIELDS = tuple(DEFAULT_REGISTRY_CONFIG)
 MANAGER_FIELDS = tuple(DEFAULT_MANAGER_CONFIG)
 
@@ -145,7 +152,9 @@ def deploy_all(
       - ``attestation_court``: True (or a dict of ``bond``, ``penalty``, ``reward_bps``) to
         deploy an AttestationCourt (a second registry slasher) with its own DisputeGame, through
         which whistleblowers dispute verifiers' attestations (needs ``dispute_game``;
-        ``court_clock_budget``: that game's seconds per side, default ``clock_budget``).
+        ``court_clock_budget``: that game's seconds per side, default ``clock_budget``);
+      - ``round_manager``: True to deploy a RoundManager (decomposed jobs, PROTOCOL §6.9) over
+        the JobManager; ``round_config``: overrides of DEFAULT_ROUND_CONFIG fields.
     Without an arbiter the JobManager is deployed unwired: the deployer must call
     ``setArbiter(address)`` once before any job can be posted.
     """
@@ -216,4 +225,8 @@ def deploy_all(
         mgr = w3.eth.contract(address=manager, abi=mgr_art["abi"])
         sender.call(mgr.functions.setArbiter(arbiter), step="JobManager.setArbiter")
         out["Arbiter"] = arbiter
+    if params.get("round_manager"):
+        rm_cfg = _config_tuple(DEFAULT_ROUND_CONFIG, params.get("round_config"))
+        rm_art = load_artifact("RoundManager", abi_dir)
+        out["RoundManager"] = sender.deploy(rm_art, manager, rm_cfg, step="RoundManager")
     return out

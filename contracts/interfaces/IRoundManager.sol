@@ -130,9 +130,9 @@ interface IRoundManager {
     error NotAggregator(address caller, INodeRegistry.Role role);
     /// @notice This account's aggregate of the round was proven wrong; it may not aggregate it again.
     error AggregatorBarred(uint256 jobId, uint256 round, address aggregator);
-    /// @notice The given layout does not hash to the job's layoutHash.
+    /// @notice The given stateLayout does not hash to the job's layoutHash.
     error LayoutMismatch(bytes32 expected, bytes32 actual);
-    /// @notice The layout's arrays, the data roots or the openings have the wrong length.
+    /// @notice The stateLayout's arrays, the data roots or the openings have the wrong length.
     error LengthMismatch(uint256 expected, uint256 actual);
     /// @notice The aggregation challenge window is over.
     error ChallengeWindowClosed(uint256 jobId, uint256 round, uint64 deadline);
@@ -189,8 +189,8 @@ interface IRoundManager {
 
     /// @notice A registered solver commits G_{r+1} of the current round, once its S units are
     ///         finalized, as the data roots of its state tensors (the state root is computed here
-    ///         from the layout, so its structure is right by construction); pulls the bond.
-    function commitAggregate(uint256 jobId, StateLayout calldata layout, bytes32[] calldata dataRoots)
+    ///         from the stateLayout, so its structure is right by construction); pulls the bond.
+    function commitAggregate(uint256 jobId, StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
         external;
 
     /// @notice Proves element `element` of tensor `tensor` of the committed aggregate wrong: the
@@ -199,7 +199,7 @@ interface IRoundManager {
     ///         challenger's share credited, the rest to the jackpot) and re-opens aggregation.
     function proveAggregationFraud(
         uint256 jobId,
-        StateLayout calldata layout,
+        StateLayout calldata stateLayout,
         uint256 tensor,
         uint256 element,
         ElementOpening[] calldata units,
@@ -237,7 +237,10 @@ interface IRoundManager {
     /// @notice spec hash of unit (round, shard): keccak256(abi.encode(UNIT_DOMAIN, specHash, round, shard)).
     function unitSpecHash(bytes32 specHash, uint256 round, uint256 shard) external pure returns (bytes32);
     /// @notice State root of a state with the given layout and tensor data roots (float32 tensors).
-    function stateRootOf(StateLayout calldata layout, bytes32[] calldata dataRoots) external pure returns (bytes32);
+    function stateRootOf(StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
+        external
+        pure
+        returns (bytes32);
     /// @notice What `account` can withdraw.
     function credits(address account) external view returns (uint256);
     /// @notice Tokens held for the jackpot.

@@ -30,7 +30,7 @@ library AggregationProof {
     }
 
     /// @notice State root (PROTOCOL §3) of float32 tensors with the given names, shapes and data
-    ///         roots, in layout order.
+    ///         roots, in stateLayout order.
     /// @param names keccak256(name) of each tensor.
     /// @param rows Row counts.
     /// @param cols Column counts.
@@ -52,30 +52,31 @@ library AggregationProof {
     }
 
     /// @notice Opens element `element` (row-major) of float32 state tensor `tensor` of the state
-    ///         with root `root` and the given layout: the state-list entry of the opening's tensor
-    ///         root under the layout's name, then the element under the layout's shape.
+    ///         with root `root` and the given stateLayout: the state-list entry of the opening's tensor
+    ///         root under the stateLayout's name, then the element under the stateLayout's shape.
     /// @param root The state root.
-    /// @param layout The state tensors' names and shapes (state order).
-    /// @param tensor The tensor's state position (< layout length).
+    /// @param stateLayout The state tensors' names and shapes (state order).
+    /// @param tensor The tensor's state position (< stateLayout length).
     /// @param element The element's index.
     /// @param o The opening.
     /// @return ok Whether both proofs verify.
     /// @return value The element's bits (meaningful only if ok).
     function openElement(
         bytes32 root,
-        IRoundManager.StateLayout calldata layout,
+        IRoundManager.StateLayout calldata stateLayout,
         uint256 tensor,
         uint256 element,
         IRoundManager.ElementOpening calldata o
     ) internal pure returns (bool ok, uint32 value) {
-        bytes32 entry = keccak256(abi.encode(layout.names[tensor], o.tensorRoot));
-        uint256 numState = layout.names.length;
+        bytes32 entry = keccak256(abi.encode(stateLayout.names[tensor], o.tensorRoot));
+        uint256 numState = stateLayout.names.length;
         if (!TensorMerkle.verifyListEntry(root, TensorMerkle.STATE_DOMAIN, numState, tensor, entry, o.listProof)) {
             return (false, 0);
         }
-        return TensorMerkle.verifyElement(
-            o.tensorRoot, TensorMerkle.DTYPE_F32, layout.rows[tensor], layout.cols[tensor], element, o.chunk, o.siblings
-        );
+        uint256 rows = stateLayout.rows[tensor];
+        uint256 cols = stateLayout.cols[tensor];
+        uint256 f32 = TensorMerkle.DTYPE_F32;
+        return TensorMerkle.verifyElement(o.tensorRoot, f32, rows, cols, element, o.chunk, o.siblings);
     }
 
     /// @notice The aggregate element from the unit elements (shard order), NaN canonicalised

@@ -95,7 +95,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     // ------------------------------------------------------------------ aggregation
 
     /// @inheritdoc IRoundManager
-    function commitAggregate(uint256 jobId, StateLayout calldata layout, bytes32[] calldata dataRoots)
+    function commitAggregate(uint256 jobId, StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
         external
         nonReentrant
     {
@@ -106,8 +106,9 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         INodeRegistry.Role role = _registry.roleOf(msg.sender);
         if (role != INodeRegistry.Role.Solver) revert NotAggregator(msg.sender, role);
         if (_barred[jobId][r][msg.sender]) revert AggregatorBarred(jobId, r, msg.sender);
-        _checkLayout(job, layout);
-        if (dataRoots.length != layout.names.length) revert LengthMismatch(layout.names.length, dataRoots.length);
+        _checkLayout(job, stateLayout);
+        uint256 numState = stateLayout.names.length;
+        if (dataRoots.length != numState) revert LengthMismatch(numState, dataRoots.length);
         uint256 shards = job.params.shards;
         for (uint256 s = 0; s < shards; ++s) {
             uint256 unitJobId = _unitJobs[jobId][r][s];
@@ -115,7 +116,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
                 revert UnitNotFinalized(jobId, r, s, unitJobId);
             }
         }
-        bytes32 root = AggregationProof.stateRoot(layout.names, layout.rows, layout.cols, dataRoots);
+        bytes32 root = AggregationProof.stateRoot(stateLayout.names, stateLayout.rows, stateLayout.cols, dataRoots);
         uint64 deadline = uint64(block.timestamp) + _aggregationWindow;
 
         round.status = RoundStatus.Committed;
@@ -129,14 +130,14 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     /// @inheritdoc IRoundManager
     function proveAggregationFraud(
         uint256 jobId,
-        StateLayout calldata layout,
+        StateLayout calldata stateLayout,
         uint256 tensor,
         uint256 element,
         ElementOpening[] calldata units,
         ElementOpening calldata aggregate
     ) external nonReentrant {
         uint32 r = _runningJob(jobId).currentRound;
-        (uint32 claimed, uint32 computed) = _recompute(jobId, r, layout, tensor, element, units, aggregate);
+        (uint32 claimed, uint32 computed) = _recompute(jobId, r, stateLayout, tensor, element, units, aggregate);
         if (computed == claimed) revert AggregateCorrect(tensor, element, claimed);
         address aggregator = _reopenAggregation(jobId, r);
         emit AggregationFraudProven(jobId, r, aggregator, msg.sender, tensor, element, claimed, computed);
@@ -240,11 +241,16 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IRoundManager
-    function stateRootOf(StateLayout calldata layout, bytes32[] calldata dataRoots) external pure returns (bytes32) {
-        if (layout.rows.length != layout.names.length) revert LengthMismatch(layout.names.length, layout.rows.length);
-        if (layout.cols.length != layout.names.length) revert LengthMismatch(layout.names.length, layout.cols.length);
-        if (dataRoots.length != layout.names.length) revert LengthMismatch(layout.names.length, dataRoots.length);
-        return AggregationProof.stateRoot(layout.names, layout.rows, layout.cols, dataRoots);
+    function stateRootOf(StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
+        external
+        pure
+        returns (bytes32)
+    {
+        uint256 n = stateLayout.names.length;
+        if (stateLayout.rows.length != n) revert LengthMismatch(n, stateLayout.rows.length);
+        if (stateLayout.cols.length != n) revert LengthMismatch(n, stateLayout.cols.length);
+        if (dataRoots.length != n) revert LengthMismatch(n, dataRoots.length);
+        return AggregationProof.stateRoot(stateLayout.names, stateLayout.rows, stateLayout.cols, dataRoots);
     }
 
     /// @inheritdoc IRoundManager
@@ -269,16 +275,16 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         if (round.status != expected) revert WrongRoundStatus(jobId, r, expected, round.status);
     }
 
-    /// @dev The layout hashes to the job's and its arrays have one length. (Its shapes are the
+    /// @dev The stateLayout hashes to the job's and its arrays have one length. (Its shapes are the
     ///      submitter's word; a unit whose state does not fit them cannot be opened, and a
-    ///      wrong layout makes every aggregate root differ from the units' honest G_{r+1}.)
-    function _checkLayout(Job storage job, StateLayout calldata layout) private view {
-        bytes32 h = keccak256(abi.encode(layout));
+    ///      wrong stateLayout makes every aggregate root differ from the units' honest G_{r+1}.)
+    function _checkLayout(Job storage job, StateLayout calldata stateLayout) private view {
+        bytes32 h = keccak256(abi.encode(stateLayout));
         if (h != job.params.layoutHash) revert LayoutMismatch(job.params.layoutHash, h);
-        uint256 n = layout.names.length;
+        uint256 n = stateLayout.names.length;
         if (n == 0) revert LengthMismatch(1, 0);
-        if (layout.rows.length != n) revert LengthMismatch(n, layout.rows.length);
-        if (layout.cols.length != n) revert LengthMismatch(n, layout.cols.length);
+        if (stateLayout.rows.length != n) revert LengthMismatch(n, stateLayout.rows.length);
+        if (stateLayout.cols.length != n) revert LengthMismatch(n, stateLayout.cols.length);
     }
 
     /// @dev Checks a fraud proof's openings against the round's committed aggregate and the
@@ -286,7 +292,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     function _recompute(
         uint256 jobId,
         uint32 r,
-        StateLayout calldata layout,
+        StateLayout calldata stateLayout,
         uint256 tensor,
         uint256 element,
         ElementOpening[] calldata units,
@@ -296,12 +302,12 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         Round storage round = _rounds[jobId][r];
         _expectRound(jobId, r, round, RoundStatus.Committed);
         if (block.timestamp > round.deadline) revert ChallengeWindowClosed(jobId, r, round.deadline);
-        _checkLayout(job, layout);
-        if (tensor >= layout.names.length) revert TensorOutOfRange(tensor, layout.names.length);
+        _checkLayout(job, stateLayout);
+        if (tensor >= stateLayout.names.length) revert TensorOutOfRange(tensor, stateLayout.names.length);
         uint256 shards = job.params.shards;
         if (units.length != shards) revert LengthMismatch(shards, units.length);
-        uint32[] memory inputs = _unitInputs(jobId, r, layout, tensor, element, units);
-        claimed = _open(round.aggregateRoot, layout, tensor, element, aggregate, shards);
+        uint32[] memory inputs = _unitInputs(jobId, r, stateLayout, tensor, element, units);
+        claimed = _open(round.aggregateRoot, stateLayout, tensor, element, aggregate, shards);
         computed = AggregationProof.recompute(inputs, AggregationProof.weights(job.params.numExamples, shards));
     }
 
@@ -322,7 +328,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     function _unitInputs(
         uint256 jobId,
         uint256 r,
-        StateLayout calldata layout,
+        StateLayout calldata stateLayout,
         uint256 tensor,
         uint256 element,
         ElementOpening[] calldata units
@@ -332,7 +338,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         for (uint256 s = 0; s < shards; ++s) {
             uint256 unitId = JobIds.unitId(_unitJobs[jobId][r][s], 0);
             bytes32 unitRoot = _manager.getUnit(unitId).finalStateRoot;
-            inputs[s] = _open(unitRoot, layout, tensor, element, units[s], s);
+            inputs[s] = _open(unitRoot, stateLayout, tensor, element, units[s], s);
         }
     }
 
@@ -340,14 +346,14 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     ///      InvalidOpening(shard) if the proof fails (shard = S for the aggregate).
     function _open(
         bytes32 root,
-        StateLayout calldata layout,
+        StateLayout calldata stateLayout,
         uint256 tensor,
         uint256 element,
         ElementOpening calldata o,
         uint256 shard
     ) private pure returns (uint32 value) {
         bool ok;
-        (ok, value) = AggregationProof.openElement(root, layout, tensor, element, o);
+        (ok, value) = AggregationProof.openElement(root, stateLayout, tensor, element, o);
         if (!ok) revert InvalidOpening(shard);
     }
 

@@ -6,6 +6,7 @@ fraud proofs exercise TensorMerkle and RepOps.average exactly as an aggregator d
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -406,3 +407,31 @@ def test_views(rm):
     want = merkle.keccak256(merkle.keccak256(b"vtp.unit.v1") + b"\x05" * 32 + r + s)
     assert d.rm.unitSpecHash(b"\x05" * 32, 1, 2) == want
     assert d.registry.roleOf(d.solvers[0]) == SOLVER
+
+
+def test_deploy_all_deploys_a_round_manager_over_the_job_manager(chain, project, tmp_path):
+    from test_invariants import _export_artifacts, _keys
+
+    from agents.core.deploy import DEFAULT_ROUND_CONFIG, deploy_all
+
+    _export_artifacts(project, tmp_path)
+    ct = project.RoundManager.contract_type
+    artifact = {
+        "contractName": "RoundManager",
+        "abi": [item.model_dump(by_alias=True, mode="json") for item in ct.abi],
+        "bytecode": ct.deployment_bytecode.bytecode,
+    }
+    (tmp_path / "RoundManager.json").write_text(json.dumps(artifact))
+    w3 = chain.provider.web3
+    out = deploy_all(
+        w3,
+        _keys()[0],
+        tmp_path,
+        {"mock_arbiter": True, "round_manager": True, "round_config": {"aggregatorBond": 7}},
+    )
+    abi = json.loads((tmp_path / "RoundManager.json").read_text())["abi"]
+    rmc = w3.eth.contract(address=out["RoundManager"], abi=abi)
+    assert rmc.functions.jobManager().call() == out["JobManager"]
+    assert rmc.functions.token().call() == out["Token"]
+    window, bond, bps = rmc.functions.config().call()
+    assert (window, bond, bps) == (DEFAULT_ROUND_CONFIG["aggregationWindow"], 7, 5_000)
