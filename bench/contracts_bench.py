@@ -194,6 +194,16 @@ def run() -> dict[str, Any]:
         b.send(2, b.manager.functions.claim(unit2))
         actions["claim (second claimant)"] = b.gas(3, b.manager.functions.claim(unit2))
         actions["cancelJob (2 claimants)"] = b.gas(1, b.manager.functions.cancelJob(job_id))
+        _, unit5, _ = b.post()
+        for solver in (2, 3):
+            b.send(solver, b.registry.functions.heartbeat())
+            b.send(solver, b.manager.functions.claim(unit5))
+        b.jump(601)
+        actions["closeClaims (2 claimants)"] = b.gas(9, b.manager.functions.closeClaims(unit5))
+        b.mine()
+        actions["selectAssignee (2 claimants)"] = b.gas(
+            9, b.manager.functions.selectAssignee(unit5)
+        )
         unit3, _ = b.to_selected(solver=3)
         b.jump(3_601)
         actions["expireAssignment"] = b.gas(9, b.manager.functions.expireAssignment(unit3))

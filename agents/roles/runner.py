@@ -262,6 +262,7 @@ class RoleAgent:
         self.failures = 0
         self._warned: set[tuple[str, str]] = set()
         self.jobs: dict[int, JobContext] = {}
+        self._locators: dict[tuple[int, int, bytes], str] = {}
 
     def job_context(self, job_id: int) -> JobContext:
         """Job `job_id`'s spec, engine and dispute graph, checked against the chain and loaded
@@ -332,8 +333,23 @@ class RoleAgent:
         b = self.w3.eth.get_block("latest")
         return Now(int(b["number"]), int(b["timestamp"]))
 
+    def locator(self, unit_id: int, block: int | str = "latest") -> str:
+        """Where the unit's checkpoints of the latest commitment up to `block` can be fetched:
+        only the CheckpointsCommitted event carries the blob locator (not stored, to save gas)."""
+        logs = self.manager.events.CheckpointsCommitted().get_logs(
+            argument_filters={"unitId": unit_id}, from_block=0, to_block=block
+        )
+        return str(logs[-1]["args"]["blobLocator"]) if logs else ""
+
     def unit(self, unit_id: int) -> UnitView:
         u = self.manager.functions.getUnit(unit_id).call()
+        # A commitment (hence a locator) exists from Committed on; one lookup per attempt.
+        locator = ""
+        if UnitStatus.COMMITTED <= u[0] <= UnitStatus.FINALIZED:
+            key = (unit_id, u[8], bytes(u[9]))
+            if key not in self._locators:
+                self._locators[key] = self.locator(unit_id)
+            locator = self._locators[key]
         return UnitView(
             unit_id=unit_id,
             job_id=unit_id >> 32,
@@ -344,7 +360,7 @@ class RoleAgent:
             assignee=u[7],
             checkpoint_root=bytes(u[9]),
             final_root=bytes(u[10]),
-            locator=u[11],
+            locator=locator,
             verify_seed=u[6],
         )
 

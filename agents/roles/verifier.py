@@ -169,8 +169,9 @@ class Verifier(ChallengerMixin, RoleAgent):
             return
         comps = self.__dict__.setdefault("_court_comps", {})
         if gid not in comps:
-            u = self.manager.functions.getUnit(unit_id).call(block_identifier=int(data["block"]))
-            reader = CheckpointReader(ctx.spec, u[11], bytes(u[9]))
+            block = int(data["block"])
+            u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+            reader = CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[9]))
             k = ctx.spec.checkpoint_every
             comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=reader.state(s))
         _, deadline = self.court_game.functions.turn(gid).call()

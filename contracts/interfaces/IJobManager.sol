@@ -64,7 +64,8 @@ interface IJobManager is IDisputeCallback {
         uint32 computeTime;
     }
 
-    /// @notice A job as stored.
+    /// @notice A job as `getJob` returns it. `escrow` is derived there (the reward of each
+    ///         unfinalized unit while the job is open); the stored copy leaves it zero.
     struct Job {
         address submitter;
         uint64 steps;
@@ -88,6 +89,7 @@ interface IJobManager is IDisputeCallback {
     ///         (Assigned) or the challenge deadline (Verifying, Disputed). `verifySeed` is the
     ///         verification seed (zero before the draw); the committed number of checkpoints is
     ///         always `steps / checkpointInterval + 1` (checked at commitment), so not stored.
+    ///         The blob locator is only emitted (`CheckpointsCommitted`): nothing on chain reads it.
     struct Unit {
         UnitStatus status;
         uint8 claimantCount;
@@ -100,7 +102,6 @@ interface IJobManager is IDisputeCallback {
         uint32 attempt;
         bytes32 checkpointRoot;
         bytes32 finalStateRoot;
-        string blobLocator;
     }
 
     /// @notice An open dispute over a unit.

@@ -125,7 +125,6 @@ contract JobManager is IJobManager, ReentrancyGuard {
         job.verificationFee = p.verificationFee;
         job.computeTime = p.computeTime;
         job.deviceClass = p.required.deviceClass;
-        job.escrow = p.reward;
         job.checkpointInterval = p.checkpointInterval;
         job.memoryMiB = p.required.memoryMiB;
         job.throughput = p.required.throughput;
@@ -153,9 +152,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (unit.status != UnitStatus.Open && unit.status != UnitStatus.Selecting) {
             revert WrongUnitStatus(unitId, UnitStatus.Open, unit.status);
         }
-        uint256 refund = job.escrow;
+        uint256 refund = _escrow(job);
         job.status = JobStatus.Cancelled;
-        job.escrow = 0;
         unit.status = UnitStatus.Cancelled;
         emit JobCancelled(jobId, refund);
         _credit(msg.sender, refund);
@@ -219,13 +217,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
             weights[i] = _claimants[unitId][i].weight;
         }
         address winner = _claimants[unitId][MarketMath.pickWeighted(weights, uint256(seed))].solver;
-        Job storage job = _jobs[JobIds.jobOf(unitId)];
-        uint64 deadline = uint64(block.timestamp) + job.computeTime;
-        unit.status = UnitStatus.Assigned;
-        unit.assignee = winner;
-        unit.deadline = deadline;
-        emit UnitAssigned(unitId, winner, deadline, seed);
-        _releaseClaimants(unitId, n, winner, _collateral(job));
+        _assign(unitId, unit, winner, seed, n);
     }
 
     /// @inheritdoc IJobManager
@@ -267,7 +259,6 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.status = UnitStatus.Committed;
         unit.checkpointRoot = checkpointRoot;
         unit.finalStateRoot = finalStateRoot;
-        unit.blobLocator = blobLocator;
         unit.seedBlock = seedBlock;
         emit CheckpointsCommitted(
             unitId, msg.sender, checkpointRoot, numCheckpoints, finalStateRoot, blobLocator, seedBlock
@@ -414,7 +405,6 @@ contract JobManager is IJobManager, ReentrancyGuard {
         address solver = unit.assignee;
 
         unit.status = UnitStatus.Finalized;
-        job.escrow -= uint128(reward);
         // unitsFinalized < unitCount (a uint8) while a unit is unfinalized.
         unchecked {
             ++job.unitsFinalized;
@@ -478,8 +468,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
-    function getJob(uint256 jobId) external view returns (Job memory) {
-        return _jobs[jobId];
+    function getJob(uint256 jobId) external view returns (Job memory job) {
+        job = _jobs[jobId];
+        job.escrow = uint128(_escrow(_jobs[jobId]));
     }
 
     /// @inheritdoc IJobManager
@@ -575,6 +566,13 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (unit.status != expected) revert WrongUnitStatus(unitId, expected, unit.status);
     }
 
+    /// @dev What the job still holds in escrow: the reward of each unit not yet finalized while the
+    ///      job is open (a unit's reward leaves the escrow when it is finalized or cancelled).
+    function _escrow(Job storage job) private view returns (uint256) {
+        if (job.status != JobStatus.Open) return 0;
+        return uint256(job.reward) * (job.unitCount - job.unitsFinalized);
+    }
+
     function _collateral(Job storage job) private view returns (uint256) {
         return MarketMath.share(job.reward, _collateralBps);
     }
@@ -631,6 +629,17 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.attempt = attempt;
         unit.verifySeed = 0;
         emit UnitOpened(unitId, JobIds.jobOf(unitId), deadline, attempt);
+    }
+
+    /// @dev Assigns the unit to `winner` (one of its `n` claimants) and releases the others.
+    function _assign(uint256 unitId, Unit storage unit, address winner, bytes32 seed, uint256 n) private {
+        Job storage job = _jobs[JobIds.jobOf(unitId)];
+        uint64 deadline = uint64(block.timestamp) + job.computeTime;
+        unit.status = UnitStatus.Assigned;
+        unit.assignee = winner;
+        unit.deadline = deadline;
+        emit UnitAssigned(unitId, winner, deadline, seed);
+        _releaseClaimants(unitId, n, winner, _collateral(job));
     }
 
     function _releaseClaimants(uint256 unitId, uint256 n, address keep, uint256 collateral) private {

@@ -83,7 +83,8 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
         assert resolved[0]["args"]["challengerWon"] is False  # the honest solver won
         assert resolved[0]["args"]["byTimeout"] is False
         job = manager.functions.getJob(1).call()
-        assert manager.functions.getUnit(1 << 32).call()[11].startswith(f"http://{serve}#0x")
+        committed = manager.events.CheckpointsCommitted().get_logs(from_block=0)
+        assert committed[-1]["args"]["blobLocator"].startswith(f"http://{serve}#0x")
         assert job[4] == 2  # Completed
         slashed = registry.events.NodeSlashed().get_logs(from_block=0)
         assert [e["args"]["node"] for e in slashed] == []  # the liar lost only its bond
