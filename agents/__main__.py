@@ -13,7 +13,7 @@ import sys
 
 from agents.cli_errors import UserError
 
-COMMANDS = ("train", "graph", "submitter", "solver", "verifier", "whistleblower")
+COMMANDS = ("train", "graph", "submitter", "solver", "verifier", "whistleblower", "aggregator")
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:

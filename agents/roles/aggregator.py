@@ -9,17 +9,27 @@ contract recomputes RepOps.average and slashes the aggregator's bond if it diffe
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from eth_abi import encode
 
+from agents.core.blobs import BlobError, open_blob_store
+from agents.roles.artifacts import BadBlob, decode_state, encode_state, make_locator, parse_locator
+from agents.roles.decomposed import R_COMMITTED, R_TRAINING, RJ_RUNNING
+from agents.roles.jobs import JobRejected
+from agents.roles.logic import Act
+from agents.roles.runner import RoleAgent, RoleError, role_parser
 from agents.training import merkle
-from agents.training.decompose import aggregate
+from agents.training.decompose import aggregate, aggregation_weights
 from agents.training.float32 import tensor_bits
 from agents.training.keccak import keccak256
-from agents.training.state import State
+from agents.training.state import State, state_root
+
+ROLE_SOLVER = 1
+TOKEN = 10**18
 
 LAYOUT_ABI = "(bytes32[],uint32[],uint32[])"
 
@@ -97,3 +107,131 @@ def corrupt(st: State, tensor: int, element: int) -> State:
     flat = out[name].reshape(-1)
     flat[element] = flat[element] + torch.tensor(0.5, dtype=flat.dtype)
     return out
+
+
+# --- the role -------------------------------------------------------------------------------
+
+
+class Aggregator(RoleAgent):
+    """`python -m agents aggregator`: for every running decomposed job, once the current round's
+    S units are finalized, recompute G_{r+1} from their states, publish it and commit it (bonded);
+    check every aggregate others commit and prove a wrong one; finalize rounds whose window is
+    over. With --cheat it commits an aggregate with one element changed (demos, tests)."""
+
+    role = "aggregator"
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        if self.rounds is None:
+            raise RoleError("no RoundManager: pass --round-manager or a --deployment that has one")
+        self.rm = self.rounds.rm
+        self.honest: dict[tuple[int, int], State] = {}
+
+    async def setup(self) -> None:
+        # RoundManager aggregators are registered solvers (PROTOCOL §6.9).
+        await self.ensure_registered(ROLE_SOLVER, int(self.args.stake * TOKEN), (0, 0, 0))
+        if self.args.cheat:
+            self.log.warning("CHEATING: will commit aggregates with one element changed")
+
+    async def round(self) -> bool:
+        now = self.now()
+        for dj in range(1, self.rm.functions.jobCount().call() + 1):
+            job = self.rm.functions.getJob(dj).call()
+            if job[1] != RJ_RUNNING:
+                continue
+            r = job[2]
+            status, attempt, deadline, aggregator, root = self.rm.functions.getRound(dj, r).call()
+            if status == R_TRAINING:
+                await self.aggregate(dj, r, attempt)
+            elif status == R_COMMITTED and now.timestamp > deadline:
+                fn = self.rm.functions.finalizeRound(dj)
+                await self.send(Act("finalizeRound", f"finalizeRound:{dj}:{r}:{attempt}"), fn)
+            elif status == R_COMMITTED and aggregator.lower() != self.me.lower():
+                await self.check(dj, r, attempt, bytes(root))
+        await self.withdraw_round_credits(now)
+        return False
+
+    def honest_aggregate(self, dj: int, r: int) -> tuple[list[State], State] | None:
+        try:
+            units = self.rounds.unit_states(dj, r)
+        except JobRejected:
+            return None  # units not finalized (or their blobs not there) yet
+        spec, data = self.rounds.job_spec(dj)
+        weights = aggregation_weights(data.n, spec.shards)
+        if (dj, r) not in self.honest:
+            self.honest[(dj, r)] = aggregate(units, weights)
+        return units, self.honest[(dj, r)]
+
+    async def aggregate(self, dj: int, r: int, attempt: int) -> None:
+        got = self.honest_aggregate(dj, r)
+        if got is None:
+            return
+        g = corrupt(got[1], 0, 5) if self.args.cheat else got[1]
+        bond = self.rm.functions.config().call()[1]
+        if self.token.functions.allowance(self.me, self.rm.address).call() < bond:
+            fn = self.token.functions.approve(self.rm.address, bond)
+            await self.send(Act("approve", f"aggregate:{dj}:{r}:{attempt}:approve"), fn)
+        address = self.agent.blobs.put(encode_state(g))
+        locator = make_locator(self.public_blob_url, address)
+        fn = self.rm.functions.commitAggregate(dj, layout_of(g).as_tuple(), data_roots(g), locator)
+        if await self.send(Act("commitAggregate", f"aggregate:{dj}:{r}:{attempt}"), fn):
+            self.log.info(
+                "committed G_%d of job %d: root 0x%s…", r + 1, dj, state_root(g).hex()[:16]
+            )
+
+    async def check(self, dj: int, r: int, attempt: int, root: bytes) -> None:
+        got = self.honest_aggregate(dj, r)
+        if got is None or state_root(got[1]) == root:
+            return
+        units, honest = got
+        claimed = self.committed_state(dj, r, root)
+        if claimed is None:
+            return
+        spec, data = self.rounds.job_spec(dj)
+        where = first_wrong_element(units, aggregation_weights(data.n, spec.shards), claimed)
+        if where is None:
+            return
+        args = fraud_proof(units, claimed, layout_of(honest), *where)
+        fn = self.rm.functions.proveAggregationFraud(dj, *args)
+        if await self.send(Act("proveAggregationFraud", f"fraud:{dj}:{r}:{attempt}"), fn):
+            self.log.info("proved G_%d of job %d wrong at tensor %d element %d", r + 1, dj, *where)
+
+    def committed_state(self, dj: int, r: int, root: bytes) -> State | None:
+        """The committed aggregate's state from the locator of its AggregateCommitted event."""
+        spec, _ = self.rounds.job_spec(dj)
+        logs = self.rm.events.AggregateCommitted().get_logs(
+            from_block=0, argument_filters={"jobId": dj}
+        )
+        for log in reversed(logs):
+            if log["args"]["round"] != r or bytes(log["args"]["aggregateRoot"]) != root:
+                continue
+            try:
+                base, address = parse_locator(log["args"]["blobLocator"])
+                st = decode_state(spec, open_blob_store(base).get(address))
+            except (BadBlob, BlobError, ValueError) as exc:
+                self.log.warning("job %d round %d: aggregate blob unavailable: %s", dj, r, exc)
+                return None
+            return st if state_root(st) == root else None
+        return None
+
+    async def withdraw_round_credits(self, now) -> None:
+        credits = self.rm.functions.credits(self.me).call()
+        if credits > 0:
+            fn = self.rm.functions.withdraw()
+            if await self.send(Act("withdraw", f"rm-withdraw:{credits}:{now.block}"), fn):
+                self.log.info("withdrew %g tokens from the RoundManager", credits / 1e18)
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = role_parser(
+        sub, "aggregator", "run an aggregator: commit, check and prove decomposed jobs' aggregates"
+    )
+    p.add_argument("--stake", type=float, default=200.0, help="tokens to stake (as a solver)")
+    p.add_argument(
+        "--cheat", action="store_true", help="commit wrong aggregates (demos and tests only)"
+    )
+    p.add_argument(
+        "--public-blob-url",
+        help="blob store URL others read my aggregates from (default: --blob-url)",
+    )
+    return p

@@ -129,6 +129,11 @@ def role_parser(
         "when it belongs to the same JobManager, else none",
     )
     p.add_argument(
+        "--round-manager",
+        help="RoundManager address (decomposed jobs); default: the one in --deployment when it "
+        "belongs to the same JobManager, else none",
+    )
+    p.add_argument(
         "--mine-when-idle",
         action="store_true",
         help="dev chains only: mine an empty block (evm_mine) each round nothing else happens, "
@@ -263,12 +268,29 @@ class RoleAgent:
         self._warned: set[tuple[str, str]] = set()
         self.jobs: dict[int, JobContext] = {}
         self._locators: dict[tuple[int, int, bytes], str] = {}
+        self.rounds = self._rounds(manager)
+
+    def _rounds(self, manager: str):
+        """The RoundManager's view (decomposed jobs, agents/roles/decomposed.py), or None."""
+        from agents.roles.decomposed import Rounds, round_manager_address
+
+        address = round_manager_address(self.args, manager)
+        if address is None or not self.w3.eth.get_code(address):
+            return None
+        rm = self._contract("RoundManager", address)
+        if rm.functions.jobManager().call().lower() != manager.lower():
+            return None
+        extra = getattr(self.args, "spec_store", None) or []
+        return Rounds(rm, self.manager, [self.agent.blobs] + [open_blob_store(s) for s in extra])
 
     def job_context(self, job_id: int) -> JobContext:
         """Job `job_id`'s spec, engine and dispute graph, checked against the chain and loaded
         once (from my blob store or any --spec-store); raises JobRejected when it cannot be."""
         if job_id not in self.jobs:
             job = self.manager.functions.getJob(job_id).call()
+            if self.rounds is not None and self.rounds.is_unit_job(job):
+                self.jobs[job_id] = self.rounds.load_unit(job_id, job)
+                return self.jobs[job_id]
             cfg = bytes(self.game.functions.configOf(job_id).call())
             extra = getattr(self.args, "spec_store", None) or []
             stores = [self.agent.blobs] + [open_blob_store(s) for s in extra]

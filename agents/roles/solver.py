@@ -75,13 +75,22 @@ class Solver(RoleAgent):
     async def round(self) -> bool:
         now = self.now()
         await self.heartbeat_if_due(now)
-        for u in self.units():
+        for u in self.units_in_preference_order():
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
                 continue
             for act in solver_acts(u, now, self.facts(u)):
                 await self.execute(act, u, now)
         await self.withdraw_if_credited(now)
         return False
+
+    def units_in_preference_order(self) -> list[UnitView]:
+        """Every unit; a RoundManager's units in my own order (decomposed.preference)."""
+        units = self.units()
+        if self.rounds is None:
+            return units
+        from agents.roles.decomposed import preference
+
+        return sorted(units, key=lambda u: preference(self.me, u.unit_id))
 
     def facts(self, u: UnitView) -> SolverFacts:
         claimants = self.manager.functions.getClaimants(u.unit_id).call()[0]
@@ -100,10 +109,19 @@ class Solver(RoleAgent):
         required = (job[8], job[11], job[12])
         if not all(a >= b for a, b in zip(self.capability, required, strict=True)):
             return False
+        if self.busy_in_round(job, u.job_id):
+            return False
         free = self.registry.functions.freeStake(self.me).call()
         if free < self.manager.functions.collateralOf(u.job_id).call():
             return False
         return self.context(u.job_id) is not None
+
+    def busy_in_round(self, job: tuple, job_id: int) -> bool:
+        """A RoundManager unit while I hold --units-per-round others of its round (§6.9)."""
+        rounds = self.rounds
+        if rounds is None or not rounds.is_unit_job(job):
+            return False
+        return rounds.busy_in_round(job_id, self.me, self.args.units_per_round)
 
     def context(self, job_id: int) -> JobContext | None:
         try:
@@ -272,6 +290,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="append",
         metavar="URL",
         help="extra blob store(s) to fetch job specs from (repeatable)",
+    )
+    p.add_argument(
+        "--units-per-round",
+        type=int,
+        default=1,
+        help="decomposed jobs: take at most this many units of one round (0: no limit)",
     )
     p.add_argument(
         "--cheat",

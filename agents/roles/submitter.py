@@ -17,6 +17,7 @@ from web3.logs import DISCARD
 from agents.core.blobs import BlobError
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
+from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.logic import Act, UnitStatus, keeper_acts
 from agents.roles.runner import RoleAgent, RoleError
 from agents.training import data as datasets
@@ -43,8 +44,11 @@ class Submitter(RoleAgent):
         self.job_id = 0
         self.last_status: UnitStatus | None = None
         self.result: dict = {}
+        self.seen: set[tuple] = set()  # decomposed jobs: unit and round states already logged
 
     async def setup(self) -> None:
+        if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
+            return await post_decomposed(self)  # R x S units through the RoundManager
         spec_hash = "0x" + self.spec.spec_hash().hex()
         rec = self.agent.store.get_record("post", spec_hash)
         if rec is not None and rec.data.get("job_id"):
@@ -105,6 +109,8 @@ class Submitter(RoleAgent):
                 self.log.info("registered it with the attestation court's game too")
 
     async def round(self) -> bool:
+        if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
+            return await follow_decomposed(self)
         now = self.now()
         u = self.unit(self.job_id << 32)
         if u.status != self.last_status:
@@ -191,7 +197,18 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     p = role_parser(sub, "submitter", "post a training job, follow it, fetch and check the model")
     p.add_argument("--spec", required=True, help="job spec JSON file (PROTOCOL §5)")
-    p.add_argument("--reward", type=float, default=100.0, help="tokens escrowed for the job")
+    p.add_argument(
+        "--reward",
+        type=float,
+        default=100.0,
+        help="tokens escrowed for the job (a version-2 spec: for each of its R x S units)",
+    )
+    p.add_argument(
+        "--aggregator-reward",
+        type=float,
+        default=5.0,
+        help="version-2 specs: tokens paid to each round's aggregator",
+    )
     p.add_argument(
         "--verification-fee",
         type=float,

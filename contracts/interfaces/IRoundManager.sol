@@ -130,6 +130,8 @@ interface IRoundManager {
     error NotAggregator(address caller, INodeRegistry.Role role);
     /// @notice This account's aggregate of the round was proven wrong; it may not aggregate it again.
     error AggregatorBarred(uint256 jobId, uint256 round, address aggregator);
+    /// @notice The blob locator is empty.
+    error EmptyBlobLocator();
     /// @notice The given stateLayout does not hash to the job's layoutHash.
     error LayoutMismatch(bytes32 expected, bytes32 actual);
     /// @notice The stateLayout's arrays, the data roots or the openings have the wrong length.
@@ -156,9 +158,15 @@ interface IRoundManager {
     event UnitJobPosted(
         uint256 indexed jobId, uint32 round, uint32 shard, uint256 indexed unitJobId, bytes32 initialStateRoot
     );
-    /// @notice An aggregator committed G_{round+1} with `bond`; it is final after `deadline`.
+    /// @notice An aggregator committed G_{round+1}, bonded; it is final after `deadline`. The
+    ///         state can be fetched at `blobLocator` (challengers open its elements from it).
     event AggregateCommitted(
-        uint256 indexed jobId, uint32 round, address indexed aggregator, bytes32 aggregateRoot, uint64 deadline
+        uint256 indexed jobId,
+        uint32 round,
+        address indexed aggregator,
+        bytes32 aggregateRoot,
+        uint64 deadline,
+        string blobLocator
     );
     /// @notice Element `element` of tensor `tensor` of the committed aggregate was proven wrong.
     event AggregationFraudProven(
@@ -189,8 +197,14 @@ interface IRoundManager {
 
     /// @notice A registered solver commits G_{r+1} of the current round, once its S units are
     ///         finalized, as the data roots of its state tensors (the state root is computed here
-    ///         from the stateLayout, so its structure is right by construction); pulls the bond.
-    function commitAggregate(uint256 jobId, StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
+    ///         from the layout, so its structure is right by construction) and where its state
+    ///         blob can be fetched; pulls the bond.
+    function commitAggregate(
+        uint256 jobId,
+        StateLayout calldata stateLayout,
+        bytes32[] calldata dataRoots,
+        string calldata blobLocator
+    )
         external;
 
     /// @notice Proves element `element` of tensor `tensor` of the committed aggregate wrong: the

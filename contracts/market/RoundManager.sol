@@ -95,10 +95,12 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     // ------------------------------------------------------------------ aggregation
 
     /// @inheritdoc IRoundManager
-    function commitAggregate(uint256 jobId, StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
-        external
-        nonReentrant
-    {
+    function commitAggregate(
+        uint256 jobId,
+        StateLayout calldata stateLayout,
+        bytes32[] calldata dataRoots,
+        string calldata blobLocator
+    ) external nonReentrant {
         Job storage job = _runningJob(jobId);
         uint32 r = job.currentRound;
         Round storage round = _rounds[jobId][r];
@@ -106,24 +108,16 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         INodeRegistry.Role role = _registry.roleOf(msg.sender);
         if (role != INodeRegistry.Role.Solver) revert NotAggregator(msg.sender, role);
         if (_barred[jobId][r][msg.sender]) revert AggregatorBarred(jobId, r, msg.sender);
-        _checkLayout(job, stateLayout);
-        uint256 numState = stateLayout.names.length;
-        if (dataRoots.length != numState) revert LengthMismatch(numState, dataRoots.length);
-        uint256 shards = job.params.shards;
-        for (uint256 s = 0; s < shards; ++s) {
-            uint256 unitJobId = _unitJobs[jobId][r][s];
-            if (_manager.getJob(unitJobId).status != IJobManager.JobStatus.Completed) {
-                revert UnitNotFinalized(jobId, r, s, unitJobId);
-            }
-        }
-        bytes32 root = AggregationProof.stateRoot(stateLayout.names, stateLayout.rows, stateLayout.cols, dataRoots);
+        if (bytes(blobLocator).length == 0) revert EmptyBlobLocator();
+        bytes32 root = _aggregateRoot(job, stateLayout, dataRoots);
+        _expectUnitsFinalized(jobId, r, job.params.shards);
         uint64 deadline = uint64(block.timestamp) + _aggregationWindow;
 
         round.status = RoundStatus.Committed;
         round.deadline = deadline;
         round.aggregator = msg.sender;
         round.aggregateRoot = root;
-        emit AggregateCommitted(jobId, r, msg.sender, root, deadline);
+        emit AggregateCommitted(jobId, r, msg.sender, root, deadline, blobLocator);
         _token.safeTransferFrom(msg.sender, address(this), _aggregatorBond);
     }
 
@@ -285,6 +279,28 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         if (n == 0) revert LengthMismatch(1, 0);
         if (stateLayout.rows.length != n) revert LengthMismatch(n, stateLayout.rows.length);
         if (stateLayout.cols.length != n) revert LengthMismatch(n, stateLayout.cols.length);
+    }
+
+    /// @dev The state root of an aggregate given as data roots under the job's layout.
+    function _aggregateRoot(Job storage job, StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
+        private
+        view
+        returns (bytes32)
+    {
+        _checkLayout(job, stateLayout);
+        uint256 numState = stateLayout.names.length;
+        if (dataRoots.length != numState) revert LengthMismatch(numState, dataRoots.length);
+        return AggregationProof.stateRoot(stateLayout.names, stateLayout.rows, stateLayout.cols, dataRoots);
+    }
+
+    /// @dev Reverts UnitNotFinalized unless every unit job of round `r` is completed.
+    function _expectUnitsFinalized(uint256 jobId, uint256 r, uint256 shards) private view {
+        for (uint256 s = 0; s < shards; ++s) {
+            uint256 unitJobId = _unitJobs[jobId][r][s];
+            if (_manager.getJob(unitJobId).status != IJobManager.JobStatus.Completed) {
+                revert UnitNotFinalized(jobId, r, s, unitJobId);
+            }
+        }
     }
 
     /// @dev Checks a fraud proof's openings against the round's committed aggregate and the

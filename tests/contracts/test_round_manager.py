@@ -125,7 +125,9 @@ def train_round(d, chain, job_id: int, r: int) -> list[dict[str, torch.Tensor]]:
 
 
 def commit(d, job_id: int, st: dict[str, torch.Tensor], aggregator) -> Any:
-    return d.rm.commitAggregate(job_id, LAYOUT.as_tuple(), data_roots(st), sender=aggregator)
+    return d.rm.commitAggregate(
+        job_id, LAYOUT.as_tuple(), data_roots(st), "blob://agg", sender=aggregator
+    )
 
 
 def rm_balance_accounted(d, job_ids: list[int]) -> None:
@@ -233,6 +235,7 @@ def test_honest_two_round_job_completes_and_cannot_be_challenged(rm, chain):
         tx = commit(d, job_id, honest, agg)
         ev = tx.events.filter(d.rm.AggregateCommitted)[0]
         assert ev.aggregateRoot == state_root(honest) and ev.round == r
+        assert ev.blobLocator == "blob://agg"
         rnd = d.rm.getRound(job_id, r)
         assert rnd.status == R_COMMITTED and rnd.aggregator == agg.address
         # every element a challenger might pick recomputes to the committed value
@@ -343,10 +346,16 @@ def test_commit_aggregate_reverts(rm, chain):
         commit(d, job_id, honest, d.other)
     bad = (LAYOUT.names, LAYOUT.rows, [70, 4])
     with reverts(d.rm, "LayoutMismatch", expected=LAYOUT.hash()):
-        d.rm.commitAggregate(job_id, bad, data_roots(honest), sender=d.solvers[0])
+        d.rm.commitAggregate(job_id, bad, data_roots(honest), "b", sender=d.solvers[0])
+    with reverts(d.rm, "EmptyBlobLocator"):
+        d.rm.commitAggregate(job_id, LAYOUT.as_tuple(), data_roots(honest), "", sender=d.solvers[0])
     with reverts(d.rm, "LengthMismatch", expected=2, actual=3):
         d.rm.commitAggregate(
-            job_id, LAYOUT.as_tuple(), [*data_roots(honest), b"\x01" * 32], sender=d.solvers[0]
+            job_id,
+            LAYOUT.as_tuple(),
+            [*data_roots(honest), b"\x01" * 32],
+            "b",
+            sender=d.solvers[0],
         )
     with reverts(d.rm, "WrongRoundStatus", expected=R_COMMITTED, actual=R_TRAINING):
         d.rm.finalizeRound(job_id, sender=d.other)

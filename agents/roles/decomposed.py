@@ -1,0 +1,384 @@
+"""Decomposed jobs (spec version 2) for the roles: the RoundManager (PROTOCOL §6.9) posts unit
+(r, s) of a job as an ordinary JobManager job whose submitter is the RoundManager. A unit job is
+loaded here as a plain job of k_local steps whose engine draws shard s's batches at global step
+r·k_local + t and starts from G_r, so the solver's training loop, its checkpoints and the
+verifier's segment replays need no other change.
+
+G_0 is the spec's initial state; G_r (r > 0) is recomputed from round r-1's finalized unit states
+(fetched through their locators, every root checked) and must equal the RoundManager's G_r root:
+nobody trusts the aggregator's blob for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+from web3 import Web3
+from web3.contract import Contract
+
+from agents.core.blobs import BlobError, BlobStore
+from agents.dispute.graph import job_graph
+from agents.roles.artifacts import BadBlob, CheckpointReader
+from agents.roles.jobs import JobContext, JobRejected
+from agents.training import data as datasets
+from agents.training import spec as specs
+from agents.training.data import Dataset
+from agents.training.decompose import UnitEngine, aggregate, aggregation_weights
+from agents.training.engine import EngineConfig
+from agents.training.spec import JobSpec
+from agents.training.state import State, state_root
+
+# IRoundManager enums
+RJ_RUNNING, RJ_COMPLETED = 1, 2
+R_TRAINING, R_COMMITTED, R_FINAL = 1, 2, 3
+# IJobManager.JobStatus.Completed
+JOB_COMPLETED = 2
+
+
+class RoundUnitEngine(UnitEngine):
+    """Unit (r, s) seen as a job of k_local steps: local step t is global step t0 + t (its
+    shard-s batch, PROTOCOL §4) and the initial state is G_r."""
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        data: Dataset,
+        shard: int,
+        t0: int,
+        start: State,
+        cfg: EngineConfig = EngineConfig(),
+    ) -> None:
+        super().__init__(spec, data, shard, cfg)
+        self.t0, self.start = t0, start
+
+    def batch(self, t: int):
+        return super().batch(self.t0 + t)
+
+    def initial_state(self) -> State:
+        return {k: v.clone() for k, v in self.start.items()}
+
+
+def round_manager_address(args: argparse.Namespace, manager: str) -> str | None:
+    """--round-manager, else the deployment file's RoundManager (if it is this JobManager's)."""
+    given = getattr(args, "round_manager", None)
+    if given:
+        return Web3.to_checksum_address(given)
+    path = Path(getattr(args, "deployment", "") or "")
+    if not path.is_file():
+        return None
+    try:
+        contracts = json.loads(path.read_text())["contracts"]
+    except (ValueError, KeyError):
+        return None
+    if contracts.get("JobManager", "").lower() != manager.lower():
+        return None
+    rm = contracts.get("RoundManager")
+    return Web3.to_checksum_address(rm) if rm else None
+
+
+def fetch_spec(spec_hash: bytes, stores: list[BlobStore], what: str) -> JobSpec:
+    for store in stores:
+        try:
+            raw = store.get("0x" + spec_hash.hex())
+            break
+        except BlobError:
+            continue
+    else:
+        raise JobRejected(f"{what}: spec 0x{spec_hash.hex()} not found in any blob store")
+    try:
+        return specs.loads(raw)
+    except specs.JobSpecError as exc:
+        raise JobRejected(f"{what}: published spec is invalid: {exc}") from None
+
+
+def unit_spec(spec: JobSpec) -> JobSpec:
+    """The spec a unit's solver and verifiers iterate over: k_local steps, interval k."""
+    return dataclasses.replace(spec, steps=spec.k_local)
+
+
+class Rounds:
+    """One role's view of a RoundManager: decomposed jobs, their specs and global states."""
+
+    def __init__(self, rm: Contract, manager: Contract, stores: list[BlobStore]) -> None:
+        self.rm, self.manager, self.stores = rm, manager, stores
+        self._specs: dict[int, tuple[JobSpec, Dataset]] = {}
+        self._globals: dict[tuple[int, int], State] = {}
+
+    def is_unit_job(self, job: tuple) -> bool:
+        return job[0].lower() == self.rm.address.lower()
+
+    def job_spec(self, dj: int) -> tuple[JobSpec, Dataset]:
+        """The decomposed job's v2 spec and dataset, checked against its RoundManager record."""
+        if dj not in self._specs:
+            p = self.rm.functions.getJob(dj).call()[4]
+            spec = fetch_spec(bytes(p[0]), self.stores, f"decomposed job {dj}")
+            if spec.version != specs.SPEC_VERSION_DECOMPOSED:
+                raise JobRejected(f"decomposed job {dj}: spec is not version 2")
+            chain = (p[4], p[5], p[6], p[7])
+            if (spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every) != chain:
+                raise JobRejected(f"decomposed job {dj}: R, S, k_local, k differ from the chain's")
+            data = datasets.load_dataset(spec.dataset_name)
+            if data.root() != bytes(p[1]) or data.n != p[8]:
+                raise JobRejected(f"decomposed job {dj}: dataset differs from the chain's")
+            self._specs[dj] = (spec, data)
+        return self._specs[dj]
+
+    def unit_states(self, dj: int, r: int) -> list[State]:
+        """S_{r,s} for every shard, from the finalized unit jobs' checkpoint blobs."""
+        spec, _ = self.job_spec(dj)
+        out = []
+        for s in range(spec.shards):
+            unit_job = self.rm.functions.unitJobOf(dj, r, s).call()
+            if self.manager.functions.getJob(unit_job).call()[4] != JOB_COMPLETED:
+                raise JobRejected(f"unit ({r}, {s}) of job {dj} not found finalized yet")
+            u = self.manager.functions.getUnit(unit_job << 32).call()
+            try:
+                reader = CheckpointReader(
+                    unit_spec(spec), self.locator(unit_job << 32), bytes(u[9])
+                )
+                st = reader.state(len(reader.manifest.roots) - 1)
+            except (BadBlob, BlobError) as exc:
+                raise JobRejected(f"unit ({r}, {s}) state not found: {exc}") from None
+            if state_root(st) != bytes(u[10]):
+                raise JobRejected(f"unit ({r}, {s}) final state not found under its root")
+            out.append(st)
+        return out
+
+    def locator(self, unit_id: int) -> str:
+        """The unit's latest blob locator (only its CheckpointsCommitted event carries it)."""
+        logs = self.manager.events.CheckpointsCommitted().get_logs(
+            argument_filters={"unitId": unit_id}, from_block=0
+        )
+        return str(logs[-1]["args"]["blobLocator"]) if logs else ""
+
+    def global_state(self, dj: int, r: int) -> State:
+        """G_r, checked against the RoundManager's root of it."""
+        if (dj, r) not in self._globals:
+            spec, data = self.job_spec(dj)
+            if r == 0:
+                g = UnitEngine(spec, data, 0).initial_state()
+            else:
+                g = aggregate(self.unit_states(dj, r - 1), aggregation_weights(data.n, spec.shards))
+            want = bytes(self.rm.functions.globalRoot(dj, r).call())
+            if state_root(g) != want:
+                raise JobRejected(
+                    f"job {dj}: G_{r} from the units has root 0x{state_root(g).hex()[:16]}…, "
+                    f"the RoundManager has 0x{want.hex()[:16]}… (not found / not final yet)"
+                )
+            self._globals[(dj, r)] = g
+        return self._globals[(dj, r)]
+
+    def load_unit(self, job_id: int, job: tuple) -> JobContext:
+        """A unit job as a JobContext (its engine, its k_local-step spec, G_r as start)."""
+        dj, r, s = self.rm.functions.unitOf(job_id).call()
+        spec, data = self.job_spec(dj)
+        if bytes(job[13]) != bytes(self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()):
+            raise JobRejected(f"job {job_id}: unit spec hash is not unit ({r}, {s})'s")
+        uspec = unit_spec(spec)
+        if (uspec.steps, uspec.checkpoint_every) != (job[1], job[10]):
+            raise JobRejected(f"job {job_id}: steps/interval differ from the chain's")
+        start = self.global_state(dj, r)
+        if state_root(start) != bytes(job[15]):
+            raise JobRejected(f"job {job_id}: initial state is not G_{r}")
+        engine = RoundUnitEngine(spec, data, s, r * spec.k_local, start)
+        # No dispute config is registered for unit jobs: the game cannot replay a shard's
+        # batches at an offset yet (PROTOCOL §6.9, not yet), so the graph is only local.
+        jg = job_graph(uspec, data.n)
+        return JobContext(job_id, uspec, engine, jg, datasets.test_split_for(spec.dataset_name))
+
+    # --- scheduling policy ------------------------------------------------------------------
+
+    def busy_in_round(self, job_id: int, me: str, limit: int = 1) -> bool:
+        """I already hold `limit` other units of this unit's round (claimed while open, or
+        assigned, whatever became of them): the S units of a round run on S machines where S
+        live solvers exist (`limit` 0: no limit, for networks with fewer solvers than shards)."""
+        if limit <= 0:
+            return False
+        dj, r, s = self.rm.functions.unitOf(job_id).call()
+        shards = self.rm.functions.getJob(dj).call()[4][5]
+        held = 0
+        for other in range(shards):
+            if other == s:
+                continue
+            uid = self.rm.functions.unitJobOf(dj, r, other).call() << 32
+            u = self.manager.functions.getUnit(uid).call()
+            status, assignee = u[0], u[7]
+            if status in (1, 2):  # Open, Selecting: my claim holds me there
+                claimants = self.manager.functions.getClaimants(uid).call()[0]
+                held += any(c.lower() == me.lower() for c in claimants)
+            elif status in (3, 4, 5, 6, 7) and assignee.lower() == me.lower():
+                held += 1  # Assigned, Committed, Verifying, Disputed, Finalized
+        return held >= limit
+
+
+def preference(me: str, unit_id: int) -> bytes:
+    """Each solver orders units differently, so concurrent solvers spread over a round's units
+    instead of all claiming shard 0 first."""
+    return hashlib.sha256(bytes.fromhex(me[2:]) + unit_id.to_bytes(32, "big")).digest()
+
+
+# --- the submitter's side -----------------------------------------------------------------------
+
+
+async def post_decomposed(sub) -> None:
+    """Publish the v2 spec, escrow R·(S·reward + aggregator reward) in the RoundManager and post
+    the job (round 0's units go into the JobManager in the same transaction). `sub` is the
+    Submitter; its --reward is the reward of one unit."""
+    from web3.logs import DISCARD
+
+    from agents.roles.aggregator import layout_of
+    from agents.roles.logic import Act
+    from agents.roles.runner import RoleError
+
+    if sub.rounds is None:
+        raise RoleError("a version-2 spec needs a RoundManager (--round-manager or --deployment)")
+    spec, data, rm = sub.spec, sub.data, sub.rounds.rm
+    spec_hash = "0x" + spec.spec_hash().hex()
+    rec = sub.agent.store.get_record("post", spec_hash)
+    if rec is not None and rec.data.get("job_id"):
+        sub.job_id = int(rec.data["job_id"])
+        sub.log.info("following decomposed job %d posted earlier", sub.job_id)
+        return
+    if sub.agent.blobs.put(spec.canonical_bytes()) != spec_hash:
+        raise RoleError("the blob store's address of the spec is not its spec hash")
+    unit_reward = int(sub.args.reward * 10**18)
+    agg_reward = int(sub.args.aggregator_reward * 10**18)
+    escrow = spec.rounds * (spec.shards * unit_reward + agg_reward)
+    if sub.token.functions.balanceOf(sub.me).call() < escrow:
+        raise RoleError(f"account {sub.me} cannot escrow {escrow / 1e18:g} tokens: fund it first")
+    await sub.send(
+        Act("approve", f"post:{spec_hash}:approve"),
+        sub.token.functions.approve(rm.address, escrow),
+    )
+    g0 = sub.engine.initial_state()
+    params = (
+        spec.spec_hash(),
+        data.root(),
+        state_root(g0),
+        layout_of(g0).hash(),
+        spec.rounds,
+        spec.shards,
+        spec.k_local,
+        spec.checkpoint_every,
+        data.n,
+        (sub.args.device_class, sub.args.memory_mib, sub.args.throughput),
+        unit_reward,
+        int(sub.args.verification_fee * 10**18),
+        agg_reward,
+        int(sub.args.compute_time),
+    )
+    out = await sub.send(Act("postJob", f"post:{spec_hash}"), rm.functions.postJob(params))
+    if out is None:
+        raise RoleError("RoundManager.postJob reverted (see the warning above)")
+    receipt = sub.w3.eth.get_transaction_receipt(out.tx_hash)
+    posted = rm.events.DecomposedJobPosted().process_receipt(receipt, errors=DISCARD)
+    sub.job_id = int(posted[0]["args"]["jobId"])
+    sub.agent.store.put_record("post", spec_hash, "posted", {"job_id": sub.job_id})
+    sub.log.info(
+        "posted decomposed job %d: %d rounds x %d shards, %g tokens escrowed",
+        sub.job_id,
+        spec.rounds,
+        spec.shards,
+        escrow / 1e18,
+    )
+
+
+async def follow_decomposed(sub) -> bool:
+    """One round of the submitter of a decomposed job: keeper steps of the current round's unit
+    jobs (a missed commit deadline re-opens the unit: expireAssignment), finalizing the round
+    after its aggregation window; at the end, G_R from the units, checked, and its accuracy."""
+    from agents.roles.logic import Act, UnitStatus, keeper_acts
+
+    rm, dj, now = sub.rounds.rm, sub.job_id, sub.now()
+    job = rm.functions.getJob(dj).call()
+    if job[1] == RJ_COMPLETED:
+        return finish_decomposed(sub)
+    r = job[2]
+    status, attempt, deadline, aggregator, _ = rm.functions.getRound(dj, r).call()
+    acted = False
+    for s in range(sub.spec.shards):
+        u = sub.unit(rm.functions.unitJobOf(dj, r, s).call() << 32)
+        key = (r, s, u.status, u.attempt)
+        if key not in sub.seen:
+            sub.seen.add(key)
+            sub.log.info(
+                "round %d unit %d: %s (attempt %d)", r, s, u.status.name.lower(), u.attempt
+            )
+        acts = keeper_acts(u, now)
+        if u.status == UnitStatus.ASSIGNED and now.timestamp > u.deadline:
+            acts.append(Act("expireAssignment", f"expire:{u.unit_id}:{u.attempt}", (u.unit_id,)))
+        for act in acts:
+            await sub.keeper(act)
+        acted = acted or bool(acts)
+    if ("round", r, status, attempt) not in sub.seen:
+        sub.seen.add(("round", r, status, attempt))
+        sub.log.info("round %d: aggregation %s (attempt %d)", r, _ROUND[status], attempt)
+    if status == R_COMMITTED and now.timestamp > deadline:
+        fn = rm.functions.finalizeRound(dj)
+        await sub.send(Act("finalizeRound", f"finalizeRound:{dj}:{r}:{attempt}"), fn)
+        acted = True
+    if not acted:
+        sub.mine_if_idle()
+    return False
+
+
+_ROUND = {0: "none", R_TRAINING: "open", R_COMMITTED: "committed", R_FINAL: "final"}
+
+
+def finish_decomposed(sub) -> bool:
+    rm, dj, spec = sub.rounds.rm, sub.job_id, sub.spec
+    try:
+        final = sub.rounds.global_state(dj, spec.rounds)
+    except JobRejected as exc:
+        sub.log.error("final model unavailable (will retry): %s", exc)
+        return False
+    test = datasets.test_split_for(spec.dataset_name)
+    acc = sub.engine.accuracy(final, test) if test is not None else None
+    units = []
+    for r in range(spec.rounds):
+        for s in range(spec.shards):
+            unit_job = rm.functions.unitJobOf(dj, r, s).call()
+            u = sub.manager.functions.getUnit(unit_job << 32).call()
+            root = "0x" + bytes(u[10]).hex()
+            units.append(
+                {
+                    "round": r,
+                    "shard": s,
+                    "job_id": unit_job,
+                    "solver": u[7],
+                    "attempts": u[8] + 1,
+                    "final_root": root,
+                }
+            )
+    aggregations = []
+    for r in range(spec.rounds):
+        rnd = rm.functions.getRound(dj, r).call()
+        root = "0x" + bytes(rm.functions.globalRoot(dj, r + 1).call()).hex()
+        aggregations.append(
+            {"round": r, "attempts": rnd[1] + 1, "aggregator": rnd[3], "global_root": root}
+        )
+    sub.result = {
+        "job_id": dj,
+        "status": "completed",
+        "rounds": spec.rounds,
+        "shards": spec.shards,
+        "final_state_root": "0x" + state_root(final).hex(),
+        "test_accuracy": acc,
+        "units": units,
+        "aggregations": aggregations,
+        "gas_used": sub.gas_used,
+    }
+    sub.log.info(
+        "decomposed job %d completed: final root %s…, test accuracy %s",
+        dj,
+        sub.result["final_state_root"][:18],
+        f"{acc:.4f}" if acc is not None else "n/a",
+    )
+    if sub.args.out:
+        Path(sub.args.out).write_text(json.dumps(sub.result, indent=2) + "\n")
+    print(json.dumps(sub.result), flush=True)
+    return True
