@@ -28,6 +28,7 @@ ABI_STAMP  := build/abi/.exported
 
 help:
 	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
+	@echo "               DEMO=decomposed: a 2-round x 3-shard job (RoundManager, aggregation fraud proof)"
 	@echo "make test    - the whole test suite (PROVIDER=test to run contract tests on py-evm)"
 	@echo "make lint    - ruff check + format check, solhint, slither (fails on high/medium)"
 	@echo "make bench   - run bench/ and write JSON under bench/results/"
@@ -72,8 +73,9 @@ $(ABI_STAMP): $(CONTRACT_SOURCES) ape-config.yaml | setup
 compile abi: $(ABI_STAMP)
 
 # --- the two commands ---------------------------------------------------------------------
+# DEMO=decomposed: the 2-round x 3-shard job through the RoundManager (scripts/demo_decomposed.py).
 demo: $(ABI_STAMP)
-	@$(PY) -m scripts.demo $(if $(RPC_URL),--rpc-url $(RPC_URL))
+	@$(PY) -m $(if $(filter decomposed,$(DEMO)),scripts.demo_decomposed,scripts.demo) $(if $(RPC_URL),--rpc-url $(RPC_URL))
 
 test: $(ABI_STAMP)
 	$(PY) -m tools.run_tests --provider $(PROVIDER)

@@ -1,0 +1,264 @@
+"""`make demo DEMO=decomposed`: a 2-round x 3-shard digits job (examples/digits-2x3.json) through
+the RoundManager on a local chain, every role a separate OS process.
+
+Four solvers, two aggregators (one cheats) and the submitter. The first solver claims a unit of
+round 0 alone and is killed (offline while it holds the unit): the unit's commit deadline passes,
+the submitter re-opens it (expireAssignment) and the spare solver trains it. The cheating
+aggregator commits round 0's aggregate with one element changed; the honest aggregator, started
+then, proves it wrong on chain (one element, against the units' final roots): the cheater's bond
+is slashed and the round re-aggregated. The job's final state root is compared, bit for bit,
+with the engine's one-process run of the same spec, and its test accuracy with the single solver
+with the same 400 steps. Writes build/demo/decomposed.json and the logs under
+build/demo/decomposed-run/.
+
+Exit codes: 0 success, 1 the job did not complete or differs from the local run, 2 a user error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from web3 import Web3
+
+from agents.core.chain import AnvilConfig, ChainUnavailable, connect, dev_private_key, local_anvil
+from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, load_artifact
+from agents.training import data as datasets
+from agents.training import decompose as D
+from agents.training import spec as specs
+from agents.training.engine import Engine
+from scripts.demo import DemoError, Party, Processes, fund
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = REPO / "examples" / "digits-2x3.json"
+SINGLE = REPO / "examples" / "digits-mlp.json"  # one solver, the same T = 400 steps
+REPORT = REPO / "build" / "demo" / "decomposed.json"
+RUN_DIR = REPO / "build" / "demo" / "decomposed-run"
+TOKEN = 10**18
+BOND = 50 * TOKEN
+
+SUBMITTER = Party("submitter", "submitter", 1)
+SOLVERS = [Party(f"solver-{i}", "solver", 2 + i, ["--stake", "200"]) for i in range(4)]
+CHEATER = Party("agg-cheat", "aggregator", 6, ["--stake", "200", "--cheat"])
+HONEST = Party("agg-honest", "aggregator", 7, ["--stake", "200"])
+PARTIES = [SUBMITTER, *SOLVERS, CHEATER, HONEST]
+
+DEPLOY_PARAMS = {
+    "dispute_game": True,
+    "round_manager": True,
+    "round_config": {"aggregationWindow": 45, "aggregatorBond": BOND},
+    "manager_config": {"claimWindow": 8, "verifyWindow": 8, "verifiersPerUnit": 1},
+    "registry_config": {"unbondingDelay": 60, "heartbeatTtl": 3600},
+}
+
+
+def local_run() -> dict:
+    """The engine's one-process run of the spec, and the single solver with the same steps."""
+    sp, one = specs.load(SPEC), specs.load(SINGLE)
+    ds = datasets.load_dataset(sp.dataset_name)
+    test = datasets.test_split_for(ds.name)
+    last = list(D.run_job(sp, ds))[-1]
+    eng = Engine(one, ds)
+    return {
+        "final_state_root": "0x" + last.state_root.hex(),
+        "test_accuracy": eng.accuracy(last.state, test),
+        "single_solver_test_accuracy": eng.accuracy(list(eng.train())[-1][2], test),
+    }
+
+
+def _wait(what: str, cond, timeout: float, procs: Processes, keep: tuple[str, ...]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for name in keep:
+            proc = procs.procs[name]
+            if proc.poll() is not None:
+                tail = (procs.run_dir / f"{name}.log").read_text()[-1500:]
+                raise DemoError(
+                    f"{name} exited ({proc.returncode}) while waiting for {what}: {tail}"
+                )
+        if cond():
+            return
+        time.sleep(0.25)
+    raise DemoError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _kill9(procs: Processes, name: str) -> None:
+    proc = procs.procs[name]
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
+    """Runs the parties through the job (see the module docstring); returns what happened."""
+    fund(w3, addrs["Token"], dev_private_key(0), PARTIES)
+
+    def contract(name: str):
+        return w3.eth.contract(address=addrs[name], abi=load_artifact(name)["abi"])
+
+    manager, rm, registry = (
+        contract("JobManager"),
+        contract("RoundManager"),
+        contract("NodeRegistry"),
+    )
+    extra = ("--round-manager", addrs["RoundManager"])
+    procs = Processes(run_dir)
+    offline = SOLVERS[0]
+    try:
+        # the solver that goes offline registers first and is alone when round 0 opens
+        procs.start(offline, url, addrs["JobManager"], *extra)
+        procs.start(CHEATER, url, addrs["JobManager"], *extra)
+        _wait(
+            "registrations",
+            lambda: all(registry.functions.roleOf(p.address).call() for p in (offline, CHEATER)),
+            180, procs, (offline.name, CHEATER.name),
+        )  # fmt: skip
+        procs.start(
+            SUBMITTER, url, addrs["JobManager"], *extra, "--spec", str(SPEC), "--reward", "20",
+            "--verification-fee", "2", "--claim-window", "8", "--compute-time", "45",
+        )  # fmt: skip
+
+        def held() -> int:
+            if rm.functions.jobCount().call() == 0:
+                return 0
+            for s in range(3):
+                job = rm.functions.unitJobOf(1, 0, s).call()
+                if offline.address in manager.functions.getClaimants(job << 32).call()[0]:
+                    return job
+            return 0
+
+        _wait("the first solver's claim", lambda: held() != 0, 180, procs, ("submitter",))
+        lost = held()
+        _kill9(procs, offline.name)  # offline: no commit, no heartbeat, no goodbye
+        _wait(
+            "the offline solver's assignment",
+            lambda: manager.functions.getUnit(lost << 32).call()[7] == offline.address,
+            90, procs, ("submitter",),
+        )  # fmt: skip
+        for p in SOLVERS[1:]:
+            procs.start(p, url, addrs["JobManager"], *extra)
+        _wait(
+            "the cheating aggregate",
+            lambda: rm.functions.getRound(1, 0).call()[3] == CHEATER.address,
+            400, procs, ("submitter", CHEATER.name),
+        )  # fmt: skip
+        procs.start(HONEST, url, addrs["JobManager"], *extra)
+        _wait(
+            "job completion",
+            lambda: procs.procs["submitter"].poll() is not None,
+            600, procs, (HONEST.name,),
+        )  # fmt: skip
+    finally:
+        procs.stop_all()
+    log = (run_dir / "submitter.log").read_text()
+    if procs.procs["submitter"].returncode != 0:
+        raise DemoError(f"the submitter failed: {log[-1500:]}")
+    result = json.loads(next(ln for ln in log.splitlines() if '"units"' in ln))
+    proofs = rm.events.AggregationFraudProven().get_logs(from_block=0)
+    expired = manager.events.AssignmentExpired().get_logs(from_block=0)
+    return {
+        "result": result,
+        "offline_solver": offline.address,
+        "offline_unit_job": lost,
+        "cheating_aggregator": CHEATER.address,
+        "honest_aggregator": HONEST.address,
+        "fraud_proofs": [
+            {k: ev["args"][k] for k in ("round", "aggregator", "challenger", "tensor", "element")}
+            for ev in proofs
+        ],
+        "expired_assignments": [
+            {"unit_job": ev["args"]["unitId"] >> 32, "solver": ev["args"]["solver"]}
+            for ev in expired
+        ],
+        "round_manager_jackpot": rm.functions.jackpot().call(),
+    }
+
+
+def run(rpc_url: str | None) -> dict:
+    started = time.monotonic()
+    if RUN_DIR.exists():
+        shutil.rmtree(RUN_DIR)
+    RUN_DIR.mkdir(parents=True)
+    local = local_run()
+    if rpc_url:
+        w3 = connect(rpc_url)
+        addrs = deploy_all(w3, dev_private_key(0), DEFAULT_ABI_DIR, DEPLOY_PARAMS)
+        out = scenario(w3, rpc_url, addrs, RUN_DIR)
+    else:
+        with local_anvil(AnvilConfig(block_time=1)) as url:
+            w3 = connect(url)
+            addrs = deploy_all(w3, dev_private_key(0), DEFAULT_ABI_DIR, DEPLOY_PARAMS)
+            out = scenario(w3, url, addrs, RUN_DIR)
+    out["local"] = local
+    out["contracts"] = addrs
+    out["root_matches_local_run"] = out["result"]["final_state_root"] == local["final_state_root"]
+    out["wall_time_s"] = round(time.monotonic() - started, 1)
+    return out
+
+
+def summary(report: dict) -> str:
+    r, local = report["result"], report["local"]
+    lines = [
+        f"decomposed job {r['job_id']}: {r['rounds']} rounds x {r['shards']} shards",
+        f"  final state root   {r['final_state_root']}",
+        f"  local run root     {local['final_state_root']}  "
+        f"({'bit-identical' if report['root_matches_local_run'] else 'DIFFERENT'})",
+        f"  test accuracy      {r['test_accuracy']:.4f} (single solver, same 400 steps: "
+        f"{local['single_solver_test_accuracy']:.4f})",
+        "  units:",
+    ]
+    for u in r["units"]:
+        lines.append(
+            f"    ({u['round']}, {u['shard']}) job {u['job_id']:>2}  solver {u['solver']}  "
+            f"attempts {u['attempts']}"
+        )
+    for e in report["expired_assignments"]:
+        lines.append(f"  offline solver {e['solver']} lost unit job {e['unit_job']} (re-opened)")
+    for p in report["fraud_proofs"]:
+        lines.append(
+            f"  round {p['round']}: aggregate of {p['aggregator']} proven wrong at tensor "
+            f"{p['tensor']} element {p['element']} by {p['challenger']} (bond slashed)"
+        )
+    for a in r["aggregations"]:
+        lines.append(
+            f"  round {a['round']}: G_{a['round'] + 1} by {a['aggregator']} "
+            f"(attempts {a['attempts']})"
+        )
+    lines.append(f"  wall time {report['wall_time_s']} s")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="make demo DEMO=decomposed", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--rpc-url", help="a dev chain (Anvil's dev keys) instead of a private one")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        report = run(args.rpc_url)
+    except (ChainUnavailable, FileNotFoundError, DeploymentError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except DemoError as exc:
+        print(f"error: demo failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; every demo process was stopped", file=sys.stderr)
+        return 130
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(summary(report))
+    print(f"wrote {REPORT}")
+    return 0 if report["root_matches_local_run"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
