@@ -1,18 +1,18 @@
 """`make demo DEMO=decomposed`: a 2-round x 3-shard digits job (examples/digits-2x3.json) through
 the RoundManager on a local chain, every role a separate OS process.
 
-Four solvers, two aggregators (one cheats) and the submitter. The first solver claims a unit of
-round 0 alone and is killed (offline while it holds the unit): the unit's commit deadline passes,
-the submitter re-opens it (expireAssignment) and the spare solver trains it. The cheating
-aggregator commits round 0's aggregate with one element changed; the honest aggregator, started
-then, proves it wrong on chain (one element, against the units' final roots): the cheater's bond
-is slashed and the round re-aggregated. The job's final state root is compared, bit for bit,
-with the engine's one-process run of the same spec, and its test accuracy with the single solver
-with the same 400 steps. Writes build/demo/decomposed.json and the logs under
-build/demo/decomposed-run/.
+Four solvers, two aggregators (one cheats), a verifier (replays sampled segments of each unit
+with the unit's shard batches from G_r, and attests) and the submitter. The first solver claims
+a unit of round 0 alone and is killed (offline while it holds the unit): the unit's commit
+deadline passes, the submitter re-opens it (expireAssignment) and the spare solver trains it.
+The cheating aggregator commits round 0's aggregate with one element changed; the honest
+aggregator, started then, proves it wrong on chain (one element, against the units' final
+roots): the cheater's bond is slashed and the round re-aggregated. The job's final state root is
+compared, bit for bit, with the engine's one-process run of the same spec, and its test accuracy
+with the single solver with the same 400 steps. Writes build/demo/decomposed.json and the logs
+under build/demo/decomposed-run/.
 
-Exit codes: 0 success, 1 the job did not complete or differs from the local run, 2 a user error.
-"""
+Exit codes: 0 success, 1 the job did not complete or differs from the local run, 2 a user error."""
 
 from __future__ import annotations
 
@@ -48,13 +48,14 @@ SUBMITTER = Party("submitter", "submitter", 1)
 SOLVERS = [Party(f"solver-{i}", "solver", 2 + i, ["--stake", "200"]) for i in range(4)]
 CHEATER = Party("agg-cheat", "aggregator", 6, ["--stake", "200", "--cheat"])
 HONEST = Party("agg-honest", "aggregator", 7, ["--stake", "200"])
-PARTIES = [SUBMITTER, *SOLVERS, CHEATER, HONEST]
+VERIFIER = Party("verifier", "verifier", 8, ["--stake", "100"])
+PARTIES = [SUBMITTER, *SOLVERS, CHEATER, HONEST, VERIFIER]
 
 DEPLOY_PARAMS = {
     "dispute_game": True,
     "round_manager": True,
     "round_config": {"aggregationWindow": 45, "aggregatorBond": BOND},
-    "manager_config": {"claimWindow": 8, "verifyWindow": 8, "verifiersPerUnit": 1},
+    "manager_config": {"claimWindow": 8, "verifyWindow": 20, "verifiersPerUnit": 1},
     "registry_config": {"unbondingDelay": 60, "heartbeatTtl": 3600},
 }
 
@@ -115,10 +116,12 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
         # the solver that goes offline registers first and is alone when round 0 opens
         procs.start(offline, url, addrs["JobManager"], *extra)
         procs.start(CHEATER, url, addrs["JobManager"], *extra)
+        procs.start(VERIFIER, url, addrs["JobManager"], *extra)
+        first = (offline, CHEATER, VERIFIER)
         _wait(
             "registrations",
-            lambda: all(registry.functions.roleOf(p.address).call() for p in (offline, CHEATER)),
-            180, procs, (offline.name, CHEATER.name),
+            lambda: all(registry.functions.roleOf(p.address).call() for p in first),
+            180, procs, tuple(p.name for p in first),
         )  # fmt: skip
         procs.start(
             SUBMITTER, url, addrs["JobManager"], *extra, "--spec", str(SPEC), "--reward", "20",
@@ -163,6 +166,7 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
     result = json.loads(next(ln for ln in log.splitlines() if '"units"' in ln))
     proofs = rm.events.AggregationFraudProven().get_logs(from_block=0)
     expired = manager.events.AssignmentExpired().get_logs(from_block=0)
+    attested = manager.events.Attested().get_logs(from_block=0)
     return {
         "result": result,
         "offline_solver": offline.address,
@@ -177,6 +181,14 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
             {"unit_job": ev["args"]["unitId"] >> 32, "solver": ev["args"]["solver"]}
             for ev in expired
         ],
+        "attestations": [
+            {
+                "unit_job": ev["args"]["unitId"] >> 32,
+                "verifier": ev["args"]["verifier"],
+                "segments": list(ev["args"]["segments"]),
+            }
+            for ev in attested
+        ],  # fmt: skip
         "round_manager_jackpot": rm.functions.jackpot().call(),
     }
 
@@ -218,6 +230,11 @@ def summary(report: dict) -> str:
         lines.append(
             f"    ({u['round']}, {u['shard']}) job {u['job_id']:>2}  solver {u['solver']}  "
             f"attempts {u['attempts']}"
+        )
+    for a in report["attestations"]:
+        lines.append(
+            f"  unit job {a['unit_job']}: verifier {a['verifier']} replayed segments "
+            f"{a['segments']} and attested"
         )
     for e in report["expired_assignments"]:
         lines.append(f"  offline solver {e['solver']} lost unit job {e['unit_job']} (re-opened)")

@@ -1,11 +1,12 @@
 """A 2-round x 3-shard digits job on Anvil through the RoundManager, every role an OS process
 (the `make demo DEMO=decomposed` scenario, scripts/demo_decomposed.py): four solvers, two
-aggregators (one cheats), the submitter. One solver goes offline holding a unit of round 0
-(killed right after its claim, so it is selected and misses its commit deadline): the unit is
-re-opened and taken by the spare solver. The cheating aggregator commits round 0 first; the
-honest one proves it wrong on chain, the cheater is slashed and the round re-aggregated. The
-job's final state root equals, bit for bit, the engine's one-process run of the same spec, and
-its test accuracy is within 2 points of the single solver with the same total steps."""
+aggregators (one cheats), a verifier, the submitter. One solver goes offline holding a unit
+of round 0 (killed right after its claim, so it is selected and misses its commit deadline):
+the unit is re-opened and taken by the spare solver. The cheating aggregator commits round 0
+first; the honest one proves it wrong on chain, the cheater is slashed and the round
+re-aggregated. The job's final state root equals, bit for bit, the engine's one-process run
+of the same spec, and its test accuracy is within 2 points of the single solver with the same
+total steps."""
 
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ def test_two_by_three_job_with_offline_solver_and_cheating_aggregator(tmp_path):
     assert lost["attempts"] == 2 and lost["solver"] != offline
     for r in (0, 1):  # distinct solvers in each round
         assert len({u["solver"] for u in result["units"] if u["round"] == r}) == 3
+    # the verifier replayed sampled segments of every finished unit (shard batches from G_r)
+    # and attested: its replay agreed with the solvers' checkpoints
+    finished = {u["job_id"] for u in result["units"]}
+    assert {a["unit_job"] for a in out["attestations"]} == finished
     # the cheater was caught in round 0 (and in round 1 if it won that race too), the round
     # re-aggregated by the honest aggregator
     proofs = out["fraud_proofs"]
