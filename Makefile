@@ -24,7 +24,7 @@ NODE_STAMP := node_modules/.installed
 SOLC_LINK  := .solcx/solc-v$(SOLC_VERSION)
 ABI_STAMP  := build/abi/.exported
 
-.PHONY: help setup compile abi demo test test-fast lint format bench fuzz clean slither
+.PHONY: help setup compile abi demo test test-fast lint format bench fuzz clean slither reliability
 
 help:
 	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
@@ -33,6 +33,7 @@ help:
 	@echo "make lint    - ruff check + format check, solhint, slither (fails on high/medium)"
 	@echo "make bench   - run bench/ and write JSON under bench/results/"
 	@echo "make fuzz    - long property-test profile"
+	@echo "make reliability - fault-injection trials (crashes, chain, transport, blobs, bad input)"
 	@echo "make clean   - remove build outputs (keeps .venv and node_modules)"
 
 # --- set-up -------------------------------------------------------------------------------
@@ -101,6 +102,11 @@ format: setup
 
 bench: $(ABI_STAMP)
 	$(PY) -m tools.run_bench
+
+# Seeded fault-injection trials of a real job (about 20 min on 2 cores); writes
+# bench/results/reliability.json. `make test` runs a sample (tests/reliability/).
+reliability: $(ABI_STAMP)
+	$(PY) -m bench.reliability_bench
 
 fuzz: $(ABI_STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m tools.run_tests --provider $(PROVIDER)

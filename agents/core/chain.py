@@ -20,6 +20,7 @@ from pathlib import Path
 
 from web3 import Web3
 from web3.providers.rpc import HTTPProvider
+from web3.providers.rpc.utils import ExceptionRetryConfiguration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Anvil's well-known dev mnemonic; its keys are only ever used on a dev chain.
@@ -69,12 +70,31 @@ def connect(rpc_url: str, timeout_s: float = 5.0) -> Web3:
     """A connected Web3 for `rpc_url`, or ChainUnavailable naming the URL and the reason."""
     if not rpc_url.startswith(("http://", "https://")):
         raise ChainUnavailable(f"unsupported RPC URL {rpc_url!r}: expected http:// or https://")
-    w3 = Web3(HTTPProvider(rpc_url, request_kwargs={"timeout": timeout_s}))
+    # The probe is not retried (a wrong URL fails fast); later calls are (see _read_retries).
+    provider = HTTPProvider(
+        rpc_url, request_kwargs={"timeout": timeout_s}, exception_retry_configuration=None
+    )
+    w3 = Web3(provider)
     try:
         w3.eth.chain_id  # noqa: B018 - a cheap call that proves the node answers
     except Exception as exc:  # any transport or decoding failure means "not usable"
         raise ChainUnavailable(f"cannot reach RPC {rpc_url}: {_reason(exc, timeout_s)}") from None
+    provider.exception_retry_configuration = _read_retries()
     return w3
+
+
+def _read_retries() -> ExceptionRetryConfiguration:
+    """Retry transient transport failures of reads (and of re-sending the same signed bytes,
+    which is idempotent) with backoff: 0.25 s doubling, about 8 s in all, enough to ride out a
+    dropped connection, an HTTP 429/503 from a busy provider or a node restart. web3's default
+    lists only the built-in ConnectionError, which requests' ConnectionError is not."""
+    import requests
+
+    return ExceptionRetryConfiguration(
+        errors=(ConnectionError, requests.ConnectionError, requests.HTTPError, requests.Timeout),
+        retries=6,
+        backoff_factor=0.25,
+    )
 
 
 def _reason(exc: Exception, timeout_s: float) -> str:

@@ -358,6 +358,15 @@ class Store:
             (status, block_number, gas_used, self._wall(), intent_id),
         )
 
+    def reopen_intent(self, intent_id: str) -> None:
+        """A finished intent whose transaction left the chain (reorg, rollback, a node restarted
+        from an older state) is pending again: its same signed bytes are broadcast again."""
+        self._exec(
+            "UPDATE intents SET status = 'pending', block_number = NULL, gas_used = NULL, "
+            "updated_at = ? WHERE intent_id = ?",
+            (self._wall(), intent_id),
+        )
+
     # --- role records: jobs, games, ... ---------------------------------------------------------
     def put_record(self, kind: str, record_id: str, state: str, data: dict[str, Any]) -> None:
         self._exec(

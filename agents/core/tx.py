@@ -447,6 +447,12 @@ class TxSender:
         if existing is not None:
             if existing.request_digest != digest:
                 raise IntentConflict(f"intent {intent_id!r} was recorded for another transaction")
+            if existing.status != "pending" and await self._receipt(existing.tx_hash) is None:
+                # Asked again for an action recorded as done whose transaction is gone: the
+                # chain lost it (reorg). Put our lost transactions back, in nonce order.
+                manager = await self._manager()
+                async with manager.lock:
+                    await self._replay_lost_locked(manager, force=True)
             return await self.wait(intent_id, resumed=True)
         await self.simulate(request)
         gas = await self._estimate_gas(request)
@@ -465,6 +471,7 @@ class TxSender:
         self, intent_id: str, request: TxRequest, digest: str, gas: int, manager: NonceManager
     ) -> None:
         """Under the nonce lock: pick the nonce, sign, commit the intent, then broadcast."""
+        await self._replay_lost_locked(manager)
         pending = self.store.pending_intents(self.address)
         nonce = next_nonce(
             await self._nonce("pending"),
@@ -504,6 +511,26 @@ class TxSender:
             else:
                 raise TxError(f"intent {intent_id}: node refused the transaction: {exc}") from exc
         self.store.count_broadcast(intent_id)
+
+    async def _replay_lost_locked(self, manager: NonceManager, force: bool = False) -> None:
+        """Re-broadcast, in nonce order, our recorded transactions that a reorg, a rollback or
+        a node restarted from older state took off the chain (the node forgets them; a real
+        node's pool would re-inject them). Same signed bytes, so each can land at most once;
+        without this, a later nonce waits forever behind the gap and an action recorded as
+        done is never done. Cheap when nothing was lost: one nonce read, compared with ours."""
+        chain_next = await self._nonce("pending")
+        ours = [i for i in self.store.intents(self.address) if i.nonce >= chain_next]
+        if not ours or (not force and manager.local_next is not None
+                        and chain_next >= manager.local_next):  # fmt: skip
+            return
+        for intent in ours:
+            if await self._receipt(intent.tx_hash) is not None:
+                continue
+            if intent.status != "pending":
+                log.warning("intent %s: tx %s (nonce %d) left the chain; re-broadcasting it",
+                            intent.intent_id, intent.tx_hash, intent.nonce)  # fmt: skip
+                self.store.reopen_intent(intent.intent_id)
+            await self._broadcast_locked(intent.intent_id)
 
     async def _resign_locked(
         self, intent: Intent, request: TxRequest | None, gas: int | None

@@ -352,3 +352,35 @@ async def test_mined_but_reverted_is_reported_not_resent(chain: Chain, tmp_path:
     assert store.get_intent(loser).status == "failed"
     assert balance(chain, a) + balance(chain, b) == 10
     assert nonce(chain, key.address) == 2
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("first", ["asked-again", "new-send"])
+async def test_txs_lost_in_a_reorg_are_replayed_once_in_nonce_order(
+    chain: Chain, tmp_path: Path, first: str
+) -> None:
+    """A reorg drops two mined sends of ours (the node forgets them). Asking again for one of
+    them, or sending something new, puts both back (same signed bytes, nonce order) before
+    the new send takes the next nonce; each call lands exactly once."""
+    index = 12 if first == "asked-again" else 13
+    key = Account.from_key(dev_private_key(index))
+    who = fresh_recipient(f"reorged-{first}")
+    start = nonce(chain, key.address)
+    async with async_w3(chain.url) as w3:
+        s = sender(w3, index, Store(tmp_path / "r.db"))
+        a = await s.send("a", mint(chain, who, 3))
+        b = await s.send("b", mint(chain, who, 4))
+        depth = chain.w3.eth.block_number - a.block_number + 1
+        chain.rpc("anvil_reorg", [depth, []])  # positional: depth, replacement txs
+        assert nonce(chain, key.address) == start
+        assert chain.rpc("eth_getTransactionReceipt", [a.tx_hash]) is None
+        if first == "asked-again":
+            again = await s.send("a", mint(chain, who, 3))  # the role still needs step "a"
+            assert again.tx_hash == a.tx_hash and again.resumed
+        c = await s.send("c", mint(chain, who, 5))  # a new step: no nonce gap, no hang
+        again_a = await s.send("a", mint(chain, who, 3))
+        again_b = await s.send("b", mint(chain, who, 4))
+    assert (again_a.tx_hash, again_b.tx_hash) == (a.tx_hash, b.tx_hash)
+    assert c.nonce == start + 2
+    assert balance(chain, who) == 12
+    assert nonce(chain, key.address) == start + 3

@@ -1,0 +1,85 @@
+"""A payment token with transfer callbacks (ERC-777-style) cannot be used to re-enter the
+market: an attacker contract paid by `JobManager.withdraw` or `NodeRegistry.withdrawUnbonded`
+tries, from inside the token's hook, to call the same function again. The re-entry reverts,
+the attacker receives exactly what it was owed once, and both contracts' books still balance
+(token balance == what they owe)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import (
+    CAP,
+    E18,
+    MANAGER_FIELDS,
+    MGR_CFG,
+    REG_CFG,
+    REGISTRY_FIELDS,
+    SOLVER,
+    advance,
+    job_params,
+    now,
+)
+from eth_utils import keccak
+
+REENTRANT_CALL = keccak(text="ReentrancyGuardReentrantCall()")[:4]
+
+
+@pytest.fixture(scope="module")
+def market(project, accounts):
+    deployer = accounts[0]
+    token = deployer.deploy(project.ReentrantToken)
+    registry = deployer.deploy(
+        project.NodeRegistry, token, tuple(REG_CFG[k] for k in REGISTRY_FIELDS)
+    )
+    manager = deployer.deploy(
+        project.JobManager, registry, tuple(MGR_CFG[k] for k in MANAGER_FIELDS)
+    )
+    arbiter = deployer.deploy(project.MockArbiter)
+    registry.setSlashers([manager], sender=deployer)
+    arbiter.wire(manager, sender=deployer)
+    manager.setArbiter(arbiter, sender=deployer)
+    attacker = deployer.deploy(project.ReentrantAttacker)
+    token.mint(attacker, 1_000 * E18, sender=deployer)
+    for spender in (manager, registry):
+        attacker.exec(token, token.approve.encode_input(spender, 2**256 - 1), sender=deployer)
+    attacker.exec(token, token.setHook.encode_input(True), sender=deployer)
+    return token, registry, manager, attacker, deployer
+
+
+def _attack(attacker, target, fn_name: str, deployer) -> None:
+    call = getattr(target, fn_name).encode_input()
+    attacker.arm(target, call, sender=deployer)
+    attacker.exec(target, call, sender=deployer)
+
+
+def test_withdraw_reentered_from_the_token_hook_pays_once(market, chain):
+    token, _, manager, attacker, deployer = market
+    # the attacker is owed a refund: it posts a job and cancels it
+    params = job_params(now(chain), reward=100 * E18, verificationFee=10 * E18)
+    attacker.exec(manager, manager.postJob.encode_input(params), sender=deployer)
+    attacker.exec(manager, manager.cancelJob.encode_input(1), sender=deployer)
+    owed = manager.credits(attacker)
+    assert owed == 100 * E18
+    before = token.balanceOf(attacker)
+    _attack(attacker, manager, "withdraw", deployer)
+    assert attacker.attempts() == 1
+    assert attacker.reentered() is False
+    assert bytes(attacker.lastError())[:4] == REENTRANT_CALL
+    assert token.balanceOf(attacker) - before == owed  # paid exactly once
+    assert manager.credits(attacker) == 0
+    assert token.balanceOf(manager) == manager.jackpot()  # nothing else is owed
+
+
+def test_withdraw_unbonded_reentered_from_the_token_hook_pays_once(market, chain):
+    token, registry, _, attacker, deployer = market
+    stake = 200 * E18
+    attacker.exec(registry, registry.register.encode_input(SOLVER, CAP, stake), sender=deployer)
+    attacker.exec(registry, registry.requestUnbond.encode_input(stake), sender=deployer)
+    advance(chain, REG_CFG["unbondingDelay"] + 1)
+    before = token.balanceOf(attacker)
+    _attack(attacker, registry, "withdrawUnbonded", deployer)
+    assert attacker.reentered() is False
+    assert bytes(attacker.lastError())[:4] == REENTRANT_CALL
+    assert token.balanceOf(attacker) - before == stake
+    assert registry.getNode(attacker).unbonding == 0
+    assert token.balanceOf(registry) == 0  # the only node left with nothing staked

@@ -1,0 +1,82 @@
+"""A CI-sized sample of the reliability bench: one seeded trial each of a kill -9 during
+training, an anvil_reorg that drops mined transactions, an Anvil restart from its state dump
+and a faulty RPC transport, run side by side; plus every bad input. Each trial must complete
+the job, pay the honest parties, send no transaction twice and lose no honest tokens.
+`make reliability` runs the full counts (bench/reliability_bench.py)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from bench import reliability_bench as rb
+from tools.faultproxy import FaultProxy, FaultRates
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+
+SEED = 7
+
+
+def _plans() -> list[rb.Plan]:
+    crash = rb.crash_plan(SEED, 0)  # phase "training"
+    crash.target, crash.kind = "solver", "kill-solver@training"
+    reorg = rb.chain_plan(SEED + 2, 2)  # "reorg"
+    reorg.trigger, reorg.depth = "committed", 3
+    restart = rb.chain_plan(SEED + 3, 0)  # "restart"
+    return [crash, reorg, restart, rb.transport_plan(SEED + 4, 0)]
+
+
+def test_sampled_fault_trials_survive(tmp_path):
+    plans = _plans()
+    assert [p.kind for p in plans] == ["kill-solver@training", "reorg", "restart", "proxy"]
+    with ThreadPoolExecutor(max_workers=len(plans)) as pool:
+        rows = list(pool.map(lambda p: rb.run_trial(p, tmp_path / p.kind), plans))
+    for row in rows:
+        what = f"{row['plan']}: {row.get('notes')} {row.get('error', '')}"
+        assert row.get("error") is None, what
+        assert row["notes"] and row["notes"][0], what  # the fault really struck
+        assert row["completed"], what
+        assert row["honest_paid"], what
+        assert row["duplicate_transactions"] == 0, row.get("duplicates")
+        assert row["tokens_lost_by_honest"] == 0, what
+        assert row["tracebacks"] == [], what
+        assert row["survived"]
+    injected = rows[-1]["injected"]
+    assert sum(v for k, v in injected.items() if k != "forward") > 0, injected
+
+
+def test_every_bad_input_is_refused_clearly(tmp_path):
+    result = rb.bad_inputs(tmp_path)
+    unclear = [c for c in result["cases"] if not c["clear"]]
+    assert unclear == []
+    assert result["tried"] >= 50
+    wheres = {c["where"] for c in result["cases"]}
+    assert wheres == {"cli", "chain"}
+
+
+def test_fault_proxy_is_seeded_and_drop_after_still_forwards():
+    """Same seed, same fault sequence; a drop-after request reaches the node."""
+    a = FaultProxy("http://127.0.0.1:9", seed=3, rates=FaultRates(drop_after=0.5))
+    b = FaultProxy("http://127.0.0.1:9", seed=3, rates=FaultRates(drop_after=0.5))
+    seq_a = [a.draw() for _ in range(200)]
+    assert seq_a == [b.draw() for _ in range(200)]
+    assert {"drop_after", "forward"} <= set(seq_a)
+    forwarded = []
+    only_drop_after = dict.fromkeys(("http_503", "http_429", "drop_before", "hang", "latency"), 0.0)
+    proxy = FaultProxy("unused", seed=1, rates=FaultRates(**only_drop_after, drop_after=1.0))
+
+    def forward(body: bytes) -> tuple[int, bytes]:
+        forwarded.append(body)
+        return 200, b"{}"
+
+    proxy.forward = forward  # type: ignore[method-assign]
+    url = proxy.start()
+    try:
+        import requests
+
+        with pytest.raises(requests.ConnectionError):
+            requests.post(url, data=b'{"id":1}', timeout=5)
+    finally:
+        proxy.stop()
+    assert forwarded == [b'{"id":1}']
