@@ -66,7 +66,8 @@ contract ReentrantAttacker is ITokenReceiver {
     /// @notice Calls `to` with `data` as this contract; bubbles a revert.
     function exec(address to, bytes calldata data) external returns (bytes memory ret) {
         bool ok;
-        // solhint-disable-next-line avoid-low-level-calls -- a generic account: any call
+        // A generic account: it may call anything.
+        // solhint-disable-next-line avoid-low-level-calls
         (ok, ret) = to.call(data);
         if (!ok) {
             assembly ("memory-safe") {
@@ -81,7 +82,7 @@ contract ReentrantAttacker is ITokenReceiver {
         ++attempts;
         // A failed re-entry is recorded, not bubbled: the attack must gain nothing even when
         // the outer payment goes through.
-        // solhint-disable-next-line avoid-low-level-calls -- the attack: arbitrary re-entry
+        // solhint-disable-next-line avoid-low-level-calls
         (bool ok, bytes memory ret) = target.call(reentry);
         reentered = ok;
         lastError = ret;
