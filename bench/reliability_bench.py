@@ -71,6 +71,7 @@ JOB_TIMEOUT_S = 360.0
 #: idles, so chain time runs up to twice as fast as wall time; generous enough that an honest
 #: party behind a faulty transport (retries, 11 s hangs) still moves in time.
 CLOCK_BUDGET_S = 240
+DISPUTE_GRACE_S = 10
 
 CRASH_PHASES = ("training", "commitment", "replay", "game", "settlement")
 #: Set on SIGTERM/Ctrl-C: running trials stop at their next tick and stop their processes.
@@ -317,6 +318,13 @@ def chain_plan(seed: int, index: int) -> Plan:
     )
 
 
+def adversary_plan(seed: int, index: int) -> Plan:
+    """Griefing: two registered verifiers challenge the honest unit frivolously (one game
+    each, one after the other); each must lose its bond and the extra settlement delay must
+    stay within n x (2 x clock budget + dispute grace)."""
+    return Plan("adversary", seed, "griefers", liar=True)
+
+
 def transport_plan(seed: int, index: int) -> Plan:
     return Plan("transport", seed, "proxy", liar=index % 2 == 1)
 
@@ -348,7 +356,8 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
     verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
     liar = rk.Party("liar", "verifier", 6, ["--stake", "100", "--cheat-challenge"])
     honest = [submitter, solver, verifier]
-    cast = honest + ([liar] if plan.liar else [])
+    griefer = rk.Party("griefer", "verifier", 7, ["--stake", "100", "--cheat-challenge"])
+    cast = honest + ([liar] if plan.liar else []) + ([griefer] if plan.fault == "adversary" else [])
     proxy: FaultProxy | None = None
     result: dict[str, Any] = {"plan": plan.row()}
     try:
@@ -356,7 +365,11 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
             w3 = connect(chain.url, timeout_s=10.0)
             addrs = rk.deploy(
                 w3,
-                {"verifyWindow": 40, "verifiersPerUnit": 2 if plan.liar else 1},
+                {
+                    "verifyWindow": 40,
+                    "disputeGrace": DISPUTE_GRACE_S,
+                    "verifiersPerUnit": 2 if plan.liar else 1,
+                },
                 clock_budget=CLOCK_BUDGET_S,
             )
             rk.fund(w3, addrs["Token"], rk.dev_private_key(0), cast)
@@ -538,6 +551,17 @@ def _measure(
     }
     if dups:
         out["duplicates"] = dups
+    if plan.fault == "adversary":
+        out.update(_griefing(watch, [p for p in cast if p.name in ("liar", "griefer")]))
+        out["survived"] = (
+            completed
+            and out["honest_paid"]
+            and out["duplicate_transactions"] == 0
+            and out["tokens_lost_by_honest"] == 0
+            and out["griefers_lost_bonds"]
+            and out["extra_settlement_delay_s"] <= out["delay_bound_s"]
+        )
+        return out
     if plan.kind == "withhold":
         # the solver withholds its data in the game (never answers): it must lose by the clock
         res = watch.game.events.GameResolved().get_logs(from_block=0)
@@ -556,6 +580,33 @@ def _measure(
         and out["tokens_lost_by_honest"] == 0
     )
     return out
+
+
+def _griefing(watch: Watch, griefers: list[rk.Party]) -> dict[str, Any]:
+    """Frivolous games: who opened them, what their bonds became, and the settlement delay
+    they caused against its bound n x (2 C + G): a game lasts at most both chess clocks (C
+    each), and a lost challenge moves the unit's deadline to at most resolution + G."""
+    m = watch.manager
+    opened = m.events.ChallengeOpened().get_logs(from_block=0)
+    resolved = m.events.DisputeResolved().get_logs(from_block=0)
+    drawn = m.events.VerifiersDrawn().get_logs(from_block=0)
+    budget, grace = CLOCK_BUDGET_S, DISPUTE_GRACE_S  # what run_trial deployed
+    addrs = {p.address for p in griefers}
+    by_griefers = [e for e in opened if e["args"]["challenger"] in addrs]
+    bonds = sum(int(e["args"]["bond"]) for e in by_griefers)
+    refunded = sum(watch.credited(a) for a in addrs)
+    first_deadline = int(drawn[-1]["args"]["challengeDeadline"]) if drawn else 0
+    last = max([int(e["args"]["challengeDeadline"]) for e in resolved] + [first_deadline])
+    n = len(by_griefers)
+    return {
+        "frivolous_games": n,
+        "games_won_by_griefers": sum(1 for e in resolved if e["args"]["challengerWon"]),
+        "griefer_bonds_posted": bonds / TOKEN,
+        "griefer_credits": refunded / TOKEN,
+        "griefers_lost_bonds": n > 0 and refunded == 0,
+        "extra_settlement_delay_s": max(0, last - first_deadline),
+        "delay_bound_s": n * (2 * budget + grace),
+    }
 
 
 def _read(path: Path) -> str:
@@ -586,9 +637,10 @@ PLANS = {
     "chain": chain_plan,
     "transport": transport_plan,
     "blob": blob_plan,
+    "adversary": adversary_plan,
 }
-FULL = {"crash": 20, "chain": 6, "transport": 3, "blob": 4}
-QUICK = {"crash": 5, "chain": 3, "transport": 1, "blob": 2}
+FULL = {"crash": 20, "chain": 6, "transport": 3, "blob": 4, "adversary": 2}
+QUICK = {"crash": 5, "chain": 3, "transport": 1, "blob": 2, "adversary": 1}
 
 
 def plans(counts: dict[str, int], base_seed: int) -> list[Plan]:
