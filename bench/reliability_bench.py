@@ -333,11 +333,11 @@ def blob_plan(seed: int, index: int) -> Plan:
     rng = random.Random(seed)
     kind = ("missing", "corrupt", "slow", "withhold")[index % 4]
     if kind == "withhold":
-        # the solver publishes nothing and, once challenged, never answers: it must lose by
-        # the game's clock (killed at a seeded move, never restarted)
+        # the solver publishes its checkpoints but, once challenged, withholds every answer
+        # (killed at a seeded move, never restarted): it must lose by the game's clock
         return Plan("blob", seed, kind, trigger="game", trigger_arg=rng.randint(0, 2),
                     target="solver", liar=True)  # fmt: skip
-    return Plan("blob", seed, kind, delay_s=rng.uniform(4.0, 10.0))
+    return Plan("blob", seed, kind, delay_s=rng.uniform(2.0, 6.0))
 
 
 def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
@@ -349,7 +349,7 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
     solver_extra = ["--stake", "200"]
     blob_server: BlobFaultServer | None = None
     if plan.fault == "blob":
-        mode = "missing" if plan.kind == "withhold" else plan.kind
+        mode = "ok" if plan.kind == "withhold" else plan.kind
         blob_server = BlobFaultServer(work / "blobs", mode)
         solver_extra += ["--public-blob-url", blob_server.url]
     solver = rk.Party("solver", "solver", 2, solver_extra)
@@ -486,29 +486,28 @@ def _run_until_done(
     notes: list[str] = []
     deadline = time.monotonic() + JOB_TIMEOUT_S
     blob_fixed = False
-    started = time.monotonic()
+    bad_since: float | None = None
     while time.monotonic() < deadline:
         if STOP.is_set():
             raise KeyboardInterrupt
         note = fault()
         if note:
             notes.append(note)
-        # missing / corrupt blobs: the right data appears after a while (the verifier must
-        # have detected the fault and retried meanwhile)
-        if (
-            blobs is not None
-            and not blob_fixed
-            and plan.kind in ("missing", "corrupt")
-            and time.monotonic() - started > plan.delay_s
-            and watch.phase_reached("drawn")
-        ):
-            blobs.mode = "ok"
-            blob_fixed = True
-            notes.append(f"blobs served correctly after {plan.kind}")
+        # missing / corrupt blobs: the right data appears only after the verifier has met the
+        # fault (and so detected it and retried) for a seeded while
+        if blobs is not None and not blob_fixed and plan.kind in ("missing", "corrupt"):
+            if bad_since is None and blobs.hits.get(plan.kind, 0) > 0:
+                bad_since = time.monotonic()
+            if bad_since is not None and time.monotonic() - bad_since > plan.delay_s:
+                blobs.mode = "ok"
+                blob_fixed = True
+                n = blobs.hits[plan.kind]
+                notes.append(f"{n} requests got {plan.kind} blobs; then served correctly")
         if plan.kind == "withhold" and watch.count(watch.game, "GameResolved") >= 1:
             return {"notes": notes, "finished": "game resolved"}
-        if ag.procs["submitter"].poll() is not None and ag.procs["submitter"].returncode == 0:
-            return {"notes": notes, "finished": "submitter exited 0"}
+        code = ag.procs["submitter"].poll()
+        if code is not None:
+            return {"notes": notes, "finished": f"submitter exited {code}"}
         for name, proc in ag.procs.items():
             if name == plan.target and plan.kind == "withhold":
                 continue
@@ -616,16 +615,18 @@ def _read(path: Path) -> str:
 # --- bad input --------------------------------------------------------------------------------
 
 
-def bad_inputs(work: Path) -> dict[str, Any]:
+def bad_inputs(work: Path, cli_every: int = 1) -> dict[str, Any]:
     """Malformed specs and flags to the CLI (one line on stderr, exit 2, no traceback, within
-    a timeout) and malformed parameters on chain (a decoded custom error)."""
+    a timeout) and malformed parameters on chain (a decoded custom error). `cli_every` > 1
+    runs every n-th CLI case only (each is a process start of a few seconds)."""
     from bench.reliability_inputs import chain_cases, cli_cases
 
     work.mkdir(parents=True, exist_ok=True)
     with anvil(work) as chain:
         w3 = connect(chain.url, timeout_s=10.0)
         addrs = rk.deploy(w3)
-        rows = cli_cases(work, chain.url, addrs["JobManager"]) + chain_cases(w3, addrs)
+        cli = cli_cases(work, chain.url, addrs["JobManager"], every=cli_every)
+        rows = cli + chain_cases(w3, addrs)
     clear = sum(1 for r in rows if r["clear"])
     return {"tried": len(rows), "clear": clear, "cases": rows}
 

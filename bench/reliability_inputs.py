@@ -119,7 +119,7 @@ def _judge_cli(name: str, must: str, proc: subprocess.CompletedProcess | None) -
     return {"where": "cli", "case": name, "clear": clear, "got": got}
 
 
-def cli_cases(work: Path, url: str, manager: str) -> list[dict[str, Any]]:
+def cli_cases(work: Path, url: str, manager: str, every: int = 1) -> list[dict[str, Any]]:
     """Every spec and flag case, run as separate processes (a few at a time), against a live
     node and JobManager so that each reaches the check it is about."""
     work.mkdir(parents=True, exist_ok=True)
@@ -144,6 +144,7 @@ def cli_cases(work: Path, url: str, manager: str) -> list[dict[str, Any]]:
             base.pop(flag, None)
         args = [role, *(x for kv in base.items() for x in kv), *extra]
         jobs.append((f"flag: {name}", must, args))
+    jobs = jobs[:: max(1, every)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         procs = list(pool.map(lambda j: _cli(j[2]), jobs))
     return [_judge_cli(n, m, p) for (n, m, _), p in zip(jobs, procs, strict=True)]

@@ -66,8 +66,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def connect(rpc_url: str, timeout_s: float = 5.0) -> Web3:
-    """A connected Web3 for `rpc_url`, or ChainUnavailable naming the URL and the reason."""
+def connect(rpc_url: str, timeout_s: float = 5.0, attempts: int = 1) -> Web3:
+    """A connected Web3 for `rpc_url`, or ChainUnavailable naming the URL and the reason.
+
+    `attempts` > 1 retries the first call with backoff (0.5 s doubling): a long-running agent
+    should survive one dropped connection at start-up; a one-shot probe should fail fast."""
     if not rpc_url.startswith(("http://", "https://")):
         raise ChainUnavailable(f"unsupported RPC URL {rpc_url!r}: expected http:// or https://")
     # The probe is not retried (a wrong URL fails fast); later calls are (see _read_retries).
@@ -75,10 +78,15 @@ def connect(rpc_url: str, timeout_s: float = 5.0) -> Web3:
         rpc_url, request_kwargs={"timeout": timeout_s}, exception_retry_configuration=None
     )
     w3 = Web3(provider)
-    try:
-        w3.eth.chain_id  # noqa: B018 - a cheap call that proves the node answers
-    except Exception as exc:  # any transport or decoding failure means "not usable"
-        raise ChainUnavailable(f"cannot reach RPC {rpc_url}: {_reason(exc, timeout_s)}") from None
+    for attempt in range(max(1, attempts)):
+        try:
+            w3.eth.chain_id  # noqa: B018 - a cheap call that proves the node answers
+            break
+        except Exception as exc:  # any transport or decoding failure means "not usable"
+            if attempt + 1 >= max(1, attempts):
+                reason = _reason(exc, timeout_s)
+                raise ChainUnavailable(f"cannot reach RPC {rpc_url}: {reason}") from None
+            time.sleep(0.5 * 2**attempt)
     provider.exception_retry_configuration = _read_retries()
     return w3
 

@@ -231,7 +231,8 @@ class RoleAgent:
         self.log = log
         self.me = agent.account.address
         self.progress = not args.no_progress
-        self.w3 = connect(agent.config.rpc_url or "", timeout_s=10.0)
+        # open_agent already reached the node: a failure now is transient, so retry it
+        self.w3 = connect(agent.config.rpc_url or "", timeout_s=10.0, attempts=4)
         if not self.w3.eth.get_code(manager):
             raise RoleError(f"no contract at JobManager address {manager}")
         self.manager = self._contract("JobManager", manager)

@@ -1,7 +1,7 @@
 """A CI-sized sample of the reliability bench: one seeded trial each of a kill -9 during
 training, an anvil_reorg that drops mined transactions, an Anvil restart from its state dump
-and a faulty RPC transport, run side by side; plus every bad input. Each trial must complete
-the job, pay the honest parties, send no transaction twice and lose no honest tokens.
+and a faulty RPC transport, run side by side; plus a sample of the bad inputs. Each trial must
+complete the job, pay the honest parties, send no transaction twice and lose no honest tokens.
 `make reliability` runs the full counts (bench/reliability_bench.py)."""
 
 from __future__ import annotations
@@ -46,11 +46,12 @@ def test_sampled_fault_trials_survive(tmp_path):
     assert sum(v for k, v in injected.items() if k != "forward") > 0, injected
 
 
-def test_every_bad_input_is_refused_clearly(tmp_path):
-    result = rb.bad_inputs(tmp_path)
+def test_bad_inputs_are_refused_clearly(tmp_path):
+    """Every on-chain case and every 4th CLI case (the bench runs all of them)."""
+    result = rb.bad_inputs(tmp_path, cli_every=4)
     unclear = [c for c in result["cases"] if not c["clear"]]
     assert unclear == []
-    assert result["tried"] >= 50
+    assert result["tried"] >= 25
     wheres = {c["where"] for c in result["cases"]}
     assert wheres == {"cli", "chain"}
 
