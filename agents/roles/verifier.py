@@ -109,6 +109,7 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
+        self._first_miss: dict[str, int] = {}  # "<unit>:<attempt>" -> chain time data failed
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
@@ -268,7 +269,15 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.log.info("unit %d: replayed segments %s: all agree", u.unit_id, sorted(mine))
 
     def _no_data(self, u: UnitView, key: str, segments: list[int], ctx: JobContext) -> None:
-        """Withheld or corrupt checkpoints: challenge if the roots are wrong, else retry later."""
+        """Withheld or corrupt checkpoints: challenge if the roots are wrong, else retry later.
+
+        Computing our own commitment replays the whole job, so it waits until half of the
+        time left at the first miss has passed: data that is only late (a slow or briefly
+        broken store) is then fetched and checked on a later round, inside the window."""
+        now = self.now().timestamp
+        first = self._first_miss.setdefault(key, now)
+        if now - first < (u.deadline - first) / 2:
+            return
         counter = self.challenger_comp(ctx).checkpoint_commit()
         if counter != u.checkpoint_root:
             self.agent.store.put_record(
