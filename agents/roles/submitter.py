@@ -15,6 +15,7 @@ from pathlib import Path
 from web3.logs import DISCARD
 
 from agents.core.blobs import BlobError
+from agents.core.tx import TxError, TxFailed, TxOutcome
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.decomposed import follow_decomposed, post_decomposed
@@ -26,6 +27,7 @@ from agents.training.engine import Engine
 from agents.training.state import state_root
 
 TOKEN = 10**18
+POST_ATTEMPTS = 5
 
 
 class Submitter(RoleAgent):
@@ -71,24 +73,7 @@ class Submitter(RoleAgent):
             Act("approve", f"post:{spec_hash}:approve"),
             self.token.functions.approve(self.manager.address, reward),
         )
-        now = self.now()
-        params = (
-            self.spec.spec_hash(),
-            self.data.root(),
-            state_root(self.engine.initial_state()),
-            self.spec.steps,
-            self.spec.checkpoint_every,
-            (self.args.device_class, self.args.memory_mib, self.args.throughput),
-            reward,
-            fee,
-            now.timestamp + int(self.args.claim_window),
-            int(self.args.compute_time),
-        )
-        out = await self.send(
-            Act("postJob", f"post:{spec_hash}"), self.manager.functions.postJob(params)
-        )
-        if out is None:
-            raise RoleError("postJob reverted (see the warning above)")
+        out = await self.post_job(spec_hash, reward, fee)
         receipt = self.w3.eth.get_transaction_receipt(out.tx_hash)
         posted = self.manager.events.JobPosted().process_receipt(receipt, errors=DISCARD)
         self.job_id = int(posted[0]["args"]["jobId"])
@@ -107,6 +92,50 @@ class Submitter(RoleAgent):
             fn = self.court_game.functions.registerConfig(self.job_id, cfg)
             if await self.send(Act("registerConfig", f"court-config:{self.job_id}"), fn):
                 self.log.info("registered it with the attestation court's game too")
+
+    def job_params(self, reward: int, fee: int) -> tuple:
+        now = self.now()
+        return (
+            self.spec.spec_hash(),
+            self.data.root(),
+            state_root(self.engine.initial_state()),
+            self.spec.steps,
+            self.spec.checkpoint_every,
+            (self.args.device_class, self.args.memory_mib, self.args.throughput),
+            reward,
+            fee,
+            now.timestamp + int(self.args.claim_window),
+            int(self.args.compute_time),
+        )
+
+    async def post_job(self, spec_hash: str, reward: int, fee: int) -> TxOutcome:
+        """postJob, with the claim deadline taken from the latest block. A slow transport can
+        let a short deadline pass before the transaction lands (it then reverts on chain with
+        ClaimDeadlineInPast): only then is a new attempt signed, with a fresh deadline under a
+        new intent id. A recorded attempt (e.g. after a restart) is resumed, never re-signed,
+        so the job is posted at most once."""
+        for attempt in range(POST_ATTEMPTS):
+            intent = f"post:{spec_hash}" + (f":{attempt}" if attempt else "")
+            while True:
+                recorded = self.agent.store.get_intent(intent)
+                if recorded is None:
+                    fn = self.manager.functions.postJob(self.job_params(reward, fee))
+                    out = await self.send(Act("postJob", intent), fn)
+                    if out is not None:
+                        return out
+                    if self.agent.store.get_intent(intent) is None:  # refused in simulation
+                        raise RoleError("postJob reverted (see the warning above)")
+                    continue
+                if recorded.status == "failed":
+                    self.log.warning("postJob attempt %d reverted on chain; retrying", attempt)
+                    break
+                try:
+                    return await self.agent.sender.wait(intent, resumed=True)
+                except TxFailed:
+                    break
+                except TxError as exc:  # still pending: keep waiting for the same transaction
+                    self.log.error("postJob pending (will keep waiting): %s", str(exc)[:200])
+        raise RoleError(f"postJob reverted on chain {POST_ATTEMPTS} times (see the warnings)")
 
     async def round(self) -> bool:
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
