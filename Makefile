@@ -103,7 +103,7 @@ format: setup
 bench: $(ABI_STAMP)
 	$(PY) -m tools.run_bench
 
-# Seeded fault-injection trials of a real job (about 20 min on 2 cores); writes
+# Seeded fault-injection trials of a real job (about 25 min on 2 cores, 4 at a time); writes
 # bench/results/reliability.json. `make test` runs a sample (tests/reliability/).
 reliability: $(ABI_STAMP)
 	$(PY) -m bench.reliability_bench

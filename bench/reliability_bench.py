@@ -676,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--keep", action="store_true", help="keep the trials' work folders")
     parser.add_argument("--trials", type=int, help="at most this many trials per class")
-    parser.add_argument("--jobs", type=int, default=3, help="trials run side by side")
+    parser.add_argument("--jobs", type=int, default=4, help="trials run side by side")
     args = parser.parse_args(argv)
     started = time.monotonic()
     counts = dict(QUICK if args.quick else FULL)
