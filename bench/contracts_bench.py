@@ -36,6 +36,9 @@ OUT = ROOT / "bench" / "results" / "contracts.json"
 E18 = 10**18
 GOAL_LIFECYCLE_GAS = 600_000
 CAP = (1, 16_384, 100)
+SECRET = b"\x5e" * 32  # the solver's forced-error secret (PROTOCOL §8)
+SECRET_HASH = Web3.keccak(SECRET)
+SEAL = Web3.keccak(b"\x11" * 32 + SECRET)
 
 
 def _keys(n: int) -> list[str]:
@@ -122,7 +125,7 @@ class Bench:
             self.send(node, self.registry.functions.heartbeat())
         job_id, unit, g_post = self.post()
         steps = {"postJob": g_post}
-        steps["claim"] = self.gas(solver, self.manager.functions.claim(unit))
+        steps["claim"] = self.gas(solver, self.manager.functions.claim(unit, SECRET_HASH))
         self.jump(601)
         steps["closeClaims"] = self.gas(9, self.manager.functions.closeClaims(unit))
         self.mine()
@@ -132,7 +135,7 @@ class Bench:
     def to_verifying(self, solver: int) -> tuple[int, dict[str, int]]:
         unit, steps = self.to_selected(solver)
         commit = self.manager.functions.commitCheckpoints(
-            unit, b"\x11" * 32, 5, b"\x22" * 32, "blob://vtp/unit/1"
+            unit, b"\x11" * 32, 5, b"\x22" * 32, "blob://vtp/unit/1", SEAL
         )
         steps["commitCheckpoints"] = self.gas(solver, commit)
         self.mine()
@@ -191,13 +194,13 @@ def run() -> dict[str, Any]:
         job_id, unit2, _ = b.post()
         b.send(2, b.registry.functions.heartbeat())
         b.send(3, b.registry.functions.heartbeat())
-        b.send(2, b.manager.functions.claim(unit2))
-        actions["claim (second claimant)"] = b.gas(3, b.manager.functions.claim(unit2))
+        b.send(2, b.manager.functions.claim(unit2, SECRET_HASH))
+        actions["claim (second claimant)"] = b.gas(3, b.manager.functions.claim(unit2, SECRET_HASH))
         actions["cancelJob (2 claimants)"] = b.gas(1, b.manager.functions.cancelJob(job_id))
         _, unit5, _ = b.post()
         for solver in (2, 3):
             b.send(solver, b.registry.functions.heartbeat())
-            b.send(solver, b.manager.functions.claim(unit5))
+            b.send(solver, b.manager.functions.claim(unit5, SECRET_HASH))
         b.jump(601)
         actions["closeClaims (2 claimants)"] = b.gas(9, b.manager.functions.closeClaims(unit5))
         b.mine()

@@ -236,7 +236,7 @@ def chain_cases(w3: Web3, addrs: dict[str, str]) -> list[dict[str, Any]]:
             "postJob: fee above reward",
             tx(manager.functions.postJob(_job_params(manager, w3, reward=10, verificationFee=20))),
         ),
-        ("claim: unknown unit", tx(manager.functions.claim(99 << 32))),
+        ("claim: unknown unit", tx(manager.functions.claim(99 << 32, b"\x01" * 32))),
         ("withdraw: nothing credited", tx(manager.functions.withdraw())),
         ("challenge: not a verifier", tx(manager.functions.challenge(1 << 32, b"\x05" * 32))),
         ("registry: unbond unregistered", tx(registry.functions.requestUnbond(1))),
@@ -248,7 +248,7 @@ def chain_cases(w3: Web3, addrs: dict[str, str]) -> list[dict[str, Any]]:
         ),
     ]
     sel_withdraw = manager.functions.withdraw()._encode_transaction_data()[:10]
-    sel_claim = manager.functions.claim(1)._encode_transaction_data()[:10]
+    sel_claim = manager.functions.claim(1, b"\x01" * 32)._encode_transaction_data()[:10]
     # Non-canonical encodings: truncated arguments, a bool with a dirty high byte, a dynamic
     # array whose offset points outside the calldata.
     timeout_sel = game.functions.claimTimeout(1)._encode_transaction_data()[:10]

@@ -54,6 +54,8 @@ MANAGER_CONFIG = {
     "disputeGrace": 10,
     "verifiersPerUnit": 2,
     "segmentsPerVerifier": 2,
+    # no forced rounds, so the demo's outcome is fixed (tests/roles/test_forced_e2e.py runs one)
+    "forcedErrorBps": 0,
 }
 CLOCK_BUDGET = 120
 #: The attestation court's game: a lazy verifier has no data to defend with and times out.

@@ -55,7 +55,13 @@ DEPLOY_PARAMS = {
     "dispute_game": True,
     "round_manager": True,
     "round_config": {"aggregationWindow": 45, "aggregatorBond": BOND},
-    "manager_config": {"claimWindow": 8, "verifyWindow": 20, "verifiersPerUnit": 1},
+    # no forced rounds (PROTOCOL §8.1), so the scenario's outcome is fixed
+    "manager_config": {
+        "claimWindow": 8,
+        "verifyWindow": 20,
+        "verifiersPerUnit": 1,
+        "forcedErrorBps": 0,
+    },
     "registry_config": {"unbondingDelay": 60, "heartbeatTtl": 3600},
 }
 
@@ -142,7 +148,7 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
         _kill9(procs, offline.name)  # offline: no commit, no heartbeat, no goodbye
         _wait(
             "the offline solver's assignment",
-            lambda: manager.functions.getUnit(lost << 32).call()[7] == offline.address,
+            lambda: manager.functions.getUnit(lost << 32).call()[9] == offline.address,
             90, procs, ("submitter",),
         )  # fmt: skip
         for p in SOLVERS[1:]:

@@ -47,6 +47,7 @@ DEFAULT_MANAGER_CONFIG: dict[str, int] = {
     "segmentsPerVerifier": 2,
     "verifierLock": 10 * TOKEN_UNIT,
     "challengeBond": 10 * TOKEN_UNIT,
+    "forcedErrorBps": 500,
 }
 
 #: RoundManager.Config defaults (docs/PROTOCOL.md §6.9 gives the reasons).

@@ -138,12 +138,12 @@ class Rounds:
             u = self.manager.functions.getUnit(unit_job << 32).call()
             try:
                 reader = CheckpointReader(
-                    unit_spec(spec), self.locator(unit_job << 32), bytes(u[9])
+                    unit_spec(spec), self.locator(unit_job << 32), bytes(u[12])
                 )
                 st = reader.state(len(reader.manifest.roots) - 1)
             except (BadBlob, BlobError) as exc:
                 raise JobRejected(f"unit ({r}, {s}) state not found: {exc}") from None
-            if state_root(st) != bytes(u[10]):
+            if state_root(st) != bytes(u[13]):
                 raise JobRejected(f"unit ({r}, {s}) final state not found under its root")
             out.append(st)
         return out
@@ -206,7 +206,7 @@ class Rounds:
                 continue
             uid = self.rm.functions.unitJobOf(dj, r, other).call() << 32
             u = self.manager.functions.getUnit(uid).call()
-            status, assignee = u[0], u[7]
+            status, assignee = u[0], u[9]
             if status in (1, 2):  # Open, Selecting: my claim holds me there
                 claimants = self.manager.functions.getClaimants(uid).call()[0]
                 held += any(c.lower() == me.lower() for c in claimants)
@@ -343,14 +343,14 @@ def finish_decomposed(sub) -> bool:
         for s in range(spec.shards):
             unit_job = rm.functions.unitJobOf(dj, r, s).call()
             u = sub.manager.functions.getUnit(unit_job << 32).call()
-            root = "0x" + bytes(u[10]).hex()
+            root = "0x" + bytes(u[13]).hex()
             units.append(
                 {
                     "round": r,
                     "shard": s,
                     "job_id": unit_job,
-                    "solver": u[7],
-                    "attempts": u[8] + 1,
+                    "solver": u[9],
+                    "attempts": u[10] + 1,
                     "final_root": root,
                 }
             )

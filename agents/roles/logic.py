@@ -38,6 +38,7 @@ class VerifierStatus(enum.IntEnum):
     PENDING = 1
     ATTESTED = 2
     CHALLENGED = 3
+    SLASHED = 4  # attested a wrong root at a forced round's perturbed checkpoint
 
 
 class Side(enum.IntEnum):
@@ -67,6 +68,11 @@ class UnitView:
     final_root: bytes
     locator: str
     verify_seed: int
+    assign_seed: int = 0  # low 64 bits of the assignment seed (forced errors, PROTOCOL §8.1)
+    forced_revealed: bool = False
+    # the root the locator's data was committed under; after a forced error's reveal the chain's
+    # checkpoint root is the true one, which differs from it at the perturbed checkpoint
+    published_root: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,7 @@ class SolverFacts:
     eligible: bool  # capable, online, enough free stake, config checked, not retired
     trained: bool  # my checkpoints of this attempt are published
     game_id: int  # the open dispute's game (0: none)
+    reveal_due: bool = False  # my forced round is published and its reveal phase has begun
 
 
 def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
@@ -138,6 +145,9 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
             acts.append(Act("train", "", (uid, a)))
         elif now.timestamp + SEND_MARGIN_S <= u.deadline:
             acts.append(Act("commit", f"commit:{uid}:{a}", (uid, a)))
+    if u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) and mine and f.reveal_due:
+        # prove the forced error before anything else: it voids a dispute over it
+        acts.append(Act("reveal", f"reveal:{uid}:{a}", (uid, a)))
     elif u.status == UnitStatus.DISPUTED and mine and f.game_id:
         acts.append(Act("defend", "", (f.game_id,)))
     # Keeper steps: solvers move selection along; the assignee finalizes its own unit.
@@ -160,13 +170,16 @@ class VerifierFacts:
 def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     acts: list[Act] = []
     uid, a = u.unit_id, u.attempt
-    open_window = u.status == UnitStatus.VERIFYING and now.timestamp + SEND_MARGIN_S <= u.deadline
-    if open_window and f.status == VerifierStatus.PENDING:
+    in_window = now.timestamp + SEND_MARGIN_S <= u.deadline
+    # Attesting goes on during a dispute (so a forced round's reveal phase can begin, §8.1);
+    # a challenge waits for the unit to be Verifying again.
+    responding = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) and in_window
+    if responding and f.status == VerifierStatus.PENDING:
         if f.verdict is None:
             acts.append(Act("replay", "", (uid, a)))
         elif f.verdict == "agree":
             acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))
-        elif f.verdict == "disagree":
+        elif f.verdict == "disagree" and u.status == UnitStatus.VERIFYING:
             acts.append(Act("challenge", f"challenge:{uid}:{a}", (uid, a)))
         # "unavailable": the data failed its checks and the roots agree; retry the fetch later
     if u.status == UnitStatus.DISPUTED and f.my_challenge and f.game_id:

@@ -239,6 +239,9 @@ class RoleAgent:
         self.registry = self._contract("NodeRegistry", self.manager.functions.registry().call())
         self.token = self._contract("TestToken", self.manager.functions.token().call())
         self.game = self._contract("DisputeGame", self.manager.functions.arbiter().call())
+        self.judge = self._contract(
+            "ForcedErrorJudge", self.manager.functions.forcedErrorJudge().call()
+        )
         self.court: Contract | None = None
         self.court_game: Contract | None = None
         court = court_address(args, manager)
@@ -268,7 +271,7 @@ class RoleAgent:
         self.failures = 0
         self._warned: set[tuple[str, str]] = set()
         self.jobs: dict[int, JobContext] = {}
-        self._locators: dict[tuple[int, int, bytes], str] = {}
+        self._locators: dict[tuple[int, int, bytes], tuple[str, bytes]] = {}
         self.rounds = self._rounds(manager)
 
     def _rounds(self, manager: str):
@@ -359,32 +362,41 @@ class RoleAgent:
     def locator(self, unit_id: int, block: int | str = "latest") -> str:
         """Where the unit's checkpoints of the latest commitment up to `block` can be fetched:
         only the CheckpointsCommitted event carries the blob locator (not stored, to save gas)."""
+        return self.commitment(unit_id, block)[0]
+
+    def commitment(self, unit_id: int, block: int | str = "latest") -> tuple[str, bytes]:
+        """(blob locator, published checkpoint root) of the latest commitment up to `block`."""
         logs = self.manager.events.CheckpointsCommitted().get_logs(
             argument_filters={"unitId": unit_id}, from_block=0, to_block=block
         )
-        return str(logs[-1]["args"]["blobLocator"]) if logs else ""
+        if not logs:
+            return "", b""
+        return str(logs[-1]["args"]["blobLocator"]), bytes(logs[-1]["args"]["checkpointRoot"])
 
     def unit(self, unit_id: int) -> UnitView:
         u = self.manager.functions.getUnit(unit_id).call()
         # A commitment (hence a locator) exists from Committed on; one lookup per attempt.
-        locator = ""
+        locator, published = "", b""
         if UnitStatus.COMMITTED <= u[0] <= UnitStatus.FINALIZED:
-            key = (unit_id, u[8], bytes(u[9]))
+            key = (unit_id, u[10], bytes(u[12]))
             if key not in self._locators:
-                self._locators[key] = self.locator(unit_id)
-            locator = self._locators[key]
+                self._locators[key] = self.commitment(unit_id)
+            locator, published = self._locators[key]
         return UnitView(
             unit_id=unit_id,
             job_id=unit_id >> 32,
             status=UnitStatus(u[0]),
             deadline=u[4],
             seed_block=u[5],
-            attempt=u[8],
-            assignee=u[7],
-            checkpoint_root=bytes(u[9]),
-            final_root=bytes(u[10]),
+            attempt=u[10],
+            assignee=u[9],
+            checkpoint_root=bytes(u[12]),
+            final_root=bytes(u[13]),
             locator=locator,
             verify_seed=u[6],
+            assign_seed=u[11],
+            forced_revealed=bool(u[8]),
+            published_root=published,
         )
 
     def units(self) -> list[UnitView]:

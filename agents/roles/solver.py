@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 import re
 
+import torch
+from eth_utils import keccak
+
 from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
 from agents.dispute.trace import FAULT_KINDS, Computation, Fault
@@ -27,10 +30,22 @@ from agents.roles.logic import (
     solver_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError, progress_bar
+from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
 from agents.training.state import State, state_root
 
 ROLE_SOLVER = 1
 TOKEN = 10**18
+ATTESTED, PENDING = 2, 1  # IJobManager.VerifierStatus
+
+
+def perturbed(st: State, secret: bytes, position: int) -> State:
+    """The state one bit away that a forced round publishes at checkpoint `position`: the low
+    mantissa bit of one element (chosen by keccak(r, position)) of the first tensor flipped."""
+    out = {name: t.clone() for name, t in st.items()}
+    bits = next(iter(out.values())).view(-1).view(torch.int32)
+    e = int.from_bytes(keccak(secret + position.to_bytes(32, "big")), "big") % bits.numel()
+    bits[e] ^= 1
+    return out
 
 
 def parse_cheat(text: str | None) -> Fault | None:
@@ -100,7 +115,24 @@ class Solver(RoleAgent):
         game_id = 0
         if u.status == UnitStatus.DISPUTED:
             game_id = int(self.manager.functions.getDispute(u.unit_id).call()[0])
-        return SolverFacts(self.me, claimed, self.eligible(u), trained, game_id)
+        return SolverFacts(self.me, claimed, self.eligible(u), trained, game_id, self.reveal_due(u))
+
+    def reveal_due(self, u: UnitView) -> bool:
+        """My forced round awaits its reveal and the reveal phase has begun: every drawn verifier
+        responded, or the challenge window is over (revealing earlier would get me slashed)."""
+        if u.forced_revealed or u.assignee.lower() != self.me.lower():
+            return False
+        if u.status not in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
+            return False
+        if self.agent.store.get_record("forced", f"{u.unit_id}:{u.attempt}") is None:
+            return False
+        if self.now().timestamp > u.deadline:
+            return True
+        verifiers = self.manager.functions.getVerifiers(u.unit_id).call()
+        return all(
+            self.manager.functions.verifierStatus(u.unit_id, v).call()[0] != PENDING
+            for v in verifiers
+        )
 
     def eligible(self, u: UnitView) -> bool:
         if self.agent.store.get_record("job", str(u.job_id)) is not None:
@@ -134,13 +166,15 @@ class Solver(RoleAgent):
 
     async def execute(self, act: Act, u: UnitView, now: Now) -> None:
         if act.kind == "claim":
-            await self.send(act, self.manager.functions.claim(u.unit_id))
+            await self.send(act, self.manager.functions.claim(u.unit_id, keccak(self.secret(u))))
         elif act.kind == "train":
             self.train(u)
         elif act.kind == "commit":
             await self.commit(act, u)
         elif act.kind == "defend":
             await self.defend(act.args[0], u, now)
+        elif act.kind == "reveal":
+            await self.reveal(act, u)
         else:
             await self.keeper(act)
 
@@ -220,24 +254,76 @@ class Solver(RoleAgent):
             advance(1)
         return st
 
+    def secret(self, u: UnitView) -> bytes:
+        """My forced-error secret r for the unit's current attempt: derived from my key, so it
+        needs no storage, survives restarts and nobody else can compute it."""
+        key = bytes(self.agent.account.key)
+        return keccak(key + u.unit_id.to_bytes(32, "big") + u.attempt.to_bytes(32, "big"))
+
+    def forced_position(self, u: UnitView, ctx: JobContext) -> int:
+        """The checkpoint my secret and the assignment seed perturb (0: an ordinary round). A
+        cheating solver never plays forced rounds."""
+        if self.fault is not None:
+            return 0
+        forced, position = self.judge.functions.isForced(
+            self.secret(u), u.assign_seed, ctx.segments
+        ).call()
+        return int(position) if forced else 0
+
+    async def reveal(self, act: Act, u: UnitView) -> None:
+        """Prove my forced error: secret, true root, the perturbed entry in both lists, the next
+        published entry, and every drawn verifier's attested end roots (from its event)."""
+        rec = self.agent.store.get_record("forced", f"{u.unit_id}:{u.attempt}")
+        assert rec is not None
+        i = int(rec.data["position"])
+        true = [bytes.fromhex(r[2:]) for r in rec.data["true_roots"]]
+        pub = [bytes.fromhex(r[2:]) for r in rec.data["roots"]]
+        p, t = list_proof(CHECKPOINT_DOMAIN, pub, i), list_proof(CHECKPOINT_DOMAIN, true, i)
+        n = list_proof(CHECKPOINT_DOMAIN, pub, i + 1)
+        end_roots = []
+        for v in self.manager.functions.getVerifiers(u.unit_id).call():
+            ends: list[bytes] = []
+            if self.manager.functions.verifierStatus(u.unit_id, v).call()[0] == ATTESTED:
+                logs = self.manager.events.Attested().get_logs(
+                    argument_filters={"unitId": u.unit_id, "verifier": v}, from_block=0
+                )
+                ends = list(logs[-1]["args"]["endRoots"])
+            end_roots.append(ends)
+        reveal = (self.secret(u), checkpoint_root(true), pub[i], p.siblings, true[i], t.siblings)
+        fn = self.judge.functions.revealForced(
+            u.unit_id, (*reveal, pub[i + 1], n.siblings, end_roots)
+        )
+        if await self.send(act, fn) is not None:
+            self.log.info("revealed the forced error of unit %d at checkpoint %d", u.unit_id, i)
+
     async def commit(self, act: Act, u: UnitView) -> None:
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
         assert rec is not None
         ctx = self.jobs[u.job_id]
-        m = Manifest(
-            "0x" + ctx.spec.spec_hash().hex(),
-            rec.data["roots"],
-            rec.data["states"],
-            rec.data["losses"],
-        )
+        spec_hash = "0x" + ctx.spec.spec_hash().hex()
+        roots, states = list(rec.data["roots"]), list(rec.data["states"])
+        true_root = Manifest(spec_hash, roots, states, rec.data["losses"]).checkpoint_root()
+        position = self.forced_position(u, ctx)
+        if position:
+            # A forced round: publish checkpoint `position` one bit away, reveal it later.
+            st = perturbed(decode_state(ctx.spec, self.agent.blobs.get(states[position])),
+                           self.secret(u), position)  # fmt: skip
+            states[position] = self.agent.blobs.put(encode_state(st))
+            roots[position] = "0x" + state_root(st).hex()
+            data = {"position": position, "true_roots": rec.data["roots"], "roots": roots}
+            self.agent.store.put_record("forced", f"{u.unit_id}:{u.attempt}", "published", data)
+            self.log.info("unit %d is a forced round: checkpoint %d perturbed", u.unit_id, position)
+        m = Manifest(spec_hash, roots, states, rec.data["losses"])
         address = self.agent.blobs.put(m.to_bytes())
         locator = make_locator(self.public_blob_url, address)
         cp_root = m.checkpoint_root()
         if self.fault is not None:
-            cp_root = self.computation(u).checkpoint_commit()
+            cp_root = true_root = self.computation(u).checkpoint_commit()
         final = bytes.fromhex(rec.data["roots"][-1][2:])
+        # The seal binds the root this solver holds true to its secret (PROTOCOL §8.1).
+        seal = keccak(true_root + self.secret(u))
         fn = self.manager.functions.commitCheckpoints(
-            u.unit_id, cp_root, len(m.roots), final, locator
+            u.unit_id, cp_root, len(m.roots), final, locator, seal
         )
         if await self.send(act, fn) is not None:
             self.log.info("committed unit %d: checkpoint root 0x%s…", u.unit_id, cp_root.hex()[:16])

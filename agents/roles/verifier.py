@@ -172,7 +172,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         if gid not in comps:
             block = int(data["block"])
             u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-            reader = CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[9]))
+            reader = CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[12]))
             k = ctx.spec.checkpoint_every
             comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=reader.state(s))
         _, deadline = self.court_game.functions.turn(gid).call()

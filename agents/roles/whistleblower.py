@@ -139,7 +139,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         if ctx is None:
             return None
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-        return ctx, CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[9]))
+        return ctx, CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[12]))
 
     async def court_challenge(self, act: Act, key: str, data: dict) -> None:
         """Dispute the first false entry of the attestation through the court."""
@@ -230,7 +230,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         # The unit as it was when the attestation was made (a later attempt overwrites it).
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
         try:
-            reader = CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[9]))
+            reader = CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[12]))
             mine = replay_segments(ctx, reader, data["segments"], self.progress)
         except BadBlob as exc:
             self.log.error("attestation %s: checkpoints unusable: %s", key, exc)

@@ -33,11 +33,14 @@ interface IJobManager is IDisputeCallback {
         Cancelled
     }
 
+    /// @dev `Slashed`: attested a wrong end root at a forced error's perturbed checkpoint
+    ///      (`ForcedErrorJudge.revealForced`); its lock went to the jackpot and it is not paid the fee.
     enum VerifierStatus {
         None,
         Pending,
         Attested,
-        Challenged
+        Challenged,
+        Slashed
     }
 
     /// @notice What a submitter posts.
@@ -85,11 +88,16 @@ interface IJobManager is IDisputeCallback {
         bytes32 initialStateRoot;
     }
 
-    /// @notice A work unit as stored. `deadline` is the claim deadline (Open), the commit deadline
+    /// @notice A work unit as `getUnit` returns it. `deadline` is the claim deadline (Open), the commit deadline
     ///         (Assigned) or the challenge deadline (Verifying, Disputed). `verifySeed` is the
     ///         verification seed (zero before the draw); the committed number of checkpoints is
     ///         always `steps / checkpointInterval + 1` (checked at commitment), so not stored.
     ///         The blob locator is only emitted (`CheckpointsCommitted`): nothing on chain reads it.
+    ///         `assigneeIndex` is the assignee's claimant index (`secretHashOf`); `assignSeed` the
+    ///         low 64 bits of the assignment seed (with the solver's secret it decides whether the
+    ///         round is forced); `seal` the commitment's seal; `forcedRevealed` whether the solver
+    ///         proved a forced error in this attempt. Fields are in storage order (three slots and
+    ///         the two roots and the seal).
     struct Unit {
         UnitStatus status;
         uint8 claimantCount;
@@ -98,10 +106,32 @@ interface IJobManager is IDisputeCallback {
         uint64 deadline;
         uint64 seedBlock;
         uint64 verifySeed;
+        uint8 assigneeIndex;
+        bool forcedRevealed;
         address assignee;
         uint32 attempt;
+        uint64 assignSeed;
         bytes32 checkpointRoot;
         bytes32 finalStateRoot;
+        bytes32 seal;
+    }
+
+    /// @notice What `ForcedErrorJudge.revealForced` needs (PROTOCOL §8.1): the solver's secret r
+    ///         and true checkpoint root C (sealed with the commitment); the published and the true
+    ///         entry at the perturbed checkpoint i with their list proofs (§3) against the
+    ///         published root and C; the published entry i + 1 with its proof; and, for each drawn
+    ///         verifier in draw order, the end roots it attested (empty for one that did not
+    ///         attest), checked against the recorded attestation hashes.
+    struct ForcedReveal {
+        bytes32 secret;
+        bytes32 trueRoot;
+        bytes32 publishedEntry;
+        bytes32[] publishedProof;
+        bytes32 trueEntry;
+        bytes32[] trueProof;
+        bytes32 nextEntry;
+        bytes32[] nextProof;
+        bytes32[][] endRoots;
     }
 
     /// @notice An open dispute over a unit.
@@ -123,6 +153,7 @@ interface IJobManager is IDisputeCallback {
         uint8 segmentsPerVerifier;
         uint96 verifierLock;
         uint96 challengeBond;
+        uint16 forcedErrorBps;
     }
 
     // ------------------------------------------------------------------ errors
@@ -194,6 +225,33 @@ interface IJobManager is IDisputeCallback {
     error NothingToWithdraw(address account);
     /// @notice Raised by `unitIdOf` (library `JobIds`) for an index above 2^32 - 1.
     error UnitIndexTooLarge(uint256 index);
+    /// @notice The verification fee exceeds what the tax can fund in forced-error payouts:
+    ///         `fee · forcedErrorBps > reward · taxBps` (PROTOCOL §8); `cap` is the largest fee.
+    error FeeAboveJackpotCap(uint256 fee, uint256 cap);
+    /// @notice `keccak256(abi.encode(secret))` is not the hash the assignee committed with its claim.
+    error SecretMismatch(uint256 unitId, bytes32 expected);
+    /// @notice `keccak256(abi.encode(trueRoot, secret))` is not the commitment's seal.
+    error SealMismatch(uint256 unitId, bytes32 seal);
+    /// @notice The secret and the assignment seed do not make this round a forced one.
+    error NotForced(uint256 unitId);
+    /// @notice The published and the true entry at the perturbed checkpoint are equal.
+    error NotPerturbed(uint256 unitId, uint64 position);
+    /// @notice A list proof of the perturbed checkpoint's entry fails against `root`.
+    error BadCheckpointProof(uint256 unitId, uint64 position, bytes32 root);
+    /// @notice The forced error of this attempt was already revealed.
+    error ForcedAlreadyRevealed(uint256 unitId);
+    /// @notice Drawn verifier `pending` has not responded and the challenge window runs until
+    ///         `deadline`: revealing now would tell it the answer.
+    error RevealTooEarly(uint256 unitId, address pending, uint64 deadline);
+    /// @notice The reveal phase has begun (every drawn verifier responded, or the window is
+    ///         over): showing the secret now is not premature.
+    error RevealNotPremature(uint256 unitId);
+    /// @notice `endRoots` must have one entry per drawn verifier.
+    error WrongRevealLength(uint256 given, uint256 expected);
+    /// @notice The end roots given for `verifier` are not what it attested.
+    error AttestationMismatch(uint256 unitId, address verifier);
+    /// @notice Only the forced-error judge may apply a reveal.
+    error NotJudge(address caller);
 
     // ------------------------------------------------------------------ events
     /// @notice The dispute arbiter was wired.
@@ -208,8 +266,11 @@ interface IJobManager is IDisputeCallback {
     );
     /// @notice A unit (re-)opened for claims until `claimDeadline`; `attempt` counts re-openings.
     event UnitOpened(uint256 indexed unitId, uint256 indexed jobId, uint64 claimDeadline, uint32 attempt);
-    /// @notice A solver claimed a unit, locking `collateral`, with selection weight `weight`.
-    event UnitClaimed(uint256 indexed unitId, address indexed solver, uint96 weight, uint256 collateral);
+    /// @notice A solver claimed a unit, locking `collateral`, with selection weight `weight`, and
+    ///         committed `secretHash = keccak256(abi.encode(r))` of its forced-error secret r.
+    event UnitClaimed(
+        uint256 indexed unitId, address indexed solver, uint96 weight, uint256 collateral, bytes32 secretHash
+    );
     /// @notice Nobody claimed: the claim window was extended.
     event ClaimWindowExtended(uint256 indexed unitId, uint64 claimDeadline);
     /// @notice The claim window was closed; selection uses the hash of block `seedBlock`.
@@ -230,7 +291,8 @@ interface IJobManager is IDisputeCallback {
         uint64 numCheckpoints,
         bytes32 finalStateRoot,
         string blobLocator,
-        uint64 seedBlock
+        uint64 seedBlock,
+        bytes32 seal
     );
     /// @notice Verifiers were drawn; the challenge window runs until `challengeDeadline`.
     event VerifiersDrawn(uint256 indexed unitId, address[] verifiers, uint64 seed, uint64 challengeDeadline);
@@ -258,6 +320,32 @@ interface IJobManager is IDisputeCallback {
     event JackpotIncreased(uint256 amount, uint256 jackpot);
     /// @notice `account` withdrew its credit.
     event Withdrawn(address indexed account, uint256 amount);
+    /// @notice The solver proved a forced error at checkpoint `position`: `trueRoot` replaced the
+    ///         published checkpoint root; `catchers` were paid from the jackpot and `slashed`
+    ///         verifiers lost their lock; the challenge window runs until `challengeDeadline`.
+    event ForcedErrorRevealed(
+        uint256 indexed unitId,
+        address indexed solver,
+        uint64 position,
+        bytes32 trueRoot,
+        uint256 catchers,
+        uint256 slashed,
+        uint64 challengeDeadline
+    );
+    /// @notice A catcher of a forced error was paid `amount` from the jackpot.
+    event JackpotPaid(uint256 indexed unitId, address indexed catcher, uint256 amount);
+    /// @notice A drawn verifier attested a wrong end root at the perturbed checkpoint and lost `amount`.
+    event ForcedAttestationSlashed(uint256 indexed unitId, address indexed verifier, uint256 amount);
+    /// @notice The open dispute of a forced unit was voided (its challenger caught the error and got
+    ///         its bond back); the game's later result is ignored.
+    event DisputeVoided(uint256 indexed unitId, uint256 indexed gameId, address indexed challenger);
+    /// @notice A voided game ended; nothing changes.
+    event VoidedGameEnded(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
+    /// @notice `reporter` showed the assignee's secret before the reveal phase; the solver lost
+    ///         `slashed` and the unit re-opened.
+    event PrematureRevealReported(
+        uint256 indexed unitId, address indexed solver, address indexed reporter, uint256 slashed
+    );
 
     // ------------------------------------------------------------------ wiring
     /// @notice Sets the dispute arbiter. Deployer only, once.
@@ -271,8 +359,9 @@ interface IJobManager is IDisputeCallback {
     function cancelJob(uint256 jobId) external;
 
     // ------------------------------------------------------------------ scheduling
-    /// @notice Claims an open unit while its claim window runs; locks the solver's collateral.
-    function claim(uint256 unitId) external;
+    /// @notice Claims an open unit while its claim window runs; locks the solver's collateral and
+    ///         records `secretHash = keccak256(abi.encode(r))` of a fresh secret r (PROTOCOL §8).
+    function claim(uint256 unitId, bytes32 secretHash) external;
 
     /// @notice After the claim window: fixes the selection seed block (next block), or extends the
     ///         window by `claimWindow` if nobody claimed. Anyone may call.
@@ -287,15 +376,35 @@ interface IJobManager is IDisputeCallback {
     function expireAssignment(uint256 unitId) external;
 
     // ------------------------------------------------------------------ solver
-    /// @notice Commits the checkpoint root over state roots at steps 0, k, ..., T (PROTOCOL §3),
-    ///         their count, the final state root and where the checkpoints can be fetched.
+    /// @notice Commits the (published) checkpoint root over state roots at steps 0, k, ..., T
+    ///         (PROTOCOL §3), their count, the final state root, where the checkpoints can be
+    ///         fetched, and `seal = keccak256(abi.encode(C, r))` of the true checkpoint root C.
     function commitCheckpoints(
         uint256 unitId,
         bytes32 checkpointRoot,
         uint64 numCheckpoints,
         bytes32 finalStateRoot,
-        string calldata blobLocator
+        string calldata blobLocator,
+        bytes32 seal
     ) external;
+
+    // ------------------------------------------------------------------ forced errors (judge only)
+    /// @notice Applies a forced-error reveal checked by the judge (`ForcedErrorJudge.revealForced`):
+    ///         one verdict per drawn verifier; the WRONG ones are slashed, the RIGHT ones and the
+    ///         open dispute's challenger (the dispute is voided) get `share` each from the jackpot
+    ///         (the judge computed it, capped by the balance), and `trueRoot` replaces the
+    ///         published checkpoint root.
+    function applyForcedReveal(
+        uint256 unitId,
+        uint64 position,
+        bytes32 trueRoot,
+        uint8[] calldata verdicts,
+        uint256 share
+    ) external;
+
+    /// @notice Applies a premature reveal checked by the judge: slashes the assignee's collateral
+    ///         (`reporter` gets `challengerRewardBps` of it) and re-opens the unit.
+    function applyPrematureReveal(uint256 unitId, address reporter) external;
 
     // ------------------------------------------------------------------ verification
     /// @notice Draws the verifiers with the hash of the block after the commitment and opens the
@@ -356,6 +465,11 @@ interface IJobManager is IDisputeCallback {
     function collateralOf(uint256 jobId) external view returns (uint256);
     /// @notice How a unit's reward of `jobId` splits: solver, verifiers, tax.
     function payoutOf(uint256 jobId) external view returns (uint256 solverPay, uint256 verifierFee, uint256 tax);
+    /// @notice The secret hash claimant `index` of the unit's current attempt committed.
+    function secretHashOf(uint256 unitId, uint256 index) external view returns (bytes32);
+    /// @notice The forced-error judge (created by this manager): reveals and premature reveals
+    ///         go through it.
+    function forcedErrorJudge() external view returns (address);
     /// @notice `jobId << 32 | index`.
     function unitIdOf(uint256 jobId, uint256 index) external pure returns (uint256);
     /// @notice `unitId >> 32`.

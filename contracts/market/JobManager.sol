@@ -10,6 +10,8 @@ import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
+import {ForcedErrors} from "../libraries/ForcedErrors.sol";
+import {ForcedErrorJudge} from "./ForcedErrorJudge.sol";
 
 /// @title JobManager
 /// @notice Job escrow, scheduling, checkpoint commitments, verification and settlement
@@ -52,6 +54,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
     uint8 private immutable _segmentsPerVerifier;
     uint96 private immutable _verifierLock;
     uint96 private immutable _challengeBond;
+    uint16 private immutable _forcedErrorBps;
+    ForcedErrorJudge private immutable _judge;
 
     address private _arbiter;
     uint256 private _jobCount;
@@ -60,6 +64,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     mapping(uint256 jobId => Job) private _jobs;
     mapping(uint256 unitId => Unit) private _units;
     mapping(uint256 unitId => mapping(uint256 index => Claimant)) private _claimants;
+    mapping(uint256 unitId => mapping(uint256 index => bytes32)) private _secretHashes;
     mapping(uint256 unitId => mapping(uint256 index => VerifierSlot)) private _verifiers;
     mapping(uint256 unitId => mapping(uint256 index => bytes32)) private _attestations;
     mapping(uint256 unitId => Dispute) private _disputes;
@@ -73,6 +78,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (cfg.challengerRewardBps > MarketMath.BPS) revert InvalidConfig();
         if (cfg.claimWindow == 0) revert InvalidConfig();
         if (cfg.verifyWindow == 0) revert InvalidConfig();
+        if (cfg.forcedErrorBps > MarketMath.BPS) revert InvalidConfig();
         _registry = INodeRegistry(registry_);
         _token = IERC20(INodeRegistry(registry_).token());
         _deployer = msg.sender;
@@ -86,6 +92,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _segmentsPerVerifier = cfg.segmentsPerVerifier;
         _verifierLock = cfg.verifierLock;
         _challengeBond = cfg.challengeBond;
+        _forcedErrorBps = cfg.forcedErrorBps;
+        // Its own instance, so that no deployment step changes (see ForcedErrorJudge).
+        _judge = new ForcedErrorJudge();
     }
 
     // ------------------------------------------------------------------ wiring
@@ -114,6 +123,10 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (p.computeTime == 0) revert ZeroComputeTime();
         uint256 fees = uint256(p.verificationFee) + MarketMath.share(p.reward, _taxBps);
         if (p.reward <= fees) revert RewardBelowFees(p.reward, fees);
+        // forcedErrorBps > 0 here: with 0 every fee is within the cap.
+        if (!ForcedErrors.feeWithinJackpotCap(p.verificationFee, p.reward, _forcedErrorBps, _taxBps)) {
+            revert FeeAboveJackpotCap(p.verificationFee, uint256(p.reward) * _taxBps / _forcedErrorBps);
+        }
 
         jobId = ++_jobCount;
         Job storage job = _jobs[jobId];
@@ -163,12 +176,13 @@ contract JobManager is IJobManager, ReentrancyGuard {
     // ------------------------------------------------------------------ scheduling
 
     /// @inheritdoc IJobManager
-    function claim(uint256 unitId) external {
+    function claim(uint256 unitId, bytes32 secretHash) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Open);
         if (block.timestamp > unit.deadline) revert ClaimWindowClosed(unitId, unit.deadline);
         uint256 n = unit.claimantCount;
         if (n >= MAX_CLAIMANTS) revert TooManyClaimants(unitId, MAX_CLAIMANTS);
+        if (secretHash == bytes32(0)) revert ZeroCommitment();
         for (uint256 i = 0; i < n; ++i) {
             if (_claimants[unitId][i].solver == msg.sender) revert AlreadyClaimed(unitId, msg.sender);
         }
@@ -177,9 +191,10 @@ contract JobManager is IJobManager, ReentrancyGuard {
         uint256 w = _registry.selectionWeight(msg.sender);
         uint96 weight = w > type(uint96).max ? type(uint96).max : uint96(w);
         _claimants[unitId][n] = Claimant(msg.sender, weight);
+        _secretHashes[unitId][n] = secretHash;
         // n < MAX_CLAIMANTS = 16, so n + 1 fits uint8.
         unit.claimantCount = uint8(n + 1);
-        emit UnitClaimed(unitId, msg.sender, weight, collateral);
+        emit UnitClaimed(unitId, msg.sender, weight, collateral, secretHash);
         _registry.lockEligible(
             msg.sender,
             INodeRegistry.Role.Solver,
@@ -216,8 +231,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
         for (uint256 i = 0; i < n; ++i) {
             weights[i] = _claimants[unitId][i].weight;
         }
-        address winner = _claimants[unitId][MarketMath.pickWeighted(weights, uint256(seed))].solver;
-        _assign(unitId, unit, winner, seed, n);
+        uint256 index = MarketMath.pickWeighted(weights, uint256(seed));
+        _assign(unitId, unit, index, seed, n);
     }
 
     /// @inheritdoc IJobManager
@@ -225,12 +240,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Assigned);
         if (block.timestamp <= unit.deadline) revert DeadlineNotPassed(unitId, unit.deadline);
-        address solver = unit.assignee;
-        uint256 collateral = _collateral(_jobs[JobIds.jobOf(unitId)]);
-        emit AssignmentExpired(unitId, solver, collateral);
-        _addJackpot(collateral);
-        _reopen(unitId, unit);
-        _registry.slash(solver, collateral, true);
+        emit AssignmentExpired(unitId, unit.assignee, _collateral(_jobs[JobIds.jobOf(unitId)]));
+        _slashAssignee(unitId, unit, address(0), 0);
     }
 
     // ------------------------------------------------------------------ solver
@@ -241,7 +252,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
         bytes32 checkpointRoot,
         uint64 numCheckpoints,
         bytes32 finalStateRoot,
-        string calldata blobLocator
+        string calldata blobLocator,
+        bytes32 seal
     ) external {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Assigned);
@@ -254,14 +266,16 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (numCheckpoints != expected) revert WrongCheckpointCount(unitId, numCheckpoints, uint64(expected));
         if (checkpointRoot == bytes32(0)) revert ZeroCommitment();
         if (finalStateRoot == bytes32(0)) revert ZeroCommitment();
+        if (seal == bytes32(0)) revert ZeroCommitment();
         if (bytes(blobLocator).length == 0) revert EmptyBlobLocator();
         uint64 seedBlock = uint64(block.number) + 1;
         unit.status = UnitStatus.Committed;
         unit.checkpointRoot = checkpointRoot;
         unit.finalStateRoot = finalStateRoot;
+        unit.seal = seal;
         unit.seedBlock = seedBlock;
         emit CheckpointsCommitted(
-            unitId, msg.sender, checkpointRoot, numCheckpoints, finalStateRoot, blobLocator, seedBlock
+            unitId, msg.sender, checkpointRoot, numCheckpoints, finalStateRoot, blobLocator, seedBlock, seal
         );
     }
 
@@ -361,6 +375,12 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (msg.sender != _arbiter) revert NotArbiter(msg.sender);
         if (unitId == 0) revert UnknownGame(gameId, unitId);
         if (_gameUnits[gameId] != unitId) revert UnknownGame(gameId, unitId);
+        if (_disputes[unitId].gameId != gameId) {
+            // A game of a dispute voided by a forced-error reveal: its result changes nothing.
+            delete _gameUnits[gameId];
+            emit VoidedGameEnded(gameId, unitId, challengerWon);
+            return;
+        }
         Unit storage unit = _units[unitId];
         Dispute memory d = _disputes[unitId];
         delete _gameUnits[gameId];
@@ -368,24 +388,11 @@ contract JobManager is IJobManager, ReentrancyGuard {
         address solver = unit.assignee;
 
         if (challengerWon) {
-            uint256 collateral = _collateral(_jobs[JobIds.jobOf(unitId)]);
-            uint256 reward = MarketMath.share(collateral, _challengerRewardBps);
-            uint256 verifierCount = unit.verifierCount;
             emit DisputeResolved(unitId, gameId, true, 0);
-            _credit(d.challenger, uint256(d.bond) + reward);
-            _addJackpot(collateral - reward);
-            _reopen(unitId, unit);
-            _registry.slash(solver, collateral, true);
-            for (uint256 i = 0; i < verifierCount; ++i) {
-                _registry.release(_verifiers[unitId][i].verifier, _verifierLock, false);
-            }
+            _slashAssignee(unitId, unit, d.challenger, d.bond);
         } else {
             uint256 toSolver = MarketMath.share(d.bond, _challengerRewardBps);
-            uint64 deadline = unit.deadline;
-            uint64 graceEnd = uint64(block.timestamp) + _disputeGrace;
-            if (graceEnd > deadline) deadline = graceEnd;
-            unit.status = UnitStatus.Verifying;
-            unit.deadline = deadline;
+            uint64 deadline = _backToVerifying(unit);
             emit DisputeResolved(unitId, gameId, false, deadline);
             _credit(solver, toSolver);
             _addJackpot(d.bond - toSolver);
@@ -418,6 +425,45 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _addJackpot(tax + _payVerifiers(unitId, unit.verifierCount, unit.attestCount, fee));
         _registry.release(solver, _collateral(job), true);
         _settleVerifierLocks(unitId, unit.verifierCount);
+    }
+
+    // ------------------------------------------------------------------ forced errors
+
+    /// @inheritdoc IJobManager
+    function applyForcedReveal(
+        uint256 unitId,
+        uint64 position,
+        bytes32 trueRoot,
+        uint8[] calldata verdicts,
+        uint256 share
+    ) external {
+        _onlyJudge();
+        Unit storage unit = _units[unitId];
+        // The challenger of an open dispute caught the error too; the dispute is voided.
+        address challenger = unit.status == UnitStatus.Disputed ? _voidDispute(unitId) : address(0);
+        // The true root stands from now on; it can be challenged for at least disputeGrace.
+        uint64 deadline = _backToVerifying(unit);
+        unit.forcedRevealed = true;
+        unit.checkpointRoot = trueRoot;
+        (uint256 caught, uint256 slashed) = _settleForced(unitId, unit, verdicts, share, challenger);
+        emit ForcedErrorRevealed(unitId, unit.assignee, position, trueRoot, caught, slashed, deadline);
+        _addJackpot(slashed * _verifierLock);
+        // The judge capped the share at the balance (with the slashed locks) / caught.
+        _jackpot -= caught * share;
+        for (uint256 i = 0; i < verdicts.length; ++i) {
+            if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
+                _registry.slash(_verifiers[unitId][i].verifier, _verifierLock, true);
+            }
+        }
+    }
+
+    /// @inheritdoc IJobManager
+    function applyPrematureReveal(uint256 unitId, address reporter) external {
+        _onlyJudge();
+        Unit storage unit = _units[unitId];
+        if (unit.status == UnitStatus.Disputed) _voidDispute(unitId);
+        emit PrematureRevealReported(unitId, unit.assignee, reporter, _collateral(_jobs[JobIds.jobOf(unitId)]));
+        _slashAssignee(unitId, unit, reporter, 0);
     }
 
     /// @inheritdoc IJobManager
@@ -458,7 +504,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
             _verifiersPerUnit,
             _segmentsPerVerifier,
             _verifierLock,
-            _challengeBond
+            _challengeBond,
+            _forcedErrorBps
         );
     }
 
@@ -551,6 +598,16 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
+    function secretHashOf(uint256 unitId, uint256 index) external view returns (bytes32) {
+        return _secretHashes[unitId][index];
+    }
+
+    /// @inheritdoc IJobManager
+    function forcedErrorJudge() external view returns (address) {
+        return address(_judge);
+    }
+
+    /// @inheritdoc IJobManager
     function unitIdOf(uint256 jobId, uint256 index) external pure returns (uint256) {
         return JobIds.unitId(jobId, index);
     }
@@ -628,15 +685,21 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.assignee = address(0);
         unit.attempt = attempt;
         unit.verifySeed = 0;
+        unit.forcedRevealed = false;
         emit UnitOpened(unitId, JobIds.jobOf(unitId), deadline, attempt);
     }
 
-    /// @dev Assigns the unit to `winner` (one of its `n` claimants) and releases the others.
-    function _assign(uint256 unitId, Unit storage unit, address winner, bytes32 seed, uint256 n) private {
+    /// @dev Assigns the unit to its claimant `index` (of `n`) and releases the others.
+    function _assign(uint256 unitId, Unit storage unit, uint256 index, bytes32 seed, uint256 n) private {
         Job storage job = _jobs[JobIds.jobOf(unitId)];
+        address winner = _claimants[unitId][index].solver;
         uint64 deadline = uint64(block.timestamp) + job.computeTime;
         unit.status = UnitStatus.Assigned;
         unit.assignee = winner;
+        // index < claimantCount <= MAX_CLAIMANTS = 16 fits uint8; 64 bits of the seed decide
+        // (with the assignee's secret) whether the round is forced.
+        unit.assigneeIndex = uint8(index);
+        unit.assignSeed = uint64(uint256(seed));
         unit.deadline = deadline;
         emit UnitAssigned(unitId, winner, deadline, seed);
         _releaseClaimants(unitId, n, winner, _collateral(job));
@@ -693,13 +756,93 @@ contract JobManager is IJobManager, ReentrancyGuard {
         }
     }
 
+    /// @dev Voids the unit's open dispute: the challenger caught the forced error, gets its bond
+    ///      back, and the game's result will be ignored. Returns the challenger.
+    function _voidDispute(uint256 unitId) private returns (address challenger) {
+        Dispute memory d = _disputes[unitId];
+        // _gameUnits keeps the game until its result arrives (then ignored: no dispute matches).
+        delete _disputes[unitId];
+        emit DisputeVoided(unitId, d.gameId, d.challenger);
+        _credit(d.challenger, d.bond);
+        return d.challenger;
+    }
+
+    /// @dev Credits `share` to each catcher (the RIGHT verifiers and `challenger`, if any) and
+    ///      marks the WRONG verifiers Slashed: no fee, their lock is slashed by the caller.
+    function _settleForced(
+        uint256 unitId,
+        Unit storage unit,
+        uint8[] calldata verdicts,
+        uint256 share,
+        address challenger
+    ) private returns (uint256 caught, uint256 slashed) {
+        if (challenger != address(0)) {
+            _payCatcher(unitId, challenger, share);
+            ++caught;
+        }
+        for (uint256 i = 0; i < verdicts.length; ++i) {
+            VerifierSlot storage slot = _verifiers[unitId][i];
+            if (verdicts[i] == ForcedErrors.VERDICT_RIGHT) {
+                _payCatcher(unitId, slot.verifier, share);
+                ++caught;
+            } else if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
+                slot.status = VerifierStatus.Slashed;
+                ++slashed;
+                emit ForcedAttestationSlashed(unitId, slot.verifier, _verifierLock);
+            }
+        }
+        // slashed <= attestCount: only verifiers that attested get a verdict.
+        unit.attestCount -= uint8(slashed);
+    }
+
+    function _payCatcher(uint256 unitId, address catcher, uint256 amount) private {
+        emit JackpotPaid(unitId, catcher, amount);
+        _credit(catcher, amount);
+    }
+
+    function _onlyJudge() private view {
+        if (msg.sender != address(_judge)) revert NotJudge(msg.sender);
+    }
+
+    /// @dev Returns the unit to Verifying with its challenge deadline at least `disputeGrace` away.
+    function _backToVerifying(Unit storage unit) private returns (uint64 deadline) {
+        deadline = unit.deadline;
+        uint64 graceEnd = uint64(block.timestamp) + _disputeGrace;
+        if (graceEnd > deadline) deadline = graceEnd;
+        unit.status = UnitStatus.Verifying;
+        unit.deadline = deadline;
+    }
+
+    /// @dev Slashes the assignee's collateral and re-opens the unit: `beneficiary` (if any) is
+    ///      credited `extra` plus `challengerRewardBps` of the collateral, the rest goes to the
+    ///      jackpot; the drawn verifiers' locks are released.
+    function _slashAssignee(uint256 unitId, Unit storage unit, address beneficiary, uint256 extra) private {
+        address solver = unit.assignee;
+        uint256 verifierCount = unit.verifierCount;
+        uint256 collateral = _collateral(_jobs[JobIds.jobOf(unitId)]);
+        uint256 reward = beneficiary == address(0) ? 0 : MarketMath.share(collateral, _challengerRewardBps);
+        _credit(beneficiary, extra + reward);
+        _addJackpot(collateral - reward);
+        _reopen(unitId, unit);
+        _registry.slash(solver, collateral, true);
+        _releaseVerifierLocks(unitId, verifierCount);
+    }
+
+    /// @dev Releases the locks of the drawn verifiers (a unit re-opens); a Slashed one has none.
+    function _releaseVerifierLocks(uint256 unitId, uint256 verifierCount) private {
+        for (uint256 i = 0; i < verifierCount; ++i) {
+            VerifierSlot memory slot = _verifiers[unitId][i];
+            if (slot.status != VerifierStatus.Slashed) _registry.release(slot.verifier, _verifierLock, false);
+        }
+    }
+
     /// @dev Slashes the locks of verifiers that stayed silent; releases the others'.
     function _settleVerifierLocks(uint256 unitId, uint256 verifierCount) private {
         for (uint256 i = 0; i < verifierCount; ++i) {
             VerifierSlot memory slot = _verifiers[unitId][i];
             if (slot.status == VerifierStatus.Pending) {
                 _registry.slash(slot.verifier, _verifierLock, true);
-            } else {
+            } else if (slot.status != VerifierStatus.Slashed) {
                 _registry.release(slot.verifier, _verifierLock, false);
             }
         }

@@ -34,12 +34,16 @@ U_OPEN, U_SELECTING, U_ASSIGNED, U_COMMITTED, U_VERIFYING, U_DISPUTED, U_FINAL, 
 # JobStatus
 J_OPEN, J_COMPLETED, J_CANCELLED = 1, 2, 3
 # VerifierStatus
-V_PENDING, V_ATTESTED, V_CHALLENGED = 1, 2, 3
+V_PENDING, V_ATTESTED, V_CHALLENGED, V_SLASHED = 1, 2, 3, 4
 
 REG_CFG = dict(DEFAULT_REGISTRY_CONFIG)
 MGR_CFG = dict(DEFAULT_MANAGER_CONFIG)
 CAP = (1, 16_384, 100)  # deviceClass, memoryMiB, throughput
 ROOT = b"\x11" * 32
+# The solvers' forced-error secret, its hash (claim) and the seal of ROOT (commit): PROTOCOL §8.
+SECRET = b"\x5e" * 32
+SECRET_HASH = keccak(SECRET)
+SEAL = keccak(ROOT + SECRET)
 
 
 @dataclass
@@ -74,15 +78,15 @@ def job_params(now: int, **overrides: Any) -> tuple:
     return tuple(p.values())
 
 
-@pytest.fixture(scope="module")
-def deployment(project, accounts) -> Protocol:
+def deploy_protocol(project, accounts, mgr_cfg: dict[str, int]) -> Protocol:
+    """Deploy and wire the protocol with manager config `mgr_cfg`; fund and approve accounts."""
     deployer = accounts[0]
     token = deployer.deploy(project.TestToken)
     registry = deployer.deploy(
         project.NodeRegistry, token, tuple(REG_CFG[k] for k in REGISTRY_FIELDS)
     )
     manager = deployer.deploy(
-        project.JobManager, registry, tuple(MGR_CFG[k] for k in MANAGER_FIELDS)
+        project.JobManager, registry, tuple(mgr_cfg[k] for k in MANAGER_FIELDS)
     )
     arbiter = deployer.deploy(project.MockArbiter)
     registry.setSlashers([manager], sender=deployer)
@@ -107,15 +111,24 @@ def deployment(project, accounts) -> Protocol:
 
 
 @pytest.fixture(scope="module")
-def staked(deployment: Protocol) -> Protocol:
-    """The deployment with three solvers (200 each), three verifiers (100) and a whistleblower."""
-    d = deployment
+def deployment(project, accounts) -> Protocol:
+    return deploy_protocol(project, accounts, MGR_CFG)
+
+
+def stake_nodes(d: Protocol) -> None:
+    """Register three solvers (200 each), three verifiers (100) and a whistleblower (20)."""
     for s in d.solvers:
         d.registry.register(SOLVER, CAP, 200 * E18, sender=s)
     for v in d.verifiers:
         d.registry.register(VERIFIER, CAP, 100 * E18, sender=v)
     d.registry.register(WHISTLEBLOWER, CAP, 20 * E18, sender=d.whistleblower)
-    return d
+
+
+@pytest.fixture(scope="module")
+def staked(deployment: Protocol) -> Protocol:
+    """The deployment with three solvers (200 each), three verifiers (100) and a whistleblower."""
+    stake_nodes(deployment)
+    return deployment
 
 
 def now(chain) -> int:
@@ -197,7 +210,7 @@ def assign(d: Protocol, chain, solver: Any | None = None, **overrides: Any) -> t
     """Post a job and walk its unit to Assigned with `solver` (default solvers[0]) alone."""
     solver = solver or d.solvers[0]
     job_id, unit_id = post(d, chain, **overrides)
-    d.manager.claim(unit_id, sender=solver)
+    d.manager.claim(unit_id, SECRET_HASH, sender=solver)
     advance(chain, 601)
     d.manager.closeClaims(unit_id, sender=d.other)
     chain.mine(1)
@@ -207,7 +220,7 @@ def assign(d: Protocol, chain, solver: Any | None = None, **overrides: Any) -> t
 
 def commit(d: Protocol, chain, unit_id: int, solver: Any | None = None) -> None:
     solver = solver or d.solvers[0]
-    d.manager.commitCheckpoints(unit_id, ROOT, 5, b"\x22" * 32, "blob://unit", sender=solver)
+    d.manager.commitCheckpoints(unit_id, ROOT, 5, b"\x22" * 32, "blob://unit", SEAL, sender=solver)
 
 
 def verifying(d: Protocol, chain, **overrides: Any) -> tuple[int, int]:

@@ -24,11 +24,13 @@ from typing import Any
 
 import pytest
 from eth_account import Account
+from eth_utils import keccak
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from agents.core.deploy import deploy_all
+from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 EXAMPLES = int(
@@ -59,6 +61,8 @@ MGR_CFG = {
     "segmentsPerVerifier": 2,
     "verifierLock": 10 * E18,
     "challengeBond": 10 * E18,
+    # half of all rounds forced, so reveals, jackpot payouts and lazy slashes happen often
+    "forcedErrorBps": 5_000,
 }
 BPS = 10_000
 ROLES = {"solver": 1, "verifier": 2, "whistleblower": 3}
@@ -77,6 +81,20 @@ UNIT_SHIFT = 32
 
 # Unit statuses (IJobManager.UnitStatus)
 OPEN, SELECTING, ASSIGNED, COMMITTED, VERIFYING, DISPUTED, FINAL, CANCELLED = range(1, 9)
+# Every solver's forced-error secret (PROTOCOL §8). Jobs have T/k = 4 segments; the true
+# checkpoint list is TRUE; a forced round publishes it with its perturbed checkpoint replaced.
+SECRET = b"\x5e" * 32
+SEGMENTS = 4
+TRUE = [bytes([0x40 + i]) * 32 for i in range(SEGMENTS + 1)]
+TRUE_ROOT = checkpoint_root(TRUE)
+SEAL = keccak(TRUE_ROOT + SECRET)
+LAZY_END = b"\xee" * 32  # the perturbed value a forced round publishes
+REPLAYED = b"\xdd" * 32  # an honest replay's end root from a perturbed start state
+
+
+def published(position: int) -> list[bytes]:
+    """The checkpoint list a round publishes: TRUE, with checkpoint `position` perturbed if > 0."""
+    return [LAZY_END if i == position else r for i, r in enumerate(TRUE)]
 
 
 def _keys() -> list[str]:
@@ -90,7 +108,14 @@ def _keys() -> list[str]:
 def _export_artifacts(project: Any, out: Path) -> None:
     """Write build/abi-style artifacts from ape's compiled contract types (no export step)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("TestToken", "NodeRegistry", "JobManager", "MockArbiter", "LedgerLens"):
+    for name in (
+        "TestToken",
+        "NodeRegistry",
+        "JobManager",
+        "MockArbiter",
+        "LedgerLens",
+        "ForcedErrorJudge",
+    ):
         ct = getattr(project, name).contract_type
         artifact = {
             "contractName": name,
@@ -124,6 +149,9 @@ class World:
         )
         self.manager = self.w3.eth.contract(address=addrs["JobManager"], abi=load("JobManager"))
         self.arbiter = self.w3.eth.contract(address=addrs["MockArbiter"], abi=load("MockArbiter"))
+        self.judge = self.w3.eth.contract(
+            address=self.manager.functions.forcedErrorJudge().call(), abi=load("ForcedErrorJudge")
+        )
         lens_abi = load("LedgerLens")
         lens_bytecode = json.loads((tmp / "LedgerLens.json").read_text())["bytecode"]
         factory = self.w3.eth.contract(abi=lens_abi, bytecode=lens_bytecode)
@@ -201,6 +229,10 @@ class UnitModel:
     game: int | None = None
     challenger: int | None = None
     bond: int = 0
+    position: int = 0  # the perturbed checkpoint of a forced round (0: not forced)
+    revealed: bool = False
+    ends: dict[int, list[bytes]] = field(default_factory=dict)  # attested end roots
+    slashed: set[int] = field(default_factory=set)  # attested wrong at the forced checkpoint
 
 
 _WORLD: World | None = None
@@ -258,6 +290,7 @@ class ProtocolMachine(RuleBasedStateMachine):
     def _reopen(self, u: UnitModel) -> None:
         u.status, u.assignee = OPEN, None
         u.verifiers, u.attested, u.challenged = [], set(), set()
+        u.position, u.revealed, u.ends, u.slashed = 0, False, {}, set()
 
     # ------------------------------------------------------------------ rules
     @rule(
@@ -267,7 +300,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         valid=st.sampled_from([True, True, True, False]),
     )
     def post(self, who: int, reward: int, window: int, valid: bool) -> None:
-        fee = 5 * E18
+        fee = E18 // 2  # within the jackpot cap: fee * forcedErrorBps <= reward * taxBps
         steps = 8 if valid else 7
         params = (
             b"\x01" * 32,
@@ -293,7 +326,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.claim_unit(picked[0], solver)
 
     def claim_unit(self, uid: int, solver: int) -> None:
-        if self.w.send(solver, self.m.claim(uid)):
+        if self.w.send(solver, self.m.claim(uid, keccak(SECRET))):
             assert self.units[uid].status == OPEN
             self._seen("claimed")
 
@@ -352,7 +385,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.w.chain.mine(1)
             if self.w.send(1, self.m.selectAssignee(uid)):
                 unit = self.m.getUnit(uid).call()
-                u.status, u.assignee = ASSIGNED, self._who(unit[7])
+                u.status, u.assignee = ASSIGNED, self._who(unit[9])
                 self._seen("assigned")
 
     def commit(self, data: st.DataObject, honest: bool) -> None:
@@ -367,11 +400,17 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     def commit_unit(self, uid: int, who: int) -> None:
         u = self.units[uid]
-        ok = self.w.send(who, self.m.commitCheckpoints(uid, b"\x11" * 32, 5, b"\x22" * 32, "b://x"))
+        # the assignee knows from its secret and the assignment seed whether the round is forced
+        seed = self.m.getUnit(uid).call()[11]
+        forced, position = self.w.judge.functions.isForced(SECRET, seed, SEGMENTS).call()
+        position = position if forced else 0
+        root = checkpoint_root(published(position))
+        ok = self.w.send(who, self.m.commitCheckpoints(uid, root, 5, TRUE[-1], "b://x", SEAL))
         if ok:
             assert u.status == ASSIGNED and who == u.assignee
             u.status = COMMITTED
-            self._seen("committed")
+            u.position = position
+            self._seen("committed (forced)" if position else "committed")
 
     def draw_verifiers(self, data: st.DataObject) -> None:
         picked = self._unit(data)
@@ -390,14 +429,22 @@ class ProtocolMachine(RuleBasedStateMachine):
     def attest(self, data: st.DataObject, verifier: int) -> None:
         picked = self._unit(data)
         if picked:
-            self.attest_unit(picked[0], verifier)
+            self.attest_unit(picked[0], verifier, data.draw(st.booleans()))
 
-    def attest_unit(self, uid: int, verifier: int) -> None:
+    def attest_unit(self, uid: int, verifier: int, lazy: bool = False) -> None:
+        """An honest verifier attests the true end roots of its segments, a lazy one copies the
+        published ones (different at a forced round's perturbed checkpoint)."""
         u = self.units[uid]
-        if self.w.send(verifier, self.m.attest(uid, [b"\x33" * 32, b"\x44" * 32])):
+        segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
+        if lazy:
+            ends = [published(u.position)[s + 1] for s in segments]
+        else:
+            ends = [REPLAYED if u.position and s == u.position else TRUE[s + 1] for s in segments]
+        if self.w.send(verifier, self.m.attest(uid, ends)):
             self._seen("attested")
             assert verifier in u.verifiers and verifier not in u.attested | u.challenged
             u.attested.add(verifier)
+            u.ends[verifier] = ends
 
     def challenge(self, data: st.DataObject, challenger: int) -> None:
         picked = self._unit(data)
@@ -443,6 +490,113 @@ class ProtocolMachine(RuleBasedStateMachine):
         u.game, u.challenger, u.bond = None, None, 0
         self._seen(f"resolved challengerWon={challenger_won}")
 
+    @rule(data=st.data())
+    def reveal(self, data: st.DataObject) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.reveal_unit(picked[0], data.draw(st.booleans()), data.draw(st.booleans()))
+
+    def reveal_unit(self, uid: int, resolve_voided: bool, challenger_won: bool) -> None:
+        """The assignee proves its forced error: catchers are paid from the jackpot, verifiers
+        that attested a wrong end root at the perturbed checkpoint lose their lock."""
+        u = self.units[uid]
+        position = u.position or 1
+        states = published(position)
+        p, t = (
+            list_proof(CHECKPOINT_DOMAIN, states, position),
+            list_proof(CHECKPOINT_DOMAIN, TRUE, position),
+        )
+        end_roots = [u.ends.get(v, []) for v in u.verifiers]
+        n = list_proof(CHECKPOINT_DOMAIN, states, position + 1)
+        reveal = (
+            SECRET,
+            TRUE_ROOT,
+            states[position],
+            p.siblings,
+            TRUE[position],
+            t.siblings,
+            states[position + 1],
+            n.siblings,
+        )
+        who = u.assignee if u.assignee is not None else 3
+        ok = self.w.send(who, self.w.judge.functions.revealForced(uid, (*reveal, end_roots)))
+        live = u.position and not u.revealed and u.status in (VERIFYING, DISPUTED)
+        responded = all(v in u.attested | u.challenged for v in u.verifiers)
+        assert ok <= bool(live), f"reveal of unit {uid} accepted: {u}"
+        if live and responded:
+            assert ok, f"reveal of unit {uid} refused though every verifier responded"
+        if not ok:
+            return
+        right, wrong = [], []
+        for v in sorted(u.attested - u.slashed):
+            # judged on the segments that end at (must give the truth) or start at (must not
+            # give the published next root) the perturbed checkpoint
+            segs = self.m.sampledSegments(uid, self.w.addr[v]).call()
+            oks = [
+                e == TRUE[position] if s + 1 == position else e != states[position + 1]
+                for s, e in zip(segs, u.ends[v], strict=True)
+                if s + 1 == position or s == position
+            ]
+            if oks:
+                (right if all(oks) else wrong).append(v)
+        lock = MGR_CFG["verifierLock"]
+        for v in wrong:
+            self.stake[v] -= lock
+            u.slashed.add(v)
+        self.jackpot += lock * len(wrong)
+        catchers = list(right)
+        voided = None
+        if u.status == DISPUTED:
+            assert u.challenger is not None
+            catchers.append(u.challenger)
+            self.credits[u.challenger] += u.bond
+            voided, u.game, u.challenger, u.bond = u.game, None, None, 0
+        k = len(catchers)
+        share = min(u.fee >> (k - 1), self.jackpot // k) if k else 0
+        for c in catchers:
+            self.credits[c] += share
+        self.jackpot -= share * k
+        u.status, u.revealed = VERIFYING, True
+        self._seen(f"revealed forced ({k} catchers, {len(wrong)} slashed)")
+        if share:
+            self._seen("jackpot paid")
+        if voided is not None and resolve_voided:
+            # the voided game's result moves no money
+            assert self.w.send(8, self.w.arbiter.functions.resolve(voided, challenger_won))
+            self._seen("voided game ended")
+
+    @rule(data=st.data(), reporter=st.sampled_from([1, 8]))
+    def premature(self, data: st.DataObject, reporter: int) -> None:
+        picked = self._unit(data)
+        if picked:
+            self.premature_unit(picked[0], reporter)
+
+    def premature_unit(self, uid: int, reporter: int) -> None:
+        """Someone shows the assignee's secret before the reveal phase: the solver is slashed."""
+        u = self.units[uid]
+        ok = self.w.send(reporter, self.w.judge.functions.reportPrematureReveal(uid, SECRET))
+        early = u.status in (ASSIGNED, COMMITTED) or (
+            u.status in (VERIFYING, DISPUTED)
+            and not all(v in u.attested | u.challenged for v in u.verifiers)
+        )
+        assert ok <= early, f"premature reveal of unit {uid} accepted: {u}"
+        if u.status in (ASSIGNED, COMMITTED):
+            assert ok, f"premature reveal of unit {uid} refused before the draw"
+        if not ok:
+            return
+        assert u.assignee is not None
+        collateral = self._collateral(u)
+        reward = collateral * MGR_CFG["challengerRewardBps"] // BPS
+        self.credits[reporter] += reward
+        self.jackpot += collateral - reward
+        self.stake[u.assignee] -= collateral
+        if u.status == DISPUTED:
+            assert u.challenger is not None
+            self.credits[u.challenger] += u.bond
+            u.game, u.challenger, u.bond = None, None, 0
+        self._reopen(u)
+        self._seen("premature reveal slashed")
+
     def finalize(self, data: st.DataObject) -> None:
         picked = self._unit(data)
         if picked:
@@ -455,9 +609,10 @@ class ProtocolMachine(RuleBasedStateMachine):
         assert u.status == VERIFYING and u.assignee is not None
         tax = u.reward * MGR_CFG["taxBps"] // BPS
         self.credits[u.assignee] += u.reward - u.fee - tax
-        n = len(u.attested)
+        paid = u.attested - u.slashed
+        n = len(paid)
         share = u.fee // n if n else 0
-        for v in u.attested:
+        for v in paid:
             self.credits[v] += share
         pending = [v for v in u.verifiers if v not in u.attested and v not in u.challenged]
         lock = MGR_CFG["verifierLock"]
@@ -574,10 +729,16 @@ class ProtocolMachine(RuleBasedStateMachine):
                         self.heartbeat(v)
                 self.draw_unit(uid)
             elif u.status == VERIFYING:
-                action = data.draw(st.sampled_from(["attest", "challenge", "finalize"]))
+                action = data.draw(
+                    st.sampled_from(["attest", "challenge", "finalize", "reveal", "premature"])
+                )
                 if action == "attest":
                     for v in u.verifiers:
-                        self.attest_unit(uid, v)
+                        self.attest_unit(uid, v, data.draw(st.booleans()))
+                elif action == "reveal":
+                    self.reveal_unit(uid, data.draw(st.booleans()), data.draw(st.booleans()))
+                elif action == "premature":
+                    self.premature_unit(uid, 8)
                 elif action == "challenge":
                     self.challenge_unit(uid, data.draw(st.sampled_from([6, 7, 8])))
                 else:
@@ -585,6 +746,10 @@ class ProtocolMachine(RuleBasedStateMachine):
                     self.finalize_unit(uid)
                     if u.assignee is not None and data.draw(st.booleans()):
                         self.withdraw(u.assignee)
+            elif u.status == DISPUTED and u.position and data.draw(st.booleans()):
+                for v in u.verifiers:
+                    self.attest_unit(uid, v, data.draw(st.booleans()))
+                self.reveal_unit(uid, data.draw(st.booleans()), data.draw(st.booleans()))
             elif u.status == DISPUTED:
                 self.resolve_unit(uid, data.draw(st.booleans()))
             else:
@@ -655,5 +820,8 @@ def test_protocol_state_machine(world: World) -> None:
             "cancelled",
             "withdrew credit",
             "withdrew unbonded",
+            "revealed forced",
+            "jackpot paid",
+            "premature reveal slashed",
         ):
             assert SEEN[outcome] > 0, f"no sequence reached {outcome!r}: {dict(SEEN)}"

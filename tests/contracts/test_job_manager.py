@@ -15,6 +15,8 @@ from conftest import (
     MGR_CFG,
     REG_CFG,
     ROOT,
+    SEAL,
+    SECRET_HASH,
     SOLVER,
     U_ASSIGNED,
     U_CANCELLED,
@@ -197,7 +199,7 @@ def test_postJob_rewardBelowFees_reverts(deployment, chain):
 def test_claim_locksCollateralAndRecords(staked, chain):
     d = staked
     _, unit_id = post(d, chain)
-    tx = d.manager.claim(unit_id, sender=d.solvers[0])
+    tx = d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
     ev = tx.events.filter(d.manager.UnitClaimed)[0]
     assert ev.unitId == unit_id and ev.solver == d.solvers[0].address
     assert ev.collateral == COLLATERAL and ev.weight == d.registry.selectionWeight(d.solvers[0])
@@ -209,7 +211,7 @@ def test_claim_locksCollateralAndRecords(staked, chain):
 def test_claim_unknownUnit_reverts(staked):
     d = staked
     with reverts(d.manager, "WrongUnitStatus", unitId=5 << 32, expected=U_OPEN, actual=0):
-        d.manager.claim(5 << 32, sender=d.solvers[0])
+        d.manager.claim(5 << 32, SECRET_HASH, sender=d.solvers[0])
 
 
 def test_claim_afterWindow_reverts(staked, chain):
@@ -217,15 +219,15 @@ def test_claim_afterWindow_reverts(staked, chain):
     _, unit_id = post(d, chain)
     advance(chain, 601)
     with reverts(d.manager, "ClaimWindowClosed", unitId=unit_id):
-        d.manager.claim(unit_id, sender=d.solvers[0])
+        d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
 
 
 def test_claim_twice_reverts(staked, chain):
     d = staked
     _, unit_id = post(d, chain)
-    d.manager.claim(unit_id, sender=d.solvers[0])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
     with reverts(d.manager, "AlreadyClaimed", solver=d.solvers[0].address):
-        d.manager.claim(unit_id, sender=d.solvers[0])
+        d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
 
 
 def test_claim_tooManyClaimants_reverts(staked, chain, accounts):
@@ -238,9 +240,9 @@ def test_claim_tooManyClaimants_reverts(staked, chain, accounts):
         d.token.approve(d.registry, 2**256 - 1, sender=acct)
         d.registry.register(SOLVER, CAP, 100 * E18, sender=acct)
     for acct in [*d.solvers[:2], *extra]:
-        d.manager.claim(unit_id, sender=acct)
+        d.manager.claim(unit_id, SECRET_HASH, sender=acct)
     with reverts(d.manager, "TooManyClaimants", max=16):
-        d.manager.claim(unit_id, sender=d.solvers[2])
+        d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[2])
 
 
 def test_claim_notSolver_reverts(staked, chain):
@@ -248,7 +250,7 @@ def test_claim_notSolver_reverts(staked, chain):
     _, unit_id = post(d, chain)
     v = d.verifiers[0]
     with reverts(d.registry, "WrongRole", node=v.address, required=SOLVER, actual=VERIFIER):
-        d.manager.claim(unit_id, sender=v)
+        d.manager.claim(unit_id, SECRET_HASH, sender=v)
 
 
 def test_claim_offline_reverts(staked, chain):
@@ -256,23 +258,23 @@ def test_claim_offline_reverts(staked, chain):
     _, unit_id = post(d, chain, claimDeadline=now(chain) + 2 * REG_CFG["heartbeatTtl"])
     advance(chain, REG_CFG["heartbeatTtl"] + 1)
     with reverts(d.registry, "NodeOffline", node=d.solvers[0].address):
-        d.manager.claim(unit_id, sender=d.solvers[0])
+        d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
     d.registry.heartbeat(sender=d.solvers[0])
-    d.manager.claim(unit_id, sender=d.solvers[0])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
 
 
 def test_claim_capabilityTooLow_reverts(staked, chain):
     d = staked
     _, unit_id = post(d, chain, required=(2, 1, 1))
     with reverts(d.registry, "CapabilityTooLow", node=d.solvers[0].address):
-        d.manager.claim(unit_id, sender=d.solvers[0])
+        d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
 
 
 def test_claim_insufficientFreeStake_reverts(staked, chain):
     d = staked
     _, unit_id = post(d, chain, reward=300 * E18)
     with reverts(d.registry, "InsufficientFreeStake", free=200 * E18, amount=300 * E18):
-        d.manager.claim(unit_id, sender=d.solvers[0])
+        d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
 
 
 # ------------------------------------------------------------------ closeClaims, selectAssignee
@@ -301,14 +303,14 @@ def test_closeClaims_noClaimant_extendsWindow(staked, chain):
     assert ev.claimDeadline == chain.blocks.head.timestamp + MGR_CFG["claimWindow"]
     unit = d.manager.getUnit(unit_id)
     assert unit.status == U_OPEN and unit.deadline == ev.claimDeadline
-    d.manager.claim(unit_id, sender=d.solvers[0])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
 
 
 def test_closeClaims_fixesSeedBlock(staked, chain):
     d = staked
     _, unit_id = post(d, chain)
-    d.manager.claim(unit_id, sender=d.solvers[0])
-    d.manager.claim(unit_id, sender=d.solvers[1])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[1])
     advance(chain, 601)
     tx = d.manager.closeClaims(unit_id, sender=d.other)
     ev = tx.events.filter(d.manager.ClaimsClosed)[0]
@@ -316,7 +318,7 @@ def test_closeClaims_fixesSeedBlock(staked, chain):
     assert d.manager.getUnit(unit_id).status == U_SELECTING
     # claims are over once the window closed
     with reverts(d.manager, "WrongUnitStatus", expected=U_OPEN, actual=U_SELECTING):
-        d.manager.claim(unit_id, sender=d.solvers[2])
+        d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[2])
 
 
 def test_selectAssignee_wrongStatus_reverts(staked, chain):
@@ -329,7 +331,7 @@ def test_selectAssignee_wrongStatus_reverts(staked, chain):
 def _closed(d, chain, claimants: list[Any]) -> int:
     _, unit_id = post(d, chain)
     for s in claimants:
-        d.manager.claim(unit_id, sender=s)
+        d.manager.claim(unit_id, SECRET_HASH, sender=s)
     advance(chain, 601)
     d.manager.closeClaims(unit_id, sender=d.other)
     return unit_id
@@ -395,7 +397,7 @@ def test_expireAssignment_slashesAndReopens(staked, chain):
     assert unit.status == U_OPEN and unit.assignee == ZERO and unit.claimantCount == 0
     # the unit is claimable again by another (online) solver
     d.registry.heartbeat(sender=d.solvers[1])
-    d.manager.claim(unit_id, sender=d.solvers[1])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[1])
 
 
 def test_expireAssignment_beforeDeadline_reverts(staked, chain):
@@ -419,7 +421,7 @@ def test_commitCheckpoints_storesAndEmits(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     tx = d.manager.commitCheckpoints(
-        unit_id, ROOT, 5, b"\x22" * 32, "blob://unit", sender=d.solvers[0]
+        unit_id, ROOT, 5, b"\x22" * 32, "blob://unit", SEAL, sender=d.solvers[0]
     )
     ev = tx.events.filter(d.manager.CheckpointsCommitted)[0]
     assert ev.checkpointRoot == ROOT and ev.numCheckpoints == 5
@@ -428,7 +430,8 @@ def test_commitCheckpoints_storesAndEmits(staked, chain):
     assert unit.status == U_COMMITTED and unit.checkpointRoot == ROOT
     assert unit.finalStateRoot == b"\x22" * 32
     # the locator is only emitted: the view has no field for it
-    assert "blobLocator" not in unit.__dict__ and len(unit) == 11
+    assert unit.seal == SEAL
+    assert "blobLocator" not in unit.__dict__ and len(unit) == 15
 
 
 def test_commitCheckpoints_wrongStatus_reverts(staked, chain):
@@ -457,23 +460,23 @@ def test_commitCheckpoints_wrongCount_reverts(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     with reverts(d.manager, "WrongCheckpointCount", given=4, expected=5):
-        d.manager.commitCheckpoints(unit_id, ROOT, 4, ROOT, "b", sender=d.solvers[0])
+        d.manager.commitCheckpoints(unit_id, ROOT, 4, ROOT, "b", SEAL, sender=d.solvers[0])
 
 
 def test_commitCheckpoints_zeroRoot_reverts(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     with reverts(d.manager, "ZeroCommitment"):
-        d.manager.commitCheckpoints(unit_id, b"\x00" * 32, 5, ROOT, "b", sender=d.solvers[0])
+        d.manager.commitCheckpoints(unit_id, b"\x00" * 32, 5, ROOT, "b", SEAL, sender=d.solvers[0])
     with reverts(d.manager, "ZeroCommitment"):
-        d.manager.commitCheckpoints(unit_id, ROOT, 5, b"\x00" * 32, "b", sender=d.solvers[0])
+        d.manager.commitCheckpoints(unit_id, ROOT, 5, b"\x00" * 32, "b", SEAL, sender=d.solvers[0])
 
 
 def test_commitCheckpoints_emptyLocator_reverts(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     with reverts(d.manager, "EmptyBlobLocator"):
-        d.manager.commitCheckpoints(unit_id, ROOT, 5, ROOT, "", sender=d.solvers[0])
+        d.manager.commitCheckpoints(unit_id, ROOT, 5, ROOT, "", SEAL, sender=d.solvers[0])
 
 
 # ------------------------------------------------------------------ drawVerifiers
@@ -778,7 +781,7 @@ def test_finalize_duringDispute_reverts(staked, chain):
 def test_cancelJob_refundsAndReleasesClaimants(staked, chain):
     d = staked
     job_id, unit_id = post(d, chain)
-    d.manager.claim(unit_id, sender=d.solvers[0])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
     tx = d.manager.cancelJob(job_id, sender=d.submitter)
     ev = tx.events.filter(d.manager.JobCancelled)[0]
     assert ev.jobId == job_id and ev.refund == REWARD
@@ -791,8 +794,8 @@ def test_cancelJob_refundsAndReleasesClaimants(staked, chain):
 def test_cancelJob_whileSelecting_refunds(staked, chain):
     d = staked
     job_id, unit_id = post(d, chain)
-    d.manager.claim(unit_id, sender=d.solvers[0])
-    d.manager.claim(unit_id, sender=d.solvers[1])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[1])
     advance(chain, 601)
     d.manager.closeClaims(unit_id, sender=d.other)
     d.manager.cancelJob(job_id, sender=d.submitter)

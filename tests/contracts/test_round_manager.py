@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import E18, J_COMPLETED, SOLVER, U_FINAL, advance, now, reverts
+from conftest import E18, J_COMPLETED, SEAL, SECRET_HASH, SOLVER, U_FINAL, advance, now, reverts
 
 from agents.roles.aggregator import (
     corrupt,
@@ -104,7 +104,7 @@ def train_round(d, chain, job_id: int, r: int) -> list[dict[str, torch.Tensor]]:
     units = units_of_round(r)
     ids = [d.manager.unitIdOf(d.rm.unitJobOf(job_id, r, s), 0) for s in range(S)]
     for s, unit_id in enumerate(ids):
-        d.manager.claim(unit_id, sender=d.solvers[s])
+        d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[s])
     advance(chain, 3_601)
     for unit_id in ids:
         d.manager.closeClaims(unit_id, sender=d.other)
@@ -112,7 +112,9 @@ def train_round(d, chain, job_id: int, r: int) -> list[dict[str, torch.Tensor]]:
     for s, unit_id in enumerate(ids):
         d.manager.selectAssignee(unit_id, sender=d.other)
         root = state_root(units[s])
-        d.manager.commitCheckpoints(unit_id, b"\x33" * 32, 5, root, "blob://u", sender=d.solvers[s])
+        d.manager.commitCheckpoints(
+            unit_id, b"\x33" * 32, 5, root, "blob://u", SEAL, sender=d.solvers[s]
+        )
     chain.mine(1)
     for unit_id in ids:
         d.manager.drawVerifiers(unit_id, sender=d.other)

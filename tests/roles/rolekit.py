@@ -30,7 +30,14 @@ def chain() -> Iterator[tuple[str, Web3]]:
 
 
 def deploy(w3: Web3, manager_config: dict | None = None, clock_budget: int = 120) -> dict:
-    cfg = {"claimWindow": 10, "verifyWindow": 25, "disputeGrace": 10, "verifiersPerUnit": 1}
+    # no forced rounds unless a test asks (their outcome depends on the secret and the seed)
+    cfg = {
+        "claimWindow": 10,
+        "verifyWindow": 25,
+        "disputeGrace": 10,
+        "verifiersPerUnit": 1,
+        "forcedErrorBps": 0,
+    }
     cfg.update(manager_config or {})
     return deploy_all(
         w3,

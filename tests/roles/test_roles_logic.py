@@ -144,8 +144,26 @@ def test_verifier_replays_then_attests_or_challenges():
 
 def test_verifier_plays_only_its_own_dispute():
     d = unit(UnitStatus.DISPUTED)
-    assert kinds(verifier_acts(d, Now(1, 1), vfacts(game_id=4, my_challenge=True))) == ["play"]
-    assert verifier_acts(d, Now(1, 1), vfacts(game_id=4)) == []
+    mine = vfacts(status=VerifierStatus.CHALLENGED, game_id=4, my_challenge=True)
+    assert kinds(verifier_acts(d, Now(1, 1), mine)) == ["play"]
+    assert verifier_acts(d, Now(1, 1), vfacts(status=VerifierStatus.NONE, game_id=4)) == []
+
+
+def test_verifier_attests_during_a_dispute_but_does_not_challenge():
+    d = unit(UnitStatus.DISPUTED)
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(game_id=4))) == ["replay"]
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="agree"))) == ["attest"]
+    assert verifier_acts(d, Now(1, 900), vfacts(verdict="disagree")) == []
+
+
+def test_solver_reveals_its_forced_round_before_defending():
+    for status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
+        u = unit(status, assignee=ME)
+        acts = solver_acts(u, Now(1, 900), facts(trained=True, game_id=3, reveal_due=True))
+        assert kinds(acts)[0] == "reveal"
+        assert "defend" not in kinds(acts)
+    u = unit(UnitStatus.VERIFYING, assignee=ME)
+    assert "reveal" not in kinds(solver_acts(u, Now(1, 900), facts(trained=True)))
 
 
 def test_whistleblower_rechecks_reports_and_challenges_wrong_commitments():

@@ -1,0 +1,467 @@
+"""Forced errors on chain (PROTOCOL §8): the judge's reveal, the jackpot payout to catchers, the
+slash of verifiers that attested the published (wrong) value, premature reveals, every revert.
+
+The `forced` deployment sets forcedErrorBps = 10 000, so every round of a job with at least two
+segments is forced; its jobs have two segments (T = 4, k = 2), so the perturbed checkpoint is 1
+and both segments are judged: segment 0 ends there, segment 1 starts there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import (
+    E18,
+    MGR_CFG,
+    U_ASSIGNED,
+    U_COMMITTED,
+    U_OPEN,
+    U_VERIFYING,
+    Protocol,
+    advance,
+    by_address,
+    deploy_protocol,
+    job_params,
+    now,
+    reverts,
+    stake_nodes,
+    unit_of,
+)
+from eth_utils import keccak
+
+from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
+
+FEE = 2 * E18  # fee * forcedErrorBps <= reward * taxBps: 2 % of the reward at 100 % forced
+SECRET = b"\x5e" * 32
+V_ATTESTED, V_CHALLENGED, V_SLASHED = 2, 3, 4
+RIGHT, WRONG = 1, 2
+TRUE = [b"\x03" * 32, b"\xc1" * 32, b"\xf1" * 32]  # state roots at steps 0, 2, 4
+PUBLISHED = [TRUE[0], b"\xe1" * 32, TRUE[2]]  # checkpoint 1 perturbed
+# An honest replay ends segment 0 on the true root, and segment 1 (from the perturbed published
+# state) on a root that is neither; a lazy verifier copies the published roots.
+HONEST = {0: TRUE[1], 1: b"\xd2" * 32}
+LAZY = {0: PUBLISHED[1], 1: PUBLISHED[2]}
+TRUE_ROOT, PUBLISHED_ROOT = checkpoint_root(TRUE), checkpoint_root(PUBLISHED)
+
+
+def secret_hash(secret: bytes) -> bytes:
+    return keccak(secret)
+
+
+def seal(root: bytes, secret: bytes) -> bytes:
+    return keccak(root + secret)
+
+
+@pytest.fixture(scope="module")
+def forced(project, accounts) -> Protocol:
+    d = deploy_protocol(project, accounts, {**MGR_CFG, "forcedErrorBps": 10_000})
+    stake_nodes(d)
+    return d
+
+
+def judge_of(project, d: Protocol) -> Any:
+    return project.ForcedErrorJudge.at(d.manager.forcedErrorJudge())
+
+
+def post2(d: Protocol, chain, **overrides: Any) -> int:
+    """Post a two-segment job with the capped fee; return its unit."""
+    params = {"steps": 4, "checkpointInterval": 2, "verificationFee": FEE, **overrides}
+    tx = d.manager.postJob(job_params(now(chain), **params), sender=d.submitter)
+    return unit_of(d.manager, tx.events.filter(d.manager.JobPosted)[0].jobId)
+
+
+def assigned(d: Protocol, chain, solver: Any, secret: bytes = SECRET, **overrides: Any) -> int:
+    unit = post2(d, chain, **overrides)
+    d.registry.heartbeat(sender=solver)  # the chain clock moves on between jobs
+    d.manager.claim(unit, secret_hash(secret), sender=solver)
+    advance(chain, 601)
+    d.manager.closeClaims(unit, sender=d.other)
+    chain.mine(1)
+    d.manager.selectAssignee(unit, sender=d.other)
+    return unit
+
+
+def seed_jackpot(d: Protocol, chain) -> None:
+    """A missed commit deadline slashes 100 tokens of collateral into the jackpot."""
+    unit = assigned(d, chain, d.solvers[2])
+    advance(chain, 3_601)
+    d.manager.expireAssignment(unit, sender=d.other)
+
+
+def forced_unit(d: Protocol, chain) -> tuple[int, list[Any]]:
+    """A Verifying forced unit whose solver published PUBLISHED and sealed TRUE_ROOT. Returns the
+    unit and its drawn verifiers (accounts) in draw order."""
+    unit = assigned(d, chain, d.solvers[0])
+    d.manager.commitCheckpoints(
+        unit, PUBLISHED_ROOT, 3, TRUE[2], "blob://forced", seal(TRUE_ROOT, SECRET),
+        sender=d.solvers[0],
+    )  # fmt: skip
+    for v in d.verifiers:
+        d.registry.heartbeat(sender=v)
+    d.manager.drawVerifiers(unit, sender=d.other)
+    drawn = [by_address(d.verifiers, v) for v in d.manager.getVerifiers(unit)]
+    assert len(drawn) == 2
+    return unit, drawn
+
+
+def ends(d: Protocol, unit: int, v: Any, honest: bool = True) -> list[bytes]:
+    """End roots v attests for its sampled segments: replayed (honest) or copied (lazy)."""
+    table = HONEST if honest else LAZY
+    return [table[s] for s in d.manager.sampledSegments(unit, v)]
+
+
+def reveal(secret: bytes = SECRET, **overrides: Any) -> dict[str, Any]:
+    p, t = list_proof(CHECKPOINT_DOMAIN, PUBLISHED, 1), list_proof(CHECKPOINT_DOMAIN, TRUE, 1)
+    n = list_proof(CHECKPOINT_DOMAIN, PUBLISHED, 2)
+    r = {
+        "secret": secret,
+        "trueRoot": TRUE_ROOT,
+        "publishedEntry": PUBLISHED[1],
+        "publishedProof": p.siblings,
+        "trueEntry": TRUE[1],
+        "trueProof": t.siblings,
+        "nextEntry": PUBLISHED[2],
+        "nextProof": n.siblings,
+        "endRoots": [],
+    }
+    r.update(overrides)
+    return r
+
+
+def as_tuple(r: dict[str, Any]) -> tuple:
+    keys = ["secret", "trueRoot", "publishedEntry", "publishedProof", "trueEntry", "trueProof"]
+    keys += ["nextEntry", "nextProof"]
+    return (*(r[k] for k in keys), r["endRoots"])
+
+
+# ------------------------------------------------------------------ the jackpot game
+
+
+def test_revealForced_challengerPaidFromJackpot_lazySlashed_solverKeepsStake(
+    forced, chain, project
+):
+    d = forced
+    seed_jackpot(d, chain)
+    unit, drawn = forced_unit(d, chain)
+    lazy, honest = drawn
+    # the honest verifier replays segment 0 from the true state and disputes the published root;
+    # the lazy one attests the published roots without replaying
+    d.manager.challenge(unit, TRUE_ROOT, sender=honest)
+    game = d.arbiter.gameCount()
+    d.manager.attest(unit, ends(d, unit, lazy, honest=False), sender=lazy)
+    solver_node = d.registry.getNode(d.solvers[0])
+    lazy_stake = d.registry.getNode(lazy).stake
+    jackpot = d.manager.jackpot()
+    honest_credit = d.manager.credits(honest)
+    end_roots = [[] if v == honest else ends(d, unit, lazy, honest=False) for v in drawn]
+
+    tx = judge_of(project, d).revealForced(
+        unit, as_tuple(reveal(endRoots=end_roots)), sender=d.solvers[0]
+    )
+
+    ev = tx.events.filter(d.manager.ForcedErrorRevealed)[0]
+    assert ev.position == 1 and ev.trueRoot == TRUE_ROOT
+    assert ev.catchers == 1 and ev.slashed == 1
+    paid = tx.events.filter(d.manager.JackpotPaid)
+    assert [(p.catcher, p.amount) for p in paid] == [(honest.address, FEE)]  # k = 1: J
+    assert tx.events.filter(d.manager.DisputeVoided)[0].challenger == honest.address
+    assert d.manager.credits(honest) == honest_credit + MGR_CFG["challengeBond"] + FEE
+    assert d.manager.jackpot() == jackpot + MGR_CFG["verifierLock"] - FEE
+    assert d.manager.verifierStatus(unit, lazy)[0] == V_SLASHED
+    assert d.registry.getNode(lazy).stake == lazy_stake - MGR_CFG["verifierLock"]
+    # the solver proved its forced error: nothing of its stake is touched
+    assert d.registry.getNode(d.solvers[0]) == solver_node
+    u = d.manager.getUnit(unit)
+    assert u.status == U_VERIFYING and u.forcedRevealed and u.checkpointRoot == TRUE_ROOT
+    # the voided game's later result changes nothing
+    tx = d.arbiter.resolve(game, True, sender=d.other)
+    assert tx.events.filter(d.manager.VoidedGameEnded)[0].unitId == unit
+    assert d.manager.getUnit(unit).status == U_VERIFYING
+    assert d.registry.getNode(d.solvers[0]) == solver_node
+    # normal settlement follows with the true root; the slashed verifier gets no fee
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    lazy_credit = d.manager.credits(lazy)
+    tx = d.manager.finalize(unit, sender=d.other)
+    assert tx.events.filter(d.manager.UnitFinalized)[0].solver == d.solvers[0].address
+    assert d.manager.credits(lazy) == lazy_credit
+    assert d.registry.getNode(d.solvers[0]).locked == solver_node.locked - 100 * E18
+
+
+def test_revealForced_twoAttestingCatchers_splitHalving(forced, chain, project):
+    d = forced
+    seed_jackpot(d, chain)
+    unit, drawn = forced_unit(d, chain)
+    for v in drawn:
+        d.manager.attest(unit, ends(d, unit, v), sender=v)
+    end_roots = [ends(d, unit, v) for v in drawn]
+    tx = judge_of(project, d).revealForced(
+        unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
+    )
+    paid = tx.events.filter(d.manager.JackpotPaid)
+    # k = 2 catchers: J / 2 each
+    assert sorted((p.catcher, p.amount) for p in paid) == sorted(
+        (v.address, FEE // 2) for v in drawn
+    )
+    assert tx.events.filter(d.manager.ForcedErrorRevealed)[0].slashed == 0
+    for v in drawn:
+        assert d.manager.verifierStatus(unit, v)[0] == V_ATTESTED
+
+
+def test_revealForced_honestAndLazyAttesters_feeToTheHonestOnly(forced, chain, project):
+    d = forced
+    seed_jackpot(d, chain)
+    unit, (honest, lazy) = forced_unit(d, chain)
+    d.manager.attest(unit, ends(d, unit, honest), sender=honest)
+    d.manager.attest(unit, ends(d, unit, lazy, honest=False), sender=lazy)
+    end_roots = [ends(d, unit, honest), ends(d, unit, lazy, honest=False)]
+    tx = judge_of(project, d).revealForced(
+        unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
+    )
+    assert [(p.catcher, p.amount) for p in tx.events.filter(d.manager.JackpotPaid)] == [
+        (honest.address, FEE)
+    ]
+    assert [e.verifier for e in tx.events.filter(d.manager.ForcedAttestationSlashed)] == [
+        lazy.address
+    ]
+    assert d.manager.getUnit(unit).attestCount == 1
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    before = d.manager.credits(honest), d.manager.credits(lazy)
+    d.manager.finalize(unit, sender=d.other)
+    assert d.manager.credits(honest) == before[0] + FEE  # the whole fee: one paid attester
+    assert d.manager.credits(lazy) == before[1]
+    assert d.registry.getNode(lazy).locked == 0  # its lock was slashed, nothing left to release
+
+
+def test_revealForced_payoutCappedByJackpot(forced, chain, project):
+    d = forced
+    # no seeding: the jackpot holds only the taxes of the jobs settled so far, less than 2 J
+    unit, drawn = forced_unit(d, chain)
+    for v in drawn:
+        d.manager.attest(unit, ends(d, unit, v), sender=v)
+    jackpot = d.manager.jackpot()
+    end_roots = [ends(d, unit, v) for v in drawn]
+    judge = judge_of(project, d)
+    tx = judge.revealForced(unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other)
+    paid = [p.amount for p in tx.events.filter(d.manager.JackpotPaid)]
+    assert paid == [min(FEE // 2, jackpot // 2)] * 2
+    assert d.manager.jackpot() == jackpot - sum(paid)
+
+
+# ------------------------------------------------------------------ premature reveal
+
+
+def test_reportPrematureReveal_beforeDraw_slashesSolver(forced, chain, project):
+    d = forced
+    unit = assigned(d, chain, d.solvers[0])
+    d.manager.commitCheckpoints(
+        unit,
+        PUBLISHED_ROOT,
+        3,
+        TRUE[2],
+        "blob://forced",
+        seal(TRUE_ROOT, SECRET),
+        sender=d.solvers[0],
+    )
+    stake = d.registry.getNode(d.solvers[0]).stake
+    credit = d.manager.credits(d.other)
+    tx = judge_of(project, d).reportPrematureReveal(unit, SECRET, sender=d.other)
+    ev = tx.events.filter(d.manager.PrematureRevealReported)[0]
+    assert ev.solver == d.solvers[0].address and ev.reporter == d.other.address
+    assert ev.slashed == 100 * E18
+    assert d.registry.getNode(d.solvers[0]).stake == stake - 100 * E18
+    assert d.manager.credits(d.other) == credit + 50 * E18  # challengerRewardBps of the collateral
+    u = d.manager.getUnit(unit)
+    assert u.status == U_OPEN and u.attempt == 1
+
+
+def test_reportPrematureReveal_whileAssigned_slashes(forced, chain, project):
+    d = forced
+    unit = assigned(d, chain, d.solvers[0])
+    judge_of(project, d).reportPrematureReveal(unit, SECRET, sender=d.whistleblower)
+    assert d.manager.getUnit(unit).status == U_OPEN
+
+
+def test_reportPrematureReveal_afterAllResponded_reverts(forced, chain, project):
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    for v in drawn:
+        d.manager.attest(unit, ends(d, unit, v), sender=v)
+    with reverts(d.manager, "RevealNotPremature", unitId=unit):
+        judge_of(project, d).reportPrematureReveal(unit, SECRET, sender=d.other)
+
+
+def test_reportPrematureReveal_wrongSecret_reverts(forced, chain, project):
+    d = forced
+    unit = assigned(d, chain, d.solvers[0])
+    with reverts(d.manager, "SecretMismatch", unitId=unit, expected=secret_hash(SECRET)):
+        judge_of(project, d).reportPrematureReveal(unit, b"\x01" * 32, sender=d.other)
+
+
+def test_reportPrematureReveal_openUnit_reverts(forced, chain, project):
+    d = forced
+    unit = post2(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_ASSIGNED, actual=U_OPEN):
+        judge_of(project, d).reportPrematureReveal(unit, SECRET, sender=d.other)
+
+
+# ------------------------------------------------------------------ reveal reverts
+
+
+def _responded(d: Protocol, chain) -> tuple[int, list[Any], list[list[bytes]]]:
+    unit, drawn = forced_unit(d, chain)
+    for v in drawn:
+        d.manager.attest(unit, ends(d, unit, v), sender=v)
+    return unit, drawn, [ends(d, unit, v) for v in drawn]
+
+
+def test_revealForced_pendingVerifier_revealTooEarly(forced, chain, project):
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    with reverts(d.manager, "RevealTooEarly", unitId=unit, pending=drawn[0].address):
+        judge_of(project, d).revealForced(unit, as_tuple(reveal()), sender=d.solvers[0])
+
+
+def test_revealForced_afterWindow_withSilentVerifier_allowed(forced, chain, project):
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    tx = judge_of(project, d).revealForced(
+        unit, as_tuple(reveal(endRoots=[[], []])), sender=d.other
+    )
+    assert tx.events.filter(d.manager.ForcedErrorRevealed)[0].catchers == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("secret", b"\x01" * 32, "SecretMismatch"),
+        ("trueRoot", b"\x02" * 32, "SealMismatch"),
+        ("trueEntry", PUBLISHED[1], "NotPerturbed"),
+        ("publishedProof", [b"\x00" * 32] * 2, "BadCheckpointProof"),
+        ("trueProof", [b"\x00" * 32] * 2, "BadCheckpointProof"),
+        ("nextProof", [b"\x00" * 32] * 2, "BadCheckpointProof"),
+        ("endRoots", [[]], "WrongRevealLength"),
+    ],
+)
+def test_revealForced_badReveal_reverts(forced, chain, project, field, value, error):
+    d = forced
+    unit, _, end_roots = _responded(d, chain)
+    r = reveal(**{"endRoots": end_roots, field: value})
+    with reverts(d.manager, error):
+        judge_of(project, d).revealForced(unit, as_tuple(r), sender=d.other)
+
+
+def test_revealForced_badProof_namesTheRoot(forced, chain, project):
+    d = forced
+    unit, _, end_roots = _responded(d, chain)
+    r = reveal(endRoots=end_roots, trueProof=[b"\x00" * 32] * 2)
+    with reverts(d.manager, "BadCheckpointProof", unitId=unit, position=1, root=TRUE_ROOT):
+        judge_of(project, d).revealForced(unit, as_tuple(r), sender=d.other)
+
+
+def test_revealForced_wrongEndRoots_attestationMismatch(forced, chain, project):
+    d = forced
+    unit, drawn, end_roots = _responded(d, chain)
+    end_roots[0] = [b"\x09" * 32] * len(end_roots[0])
+    with reverts(d.manager, "AttestationMismatch", unitId=unit, verifier=drawn[0].address):
+        judge_of(project, d).revealForced(
+            unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
+        )
+
+
+def test_revealForced_twice_reverts(forced, chain, project):
+    d = forced
+    unit, _, end_roots = _responded(d, chain)
+    judge = judge_of(project, d)
+    judge.revealForced(unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other)
+    with reverts(d.manager, "ForcedAlreadyRevealed", unitId=unit):
+        judge.revealForced(unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other)
+
+
+def test_revealForced_committedUnit_reverts(forced, chain, project):
+    d = forced
+    unit = assigned(d, chain, d.solvers[0])
+    d.manager.commitCheckpoints(
+        unit,
+        PUBLISHED_ROOT,
+        3,
+        TRUE[2],
+        "blob://forced",
+        seal(TRUE_ROOT, SECRET),
+        sender=d.solvers[0],
+    )
+    with reverts(d.manager, "WrongUnitStatus", expected=U_VERIFYING, actual=U_COMMITTED):
+        judge_of(project, d).revealForced(unit, as_tuple(reveal()), sender=d.other)
+
+
+def test_revealForced_oneSegmentJob_notForced(forced, chain, project):
+    d = forced
+    unit = assigned(d, chain, d.solvers[0], steps=2)
+    root = checkpoint_root(TRUE[:2])
+    d.manager.commitCheckpoints(
+        unit, root, 2, TRUE[1], "blob://one", seal(root, SECRET), sender=d.solvers[0]
+    )
+    chain.mine(1)
+    d.manager.drawVerifiers(unit, sender=d.other)
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    with reverts(d.manager, "NotForced", unitId=unit):
+        judge_of(project, d).revealForced(unit, as_tuple(reveal(trueRoot=root)), sender=d.other)
+
+
+def test_applyForcedReveal_notJudge_reverts(forced, chain):
+    d = forced
+    with reverts(d.manager, "NotJudge", caller=d.other.address):
+        d.manager.applyForcedReveal(1 << 32, 1, TRUE_ROOT, [], 0, sender=d.other)
+    with reverts(d.manager, "NotJudge", caller=d.other.address):
+        d.manager.applyPrematureReveal(1 << 32, d.other, sender=d.other)
+
+
+def test_isForced_mirrorsLibrary(forced, project):
+    d = forced
+    judge = judge_of(project, d)
+    assert judge.isForced(SECRET, 7, 1) == (False, 0)  # one segment: never forced
+    forced_bit, position = judge.isForced(SECRET, 7, 5)
+    h = int.from_bytes(keccak(SECRET + (7).to_bytes(32, "big")), "big")
+    assert forced_bit is True  # forcedErrorBps = 10 000
+    assert position == 1 + (h >> 128) % 4
+
+
+# ------------------------------------------------------------------ posting and committing
+
+
+def test_postJob_feeAboveJackpotCap_reverts(forced, chain):
+    d = forced
+    params = job_params(now(chain), verificationFee=FEE + 1)
+    with reverts(d.manager, "FeeAboveJackpotCap", fee=FEE + 1, cap=FEE):
+        d.manager.postJob(params, sender=d.submitter)
+
+
+def test_claim_zeroSecretHash_reverts(forced, chain):
+    d = forced
+    unit = post2(d, chain)
+    with reverts(d.manager, "ZeroCommitment"):
+        d.manager.claim(unit, b"\x00" * 32, sender=d.solvers[0])
+
+
+def test_claimAndCommit_recordSecretAndSeal(forced, chain):
+    d = forced
+    unit = post2(d, chain)
+    tx = d.manager.claim(unit, secret_hash(SECRET), sender=d.solvers[0])
+    assert tx.events.filter(d.manager.UnitClaimed)[0].secretHash == secret_hash(SECRET)
+    assert d.manager.secretHashOf(unit, 0) == secret_hash(SECRET)
+    advance(chain, 601)
+    d.manager.closeClaims(unit, sender=d.other)
+    chain.mine(1)
+    tx = d.manager.selectAssignee(unit, sender=d.other)
+    seed = tx.events.filter(d.manager.UnitAssigned)[0].seed
+    assert d.manager.getUnit(unit).assignSeed == int.from_bytes(seed, "big") % 2**64
+    with reverts(d.manager, "ZeroCommitment"):
+        d.manager.commitCheckpoints(
+            unit, PUBLISHED_ROOT, 3, TRUE[2], "b", b"\x00" * 32, sender=d.solvers[0]
+        )
+    tx = d.manager.commitCheckpoints(
+        unit, PUBLISHED_ROOT, 3, TRUE[2], "b", seal(TRUE_ROOT, SECRET), sender=d.solvers[0]
+    )
+    assert tx.events.filter(d.manager.CheckpointsCommitted)[0].seal == seal(TRUE_ROOT, SECRET)
+    assert d.manager.getUnit(unit).seal == seal(TRUE_ROOT, SECRET)
