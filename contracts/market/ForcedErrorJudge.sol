@@ -93,8 +93,12 @@ contract ForcedErrorJudge {
     function _pending(uint256 unitId, uint64 deadline, address[] memory verifiers) private view returns (address) {
         if (block.timestamp > deadline) return address(0);
         for (uint256 i = 0; i < verifiers.length; ++i) {
-            (IJobManager.VerifierStatus status,) = manager.verifierStatus(unitId, verifiers[i]);
-            if (status == IJobManager.VerifierStatus.Pending) return verifiers[i];
+            (IJobManager.VerifierStatus status, bytes32 attestation) =
+                manager.verifierStatus(unitId, verifiers[i]);
+            // A pending verifier has not attested (its attestation hash is still zero).
+            if (status == IJobManager.VerifierStatus.Pending && attestation == bytes32(0)) {
+                return verifiers[i];
+            }
         }
         return address(0);
     }
