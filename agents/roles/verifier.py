@@ -269,7 +269,8 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.log.info("unit %d: replayed segments %s: all agree", u.unit_id, sorted(mine))
 
     def _no_data(self, u: UnitView, key: str, segments: list[int], ctx: JobContext) -> None:
-        """Withheld or corrupt checkpoints: challenge if the roots are wrong, else retry later.
+        """Withheld or corrupt checkpoints: challenge if the roots are wrong, else attest from
+        our own replay (the solver's data is not needed to know the right end roots).
 
         Computing our own commitment replays the whole job, so it waits until half of the
         time left at the first miss has passed: data that is only late (a slow or briefly
@@ -278,11 +279,24 @@ class Verifier(ChallengerMixin, RoleAgent):
         first = self._first_miss.setdefault(key, now)
         if now - first < (u.deadline - first) / 2:
             return
-        counter = self.challenger_comp(ctx).checkpoint_commit()
-        if counter != u.checkpoint_root:
+        comp = self.challenger_comp(ctx)
+        if comp.checkpoint_commit() != u.checkpoint_root:
             self.agent.store.put_record(
                 "verdict", key, "disagree", {"segments": segments, "end_roots": [], "wrong": []}
             )
+            return
+        # The commitment is right but its data is withheld: our own replay from step 0 gives
+        # every checkpoint root, so we can attest what we computed instead of being penalised
+        # as a non-responder for the solver's withholding.
+        roots = comp.checkpoint_roots()
+        ends = ["0x" + roots[s + 1].hex() for s in segments]
+        self.log.warning(
+            "unit %d: checkpoints withheld; own replay matches the commitment, attesting from it",
+            u.unit_id,
+        )
+        self.agent.store.put_record(
+            "verdict", key, "agree", {"segments": segments, "end_roots": ends, "wrong": []}
+        )
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

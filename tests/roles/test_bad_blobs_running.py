@@ -85,3 +85,42 @@ def test_verifier_logs_and_retries_bad_blobs_then_attests(tmp_path):
         assert manager.functions.getJob(1).call()[4] == 2  # Completed
         assert "Traceback" not in ag.log("verifier")
     shutil.rmtree(published, ignore_errors=True)
+
+
+def test_verifier_attests_from_own_replay_when_checkpoints_are_withheld(tmp_path):
+    """A solver commits the right roots but never publishes its checkpoints: the verifier's own
+    replay from step 0 matches the commitment, so it attests from it and is not penalised."""
+    withheld = tmp_path / "withheld"  # the locator points here; nothing is ever written
+    submitter = rk.Party("submitter", "submitter", 1)
+    solver = rk.Party("solver", "solver", 2, ["--stake", "200", "--public-blob-url", str(withheld)])
+    verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
+    with rk.chain() as (url, w3):
+        addrs = rk.deploy(w3, {"verifyWindow": 60})
+        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, verifier])
+        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
+        registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+            ag.start(solver)
+            ag.start(verifier)
+            rk.wait_for(
+                "registrations",
+                lambda: all(
+                    registry.functions.roleOf(p.address).call() for p in (solver, verifier)
+                ),
+                90,
+                ag,
+                ("solver", "verifier"),
+            )
+            ag.start(submitter, "--spec", str(rk.SPEC), "--claim-window", "8")
+            rk.wait_for(
+                "the job completed on chain",
+                lambda: manager.functions.getJob(1).call()[4] == 2,
+                240,
+                ag,
+                ("verifier", "solver"),
+            )
+            assert any("checkpoints withheld" in m for m in ag.messages("verifier"))
+        attested = manager.events.Attested().get_logs(from_block=0)
+        assert [e["args"]["verifier"] for e in attested] == [verifier.address]
+        assert manager.events.VerifierPenalised().get_logs(from_block=0) == []
+        assert "Traceback" not in ag.log("verifier")
