@@ -4,6 +4,7 @@ pragma solidity 0.8.37;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IJobManager} from "../interfaces/IJobManager.sol";
+import {AttestationCourt} from "../market/AttestationCourt.sol";
 
 /// @title LedgerLens
 /// @notice Test-only batch reader: returns, in one call, the raw values the invariant tests sum.
@@ -40,5 +41,25 @@ contract LedgerLens {
             out[k++] = manager.credits(accounts[i]);
         }
         out[k] = manager.jackpot();
+    }
+
+    /// @notice One flat array: [court balance, bond of each game id, credit of each account,
+    ///         court jackpot].
+    function readCourt(AttestationCourt court, uint256[] calldata gameIds, address[] calldata accounts)
+        external
+        view
+        returns (uint256[] memory out)
+    {
+        out = new uint256[](2 + gameIds.length + accounts.length);
+        out[0] = court.token().balanceOf(address(court));
+        uint256 k = 1;
+        for (uint256 i = 0; i < gameIds.length; ++i) {
+            (,,, uint96 bond) = court.cases(gameIds[i]);
+            out[k++] = bond;
+        }
+        for (uint256 i = 0; i < accounts.length; ++i) {
+            out[k++] = court.credits(accounts[i]);
+        }
+        out[k] = court.jackpot();
     }
 }

@@ -8,9 +8,12 @@ independent ledger (a Python model of every payout rule in docs/PROTOCOL.md §6)
 
 - registry token balance == Σ stake + Σ unbonding;
 - job-manager token balance == Σ job escrow + Σ open dispute bonds + Σ credits + jackpot;
+- attestation-court token balance == Σ open case bonds + Σ court credits + court jackpot
+  (PROTOCOL §7.1: a whistleblower's bond, and the penalty slashed from a verifier's registry
+  stake when the whistleblower wins, end up credited or in the court's jackpot);
 - every credit, escrow, stake, unbonding amount and the jackpot equal the model's;
 - `withdraw` / `withdrawUnbonded` succeed exactly when the model says something is owed and
-  transfer exactly that amount.
+  transfer exactly that amount (the court's `withdraw` too).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ MGR_CFG = {
     # hypothesis example must draw the same data when it is replayed)
     "forcedErrorBps": 10_000,
 }
+COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000}
 BPS = 10_000
 ROLES = {"solver": 1, "verifier": 2, "whistleblower": 3}
 # account index -> (role, initial stake)
@@ -117,6 +121,8 @@ def _export_artifacts(project: Any, out: Path) -> None:
         "MockArbiter",
         "LedgerLens",
         "ForcedErrorJudge",
+        "AttestationCourt",
+        "MockSegmentGame",
     ):
         ct = getattr(project, name).contract_type
         artifact = {
@@ -141,7 +147,12 @@ class World:
             self.w3,
             keys[0],
             tmp,
-            {"mock_arbiter": True, "registry_config": REG_CFG, "manager_config": MGR_CFG},
+            {
+                "mock_arbiter": True,
+                "registry_config": REG_CFG,
+                "manager_config": MGR_CFG,
+                "attestation_court": COURT_CFG,
+            },
         )
         abi = {n: json.loads((tmp / f"{n}.json").read_text())["abi"] for n in ("TestToken",)}
         load = lambda n: json.loads((tmp / f"{n}.json").read_text())["abi"]  # noqa: E731
@@ -160,13 +171,25 @@ class World:
         tx_hash = factory.constructor().transact({"from": self.addr[0]})
         lens_address = self.w3.eth.wait_for_transaction_receipt(tx_hash)["contractAddress"]
         self.lens = self.w3.eth.contract(address=lens_address, abi=lens_abi)
+        # the court plays its games against a mock segment game (its outcome is the test's pick)
+        self.court = self.w3.eth.contract(
+            address=addrs["AttestationCourt"], abi=load("AttestationCourt")
+        )
+        game_abi = load("MockSegmentGame")
+        game_bytecode = json.loads((tmp / "MockSegmentGame.json").read_text())["bytecode"]
+        factory = self.w3.eth.contract(abi=game_abi, bytecode=game_bytecode)
+        tx_hash = factory.constructor().transact({"from": self.addr[0]})
+        game_address = self.w3.eth.wait_for_transaction_receipt(tx_hash)["contractAddress"]
+        self.court_game = self.w3.eth.contract(address=game_address, abi=game_abi)
         self.chain_id = self.w3.eth.chain_id
         self.gas_price = max(self.w3.eth.gas_price, 1) * 2
         self.nonces: dict[int, int] = {}
         self.reset_nonces()
+        assert self.send(0, self.court_game.functions.wire(self.court.address))
+        assert self.send(0, self.court.functions.setGame(self.court_game.address))
         for i in ACCOUNTS:
             self.send(0, self.token.functions.mint(self.addr[i], 10_000 * E18))
-            for spender in (self.registry.address, self.manager.address):
+            for spender in (self.registry.address, self.manager.address, self.court.address):
                 self.send(i, self.token.functions.approve(spender, 2**256 - 1))
         for i, (role, stake) in NODES.items():
             ok = self.send(
@@ -235,6 +258,7 @@ class UnitModel:
     revealed: bool = False
     ends: dict[int, list[bytes]] = field(default_factory=dict)  # attested end roots
     slashed: set[int] = field(default_factory=set)  # attested wrong at the forced checkpoint
+    court: set[tuple[int, int]] = field(default_factory=set)  # (verifier, entry) taken to court
 
 
 _WORLD: World | None = None
@@ -263,6 +287,10 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.unbonding = dict.fromkeys(NODES, 0)
         self.unbond_ready = dict.fromkeys(NODES, 0)
         self.index = {a.lower(): i for i, a in enumerate(self.w.addr)}
+        # the attestation court's books: game id -> (unit, verifier, bond) of each case ever opened
+        self.cases: dict[int, tuple[int, int, int]] = {}
+        self.court_credits: dict[int, int] = dict.fromkeys(ACCOUNTS, 0)
+        self.court_jackpot = 0
 
     # ------------------------------------------------------------------ helpers
     def _seen(self, what: str) -> None:
@@ -293,6 +321,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         u.status, u.assignee = OPEN, None
         u.verifiers, u.attested, u.challenged = [], set(), set()
         u.position, u.revealed, u.ends, u.slashed = 0, False, {}, set()
+        u.court = set()  # a new attempt: its attestations can be taken to court afresh
 
     # ------------------------------------------------------------------ rules
     @rule(
@@ -567,6 +596,104 @@ class ProtocolMachine(RuleBasedStateMachine):
             assert self.w.send(8, self.w.arbiter.functions.resolve(voided, challenger_won))
             self._seen("voided game ended")
 
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(["challenge", "challenge", "resolve", "withdraw"]),
+        won=st.booleans(),
+    )
+    def court(self, data: st.DataObject, kind: str, won: bool) -> None:
+        """The attestation court (PROTOCOL §7.1): a whistleblower takes an attested segment to
+        court, the court's game rules, someone withdraws a court credit."""
+        if kind == "challenge":
+            # mostly a unit with a live attestation, else any unit (the court must refuse)
+            attested = sorted(uid for uid, u in self.units.items() if u.attested - u.slashed)
+            if attested or self.units:
+                uid = data.draw(st.sampled_from(attested or sorted(self.units)))
+                self.court_challenge(data, uid)
+        elif kind == "resolve":
+            open_games = sorted(g for g, case in self.cases.items() if case[2])
+            if open_games:
+                self.court_resolve(data.draw(st.sampled_from(open_games)), won)
+        else:
+            self.court_withdraw(data.draw(st.sampled_from(ACCOUNTS)))
+
+    def court_challenge(self, data: st.DataObject, uid: int) -> None:
+        u = self.units[uid]
+        who = data.draw(st.sampled_from([8, 8, 8, 8, 6]))
+        honest = [v for v in u.verifiers if v in u.attested - u.slashed]
+        # a fixed draw (the drawn verifiers come from the chain's randomness)
+        pool = honest or [6, 7]
+        verifier = pool[data.draw(st.integers(0, 1)) % len(pool)]
+        index = data.draw(st.sampled_from([0, 1, 0, 1, 2]))
+        flaw = data.draw(st.sampled_from(["none"] * 5 + ["ends", "start"]))
+        ends = list(u.ends.get(verifier, [TRUE[1], TRUE[2]]))
+        if flaw == "ends":
+            ends[0] = b"\x77" * 32
+        segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
+        # a reveal replaces the unit's checkpoint root by the true list's root
+        states = TRUE if u.revealed else published(u.position)
+        seg = segments[index] if index < len(segments) else 0
+        proof = list_proof(CHECKPOINT_DOMAIN, states, seg).siblings
+        start = b"\x78" * 32 if flaw == "start" else states[seg]
+        fn = self.w.court.functions.challengeAttestation(
+            uid, self.w.addr[verifier], index, ends, start, proof
+        )
+        ok = self.w.send(who, fn)
+        valid = (
+            who == 8
+            and verifier in u.attested - u.slashed
+            and index < len(segments)
+            and flaw == "none"
+            and (verifier, index) not in u.court
+        )
+        assert ok <= valid, f"court challenge accepted: {who} {verifier} {index} {flaw} {u}"
+        if not ok:
+            node = self.r.getNode(self.w.addr[verifier]).call()
+            free = node[8] - node[9]  # stake - locked: the court locks its penalty
+            role = self.r.roleOf(self.w.addr[8]).call()
+            can = free >= COURT_CFG["penalty"] and role == ROLES["whistleblower"]
+            if valid and can:
+                try:
+                    fn.call({"from": self.w.addr[8]})
+                    why = "?"
+                except Exception as e:  # noqa: BLE001
+                    why = repr(e)
+                raise AssertionError(f"valid court challenge refused: {why} {verifier} {index} {u}")
+            self._seen("court challenge refused")
+            return
+        game = self.w.court_game.functions.gameCount().call()
+        self.cases[game] = (uid, verifier, COURT_CFG["bond"])
+        u.court.add((verifier, index))
+        self._seen("court challenged")
+        if data.draw(st.integers(0, 3)):  # for depth: the game ends at once, a party withdraws
+            self.court_resolve(game, data.draw(st.sampled_from([True, True, False])))
+            self.court_withdraw(data.draw(st.sampled_from([8, verifier])))
+
+    def court_resolve(self, game: int, won: bool) -> None:
+        _, verifier, bond = self.cases[game]
+        assert self.w.send(1, self.w.court_game.functions.resolve(game, won))
+        penalty = COURT_CFG["penalty"]
+        if won:
+            reward = penalty * COURT_CFG["reward_bps"] // BPS
+            self.court_credits[8] += bond + reward
+            self.court_jackpot += penalty - reward
+            self.stake[verifier] -= penalty  # slashed from the verifier's registry stake
+        else:
+            self.court_credits[verifier] += bond
+        self.cases[game] = (self.cases[game][0], verifier, 0)
+        self._seen(f"court ruled falseAttestation={won}")
+
+    def court_withdraw(self, who: int) -> None:
+        before = self.w.token.functions.balanceOf(self.w.addr[who]).call()
+        ok = self.w.send(who, self.w.court.functions.withdraw())
+        after = self.w.token.functions.balanceOf(self.w.addr[who]).call()
+        owed = self.court_credits[who]
+        assert ok == (owed > 0), f"court withdraw by {who}: ok={ok}, owed={owed}"
+        assert after - before == owed
+        self.court_credits[who] = 0
+        if ok:
+            self._seen("withdrew court credit")
+
     @rule(data=st.data(), reporter=st.sampled_from([1, 8]))
     def premature(self, data: st.DataObject, reporter: int) -> None:
         picked = self._unit(data)
@@ -739,6 +866,7 @@ class ProtocolMachine(RuleBasedStateMachine):
                 if action == "attest":
                     for v in u.verifiers:
                         self.attest_unit(uid, v, lazy)
+                    self.court_challenge(data, uid)  # a whistleblower disputes one entry (or not)
                 elif action == "reveal":
                     self.reveal_unit(uid, data.draw(st.booleans()), data.draw(st.booleans()))
                 elif action == "premature":
@@ -748,6 +876,7 @@ class ProtocolMachine(RuleBasedStateMachine):
                 else:
                     self.w.jump(MGR_CFG["verifyWindow"] + 1)
                     self.finalize_unit(uid)
+                    self.court_challenge(data, uid)  # attestations stand after finalisation
                     if u.assignee is not None and data.draw(st.booleans()):
                         self.withdraw(u.assignee)
             elif u.status == DISPUTED:
@@ -803,6 +932,21 @@ class ProtocolMachine(RuleBasedStateMachine):
         for i, credit in zip(ACCOUNTS, credits, strict=True):
             assert credit == self.credits[i], f"credit of {i}: {credit} != {self.credits[i]}"
         assert jackpot == self.jackpot, f"jackpot {jackpot} != model {self.jackpot}"
+        # the court's books balance and equal the model's (slashed penalties arrive here)
+        games = sorted(self.cases)
+        out = w.lens.functions.readCourt(
+            w.court.address, games, [w.addr[i] for i in ACCOUNTS]
+        ).call()
+        court_bal, bonds, rest = out[0], out[1 : 1 + len(games)], out[1 + len(games) :]
+        credits, jackpot = rest[: len(ACCOUNTS)], rest[len(ACCOUNTS)]
+        assert court_bal == sum(bonds) + sum(credits) + jackpot, (
+            "court balance != bonds + credits + jackpot"
+        )
+        for g, bond in zip(games, bonds, strict=True):
+            assert bond == self.cases[g][2], f"court bond of game {g}: {bond} != model"
+        for i, credit in zip(ACCOUNTS, credits, strict=True):
+            assert credit == self.court_credits[i], f"court credit of {i}: {credit} != model"
+        assert jackpot == self.court_jackpot, f"court jackpot {jackpot} != {self.court_jackpot}"
 
 
 def test_protocol_state_machine(world: World) -> None:
@@ -829,5 +973,10 @@ def test_protocol_state_machine(world: World) -> None:
             "revealed forced",
             "jackpot paid",
             "premature reveal slashed",
+            "court challenged",
+            "court challenge refused",
+            "court ruled falseAttestation=True",
+            "court ruled falseAttestation=False",
+            "withdrew court credit",
         ):
             assert SEEN[outcome] > 0, f"no sequence reached {outcome!r}: {dict(SEEN)}"
