@@ -17,7 +17,6 @@ import hashlib
 import json
 from pathlib import Path
 
-from web3 import Web3
 from web3.contract import Contract
 
 from agents.core.blobs import BlobError, BlobStore
@@ -64,20 +63,9 @@ class RoundUnitEngine(UnitEngine):
 
 def round_manager_address(args: argparse.Namespace, manager: str) -> str | None:
     """--round-manager, else the deployment file's RoundManager (if it is this JobManager's)."""
-    given = getattr(args, "round_manager", None)
-    if given:
-        return Web3.to_checksum_address(given)
-    path = Path(getattr(args, "deployment", "") or "")
-    if not path.is_file():
-        return None
-    try:
-        contracts = json.loads(path.read_text())["contracts"]
-    except (ValueError, KeyError):
-        return None
-    if contracts.get("JobManager", "").lower() != manager.lower():
-        return None
-    rm = contracts.get("RoundManager")
-    return Web3.to_checksum_address(rm) if rm else None
+    from agents.roles.runner import companion_address
+
+    return companion_address(args, manager, "round_manager", "RoundManager")
 
 
 def fetch_spec(spec_hash: bytes, stores: list[BlobStore], what: str) -> JobSpec:

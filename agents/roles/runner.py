@@ -158,13 +158,18 @@ def manager_address(args: argparse.Namespace) -> str:
         raise RoleError(f"{path}: no contracts.JobManager address ({exc})") from None
 
 
-def court_address(args: argparse.Namespace, manager: str) -> str | None:
-    if getattr(args, "court", None):
-        if not Web3.is_address(args.court):
-            raise RoleError(f"--court {args.court!r} is not an address")
-        return Web3.to_checksum_address(args.court)
-    path = Path(args.deployment)
-    if not path.exists():
+def companion_address(
+    args: argparse.Namespace, manager: str, flag: str, contract: str
+) -> str | None:
+    """A contract wired to this JobManager: `--<flag>` if given, else the deployment file's
+    `contract` entry when that file describes this manager."""
+    given = getattr(args, flag, None)
+    if given:
+        if not Web3.is_address(given):
+            raise RoleError(f"--{flag.replace('_', '-')} {given!r} is not an address")
+        return Web3.to_checksum_address(given)
+    path = Path(getattr(args, "deployment", "") or "")
+    if not path.is_file():
         return None
     try:
         contracts = json.loads(path.read_text())["contracts"]
@@ -172,8 +177,12 @@ def court_address(args: argparse.Namespace, manager: str) -> str | None:
         return None
     if contracts.get("JobManager", "").lower() != manager.lower():
         return None
-    court = contracts.get("AttestationCourt")
-    return Web3.to_checksum_address(court) if court else None
+    address = contracts.get(contract)
+    return Web3.to_checksum_address(address) if address else None
+
+
+def court_address(args: argparse.Namespace, manager: str) -> str | None:
+    return companion_address(args, manager, "court", "AttestationCourt")
 
 
 def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
