@@ -12,7 +12,8 @@ bench/results/incentives.json with:
 - `detection_5pct`: per job, the probability that a solver cheating in 5 % of the segments is
   caught (in a normal round; in a forced round, exact for spread-out cheats and simulated for
   a contiguous block; overall), the replay fraction and distinct coverage it costs, and the
-  normal-round figure with the with-replacement sampler the contracts use today;
+  normal-round figure with a with-replacement sampler (the contracts' former one, for
+  comparison; the contracts now draw distinct segments, PROTOCOL §6.5);
 - `tradeoff`: detection (5 % and single-segment cheats) against replay fraction for n = 1000,
   v = 1, 2, 3, and the least m reaching 99 % for n in {10, 100, 400, 1000, 2000};
 - `generic_samples`: Monte-Carlo share of samples for which forced errors enforce every replay;

@@ -18,6 +18,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from eth_abi import encode
+from eth_utils import keccak
+
 
 def cheated_segments(fraction: float, n: int) -> int:
     """b for a solver that cheats in a fraction f of n segments: ceil(f n), at least 1."""
@@ -47,12 +50,29 @@ def detection_probability(n: int, m: int, v: int, b: int) -> float:
 def detection_with_replacement(n: int, m: int, v: int, b: int) -> float:
     """The same with each of the v*m draws independent and uniform (with replacement).
 
-    This is what `MarketMath.sampleSegments` does today (PROTOCOL §6.5: m draws of
-    keccak(...) mod n, repeats possible); it is always <= `detection_probability`, and the
+    The contracts sampled this way until `MarketMath.sampleSegments` switched to distinct draws
+    (`chain_sample`); kept as the comparison: it is always <= `detection_probability`, and the
     gap is the work a repeated draw wastes.
     """
     _check(n, m, b)
     return 1.0 - (1.0 - b / n) ** (m * v)
+
+
+def chain_sample(seed: int, verifier: str, m: int, n: int) -> list[int]:
+    """The segments `JobManager.sampledSegments` gives verifier `verifier` (PROTOCOL §6.5).
+
+    Robert Floyd's algorithm over min(m, n) steps j = n - m' ... n - 1: t = keccak256(abi.encode(
+    uint256 seed, address verifier, uint256 j)) mod (j + 1), taken unless already taken, else j.
+    Distinct, uniform over the m'-subsets, in the contract's order; `seed` is the unit's
+    verifySeed.
+    """
+    count = min(m, n)
+    out: list[int] = []
+    for j in range(n - count, n):
+        t = int.from_bytes(keccak(encode(["uint256", "address", "uint256"], [seed, verifier, j])))
+        t %= j + 1
+        out.append(j if t in out else t)
+    return out
 
 
 def replay_fraction(n: int, m: int, v: int) -> float:

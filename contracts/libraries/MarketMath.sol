@@ -42,18 +42,32 @@ library MarketMath {
         return weights.length - 1;
     }
 
-    /// @notice The segments verifier `verifier` replays: `count` draws (with replacement) of
-    ///         `uint256(keccak256(abi.encode(uint256(seed), verifier, j))) % numSegments`,
-    ///         j = 0..count-1. Segment i runs from checkpoint i (step i*k) to checkpoint i+1.
+    /// @notice The segments verifier `verifier` replays: `count` DISTINCT segments of
+    ///         `numSegments` (the caller guarantees `count <= numSegments`), drawn uniformly by
+    ///         Robert Floyd's algorithm: for `j = numSegments − count … numSegments − 1`,
+    ///         `t = uint256(keccak256(abi.encode(uint256(seed), verifier, j))) % (j + 1)`; take t
+    ///         unless an earlier step took it, else take j (never taken: earlier steps took values
+    ///         <= their own j < this j). Segment i runs from checkpoint i (step i*k) to i+1.
+    /// @dev O(count²) comparisons, no numSegments-sized array, no rejection loop. Every count-subset
+    ///      is equally likely (Floyd); the modulo bias is below (j + 1) / 2^256, negligible.
     function sampleSegments(uint64 seed, address verifier, uint256 count, uint256 numSegments)
         internal
         pure
         returns (uint64[] memory segments)
     {
         segments = new uint64[](count);
-        for (uint256 j = 0; j < count; ++j) {
-            // The modulus is numSegments <= 2^64 - 1 (a uint64 count), so the value fits uint64.
-            segments[j] = uint64(uint256(keccak256(abi.encode(uint256(seed), verifier, j))) % numSegments);
+        uint256 j = numSegments - count;
+        for (uint256 i = 0; i < count; ++i) {
+            uint256 t = uint256(keccak256(abi.encode(uint256(seed), verifier, j))) % (j + 1);
+            for (uint256 q = 0; q < i; ++q) {
+                if (segments[q] == t) {
+                    t = j;
+                    break;
+                }
+            }
+            // t <= j < numSegments <= 2^64 - 1 (a uint64 count), so t fits uint64.
+            segments[i] = uint64(t);
+            ++j;
         }
     }
 }

@@ -424,7 +424,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _credit(solver, solverPay);
         _addJackpot(tax + _payVerifiers(unitId, unit.verifierCount, unit.attestCount, fee));
         _registry.release(solver, _collateral(job), true);
-        _settleVerifierLocks(unitId, unit.verifierCount);
+        _settleVerifierLocks(unitId, unit.verifierCount, true);
     }
 
     // ------------------------------------------------------------------ forced errors
@@ -825,22 +825,16 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _addJackpot(collateral - reward);
         _reopen(unitId, unit);
         _registry.slash(solver, collateral, true);
-        _releaseVerifierLocks(unitId, verifierCount);
+        _settleVerifierLocks(unitId, verifierCount, false);
     }
 
-    /// @dev Releases the locks of the drawn verifiers (a unit re-opens); a Slashed one has none.
-    function _releaseVerifierLocks(uint256 unitId, uint256 verifierCount) private {
+    /// @dev Releases the locks of the drawn verifiers, except that with `slashSilent` (finalize)
+    ///      those that stayed silent are slashed instead (a unit that re-opens releases all); a
+    ///      Slashed one has no lock left.
+    function _settleVerifierLocks(uint256 unitId, uint256 verifierCount, bool slashSilent) private {
         for (uint256 i = 0; i < verifierCount; ++i) {
             VerifierSlot memory slot = _verifiers[unitId][i];
-            if (slot.status != VerifierStatus.Slashed) _registry.release(slot.verifier, _verifierLock, false);
-        }
-    }
-
-    /// @dev Slashes the locks of verifiers that stayed silent; releases the others'.
-    function _settleVerifierLocks(uint256 unitId, uint256 verifierCount) private {
-        for (uint256 i = 0; i < verifierCount; ++i) {
-            VerifierSlot memory slot = _verifiers[unitId][i];
-            if (slot.status == VerifierStatus.Pending) {
+            if (slashSilent && slot.status == VerifierStatus.Pending) {
                 _registry.slash(slot.verifier, _verifierLock, true);
             } else if (slot.status != VerifierStatus.Slashed) {
                 _registry.release(slot.verifier, _verifierLock, false);

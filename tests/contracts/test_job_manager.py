@@ -34,12 +34,16 @@ from conftest import (
     assign,
     by_address,
     commit,
+    deploy_protocol,
     job_params,
     now,
     post,
     reverts,
+    stake_nodes,
     verifying,
 )
+
+from agents.economics.detection import chain_sample
 
 ZERO = "0x0000000000000000000000000000000000000000"
 REWARD = 100 * E18
@@ -861,6 +865,42 @@ def test_sampledSegments_beforeDraw_isEmpty(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     assert list(d.manager.sampledSegments(unit_id, d.verifiers[0])) == []
+
+
+@pytest.fixture(scope="module")
+def wide(project, accounts) -> Any:
+    """A deployment whose verifiers replay m = 46 segments (the large job's, PROTOCOL §8)."""
+    d = deploy_protocol(project, accounts, {**MGR_CFG, "segmentsPerVerifier": 46})
+    stake_nodes(d)
+    return d
+
+
+def test_sampledSegments_distinctInRange_matchMirror(wide, chain):
+    """min(m, n) distinct segments in [0, n), exactly what the Python mirror computes, for every
+    asked verifier of units with n below, at and above m = 46 (m >= n: all the segments)."""
+    d = wide
+    m = 46
+    askers = [*(a.address for a in d.verifiers), *(f"0x{i:040x}" for i in range(1, 31))]
+    for n in (1, 2, 7, 46, 47, 120, 1000):
+        job = {"steps": 2 * n, "checkpointInterval": 2, "reward": 10 * E18, "verificationFee": E18}
+        d.registry.heartbeat(sender=d.solvers[0])  # the chain clock moves on between units
+        _, unit_id = assign(d, chain, **job)
+        d.manager.commitCheckpoints(
+            unit_id, ROOT, n + 1, b"\x22" * 32, "blob://unit", SEAL, sender=d.solvers[0]
+        )
+        chain.mine(1)
+        for v in d.verifiers:
+            d.registry.heartbeat(sender=v)
+        d.manager.drawVerifiers(unit_id, sender=d.other)
+        seed = d.manager.getUnit(unit_id).verifySeed
+        for who in askers:
+            segs = list(d.manager.sampledSegments(unit_id, who))
+            assert len(segs) == min(m, n)
+            assert len(set(segs)) == len(segs), (n, who, segs)
+            assert all(0 <= s < n for s in segs)
+            assert segs == chain_sample(seed, who, m, n)
+            if n <= m:
+                assert sorted(segs) == list(range(n))
 
 
 def test_unitIdOf_indexTooLarge_reverts(staked):

@@ -115,3 +115,22 @@ def test_large_job_reaches_target_within_budget() -> None:
     assert detection.detection_probability(1000, 46, 2, b) >= 0.99
     assert detection.replay_fraction(1000, 46, 2) <= 0.10
     assert math.isclose(detection.replay_fraction(1000, 46, 2), 0.092)
+
+
+def test_chain_sampler_is_uniform_over_distinct_subsets() -> None:
+    # The model assumes each verifier's m segments are a uniform m-subset; `chain_sample` is the
+    # contract's sampler (tests/contracts/test_job_manager.py checks it against the chain). Over
+    # 6 000 (seed, verifier) pairs every 2-subset of 6 segments (15) comes up 400 times within 5
+    # standard errors, and no draw repeats a segment (a with-replacement sampler would).
+    n, m, trials = 6, 2, 6_000
+    counts: dict[tuple[int, ...], int] = {}
+    for i in range(trials):
+        segs = detection.chain_sample(1 + 2 * (i // 3), f"0x{i % 3 + 1:040x}", m, n)
+        assert len(set(segs)) == m and all(0 <= s < n for s in segs)
+        key = tuple(sorted(segs))
+        counts[key] = counts.get(key, 0) + 1
+    assert len(counts) == math.comb(n, m)
+    expected = trials / math.comb(n, m)
+    sd = math.sqrt(expected * (1 - 1 / math.comb(n, m)))
+    assert all(abs(c - expected) <= 5 * sd for c in counts.values()), counts
+    assert detection.chain_sample(7, f"0x{1:040x}", 9, 4) == [0, 1, 2, 3]  # m >= n: all
