@@ -135,22 +135,32 @@ def make_job(
     return Job(spec, data, eng, job_graph(spec, data.n))
 
 
-def register_job(dep: Deployment, job: Job) -> int:
+def register_job(dep: Deployment, job: Job, placement: tuple[int, int, int] | None = None) -> int:
     """Posts a fresh job id on the manager stand-in (submitter = account 0), registers the job's
-    dispute config as its submitter and returns the job id (unit 0 of it is disputed)."""
+    dispute config as its submitter and returns the job id (unit 0 of it is disputed). With a
+    `placement` (t0, S, s) the job is a unit of a decomposed job (`registerUnitConfig`)."""
     job_id = dep.game.functions.gameCount().call() + 1
     while dep.manager.functions.submitterOf(job_id).call() != "0x" + "00" * 20:
         job_id += 1
     submitter = dep.deployer_game()
     dep.deployer.transact("setSubmitter", job_id, submitter.address)
-    submitter.transact("registerConfig", job_id, job.jg.config.hash())
+    if placement is None:
+        submitter.transact("registerConfig", job_id, job.jg.config.hash())
+    else:
+        submitter.transact("registerUnitConfig", job_id, job.jg.config.hash(), placement)
     return job_id
 
 
-def open_game(dep: Deployment, job: Job, claim: Computation, honest: Computation) -> int:
+def open_game(
+    dep: Deployment,
+    job: Job,
+    claim: Computation,
+    honest: Computation,
+    placement: tuple[int, int, int] | None = None,
+) -> int:
     """Opens a game over `claim` as the job manager would, with the defender = account 1 and
-    the challenger = account 2, on a freshly registered job."""
-    job_id = register_job(dep, job)
+    the challenger = account 2, on a freshly registered job (a unit job with `placement`)."""
+    job_id = register_job(dep, job, placement)
     request = (
         job_id << 32,  # unitId: unit 0 of the job
         dep.defender.address,

@@ -26,8 +26,12 @@ from agents.roles.jobs import JobContext, JobRejected
 from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.data import Dataset
-from agents.training.decompose import UnitEngine, aggregate, aggregation_weights
-from agents.training.engine import EngineConfig
+from agents.training.decompose import (
+    RoundUnitEngine,
+    UnitEngine,
+    aggregate,
+    aggregation_weights,
+)
 from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
 
@@ -36,29 +40,6 @@ RJ_RUNNING, RJ_COMPLETED = 1, 2
 R_TRAINING, R_COMMITTED, R_FINAL = 1, 2, 3
 # IJobManager.JobStatus.Completed
 JOB_COMPLETED = 2
-
-
-class RoundUnitEngine(UnitEngine):
-    """Unit (r, s) seen as a job of k_local steps: local step t is global step t0 + t (its
-    shard-s batch, PROTOCOL §4) and the initial state is G_r."""
-
-    def __init__(
-        self,
-        spec: JobSpec,
-        data: Dataset,
-        shard: int,
-        t0: int,
-        start: State,
-        cfg: EngineConfig = EngineConfig(),
-    ) -> None:
-        super().__init__(spec, data, shard, cfg)
-        self.t0, self.start = t0, start
-
-    def batch(self, t: int):
-        return super().batch(self.t0 + t)
-
-    def initial_state(self) -> State:
-        return {k: v.clone() for k, v in self.start.items()}
 
 
 def round_manager_address(args: argparse.Namespace, manager: str) -> str | None:

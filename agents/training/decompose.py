@@ -174,6 +174,29 @@ class UnitEngine(Engine):
         return UnitResult(r, self.shard, roots, st)
 
 
+class RoundUnitEngine(UnitEngine):
+    """Unit (r, s) seen as a job of k_local steps: local step t is global step t0 + t (its
+    shard-s batch, PROTOCOL §4) and the initial state is G_r."""
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        data: Dataset,
+        shard: int,
+        t0: int,
+        start: State,
+        cfg: EngineConfig = EngineConfig(),
+    ) -> None:
+        super().__init__(spec, data, shard, cfg)
+        self.t0, self.start = t0, start
+
+    def batch(self, t: int):
+        return super().batch(self.t0 + t)
+
+    def initial_state(self) -> State:
+        return {k: v.clone() for k, v in self.start.items()}
+
+
 @dataclass
 class UnitResult:
     round: int

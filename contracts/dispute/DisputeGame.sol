@@ -14,6 +14,7 @@ import {
     DisputeConfig,
     NodeDesc,
     Opening,
+    Placement,
     ProofContext
 } from "./lib/DisputeTypes.sol";
 import {Clocks} from "./lib/Clocks.sol";
@@ -41,6 +42,8 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     uint256 public gameCount;
     /// @notice Dispute config hash (PROTOCOL §7.2) registered by each job's submitter.
     mapping(uint256 jobId => bytes32 configHash) public configOf;
+    /// @notice Where each unit job of a decomposed job sits (zero for version-1 jobs).
+    mapping(uint256 jobId => Placement) public placementOf;
 
     mapping(uint256 gameId => GameClaim) internal _claims;
     mapping(uint256 gameId => GameProgress) internal _progress;
@@ -57,12 +60,38 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     /// @dev Adapter until the job manager carries the config hash itself (PROTOCOL §7.2, §7.9):
     ///      only the job's submitter (read from the manager) may register it, once.
     function registerConfig(uint256 jobId, bytes32 configHash) external {
+        _register(jobId, configHash);
+        emit ConfigRegistered(jobId, configHash, msg.sender);
+    }
+
+    /// @inheritdoc IDisputeGame
+    /// @dev The submitter of a unit job is its round manager, which calls this when it posts the
+    ///      unit; the placement is as trusted as the config hash (parties check both, §7.2).
+    function registerUnitConfig(uint256 jobId, bytes32 configHash, Placement calldata placement)
+        external
+    {
+        if (placement.shards == 0) revert InvalidPlacement(placement.shards, placement.shard);
+        if (placement.shard >= placement.shards) {
+            revert InvalidPlacement(placement.shards, placement.shard);
+        }
+        _register(jobId, configHash);
+        placementOf[jobId] = placement;
+        emit UnitConfigRegistered(
+            jobId,
+            configHash,
+            msg.sender,
+            placement.stepOffset,
+            placement.shards,
+            placement.shard
+        );
+    }
+
+    function _register(uint256 jobId, bytes32 configHash) internal {
         address submitter = IJobManager(manager).getJob(jobId).submitter;
         if (msg.sender != submitter) revert NotSubmitter(msg.sender, submitter);
         bytes32 existing = configOf[jobId];
         if (existing != bytes32(0)) revert ConfigAlreadyRegistered(jobId, existing);
         configOf[jobId] = configHash;
-        emit ConfigRegistered(jobId, configHash, msg.sender);
     }
 
     /// @inheritdoc IDisputeArbiter
@@ -487,12 +516,15 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         }
     }
 
+    /// @dev The claim's steps count from its unit's first step; a unit of a decomposed job
+    ///      starts at global step `placement.stepOffset` (0 for a version-1 job).
     function _globalStep(GameClaim storage c, GameProgress storage p)
         internal
         view
         returns (uint256)
     {
-        return Positions.globalStep(c.stepOffset, p.segment, c.interval, p.step);
+        uint256 unitStart = placementOf[JobIds.jobOf(c.unitId)].stepOffset;
+        return Positions.globalStep(unitStart + c.stepOffset, p.segment, c.interval, p.step);
     }
 
     function _assembleState(bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
@@ -536,7 +568,17 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     ) internal view returns (uint32) {
         uint256 numel = uint256(p.rows) * uint256(p.cols);
         if (element >= numel) return 0; // padding of the last leaf must be zero bytes
-        ProofContext memory ctx = ProofContext({
+        ProofContext memory ctx = _proofContext(c, p, cfg);
+        return prover.evaluate(ctx, nodeDesc, element / p.cols, element % p.cols, openings);
+    }
+
+    function _proofContext(GameClaim storage c, GameProgress storage p, DisputeConfig calldata cfg)
+        internal
+        view
+        returns (ProofContext memory ctx)
+    {
+        Placement memory placement = placementOf[JobIds.jobOf(c.unitId)];
+        ctx = ProofContext({
             stateRoot: p.agreedRoot,
             traceRoot: p.traceRoot,
             datasetRoot: c.datasetRoot,
@@ -546,8 +588,10 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
             step: _globalStep(c, p),
             seed: cfg.seed,
             batchSize: cfg.batchSize,
-            numExamples: cfg.numExamples
+            numExamples: cfg.numExamples,
+            // A version-1 job has no placement: one shard, the whole dataset.
+            shards: placement.shards == 0 ? 1 : placement.shards,
+            shard: placement.shard
         });
-        return prover.evaluate(ctx, nodeDesc, element / p.cols, element % p.cols, openings);
     }
 }

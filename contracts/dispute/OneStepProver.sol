@@ -190,7 +190,9 @@ contract OneStepProver is IOneStepProver {
         uint256 e
     ) internal pure returns (uint32) {
         if (operand.kind == OpCodes.KIND_BATCH) {
-            return uint32(RepOps.batchIndex(ctx.seed, ctx.step, e, ctx.numExamples));
+            return uint32(
+                RepOps.shardBatchIndex(ctx.seed, ctx.step, e, ctx.numExamples, ctx.shards, ctx.shard)
+            );
         }
         uint256 leaf = e / Positions.LEAF_ELEMS;
         uint256 at = _chunkIndex(o, leaf, k, e);

@@ -336,6 +336,28 @@ contract OpHarness {
         }
     }
 
+    /// @notice RepOps.shardBatchIndex for j = 0 … batch−1 (shard s of S, PROTOCOL §4).
+    /// @param seed Data seed.
+    /// @param t Global step.
+    /// @param batch Batch size B.
+    /// @param n Number of examples N of the whole dataset.
+    /// @param shards S.
+    /// @param shard s.
+    /// @return r The example indices (into the whole dataset).
+    function shardBatchIndices(
+        uint256 seed,
+        uint256 t,
+        uint256 batch,
+        uint256 n,
+        uint256 shards,
+        uint256 shard
+    ) external pure returns (uint256[] memory r) {
+        r = new uint256[](batch);
+        for (uint256 j = 0; j < batch; ++j) {
+            r[j] = RepOps.shardBatchIndex(seed, t, j, n, shards, shard);
+        }
+    }
+
     // ---------------------------------------------------------------- commitments
 
     /// @notice The five domain tags (tensor, state, checkpoints, trace, dataset).

@@ -44,6 +44,9 @@ interface IRoundManager {
     /// @param verificationFee    Verification fee of one unit job.
     /// @param aggregatorReward   Paid to the aggregator of each round once it is final.
     /// @param computeTime        Seconds a unit's assignee has to commit.
+    /// @param disputeConfigHash  The job's dispute config hash (PROTOCOL §7.2, a function of the
+    ///                           spec and N), registered for every unit job with the unit's
+    ///                           placement (first global step, shard) so units can be disputed.
     struct JobParams {
         bytes32 specHash;
         bytes32 datasetRoot;
@@ -59,6 +62,7 @@ interface IRoundManager {
         uint96 verificationFee;
         uint96 aggregatorReward;
         uint32 computeTime;
+        bytes32 disputeConfigHash;
     }
 
     /// @notice A decomposed job as stored (the posted parameters plus its progress).
@@ -118,6 +122,10 @@ interface IRoundManager {
     error ZeroComputeTime();
     /// @notice No decomposed job has this id.
     error UnknownJob(uint256 jobId);
+    /// @notice The job manager has no arbiter to register unit dispute configs with.
+    error ArbiterNotSet();
+    /// @notice The job-manager job is not a unit of a decomposed job of this round manager.
+    error NotAUnitJob(uint256 unitJobId);
     /// @notice The job is already completed.
     error JobNotRunning(uint256 jobId);
     /// @notice The round is not the job's current round.
@@ -226,6 +234,13 @@ interface IRoundManager {
 
     /// @notice Transfers the caller's credited balance.
     function withdraw() external;
+
+    /// @notice Registers unit job `unitJobId`'s dispute config and placement (t0 = r·k_local,
+    ///         shard s of S) with `game`, this contract being the unit's submitter. Units are
+    ///         registered with the job manager's arbiter when posted; anyone may call this for
+    ///         another game that reads submitters from the job manager (the attestation
+    ///         court's). Reverts as the game does if already registered there.
+    function registerUnitConfig(uint256 unitJobId, address game) external;
 
     // ------------------------------------------------------------------ views
     /// @notice The job manager the units run in.

@@ -25,6 +25,11 @@ library RepOps {
     /// @notice idx(seed, t, j) with N = 0 examples.
     error EmptyDataset();
 
+    /// @notice Shard `shard` of `shards` does not exist (s ≥ S, or S = 0).
+    /// @param shards S.
+    /// @param shard  s.
+    error InvalidShard(uint256 shards, uint256 shard);
+
     // exp32 constants (PROTOCOL §2.1), bit patterns
     uint32 internal constant EXP_HI = 0x42B20000; // 89.0
     uint32 internal constant EXP_LO = 0xC2D00000; // −104.0
@@ -279,5 +284,22 @@ library RepOps {
     {
         if (n == 0) revert EmptyDataset();
         return uint256(keccak256(abi.encode(seed, t, j))) % n;
+    }
+
+    /// @notice idx_s(seed, t, j) of PROTOCOL §4: the example index at batch position j of step
+    ///         t for shard `shard` of `shards` (examples i with i mod S = s, N_s of them):
+    ///         `S · batchIndex(seed, t, j·S + s, N_s) + s`. With S = 1 this is `batchIndex`.
+    /// @param shards S ≥ 1.
+    /// @param shard  s < S.
+    function shardBatchIndex(uint256 seed, uint256 t, uint256 j, uint256 n, uint256 shards, uint256 shard)
+        internal
+        pure
+        returns (uint256)
+    {
+        if (shard >= shards) revert InvalidShard(shards, shard);
+        // N_s = ceil((N − s) / S); a shard without examples has no batch.
+        if (shard >= n) revert EmptyDataset();
+        uint256 shardSize = (n - shard + shards - 1) / shards;
+        return shards * batchIndex(seed, t, j * shards + shard, shardSize) + shard;
     }
 }

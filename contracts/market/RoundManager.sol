@@ -4,6 +4,8 @@ pragma solidity 0.8.37;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {IDisputeGame} from "../dispute/interfaces/IDisputeGame.sol";
+import {Placement} from "../dispute/lib/DisputeTypes.sol";
 import {IJobManager} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IRoundManager} from "../interfaces/IRoundManager.sol";
@@ -70,10 +72,15 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         if (p.datasetRoot == bytes32(0)) revert ZeroCommitment();
         if (p.initialStateRoot == bytes32(0)) revert ZeroCommitment();
         if (p.layoutHash == bytes32(0)) revert ZeroCommitment();
+        if (p.disputeConfigHash == bytes32(0)) revert ZeroCommitment();
         if (p.rounds == 0) revert ZeroRounds();
         uint256 maxShards = p.numExamples < MAX_SHARDS ? p.numExamples : MAX_SHARDS;
         if (p.shards == 0 || p.shards > maxShards) revert InvalidShards(p.shards, maxShards);
         if (p.localSteps == 0 || p.checkpointInterval == 0 || p.localSteps % p.checkpointInterval != 0) {
+            revert InvalidLocalSteps(p.localSteps, p.checkpointInterval);
+        }
+        // Every unit's first global step r·k_local must fit the game's uint64 step offset.
+        if (uint256(p.rounds) * p.localSteps > type(uint64).max) {
             revert InvalidLocalSteps(p.localSteps, p.checkpointInterval);
         }
         if (p.computeTime == 0) revert ZeroComputeTime();
@@ -90,6 +97,15 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         emit DecomposedJobPosted(jobId, msg.sender, p.specHash, p, escrow);
         _token.safeTransferFrom(msg.sender, address(this), escrow);
         _postRound(jobId, job, 0);
+    }
+
+    /// @inheritdoc IRoundManager
+    /// @dev `game` is any contract: a malicious one can only fail or waste the caller's gas (no
+    ///      value moves and no state of this contract changes around the call).
+    function registerUnitConfig(uint256 unitJobId, address game) external nonReentrant {
+        UnitRef memory ref = _unitRefs[unitJobId];
+        if (ref.jobId == 0) revert NotAUnitJob(unitJobId);
+        _registerUnit(IDisputeGame(game), _jobs[ref.jobId].params, unitJobId, ref.round, ref.shard);
     }
 
     // ------------------------------------------------------------------ aggregation
@@ -390,6 +406,8 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
             claimDeadline: uint64(block.timestamp) + _manager.config().claimWindow,
             computeTime: p.computeTime
         });
+        IDisputeGame game = IDisputeGame(_manager.arbiter());
+        if (address(game) == address(0)) revert ArbiterNotSet();
         job.escrow -= uint128(shards * reward);
         _rounds[jobId][r].status = RoundStatus.Training;
         _token.forceApprove(address(_manager), shards * reward);
@@ -400,7 +418,18 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
             _unitJobs[jobId][r][s] = unitJobId;
             _unitRefs[unitJobId] = UnitRef(uint192(jobId), r, uint32(s));
             emit UnitJobPosted(jobId, r, uint32(s), unitJobId, unit.initialStateRoot);
+            // The arbiter is the job manager's (trusted, fixed at deployment).
+            _registerUnit(game, p, unitJobId, r, uint32(s));
         }
+    }
+
+    /// @dev Unit (r, s) is disputed from global step r·k_local with shard s's batches (§4).
+    function _registerUnit(IDisputeGame game, JobParams storage p, uint256 unitJobId, uint32 r, uint32 s)
+        private
+    {
+        // r < R and R·k_local < 2^64 (checked at posting), so the product fits.
+        uint64 stepOffset = uint64(uint256(r) * p.localSteps);
+        game.registerUnitConfig(unitJobId, p.disputeConfigHash, Placement(stepOffset, p.shards, s));
     }
 
     function _credit(address account, uint256 amount) private {

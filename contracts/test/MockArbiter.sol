@@ -3,6 +3,7 @@ pragma solidity 0.8.37;
 
 import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {Placement} from "../dispute/lib/DisputeTypes.sol";
 
 /// @title MockArbiter
 /// @notice Test-only arbiter: records each opened game and resolves it when told to.
@@ -20,6 +21,15 @@ contract MockArbiter is IDisputeArbiter {
     event GameOpened(
         uint256 indexed gameId, uint256 indexed unitId, address solver, address challenger
     );
+    /// @notice A unit job's dispute config was registered (recorded, as the real game would).
+    event UnitConfigRegistered(
+        uint256 indexed jobId,
+        bytes32 indexed configHash,
+        address submitter,
+        uint64 stepOffset,
+        uint32 shards,
+        uint32 shard
+    );
     /// @notice A game was resolved on command.
     event GameResolved(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
 
@@ -29,6 +39,10 @@ contract MockArbiter is IDisputeArbiter {
     uint256 public gameCount;
     /// @notice Unit of each open game (0 once resolved).
     mapping(uint256 gameId => uint256 unitId) public unitOf;
+    /// @notice Config hash registered for each unit job (the real game: `DisputeGame.configOf`).
+    mapping(uint256 jobId => bytes32 configHash) public configOf;
+    /// @notice Placement registered for each unit job.
+    mapping(uint256 jobId => Placement) public placementOf;
 
     /// @notice Sets the job manager; callable once.
     function wire(address manager) external {
@@ -42,6 +56,17 @@ contract MockArbiter is IDisputeArbiter {
         gameId = ++gameCount;
         unitOf[gameId] = request.unitId;
         emit GameOpened(gameId, request.unitId, request.solver, request.challenger);
+    }
+
+    /// @notice Records a unit job's config and placement (no submitter check: test stand-in).
+    function registerUnitConfig(uint256 jobId, bytes32 configHash, Placement calldata placement)
+        external
+    {
+        configOf[jobId] = configHash;
+        placementOf[jobId] = placement;
+        emit UnitConfigRegistered(
+            jobId, configHash, msg.sender, placement.stepOffset, placement.shards, placement.shard
+        );
     }
 
     /// @notice Resolves `gameId` with the given outcome and reports it to the job manager.

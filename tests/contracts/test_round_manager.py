@@ -36,6 +36,7 @@ UNIT_REWARD = 20 * E18
 AGG_REWARD = 5 * E18
 N = 1438
 S = 3
+CONFIG_HASH = b"\x0c" * 32
 
 
 def make_state(seed: int) -> dict[str, torch.Tensor]:
@@ -68,6 +69,7 @@ def params(now_ts: int, **overrides: Any) -> tuple:
         "verificationFee": 2 * E18,
         "aggregatorReward": AGG_REWARD,
         "computeTime": 3_600,
+        "disputeConfigHash": CONFIG_HASH,
     }
     p.update(overrides)
     return tuple(p.values())
@@ -167,6 +169,13 @@ def test_post_escrows_and_posts_round_zero_units(rm, chain):
         assert mj.specHash == d.rm.unitSpecHash(b"\x05" * 32, 0, s)
         assert mj.initialStateRoot == state_root(G0)
         assert mj.steps == 8 and mj.checkpointInterval == 2
+        # registered with the job manager's arbiter: the job's config, unit (0, s)'s placement
+        assert d.arbiter.configOf(unit_job) == CONFIG_HASH
+        assert tuple(d.arbiter.placementOf(unit_job)) == (0, S, s)
+    registered = tx.events.filter(d.arbiter.UnitConfigRegistered)
+    assert [(e.jobId, e.shard, e.submitter) for e in registered] == [
+        (jobs_before + 1 + s, s, d.rm.address) for s in range(S)
+    ]
     assert d.rm.getRound(job_id, 0).status == R_TRAINING
     assert tuple(d.rm.unitOf(12345)) == (0, 0, 0)
     rm_balance_accounted(d, [job_id])
@@ -198,6 +207,9 @@ def test_weights_and_state_root_views_match_the_engine(rm, chain):
         ("checkpointInterval", 0, "InvalidLocalSteps", {"checkpointInterval": 0}),
         ("checkpointInterval", 3, "InvalidLocalSteps", {"localSteps": 8, "checkpointInterval": 3}),
         ("computeTime", 0, "ZeroComputeTime", {}),
+        ("disputeConfigHash", b"\x00" * 32, "ZeroCommitment", {}),
+        # R * k_local must fit the game's uint64 step offset
+        ("localSteps", 2**63, "InvalidLocalSteps", {"localSteps": 2**63}),
     ],
 )
 def test_post_reverts(rm, chain, field, value, error, inputs):
@@ -213,6 +225,30 @@ def test_post_reverts_with_more_shards_than_examples(rm, chain):
 def test_post_bubbles_the_job_managers_fee_check(rm, chain):
     with reverts(rm.manager, "RewardBelowFees"):
         rm.rm.postJob(params(now(chain), unitReward=2 * E18), sender=rm.submitter)
+
+
+def test_register_unit_config_with_another_game(rm, chain, project):
+    """Anyone may have a unit's config registered with another game that reads submitters from
+    the job manager (the attestation court's); the placement is the unit's."""
+    d = rm
+    job_id = post(d, chain)
+    court_game = d.deployer.deploy(project.MockArbiter)
+    unit_job = d.rm.unitJobOf(job_id, 0, 2)
+    d.rm.registerUnitConfig(unit_job, court_game, sender=d.other)
+    assert court_game.configOf(unit_job) == CONFIG_HASH
+    assert tuple(court_game.placementOf(unit_job)) == (0, S, 2)
+    for not_a_unit in [0, 10**9]:
+        with reverts(d.rm, "NotAUnitJob", unitJobId=not_a_unit):
+            d.rm.registerUnitConfig(not_a_unit, court_game, sender=d.other)
+
+
+def test_post_reverts_without_an_arbiter(rm, chain, project):
+    d = rm
+    bare = d.deployer.deploy(project.JobManager, d.registry, tuple(d.manager.config()))
+    rmgr = d.deployer.deploy(project.RoundManager, bare, (WINDOW, BOND, BPS))
+    d.token.approve(rmgr, 2**256 - 1, sender=d.submitter)
+    with reverts(rmgr, "ArbiterNotSet"):
+        rmgr.postJob(params(now(chain)), sender=d.submitter)
 
 
 def test_constructor_rejects_bad_config(rm, project):
@@ -260,6 +296,9 @@ def test_honest_two_round_job_completes_and_cannot_be_challenged(rm, chain):
         if r == 0:
             nxt = d.rm.unitJobOf(job_id, 1, 0)
             assert d.manager.getJob(nxt).initialStateRoot == state_root(g)
+            for s in range(S):  # round 1 starts at global step 1 * k_local = 8
+                unit_job = d.rm.unitJobOf(job_id, 1, s)
+                assert tuple(d.arbiter.placementOf(unit_job)) == (8, S, s)
             assert d.rm.getJob(job_id).currentRound == 1
     job = d.rm.getJob(job_id)
     assert job.status == RJ_COMPLETED and job.escrow == 0

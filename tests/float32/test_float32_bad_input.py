@@ -56,6 +56,12 @@ def test_repops_errors(ops_h) -> None:
         ops_h.mean([])
     with ape.reverts(ops_h.EmptyDataset):
         ops_h.batchIndex(1, 2, 3, 0)
+    with ape.reverts(ops_h.InvalidShard, shards=3, shard=3):
+        ops_h.shardBatchIndices(1, 2, 3, 10, 3, 3)
+    with ape.reverts(ops_h.InvalidShard, shards=0, shard=0):
+        ops_h.shardBatchIndices(1, 2, 3, 10, 0, 0)
+    with ape.reverts(ops_h.EmptyDataset):  # shard 4 of 6 over 4 examples has none
+        ops_h.shardBatchIndices(1, 2, 3, 4, 6, 4)
 
 
 def test_merkle_errors(ops_h) -> None:

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.training import data, native, ops
+from agents.training.decompose import unit_batch_indices
 from agents.training import reference as R
 
 if native.available():
@@ -258,5 +259,31 @@ def test_batch_index_schedule(ops_h) -> None:
         want = [int(v) for v in data.batch_indices(seed, t, batch, n)]
         assert list(ops_h.batchIndices(seed, t, batch, n)) == want
         assert ops_h.batchIndex(seed, t, batch - 1, n) == want[-1]
+
+    prop()
+
+
+@pytest.mark.fuzz
+def test_shard_batch_index_schedule(ops_h) -> None:
+    """RepOps.shardBatchIndex (the one-step proof's batch of a unit, PROTOCOL §4) is the unit
+    engine's schedule; with one shard it is the version-1 idx."""
+
+    @settings(max_examples=examples(EX))
+    @given(
+        st.one_of(st.integers(0, 2**256 - 1), st.integers(0, 1000)),
+        st.one_of(st.integers(0, 2**32), st.integers(0, 2**63)),
+        st.integers(1, 32),
+        st.integers(1, 64),
+        st.data(),
+    )
+    def prop(seed: int, g: int, batch: int, shards: int, draw: st.DataObject) -> None:
+        n = draw.draw(st.one_of(st.integers(shards, 3000), st.integers(shards, 2**62)))
+        s = draw.draw(st.integers(0, shards - 1))
+        want = [int(v) for v in unit_batch_indices(seed, g, batch, n, shards, s)]
+        got = list(ops_h.shardBatchIndices(seed, g, batch, n, shards, s))
+        assert got == want
+        assert all(i % shards == s and i < n for i in got)
+        if shards == 1:
+            assert got == list(ops_h.batchIndices(seed, g, batch, n))
 
     prop()

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.37;
 
-import {Clock, Phase, Side, DisputeConfig, Opening} from "../lib/DisputeTypes.sol";
+import {Clock, Phase, Side, DisputeConfig, Opening, Placement} from "../lib/DisputeTypes.sol";
 
 /// @title IDisputeGame — the moves, errors, events and views of the dispute game
 /// @notice Rules in docs/PROTOCOL.md §7. A game disputes a claim "from state root A at step t0,
@@ -39,12 +39,24 @@ interface IDisputeGame {
     error ConfigAlreadyRegistered(uint256 jobId, bytes32 configHash);
     /// @notice Only the job's submitter registers its dispute config.
     error NotSubmitter(address caller, address submitter);
+    /// @notice A unit placement with no shard, or a shard index not below the shard count.
+    error InvalidPlacement(uint32 shards, uint32 shard);
     /// @notice The claim's step count and checkpoint interval are unusable.
     error InvalidClaim(uint256 steps, uint256 interval);
 
     // ------------------------------------------------------------------ events
     /// @notice A job's submitter registered the job's dispute config (PROTOCOL §7.2).
     event ConfigRegistered(uint256 indexed jobId, bytes32 indexed configHash, address submitter);
+    /// @notice The submitter of unit job `jobId` of a decomposed job (its round manager)
+    ///         registered the unit's dispute config and placement (PROTOCOL §6.9, §7.2).
+    event UnitConfigRegistered(
+        uint256 indexed jobId,
+        bytes32 indexed configHash,
+        address submitter,
+        uint64 stepOffset,
+        uint32 shards,
+        uint32 shard
+    );
     /// @notice A game was opened over `claim` (a checkpoint root) by the job manager.
     event GameOpened(
         uint256 indexed gameId,
@@ -140,6 +152,21 @@ interface IDisputeGame {
 
     // ------------------------------------------------------------------ moves
     function registerConfig(uint256 jobId, bytes32 configHash) external;
+
+    /// @notice As `registerConfig`, for a unit job of a decomposed job: also records where the
+    ///         unit sits (its first global step and its shard), which the one-step proof uses
+    ///         for the batch schedule (PROTOCOL §4). Only the job's submitter, once per job.
+    function registerUnitConfig(uint256 jobId, bytes32 configHash, Placement calldata placement)
+        external;
+
+    /// @notice The registered config hash of a job (zero when none).
+    function configOf(uint256 jobId) external view returns (bytes32);
+
+    /// @notice The placement of a unit job (zero for a version-1 job: offset 0, one shard).
+    function placementOf(uint256 jobId)
+        external
+        view
+        returns (uint64 stepOffset, uint32 shards, uint32 shard);
 
     function openSegmentGame(
         uint256 unitId,

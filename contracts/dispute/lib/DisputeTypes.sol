@@ -29,6 +29,18 @@ enum Side {
     Challenger
 }
 
+/// @notice Where a unit of a decomposed job (spec version 2, PROTOCOL §4, §6.9) sits in its job:
+///         its steps are global steps `stepOffset` … and its batches are drawn from shard
+///         `shard` of `shards`. The zero value is a version-1 job (offset 0, one shard).
+/// @param stepOffset The unit's first global step t0 = r·k_local.
+/// @param shards     S, the job's shard count (0 is read as 1).
+/// @param shard      s < S, the unit's shard.
+struct Placement {
+    uint64 stepOffset;
+    uint32 shards;
+    uint32 shard;
+}
+
 /// @notice The training-job facts a game needs beyond the hook's request, committed as
 ///         `configHash = keccak256(abi.encode(config))` (docs/PROTOCOL.md §7.2).
 /// @param graphRoot      Root list (domain keccak256("vtp.graph.v1")) of keccak256(node descriptor)
@@ -98,6 +110,8 @@ struct Opening {
 /// @param datasetRoot The job's dataset root list.
 /// @param node        Index of the disputed node (inputs must be earlier nodes).
 /// @param step        Global step t (batch schedule).
+/// @param shards      S of the unit's placement (1 for a version-1 job).
+/// @param shard       s of the unit's placement (0 for a version-1 job).
 struct ProofContext {
     bytes32 stateRoot;
     bytes32 traceRoot;
@@ -109,4 +123,6 @@ struct ProofContext {
     uint256 seed;
     uint256 batchSize;
     uint256 numExamples;
+    uint256 shards;
+    uint256 shard;
 }
