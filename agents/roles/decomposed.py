@@ -72,8 +72,10 @@ def unit_spec(spec: JobSpec) -> JobSpec:
 class Rounds:
     """One role's view of a RoundManager: decomposed jobs, their specs and global states."""
 
-    def __init__(self, rm: Contract, manager: Contract, stores: list[BlobStore]) -> None:
-        self.rm, self.manager, self.stores = rm, manager, stores
+    def __init__(
+        self, rm: Contract, manager: Contract, game: Contract, stores: list[BlobStore]
+    ) -> None:
+        self.rm, self.manager, self.game, self.stores = rm, manager, game, stores
         self._specs: dict[int, tuple[JobSpec, Dataset]] = {}
         self._globals: dict[tuple[int, int], State] = {}
 
@@ -153,10 +155,23 @@ class Rounds:
         start = self.global_state(dj, r)
         if state_root(start) != bytes(job[15]):
             raise JobRejected(f"job {job_id}: initial state is not G_{r}")
-        engine = RoundUnitEngine(spec, data, s, r * spec.k_local, start)
-        # No dispute config is registered for unit jobs: the game cannot replay a shard's
-        # batches at an offset yet (PROTOCOL §6.9, not yet), so the graph is only local.
+        t0 = r * spec.k_local
+        engine = RoundUnitEngine(spec, data, s, t0, start)
         jg = job_graph(uspec, data.n)
+        # A unit is disputed under the job's config at its placement (PROTOCOL §6.9, §7.2):
+        # without both, a game over it would replay other batches, so take no part.
+        registered = bytes(self.game.functions.configOf(job_id).call())
+        if registered != jg.config.hash():
+            raise JobRejected(
+                f"job {job_id}: registered dispute config 0x{registered.hex()[:16]}… is not "
+                f"the spec's 0x{jg.config.hash().hex()[:16]}…"
+            )
+        placement = tuple(self.game.functions.placementOf(job_id).call())
+        if placement != (t0, spec.shards, s):
+            raise JobRejected(
+                f"job {job_id}: registered placement {placement} is not unit ({r}, {s})'s "
+                f"{(t0, spec.shards, s)}"
+            )
         return JobContext(job_id, uspec, engine, jg, datasets.test_split_for(spec.dataset_name))
 
     # --- scheduling policy ------------------------------------------------------------------
@@ -239,6 +254,7 @@ async def post_decomposed(sub) -> None:
         int(sub.args.verification_fee * 10**18),
         agg_reward,
         int(sub.args.compute_time),
+        job_graph(spec, data.n).config.hash(),
     )
     out = await sub.send(Act("postJob", f"post:{spec_hash}"), rm.functions.postJob(params))
     if out is None:

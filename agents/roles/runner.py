@@ -294,7 +294,8 @@ class RoleAgent:
         if rm.functions.jobManager().call().lower() != manager.lower():
             return None
         extra = getattr(self.args, "spec_store", None) or []
-        return Rounds(rm, self.manager, [self.agent.blobs] + [open_blob_store(s) for s in extra])
+        stores = [self.agent.blobs] + [open_blob_store(s) for s in extra]
+        return Rounds(rm, self.manager, self.game, stores)
 
     def job_context(self, job_id: int) -> JobContext:
         """Job `job_id`'s spec, engine and dispute graph, checked against the chain and loaded

@@ -55,7 +55,10 @@ def test_unit_batches_are_the_shards_at_global_steps():
 CASES = [(0, UNIT.jg.nodes[0].numel - 1)] + [(1, b) for b in range(SPEC.batch)]
 
 
-@pytest.mark.parametrize("node,element", CASES, )
+@pytest.mark.parametrize(
+    "node,element",
+    CASES,
+)
 def test_true_batch_element_of_a_unit_stands_its_one_step_proof(
     dep, chain, snapshot, node, element
 ):

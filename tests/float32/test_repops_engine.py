@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.training import data, native, ops
-from agents.training.decompose import unit_batch_indices
 from agents.training import reference as R
+from agents.training.decompose import unit_batch_indices
 
 if native.available():
     from agents.training import fastops
