@@ -1,10 +1,14 @@
 """`make demo DEMO=decomposed`: a 2-round x 3-shard digits job (examples/digits-2x3.json) through
 the RoundManager on a local chain, every role a separate OS process.
 
-Four solvers, two aggregators (one cheats), a verifier (replays sampled segments of each unit
-with the unit's shard batches from G_r, and attests) and the submitter. The first solver claims
-a unit of round 0 alone and is killed (offline while it holds the unit): the unit's commit
-deadline passes, the submitter re-opens it (expireAssignment) and the spare solver trains it.
+Four solvers, a cheating solver, two aggregators (one cheats), a verifier (replays every segment
+of each unit with the unit's shard batches from G_r, and attests or challenges) and the
+submitter. The first solver claims a unit of round 0 alone and is killed (offline while it holds
+the unit): the unit's commit deadline passes, the submitter re-opens it (expireAssignment) and
+the spare solver trains it. The cheating solver then takes another unit of round 0 alone and
+commits a run with one element of one weight update flipped: the verifier challenges, the
+bisection game narrows it to that element at the unit's global step and shard batch, the
+cheater is slashed and the unit re-opened for the honest solvers.
 The cheating aggregator commits round 0's aggregate with one element changed; the honest
 aggregator, started then, proves it wrong on chain (one element, against the units' final
 roots): the cheater's bond is slashed and the round re-aggregated. The job's final state root is
@@ -49,7 +53,10 @@ SOLVERS = [Party(f"solver-{i}", "solver", 2 + i, ["--stake", "200"]) for i in ra
 CHEATER = Party("agg-cheat", "aggregator", 6, ["--stake", "200", "--cheat"])
 HONEST = Party("agg-honest", "aggregator", 7, ["--stake", "200"])
 VERIFIER = Party("verifier", "verifier", 8, ["--stake", "100"])
-PARTIES = [SUBMITTER, *SOLVERS, CHEATER, HONEST, VERIFIER]
+# upd.w0 (node 28 of the digits step graph) at local step 117 of its unit: segment 2 of 5
+CHEAT_FAULT = "element:step=117,node=28,element=5,mask=0x40000000"
+CHEATING_SOLVER = Party("solver-cheat", "solver", 9, ["--stake", "200", "--cheat", CHEAT_FAULT])
+PARTIES = [SUBMITTER, *SOLVERS, CHEATER, HONEST, VERIFIER, CHEATING_SOLVER]
 
 DEPLOY_PARAMS = {
     "dispute_game": True,
@@ -60,6 +67,9 @@ DEPLOY_PARAMS = {
         "claimWindow": 8,
         "verifyWindow": 20,
         "verifiersPerUnit": 1,
+        # the verifier replays every segment (5 per unit), so the cheater's one wrong step is
+        # always in a replayed segment and the scenario's outcome is fixed
+        "segmentsPerVerifier": 5,
         "forcedErrorBps": 0,
     },
     "registry_config": {"unbondingDelay": 60, "heartbeatTtl": 3600},
@@ -110,10 +120,11 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
     def contract(name: str):
         return w3.eth.contract(address=addrs[name], abi=load_artifact(name)["abi"])
 
-    manager, rm, registry = (
+    manager, rm, registry, game = (
         contract("JobManager"),
         contract("RoundManager"),
         contract("NodeRegistry"),
+        contract("DisputeGame"),
     )
     extra = ("--round-manager", addrs["RoundManager"])
     procs = Processes(run_dir)
@@ -151,8 +162,29 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
             lambda: manager.functions.getUnit(lost << 32).call()[9] == offline.address,
             90, procs, ("submitter",),
         )  # fmt: skip
+        # the cheating solver is alone now too: it takes one of the other two units
+        procs.start(CHEATING_SOLVER, url, addrs["JobManager"], *extra)
+
+        def cheated() -> int:
+            for s in range(3):
+                job = rm.functions.unitJobOf(1, 0, s).call()
+                if manager.functions.getUnit(job << 32).call()[9] == CHEATING_SOLVER.address:
+                    return job
+            return 0
+
+        _wait("the cheating solver's assignment", lambda: cheated() != 0, 180, procs, ())
+        cheated_unit = cheated()
         for p in SOLVERS[1:]:
             procs.start(p, url, addrs["JobManager"], *extra)
+
+        def resolved() -> bool:
+            return any(
+                ev["args"]["unitId"] >> 32 == cheated_unit
+                for ev in manager.events.DisputeResolved().get_logs(from_block=0)
+            )
+
+        _wait("the game over the cheating solver's unit", resolved, 400, procs, ("submitter",))
+        _kill9(procs, CHEATING_SOLVER.name)  # caught and slashed: it takes no further part
         _wait(
             "the cheating aggregate",
             lambda: rm.functions.getRound(1, 0).call()[3] == CHEATER.address,
@@ -173,6 +205,18 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
     proofs = rm.events.AggregationFraudProven().get_logs(from_block=0)
     expired = manager.events.AssignmentExpired().get_logs(from_block=0)
     attested = manager.events.Attested().get_logs(from_block=0)
+    opened = game.events.GameOpened().get_logs(from_block=0)
+    ended = {
+        ev["args"]["gameId"]: ev["args"] for ev in game.events.GameResolved().get_logs(from_block=0)
+    }
+    proved = {
+        ev["args"]["gameId"]: ev["args"]
+        for ev in game.events.ElementProved().get_logs(from_block=0)
+    }
+    traced = {
+        ev["args"]["gameId"]: ev["args"]["globalStep"]
+        for ev in game.events.TracePosted().get_logs(from_block=0)
+    }
     return {
         "result": result,
         "offline_solver": offline.address,
@@ -196,6 +240,28 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
             for ev in attested
         ],  # fmt: skip
         "round_manager_jackpot": rm.functions.jackpot().call(),
+        "cheating_solver": CHEATING_SOLVER.address,
+        "cheating_solver_slashed": sum(
+            ev["args"]["amount"]
+            for ev in registry.events.NodeSlashed().get_logs(
+                from_block=0, argument_filters={"node": CHEATING_SOLVER.address}
+            )
+        ),
+        "cheated_unit_job": cheated_unit,
+        "unit_games": [
+            {
+                "game": (gid := ev["args"]["gameId"]),
+                "unit_job": ev["args"]["unitId"] >> 32,
+                "placement": list(game.functions.placementOf(ev["args"]["unitId"] >> 32).call()),
+                "defender": ev["args"]["defender"],
+                "challenger": ev["args"]["challenger"],
+                "challenger_won": ended[gid]["challengerWon"] if gid in ended else None,
+                "by_timeout": ended[gid]["byTimeout"] if gid in ended else None,
+                "global_step": traced.get(gid),
+                "element": proved[gid]["element"] if gid in proved else None,
+            }
+            for ev in opened
+        ],
     }
 
 
@@ -244,6 +310,20 @@ def summary(report: dict) -> str:
         )
     for e in report["expired_assignments"]:
         lines.append(f"  offline solver {e['solver']} lost unit job {e['unit_job']} (re-opened)")
+    for g in report["unit_games"]:
+        placement = g["placement"]
+        lines.append(
+            f"  unit job {g['unit_job']} (t0 {placement[0]}, shard {placement[2]} of "
+            f"{placement[1]}): game {g['game']}, {g['challenger']} challenged "
+            f"{g['defender']}: {'challenger' if g['challenger_won'] else 'defender'} won "
+            f"({'on time' if g['by_timeout'] else 'one-step proof'} at global step "
+            f"{g['global_step']}, element {g['element']})"
+        )
+    if report["cheating_solver_slashed"]:
+        lines.append(
+            f"  cheating solver {report['cheating_solver']} slashed "
+            f"{report['cheating_solver_slashed'] / TOKEN:g} tokens"
+        )
     for p in report["fraud_proofs"]:
         lines.append(
             f"  round {p['round']}: aggregate of {p['aggregator']} proven wrong at tensor "

@@ -1,8 +1,11 @@
 """A 2-round x 3-shard digits job on Anvil through the RoundManager, every role an OS process
-(the `make demo DEMO=decomposed` scenario, scripts/demo_decomposed.py): four solvers, two
-aggregators (one cheats), a verifier, the submitter. One solver goes offline holding a unit
-of round 0 (killed right after its claim, so it is selected and misses its commit deadline):
-the unit is re-opened and taken by the spare solver. The cheating aggregator commits round 0
+(the `make demo DEMO=decomposed` scenario, scripts/demo_decomposed.py): four solvers, a
+cheating solver, two aggregators (one cheats), a verifier, the submitter. One solver goes
+offline holding a unit of round 0 (killed right after its claim, so it is selected and misses
+its commit deadline): the unit is re-opened and taken by the spare solver. The cheating solver
+commits a unit with one wrong weight update: the verifier wins the bisection game over it down
+to the one-step proof at the unit's global step and shard batch, the cheater is slashed and the
+unit re-opened. The cheating aggregator commits round 0
 first; the honest one proves it wrong on chain, the cheater is slashed and the round
 re-aggregated. The job's final state root equals, bit for bit, the engine's one-process run
 of the same spec, and its test accuracy is within 2 points of the single solver with the same
@@ -37,6 +40,20 @@ def test_two_by_three_job_with_offline_solver_and_cheating_aggregator(tmp_path):
     assert lost["attempts"] == 2 and lost["solver"] != offline
     for r in (0, 1):  # distinct solvers in each round
         assert len({u["solver"] for u in result["units"] if u["round"] == r}) == 3
+    # the cheating solver's unit was disputed in the game, under its placement, and lost by the
+    # one-step proof (not on time) at the faulty step; the unit was finished by another solver
+    games = [g for g in out["unit_games"] if g["unit_job"] == out["cheated_unit_job"]]
+    assert len(games) == 1, out["unit_games"]
+    game = games[0]
+    assert game["defender"] == out["cheating_solver"]
+    assert game["challenger_won"] is True and game["by_timeout"] is False
+    shard = next(u["shard"] for u in result["units"] if u["job_id"] == out["cheated_unit_job"])
+    assert game["placement"] == [0, 3, shard]  # round 0: t0 = 0
+    assert game["global_step"] == 117 and game["element"] == 5
+    assert out["cheating_solver_slashed"] > 0
+    redone = next(u for u in result["units"] if u["job_id"] == out["cheated_unit_job"])
+    assert redone["attempts"] == 2 and redone["solver"] != out["cheating_solver"]
+    assert all(g["challenger_won"] for g in out["unit_games"])  # no honest unit was disputed
     # the verifier replayed sampled segments of every finished unit (shard batches from G_r)
     # and attested: its replay agreed with the solvers' checkpoints
     finished = {u["job_id"] for u in result["units"]}
