@@ -99,6 +99,84 @@ def first_wrong_element(
     return None
 
 
+# --- withheld aggregates: reveal requests (PROTOCOL §6.9) -------------------------------------
+
+
+def leaf_hashes(t: torch.Tensor) -> list[bytes]:
+    """The leaf hashes of a float32 tensor's element tree (one per 64 elements)."""
+    w, code, _, _ = merkle.words(t)
+    return [row.tobytes() for row in merkle.leaves(w, code == merkle.DTYPE_F32)]
+
+
+def committed_list_proof(layout: Layout, roots: list[bytes], tensor: int) -> list[bytes]:
+    """State-list siblings of tensor `tensor` in the aggregate committed as data roots `roots`
+    (the commitAggregate arguments): no tensor data needed."""
+    shapes = zip(layout.names, layout.rows, layout.cols, roots, strict=True)
+    entries = [
+        keccak256(name + merkle.tensor_root_from(merkle.DTYPE_F32, rows, cols, root))
+        for name, rows, cols, root in shapes
+    ]
+    return merkle.list_proof(merkle.STATE_DOMAIN, entries, tensor).siblings
+
+
+def first_disputed_tensor(roots: list[bytes], honest: State) -> int | None:
+    """The first tensor whose committed data root is not the honest aggregate's."""
+    mine = data_roots(honest)
+    return next((i for i, (a, b) in enumerate(zip(roots, mine, strict=True)) if a != b), None)
+
+
+def reveal_request(layout: Layout, roots: list[bytes], honest: State, tensor: int) -> tuple:
+    """Arguments of requestAggregateReveal after the job id: the committed data root of
+    `tensor` with its list proof, and my (honest) leaf hashes of it."""
+    t = list(honest.values())[tensor]
+    return (
+        layout.as_tuple(),
+        tensor,
+        roots[tensor],
+        committed_list_proof(layout, roots, tensor),
+        leaf_hashes(t),
+    )
+
+
+def reveal_answer(committed: State, tensor: int, requested: list[bytes]) -> tuple:
+    """Arguments of revealAggregateLeaf after the job id: my committed leaves of `tensor` and
+    the chunk of the first leaf that differs from the requester's `requested`."""
+    t = list(committed.values())[tensor]
+    leaves = leaf_hashes(t)
+    leaf = next(i for i, (a, b) in enumerate(zip(leaves, requested, strict=True)) if a != b)
+    chunk = merkle.element_proof(t, leaf * merkle.LEAF_ELEMS).chunk
+    return (layout_of(committed).as_tuple(), leaves, list(requested), chunk)
+
+
+def revealed_opening(
+    layout: Layout, roots: list[bytes], tensor: int, leaves: list[bytes], leaf: int, chunk: bytes
+) -> tuple:
+    """The aggregate's ElementOpening of any element of leaf `leaf`, from a reveal (its leaves
+    and chunk) and the committed data roots: the blob itself is not needed."""
+    arr = np.frombuffer(b"".join(leaves), dtype=np.uint8).reshape(-1, 32)
+    siblings, idx = [], leaf
+    for level in merkle.levels(arr)[:-1]:
+        siblings.append(level[idx ^ 1].tobytes())
+        idx //= 2
+    troot = merkle.tensor_root_from(
+        merkle.DTYPE_F32, layout.rows[tensor], layout.cols[tensor], roots[tensor]
+    )
+    return (troot, committed_list_proof(layout, roots, tensor), chunk, siblings)
+
+
+def wrong_element_in_chunk(honest: State, tensor: int, leaf: int, chunk: bytes) -> int | None:
+    """The first element of leaf `leaf` whose revealed word differs from the honest
+    aggregate's (None if none differs below the tensor's end)."""
+    t = list(honest.values())[tensor]
+    first = leaf * merkle.LEAF_ELEMS
+    want = np.frombuffer(merkle.element_proof(t, first).chunk, dtype=">u4")
+    got = np.frombuffer(chunk, dtype=">u4")
+    for j in range(min(merkle.LEAF_ELEMS, t.numel() - first)):
+        if int(got[j]) != int(want[j]):
+            return first + j
+    return None
+
+
 def corrupt(st: State, tensor: int, element: int) -> State:
     """A copy of `st` with one element changed (a cheating aggregator's output, for tests and
     the --cheat flag)."""

@@ -100,6 +100,22 @@ interface IRoundManager {
         bytes32[] siblings;
     }
 
+    /// @notice A pending request that the aggregator reveal its data of one committed tensor
+    ///         (PROTOCOL §6.9, withheld aggregates).
+    /// @param requester  Who asked (and paid the request bond).
+    /// @param deadline   Last second of the reveal; after it the aggregate counts as withheld.
+    /// @param tensor     The tensor's state position.
+    /// @param dataRoot   The committed data root of the tensor (proven against the aggregate).
+    /// @param leavesHash keccak256(abi.encode(leaves)) of the requester's leaf hashes of the
+    ///                   tensor (its honest G_{r+1}, which the committed data root differs from).
+    struct RevealRequest {
+        address requester;
+        uint64 deadline;
+        uint32 tensor;
+        bytes32 dataRoot;
+        bytes32 leavesHash;
+    }
+
     /// @notice Deployment parameters (PROTOCOL §6.9 lists defaults and reasons).
     struct Config {
         uint32 aggregationWindow;
@@ -156,6 +172,20 @@ interface IRoundManager {
     error AggregateCorrect(uint256 tensor, uint256 element, uint32 value);
     /// @notice The account has no credit.
     error NothingToWithdraw(address account);
+    /// @notice A reveal of the round's aggregate is pending until `deadline`.
+    error RevealPending(uint256 jobId, uint256 round, uint64 deadline);
+    /// @notice No reveal of the round's aggregate is pending.
+    error NoRevealPending(uint256 jobId, uint256 round);
+    /// @notice The pending reveal's deadline has passed (the aggregate counts as withheld).
+    error RevealTooLate(uint256 jobId, uint256 round, uint64 deadline);
+    /// @notice The pending reveal's deadline has not passed.
+    error RevealWindowOpen(uint256 jobId, uint256 round, uint64 deadline);
+    /// @notice The given data root is not tensor `tensor`'s in the committed aggregate.
+    error InvalidTensorProof(uint256 tensor);
+    /// @notice The requester's leaves give the committed data root: nothing is disputed.
+    error TensorNotDisputed(uint256 tensor, bytes32 dataRoot);
+    /// @notice A list's hash or root is not the one recorded.
+    error RootMismatch(bytes32 expected, bytes32 actual);
 
     // ------------------------------------------------------------------ events
     /// @notice A decomposed job was posted and `escrow` pulled from the submitter.
@@ -187,6 +217,33 @@ interface IRoundManager {
         uint32 claimed,
         uint32 computed
     );
+    /// @notice `requester` asked the aggregator to reveal its data of tensor `tensor` by
+    ///         `deadline`: the leaf hashes of its committed data root and the chunk of the first
+    ///         leaf that differs from `leaves` (the requester's).
+    event AggregateRevealRequested(
+        uint256 indexed jobId,
+        uint32 round,
+        address indexed requester,
+        uint32 tensor,
+        bytes32 dataRoot,
+        bytes32[] leaves,
+        uint64 deadline
+    );
+    /// @notice The committed data of tensor `tensor` was revealed: its leaf hashes and the
+    ///         chunk of leaf `leaf` (the first that differs from the requester's). The challenge
+    ///         window now ends no earlier than `deadline`.
+    event AggregateLeafRevealed(
+        uint256 indexed jobId,
+        uint32 round,
+        uint32 tensor,
+        uint256 leaf,
+        bytes32[] leaves,
+        bytes chunk,
+        uint64 deadline
+    );
+    /// @notice The aggregator did not reveal by the deadline: its bond is slashed as for fraud
+    ///         and the round re-opens for aggregation.
+    event AggregateWithheld(uint256 indexed jobId, uint32 round, address indexed aggregator, address indexed requester);
     /// @notice G_{round+1} is final; the aggregator was paid.
     event RoundFinalized(uint256 indexed jobId, uint32 round, bytes32 globalRoot, address aggregator);
     /// @notice Every round is final; `resultRoot` is G_R.
@@ -235,6 +292,41 @@ interface IRoundManager {
     /// @notice Transfers the caller's credited balance.
     function withdraw() external;
 
+    /// @notice Asks the aggregator of the current round to reveal its data of tensor `tensor`
+    ///         (for an aggregate whose blob is withheld): `dataRoot` with `listProof` must be the
+    ///         tensor's in the committed aggregate, and `leaves` (the requester's leaf hashes of
+    ///         the tensor, one per 64 elements) must give another data root. Pulls the request
+    ///         bond (`revealBond`), paid to the aggregator if it reveals. One request at a time;
+    ///         the round cannot be finalized while one is pending.
+    function requestAggregateReveal(
+        uint256 jobId,
+        StateLayout calldata stateLayout,
+        uint256 tensor,
+        bytes32 dataRoot,
+        bytes32[] calldata listProof,
+        bytes32[] calldata leaves
+    ) external;
+
+    /// @notice Answers the pending request (anyone holding the data may), with the job's state
+    ///         layout: `leaves` give the
+    ///         committed data root, `requested` are the requester's leaves, `chunk` is the leaf
+    ///         of the first index where they differ. A chunk with a nonzero word past the
+    ///         tensor's last element is a malformed aggregate and proven fraud at once.
+    ///         Otherwise the challenge window is extended to at least one aggregation window
+    ///         from now, so the requester can prove an element of the chunk wrong.
+    function revealAggregateLeaf(
+        uint256 jobId,
+        StateLayout calldata stateLayout,
+        bytes32[] calldata leaves,
+        bytes32[] calldata requested,
+        bytes calldata chunk
+    ) external;
+
+    /// @notice After an unanswered request's deadline: the aggregate counts as withheld; its
+    ///         bond is slashed as for fraud (the requester's share and its request bond
+    ///         credited, the rest to the jackpot) and the round re-opens for aggregation.
+    function claimAggregateWithheld(uint256 jobId) external;
+
     /// @notice Registers unit job `unitJobId`'s dispute config and placement (t0 = r·k_local,
     ///         shard s of S) with `game`, this contract being the unit's submitter. Units are
     ///         registered with the job manager's arbiter when posted; anyone may call this for
@@ -274,4 +366,8 @@ interface IRoundManager {
     function credits(address account) external view returns (uint256);
     /// @notice Tokens held for the jackpot.
     function jackpot() external view returns (uint256);
+    /// @notice The pending reveal request of round `round` (requester 0 when none).
+    function revealRequestOf(uint256 jobId, uint256 round) external view returns (RevealRequest memory);
+    /// @notice The bond a reveal request pulls: REVEAL_BOND_BPS of the aggregator bond.
+    function revealBond() external view returns (uint256);
 }

@@ -10,8 +10,10 @@ import {IJobManager} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IRoundManager} from "../interfaces/IRoundManager.sol";
 import {AggregationProof} from "../libraries/AggregationProof.sol";
+import {AggregationReference} from "./AggregationReference.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
+import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 
 /// @title RoundManager
 /// @notice Decomposed (R rounds × S shards) jobs over the job manager, with bonded aggregation
@@ -26,6 +28,10 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     uint256 public constant MAX_SHARDS = 64;
     /// @notice Domain of unit spec hashes: keccak256("vtp.unit.v1").
     bytes32 public constant UNIT_DOMAIN = keccak256("vtp.unit.v1");
+    /// @notice A reveal request's bond, in basis points of the aggregator bond. 20 %: a frivolous
+    ///         request costs its maker that much, paid to the aggregator it delays, while a
+    ///         requester that then proves fraud earns `challengerRewardBps` of the whole bond.
+    uint256 public constant REVEAL_BOND_BPS = 2_000;
 
     IJobManager private immutable _manager;
     IERC20 private immutable _token;
@@ -33,6 +39,8 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     uint32 private immutable _aggregationWindow;
     uint96 private immutable _aggregatorBond;
     uint16 private immutable _challengerRewardBps;
+    /// @dev The float32 weights and average (a separate contract for code size, see there).
+    AggregationReference private immutable _reference;
 
     uint256 private _jobCount;
     uint256 private _jackpot;
@@ -51,6 +59,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     mapping(uint256 unitJobId => UnitRef) private _unitRefs;
     mapping(uint256 jobId => mapping(uint256 round => mapping(address => bool))) private _barred;
     mapping(address account => uint256) private _credits;
+    mapping(uint256 jobId => mapping(uint256 round => RevealRequest)) private _reveals;
 
     constructor(IJobManager manager, Config memory cfg) {
         if (address(manager) == address(0)) revert InvalidConfig();
@@ -62,6 +71,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         _aggregationWindow = cfg.aggregationWindow;
         _aggregatorBond = cfg.aggregatorBond;
         _challengerRewardBps = cfg.challengerRewardBps;
+        _reference = new AggregationReference();
     }
 
     // ------------------------------------------------------------------ submitter
@@ -149,11 +159,12 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         uint32 r = _runningJob(jobId).currentRound;
         (uint32 claimed, uint32 computed) = _recompute(jobId, r, stateLayout, tensor, element, units, aggregate);
         if (computed == claimed) revert AggregateCorrect(tensor, element, claimed);
+        RevealRequest memory req = _reveals[jobId][r];
         address aggregator = _reopenAggregation(jobId, r);
         emit AggregationFraudProven(jobId, r, aggregator, msg.sender, tensor, element, claimed, computed);
-        uint256 reward = MarketMath.share(_aggregatorBond, _challengerRewardBps);
-        _credit(msg.sender, reward);
-        _addJackpot(_aggregatorBond - reward);
+        // A request still pending is moot once the aggregate is proven wrong: its bond returns.
+        if (req.requester != address(0)) _credit(req.requester, revealBond());
+        _slashAggregatorBond(msg.sender);
     }
 
     /// @inheritdoc IRoundManager
@@ -163,6 +174,8 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         Round storage round = _rounds[jobId][r];
         _expectRound(jobId, r, round, RoundStatus.Committed);
         if (block.timestamp <= round.deadline) revert ChallengeWindowOpen(jobId, r, round.deadline);
+        RevealRequest storage pending = _reveals[jobId][r];
+        if (pending.requester != address(0)) revert RevealPending(jobId, r, pending.deadline);
         bytes32 root = round.aggregateRoot;
         address aggregator = round.aggregator;
         uint256 reward = job.params.aggregatorReward;
@@ -179,6 +192,120 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
             job.currentRound = r + 1;
             _postRound(jobId, job, r + 1);
         }
+    }
+
+    // ------------------------------------------------------------------ withheld aggregates
+
+    /// @inheritdoc IRoundManager
+    function requestAggregateReveal(
+        uint256 jobId,
+        StateLayout calldata stateLayout,
+        uint256 tensor,
+        bytes32 dataRoot,
+        bytes32[] calldata listProof,
+        bytes32[] calldata leaves
+    ) external nonReentrant {
+        Job storage job = _runningJob(jobId);
+        uint32 r = job.currentRound;
+        Round storage round = _rounds[jobId][r];
+        _expectRound(jobId, r, round, RoundStatus.Committed);
+        if (block.timestamp > round.deadline) revert ChallengeWindowClosed(jobId, r, round.deadline);
+        RevealRequest storage pending = _reveals[jobId][r];
+        if (pending.requester != address(0)) revert RevealPending(jobId, r, pending.deadline);
+        _checkLayout(job, stateLayout);
+        _checkDisputedTensor(round.aggregateRoot, stateLayout, tensor, dataRoot, listProof, leaves);
+        uint64 deadline = uint64(block.timestamp) + _aggregationWindow;
+
+        // tensor < numState <= 2^32 (the layout's arrays are calldata; a state has few tensors)
+        _reveals[jobId][r] = RevealRequest(msg.sender, deadline, uint32(tensor), dataRoot, keccak256(abi.encode(leaves)));
+        emit AggregateRevealRequested(jobId, r, msg.sender, uint32(tensor), dataRoot, leaves, deadline);
+        _token.safeTransferFrom(msg.sender, address(this), revealBond());
+    }
+
+    /// @inheritdoc IRoundManager
+    function revealAggregateLeaf(
+        uint256 jobId,
+        StateLayout calldata stateLayout,
+        bytes32[] calldata leaves,
+        bytes32[] calldata requested,
+        bytes calldata chunk
+    ) external nonReentrant {
+        Job storage job = _runningJob(jobId);
+        uint32 r = job.currentRound;
+        RevealRequest memory req = _reveals[jobId][r];
+        if (req.requester == address(0)) revert NoRevealPending(jobId, r);
+        if (block.timestamp > req.deadline) revert RevealTooLate(jobId, r, req.deadline);
+        uint256 leaf = _revealedLeaf(req, leaves, requested, chunk);
+        _checkLayout(job, stateLayout);
+
+        delete _reveals[jobId][r];
+        uint64 deadline = _extendWindow(jobId, r);
+        emit AggregateLeafRevealed(jobId, r, req.tensor, leaf, leaves, chunk, deadline);
+        _settleReveal(jobId, r, req, stateLayout, leaf, chunk);
+    }
+
+    /// @dev After a reveal the challenge window ends no earlier than one window from now, so the
+    ///      requester has the time to prove an element of the revealed chunk wrong.
+    function _extendWindow(uint256 jobId, uint32 r) private returns (uint64 deadline) {
+        Round storage round = _rounds[jobId][r];
+        deadline = uint64(block.timestamp) + _aggregationWindow;
+        if (deadline > round.deadline) round.deadline = deadline;
+        else deadline = round.deadline;
+    }
+
+    /// @dev Pays the request bond to the aggregator, or, if the revealed chunk has a nonzero word
+    ///      past the tensor's end, proves the aggregate malformed (no element opening can show
+    ///      that: PROTOCOL §3 pads with zero bytes) and slashes it.
+    function _settleReveal(
+        uint256 jobId,
+        uint32 r,
+        RevealRequest memory req,
+        StateLayout calldata stateLayout,
+        uint256 leaf,
+        bytes calldata chunk
+    ) private {
+        uint256 numel = uint256(stateLayout.rows[req.tensor]) * stateLayout.cols[req.tensor];
+        (bool padded, uint256 element, uint32 word) = _nonzeroPadding(numel, leaf, chunk);
+        if (!padded) {
+            _credit(_rounds[jobId][r].aggregator, revealBond());
+            return;
+        }
+        address aggregator = _reopenAggregation(jobId, r);
+        emit AggregationFraudProven(jobId, r, aggregator, req.requester, req.tensor, element, word, 0);
+        _credit(req.requester, revealBond());
+        _slashAggregatorBond(req.requester);
+    }
+
+    /// @dev Checks a reveal against its request: `requested` are the requester's leaves,
+    ///      `leaves` give the committed data root, and `chunk` is the first leaf where they
+    ///      differ; returns that leaf's index.
+    function _revealedLeaf(
+        RevealRequest memory req,
+        bytes32[] calldata leaves,
+        bytes32[] calldata requested,
+        bytes calldata chunk
+    ) private pure returns (uint256 leaf) {
+        bytes32 requestedHash = keccak256(abi.encode(requested));
+        if (requestedHash != req.leavesHash) revert RootMismatch(req.leavesHash, requestedHash);
+        if (leaves.length != requested.length) revert LengthMismatch(requested.length, leaves.length);
+        bytes32 revealedRoot = TensorMerkle.treeRoot(leaves);
+        if (revealedRoot != req.dataRoot) revert RootMismatch(req.dataRoot, revealedRoot);
+        // The roots differ (checked at the request), so some leaf differs before the end.
+        while (leaves[leaf] == requested[leaf]) ++leaf;
+        bytes32 chunkHash = TensorMerkle.leafHash(chunk);
+        if (chunkHash != leaves[leaf]) revert RootMismatch(leaves[leaf], chunkHash);
+    }
+
+    /// @inheritdoc IRoundManager
+    function claimAggregateWithheld(uint256 jobId) external nonReentrant {
+        uint32 r = _runningJob(jobId).currentRound;
+        RevealRequest memory req = _reveals[jobId][r];
+        if (req.requester == address(0)) revert NoRevealPending(jobId, r);
+        if (block.timestamp <= req.deadline) revert RevealWindowOpen(jobId, r, req.deadline);
+        address aggregator = _reopenAggregation(jobId, r);
+        emit AggregateWithheld(jobId, r, aggregator, req.requester);
+        _credit(req.requester, revealBond());
+        _slashAggregatorBond(req.requester);
     }
 
     /// @inheritdoc IRoundManager
@@ -242,7 +369,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     function weightsOf(uint256 jobId) external view returns (uint32[] memory) {
         JobParams storage p = _jobs[jobId].params;
         if (p.shards == 0) revert UnknownJob(jobId);
-        return AggregationProof.weights(p.numExamples, p.shards);
+        return _reference.weights(p.numExamples, p.shards);
     }
 
     /// @inheritdoc IRoundManager
@@ -266,6 +393,16 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     /// @inheritdoc IRoundManager
     function credits(address account) external view returns (uint256) {
         return _credits[account];
+    }
+
+    /// @inheritdoc IRoundManager
+    function revealRequestOf(uint256 jobId, uint256 round) external view returns (RevealRequest memory) {
+        return _reveals[jobId][round];
+    }
+
+    /// @inheritdoc IRoundManager
+    function revealBond() public view returns (uint256) {
+        return MarketMath.share(_aggregatorBond, REVEAL_BOND_BPS);
     }
 
     /// @inheritdoc IRoundManager
@@ -340,11 +477,60 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         if (units.length != shards) revert LengthMismatch(shards, units.length);
         uint32[] memory inputs = _unitInputs(jobId, r, stateLayout, tensor, element, units);
         claimed = _open(round.aggregateRoot, stateLayout, tensor, element, aggregate, shards);
-        computed = AggregationProof.recompute(inputs, AggregationProof.weights(job.params.numExamples, shards));
+        computed = _reference.recompute(inputs, _reference.weights(job.params.numExamples, shards));
+    }
+
+    /// @dev Splits the slashed aggregator bond: `challengerRewardBps` to `challenger`, the rest
+    ///      to the jackpot.
+    function _slashAggregatorBond(address challenger) private {
+        uint256 reward = MarketMath.share(_aggregatorBond, _challengerRewardBps);
+        _credit(challenger, reward);
+        _addJackpot(_aggregatorBond - reward);
+    }
+
+    /// @dev Checks that `dataRoot` is tensor `tensor`'s data root in the state `root` and that
+    ///      `leaves` (one per leaf of the tensor) give another data root.
+    function _checkDisputedTensor(
+        bytes32 root,
+        StateLayout calldata stateLayout,
+        uint256 tensor,
+        bytes32 dataRoot,
+        bytes32[] calldata listProof,
+        bytes32[] calldata leaves
+    ) private pure {
+        uint256 numState = stateLayout.names.length;
+        if (tensor >= numState) revert TensorOutOfRange(tensor, numState);
+        uint256 rows = stateLayout.rows[tensor];
+        uint256 cols = stateLayout.cols[tensor];
+        bytes32 tensorRoot = TensorMerkle.tensorRoot(TensorMerkle.DTYPE_F32, rows, cols, dataRoot);
+        bytes32 entry = keccak256(abi.encode(stateLayout.names[tensor], tensorRoot));
+        if (!TensorMerkle.verifyListEntry(root, TensorMerkle.STATE_DOMAIN, numState, tensor, entry, listProof)) {
+            revert InvalidTensorProof(tensor);
+        }
+        uint256 numLeaves = TensorMerkle.leafCount(rows * cols);
+        if (leaves.length != numLeaves) revert LengthMismatch(numLeaves, leaves.length);
+        if (TensorMerkle.treeRoot(leaves) == dataRoot) revert TensorNotDisputed(tensor, dataRoot);
+    }
+
+    /// @dev The first nonzero word past the tensor's last element in its last leaf, if `leaf` is
+    ///      that leaf (the padding of PROTOCOL §3 is zero bytes).
+    function _nonzeroPadding(uint256 numel, uint256 leaf, bytes calldata chunk)
+        private
+        pure
+        returns (bool padded, uint256 element, uint32 word)
+    {
+        uint256 first = leaf * TensorMerkle.LEAF_ELEMS;
+        for (uint256 e = numel > first ? numel : first; e < first + TensorMerkle.LEAF_ELEMS; ++e) {
+            word = TensorMerkle.elementAt(chunk, e - first);
+            if (word != 0) return (true, e, word);
+        }
+        return (false, 0, 0);
     }
 
     /// @dev Bars the round's aggregator from it and re-opens aggregation; returns the aggregator.
+    ///      A pending reveal request is cleared (the caller settles its bond).
     function _reopenAggregation(uint256 jobId, uint32 r) private returns (address aggregator) {
+        delete _reveals[jobId][r];
         Round storage round = _rounds[jobId][r];
         aggregator = round.aggregator;
         _barred[jobId][r][aggregator] = true;

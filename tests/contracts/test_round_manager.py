@@ -17,10 +17,15 @@ from conftest import E18, J_COMPLETED, SEAL, SECRET_HASH, SOLVER, U_FINAL, advan
 from agents.roles.aggregator import (
     corrupt,
     data_roots,
+    first_disputed_tensor,
     first_wrong_element,
     fraud_proof,
     layout_of,
     opening,
+    reveal_answer,
+    reveal_request,
+    revealed_opening,
+    wrong_element_in_chunk,
 )
 from agents.training import merkle
 from agents.training.decompose import aggregate, aggregation_weights
@@ -37,6 +42,8 @@ AGG_REWARD = 5 * E18
 N = 1438
 S = 3
 CONFIG_HASH = b"\x0c" * 32
+ZERO_ADDRESS = "0x" + "00" * 20
+REVEAL_BOND = BOND * 2_000 // 10_000
 
 
 def make_state(seed: int) -> dict[str, torch.Tensor]:
@@ -134,12 +141,21 @@ def commit(d, job_id: int, st: dict[str, torch.Tensor], aggregator) -> Any:
     )
 
 
-def rm_balance_accounted(d, job_ids: list[int]) -> None:
-    """Money conservation: every token the RoundManager holds is escrow, credit or jackpot."""
+def rm_balance_accounted(d, job_ids: list[int] | None = None) -> None:
+    """Money conservation: every token the RoundManager holds is escrow, an aggregator bond of a
+    committed round, a pending reveal request's bond, credit or jackpot (over every job, so
+    what earlier tests left behind counts too; `job_ids` only names the jobs of the test)."""
     accounts = [d.submitter, *d.solvers, *d.verifiers, d.whistleblower, d.other]
-    held = sum(d.rm.getJob(j).escrow for j in job_ids)
-    held += sum(d.rm.credits(a) for a in accounts) + d.rm.jackpot()
-    assert d.token.balanceOf(d.rm) == held
+    held = sum(d.rm.credits(a) for a in accounts) + d.rm.jackpot()
+    for j in range(1, d.rm.jobCount() + 1):
+        job = d.rm.getJob(j)
+        held += job.escrow
+        r = job.currentRound
+        if job.status == RJ_RUNNING and d.rm.getRound(j, r).status == R_COMMITTED:
+            held += BOND
+        if d.rm.revealRequestOf(j, r).requester != ZERO_ADDRESS:
+            held += d.rm.revealBond()
+    assert d.token.balanceOf(d.rm) == held, job_ids
 
 
 # -- posting ------------------------------------------------------------------------------------
@@ -485,3 +501,188 @@ def test_deploy_all_deploys_a_round_manager_over_the_job_manager(chain, project,
     assert rmc.functions.token().call() == out["Token"]
     window, bond, bps = rmc.functions.config().call()
     assert (window, bond, bps) == (DEFAULT_ROUND_CONFIG["aggregationWindow"], 7, 5_000)
+
+
+# -- withheld aggregates: reveal requests -------------------------------------------------------
+
+
+def committed_wrong(d, chain, bad_of=lambda honest: corrupt(honest, 0, 137)):
+    """A one-round job whose aggregator (solver 0) committed a wrong aggregate and serves no
+    blob: the challenger knows only the data roots (commitAggregate's calldata)."""
+    job_id = post(d, chain, rounds=1)
+    units = train_round(d, chain, job_id, 0)
+    honest = aggregate(units, WEIGHTS)
+    bad = bad_of(honest)
+    commit(d, job_id, bad, d.solvers[0])
+    return job_id, units, honest, bad
+
+
+def test_withheld_wrong_aggregate_is_revealed_and_proven_wrong(rm, chain):
+    d = rm
+    job_id, units, honest, bad = committed_wrong(d, chain)
+    agg, challenger = d.solvers[0], d.other
+    roots = data_roots(bad)
+    tensor = first_disputed_tensor(roots, honest)
+    assert tensor == 0
+    args = reveal_request(LAYOUT, roots, honest, tensor)
+    assert d.rm.revealBond() == REVEAL_BOND
+    before = d.token.balanceOf(challenger)
+    tx = d.rm.requestAggregateReveal(job_id, *args, sender=challenger)
+    ev = tx.events.filter(d.rm.AggregateRevealRequested)[0]
+    assert (ev.requester, ev.tensor, ev.dataRoot) == (challenger.address, 0, roots[0])
+    assert [bytes(x) for x in ev.leaves] == args[4]
+    assert d.token.balanceOf(challenger) == before - REVEAL_BOND
+    req = d.rm.revealRequestOf(job_id, 0)
+    assert req.requester == challenger.address and req.deadline == ev.deadline
+    rm_balance_accounted(d, [job_id])
+    with reverts(d.rm, "RevealPending", jobId=job_id, round=0):
+        d.rm.requestAggregateReveal(job_id, *args, sender=d.verifiers[0])
+    # the aggregator reveals: its leaves of w0 and the chunk of the first leaf that differs
+    tx = d.rm.revealAggregateLeaf(job_id, *reveal_answer(bad, tensor, args[4]), sender=agg)
+    ev = tx.events.filter(d.rm.AggregateLeafRevealed)[0]
+    assert (ev.tensor, ev.leaf) == (0, 137 // 64)
+    assert ev.deadline == d.rm.getRound(job_id, 0).deadline >= now(chain) + WINDOW
+    assert d.rm.credits(agg) == REVEAL_BOND  # a reveal earns the request bond
+    assert d.rm.revealRequestOf(job_id, 0).requester == ZERO_ADDRESS
+    # from the reveal alone the challenger proves element 137 wrong
+    leaves, chunk = [bytes(x) for x in ev.leaves], bytes(ev.chunk)
+    element = wrong_element_in_chunk(honest, tensor, ev.leaf, chunk)
+    assert element == 137
+    aggregate_open = revealed_opening(LAYOUT, roots, tensor, leaves, ev.leaf, chunk)
+    unit_opens = [opening(u, tensor, element) for u in units]
+    tx = d.rm.proveAggregationFraud(
+        job_id, LAYOUT.as_tuple(), tensor, element, unit_opens, aggregate_open, sender=challenger
+    )
+    assert tx.events.filter(d.rm.AggregationFraudProven)[0].element == 137
+    assert d.rm.getRound(job_id, 0).status == R_TRAINING
+    assert d.rm.credits(challenger) == BOND * BPS // 10_000
+    rm_balance_accounted(d, [job_id])
+
+
+def test_unanswered_reveal_request_slashes_the_aggregator(rm, chain):
+    d = rm
+    job_id, units, honest, bad = committed_wrong(d, chain)
+    agg, challenger = d.solvers[0], d.other
+    roots = data_roots(bad)
+    args = reveal_request(LAYOUT, roots, honest, 0)
+    d.rm.requestAggregateReveal(job_id, *args, sender=challenger)
+    deadline = d.rm.revealRequestOf(job_id, 0).deadline
+    with reverts(d.rm, "RevealWindowOpen", jobId=job_id, round=0, deadline=deadline):
+        d.rm.claimAggregateWithheld(job_id, sender=d.verifiers[0])
+    advance(chain, WINDOW + 1)
+    with reverts(d.rm, "RevealPending", jobId=job_id, round=0, deadline=deadline):
+        d.rm.finalizeRound(job_id, sender=d.other)
+    with reverts(d.rm, "RevealTooLate", jobId=job_id, round=0, deadline=deadline):
+        d.rm.revealAggregateLeaf(job_id, *reveal_answer(bad, 0, args[4]), sender=agg)
+    jackpot = d.rm.jackpot()
+    tx = d.rm.claimAggregateWithheld(job_id, sender=d.verifiers[0])  # anyone may claim it
+    ev = tx.events.filter(d.rm.AggregateWithheld)[0]
+    assert (ev.aggregator, ev.requester) == (agg.address, challenger.address)
+    reward = BOND * BPS // 10_000
+    assert d.rm.credits(challenger) == REVEAL_BOND + reward
+    assert d.rm.jackpot() == jackpot + BOND - reward
+    assert d.rm.getRound(job_id, 0).status == R_TRAINING
+    with reverts(d.rm, "AggregatorBarred", jobId=job_id, round=0, aggregator=agg.address):
+        commit(d, job_id, honest, agg)
+    commit(d, job_id, honest, d.solvers[1])  # re-aggregated
+    rm_balance_accounted(d, [job_id])
+
+
+def test_malformed_padding_is_proven_by_the_reveal(rm, chain):
+    """b0 (1 x 3) committed with a nonzero word past its third element: every element is
+    right, so only the reveal of its one leaf can show the malformed tensor."""
+    d = rm
+    job_id = post(d, chain, rounds=1)
+    units = train_round(d, chain, job_id, 0)
+    honest = aggregate(units, WEIGHTS)
+    chunk = bytearray(merkle.element_proof(honest["b0"], 0).chunk)
+    chunk[4 * 5 : 4 * 6] = (0x3F800000).to_bytes(4, "big")  # word 5 = 1.0f, past the end
+    roots = data_roots(honest)
+    roots[1] = merkle.keccak256(bytes(chunk))  # one leaf: the data root is its hash
+    d.rm.commitAggregate(job_id, LAYOUT.as_tuple(), roots, "blob://agg", sender=d.solvers[0])
+    assert first_disputed_tensor(roots, honest) == 1
+    args = reveal_request(LAYOUT, roots, honest, 1)
+    before = d.rm.credits(d.other)
+    d.rm.requestAggregateReveal(job_id, *args, sender=d.other)
+    tx = d.rm.revealAggregateLeaf(
+        job_id, LAYOUT.as_tuple(), [roots[1]], args[4], bytes(chunk), sender=d.solvers[0]
+    )
+    ev = tx.events.filter(d.rm.AggregationFraudProven)[0]
+    assert (ev.tensor, ev.element, ev.claimed, ev.computed) == (1, 5, 0x3F800000, 0)
+    assert d.rm.getRound(job_id, 0).status == R_TRAINING
+    assert d.rm.credits(d.other) == before + REVEAL_BOND + BOND * BPS // 10_000
+    rm_balance_accounted(d, [job_id])
+
+
+def test_frivolous_reveal_request_pays_the_aggregator(rm, chain):
+    d = rm
+    job_id = post(d, chain, rounds=1)
+    units = train_round(d, chain, job_id, 0)
+    honest = aggregate(units, WEIGHTS)
+    agg = d.solvers[0]
+    commit(d, job_id, honest, agg)
+    roots = data_roots(honest)
+    args = reveal_request(LAYOUT, roots, honest, 0)
+    with reverts(d.rm, "TensorNotDisputed", tensor=0, dataRoot=roots[0]):
+        d.rm.requestAggregateReveal(job_id, *args, sender=d.other)
+    fake = list(args[4])
+    fake[1] = b"\x66" * 32  # a requester that claims leaf 1 differs
+    d.rm.requestAggregateReveal(job_id, *args[:4], fake, sender=d.other)
+    before = d.rm.credits(agg)
+    tx = d.rm.revealAggregateLeaf(job_id, *reveal_answer(honest, 0, fake), sender=agg)
+    ev = tx.events.filter(d.rm.AggregateLeafRevealed)[0]
+    assert ev.leaf == 1 and d.rm.credits(agg) == before + REVEAL_BOND
+    assert wrong_element_in_chunk(honest, 0, ev.leaf, bytes(ev.chunk)) is None
+    with reverts(d.rm, "AggregateCorrect"):
+        d.rm.proveAggregationFraud(
+            job_id, *fraud_proof(units, honest, LAYOUT, 0, 64), sender=d.other
+        )
+    with reverts(d.rm, "ChallengeWindowOpen"):  # the reveal extended the window
+        d.rm.finalizeRound(job_id, sender=d.other)
+    advance(chain, WINDOW + 1)
+    d.rm.finalizeRound(job_id, sender=d.other)
+    assert d.rm.credits(agg) == before + REVEAL_BOND + BOND + AGG_REWARD
+    rm_balance_accounted(d, [job_id])
+
+
+def test_reveal_reverts(rm, chain):
+    d = rm
+    job_id, units, honest, bad = committed_wrong(d, chain)
+    roots = data_roots(bad)
+    lay, tensor, root, proof, leaves = reveal_request(LAYOUT, roots, honest, 0)
+    with reverts(d.rm, "NoRevealPending", jobId=job_id, round=0):
+        d.rm.revealAggregateLeaf(job_id, *reveal_answer(bad, 0, leaves), sender=d.other)
+    with reverts(d.rm, "NoRevealPending", jobId=job_id, round=0):
+        d.rm.claimAggregateWithheld(job_id, sender=d.other)
+    with reverts(d.rm, "InvalidTensorProof", tensor=0):
+        d.rm.requestAggregateReveal(job_id, lay, 0, b"\x01" * 32, proof, leaves, sender=d.other)
+    with reverts(d.rm, "InvalidTensorProof", tensor=1):
+        d.rm.requestAggregateReveal(job_id, lay, 1, root, proof, leaves, sender=d.other)
+    with reverts(d.rm, "LengthMismatch", expected=len(leaves), actual=len(leaves) - 1):
+        d.rm.requestAggregateReveal(job_id, lay, 0, root, proof, leaves[:-1], sender=d.other)
+    with reverts(d.rm, "TensorOutOfRange", tensor=2, numState=2):
+        d.rm.requestAggregateReveal(job_id, lay, 2, root, proof, leaves, sender=d.other)
+    with reverts(d.rm, "LayoutMismatch"):
+        bad_layout = (lay[0], lay[1], [lay[2][0], lay[2][1] + 1])
+        d.rm.requestAggregateReveal(job_id, bad_layout, 0, root, proof, leaves, sender=d.other)
+    d.rm.requestAggregateReveal(job_id, lay, 0, root, proof, leaves, sender=d.other)
+    answer = reveal_answer(bad, 0, leaves)
+    wrong_requested = list(leaves)
+    wrong_requested[0] = b"\x01" * 32
+    with reverts(d.rm, "RootMismatch"):  # not the requester's leaves
+        d.rm.revealAggregateLeaf(
+            job_id, answer[0], answer[1], wrong_requested, answer[3], sender=d.other
+        )
+    with reverts(d.rm, "RootMismatch"):  # leaves that do not give the committed data root
+        d.rm.revealAggregateLeaf(job_id, answer[0], leaves, leaves, answer[3], sender=d.other)
+    with reverts(d.rm, "RootMismatch"):  # a chunk that is not the differing leaf
+        d.rm.revealAggregateLeaf(job_id, *answer[:3], bytes(256), sender=d.other)
+    with reverts(d.rm, "LengthMismatch"):
+        d.rm.revealAggregateLeaf(
+            job_id, answer[0], answer[1][:-1], leaves, answer[3], sender=d.other
+        )
+    d.rm.revealAggregateLeaf(job_id, *answer, sender=d.other)  # anyone holding the data
+    advance(chain, WINDOW + 1)
+    with reverts(d.rm, "ChallengeWindowClosed", jobId=job_id, round=0):
+        d.rm.requestAggregateReveal(job_id, lay, 0, root, proof, leaves, sender=d.other)
+    rm_balance_accounted(d, [job_id])
