@@ -1,20 +1,20 @@
 """`make demo DEMO=decomposed`: a 2-round x 3-shard digits job (examples/digits-2x3.json) through
 the RoundManager on a local chain, every role a separate OS process.
 
-Four solvers, a cheating solver, two aggregators (one cheats), a verifier (replays every segment
-of each unit with the unit's shard batches from G_r, and attests or challenges) and the
-submitter. The first solver claims a unit of round 0 alone and is killed (offline while it holds
-the unit): the unit's commit deadline passes, the submitter re-opens it (expireAssignment) and
-the spare solver trains it. The cheating solver then takes another unit of round 0 alone and
-commits a run with one element of one weight update flipped: the verifier challenges, the
-bisection game narrows it to that element at the unit's global step and shard batch, the
-cheater is slashed and the unit re-opened for the honest solvers.
-The cheating aggregator commits round 0's aggregate with one element changed; the honest
-aggregator, started then, proves it wrong on chain (one element, against the units' final
-roots): the cheater's bond is slashed and the round re-aggregated. The job's final state root is
-compared, bit for bit, with the engine's one-process run of the same spec, and its test accuracy
-with the single solver with the same 400 steps. Writes build/demo/decomposed.json and the logs
-under build/demo/decomposed-run/.
+Four solvers, a cheating solver, two aggregators (one cheats), a verifier (replays every segment of
+each unit with the unit's shard batches from G_r, and attests or challenges) and the submitter. The
+first solver claims a unit of round 0 alone and is killed (offline while it holds the unit): the
+unit's commit deadline passes, the submitter re-opens it (expireAssignment) and the spare solver
+trains it. The cheating solver then takes another unit of round 0 alone and commits a run with one
+element of one weight update flipped: the verifier challenges, the bisection game narrows it to that
+element at the unit's global step and shard batch, the cheater is slashed and the unit re-opened for
+the honest solvers. The cheating aggregator commits round 0's aggregate with one element changed and
+withholds its blob; the honest aggregator, started then, makes it reveal the disputed tensor on
+chain (a bonded reveal request) and proves one element of the revealed chunk wrong against the
+units' final roots: the cheater's bond is slashed and the round re-aggregated. The job's final state
+root is compared, bit for bit, with the engine's one-process run of the same spec, and its test
+accuracy with the single solver with the same 400 steps. Writes build/demo/decomposed.json and the
+logs under build/demo/decomposed-run/.
 
 Exit codes: 0 success, 1 the job did not complete or differs from the local run, 2 a user error."""
 
@@ -50,7 +50,8 @@ BOND = 50 * TOKEN
 
 SUBMITTER = Party("submitter", "submitter", 1)
 SOLVERS = [Party(f"solver-{i}", "solver", 2 + i, ["--stake", "200"]) for i in range(4)]
-CHEATER = Party("agg-cheat", "aggregator", 6, ["--stake", "200", "--cheat"])
+# commits a wrong aggregate and withholds its blob: only a reveal request gets the data out
+CHEATER = Party("agg-cheat", "aggregator", 6, ["--stake", "200", "--cheat", "--withhold"])
 HONEST = Party("agg-honest", "aggregator", 7, ["--stake", "200"])
 VERIFIER = Party("verifier", "verifier", 8, ["--stake", "100"])
 # upd.w0 (node 28 of the digits step graph) at local step 117 of its unit: segment 2 of 5
@@ -205,6 +206,8 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
     proofs = rm.events.AggregationFraudProven().get_logs(from_block=0)
     expired = manager.events.AssignmentExpired().get_logs(from_block=0)
     attested = manager.events.Attested().get_logs(from_block=0)
+    requested = rm.events.AggregateRevealRequested().get_logs(from_block=0)
+    revealed = rm.events.AggregateLeafRevealed().get_logs(from_block=0)
     opened = game.events.GameOpened().get_logs(from_block=0)
     ended = {
         ev["args"]["gameId"]: ev["args"] for ev in game.events.GameResolved().get_logs(from_block=0)
@@ -240,6 +243,10 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
             for ev in attested
         ],  # fmt: skip
         "round_manager_jackpot": rm.functions.jackpot().call(),
+        "reveal_requests": [
+            {k: ev["args"][k] for k in ("round", "requester", "tensor")} for ev in requested
+        ],
+        "reveals": [{k: ev["args"][k] for k in ("round", "tensor", "leaf")} for ev in revealed],
         "cheating_solver": CHEATING_SOLVER.address,
         "cheating_solver_slashed": sum(
             ev["args"]["amount"]
@@ -324,6 +331,13 @@ def summary(report: dict) -> str:
             f"  cheating solver {report['cheating_solver']} slashed "
             f"{report['cheating_solver_slashed'] / TOKEN:g} tokens"
         )
+    for q in report["reveal_requests"]:
+        lines.append(
+            f"  round {q['round']}: aggregate blob withheld; {q['requester']} asked on chain for "
+            f"tensor {q['tensor']}"
+        )
+    for v in report["reveals"]:
+        lines.append(f"  round {v['round']}: tensor {v['tensor']} leaf {v['leaf']} revealed")
     for p in report["fraud_proofs"]:
         lines.append(
             f"  round {p['round']}: aggregate of {p['aggregator']} proven wrong at tensor "

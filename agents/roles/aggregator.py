@@ -194,7 +194,14 @@ class Aggregator(RoleAgent):
     """`python -m agents aggregator`: for every running decomposed job, once the current round's
     S units are finalized, recompute G_{r+1} from their states, publish it and commit it (bonded);
     check every aggregate others commit and prove a wrong one; finalize rounds whose window is
-    over. With --cheat it commits an aggregate with one element changed (demos, tests)."""
+    over. With --cheat it commits an aggregate with one element changed (demos, tests); with
+    --withhold it publishes a locator to nothing, so others must ask for reveals on chain.
+
+    A wrong aggregate whose blob is withheld is disputed by a reveal request (PROTOCOL §6.9):
+    the committed data roots are read from the commitAggregate transaction, the first tensor
+    that differs from the honest aggregate is named with my leaves of it, and the revealed
+    chunk is proven wrong element by element; an unanswered request is claimed as withheld.
+    As the aggregator, I answer every request on my own aggregate."""
 
     role = "aggregator"
 
@@ -221,13 +228,21 @@ class Aggregator(RoleAgent):
             status, attempt, deadline, aggregator, root = self.rm.functions.getRound(dj, r).call()
             if status == R_TRAINING:
                 await self.aggregate(dj, r, attempt)
-            elif status == R_COMMITTED and now.timestamp > deadline:
-                fn = self.rm.functions.finalizeRound(dj)
-                await self.send(Act("finalizeRound", f"finalizeRound:{dj}:{r}:{attempt}"), fn)
-            elif status == R_COMMITTED and aggregator.lower() != self.me.lower():
-                await self.check(dj, r, attempt, bytes(root))
+            elif status != R_COMMITTED:
+                continue
+            elif aggregator.lower() == self.me.lower():
+                if not await self.answer_reveal(dj, r, attempt, bytes(root)):
+                    await self.finalize(dj, r, attempt, deadline, now)
+            elif not await self.check(dj, r, attempt, bytes(root)):
+                await self.finalize(dj, r, attempt, deadline, now)
         await self.withdraw_round_credits(now)
         return False
+
+    async def finalize(self, dj: int, r: int, attempt: int, deadline: int, now) -> None:
+        pending = self.rm.functions.revealRequestOf(dj, r).call()
+        if now.timestamp > deadline and int(pending[0], 16) == 0:
+            fn = self.rm.functions.finalizeRound(dj)
+            await self.send(Act("finalizeRound", f"finalizeRound:{dj}:{r}:{attempt}"), fn)
 
     def honest_aggregate(self, dj: int, r: int) -> tuple[list[State], State] | None:
         try:
@@ -250,6 +265,10 @@ class Aggregator(RoleAgent):
             fn = self.token.functions.approve(self.rm.address, bond)
             await self.send(Act("approve", f"aggregate:{dj}:{r}:{attempt}:approve"), fn)
         address = self.agent.blobs.put(encode_state(g))
+        key = f"{dj}:{r}:{attempt}"
+        self.agent.store.put_record("aggregate", key, "committed", {"blob": address})
+        if self.args.withhold:  # publish a locator to nothing: others cannot fetch the state
+            address = "0x" + keccak256(bytes.fromhex(address[2:]) + b"withheld").hex()
         locator = make_locator(self.public_blob_url, address)
         fn = self.rm.functions.commitAggregate(dj, layout_of(g).as_tuple(), data_roots(g), locator)
         if await self.send(Act("commitAggregate", f"aggregate:{dj}:{r}:{attempt}"), fn):
@@ -257,22 +276,124 @@ class Aggregator(RoleAgent):
                 "committed G_%d of job %d: root 0x%s…", r + 1, dj, state_root(g).hex()[:16]
             )
 
-    async def check(self, dj: int, r: int, attempt: int, root: bytes) -> None:
+    async def check(self, dj: int, r: int, attempt: int, root: bytes) -> bool:
+        """Prove someone else's wrong aggregate wrong; True while I dispute it (the round is
+        then not mine to finalize)."""
         got = self.honest_aggregate(dj, r)
         if got is None or state_root(got[1]) == root:
-            return
+            return False
         units, honest = got
         claimed = self.committed_state(dj, r, root)
-        if claimed is None:
-            return
+        if claimed is None:  # withheld: make the aggregator reveal what I dispute
+            await self.dispute_withheld(dj, r, attempt, root, units, honest)
+            return True
         spec, data = self.rounds.job_spec(dj)
         where = first_wrong_element(units, aggregation_weights(data.n, spec.shards), claimed)
         if where is None:
-            return
+            return False
         args = fraud_proof(units, claimed, layout_of(honest), *where)
         fn = self.rm.functions.proveAggregationFraud(dj, *args)
         if await self.send(Act("proveAggregationFraud", f"fraud:{dj}:{r}:{attempt}"), fn):
             self.log.info("proved G_%d of job %d wrong at tensor %d element %d", r + 1, dj, *where)
+        return True
+
+    def committed_roots(self, dj: int, r: int, root: bytes) -> tuple[list[bytes], int] | None:
+        """The data roots the aggregate `root` was committed with (commitAggregate's calldata)
+        and the block it was committed in."""
+        logs = self.rm.events.AggregateCommitted().get_logs(
+            from_block=0, argument_filters={"jobId": dj}
+        )
+        for log in reversed(logs):
+            if log["args"]["round"] != r or bytes(log["args"]["aggregateRoot"]) != root:
+                continue
+            tx = self.w3.eth.get_transaction(log["transactionHash"])
+            _, args = self.rm.decode_function_input(tx["input"])
+            return [bytes(x) for x in args["dataRoots"]], int(log["blockNumber"])
+        return None
+
+    async def dispute_withheld(
+        self, dj: int, r: int, attempt: int, root: bytes, units: list[State], honest: State
+    ) -> None:
+        committed = self.committed_roots(dj, r, root)
+        if committed is None:
+            return
+        roots, block = committed
+        tensor = first_disputed_tensor(roots, honest)
+        if tensor is None:
+            return  # the same data roots: the state roots cannot differ
+        layout = layout_of(honest)
+        key = f"{dj}:{r}:{attempt}"
+        revealed = self.rm.events.AggregateLeafRevealed().get_logs(
+            from_block=block, argument_filters={"jobId": dj}
+        )
+        for ev in revealed:
+            a = ev["args"]
+            if a["round"] != r or a["tensor"] != tensor:
+                continue
+            leaves, chunk = [bytes(x) for x in a["leaves"]], bytes(a["chunk"])
+            element = wrong_element_in_chunk(honest, tensor, a["leaf"], chunk)
+            if element is None:
+                continue  # (a malformed padding was proven by the reveal itself)
+            aggregate_open = revealed_opening(layout, roots, tensor, leaves, a["leaf"], chunk)
+            unit_opens = [opening(u, tensor, element) for u in units]
+            fn = self.rm.functions.proveAggregationFraud(
+                dj, layout.as_tuple(), tensor, element, unit_opens, aggregate_open
+            )
+            if await self.send(Act("proveAggregationFraud", f"fraud:{key}"), fn):
+                self.log.info(
+                    "proved G_%d of job %d wrong at tensor %d element %d from its reveal",
+                    r + 1, dj, tensor, element,
+                )  # fmt: skip
+            return
+        requester, deadline = self.rm.functions.revealRequestOf(dj, r).call()[:2]
+        if int(requester, 16) != 0:
+            if requester.lower() == self.me.lower() and self.now().timestamp > deadline:
+                fn = self.rm.functions.claimAggregateWithheld(dj)
+                if await self.send(Act("claimAggregateWithheld", f"withheld:{key}"), fn):
+                    self.log.info("job %d round %d: the aggregate was withheld; slashed", dj, r)
+            return
+        bond = self.rm.functions.revealBond().call()
+        if self.token.functions.allowance(self.me, self.rm.address).call() < bond:
+            fn = self.token.functions.approve(self.rm.address, bond)
+            await self.send(Act("approve", f"reveal:{key}:approve"), fn)
+        fn = self.rm.functions.requestAggregateReveal(
+            dj, *reveal_request(layout, roots, honest, tensor)
+        )
+        if await self.send(Act("requestAggregateReveal", f"reveal:{key}"), fn):
+            self.log.info(
+                "job %d round %d: aggregate blob withheld; asked to reveal tensor %d",
+                dj, r, tensor,
+            )  # fmt: skip
+
+    async def answer_reveal(self, dj: int, r: int, attempt: int, root: bytes) -> bool:
+        """Answer a reveal request on my aggregate from my own blob; True while one pending."""
+        req = self.rm.functions.revealRequestOf(dj, r).call()
+        if int(req[0], 16) == 0:
+            return False
+        rec = self.agent.store.get_record("aggregate", f"{dj}:{r}:{attempt}")
+        if rec is None:
+            return True  # not committed from this data folder: nothing to reveal from
+        spec, _ = self.rounds.job_spec(dj)
+        mine = decode_state(spec, self.agent.blobs.get(rec.data["blob"]))
+        if state_root(mine) != root:
+            return True
+        logs = self.rm.events.AggregateRevealRequested().get_logs(
+            from_block=0, argument_filters={"jobId": dj}
+        )
+        ask = next(
+            (ev["args"] for ev in reversed(logs) if ev["args"]["round"] == r),
+            None,
+        )
+        if ask is None:
+            return True
+        requested = [bytes(x) for x in ask["leaves"]]
+        fn = self.rm.functions.revealAggregateLeaf(
+            dj, *reveal_answer(mine, ask["tensor"], requested)
+        )
+        key = f"{dj}:{r}:{attempt}:{ask['requester']}:{ask['deadline']}"
+        if await self.send(Act("revealAggregateLeaf", f"reveal-answer:{key}"), fn):
+            self.log.info("job %d round %d: revealed tensor %d", dj, r, ask["tensor"])
+        return True
 
     def committed_state(self, dj: int, r: int, root: bytes) -> State | None:
         """The committed aggregate's state from the locator of its AggregateCommitted event."""
@@ -307,6 +428,11 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--stake", type=float, default=200.0, help="tokens to stake (as a solver)")
     p.add_argument(
         "--cheat", action="store_true", help="commit wrong aggregates (demos and tests only)"
+    )
+    p.add_argument(
+        "--withhold",
+        action="store_true",
+        help="publish a locator to nothing (others must ask for reveals on chain; tests only)",
     )
     p.add_argument(
         "--public-blob-url",

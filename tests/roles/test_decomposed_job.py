@@ -1,15 +1,15 @@
-"""A 2-round x 3-shard digits job on Anvil through the RoundManager, every role an OS process
-(the `make demo DEMO=decomposed` scenario, scripts/demo_decomposed.py): four solvers, a
-cheating solver, two aggregators (one cheats), a verifier, the submitter. One solver goes
-offline holding a unit of round 0 (killed right after its claim, so it is selected and misses
-its commit deadline): the unit is re-opened and taken by the spare solver. The cheating solver
-commits a unit with one wrong weight update: the verifier wins the bisection game over it down
-to the one-step proof at the unit's global step and shard batch, the cheater is slashed and the
-unit re-opened. The cheating aggregator commits round 0
-first; the honest one proves it wrong on chain, the cheater is slashed and the round
-re-aggregated. The job's final state root equals, bit for bit, the engine's one-process run
-of the same spec, and its test accuracy is within 2 points of the single solver with the same
-total steps."""
+"""A 2-round x 3-shard digits job on Anvil through the RoundManager, every role an OS process (the
+`make demo DEMO=decomposed` scenario, scripts/demo_decomposed.py): four solvers, a cheating solver,
+two aggregators (one cheats and withholds its blob), a verifier, the submitter. One solver goes
+offline holding a unit of round 0 (killed right after its claim, so it is selected and misses its
+commit deadline): the unit is re-opened and taken by the spare solver. The cheating solver commits a
+unit with one wrong weight update: the verifier wins the bisection game over it down to the one-step
+proof at the unit's global step and shard batch, the cheater is slashed and the unit re-opened. The
+cheating aggregator commits round 0 first and withholds its blob; the honest one makes it reveal the
+disputed tensor on chain and proves it wrong from the reveal, the cheater is slashed and the round
+re-aggregated. The job's final state root equals, bit for bit, the engine's one-process run of the
+same spec, and its test accuracy is within 2 points of the single solver with the same total
+steps."""
 
 from __future__ import annotations
 
@@ -58,6 +58,12 @@ def test_two_by_three_job_with_offline_solver_and_cheating_aggregator(tmp_path):
     # and attested: its replay agreed with the solvers' checkpoints
     finished = {u["job_id"] for u in result["units"]}
     assert {a["unit_job"] for a in out["attestations"]} == finished
+    # the cheater withheld its aggregate's blob: the honest aggregator asked on chain for the
+    # disputed tensor (w0, whose element 5 it changed), the cheater revealed leaf 0, and the
+    # proof below was made from that reveal
+    assert out["reveal_requests"][0]["round"] == 0
+    assert out["reveal_requests"][0]["requester"] == out["honest_aggregator"]
+    assert out["reveals"][0] == {"round": 0, "tensor": 0, "leaf": 0}
     # the cheater was caught in round 0 (and in round 1 if it won that race too), the round
     # re-aggregated by the honest aggregator
     proofs = out["fraud_proofs"]
