@@ -296,7 +296,7 @@ interface IRoundManager {
     ///         (for an aggregate whose blob is withheld): `dataRoot` with `listProof` must be the
     ///         tensor's in the committed aggregate, and `leaves` (the requester's leaf hashes of
     ///         the tensor, one per 64 elements) must give another data root. Pulls the request
-    ///         bond (`revealBond`), paid to the aggregator if it reveals. One request at a time;
+    ///         bond (`revealBond`), forfeited to the jackpot once answered. One request at a time;
     ///         the round cannot be finalized while one is pending.
     function requestAggregateReveal(
         uint256 jobId,

@@ -28,8 +28,9 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     uint256 public constant MAX_SHARDS = 64;
     /// @notice Domain of unit spec hashes: keccak256("vtp.unit.v1").
     bytes32 public constant UNIT_DOMAIN = keccak256("vtp.unit.v1");
-    /// @notice A reveal request's bond, in basis points of the aggregator bond. 20 %: a frivolous
-    ///         request costs its maker that much, paid to the aggregator it delays, while a
+    /// @notice A reveal request's bond, in basis points of the aggregator bond. 20 %: every
+    ///         answered request costs its maker that much (to the jackpot), which bounds how long
+    ///         anyone, the aggregator included, can stall a round with requests, while a
     ///         requester that then proves fraud earns `challengerRewardBps` of the whole bond.
     uint256 public constant REVEAL_BOND_BPS = 2_000;
 
@@ -253,7 +254,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         else deadline = round.deadline;
     }
 
-    /// @dev Pays the request bond to the aggregator, or, if the revealed chunk has a nonzero word
+    /// @dev Forfeits the request bond to the jackpot, or, if the revealed chunk has a nonzero word
     ///      past the tensor's end, proves the aggregate malformed (no element opening can show
     ///      that: PROTOCOL §3 pads with zero bytes) and slashes it.
     function _settleReveal(
@@ -267,7 +268,9 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         uint256 numel = uint256(stateLayout.rows[req.tensor]) * stateLayout.cols[req.tensor];
         (bool padded, uint256 element, uint32 word) = _nonzeroPadding(numel, leaf, chunk);
         if (!padded) {
-            _credit(_rounds[jobId][r].aggregator, revealBond());
+            // To the jackpot, not the aggregator: a cheating aggregator that requested reveals of
+            // its own aggregate to stall the round would get its bond back.
+            _addJackpot(revealBond());
             return;
         }
         address aggregator = _reopenAggregation(jobId, r);

@@ -538,11 +538,12 @@ def test_withheld_wrong_aggregate_is_revealed_and_proven_wrong(rm, chain):
     with reverts(d.rm, "RevealPending", jobId=job_id, round=0):
         d.rm.requestAggregateReveal(job_id, *args, sender=d.verifiers[0])
     # the aggregator reveals: its leaves of w0 and the chunk of the first leaf that differs
+    jackpot = d.rm.jackpot()
     tx = d.rm.revealAggregateLeaf(job_id, *reveal_answer(bad, tensor, args[4]), sender=agg)
     ev = tx.events.filter(d.rm.AggregateLeafRevealed)[0]
     assert (ev.tensor, ev.leaf) == (0, 137 // 64)
     assert ev.deadline == d.rm.getRound(job_id, 0).deadline >= now(chain) + WINDOW
-    assert d.rm.credits(agg) == REVEAL_BOND  # a reveal earns the request bond
+    assert d.rm.jackpot() == jackpot + REVEAL_BOND  # an answered request forfeits its bond
     assert d.rm.revealRequestOf(job_id, 0).requester == ZERO_ADDRESS
     # from the reveal alone the challenger proves element 137 wrong
     leaves, chunk = [bytes(x) for x in ev.leaves], bytes(ev.chunk)
@@ -614,7 +615,7 @@ def test_malformed_padding_is_proven_by_the_reveal(rm, chain):
     rm_balance_accounted(d, [job_id])
 
 
-def test_frivolous_reveal_request_pays_the_aggregator(rm, chain):
+def test_frivolous_reveal_request_forfeits_its_bond(rm, chain):
     d = rm
     job_id = post(d, chain, rounds=1)
     units = train_round(d, chain, job_id, 0)
@@ -628,10 +629,10 @@ def test_frivolous_reveal_request_pays_the_aggregator(rm, chain):
     fake = list(args[4])
     fake[1] = b"\x66" * 32  # a requester that claims leaf 1 differs
     d.rm.requestAggregateReveal(job_id, *args[:4], fake, sender=d.other)
-    before = d.rm.credits(agg)
+    before, jackpot = d.rm.credits(agg), d.rm.jackpot()
     tx = d.rm.revealAggregateLeaf(job_id, *reveal_answer(honest, 0, fake), sender=agg)
     ev = tx.events.filter(d.rm.AggregateLeafRevealed)[0]
-    assert ev.leaf == 1 and d.rm.credits(agg) == before + REVEAL_BOND
+    assert ev.leaf == 1 and d.rm.jackpot() == jackpot + REVEAL_BOND
     assert wrong_element_in_chunk(honest, 0, ev.leaf, bytes(ev.chunk)) is None
     with reverts(d.rm, "AggregateCorrect"):
         d.rm.proveAggregationFraud(
@@ -641,7 +642,7 @@ def test_frivolous_reveal_request_pays_the_aggregator(rm, chain):
         d.rm.finalizeRound(job_id, sender=d.other)
     advance(chain, WINDOW + 1)
     d.rm.finalizeRound(job_id, sender=d.other)
-    assert d.rm.credits(agg) == before + REVEAL_BOND + BOND + AGG_REWARD
+    assert d.rm.credits(agg) == before + BOND + AGG_REWARD
     rm_balance_accounted(d, [job_id])
 
 
