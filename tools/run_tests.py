@@ -29,6 +29,8 @@ def main() -> int:
         NETWORKS[args.provider],
         "-p",
         "no:cacheprovider",
+        # the slowest tests, so a CI log shows where its minutes go
+        "--durations=25",
         *args.pytest_args,
     ]
     print("+", " ".join(cmd), flush=True)
