@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import E18, J_COMPLETED, SEAL, SECRET_HASH, SOLVER, U_FINAL, advance, now, reverts
+from web3.exceptions import ContractCustomError
 
 from agents.roles.aggregator import (
     corrupt,
@@ -687,3 +688,63 @@ def test_reveal_reverts(rm, chain):
     with reverts(d.rm, "ChallengeWindowClosed", jobId=job_id, round=0):
         d.rm.requestAggregateReveal(job_id, lay, 0, root, proof, leaves, sender=d.other)
     rm_balance_accounted(d, [job_id])
+
+
+def test_units_register_with_the_real_game_and_the_courts(chain, project, tmp_path):
+    """With the real DisputeGame as the arbiter, posting a round registers each unit's config
+    and placement there; anyone has the RoundManager register a unit with the attestation
+    court's game too (which reads submitters from the court), once."""
+    from eth_account import Account
+    from test_invariants import _export_artifacts, _keys
+
+    from agents.core.deploy import deploy_all
+
+    _export_artifacts(project, tmp_path)
+    for name in ("RoundManager", "DisputeGame", "OneStepProver"):
+        ct = getattr(project, name).contract_type
+        artifact = {
+            "contractName": name,
+            "abi": [item.model_dump(by_alias=True, mode="json") for item in ct.abi],
+            "bytecode": ct.deployment_bytecode.bytecode,
+        }
+        (tmp_path / f"{name}.json").write_text(json.dumps(artifact))
+    w3 = chain.provider.web3
+    keys = _keys()
+    wiring = {"dispute_game": True, "attestation_court": True, "round_manager": True}
+    out = deploy_all(w3, keys[0], tmp_path, wiring)
+
+    def contract(name: str, address: str):
+        abi = json.loads((tmp_path / f"{name}.json").read_text())["abi"]
+        return w3.eth.contract(address=address, abi=abi)
+
+    def send(key: str, fn) -> dict:
+        acct = Account.from_key(key)
+        tx = fn.build_transaction(
+            {"from": acct.address, "nonce": w3.eth.get_transaction_count(acct.address)}
+        )
+        raw = Account.sign_transaction(tx, key).raw_transaction
+        return w3.eth.wait_for_transaction_receipt(w3.eth.send_raw_transaction(raw))
+
+    token, rmc = contract("TestToken", out["Token"]), contract("RoundManager", out["RoundManager"])
+    game, court_game = contract("DisputeGame", out["DisputeGame"]), out["CourtGame"]
+    court_game = contract("DisputeGame", court_game)
+    submitter = Account.from_key(keys[1]).address
+    send(keys[0], token.functions.mint(submitter, 1_000 * E18))
+    send(keys[1], token.functions.approve(rmc.address, 2**256 - 1))
+    assert send(keys[1], rmc.functions.postJob(params(now(chain))))["status"] == 1
+    job_id = rmc.functions.jobCount().call()
+    for s in range(S):
+        unit_job = rmc.functions.unitJobOf(job_id, 0, s).call()
+        assert game.functions.configOf(unit_job).call() == CONFIG_HASH
+        assert tuple(game.functions.placementOf(unit_job).call()) == (0, S, s)
+        assert court_game.functions.configOf(unit_job).call() == b"\x00" * 32
+    unit_job = rmc.functions.unitJobOf(job_id, 0, 1).call()
+    send(keys[9], rmc.functions.registerUnitConfig(unit_job, court_game.address))
+    assert court_game.functions.configOf(unit_job).call() == CONFIG_HASH
+    assert tuple(court_game.functions.placementOf(unit_job).call()) == (0, S, 1)
+    with pytest.raises(ContractCustomError) as err:  # once per game
+        rmc.functions.registerUnitConfig(unit_job, court_game.address).call(
+            {"from": Account.from_key(keys[9]).address}
+        )
+    selector = w3.keccak(text="ConfigAlreadyRegistered(uint256,bytes32)")[:4].hex()
+    assert selector in str(err.value.data)
