@@ -71,7 +71,11 @@ def test_two_by_three_job_with_offline_solver_and_cheating_aggregator(tmp_path):
     assert proofs[0]["round"] == 0 and proofs[0]["challenger"] == out["honest_aggregator"]
     assert result["aggregations"][0]["attempts"] >= 2
     assert all(a["aggregator"] == out["honest_aggregator"] for a in result["aggregations"])
-    assert out["round_manager_jackpot"] == len(proofs) * BOND // 2
+    # half of each slashed bond, plus each answered reveal request's bond
+    reveal_bond = BOND * 2_000 // 10_000
+    assert (
+        out["round_manager_jackpot"] == len(proofs) * BOND // 2 + len(out["reveals"]) * reveal_bond
+    )
     # accuracy: reported, the engine's, and within 2 points of the single solver
     assert result["test_accuracy"] == pytest.approx(local["test_accuracy"], abs=1e-6)
     assert abs(result["test_accuracy"] - local["single_solver_test_accuracy"]) <= 0.02
