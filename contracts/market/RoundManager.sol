@@ -217,8 +217,9 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         _checkDisputedTensor(round.aggregateRoot, stateLayout, tensor, dataRoot, listProof, leaves);
         uint64 deadline = uint64(block.timestamp) + _aggregationWindow;
 
-        // tensor < numState <= 2^32 (the layout's arrays are calldata; a state has few tensors)
-        _reveals[jobId][r] = RevealRequest(msg.sender, deadline, uint32(tensor), dataRoot, keccak256(abi.encode(leaves)));
+        // tensor < numState, the length of a calldata array: 2^32 names would not fit in a block
+        _reveals[jobId][r] =
+            RevealRequest(msg.sender, deadline, uint32(tensor), dataRoot, keccak256(abi.encode(leaves)));
         emit AggregateRevealRequested(jobId, r, msg.sender, uint32(tensor), dataRoot, leaves, deadline);
         _token.safeTransferFrom(msg.sender, address(this), revealBond());
     }
