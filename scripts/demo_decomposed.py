@@ -10,11 +10,12 @@ element of one weight update flipped: the verifier challenges, the bisection gam
 element at the unit's global step and shard batch, the cheater is slashed and the unit re-opened for
 the honest solvers. The cheating aggregator commits round 0's aggregate with one element changed and
 withholds its blob; the honest aggregator, started then, makes it reveal the disputed tensor on
-chain (a bonded reveal request) and proves one element of the revealed chunk wrong against the
-units' final roots: the cheater's bond is slashed and the round re-aggregated. The job's final state
-root is compared, bit for bit, with the engine's one-process run of the same spec, and its test
-accuracy with the single solver with the same 400 steps. Writes build/demo/decomposed.json and the
-logs under build/demo/decomposed-run/.
+chain (a bonded reveal request; it is killed -9 once its request is mined and restarted from its
+data folder) and proves one element of the revealed chunk wrong against the units' final roots: the
+cheater's bond is slashed and the round re-aggregated. The job's final state root is compared, bit
+for bit, with the engine's one-process run of the same spec, and its test accuracy with the single
+solver with the same 400 steps. Writes build/demo/decomposed.json and the logs under
+build/demo/decomposed-run/.
 
 Exit codes: 0 success, 1 the job did not complete or differs from the local run, 2 a user error."""
 
@@ -193,6 +194,16 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
         )  # fmt: skip
         procs.start(HONEST, url, addrs["JobManager"], *extra)
         _wait(
+            "the honest aggregator's reveal request",
+            lambda: bool(rm.events.AggregateRevealRequested().get_logs(from_block=0)),
+            180, procs, ("submitter", HONEST.name),
+        )  # fmt: skip
+        # kill -9 mid-dispute (its request mined, its proof not yet, or just): it resumes from
+        # its data folder and finishes the dispute
+        proven_before_kill = bool(rm.events.AggregationFraudProven().get_logs(from_block=0))
+        _kill9(procs, HONEST.name)
+        procs.start(HONEST, url, addrs["JobManager"], *extra)
+        _wait(
             "job completion",
             lambda: procs.procs["submitter"].poll() is not None,
             600, procs, (HONEST.name,),
@@ -247,6 +258,7 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
             {k: ev["args"][k] for k in ("round", "requester", "tensor")} for ev in requested
         ],
         "reveals": [{k: ev["args"][k] for k in ("round", "tensor", "leaf")} for ev in revealed],
+        "honest_aggregator_restarted": {"proof_sent_before_kill": proven_before_kill},
         "cheating_solver": CHEATING_SOLVER.address,
         "cheating_solver_slashed": sum(
             ev["args"]["amount"]

@@ -6,10 +6,10 @@ commit deadline): the unit is re-opened and taken by the spare solver. The cheat
 unit with one wrong weight update: the verifier wins the bisection game over it down to the one-step
 proof at the unit's global step and shard batch, the cheater is slashed and the unit re-opened. The
 cheating aggregator commits round 0 first and withholds its blob; the honest one makes it reveal the
-disputed tensor on chain and proves it wrong from the reveal, the cheater is slashed and the round
-re-aggregated. The job's final state root equals, bit for bit, the engine's one-process run of the
-same spec, and its test accuracy is within 2 points of the single solver with the same total
-steps."""
+disputed tensor on chain (killed -9 once its request is mined and restarted from its data folder)
+and proves it wrong from the reveal, the cheater is slashed and the round re-aggregated. The job's
+final state root equals, bit for bit, the engine's one-process run of the same spec, and its test
+accuracy is within 2 points of the single solver with the same total steps."""
 
 from __future__ import annotations
 
@@ -64,6 +64,8 @@ def test_two_by_three_job_with_offline_solver_and_cheating_aggregator(tmp_path):
     assert out["reveal_requests"][0]["round"] == 0
     assert out["reveal_requests"][0]["requester"] == out["honest_aggregator"]
     assert out["reveals"][0] == {"round": 0, "tensor": 0, "leaf": 0}
+    # (the honest aggregator was killed -9 after its request and resumed from its data folder)
+    assert "proof_sent_before_kill" in out["honest_aggregator_restarted"]
     # the cheater was caught in round 0 (and in round 1 if it won that race too), the round
     # re-aggregated by the honest aggregator
     proofs = out["fraud_proofs"]
