@@ -144,7 +144,7 @@ class Bench:
 
 
 def setup_nodes(b: Bench) -> dict[str, int]:
-    """Fund accounts 1-10 and register solvers 2-4, verifiers 5-7, whistleblower 8."""
+    """Fund accounts 1-10 and register solvers 2-4, verifiers 5-7 (5 000 each), whistleblower 8."""
     actions: dict[str, int] = {}
     for i in range(1, 11):
         b.send(0, b.token.functions.mint(b.addr[i], 10_000 * E18))
@@ -153,9 +153,11 @@ def setup_nodes(b: Bench) -> dict[str, int]:
     actions["register (solver)"] = b.gas(2, b.registry.functions.register(1, CAP, 300 * E18))
     for i in (3, 4):
         b.send(i, b.registry.functions.register(1, CAP, 300 * E18))
-    actions["register (verifier)"] = b.gas(5, b.registry.functions.register(2, CAP, 100 * E18))
+    # the default lazy-slash lock of the bench's job is 88 * 3 * 68 / 4 = 4 488 tokens (PROTOCOL
+    # §6.5): a verifier is drawn only if its free stake covers it
+    actions["register (verifier)"] = b.gas(5, b.registry.functions.register(2, CAP, 5_000 * E18))
     for i in (6, 7):
-        b.send(i, b.registry.functions.register(2, CAP, 100 * E18))
+        b.send(i, b.registry.functions.register(2, CAP, 5_000 * E18))
     b.send(8, b.registry.functions.register(3, CAP, 20 * E18))
     return actions
 

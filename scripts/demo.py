@@ -54,8 +54,10 @@ MANAGER_CONFIG = {
     "disputeGrace": 10,
     "verifiersPerUnit": 2,
     "segmentsPerVerifier": 2,
-    # no forced rounds, so the demo's outcome is fixed (tests/roles/test_forced_e2e.py runs one)
+    # no forced rounds, so the demo's outcome is fixed (tests/roles/test_forced_e2e.py runs one);
+    # without them the lazy slash has no role: the verifiers lock the flat verifierLock
     "forcedErrorBps": 0,
+    "lazySlashFactor": 0,
 }
 CLOCK_BUDGET = 120
 #: The attestation court's game: a lazy verifier has no data to defend with and times out.

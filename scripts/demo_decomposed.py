@@ -73,6 +73,7 @@ DEPLOY_PARAMS = {
         # always in a replayed segment and the scenario's outcome is fixed
         "segmentsPerVerifier": 5,
         "forcedErrorBps": 0,
+        "lazySlashFactor": 0,  # without forced rounds the verifiers lock the flat verifierLock
     },
     "registry_config": {"unbondingDelay": 60, "heartbeatTtl": 3600},
 }

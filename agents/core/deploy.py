@@ -48,6 +48,9 @@ DEFAULT_MANAGER_CONFIG: dict[str, int] = {
     "verifierLock": 10 * TOKEN_UNIT,
     "challengeBond": 10 * TOKEN_UNIT,
     "forcedErrorBps": 500,
+    # the per-unit verifier lock S = max(verifierLock, solverPay (2m' - 1) factor / n): 68 =
+    # ceil(1.25 e / p) at p = 5 % (docs/INCENTIVES.md §3.2); 0 leaves the flat verifierLock
+    "lazySlashFactor": 68,
 }
 
 #: RoundManager.Config defaults (docs/PROTOCOL.md §6.9 gives the reasons).

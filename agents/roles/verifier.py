@@ -110,6 +110,7 @@ class Verifier(ChallengerMixin, RoleAgent):
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
         self._first_miss: dict[str, int] = {}  # "<unit>:<attempt>" -> chain time data failed
+        self._lock_warned: set[int] = set()  # units whose verifier lock my free stake cannot cover
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
@@ -122,11 +123,28 @@ class Verifier(ChallengerMixin, RoleAgent):
         for u in self.units():
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
                 continue
+            self.warn_if_lock_uncovered(u)
             for act in verifier_acts(u, now, self.facts(u)):
                 await self.execute(act, u, now)
         await self.withdraw_if_credited(now)
         await self.defend_attestations(now)
         return False
+
+    def warn_if_lock_uncovered(self, u: UnitView) -> None:
+        """Say once per unit, before its draw, when my free stake cannot cover its verifier lock S
+        (PROTOCOL §6.5: the draw skips me), so an operator sees why it is never drawn."""
+        if u.status != UnitStatus.COMMITTED or u.unit_id in self._lock_warned:
+            return
+        lock = self.manager.functions.verifierLockOf(u.job_id).call()
+        free = self.registry.functions.freeStake(self.me).call()
+        if free < lock:
+            self._lock_warned.add(u.unit_id)
+            self.log.warning(
+                "unit %d: its verifier lock %g exceeds my free stake %g: the draw skips me",
+                u.unit_id,
+                lock / TOKEN,
+                free / TOKEN,
+            )
 
     async def defend_attestations(self, now: Now) -> None:
         """Defend my attestations disputed in the AttestationCourt (a lazy verifier has no data

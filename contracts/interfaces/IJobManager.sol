@@ -154,12 +154,14 @@ interface IJobManager is IDisputeCallback {
         uint96 verifierLock;
         uint96 challengeBond;
         uint16 forcedErrorBps;
+        uint16 lazySlashFactor;
     }
 
     // ------------------------------------------------------------------ errors
     /// @notice A zero address was given for the registry or the arbiter.
     error ZeroAddress();
-    /// @notice A deployment parameter is out of range (bps above 100 %, a zero window).
+    /// @notice A deployment parameter is out of range (bps above 100 %, a zero window, no segment
+    ///         per verifier).
     error InvalidConfig();
     /// @notice `setArbiter` was called by an account other than the deployer.
     error NotDeployer(address caller);
@@ -463,6 +465,12 @@ interface IJobManager is IDisputeCallback {
     function jackpot() external view returns (uint256);
     /// @notice Collateral a solver locks to claim a unit of `jobId`.
     function collateralOf(uint256 jobId) external view returns (uint256);
+    /// @notice The lock S each drawn verifier of a unit of `jobId` holds until settlement, and
+    ///         loses if silent or wrong at a forced error (PROTOCOL §8): `max(verifierLock,
+    ///         solverPay · (2m' − 1) · lazySlashFactor / n)`, n = steps / checkpointInterval,
+    ///         m' = min(segmentsPerVerifier, n). Reverts (division by zero) for an unknown job:
+    ///         the check would not fit the manager's code size.
+    function verifierLockOf(uint256 jobId) external view returns (uint256);
     /// @notice How a unit's reward of `jobId` splits: solver, verifiers, tax.
     function payoutOf(uint256 jobId) external view returns (uint256 solverPay, uint256 verifierFee, uint256 tax);
     /// @notice The secret hash claimant `index` of the unit's current attempt committed.

@@ -23,6 +23,21 @@ library MarketMath {
         return amount * bps / BPS;
     }
 
+    /// @notice The per-unit verifier lock S (PROTOCOL §8, INCENTIVES §3.2): `max(floor, solverPay ·
+    ///         (2m' − 1) · lazySlashFactor / n)`, m' = min(m, n) the segments each verifier replays
+    ///         of the n. Skipping one of them then risks more than a replay costs (forced errors).
+    ///         The caller guarantees m >= 1 and n >= 1 (checked at deployment and posting).
+    /// @dev solverPay < 2^96, 2m' − 1 < 2^9 and lazySlashFactor < 2^16: the product cannot overflow.
+    function verifierLock(uint256 solverPay, uint256 m, uint256 n, uint256 lazySlashFactor, uint256 floor)
+        internal
+        pure
+        returns (uint256)
+    {
+        uint256 sampled = m < n ? m : n;
+        uint256 lazy = solverPay * (2 * sampled - 1) * lazySlashFactor / n;
+        return lazy > floor ? lazy : floor;
+    }
+
     /// @notice Index drawn from `weights` with probability proportional to its weight, using the
     ///         uniform word `rand`; uniform over the indices if every weight is zero.
     /// @dev The modulo bias is below total / 2^256, negligible.

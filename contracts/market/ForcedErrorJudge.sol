@@ -81,10 +81,12 @@ contract ForcedErrorJudge {
     }
 
     /// @dev What each of `right` catchers is paid: `J / 2^(right − 1)` with J the unit's
-    ///      verification fee, capped by the jackpot once the `wrong` verifiers' locks are in it.
+    ///      verification fee, capped by the jackpot once the `wrong` verifiers' locks (the job's
+    ///      `verifierLockOf`) are in it.
     function _share(uint256 unitId, uint256 right, uint256 wrong) private view returns (uint256) {
-        uint256 fee = manager.getJob(JobIds.jobOf(unitId)).verificationFee;
-        uint256 balance = manager.jackpot() + wrong * manager.config().verifierLock;
+        uint256 jobId = JobIds.jobOf(unitId);
+        uint256 fee = manager.getJob(jobId).verificationFee;
+        uint256 balance = manager.jackpot() + wrong * manager.verifierLockOf(jobId);
         return ForcedErrors.catcherShare(fee, right, balance);
     }
 

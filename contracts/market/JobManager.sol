@@ -55,6 +55,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     uint96 private immutable _verifierLock;
     uint96 private immutable _challengeBond;
     uint16 private immutable _forcedErrorBps;
+    uint16 private immutable _lazySlashFactor;
     ForcedErrorJudge private immutable _judge;
 
     address private _arbiter;
@@ -79,6 +80,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (cfg.claimWindow == 0) revert InvalidConfig();
         if (cfg.verifyWindow == 0) revert InvalidConfig();
         if (cfg.forcedErrorBps > MarketMath.BPS) revert InvalidConfig();
+        if (cfg.segmentsPerVerifier == 0) revert InvalidConfig();
         _registry = INodeRegistry(registry_);
         _token = IERC20(INodeRegistry(registry_).token());
         _deployer = msg.sender;
@@ -93,6 +95,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _verifierLock = cfg.verifierLock;
         _challengeBond = cfg.challengeBond;
         _forcedErrorBps = cfg.forcedErrorBps;
+        _lazySlashFactor = cfg.lazySlashFactor;
         // Its own instance, so that no deployment step changes (see ForcedErrorJudge).
         _judge = new ForcedErrorJudge();
     }
@@ -295,13 +298,14 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.deadline = deadline;
 
         // Pick with views first, record, then lock: no state is written after an external call.
+        uint256 lock = _lock(_jobs[JobIds.jobOf(unitId)]);
         uint256 wanted = _verifiersPerUnit;
         address[] memory picked = new address[](wanted + 1);
         picked[0] = unit.assignee;
         uint256 count = 0;
         for (uint256 t = 0; t < 4 * wanted && count < wanted; ++t) {
             uint256 word = uint256(keccak256(abi.encode(seed, t)));
-            address v = _registry.pickPoolMember(INodeRegistry.Role.Verifier, word, picked, _verifierLock);
+            address v = _registry.pickPoolMember(INodeRegistry.Role.Verifier, word, picked, lock);
             if (v == address(0)) continue;
             _verifiers[unitId][count] = VerifierSlot(v, VerifierStatus.Pending);
             ++count;
@@ -315,7 +319,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         }
         emit VerifiersDrawn(unitId, drawn, verifySeed, deadline);
         for (uint256 i = 0; i < count; ++i) {
-            _registry.lock(drawn[i], _verifierLock);
+            _registry.lock(drawn[i], lock);
         }
     }
 
@@ -422,9 +426,10 @@ contract JobManager is IJobManager, ReentrancyGuard {
             emit JobCompleted(jobId);
         }
         _credit(solver, solverPay);
-        _addJackpot(tax + _payVerifiers(unitId, unit.verifierCount, unit.attestCount, fee));
+        uint256 lock = _lock(job);
+        _addJackpot(tax + _payVerifiers(unitId, unit.verifierCount, unit.attestCount, fee, lock));
         _registry.release(solver, _collateral(job), true);
-        _settleVerifierLocks(unitId, unit.verifierCount, true);
+        _settleVerifierLocks(unitId, unit.verifierCount, lock, true);
     }
 
     // ------------------------------------------------------------------ forced errors
@@ -445,16 +450,13 @@ contract JobManager is IJobManager, ReentrancyGuard {
         uint64 deadline = _backToVerifying(unit);
         unit.forcedRevealed = true;
         unit.checkpointRoot = trueRoot;
-        (uint256 caught, uint256 slashed) = _settleForced(unitId, unit, verdicts, share, challenger);
+        uint256 lock = _lock(_jobs[JobIds.jobOf(unitId)]);
+        (uint256 caught, uint256 slashed) = _settleForced(unitId, unit, verdicts, share, challenger, lock);
         emit ForcedErrorRevealed(unitId, unit.assignee, position, trueRoot, caught, slashed, deadline);
-        _addJackpot(slashed * _verifierLock);
+        _addJackpot(slashed * lock);
         // The judge capped the share at the balance (with the slashed locks) / caught.
         _jackpot -= caught * share;
-        for (uint256 i = 0; i < verdicts.length; ++i) {
-            if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
-                _registry.slash(_verifiers[unitId][i].verifier, _verifierLock, true);
-            }
-        }
+        _slashWrong(unitId, verdicts, lock);
     }
 
     /// @inheritdoc IJobManager
@@ -505,7 +507,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
             _segmentsPerVerifier,
             _verifierLock,
             _challengeBond,
-            _forcedErrorBps
+            _forcedErrorBps,
+            _lazySlashFactor
         );
     }
 
@@ -591,6 +594,11 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
+    function verifierLockOf(uint256 jobId) external view returns (uint256) {
+        return _lock(_jobs[jobId]);
+    }
+
+    /// @inheritdoc IJobManager
     function payoutOf(uint256 jobId) external view returns (uint256 solverPay, uint256 verifierFee, uint256 tax) {
         Job storage job = _jobs[jobId];
         verifierFee = job.verificationFee;
@@ -632,6 +640,15 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     function _collateral(Job storage job) private view returns (uint256) {
         return MarketMath.share(job.reward, _collateralBps);
+    }
+
+    /// @dev The per-unit verifier lock of `job` (`verifierLockOf`): a function of the job's fixed
+    ///      parameters and the deployment's, so the draw, the release and the slash agree.
+    function _lock(Job storage job) private view returns (uint256) {
+        (uint256 solverPay,) = MarketMath.payout(job.reward, job.verificationFee, _taxBps);
+        return MarketMath.verifierLock(
+            solverPay, _segmentsPerVerifier, job.steps / job.checkpointInterval, _lazySlashFactor, _verifierLock
+        );
     }
 
     /// @dev The seed of a Selecting or Committed unit: keccak of the seed block's hash, the unit and
@@ -738,8 +755,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     /// @dev Credits the attesting verifiers their equal share of `fee`; returns what goes to the
     ///      jackpot instead: the division remainder (all of `fee` if nobody attested) and the
-    ///      locks of silent verifiers (slashed by `_settleVerifierLocks`).
-    function _payVerifiers(uint256 unitId, uint256 verifierCount, uint256 attested, uint256 fee)
+    ///      locks `lock` (the job's S) of silent verifiers (slashed by `_settleVerifierLocks`).
+    function _payVerifiers(uint256 unitId, uint256 verifierCount, uint256 attested, uint256 fee, uint256 lock)
         private
         returns (uint256 toJackpot)
     {
@@ -750,8 +767,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
             if (slot.status == VerifierStatus.Attested) {
                 _credit(slot.verifier, feeShare);
             } else if (slot.status == VerifierStatus.Pending) {
-                toJackpot += _verifierLock;
-                emit VerifierPenalised(unitId, slot.verifier, _verifierLock);
+                toJackpot += lock;
+                emit VerifierPenalised(unitId, slot.verifier, lock);
             }
         }
     }
@@ -774,7 +791,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
         Unit storage unit,
         uint8[] calldata verdicts,
         uint256 share,
-        address challenger
+        address challenger,
+        uint256 lock
     ) private returns (uint256 caught, uint256 slashed) {
         if (challenger != address(0)) {
             _payCatcher(unitId, challenger, share);
@@ -788,11 +806,20 @@ contract JobManager is IJobManager, ReentrancyGuard {
             } else if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
                 slot.status = VerifierStatus.Slashed;
                 ++slashed;
-                emit ForcedAttestationSlashed(unitId, slot.verifier, _verifierLock);
+                emit ForcedAttestationSlashed(unitId, slot.verifier, lock);
             }
         }
         // slashed <= attestCount: only verifiers that attested get a verdict.
         unit.attestCount -= uint8(slashed);
+    }
+
+    /// @dev Slashes the lock of each verifier judged WRONG (after every state change).
+    function _slashWrong(uint256 unitId, uint8[] calldata verdicts, uint256 lock) private {
+        for (uint256 i = 0; i < verdicts.length; ++i) {
+            if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
+                _registry.slash(_verifiers[unitId][i].verifier, lock, true);
+            }
+        }
     }
 
     function _payCatcher(uint256 unitId, address catcher, uint256 amount) private {
@@ -819,25 +846,26 @@ contract JobManager is IJobManager, ReentrancyGuard {
     function _slashAssignee(uint256 unitId, Unit storage unit, address beneficiary, uint256 extra) private {
         address solver = unit.assignee;
         uint256 verifierCount = unit.verifierCount;
-        uint256 collateral = _collateral(_jobs[JobIds.jobOf(unitId)]);
+        Job storage job = _jobs[JobIds.jobOf(unitId)];
+        uint256 collateral = _collateral(job);
         uint256 reward = beneficiary == address(0) ? 0 : MarketMath.share(collateral, _challengerRewardBps);
         _credit(beneficiary, extra + reward);
         _addJackpot(collateral - reward);
         _reopen(unitId, unit);
         _registry.slash(solver, collateral, true);
-        _settleVerifierLocks(unitId, verifierCount, false);
+        _settleVerifierLocks(unitId, verifierCount, _lock(job), false);
     }
 
     /// @dev Releases the locks of the drawn verifiers, except that with `slashSilent` (finalize)
     ///      those that stayed silent are slashed instead (a unit that re-opens releases all); a
     ///      Slashed one has no lock left.
-    function _settleVerifierLocks(uint256 unitId, uint256 verifierCount, bool slashSilent) private {
+    function _settleVerifierLocks(uint256 unitId, uint256 verifierCount, uint256 lock, bool slashSilent) private {
         for (uint256 i = 0; i < verifierCount; ++i) {
             VerifierSlot memory slot = _verifiers[unitId][i];
             if (slashSilent && slot.status == VerifierStatus.Pending) {
-                _registry.slash(slot.verifier, _verifierLock, true);
+                _registry.slash(slot.verifier, lock, true);
             } else if (slot.status != VerifierStatus.Slashed) {
-                _registry.release(slot.verifier, _verifierLock, false);
+                _registry.release(slot.verifier, lock, false);
             }
         }
     }

@@ -1,7 +1,8 @@
 """Fixtures of the marketplace contract tests: a deployed, wired protocol and helpers.
 
 `deployment` deploys TestToken, NodeRegistry, JobManager and MockArbiter with the defaults of
-`agents.core.deploy` (the same values `make demo` uses) and wires them as `deploy_all` does.
+`agents.core.deploy` (but the flat verifier lock, as `make demo` has) and wires them as
+`deploy_all` does.
 ape snapshots the chain around every test, so module-scoped deployments cost one deploy.
 """
 
@@ -37,7 +38,10 @@ J_OPEN, J_COMPLETED, J_CANCELLED = 1, 2, 3
 V_PENDING, V_ATTESTED, V_CHALLENGED, V_SLASHED = 1, 2, 3, 4
 
 REG_CFG = dict(DEFAULT_REGISTRY_CONFIG)
-MGR_CFG = dict(DEFAULT_MANAGER_CONFIG)
+# The flat verifierLock (lazySlashFactor 0) so that the scenarios' 100-token verifiers can be
+# drawn for any job; the lazy-slash lock S (PROTOCOL §8) has its own tests (test_job_manager's
+# `lazy` deployment, test_forced_errors, the stateful test).
+MGR_CFG = {**DEFAULT_MANAGER_CONFIG, "lazySlashFactor": 0}
 CAP = (1, 16_384, 100)  # deviceClass, memoryMiB, throughput
 ROOT = b"\x11" * 32
 # The solvers' forced-error secret, its hash (claim) and the seal of ROOT (commit): PROTOCOL §8.

@@ -3,7 +3,9 @@ slash of verifiers that attested the published (wrong) value, premature reveals,
 
 The `forced` deployment sets forcedErrorBps = 10 000, so every round of a job with at least two
 segments is forced; its jobs have two segments (T = 4, k = 2), so the perturbed checkpoint is 1
-and both segments are judged: segment 0 ends there, segment 1 starts there.
+and both segments are judged: segment 0 ends there, segment 1 starts there. Its verifiers lock
+the lazy-slash S with lazySlashFactor = 4 = ceil(1.25 e / p) at p = 100 %: S = 96 * 3 * 4 / 2 =
+576 tokens per unit (payout 96 of the reward 100), so they stake 2 100.
 """
 
 from __future__ import annotations
@@ -55,9 +57,20 @@ def seal(root: bytes, secret: bytes) -> bytes:
 
 @pytest.fixture(scope="module")
 def forced(project, accounts) -> Protocol:
-    d = deploy_protocol(project, accounts, {**MGR_CFG, "forcedErrorBps": 10_000})
+    d = deploy_protocol(
+        project, accounts, {**MGR_CFG, "forcedErrorBps": 10_000, "lazySlashFactor": 4}
+    )
     stake_nodes(d)
+    for v in d.verifiers:
+        d.registry.addStake(2_000 * E18, sender=v)
     return d
+
+
+def lock_of(d: Protocol, unit: int) -> int:
+    """The unit's verifier lock S; every `forced` job has the same: 576 tokens."""
+    lock = d.manager.verifierLockOf(d.manager.jobIdOf(unit))
+    assert lock == 576 * E18
+    return lock
 
 
 def judge_of(project, d: Protocol) -> Any:
@@ -89,10 +102,10 @@ def seed_jackpot(d: Protocol, chain) -> None:
     d.manager.expireAssignment(unit, sender=d.other)
 
 
-def forced_unit(d: Protocol, chain) -> tuple[int, list[Any]]:
+def forced_unit(d: Protocol, chain, **overrides: Any) -> tuple[int, list[Any]]:
     """A Verifying forced unit whose solver published PUBLISHED and sealed TRUE_ROOT. Returns the
     unit and its drawn verifiers (accounts) in draw order."""
-    unit = assigned(d, chain, d.solvers[0])
+    unit = assigned(d, chain, d.solvers[0], **overrides)
     d.manager.commitCheckpoints(
         unit, PUBLISHED_ROOT, 3, TRUE[2], "blob://forced", seal(TRUE_ROOT, SECRET),
         sender=d.solvers[0],
@@ -167,9 +180,10 @@ def test_revealForced_challengerPaidFromJackpot_lazySlashed_solverKeepsStake(
     assert [(p.catcher, p.amount) for p in paid] == [(honest.address, FEE)]  # k = 1: J
     assert tx.events.filter(d.manager.DisputeVoided)[0].challenger == honest.address
     assert d.manager.credits(honest) == honest_credit + MGR_CFG["challengeBond"] + FEE
-    assert d.manager.jackpot() == jackpot + MGR_CFG["verifierLock"] - FEE
+    assert d.manager.jackpot() == jackpot + lock_of(d, unit) - FEE
     assert d.manager.verifierStatus(unit, lazy)[0] == V_SLASHED
-    assert d.registry.getNode(lazy).stake == lazy_stake - MGR_CFG["verifierLock"]
+    assert tx.events.filter(d.manager.ForcedAttestationSlashed)[0].amount == lock_of(d, unit)
+    assert d.registry.getNode(lazy).stake == lazy_stake - lock_of(d, unit)
     # the solver proved its forced error: nothing of its stake is touched
     assert d.registry.getNode(d.solvers[0]) == solver_node
     u = d.manager.getUnit(unit)
@@ -246,6 +260,33 @@ def test_revealForced_payoutCappedByJackpot(forced, chain, project):
     paid = [p.amount for p in tx.events.filter(d.manager.JackpotPaid)]
     assert paid == [min(FEE // 2, jackpot // 2)] * 2
     assert d.manager.jackpot() == jackpot - sum(paid)
+
+
+def test_revealForced_capCountsTheSlashedLockS(forced, chain, project):
+    """The judge caps a catcher's pay at the jackpot *with* the WRONG verifiers' locks, which are
+    the job's S, not the floor verifierLock: with an empty jackpot the one catcher gets all of J =
+    20 (capped at 10 with the floor), and the jackpot keeps S - J."""
+    d = forced
+    reward, fee = 1_000 * E18, 20 * E18  # fee at the jackpot cap: 2 % of the reward
+    d.registry.addStake(1_000 * E18, sender=d.solvers[0])  # collateral = the reward
+    for v in d.verifiers:
+        d.registry.addStake(4_000 * E18, sender=v)
+    assert d.manager.jackpot() == 0
+    unit, (honest, lazy) = forced_unit(d, chain, reward=reward, verificationFee=fee)
+    lock = d.manager.verifierLockOf(d.manager.jobIdOf(unit))
+    assert lock == (reward - fee - reward * 200 // 10_000) * 3 * 4 // 2 == 5_760 * E18
+    for v in (honest, lazy):
+        assert d.registry.getNode(v).locked == lock
+    d.manager.attest(unit, ends(d, unit, honest), sender=honest)
+    d.manager.attest(unit, ends(d, unit, lazy, honest=False), sender=lazy)
+    end_roots = [ends(d, unit, honest), ends(d, unit, lazy, honest=False)]
+    tx = judge_of(project, d).revealForced(
+        unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
+    )
+    assert [(p.catcher, p.amount) for p in tx.events.filter(d.manager.JackpotPaid)] == [
+        (honest.address, fee)
+    ]
+    assert d.manager.jackpot() == lock - fee
 
 
 # ------------------------------------------------------------------ premature reveal

@@ -68,6 +68,11 @@ MGR_CFG = {
     # happen often, and whether a round is forced never depends on the chain's randomness (a
     # hypothesis example must draw the same data when it is replayed)
     "forcedErrorBps": 10_000,
+    # the per-unit verifier lock S = max(verifierLock, payout (2m' - 1) factor / n) (PROTOCOL §8):
+    # at factor 1 it varies with the job (14.55 / 73.35 / 110.1 / 183.6 tokens for the rewards
+    # posted) and is above the 10-token floor, so a slash or release of the floor instead of S
+    # breaks the books; the verifiers stake enough to hold every lock an example can ask for
+    "lazySlashFactor": 1,
 }
 COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000}
 BPS = 10_000
@@ -77,8 +82,8 @@ NODES = {
     3: ("solver", 200 * E18),
     4: ("solver", 200 * E18),
     5: ("solver", 150 * E18),
-    6: ("verifier", 60 * E18),
-    7: ("verifier", 60 * E18),
+    6: ("verifier", 3_000 * E18),
+    7: ("verifier", 3_000 * E18),
     8: ("whistleblower", 20 * E18),
 }
 SUBMITTERS = (1, 2)
@@ -196,7 +201,40 @@ class World:
                 i, self.registry.functions.register(ROLES[role], (1, 16_384, 100), stake)
             )
             assert ok
+        self.seed_jackpot()
         self.snapshot = chain.snapshot()
+
+    def seed_jackpot(self) -> None:
+        """Every example starts with 100 tokens in the jackpot, as a deployer seeds it (PROTOCOL
+        §8): account 9 (outside the model) claims a job of the deployer's and misses its commit
+        deadline (its collateral goes to the jackpot) and leaves with the rest of its stake; the
+        deployer cancels the job and withdraws the refund, so the manager holds the jackpot only
+        and the registry the model's nodes' stake only. Without it a forced round revealed before
+        any other slash or tax pays its catchers nothing."""
+        for i, amount in ((0, 100 * E18), (9, 200 * E18)):
+            assert self.send(0, self.token.functions.mint(self.addr[i], amount))
+            for spender in (self.registry.address, self.manager.address):
+                assert self.send(i, self.token.functions.approve(spender, 2**256 - 1))
+        reg, mgr = self.registry.functions, self.manager.functions
+        assert self.send(9, reg.register(ROLES["solver"], (1, 16_384, 100), 200 * E18))
+        job = (b"\x01" * 32, b"\x02" * 32, b"\x03" * 32, 8, 2, (1, 8_192, 50))
+        job += (100 * E18, E18 // 5, self.pending_now() + 600, 60)
+        assert self.send(0, mgr.postJob(job))
+        unit = mgr.unitIdOf(mgr.jobCount().call(), 0).call()
+        assert self.send(9, mgr.claim(unit, keccak(SECRET)))
+        self.jump(601)
+        assert self.send(0, mgr.closeClaims(unit))
+        self.chain.mine(1)
+        assert self.send(0, mgr.selectAssignee(unit))
+        self.jump(61)
+        assert self.send(0, mgr.expireAssignment(unit))
+        assert self.send(0, mgr.cancelJob(mgr.jobIdOf(unit).call()))
+        assert self.send(0, mgr.withdraw())
+        assert self.send(9, reg.requestUnbond(100 * E18))
+        self.jump(REG_CFG["unbondingDelay"])
+        assert self.send(9, reg.withdrawUnbonded())
+        self.jackpot = mgr.jackpot().call()
+        assert self.jackpot == 100 * E18
 
     def reset_nonces(self) -> None:
         for i in range(10):
@@ -282,7 +320,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.w.restore()
         self.units: dict[int, UnitModel] = {}
         self.credits: dict[int, int] = dict.fromkeys(ACCOUNTS, 0)
-        self.jackpot = 0
+        self.jackpot = self.w.jackpot  # seeded by the world
         self.stake = {i: s for i, (_, s) in NODES.items()}
         self.unbonding = dict.fromkeys(NODES, 0)
         self.unbond_ready = dict.fromkeys(NODES, 0)
@@ -316,6 +354,13 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     def _collateral(self, u: UnitModel) -> int:
         return u.reward * MGR_CFG["collateralBps"] // BPS
+
+    def lock(self, u: UnitModel) -> int:
+        """The unit's verifier lock S, computed independently of the contract."""
+        pay = u.reward - u.fee - u.reward * MGR_CFG["taxBps"] // BPS
+        m = min(MGR_CFG["segmentsPerVerifier"], SEGMENTS)
+        lazy = pay * (2 * m - 1) * MGR_CFG["lazySlashFactor"] // SEGMENTS
+        return max(MGR_CFG["verifierLock"], lazy)
 
     def _reopen(self, u: UnitModel) -> None:
         u.status, u.assignee = OPEN, None
@@ -455,6 +500,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             assert u.status == COMMITTED
             u.status = VERIFYING
             u.verifiers = [self._who(a) for a in self.m.getVerifiers(uid).call()]
+            assert self.m.verifierLockOf(u.job_id).call() == self.lock(u)
             self._seen(f"drew {len(u.verifiers)} verifiers")
 
     def attest(self, data: st.DataObject, verifier: int) -> None:
@@ -570,7 +616,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             ]
             if oks:
                 (right if all(oks) else wrong).append(v)
-        lock = MGR_CFG["verifierLock"]
+        lock = self.lock(u)
         for v in wrong:
             self.stake[v] -= lock
             u.slashed.add(v)
@@ -744,7 +790,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         for v in paid:
             self.credits[v] += share
         pending = [v for v in u.verifiers if v not in u.attested and v not in u.challenged]
-        lock = MGR_CFG["verifierLock"]
+        lock = self.lock(u)
         for v in pending:
             self.stake[v] -= lock
         self.jackpot += tax + u.fee - share * n + lock * len(pending)

@@ -43,7 +43,11 @@ from conftest import (
     verifying,
 )
 
+from agents.core.deploy import DEFAULT_MANAGER_CONFIG
 from agents.economics.detection import chain_sample
+from agents.economics.forced import lazy_slash
+from agents.economics.params import Protocol as EconProtocol
+from agents.economics.params import reference_jobs
 
 ZERO = "0x0000000000000000000000000000000000000000"
 REWARD = 100 * E18
@@ -79,7 +83,13 @@ def test_constructor_zeroRegistry_reverts(project, deployment):
 
 
 @pytest.mark.parametrize(
-    "bad", [{"taxBps": 10_000}, {"challengerRewardBps": 10_001}, {"claimWindow": 0}]
+    "bad",
+    [
+        {"taxBps": 10_000},
+        {"challengerRewardBps": 10_001},
+        {"claimWindow": 0},
+        {"segmentsPerVerifier": 0},
+    ],
 )
 def test_constructor_invalidConfig_reverts(project, deployment, bad):
     with reverts(deployment.manager, "InvalidConfig"):
@@ -901,6 +911,106 @@ def test_sampledSegments_distinctInRange_matchMirror(wide, chain):
             assert segs == chain_sample(seed, who, m, n)
             if n <= m:
                 assert sorted(segs) == list(range(n))
+
+
+# ------------------------------------------------------------------ the lazy-slash verifier lock
+
+
+@pytest.fixture(scope="module")
+def lazy(project, accounts) -> Any:
+    """The deployment defaults' lazy-slash lock (lazySlashFactor 68): the default job's S is
+    88 * 3 * 68 / 4 = 4 488 tokens, so the verifiers stake 5 100."""
+    d = deploy_protocol(project, accounts, {**MGR_CFG, "lazySlashFactor": LAZY_FACTOR})
+    stake_nodes(d)
+    for v in d.verifiers:
+        d.registry.addStake(5_000 * E18, sender=v)
+    return d
+
+
+LAZY_FACTOR = DEFAULT_MANAGER_CONFIG["lazySlashFactor"]
+LAZY_LOCK = (REWARD - FEE - TAX) * 3 * LAZY_FACTOR // 4  # m' = 2 of n = 4 segments
+
+
+def test_verifierLockOf_isTheLazySlashFormula(lazy, chain):
+    d = lazy
+    assert LAZY_FACTOR == 68 and LAZY_LOCK == 4_488 * E18
+    cases = [
+        ({}, LAZY_LOCK),
+        # n = 1: m' = min(2, 1) = 1
+        ({"steps": 2}, (REWARD - FEE - TAX) * 1 * 68 // 1),
+        # n = 1000 and a small reward: the formula (0.18 tokens) is below the floor verifierLock
+        ({"steps": 2_000, "reward": E18, "verificationFee": E18 // 10}, LOCK),
+    ]
+    for overrides, want in cases:
+        job_id, _ = post(d, chain, **overrides)
+        assert d.manager.verifierLockOf(job_id) == want, overrides
+    assert d.manager.config().lazySlashFactor == 68
+
+
+def test_verifierLockOf_equalsTheIncentiveModel(project, lazy, chain):
+    """The chain's S for the two reference jobs of docs/INCENTIVES.md §4 is the model's
+    `forced.lazy_slash` (digits 143.82, large 5 672.85 tokens)."""
+    d = lazy
+    for job, _ in reference_jobs():
+        m = _manager(project, d, segmentsPerVerifier=job.segments_per_verifier, lazySlashFactor=68)
+        m.setArbiter(d.arbiter, sender=d.deployer)
+        d.token.approve(m, 2**256 - 1, sender=d.submitter)
+        params = {
+            "steps": job.steps,
+            "checkpointInterval": job.interval,
+            "reward": int(job.reward * E18),
+            "verificationFee": round(job.fee * 10**6) * 10**12,  # the model's fee, 6 decimals
+        }
+        m.postJob(job_params(now(chain), **params), sender=d.submitter)
+        want = lazy_slash(job, EconProtocol())
+        assert m.verifierLockOf(1) / E18 == pytest.approx(want, rel=1e-12), job.name
+
+
+def test_drawVerifiers_locksS_andSkipsVerifiersThatCannotCoverIt(lazy, chain):
+    d = lazy
+    short = d.verifiers[2]
+    d.registry.requestUnbond(5_000 * E18, sender=short)  # 100 free: less than S
+    _, unit_id = assign(d, chain)
+    commit(d, chain, unit_id)
+    chain.mine(1)
+    tx = d.manager.drawVerifiers(unit_id, sender=d.other)
+    drawn = list(tx.events.filter(d.manager.VerifiersDrawn)[0].verifiers)
+    assert drawn and short.address not in drawn
+    locked = tx.events.filter(d.registry.StakeLocked)
+    assert [(e.node, e.amount) for e in locked] == [(v, LAZY_LOCK) for v in drawn]
+    for v in d.verifiers:
+        assert d.registry.getNode(v).locked == (LAZY_LOCK if v.address in drawn else 0)
+
+
+def test_finalize_silentVerifierLosesS_attesterGetsSBack(lazy, chain):
+    d = lazy
+    _, unit_id = verifying(d, chain)
+    attester, silent = _selected(d, unit_id)
+    d.manager.attest(unit_id, [ROOT, ROOT], sender=attester)
+    stake = d.registry.getNode(silent).stake
+    jackpot = d.manager.jackpot()
+    advance(chain, VERIFY_WINDOW + 1)
+    tx = d.manager.finalize(unit_id, sender=d.other)
+    penalised = tx.events.filter(d.manager.VerifierPenalised)
+    assert [(e.verifier, e.amount) for e in penalised] == [(silent.address, LAZY_LOCK)]
+    assert d.manager.jackpot() == jackpot + TAX + LAZY_LOCK  # the attester took the whole fee
+    assert d.registry.getNode(silent).stake == stake - LAZY_LOCK
+    assert d.registry.getNode(silent).locked == 0
+    released = tx.events.filter(d.registry.StakeReleased)
+    assert (attester.address, LAZY_LOCK) in [(e.node, e.amount) for e in released]
+    assert d.registry.getNode(attester).locked == 0
+
+
+def test_onDisputeResolved_challengerWins_releasesS(lazy, chain):
+    d = lazy
+    _, unit_id = verifying(d, chain)
+    selected = _selected(d, unit_id)
+    d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
+    tx = d.arbiter.resolve(1, True, sender=d.other)
+    released = [(e.node, e.amount) for e in tx.events.filter(d.registry.StakeReleased)]
+    for v in selected:
+        assert (v.address, LAZY_LOCK) in released
+        assert d.registry.getNode(v).locked == 0
 
 
 def test_unitIdOf_indexTooLarge_reverts(staked):

@@ -30,13 +30,15 @@ def chain() -> Iterator[tuple[str, Web3]]:
 
 
 def deploy(w3: Web3, manager_config: dict | None = None, clock_budget: int = 120) -> dict:
-    # no forced rounds unless a test asks (their outcome depends on the secret and the seed)
+    # no forced rounds unless a test asks (their outcome depends on the secret and the seed), and
+    # then no lazy slash either: verifiers lock the flat verifierLock
     cfg = {
         "claimWindow": 10,
         "verifyWindow": 25,
         "disputeGrace": 10,
         "verifiersPerUnit": 1,
         "forcedErrorBps": 0,
+        "lazySlashFactor": 0,
     }
     cfg.update(manager_config or {})
     return deploy_all(

@@ -2,7 +2,9 @@
 the solver agent publishes its checkpoints with one perturbed; the honest verifier (replaying
 every segment) disputes the published root, the lazy verifier attests without replaying; once
 both responded the solver reveals: the dispute is voided, the honest verifier is paid from the
-jackpot, the lazy one is slashed without a game, the solver keeps its stake and is paid."""
+jackpot, the lazy one is slashed without a game, the solver keeps its stake and is paid. The
+verifiers lock the lazy-slash S (PROTOCOL §8) with lazySlashFactor = 4 = ceil(1.25 e / p) at
+p = 100 %: 96 * 3 * 4 / 2 = 576 tokens (the job pays its solver 96 for 2 segments)."""
 
 from __future__ import annotations
 
@@ -69,10 +71,11 @@ def test_forced_round_reveal_pays_the_catcher_and_slashes_the_lazy_verifier(tmp_
     spec = rk.write_spec(tmp_path / "spec.json", steps=400, every=200)  # 2 segments
     submitter = rk.Party("submitter", "submitter", 1)
     solver = rk.Party("solver", "solver", 2, ["--stake", "200"])
-    honest = rk.Party("verifier", "verifier", 5, ["--stake", "100", "--replay-all"])
-    lazy = rk.Party("verifier-lazy", "verifier", 6, ["--stake", "100", "--lazy"])
+    honest = rk.Party("verifier", "verifier", 5, ["--stake", "700", "--replay-all"])
+    lazy = rk.Party("verifier-lazy", "verifier", 6, ["--stake", "700", "--lazy"])
     with rk.chain() as (url, w3):
-        addrs = rk.deploy(w3, {"forcedErrorBps": 10_000, "verifiersPerUnit": 2, "verifyWindow": 90})
+        cfg = {"forcedErrorBps": 10_000, "lazySlashFactor": 4, "verifiersPerUnit": 2}
+        addrs = rk.deploy(w3, {**cfg, "verifyWindow": 90})
         rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, honest, lazy])
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
         registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
@@ -125,8 +128,11 @@ def test_forced_round_reveal_pays_the_catcher_and_slashes_the_lazy_verifier(tmp_
         # the lazy verifier attested without replaying and lost its lock without a game
         (lazy_slash,) = manager.events.ForcedAttestationSlashed().get_logs(from_block=0)
         assert lazy_slash["args"]["verifier"] == lazy.address
-        lock = manager.functions.config().call()[8]
-        assert registry.functions.getNode(lazy.address).call()[8] == 100 * TOKEN - lock  # stake
+        lock = manager.functions.verifierLockOf(
+            manager.functions.jobIdOf(revealed["args"]["unitId"]).call()
+        ).call()
+        assert lock == 576 * TOKEN and lazy_slash["args"]["amount"] == lock
+        assert registry.functions.getNode(lazy.address).call()[8] == 700 * TOKEN - lock  # stake
         # the solver proved its forced error: it was paid and never slashed
         slashed = [e["args"]["node"] for e in registry.events.NodeSlashed().get_logs(from_block=0)]
         assert solver.address not in slashed and lazy.address in slashed
