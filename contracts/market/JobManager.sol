@@ -645,7 +645,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
     /// @dev The per-unit verifier lock of `job` (`verifierLockOf`): a function of the job's fixed
     ///      parameters and the deployment's, so the draw, the release and the slash agree.
     function _lock(Job storage job) private view returns (uint256) {
-        (uint256 solverPay,) = MarketMath.payout(job.reward, job.verificationFee, _taxBps);
+        // The solver's pay (`payout`'s first value): reward − fee − tax.
+        uint256 reward = job.reward;
+        uint256 solverPay = reward - job.verificationFee - MarketMath.share(reward, _taxBps);
         return MarketMath.verifierLock(
             solverPay, _segmentsPerVerifier, job.steps / job.checkpointInterval, _lazySlashFactor, _verifierLock
         );
