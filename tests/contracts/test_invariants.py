@@ -190,6 +190,7 @@ class World:
         self.gas_price = max(self.w3.eth.gas_price, 1) * 2
         self.nonces: dict[int, int] = {}
         self.reset_nonces()
+        self.clock = self.now()  # see `now`: from here on every block's timestamp comes from it
         assert self.send(0, self.court_game.functions.wire(self.court.address))
         assert self.send(0, self.court.functions.setGame(self.court_game.address))
         for i in ACCOUNTS:
@@ -224,7 +225,7 @@ class World:
         assert self.send(9, mgr.claim(unit, keccak(SECRET)))
         self.jump(601)
         assert self.send(0, mgr.closeClaims(unit))
-        self.chain.mine(1)
+        self.jump(1)
         assert self.send(0, mgr.selectAssignee(unit))
         self.jump(61)
         assert self.send(0, mgr.expireAssignment(unit))
@@ -244,6 +245,7 @@ class World:
         self.chain.restore(self.snapshot)
         self.snapshot = self.chain.snapshot()
         self.reset_nonces()
+        self.clock = self.now()
 
     def send(self, who: int, fn: Any) -> bool:
         """Send `fn` from account `who` with a fixed gas limit; True when it did not revert."""
@@ -257,6 +259,8 @@ class World:
             "value": 0,
         }
         signed = Account.sign_transaction(tx, self.keys[who])
+        self.clock += 1
+        self.chain.pending_timestamp = self.clock
         tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
         self.nonces[who] += 1
         receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30)
@@ -264,17 +268,22 @@ class World:
             print(f"  {who} {fn.fn_name}{tuple(fn.args)} -> {receipt['status']}")
         return receipt["status"] == 1
 
+    # Every block of an example gets its timestamp from `clock` (one second per transaction,
+    # `jump` for time travel), never from the wall clock: with a zero base fee the blocks, and
+    # so the block hashes the contracts draw their randomness from, are then the same each
+    # time hypothesis replays an example, which it requires (else FlakyStrategyDefinition).
+
     def now(self) -> int:
         """Timestamp of the latest block (the one the last transaction landed in)."""
         return self.w3.eth.get_block("latest")["timestamp"]
 
     def pending_now(self) -> int:
-        """Timestamp the next block will have at least (py-evm keeps its time-travel offset
-        across snapshot reverts, so the latest block's timestamp can lag behind it)."""
-        return max(self.now(), self.chain.pending_timestamp)
+        """Timestamp the next transaction's block will have."""
+        return self.clock + 1
 
     def jump(self, seconds: int) -> None:
-        self.chain.mine(1, timestamp=self.chain.pending_timestamp + seconds)
+        self.clock += seconds
+        self.chain.mine(1, timestamp=self.clock)
 
 
 @dataclass
@@ -458,7 +467,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             if self.m.getUnit(uid).call()[0] == SELECTING:
                 u.status = SELECTING
         if u.status == SELECTING and select:
-            self.w.chain.mine(1)
+            self.w.jump(1)
             if self.w.send(1, self.m.selectAssignee(uid)):
                 unit = self.m.getUnit(uid).call()
                 u.status, u.assignee = ASSIGNED, self._who(unit[9])
@@ -495,7 +504,7 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     def draw_unit(self, uid: int) -> None:
         u = self.units[uid]
-        self.w.chain.mine(1)
+        self.w.jump(1)
         if self.w.send(2, self.m.drawVerifiers(uid)) and self.m.getUnit(uid).call()[0] == VERIFYING:
             assert u.status == COMMITTED
             u.status = VERIFYING
