@@ -325,7 +325,14 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "verifier",
         "run a verifier: stake, replay sampled segments, attest or challenge, play dispute games",
     )
-    p.add_argument("--stake", type=float, default=100.0, help="tokens to stake on registration")
+    p.add_argument(
+        "--stake",
+        type=float,
+        default=300.0,
+        help="tokens to stake on registration; each drawn unit locks its verifier lock S "
+        "(JobManager.verifierLockOf: 143.8 tokens for a digits job at the default "
+        "lazySlashFactor), and a verifier whose free stake cannot cover S is not drawn",
+    )
     p.add_argument(
         "--replay-all",
         action="store_true",

@@ -720,9 +720,11 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.cases[game] = (uid, verifier, COURT_CFG["bond"])
         u.court.add((verifier, index))
         self._seen("court challenged")
-        if data.draw(st.integers(0, 3)):  # for depth: the game ends at once, a party withdraws
-            self.court_resolve(game, data.draw(st.sampled_from([True, True, False])))
-            self.court_withdraw(data.draw(st.sampled_from([8, verifier])))
+        if data.draw(st.integers(0, 3)):  # for depth: the game ends at once, the winner withdraws
+            won = data.draw(st.sampled_from([True, True, False]))
+            self.court_resolve(game, won)
+            # the party the ruling credited (withdrawals of nothing: the `court` rule's)
+            self.court_withdraw(8 if won else verifier)
 
     def court_resolve(self, game: int, won: bool) -> None:
         _, verifier, bond = self.cases[game]
