@@ -112,7 +112,8 @@ def _list_siblings(domain: bytes, values: list[bytes], index: int) -> list[bytes
     return merkle.list_proof(domain, values, index).siblings
 
 
-def _leaf_siblings(leaves: list[bytes], index: int) -> list[bytes]:
+def leaf_siblings(leaves: list[bytes], index: int) -> list[bytes]:
+    """Merkle siblings (bottom-up) of leaf `index` in the padded tree over leaf hashes."""
     arr = np.frombuffer(b"".join(leaves), dtype=np.uint8).reshape(-1, 32)
     sib, idx = [], index
     for level in merkle.levels(arr)[:-1]:
@@ -253,7 +254,7 @@ def pick_node(jg: JobGraph, roots: list[bytes], i: int) -> Move:
 
 
 def pick_leaf(leaves: list[bytes], j: int) -> Move:
-    return Move("pickLeaf", (j, leaves[j], _leaf_siblings(leaves, j)))
+    return Move("pickLeaf", (j, leaves[j], leaf_siblings(leaves, j)))
 
 
 def prove_element(comp: Computation, jg: JobGraph, v: GameView, offset: int) -> Move:

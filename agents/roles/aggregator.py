@@ -17,6 +17,7 @@ import torch
 from eth_abi import encode
 
 from agents.core.blobs import BlobError, open_blob_store
+from agents.dispute.player import leaf_siblings, tensor_chunk, tensor_leaves
 from agents.roles.artifacts import BadBlob, decode_state, encode_state, make_locator, parse_locator
 from agents.roles.decomposed import R_COMMITTED, R_TRAINING, RJ_RUNNING
 from agents.roles.jobs import JobRejected
@@ -102,12 +103,6 @@ def first_wrong_element(
 # --- withheld aggregates: reveal requests (PROTOCOL §6.9) -------------------------------------
 
 
-def leaf_hashes(t: torch.Tensor) -> list[bytes]:
-    """The leaf hashes of a float32 tensor's element tree (one per 64 elements)."""
-    w, code, _, _ = merkle.words(t)
-    return [row.tobytes() for row in merkle.leaves(w, code == merkle.DTYPE_F32)]
-
-
 def committed_list_proof(layout: Layout, roots: list[bytes], tensor: int) -> list[bytes]:
     """State-list siblings of tensor `tensor` in the aggregate committed as data roots `roots`
     (the commitAggregate arguments): no tensor data needed."""
@@ -134,7 +129,7 @@ def reveal_request(layout: Layout, roots: list[bytes], honest: State, tensor: in
         tensor,
         roots[tensor],
         committed_list_proof(layout, roots, tensor),
-        leaf_hashes(t),
+        tensor_leaves(t),
     )
 
 
@@ -142,10 +137,9 @@ def reveal_answer(committed: State, tensor: int, requested: list[bytes]) -> tupl
     """Arguments of revealAggregateLeaf after the job id: my committed leaves of `tensor` and
     the chunk of the first leaf that differs from the requester's `requested`."""
     t = list(committed.values())[tensor]
-    leaves = leaf_hashes(t)
+    leaves = tensor_leaves(t)
     leaf = next(i for i, (a, b) in enumerate(zip(leaves, requested, strict=True)) if a != b)
-    chunk = merkle.element_proof(t, leaf * merkle.LEAF_ELEMS).chunk
-    return (layout_of(committed).as_tuple(), leaves, list(requested), chunk)
+    return (layout_of(committed).as_tuple(), leaves, list(requested), tensor_chunk(t, leaf))
 
 
 def revealed_opening(
@@ -153,14 +147,10 @@ def revealed_opening(
 ) -> tuple:
     """The aggregate's ElementOpening of any element of leaf `leaf`, from a reveal (its leaves
     and chunk) and the committed data roots: the blob itself is not needed."""
-    arr = np.frombuffer(b"".join(leaves), dtype=np.uint8).reshape(-1, 32)
-    siblings, idx = [], leaf
-    for level in merkle.levels(arr)[:-1]:
-        siblings.append(level[idx ^ 1].tobytes())
-        idx //= 2
     troot = merkle.tensor_root_from(
         merkle.DTYPE_F32, layout.rows[tensor], layout.cols[tensor], roots[tensor]
     )
+    siblings = leaf_siblings(leaves, leaf)
     return (troot, committed_list_proof(layout, roots, tensor), chunk, siblings)
 
 
@@ -169,7 +159,7 @@ def wrong_element_in_chunk(honest: State, tensor: int, leaf: int, chunk: bytes) 
     aggregate's (None if none differs below the tensor's end)."""
     t = list(honest.values())[tensor]
     first = leaf * merkle.LEAF_ELEMS
-    want = np.frombuffer(merkle.element_proof(t, first).chunk, dtype=">u4")
+    want = np.frombuffer(tensor_chunk(t, leaf), dtype=">u4")
     got = np.frombuffer(chunk, dtype=">u4")
     for j in range(min(merkle.LEAF_ELEMS, t.numel() - first)):
         if int(got[j]) != int(want[j]):
@@ -211,6 +201,8 @@ class Aggregator(RoleAgent):
             raise RoleError("no RoundManager: pass --round-manager or a --deployment that has one")
         self.rm = self.rounds.rm
         self.honest: dict[tuple[int, int], State] = {}
+        # (job, round, aggregate root) -> committed data roots and block: read once per aggregate
+        self._committed: dict[tuple[int, int, bytes], tuple[list[bytes], int]] = {}
 
     async def setup(self) -> None:
         # RoundManager aggregators are registered solvers (PROTOCOL §6.9).
@@ -300,6 +292,8 @@ class Aggregator(RoleAgent):
     def committed_roots(self, dj: int, r: int, root: bytes) -> tuple[list[bytes], int] | None:
         """The data roots the aggregate `root` was committed with (commitAggregate's calldata)
         and the block it was committed in."""
+        if (dj, r, root) in self._committed:
+            return self._committed[(dj, r, root)]
         logs = self.rm.events.AggregateCommitted().get_logs(
             from_block=0, argument_filters={"jobId": dj}
         )
@@ -308,7 +302,9 @@ class Aggregator(RoleAgent):
                 continue
             tx = self.w3.eth.get_transaction(log["transactionHash"])
             _, args = self.rm.decode_function_input(tx["input"])
-            return [bytes(x) for x in args["dataRoots"]], int(log["blockNumber"])
+            found = [bytes(x) for x in args["dataRoots"]], int(log["blockNumber"])
+            self._committed[(dj, r, root)] = found
+            return found
         return None
 
     async def dispute_withheld(

@@ -116,19 +116,22 @@ def _keys() -> list[str]:
     ]
 
 
-def _export_artifacts(project: Any, out: Path) -> None:
+ARTIFACTS = (
+    "TestToken",
+    "NodeRegistry",
+    "JobManager",
+    "MockArbiter",
+    "LedgerLens",
+    "ForcedErrorJudge",
+    "AttestationCourt",
+    "MockSegmentGame",
+)
+
+
+def _export_artifacts(project: Any, out: Path, names: tuple[str, ...] = ARTIFACTS) -> None:
     """Write build/abi-style artifacts from ape's compiled contract types (no export step)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in (
-        "TestToken",
-        "NodeRegistry",
-        "JobManager",
-        "MockArbiter",
-        "LedgerLens",
-        "ForcedErrorJudge",
-        "AttestationCourt",
-        "MockSegmentGame",
-    ):
+    for name in names:
         ct = getattr(project, name).contract_type
         artifact = {
             "contractName": name,

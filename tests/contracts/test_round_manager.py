@@ -477,18 +477,11 @@ def test_views(rm):
 
 
 def test_deploy_all_deploys_a_round_manager_over_the_job_manager(chain, project, tmp_path):
-    from test_invariants import _export_artifacts, _keys
+    from test_invariants import ARTIFACTS, _export_artifacts, _keys
 
     from agents.core.deploy import DEFAULT_ROUND_CONFIG, deploy_all
 
-    _export_artifacts(project, tmp_path)
-    ct = project.RoundManager.contract_type
-    artifact = {
-        "contractName": "RoundManager",
-        "abi": [item.model_dump(by_alias=True, mode="json") for item in ct.abi],
-        "bytecode": ct.deployment_bytecode.bytecode,
-    }
-    (tmp_path / "RoundManager.json").write_text(json.dumps(artifact))
+    _export_artifacts(project, tmp_path, (*ARTIFACTS, "RoundManager"))
     w3 = chain.provider.web3
     out = deploy_all(
         w3,
@@ -695,19 +688,12 @@ def test_units_register_with_the_real_game_and_the_courts(chain, project, tmp_pa
     and placement there; anyone has the RoundManager register a unit with the attestation
     court's game too (which reads submitters from the court), once."""
     from eth_account import Account
-    from test_invariants import _export_artifacts, _keys
+    from test_invariants import ARTIFACTS, _export_artifacts, _keys
 
     from agents.core.deploy import deploy_all
 
-    _export_artifacts(project, tmp_path)
-    for name in ("RoundManager", "DisputeGame", "OneStepProver"):
-        ct = getattr(project, name).contract_type
-        artifact = {
-            "contractName": name,
-            "abi": [item.model_dump(by_alias=True, mode="json") for item in ct.abi],
-            "bytecode": ct.deployment_bytecode.bytecode,
-        }
-        (tmp_path / f"{name}.json").write_text(json.dumps(artifact))
+    extra = ("RoundManager", "DisputeGame", "OneStepProver")
+    _export_artifacts(project, tmp_path, (*ARTIFACTS, *extra))
     w3 = chain.provider.web3
     keys = _keys()
     wiring = {"dispute_game": True, "attestation_court": True, "round_manager": True}
