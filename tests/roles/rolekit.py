@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -180,6 +181,143 @@ def successful_calls(w3: Web3, sender: str) -> list[tuple[str, str]]:
             if tx["from"] == sender and w3.eth.get_transaction_receipt(tx["hash"])["status"] == 1:
                 out.append(((tx["to"] or "").lower(), bytes(tx["input"]).hex()))
     return out
+
+
+# IJobManager / IRoundManager enum values the warp reads
+_JOB_OPEN, _UNIT_OPEN, _UNIT_ASSIGNED, _UNIT_VERIFYING = 1, 1, 3, 5
+_UNIT_DONE = (7, 8)  # Finalized, Cancelled
+_RM_JOB_RUNNING, _ROUND_TRAINING, _ROUND_COMMITTED = 1, 1, 2
+
+
+def _named(fn, *args) -> dict:
+    """A struct-returning view call as {field: value} (robust to fields being added)."""
+    names = [c["name"] for c in fn.abi["outputs"][0]["components"]]
+    return dict(zip(names, fn(*args).call(), strict=True))
+
+
+class Warp:
+    """Skips chain time that only waits for a deadline: when everything on chain that is still
+    running is idle (nobody left who acts before its deadline), the chain's clock jumps to just
+    past the earliest deadline (evm_increaseTime + evm_mine), so a role test does not sleep
+    through challenge windows it has no use for. Deadlines still pass on chain and the agents
+    still act on them: only the real seconds between the last action and the deadline go.
+
+    Idle means, per running item (anything else keeps the clock as it is):
+      - a unit in Verifying whose drawn verifiers have all attested or challenged since the draw,
+        and, when forced rounds are on, whose forced error (if any) is revealed: with every
+        verifier of the test drawn (the caller's promise: no other verifier or whistleblower
+        could challenge), only `finalize` is left;
+      - a unit in Open whose claimants number `claimants` (the test's solvers), if given;
+      - a unit Assigned to an address in `offline` (a solver the test killed for good);
+      - a round Committed by an aggregator in `trusted` with no reveal request pending;
+      - any unit of a job in `skip_jobs` (one the test abandoned on purpose).
+    A round in Training whose units are all finalized waits for an aggregate: not idle."""
+
+    def __init__(
+        self,
+        url: str,
+        addrs: dict,
+        claimants: int | None = None,
+        trusted: tuple[str, ...] = (),
+        skip_jobs: tuple[int, ...] = (),
+        poll_s: float = 0.5,
+    ) -> None:
+        self.w3 = connect(url)
+        self.manager = contract(self.w3, "JobManager", addrs["JobManager"])
+        rm = addrs.get("RoundManager")
+        self.rm = contract(self.w3, "RoundManager", rm) if rm else None
+        self.claimants, self.trusted, self.skip_jobs = claimants, set(trusted), set(skip_jobs)
+        self.offline: set[str] = set()
+        self.poll_s = poll_s
+        self.forced = _named(self.manager.functions.config)["forcedErrorBps"] > 0
+        self.jumps: list[tuple[int, int]] = []  # (from timestamp, seconds skipped)
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="warp", daemon=True)
+
+    def __enter__(self) -> Warp:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            try:
+                now = self.w3.eth.get_block("latest")["timestamp"]
+                target = self.idle_until()
+                if target is not None and target >= now:
+                    self.w3.provider.make_request("evm_increaseTime", [target + 1 - now])
+                    self.w3.provider.make_request("evm_mine", [])
+                    self.jumps.append((now, target + 1 - now))
+            except Exception as exc:  # noqa: BLE001 - a read racing a state change: next poll
+                self.errors.append(repr(exc))
+
+    def idle_until(self) -> int | None:
+        """The earliest deadline if every running item is idle, else None."""
+        deadlines: list[int] = []
+        m = self.manager.functions
+        events = self.manager.events
+        drawn = {e["args"]["unitId"]: e for e in events.VerifiersDrawn().get_logs(from_block=0)}
+        responses = [  # (unit, verifier, block) of every attestation and challenge
+            (e["args"]["unitId"], e["args"]["verifier"], e["blockNumber"])
+            for e in events.Attested().get_logs(from_block=0)
+        ]
+        for e in events.ChallengeOpened().get_logs(from_block=0):
+            responses.append((e["args"]["unitId"], e["args"]["challenger"], e["blockNumber"]))
+        for job in range(1, m.jobCount().call() + 1):
+            j = _named(m.getJob, job)
+            if j["status"] != _JOB_OPEN or job in self.skip_jobs:
+                continue
+            for i in range(j["unitCount"]):
+                uid = m.unitIdOf(job, i).call()
+                u = _named(m.getUnit, uid)
+                status = u["status"]
+                if status in _UNIT_DONE:
+                    continue
+                if status == _UNIT_VERIFYING:
+                    draw = drawn.get(uid)
+                    if draw is None or (self.forced and not u["forcedRevealed"]):
+                        return None
+                    since = draw["blockNumber"]
+                    acted = {v for unit, v, block in responses if unit == uid and block >= since}
+                    if not set(draw["args"]["verifiers"]) <= acted:
+                        return None
+                elif status == _UNIT_OPEN:
+                    if self.claimants is None or u["claimantCount"] < self.claimants:
+                        return None
+                elif status == _UNIT_ASSIGNED:
+                    if u["assignee"] not in self.offline:
+                        return None
+                else:
+                    return None
+                deadlines.append(u["deadline"])
+        if self.rm is not None:
+            for dj in range(1, self.rm.functions.jobCount().call() + 1):
+                j = _named(self.rm.functions.getJob, dj)
+                if j["status"] != _RM_JOB_RUNNING:
+                    continue
+                r = j["currentRound"]
+                rnd = _named(self.rm.functions.getRound, dj, r)
+                if rnd["status"] == _ROUND_COMMITTED:
+                    req = _named(self.rm.functions.revealRequestOf, dj, r)
+                    if rnd["aggregator"] not in self.trusted or int(req["requester"], 16):
+                        return None
+                    deadlines.append(rnd["deadline"])
+                elif rnd["status"] == _ROUND_TRAINING:
+                    shards = j["params"][[c["name"] for c in self._params_abi()].index("shards")]
+                    units = [self.rm.functions.unitJobOf(dj, r, s).call() for s in range(shards)]
+                    if all(_named(m.getJob, u)["status"] != _JOB_OPEN for u in units):
+                        return None  # every unit done: waiting for an aggregator
+                else:
+                    return None
+        return min(deadlines) if deadlines else None
+
+    def _params_abi(self) -> list[dict]:
+        job = self.rm.functions.getJob.abi["outputs"][0]["components"]
+        return next(c for c in job if c["name"] == "params")["components"]
 
 
 __all__ = ["Party", "fund"]

@@ -39,7 +39,9 @@ def test_verifier_logs_and_retries_bad_blobs_then_attests(tmp_path):
         rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, verifier])
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
         registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
-        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+        # one solver and the only verifier: the claim window's and the challenge window's
+        # waits after everyone acted are skipped on chain (rk.Warp)
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag, rk.Warp(url, addrs, claimants=1):
             ag.start(solver)
             ag.start(verifier)
             rk.wait_for(
@@ -99,7 +101,9 @@ def test_verifier_attests_from_own_replay_when_checkpoints_are_withheld(tmp_path
         rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, verifier])
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
         registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
-        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+        # one solver and the only verifier: the claim window's and the challenge window's
+        # waits after everyone acted are skipped on chain (rk.Warp)
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag, rk.Warp(url, addrs, claimants=1):
             ag.start(solver)
             ag.start(verifier)
             rk.wait_for(

@@ -31,7 +31,9 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
         game = rk.contract(w3, "DisputeGame", addrs["DisputeGame"])
         registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
-        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+        # the windows' waits after everyone acted (the one solver claimed, the liar challenged
+        # and lost) are skipped on chain (rk.Warp)
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag, rk.Warp(url, addrs, claimants=1):
             ag.start(solver)
             ag.start(liar)
             rk.wait_for(
