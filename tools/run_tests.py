@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,12 +67,22 @@ def _run_side_by_side(cmds: dict[str, list[str]], env: dict) -> dict[str, int]:
                     sys.stdout.write((Path(tmp) / f"{name}.log").read_text(errors="replace"))
                     sys.stdout.flush()
                 time.sleep(1)
-        finally:
-            for proc, log in procs.values():
-                if proc.poll() is None:
-                    proc.terminate()
-                    proc.wait()
+        finally:  # interrupted: pytest's KeyboardInterrupt path stops what its tests started
+            for name, (proc, log) in procs.items():
+                if name in codes:
+                    continue
+                try:  # a terminal's Ctrl-C reached it already; else pass the interrupt on
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGINT)
+                    try:
+                        proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
                 log.close()
+                print(f"===== [{name}] interrupted =====")
+                sys.stdout.write((Path(tmp) / f"{name}.log").read_text(errors="replace"))
     return codes
 
 
@@ -92,7 +103,11 @@ def main() -> int:
             "scenarios": _cmd(args.provider, SCENARIOS, args.pytest_args),
             "rest": _cmd(args.provider, ["tests", *ignore], args.pytest_args),
         }
-        codes = _run_side_by_side(cmds, env)
+        try:
+            codes = _run_side_by_side(cmds, env)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
     for name, code in codes.items():
         if code == 5:
             print(f"error: no tests were collected ({name})", file=sys.stderr)
