@@ -51,6 +51,9 @@ DEFAULT_MANAGER_CONFIG: dict[str, int] = {
     # the per-unit verifier lock S = max(verifierLock, solverPay (2m' - 1) factor / n): 68 =
     # ceil(1.25 e / p) at p = 5 % (docs/INCENTIVES.md §3.2); 0 leaves the flat verifierLock
     "lazySlashFactor": 68,
+    # drawn verifiers open their sealed attestations within this after the challenge window
+    # (at once if every drawn verifier sealed): an online node (heartbeatTtl) answers in time
+    "revealWindow": 1 * HOUR,
 }
 
 #: RoundManager.Config defaults (docs/PROTOCOL.md §6.9 gives the reasons).

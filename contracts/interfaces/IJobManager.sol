@@ -33,13 +33,15 @@ interface IJobManager is IDisputeCallback {
         Cancelled
     }
 
-    /// @dev `Slashed`: attested a wrong end root at a forced error's perturbed checkpoint
+    /// @dev A drawn verifier starts `Pending`, seals its end roots (`Sealed`, `sealAttestation`)
+    ///      while the challenge window runs and opens them afterwards (`Attested`, `attest`).
+    ///      `Slashed`: attested a wrong end root at a forced error's perturbed checkpoint
     ///      (`ForcedErrorJudge.revealForced`); its lock went to the jackpot and it is not paid the fee.
     enum VerifierStatus {
         None,
         Pending,
         Attested,
-        Challenged,
+        Sealed,
         Slashed
     }
 
@@ -155,6 +157,7 @@ interface IJobManager is IDisputeCallback {
         uint96 challengeBond;
         uint16 forcedErrorBps;
         uint16 lazySlashFactor;
+        uint32 revealWindow;
     }
 
     // ------------------------------------------------------------------ errors
@@ -215,8 +218,20 @@ interface IJobManager is IDisputeCallback {
     error ChallengeWindowClosed(uint256 unitId, uint64 deadline);
     /// @notice The caller was not drawn to verify this unit.
     error NotSelectedVerifier(uint256 unitId, address caller);
-    /// @notice The drawn verifier already attested or challenged.
+    /// @notice The drawn verifier already sealed (or attested) its end roots.
     error AlreadyResponded(uint256 unitId, address verifier, VerifierStatus status);
+    /// @notice `attest` opens a seal: the drawn verifier has none (`status` is not `Sealed`).
+    error NotSealed(uint256 unitId, address verifier, VerifierStatus status);
+    /// @notice The forced error of this attempt was revealed: no seal can be made any more.
+    error SealingClosed(uint256 unitId);
+    /// @notice Seals are opened once every drawn verifier sealed or the window closed at `deadline`.
+    error RevealNotOpen(uint256 unitId, uint64 deadline);
+    /// @notice The seals could be opened until `revealDeadline` only.
+    error RevealWindowClosed(uint256 unitId, uint64 revealDeadline);
+    /// @notice The end roots and salt do not open `verifier`'s seal `seal`.
+    error AttestationSealMismatch(uint256 unitId, address verifier, bytes32 seal);
+    /// @notice A drawn verifier sealed and may still open its seal until `revealDeadline`.
+    error AwaitingReveals(uint256 unitId, uint64 revealDeadline);
     /// @notice One end root per sampled segment is required.
     error WrongAttestationLength(uint256 given, uint256 expected);
     /// @notice Only a registered verifier or whistleblower may challenge.
@@ -225,6 +240,8 @@ interface IJobManager is IDisputeCallback {
     error ClaimMatchesCommitment(uint256 unitId, bytes32 claim);
     /// @notice The account has no credit.
     error NothingToWithdraw(address account);
+    /// @notice An amount that must be positive is zero.
+    error ZeroAmount();
     /// @notice Raised by `unitIdOf` (library `JobIds`) for an index above 2^32 - 1.
     error UnitIndexTooLarge(uint256 index);
     /// @notice The verification fee exceeds what the tax can fund in forced-error payouts:
@@ -242,11 +259,11 @@ interface IJobManager is IDisputeCallback {
     error BadCheckpointProof(uint256 unitId, uint64 position, bytes32 root);
     /// @notice The forced error of this attempt was already revealed.
     error ForcedAlreadyRevealed(uint256 unitId);
-    /// @notice Drawn verifier `pending` has not responded and the challenge window runs until
-    ///         `deadline`: revealing now would tell it the answer.
+    /// @notice Drawn verifier `pending` has not sealed (or, once sealed, not opened its seal) and
+    ///         its window runs until `deadline`: revealing now would tell it the answer.
     error RevealTooEarly(uint256 unitId, address pending, uint64 deadline);
-    /// @notice The reveal phase has begun (every drawn verifier responded, or the window is
-    ///         over): showing the secret now is not premature.
+    /// @notice Every drawn verifier sealed, or the challenge window is over: the verdicts are
+    ///         fixed, so showing the secret now is not premature.
     error RevealNotPremature(uint256 unitId);
     /// @notice `endRoots` must have one entry per drawn verifier.
     error WrongRevealLength(uint256 given, uint256 expected);
@@ -298,7 +315,9 @@ interface IJobManager is IDisputeCallback {
     );
     /// @notice Verifiers were drawn; the challenge window runs until `challengeDeadline`.
     event VerifiersDrawn(uint256 indexed unitId, address[] verifiers, uint64 seed, uint64 challengeDeadline);
-    /// @notice A drawn verifier attested the end roots of its sampled segments.
+    /// @notice A drawn verifier sealed the end roots of its sampled segments (`sealOf`).
+    event AttestationSealed(uint256 indexed unitId, address indexed verifier, bytes32 seal);
+    /// @notice A drawn verifier opened its seal: the end roots of its sampled segments.
     event Attested(uint256 indexed unitId, address indexed verifier, uint64[] segments, bytes32[] endRoots);
     /// @notice A challenge posted `bond` and opened game `gameId` with counter-claim `claim`.
     event ChallengeOpened(
@@ -338,8 +357,8 @@ interface IJobManager is IDisputeCallback {
     event JackpotPaid(uint256 indexed unitId, address indexed catcher, uint256 amount);
     /// @notice A drawn verifier attested a wrong end root at the perturbed checkpoint and lost `amount`.
     event ForcedAttestationSlashed(uint256 indexed unitId, address indexed verifier, uint256 amount);
-    /// @notice The open dispute of a forced unit was voided (its challenger caught the error and got
-    ///         its bond back); the game's later result is ignored.
+    /// @notice The open dispute of a forced unit was voided (its challenger got its bond back);
+    ///         the game's later result is ignored.
     event DisputeVoided(uint256 indexed unitId, uint256 indexed gameId, address indexed challenger);
     /// @notice A voided game ended; nothing changes.
     event VoidedGameEnded(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
@@ -392,10 +411,11 @@ interface IJobManager is IDisputeCallback {
 
     // ------------------------------------------------------------------ forced errors (judge only)
     /// @notice Applies a forced-error reveal checked by the judge (`ForcedErrorJudge.revealForced`):
-    ///         one verdict per drawn verifier; the WRONG ones are slashed, the RIGHT ones and the
-    ///         open dispute's challenger (the dispute is voided) get `share` each from the jackpot
-    ///         (the judge computed it, capped by the balance), and `trueRoot` replaces the
-    ///         published checkpoint root.
+    ///         one verdict per drawn verifier; the WRONG ones are slashed, the RIGHT ones get
+    ///         `share` each from the jackpot (the judge computed it, capped by the balance), an open
+    ///         dispute is voided (its challenger gets its bond back: a challenge is public, so
+    ///         paying it would pay whoever copies it first), and `trueRoot` replaces the published
+    ///         checkpoint root.
     function applyForcedReveal(
         uint256 unitId,
         uint64 position,
@@ -413,21 +433,34 @@ interface IJobManager is IDisputeCallback {
     ///         challenge window. Anyone may call.
     function drawVerifiers(uint256 unitId) external;
 
-    /// @notice A selected verifier attests, committing the state root it computed at the end of
-    ///         each of its sampled segments (`sampledSegments`, in order).
-    function attest(uint256 unitId, bytes32[] calldata endRoots) external;
+    /// @notice A drawn verifier seals its attestation while the challenge window runs:
+    ///         `seal = sealOf(unitId, attempt, verifier, endRoots, salt)` with the state root it
+    ///         computed at the end of each of its sampled segments (`sampledSegments`, in order).
+    ///         Sealed, no verifier can copy another's roots or wait for another's verdict.
+    function sealAttestation(uint256 unitId, bytes32 seal) external;
+
+    /// @notice A drawn verifier opens its seal, once every drawn verifier sealed or the challenge
+    ///         window is over, and until `revealWindow` after it. Only opened attestations earn
+    ///         the fee; a seal left closed counts as silence.
+    function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external;
 
     /// @notice A verifier or whistleblower disputes the unit's commitment, pulling
     ///         `challengeBond`, and opens a dispute game with its own checkpoint root
     ///         `counterClaim`. The assignee is a solver and so can never challenge its own unit.
     function challenge(uint256 unitId, bytes32 counterClaim) external returns (uint256 gameId);
 
-    /// @notice After the challenge window, with no dispute open: pays the solver, the attesting
-    ///         verifiers and the tax; penalises silent verifiers. Anyone may call.
+    /// @notice After the challenge window (and, while a seal is still closed, the reveal window),
+    ///         with no dispute open: pays the solver, the attesting verifiers and the tax;
+    ///         penalises silent verifiers (no seal, or a seal never opened). Anyone may call.
     function finalize(uint256 unitId) external;
 
     /// @notice Transfers the caller's credited balance.
     function withdraw() external;
+
+    /// @notice Pulls `amount` from the caller into the jackpot (needs approval). The attestation
+    ///         court sends its share of each slashed verifier penalty here, so one jackpot pays
+    ///         every catcher and is fed by every slash.
+    function fundJackpot(uint256 amount) external;
 
     // ------------------------------------------------------------------ views
     /// @notice The payment token.
@@ -448,7 +481,8 @@ interface IJobManager is IDisputeCallback {
     function getClaimants(uint256 unitId) external view returns (address[] memory solvers, uint96[] memory weights);
     /// @notice Verifiers drawn for the unit's current attempt.
     function getVerifiers(uint256 unitId) external view returns (address[] memory);
-    /// @notice A drawn verifier's response and, once it attested, `keccak256(abi.encode(endRoots))`.
+    /// @notice A drawn verifier's response: its seal once sealed, `keccak256(abi.encode(endRoots))`
+    ///         once attested.
     function verifierStatus(uint256 unitId, address verifier)
         external
         view
@@ -478,6 +512,13 @@ interface IJobManager is IDisputeCallback {
     /// @notice The forced-error judge (created by this manager): reveals and premature reveals
     ///         go through it.
     function forcedErrorJudge() external view returns (address);
+    /// @notice The seal of an attestation: `keccak256(abi.encode(unitId, attempt, verifier,
+    ///         endRoots, salt))`; it binds the verifier and the unit's attempt, so a seal cannot be
+    ///         copied or replayed.
+    function sealOf(uint256 unitId, uint32 attempt, address verifier, bytes32[] calldata endRoots, bytes32 salt)
+        external
+        pure
+        returns (bytes32);
     /// @notice `jobId << 32 | index`.
     function unitIdOf(uint256 jobId, uint256 index) external pure returns (uint256);
     /// @notice `unitId >> 32`.

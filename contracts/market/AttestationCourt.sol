@@ -18,10 +18,11 @@ import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 ///         checkpoint root, locks `penalty` of the verifier's stake, takes the whistleblower's
 ///         `bond` and opens a segment game (its own DisputeGame instance, whose manager is this
 ///         court) with the verifier as defender. Challenger wins: the penalty is slashed, the
-///         whistleblower gets its bond back plus `rewardBps` of the penalty, the rest stays here
-///         as the court's jackpot. Verifier wins: the lock is released and the bond is credited
+///         whistleblower gets its bond back plus `rewardBps` of the penalty, the rest goes to the
+///         JobManager's jackpot (`fundJackpot`: one jackpot, fed by every slash, pays every
+///         catcher). Verifier wins: the lock is released and the bond is credited
 ///         to the verifier. Payouts are pull-based (`withdraw`).
-/// @dev Token balance == Σ open bonds + Σ credits + jackpot. The court must be one of the
+/// @dev Token balance == Σ open bonds + Σ credits. The court must be one of the
 ///      registry's slashers (fixed at deployment) and `setGame` wires its game once.
 contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     using SafeERC20 for IERC20;
@@ -61,7 +62,6 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     uint16 public immutable rewardBps;
 
     IDisputeGame public game;
-    uint256 public jackpot;
     mapping(uint256 gameId => Case) public cases;
     mapping(bytes32 key => bool) public challenged;
     mapping(address account => uint256) public credits;
@@ -168,8 +168,13 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         if (challengerWon) {
             uint256 reward = uint256(penalty) * rewardBps / 10_000;
             _credit(c.whistleblower, uint256(c.bond) + reward);
-            jackpot += uint256(penalty) - reward;
+            uint256 toJackpot = uint256(penalty) - reward;
+            // The slashed penalty arrives here; the manager pulls its jackpot share right away.
             registry.slash(c.verifier, penalty, true);
+            if (toJackpot != 0) {
+                token.forceApprove(address(manager), toJackpot);
+                manager.fundJackpot(toJackpot);
+            }
         } else {
             _credit(c.verifier, c.bond);
             registry.release(c.verifier, penalty, false);

@@ -23,8 +23,9 @@ contract ForcedErrorJudge {
         manager = IJobManager(msg.sender);
     }
 
-    /// @notice In the reveal phase of a forced round (every drawn verifier responded, or the
-    ///         challenge window is over; the unit Verifying or Disputed, not yet revealed): checks
+    /// @notice In the reveal phase of a forced round (every drawn verifier sealed and opened its
+    ///         seal, or the windows for each are over; the unit Verifying or Disputed, not yet
+    ///         revealed): checks
     ///         the secret against the assignee's secret hash, the seal against the true root, the
     ///         forced bit and position, the perturbed entry against the published and the true
     ///         root (and the next published entry), and each attesting drawn verifier's end roots
@@ -38,14 +39,15 @@ contract ForcedErrorJudge {
         }
         if (u.forcedRevealed) revert IJobManager.ForcedAlreadyRevealed(unitId);
         address[] memory verifiers = manager.getVerifiers(unitId);
-        address pending = _pending(unitId, u.deadline, verifiers);
-        if (pending != address(0)) revert IJobManager.RevealTooEarly(unitId, pending, u.deadline);
+        (address pending, uint64 until) = _awaited(unitId, u.deadline, verifiers, true);
+        if (pending != address(0)) revert IJobManager.RevealTooEarly(unitId, pending, until);
         uint64 position = _check(unitId, u, rv);
         if (rv.endRoots.length != verifiers.length) {
             revert IJobManager.WrongRevealLength(rv.endRoots.length, verifiers.length);
         }
         uint8[] memory verdicts = new uint8[](verifiers.length);
-        uint256 right = u.status == IJobManager.UnitStatus.Disputed ? 1 : 0;
+        // The catchers are the RIGHT drawn verifiers only (see `IJobManager.applyForcedReveal`).
+        uint256 right = 0;
         uint256 wrong = 0;
         for (uint256 i = 0; i < verifiers.length; ++i) {
             verdicts[i] = _verdict(unitId, verifiers[i], rv, i, position);
@@ -56,15 +58,17 @@ contract ForcedErrorJudge {
     }
 
     /// @notice Shows the assignee's secret before the reveal phase (the unit Assigned or Committed,
-    ///         or Verifying/Disputed with a drawn verifier still pending in the window): the
-    ///         manager slashes the solver, pays the caller, and re-opens the unit.
+    ///         or Verifying/Disputed with a drawn verifier still unsealed in the window): the
+    ///         manager slashes the solver, pays the caller, and re-opens the unit. Once every seal
+    ///         is in, the verdicts are fixed and the secret tells nobody anything.
     function reportPrematureReveal(uint256 unitId, bytes32 secret) external {
         IJobManager.Unit memory u = manager.getUnit(unitId);
         if (u.status < IJobManager.UnitStatus.Assigned || u.status > IJobManager.UnitStatus.Disputed) {
             revert IJobManager.WrongUnitStatus(unitId, IJobManager.UnitStatus.Assigned, u.status);
         }
         if (u.status >= IJobManager.UnitStatus.Verifying) {
-            if (_pending(unitId, u.deadline, manager.getVerifiers(unitId)) == address(0)) {
+            (address unsealed,) = _awaited(unitId, u.deadline, manager.getVerifiers(unitId), false);
+            if (unsealed == address(0)) {
                 revert IJobManager.RevealNotPremature(unitId);
             }
         }
@@ -90,19 +94,24 @@ contract ForcedErrorJudge {
         return ForcedErrors.catcherShare(fee, right, balance);
     }
 
-    /// @dev The first drawn verifier still pending while the window runs (zero once the reveal
-    ///      phase has begun).
-    function _pending(uint256 unitId, uint64 deadline, address[] memory verifiers) private view returns (address) {
-        if (block.timestamp > deadline) return address(0);
+    /// @dev The first drawn verifier the reveal must wait for, and until when: one that has not
+    ///         sealed while the challenge window runs (to `deadline`), or (with `opened`) one that
+    ///         sealed and may still open its seal (to `deadline + revealWindow`). Zero if none.
+    function _awaited(uint256 unitId, uint64 deadline, address[] memory verifiers, bool opened)
+        private
+        view
+        returns (address, uint64)
+    {
+        uint64 revealDeadline = deadline + manager.config().revealWindow;
         for (uint256 i = 0; i < verifiers.length; ++i) {
-            (IJobManager.VerifierStatus status, bytes32 attestation) =
-                manager.verifierStatus(unitId, verifiers[i]);
-            // A pending verifier has not attested (its attestation hash is still zero).
-            if (status == IJobManager.VerifierStatus.Pending && attestation == bytes32(0)) {
-                return verifiers[i];
+            (IJobManager.VerifierStatus status,) = manager.verifierStatus(unitId, verifiers[i]);
+            if (status == IJobManager.VerifierStatus.Pending && block.timestamp <= deadline) {
+                return (verifiers[i], deadline);
             }
+            bool sealed_ = status == IJobManager.VerifierStatus.Sealed;
+            if (opened && sealed_ && block.timestamp <= revealDeadline) return (verifiers[i], revealDeadline);
         }
-        return address(0);
+        return (address(0), 0);
     }
 
     /// @dev Checks the secret, the seal, the forced bit and the perturbed entry; returns the

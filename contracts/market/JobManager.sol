@@ -34,7 +34,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         uint96 weight;
     }
 
-    /// @dev One slot per drawn verifier; its attestation hash lives in `_attestations`.
+    /// @dev One slot per drawn verifier; its seal, then its attestation hash, lives in `_attestations`.
     struct VerifierSlot {
         address verifier;
         VerifierStatus status;
@@ -56,6 +56,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     uint96 private immutable _challengeBond;
     uint16 private immutable _forcedErrorBps;
     uint16 private immutable _lazySlashFactor;
+    uint32 private immutable _revealWindow;
     ForcedErrorJudge private immutable _judge;
 
     address private _arbiter;
@@ -79,6 +80,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (cfg.challengerRewardBps > MarketMath.BPS) revert InvalidConfig();
         if (cfg.claimWindow == 0) revert InvalidConfig();
         if (cfg.verifyWindow == 0) revert InvalidConfig();
+        if (cfg.revealWindow == 0) revert InvalidConfig();
         if (cfg.forcedErrorBps > MarketMath.BPS) revert InvalidConfig();
         if (cfg.segmentsPerVerifier == 0) revert InvalidConfig();
         _registry = INodeRegistry(registry_);
@@ -96,6 +98,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _challengeBond = cfg.challengeBond;
         _forcedErrorBps = cfg.forcedErrorBps;
         _lazySlashFactor = cfg.lazySlashFactor;
+        _revealWindow = cfg.revealWindow;
         // Its own instance, so that no deployment step changes (see ForcedErrorJudge).
         _judge = new ForcedErrorJudge();
     }
@@ -324,18 +327,42 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
-    function attest(uint256 unitId, bytes32[] calldata endRoots) external {
+    function sealAttestation(uint256 unitId, bytes32 seal) external {
         Unit storage unit = _units[unitId];
-        if (unit.status != UnitStatus.Verifying && unit.status != UnitStatus.Disputed) {
-            revert WrongUnitStatus(unitId, UnitStatus.Verifying, unit.status);
-        }
+        _expectVerifying(unitId, unit);
         if (block.timestamp > unit.deadline) revert ChallengeWindowClosed(unitId, unit.deadline);
+        // After a reveal the true root is public: a seal made now would need no replay.
+        if (unit.forcedRevealed) revert SealingClosed(unitId);
+        if (seal == bytes32(0)) revert ZeroCommitment();
         uint256 index = _findVerifier(unitId, unit, msg.sender);
         if (index == NOT_DRAWN) revert NotSelectedVerifier(unitId, msg.sender);
         VerifierSlot storage slot = _verifiers[unitId][index];
         if (slot.status != VerifierStatus.Pending) revert AlreadyResponded(unitId, msg.sender, slot.status);
+        slot.status = VerifierStatus.Sealed;
+        _attestations[unitId][index] = seal;
+        emit AttestationSealed(unitId, msg.sender, seal);
+    }
+
+    /// @inheritdoc IJobManager
+    function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external {
+        Unit storage unit = _units[unitId];
+        _expectVerifying(unitId, unit);
+        uint64 deadline = unit.deadline;
+        // Before the window closes a seal may be opened only once nobody is left to copy it.
+        if (block.timestamp <= deadline && _countStatus(unitId, unit.verifierCount, VerifierStatus.Pending) != 0) {
+            revert RevealNotOpen(unitId, deadline);
+        }
+        if (block.timestamp > deadline + _revealWindow) revert RevealWindowClosed(unitId, deadline + _revealWindow);
+        uint256 index = _findVerifier(unitId, unit, msg.sender);
+        if (index == NOT_DRAWN) revert NotSelectedVerifier(unitId, msg.sender);
+        VerifierSlot storage slot = _verifiers[unitId][index];
+        if (slot.status != VerifierStatus.Sealed) revert NotSealed(unitId, msg.sender, slot.status);
         uint64[] memory segments = _sampledSegments(unitId, unit, msg.sender);
         if (endRoots.length != segments.length) revert WrongAttestationLength(endRoots.length, segments.length);
+        bytes32 seal = _attestations[unitId][index];
+        if (_sealOf(unitId, unit.attempt, msg.sender, endRoots, salt) != seal) {
+            revert AttestationSealMismatch(unitId, msg.sender, seal);
+        }
         slot.status = VerifierStatus.Attested;
         _attestations[unitId][index] = keccak256(abi.encode(endRoots));
         // attestCount <= verifierCount, a uint8: each verifier attests at most once.
@@ -357,10 +384,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (counterClaim == bytes32(0)) revert ZeroCommitment();
         if (counterClaim == unit.checkpointRoot) revert ClaimMatchesCommitment(unitId, counterClaim);
 
-        uint256 index = _findVerifier(unitId, unit, msg.sender);
-        if (index != NOT_DRAWN && _verifiers[unitId][index].status == VerifierStatus.Pending) {
-            _verifiers[unitId][index].status = VerifierStatus.Challenged;
-        }
+        // A drawn verifier that challenges still seals and opens its attestation: a challenge is
+        // public, so it cannot stand for a sealed verdict.
         unit.status = UnitStatus.Disputed;
         _token.safeTransferFrom(msg.sender, address(this), _challengeBond);
 
@@ -408,6 +433,10 @@ contract JobManager is IJobManager, ReentrancyGuard {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Verifying);
         if (block.timestamp <= unit.deadline) revert DeadlineNotPassed(unitId, unit.deadline);
+        uint64 revealDeadline = unit.deadline + _revealWindow;
+        if (block.timestamp <= revealDeadline && _countStatus(unitId, unit.verifierCount, VerifierStatus.Sealed) != 0) {
+            revert AwaitingReveals(unitId, revealDeadline);
+        }
         uint256 jobId = JobIds.jobOf(unitId);
         Job storage job = _jobs[jobId];
         uint256 reward = job.reward;
@@ -444,14 +473,16 @@ contract JobManager is IJobManager, ReentrancyGuard {
     ) external {
         _onlyJudge();
         Unit storage unit = _units[unitId];
-        // The challenger of an open dispute caught the error too; the dispute is voided.
-        address challenger = unit.status == UnitStatus.Disputed ? _voidDispute(unitId) : address(0);
+        // An open dispute is voided: its challenger gets its bond back, but no share (a challenge
+        // is public, so a share would go to whoever copies it first; catchers are the drawn
+        // verifiers whose sealed attestations were RIGHT).
+        if (unit.status == UnitStatus.Disputed) _voidDispute(unitId);
         // The true root stands from now on; it can be challenged for at least disputeGrace.
         uint64 deadline = _backToVerifying(unit);
         unit.forcedRevealed = true;
         unit.checkpointRoot = trueRoot;
         uint256 lock = _lock(_jobs[JobIds.jobOf(unitId)]);
-        (uint256 caught, uint256 slashed) = _settleForced(unitId, unit, verdicts, share, challenger, lock);
+        (uint256 caught, uint256 slashed) = _settleForced(unitId, unit, verdicts, share, lock);
         emit ForcedErrorRevealed(unitId, unit.assignee, position, trueRoot, caught, slashed, deadline);
         _addJackpot(slashed * lock);
         // The judge capped the share at the balance (with the slashed locks) / caught.
@@ -466,6 +497,13 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (unit.status == UnitStatus.Disputed) _voidDispute(unitId);
         emit PrematureRevealReported(unitId, unit.assignee, reporter, _collateral(_jobs[JobIds.jobOf(unitId)]));
         _slashAssignee(unitId, unit, reporter, 0);
+    }
+
+    /// @inheritdoc IJobManager
+    function fundJackpot(uint256 amount) external nonReentrant {
+        if (amount == 0) revert ZeroAmount();
+        _addJackpot(amount);
+        _token.safeTransferFrom(msg.sender, address(this), amount);
     }
 
     /// @inheritdoc IJobManager
@@ -508,7 +546,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
             _verifierLock,
             _challengeBond,
             _forcedErrorBps,
-            _lazySlashFactor
+            _lazySlashFactor,
+            _revealWindow
         );
     }
 
@@ -616,6 +655,15 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
+    function sealOf(uint256 unitId, uint32 attempt, address verifier, bytes32[] calldata endRoots, bytes32 salt)
+        external
+        pure
+        returns (bytes32)
+    {
+        return _sealOf(unitId, attempt, verifier, endRoots, salt);
+    }
+
+    /// @inheritdoc IJobManager
     function unitIdOf(uint256 jobId, uint256 index) external pure returns (uint256) {
         return JobIds.unitId(jobId, index);
     }
@@ -629,6 +677,28 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     function _expectStatus(uint256 unitId, Unit storage unit, UnitStatus expected) private view {
         if (unit.status != expected) revert WrongUnitStatus(unitId, expected, unit.status);
+    }
+
+    /// @dev Verifiers seal and open their attestations while the unit is Verifying or Disputed.
+    function _expectVerifying(uint256 unitId, Unit storage unit) private view {
+        if (unit.status != UnitStatus.Verifying && unit.status != UnitStatus.Disputed) {
+            revert WrongUnitStatus(unitId, UnitStatus.Verifying, unit.status);
+        }
+    }
+
+    function _sealOf(uint256 unitId, uint32 attempt, address verifier, bytes32[] calldata endRoots, bytes32 salt)
+        private
+        pure
+        returns (bytes32)
+    {
+        return keccak256(abi.encode(unitId, attempt, verifier, endRoots, salt));
+    }
+
+    /// @dev How many of the unit's `n` drawn verifiers are in `status` (n <= verifiersPerUnit).
+    function _countStatus(uint256 unitId, uint256 n, VerifierStatus status) private view returns (uint256 count) {
+        for (uint256 i = 0; i < n; ++i) {
+            if (_verifiers[unitId][i].status == status) ++count;
+        }
     }
 
     /// @dev What the job still holds in escrow: the reward of each unit not yet finalized while the
@@ -768,38 +838,33 @@ contract JobManager is IJobManager, ReentrancyGuard {
             VerifierSlot memory slot = _verifiers[unitId][i];
             if (slot.status == VerifierStatus.Attested) {
                 _credit(slot.verifier, feeShare);
-            } else if (slot.status == VerifierStatus.Pending) {
+            } else if (slot.status == VerifierStatus.Pending || slot.status == VerifierStatus.Sealed) {
+                // Silent: it never sealed, or never opened its seal.
                 toJackpot += lock;
                 emit VerifierPenalised(unitId, slot.verifier, lock);
             }
         }
     }
 
-    /// @dev Voids the unit's open dispute: the challenger caught the forced error, gets its bond
-    ///      back, and the game's result will be ignored. Returns the challenger.
-    function _voidDispute(uint256 unitId) private returns (address challenger) {
+    /// @dev Voids the unit's open dispute: the challenger gets its bond back and the game's result
+    ///      will be ignored.
+    function _voidDispute(uint256 unitId) private {
         Dispute memory d = _disputes[unitId];
         // _gameUnits keeps the game until its result arrives (then ignored: no dispute matches).
         delete _disputes[unitId];
         emit DisputeVoided(unitId, d.gameId, d.challenger);
         _credit(d.challenger, d.bond);
-        return d.challenger;
     }
 
-    /// @dev Credits `share` to each catcher (the RIGHT verifiers and `challenger`, if any) and
+    /// @dev Credits `share` to each catcher (the RIGHT verifiers) and
     ///      marks the WRONG verifiers Slashed: no fee, their lock is slashed by the caller.
     function _settleForced(
         uint256 unitId,
         Unit storage unit,
         uint8[] calldata verdicts,
         uint256 share,
-        address challenger,
         uint256 lock
     ) private returns (uint256 caught, uint256 slashed) {
-        if (challenger != address(0)) {
-            _payCatcher(unitId, challenger, share);
-            ++caught;
-        }
         for (uint256 i = 0; i < verdicts.length; ++i) {
             VerifierSlot storage slot = _verifiers[unitId][i];
             if (verdicts[i] == ForcedErrors.VERDICT_RIGHT) {
@@ -864,7 +929,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
     function _settleVerifierLocks(uint256 unitId, uint256 verifierCount, uint256 lock, bool slashSilent) private {
         for (uint256 i = 0; i < verifierCount; ++i) {
             VerifierSlot memory slot = _verifiers[unitId][i];
-            if (slashSilent && slot.status == VerifierStatus.Pending) {
+            bool silent = slot.status == VerifierStatus.Pending || slot.status == VerifierStatus.Sealed;
+            if (slashSilent && silent) {
                 _registry.slash(slot.verifier, lock, true);
             } else if (slot.status != VerifierStatus.Slashed) {
                 _registry.release(slot.verifier, lock, false);

@@ -43,14 +43,14 @@ contract LedgerLens {
         out[k] = manager.jackpot();
     }
 
-    /// @notice One flat array: [court balance, bond of each game id, credit of each account,
-    ///         court jackpot].
+    /// @notice One flat array: [court balance, bond of each game id, credit of each account]
+    ///         (the court keeps no jackpot: its share of a slash goes to the manager's).
     function readCourt(AttestationCourt court, uint256[] calldata gameIds, address[] calldata accounts)
         external
         view
         returns (uint256[] memory out)
     {
-        out = new uint256[](2 + gameIds.length + accounts.length);
+        out = new uint256[](1 + gameIds.length + accounts.length);
         out[0] = court.token().balanceOf(address(court));
         uint256 k = 1;
         for (uint256 i = 0; i < gameIds.length; ++i) {
@@ -60,6 +60,5 @@ contract LedgerLens {
         for (uint256 i = 0; i < accounts.length; ++i) {
             out[k++] = court.credits(accounts[i]);
         }
-        out[k] = court.jackpot();
     }
 }
