@@ -597,7 +597,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
         uint256 index = _findVerifier(unitId, _units[unitId], verifier);
         if (index == NOT_DRAWN) return (VerifierStatus.None, bytes32(0));
         status = _verifiers[unitId][index].status;
-        if (status == VerifierStatus.Attested) attestationHash = _attestations[unitId][index];
+        // The seal while Sealed, the hash of the opened end roots once Attested (or Slashed); a
+        // Pending slot may still hold an earlier attempt's value, so it reads zero.
+        if (status != VerifierStatus.Pending) attestationHash = _attestations[unitId][index];
     }
 
     /// @inheritdoc IJobManager

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from ape.exceptions import ContractLogicError
 from eth_abi import decode
+from eth_abi import encode as abi_encode
 from eth_utils import keccak
 
 from agents.core.deploy import (
@@ -35,7 +36,7 @@ U_OPEN, U_SELECTING, U_ASSIGNED, U_COMMITTED, U_VERIFYING, U_DISPUTED, U_FINAL, 
 # JobStatus
 J_OPEN, J_COMPLETED, J_CANCELLED = 1, 2, 3
 # VerifierStatus
-V_PENDING, V_ATTESTED, V_CHALLENGED, V_SLASHED = 1, 2, 3, 4
+V_PENDING, V_ATTESTED, V_SEALED, V_SLASHED = 1, 2, 3, 4
 
 REG_CFG = dict(DEFAULT_REGISTRY_CONFIG)
 # The flat verifierLock (lazySlashFactor 0) so that the scenarios' 100-token verifiers can be
@@ -241,3 +242,29 @@ def by_address(accounts_list: list[Any], address: str) -> Any:
         if a.address.lower() == address.lower():
             return a
     raise KeyError(address)
+
+
+SALT = b"\x5a" * 32
+
+
+def attestation_seal(d: Protocol, unit_id: int, verifier: Any, roots: list[bytes], salt: bytes = SALT) -> bytes:
+    """`JobManager.sealOf` computed here: keccak of (unit, attempt, verifier, roots, salt)."""
+    attempt = d.manager.getUnit(unit_id).attempt
+    types = ["uint256", "uint32", "address", "bytes32[]", "bytes32"]
+    return keccak(abi_encode(types, [unit_id, attempt, verifier.address, roots, salt]))
+
+
+def seal_attestation(d: Protocol, unit_id: int, verifier: Any, roots: list[bytes], salt: bytes = SALT) -> Any:
+    seal = attestation_seal(d, unit_id, verifier, roots, salt)
+    return d.manager.sealAttestation(unit_id, seal, sender=verifier)
+
+
+def attest(d: Protocol, chain, unit_id: int, pairs: list[tuple[Any, list[bytes]]], salt: bytes = SALT) -> list:
+    """Each (verifier, roots) seals, then opens its seal: at once if every drawn verifier sealed,
+    else once the challenge window is over. Returns the opening receipts."""
+    for verifier, roots in pairs:
+        seal_attestation(d, unit_id, verifier, roots, salt)
+    drawn = d.manager.getVerifiers(unit_id)
+    if any(d.manager.verifierStatus(unit_id, v)[0] == V_PENDING for v in drawn):
+        advance(chain, max(0, d.manager.getUnit(unit_id).deadline - chain.pending_timestamp + 1))
+    return [d.manager.attest(unit_id, roots, salt, sender=verifier) for verifier, roots in pairs]

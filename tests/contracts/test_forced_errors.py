@@ -22,11 +22,13 @@ from conftest import (
     U_VERIFYING,
     Protocol,
     advance,
+    attest,
     by_address,
     deploy_protocol,
     job_params,
     now,
     reverts,
+    seal_attestation,
     stake_nodes,
     unit_of,
 )
@@ -36,7 +38,7 @@ from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proo
 
 FEE = 2 * E18  # fee * forcedErrorBps <= reward * taxBps: 2 % of the reward at 100 % forced
 SECRET = b"\x5e" * 32
-V_ATTESTED, V_CHALLENGED, V_SLASHED = 2, 3, 4
+V_ATTESTED, V_SEALED, V_SLASHED = 2, 3, 4
 RIGHT, WRONG = 1, 2
 TRUE = [b"\x03" * 32, b"\xc1" * 32, b"\xf1" * 32]  # state roots at steps 0, 2, 4
 PUBLISHED = [TRUE[0], b"\xe1" * 32, TRUE[2]]  # checkpoint 1 perturbed
@@ -151,23 +153,21 @@ def as_tuple(r: dict[str, Any]) -> tuple:
 # ------------------------------------------------------------------ the jackpot game
 
 
-def test_revealForced_challengerPaidFromJackpot_lazySlashed_solverKeepsStake(
-    forced, chain, project
-):
+def test_revealForced_honestPaidFromJackpot_lazySlashed_solverKeepsStake(forced, chain, project):
     d = forced
     seed_jackpot(d, chain)
     unit, drawn = forced_unit(d, chain)
     lazy, honest = drawn
-    # the honest verifier replays segment 0 from the true state and disputes the published root;
-    # the lazy one attests the published roots without replaying
+    # the honest verifier replays from the true state, disputes the published root and seals the
+    # roots it computed; the lazy one seals the published roots without replaying
     d.manager.challenge(unit, TRUE_ROOT, sender=honest)
     game = d.arbiter.gameCount()
-    d.manager.attest(unit, ends(d, unit, lazy, honest=False), sender=lazy)
+    attest(d, chain, unit, [(honest, ends(d, unit, honest)), (lazy, ends(d, unit, lazy, False))])
     solver_node = d.registry.getNode(d.solvers[0])
     lazy_stake = d.registry.getNode(lazy).stake
     jackpot = d.manager.jackpot()
     honest_credit = d.manager.credits(honest)
-    end_roots = [[] if v == honest else ends(d, unit, lazy, honest=False) for v in drawn]
+    end_roots = [ends(d, unit, v, v == honest) for v in drawn]
 
     tx = judge_of(project, d).revealForced(
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.solvers[0]
@@ -178,6 +178,7 @@ def test_revealForced_challengerPaidFromJackpot_lazySlashed_solverKeepsStake(
     assert ev.catchers == 1 and ev.slashed == 1
     paid = tx.events.filter(d.manager.JackpotPaid)
     assert [(p.catcher, p.amount) for p in paid] == [(honest.address, FEE)]  # k = 1: J
+    # the honest verifier is paid once, for its sealed RIGHT attestation; its bond comes back
     assert tx.events.filter(d.manager.DisputeVoided)[0].challenger == honest.address
     assert d.manager.credits(honest) == honest_credit + MGR_CFG["challengeBond"] + FEE
     assert d.manager.jackpot() == jackpot + lock_of(d, unit) - FEE
@@ -206,8 +207,7 @@ def test_revealForced_twoAttestingCatchers_splitHalving(forced, chain, project):
     d = forced
     seed_jackpot(d, chain)
     unit, drawn = forced_unit(d, chain)
-    for v in drawn:
-        d.manager.attest(unit, ends(d, unit, v), sender=v)
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
     end_roots = [ends(d, unit, v) for v in drawn]
     tx = judge_of(project, d).revealForced(
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
@@ -226,8 +226,7 @@ def test_revealForced_honestAndLazyAttesters_feeToTheHonestOnly(forced, chain, p
     d = forced
     seed_jackpot(d, chain)
     unit, (honest, lazy) = forced_unit(d, chain)
-    d.manager.attest(unit, ends(d, unit, honest), sender=honest)
-    d.manager.attest(unit, ends(d, unit, lazy, honest=False), sender=lazy)
+    attest(d, chain, unit, [(honest, ends(d, unit, honest)), (lazy, ends(d, unit, lazy, False))])
     end_roots = [ends(d, unit, honest), ends(d, unit, lazy, honest=False)]
     tx = judge_of(project, d).revealForced(
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
@@ -251,8 +250,7 @@ def test_revealForced_payoutCappedByJackpot(forced, chain, project):
     d = forced
     # no seeding: the jackpot holds only the taxes of the jobs settled so far, less than 2 J
     unit, drawn = forced_unit(d, chain)
-    for v in drawn:
-        d.manager.attest(unit, ends(d, unit, v), sender=v)
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
     jackpot = d.manager.jackpot()
     end_roots = [ends(d, unit, v) for v in drawn]
     judge = judge_of(project, d)
@@ -277,8 +275,7 @@ def test_revealForced_capCountsTheSlashedLockS(forced, chain, project):
     assert lock == (reward - fee - reward * 200 // 10_000) * 3 * 4 // 2 == 5_760 * E18
     for v in (honest, lazy):
         assert d.registry.getNode(v).locked == lock
-    d.manager.attest(unit, ends(d, unit, honest), sender=honest)
-    d.manager.attest(unit, ends(d, unit, lazy, honest=False), sender=lazy)
+    attest(d, chain, unit, [(honest, ends(d, unit, honest)), (lazy, ends(d, unit, lazy, False))])
     end_roots = [ends(d, unit, honest), ends(d, unit, lazy, honest=False)]
     tx = judge_of(project, d).revealForced(
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
@@ -323,13 +320,22 @@ def test_reportPrematureReveal_whileAssigned_slashes(forced, chain, project):
     assert d.manager.getUnit(unit).status == U_OPEN
 
 
-def test_reportPrematureReveal_afterAllResponded_reverts(forced, chain, project):
+def test_reportPrematureReveal_afterAllSealed_reverts(forced, chain, project):
+    """Once every drawn verifier sealed, the verdicts are fixed: the secret helps nobody."""
     d = forced
     unit, drawn = forced_unit(d, chain)
     for v in drawn:
-        d.manager.attest(unit, ends(d, unit, v), sender=v)
+        seal_attestation(d, unit, v, ends(d, unit, v))
     with reverts(d.manager, "RevealNotPremature", unitId=unit):
         judge_of(project, d).reportPrematureReveal(unit, SECRET, sender=d.other)
+
+
+def test_reportPrematureReveal_oneStillUnsealed_slashes(forced, chain, project):
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    seal_attestation(d, unit, drawn[0], ends(d, unit, drawn[0]))
+    judge_of(project, d).reportPrematureReveal(unit, SECRET, sender=d.other)
+    assert d.manager.getUnit(unit).status == U_OPEN
 
 
 def test_reportPrematureReveal_wrongSecret_reverts(forced, chain, project):
@@ -351,8 +357,7 @@ def test_reportPrematureReveal_openUnit_reverts(forced, chain, project):
 
 def _responded(d: Protocol, chain) -> tuple[int, list[Any], list[list[bytes]]]:
     unit, drawn = forced_unit(d, chain)
-    for v in drawn:
-        d.manager.attest(unit, ends(d, unit, v), sender=v)
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
     return unit, drawn, [ends(d, unit, v) for v in drawn]
 
 
@@ -361,6 +366,55 @@ def test_revealForced_pendingVerifier_revealTooEarly(forced, chain, project):
     unit, drawn = forced_unit(d, chain)
     with reverts(d.manager, "RevealTooEarly", unitId=unit, pending=drawn[0].address):
         judge_of(project, d).revealForced(unit, as_tuple(reveal()), sender=d.solvers[0])
+
+
+def test_revealForced_sealNotYetOpened_revealTooEarly(forced, chain, project):
+    """Sealed is not enough: the reveal waits until each seal is opened or the reveal window is
+    over, since the verdicts are judged on the opened roots."""
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    for v in drawn:
+        seal_attestation(d, unit, v, ends(d, unit, v))
+    d.manager.attest(unit, ends(d, unit, drawn[1]), b"\x5a" * 32, sender=drawn[1])
+    until = d.manager.getUnit(unit).deadline + MGR_CFG["revealWindow"]
+    with reverts(d.manager, "RevealTooEarly", unitId=unit, pending=drawn[0].address, deadline=until):
+        judge_of(project, d).revealForced(unit, as_tuple(reveal()), sender=d.solvers[0])
+    # after the reveal window the unopened seal counts as silence (verdict NONE)
+    advance(chain, MGR_CFG["verifyWindow"] + MGR_CFG["revealWindow"] + 1)
+    end_roots = [[], ends(d, unit, drawn[1])]
+    tx = judge_of(project, d).revealForced(
+        unit, as_tuple(reveal(endRoots=end_roots)), sender=d.solvers[0]
+    )
+    assert tx.events.filter(d.manager.ForcedErrorRevealed)[0].catchers == 1
+
+
+def test_revealForced_whistleblowerChallenger_getsOnlyItsBondBack(forced, chain, project):
+    """A challenge is public, so it earns no jackpot share (a copier would take it): the voided
+    dispute's challenger gets its bond back, the sealed RIGHT verifiers are the catchers."""
+    d = forced
+    seed_jackpot(d, chain)
+    unit, drawn = forced_unit(d, chain)
+    d.manager.challenge(unit, TRUE_ROOT, sender=d.whistleblower)
+    credit = d.manager.credits(d.whistleblower)
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
+    tx = judge_of(project, d).revealForced(
+        unit, as_tuple(reveal(endRoots=[ends(d, unit, v) for v in drawn])), sender=d.other
+    )
+    catchers = {p.catcher for p in tx.events.filter(d.manager.JackpotPaid)}
+    assert catchers == {v.address for v in drawn}
+    assert d.manager.credits(d.whistleblower) == credit + MGR_CFG["challengeBond"]
+
+
+def test_sealAttestation_afterForcedReveal_sealingClosed(forced, chain, project):
+    """Revealed after the window (both verifiers silent), the unit returns to Verifying for
+    disputeGrace; a silent verifier cannot seal then, when the true root is public."""
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    judge_of(project, d).revealForced(unit, as_tuple(reveal(endRoots=[[], []])), sender=d.other)
+    assert d.manager.getUnit(unit).deadline >= chain.pending_timestamp
+    with reverts(d.manager, "SealingClosed", unitId=unit):
+        seal_attestation(d, unit, drawn[0], ends(d, unit, drawn[0]))
 
 
 def test_revealForced_afterWindow_withSilentVerifier_allowed(forced, chain, project):

@@ -8,9 +8,9 @@ independent ledger (a Python model of every payout rule in docs/PROTOCOL.md §6)
 
 - registry token balance == Σ stake + Σ unbonding;
 - job-manager token balance == Σ job escrow + Σ open dispute bonds + Σ credits + jackpot;
-- attestation-court token balance == Σ open case bonds + Σ court credits + court jackpot
-  (PROTOCOL §7.1: a whistleblower's bond, and the penalty slashed from a verifier's registry
-  stake when the whistleblower wins, end up credited or in the court's jackpot);
+- attestation-court token balance == Σ open case bonds + Σ court credits (PROTOCOL §7.1: a
+  whistleblower's bond, and the penalty slashed from a verifier's registry stake when the
+  whistleblower wins, end up credited or, through `fundJackpot`, in the manager's jackpot);
 - every credit, escrow, stake, unbonding amount and the jackpot equal the model's;
 - `withdraw` / `withdrawUnbonded` succeed exactly when the model says something is owed and
   transfer exactly that amount (the court's `withdraw` too).
@@ -73,7 +73,10 @@ MGR_CFG = {
     # posted) and is above the 10-token floor, so a slash or release of the floor instead of S
     # breaks the books; the verifiers stake enough to hold every lock an example can ask for
     "lazySlashFactor": 1,
+    # sealed attestations are opened within this after the challenge window
+    "revealWindow": 600,
 }
+SALT = b"\x5a" * 32  # the verifiers' attestation salt (the seal binds the verifier anyway)
 COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000}
 BPS = 10_000
 ROLES = {"solver": 1, "verifier": 2, "whistleblower": 3}
@@ -299,14 +302,14 @@ class UnitModel:
     status: int = OPEN
     assignee: int | None = None
     verifiers: list[int] = field(default_factory=list)
-    attested: set[int] = field(default_factory=set)
-    challenged: set[int] = field(default_factory=set)
+    sealed: set[int] = field(default_factory=set)  # sealed (opened or not)
+    attested: set[int] = field(default_factory=set)  # opened its seal
     game: int | None = None
     challenger: int | None = None
     bond: int = 0
     position: int = 0  # the perturbed checkpoint of a forced round (0: not forced)
     revealed: bool = False
-    ends: dict[int, list[bytes]] = field(default_factory=dict)  # attested end roots
+    ends: dict[int, list[bytes]] = field(default_factory=dict)  # sealed end roots
     slashed: set[int] = field(default_factory=set)  # attested wrong at the forced checkpoint
     court: set[tuple[int, int]] = field(default_factory=set)  # (verifier, entry) taken to court
 
@@ -340,7 +343,6 @@ class ProtocolMachine(RuleBasedStateMachine):
         # the attestation court's books: game id -> (unit, verifier, bond) of each case ever opened
         self.cases: dict[int, tuple[int, int, int]] = {}
         self.court_credits: dict[int, int] = dict.fromkeys(ACCOUNTS, 0)
-        self.court_jackpot = 0
 
     # ------------------------------------------------------------------ helpers
     def _seen(self, what: str) -> None:
@@ -376,7 +378,7 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     def _reopen(self, u: UnitModel) -> None:
         u.status, u.assignee = OPEN, None
-        u.verifiers, u.attested, u.challenged = [], set(), set()
+        u.verifiers, u.sealed, u.attested = [], set(), set()
         u.position, u.revealed, u.ends, u.slashed = 0, False, {}, set()
         u.court = set()  # a new attempt: its attestations can be taken to court afresh
 
@@ -435,7 +437,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         elif kind == "draw":
             self.draw_verifiers(data)
         elif kind == "attest":
-            self.attest(data, data.draw(st.sampled_from([6, 7])))
+            self.attest(data, data.draw(st.sampled_from([6, 7])), data.draw(st.booleans()))
         elif kind == "challenge":
             self.challenge(data, data.draw(st.sampled_from([6, 7, 8, 3])))
         elif kind == "finalize":
@@ -515,25 +517,45 @@ class ProtocolMachine(RuleBasedStateMachine):
             assert self.m.verifierLockOf(u.job_id).call() == self.lock(u)
             self._seen(f"drew {len(u.verifiers)} verifiers")
 
-    def attest(self, data: st.DataObject, verifier: int) -> None:
+    def attest(self, data: st.DataObject, verifier: int, open_seal: bool) -> None:
         picked = self._unit(data)
         if picked:
-            self.attest_unit(picked[0], verifier, data.draw(st.booleans()))
+            if open_seal:
+                self.open_unit(picked[0], verifier)
+            else:
+                self.seal_unit(picked[0], verifier, data.draw(st.booleans()))
 
-    def attest_unit(self, uid: int, verifier: int, lazy: bool = False) -> None:
-        """An honest verifier attests the true end roots of its segments, a lazy one copies the
-        published ones (different at a forced round's perturbed checkpoint)."""
+    def attest_unit(self, uid: int, verifiers: list[int], lazy: bool = False) -> None:
+        """Each verifier seals, then each opens its seal (at once when all drawn sealed)."""
+        for v in verifiers:
+            self.seal_unit(uid, v, lazy)
+        for v in verifiers:
+            self.open_unit(uid, v)
+
+    def seal_unit(self, uid: int, verifier: int, lazy: bool = False) -> None:
+        """An honest verifier seals the true end roots of its segments, a lazy one the published
+        ones (different at a forced round's perturbed checkpoint)."""
         u = self.units[uid]
         segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
         if lazy:
             ends = [published(u.position)[s + 1] for s in segments]
         else:
             ends = [REPLAYED if u.position and s == u.position else TRUE[s + 1] for s in segments]
-        if self.w.send(verifier, self.m.attest(uid, ends)):
-            self._seen("attested")
-            assert verifier in u.verifiers and verifier not in u.attested | u.challenged
-            u.attested.add(verifier)
+        attempt = self.m.getUnit(uid).call()[10]
+        seal = self.m.sealOf(uid, attempt, self.w.addr[verifier], ends, SALT).call()
+        if self.w.send(verifier, self.m.sealAttestation(uid, seal)):
+            self._seen("sealed")
+            assert verifier in u.verifiers and verifier not in u.sealed and not u.revealed
+            u.sealed.add(verifier)
             u.ends[verifier] = ends
+
+    def open_unit(self, uid: int, verifier: int) -> None:
+        u = self.units[uid]
+        ends = u.ends.get(verifier, [TRUE[1], TRUE[2]])
+        if self.w.send(verifier, self.m.attest(uid, ends, SALT)):
+            self._seen("attested")
+            assert verifier in u.sealed and verifier not in u.attested
+            u.attested.add(verifier)
 
     def challenge(self, data: st.DataObject, challenger: int) -> None:
         picked = self._unit(data)
@@ -549,8 +571,6 @@ class ProtocolMachine(RuleBasedStateMachine):
             u.game = self.w.arbiter.functions.gameCount().call()
             u.challenger = challenger
             u.bond = MGR_CFG["challengeBond"]
-            if challenger in u.verifiers and challenger not in u.attested:
-                u.challenged.add(challenger)
 
     @rule(data=st.data(), challenger_won=st.booleans())
     def resolve(self, data: st.DataObject, challenger_won: bool) -> None:
@@ -610,7 +630,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         who = u.assignee if u.assignee is not None else 3
         ok = self.w.send(who, self.w.judge.functions.revealForced(uid, (*reveal, end_roots)))
         live = u.position and not u.revealed and u.status in (VERIFYING, DISPUTED)
-        responded = all(v in u.attested | u.challenged for v in u.verifiers)
+        responded = all(v in u.attested for v in u.verifiers)
         assert ok <= bool(live), f"reveal of unit {uid} accepted: {u}"
         if live and responded:
             assert ok, f"reveal of unit {uid} refused though every verifier responded"
@@ -633,11 +653,10 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.stake[v] -= lock
             u.slashed.add(v)
         self.jackpot += lock * len(wrong)
-        catchers = list(right)
+        catchers = list(right)  # a voided dispute's challenger gets its bond back, no share
         voided = None
         if u.status == DISPUTED:
             assert u.challenger is not None
-            catchers.append(u.challenger)
             self.credits[u.challenger] += u.bond
             voided, u.game, u.challenger, u.bond = u.game, None, None, 0
         k = len(catchers)
@@ -736,7 +755,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         if won:
             reward = penalty * COURT_CFG["reward_bps"] // BPS
             self.court_credits[8] += bond + reward
-            self.court_jackpot += penalty - reward
+            self.jackpot += penalty - reward  # the court funds the manager's jackpot
             self.stake[verifier] -= penalty  # slashed from the verifier's registry stake
         else:
             self.court_credits[verifier] += bond
@@ -766,7 +785,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         ok = self.w.send(reporter, self.w.judge.functions.reportPrematureReveal(uid, SECRET))
         early = u.status in (ASSIGNED, COMMITTED) or (
             u.status in (VERIFYING, DISPUTED)
-            and not all(v in u.attested | u.challenged for v in u.verifiers)
+            and not all(v in u.sealed for v in u.verifiers)
         )
         assert ok <= early, f"premature reveal of unit {uid} accepted: {u}"
         if u.status in (ASSIGNED, COMMITTED):
@@ -803,7 +822,8 @@ class ProtocolMachine(RuleBasedStateMachine):
         share = u.fee // n if n else 0
         for v in paid:
             self.credits[v] += share
-        pending = [v for v in u.verifiers if v not in u.attested and v not in u.challenged]
+        # silent: never sealed, or never opened its seal
+        pending = [v for v in u.verifiers if v not in u.attested]
         lock = self.lock(u)
         for v in pending:
             self.stake[v] -= lock
@@ -924,8 +944,7 @@ class ProtocolMachine(RuleBasedStateMachine):
                 # draw counts must not depend on the chain's randomness (the draw, the seed)
                 lazy = data.draw(st.booleans())
                 if action == "attest":
-                    for v in u.verifiers:
-                        self.attest_unit(uid, v, lazy)
+                    self.attest_unit(uid, u.verifiers, lazy)
                     self.court_challenge(data, uid)  # a whistleblower disputes one entry (or not)
                 elif action == "reveal":
                     self.reveal_unit(uid, data.draw(st.booleans()), data.draw(st.booleans()))
@@ -934,7 +953,9 @@ class ProtocolMachine(RuleBasedStateMachine):
                 elif action == "challenge":
                     self.challenge_unit(uid, data.draw(st.sampled_from([6, 7, 8])))
                 else:
-                    self.w.jump(MGR_CFG["verifyWindow"] + 1)
+                    # right after the challenge window, or after the reveal window too
+                    late = data.draw(st.booleans())
+                    self.w.jump(MGR_CFG["verifyWindow"] + 1 + late * MGR_CFG["revealWindow"])
                     self.finalize_unit(uid)
                     self.court_challenge(data, uid)  # attestations stand after finalisation
                     if u.assignee is not None and data.draw(st.booleans()):
@@ -942,8 +963,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             elif u.status == DISPUTED:
                 reveal, lazy, resolve_voided, won = (data.draw(st.booleans()) for _ in range(4))
                 if reveal and u.position:
-                    for v in u.verifiers:
-                        self.attest_unit(uid, v, lazy)
+                    self.attest_unit(uid, u.verifiers, lazy)
                     self.reveal_unit(uid, resolve_voided, won)
                 else:
                     self.resolve_unit(uid, won)
@@ -997,16 +1017,13 @@ class ProtocolMachine(RuleBasedStateMachine):
         out = w.lens.functions.readCourt(
             w.court.address, games, [w.addr[i] for i in ACCOUNTS]
         ).call()
-        court_bal, bonds, rest = out[0], out[1 : 1 + len(games)], out[1 + len(games) :]
-        credits, jackpot = rest[: len(ACCOUNTS)], rest[len(ACCOUNTS)]
-        assert court_bal == sum(bonds) + sum(credits) + jackpot, (
-            "court balance != bonds + credits + jackpot"
-        )
+        court_bal, bonds, credits = out[0], out[1 : 1 + len(games)], out[1 + len(games) :]
+        assert len(credits) == len(ACCOUNTS)
+        assert court_bal == sum(bonds) + sum(credits), "court balance != bonds + credits"
         for g, bond in zip(games, bonds, strict=True):
             assert bond == self.cases[g][2], f"court bond of game {g}: {bond} != model"
         for i, credit in zip(ACCOUNTS, credits, strict=True):
             assert credit == self.court_credits[i], f"court credit of {i}: {credit} != model"
-        assert jackpot == self.court_jackpot, f"court jackpot {jackpot} != {self.court_jackpot}"
 
 
 def test_protocol_state_machine(world: World) -> None:
@@ -1021,6 +1038,7 @@ def test_protocol_state_machine(world: World) -> None:
         for outcome in (
             "assigned",
             "committed",
+            "sealed",
             "attested",
             "challenged",
             "resolved challengerWon=True",

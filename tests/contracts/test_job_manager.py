@@ -27,10 +27,13 @@ from conftest import (
     U_SELECTING,
     U_VERIFYING,
     V_ATTESTED,
-    V_CHALLENGED,
+    V_SEALED,
     V_PENDING,
     VERIFIER,
+    SALT,
     advance,
+    attest,
+    attestation_seal,
     assign,
     by_address,
     commit,
@@ -39,9 +42,13 @@ from conftest import (
     now,
     post,
     reverts,
+    seal_attestation,
     stake_nodes,
     verifying,
 )
+
+from eth_abi import encode as abi_encode
+from eth_utils import keccak
 
 from agents.core.deploy import DEFAULT_MANAGER_CONFIG
 from agents.economics.detection import chain_sample
@@ -555,61 +562,176 @@ def test_drawVerifiers_emptyPool_drawsNobody(staked, chain):
     assert d.manager.getUnit(unit_id).status == U_VERIFYING
 
 
-# ------------------------------------------------------------------ attest
+# ------------------------------------------------------------------ sealAttestation and attest
+
+ROOTS = [b"\x33" * 32, b"\x44" * 32]
 
 
-def test_attest_recordsAndEmits(staked, chain):
+def test_sealAttestation_recordsAndEmits(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
     v = _selected(d, unit_id)[0]
-    roots = [b"\x33" * 32, b"\x44" * 32]
-    tx = d.manager.attest(unit_id, roots, sender=v)
-    ev = tx.events.filter(d.manager.Attested)[0]
-    assert ev.verifier == v.address and list(ev.endRoots) == roots
-    assert list(ev.segments) == _segments(d, unit_id, v)
-    status, h = d.manager.verifierStatus(unit_id, v)
-    assert status == V_ATTESTED and h != b"\x00" * 32
-    assert d.manager.getUnit(unit_id).attestCount == 1
+    seal = attestation_seal(d, unit_id, v, ROOTS)
+    tx = d.manager.sealAttestation(unit_id, seal, sender=v)
+    ev = tx.events.filter(d.manager.AttestationSealed)[0]
+    assert (ev.unitId, ev.verifier, ev.seal) == (unit_id, v.address, seal)
+    assert tuple(d.manager.verifierStatus(unit_id, v)) == (V_SEALED, seal)
+    assert d.manager.getUnit(unit_id).attestCount == 0  # sealed is not yet attested
 
 
-def test_attest_wrongStatus_reverts(staked, chain):
+def test_sealOf_matchesTheAgentsEncoding(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    attempt = d.manager.getUnit(unit_id).attempt
+    expected = attestation_seal(d, unit_id, v, ROOTS, SALT)
+    assert d.manager.sealOf(unit_id, attempt, v, ROOTS, SALT) == expected
+    # it binds the verifier, the attempt and the salt
+    assert d.manager.sealOf(unit_id, attempt, d.other, ROOTS, SALT) != expected
+    assert d.manager.sealOf(unit_id, attempt + 1, v, ROOTS, SALT) != expected
+    assert d.manager.sealOf(unit_id, attempt, v, ROOTS, b"\x01" * 32) != expected
+
+
+def test_sealAttestation_wrongStatus_reverts(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     with reverts(d.manager, "WrongUnitStatus", expected=U_VERIFYING, actual=U_ASSIGNED):
-        d.manager.attest(unit_id, [ROOT, ROOT], sender=d.verifiers[0])
+        d.manager.sealAttestation(unit_id, ROOT, sender=d.verifiers[0])
 
 
-def test_attest_afterDeadline_reverts(staked, chain):
+def test_sealAttestation_afterDeadline_reverts(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
     v = _selected(d, unit_id)[0]
     advance(chain, VERIFY_WINDOW + 1)
     with reverts(d.manager, "ChallengeWindowClosed", unitId=unit_id):
-        d.manager.attest(unit_id, [ROOT, ROOT], sender=v)
+        d.manager.sealAttestation(unit_id, ROOT, sender=v)
+
+
+def test_sealAttestation_notSelected_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    with reverts(d.manager, "NotSelectedVerifier", caller=d.other.address):
+        d.manager.sealAttestation(unit_id, ROOT, sender=d.other)
+
+
+def test_sealAttestation_twice_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    seal_attestation(d, unit_id, v, ROOTS)
+    with reverts(d.manager, "AlreadyResponded", verifier=v.address, status=V_SEALED):
+        seal_attestation(d, unit_id, v, ROOTS, b"\x01" * 32)
+
+
+def test_sealAttestation_zeroSeal_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    with reverts(d.manager, "ZeroCommitment"):
+        d.manager.sealAttestation(unit_id, b"\x00" * 32, sender=_selected(d, unit_id)[0])
+
+
+def test_attest_allSealed_opensAtOnce_recordsAndEmits(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v, other = _selected(d, unit_id)
+    seal_attestation(d, unit_id, v, ROOTS)
+    seal_attestation(d, unit_id, other, [ROOT, ROOT])
+    tx = d.manager.attest(unit_id, ROOTS, SALT, sender=v)  # inside the window: nobody to copy
+    ev = tx.events.filter(d.manager.Attested)[0]
+    assert ev.verifier == v.address and list(ev.endRoots) == ROOTS
+    assert list(ev.segments) == _segments(d, unit_id, v)
+    status, h = d.manager.verifierStatus(unit_id, v)
+    assert status == V_ATTESTED and h == keccak(abi_encode(["bytes32[]"], [ROOTS]))
+    assert d.manager.getUnit(unit_id).attestCount == 1
+
+
+def test_attest_anotherStillUnsealed_revertsUntilTheDeadline(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v, _ = _selected(d, unit_id)
+    seal_attestation(d, unit_id, v, ROOTS)
+    deadline = d.manager.getUnit(unit_id).deadline
+    with reverts(d.manager, "RevealNotOpen", unitId=unit_id, deadline=deadline):
+        d.manager.attest(unit_id, ROOTS, SALT, sender=v)
+    advance(chain, VERIFY_WINDOW + 1)
+    d.manager.attest(unit_id, ROOTS, SALT, sender=v)
+    assert d.manager.verifierStatus(unit_id, v)[0] == V_ATTESTED
+
+
+def test_attest_afterRevealWindow_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v, _ = _selected(d, unit_id)
+    seal_attestation(d, unit_id, v, ROOTS)
+    deadline = d.manager.getUnit(unit_id).deadline
+    advance(chain, VERIFY_WINDOW + MGR_CFG["revealWindow"] + 1)
+    end = deadline + MGR_CFG["revealWindow"]
+    with reverts(d.manager, "RevealWindowClosed", unitId=unit_id, revealDeadline=end):
+        d.manager.attest(unit_id, ROOTS, SALT, sender=v)
+
+
+def test_attest_withoutSeal_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    advance(chain, VERIFY_WINDOW + 1)
+    with reverts(d.manager, "NotSealed", verifier=v.address, status=V_PENDING):
+        d.manager.attest(unit_id, ROOTS, SALT, sender=v)
 
 
 def test_attest_notSelected_reverts(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
+    advance(chain, VERIFY_WINDOW + 1)
     with reverts(d.manager, "NotSelectedVerifier", caller=d.other.address):
-        d.manager.attest(unit_id, [ROOT, ROOT], sender=d.other)
+        d.manager.attest(unit_id, ROOTS, SALT, sender=d.other)
 
 
 def test_attest_twice_reverts(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
     v = _selected(d, unit_id)[0]
-    d.manager.attest(unit_id, [ROOT, ROOT], sender=v)
-    with reverts(d.manager, "AlreadyResponded", verifier=v.address, status=V_ATTESTED):
-        d.manager.attest(unit_id, [ROOT, ROOT], sender=v)
+    attest(d, chain, unit_id, [(v, ROOTS)])
+    with reverts(d.manager, "NotSealed", verifier=v.address, status=V_ATTESTED):
+        d.manager.attest(unit_id, ROOTS, SALT, sender=v)
+
+
+def test_attest_otherRootsOrSalt_sealMismatch(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    v = _selected(d, unit_id)[0]
+    seal = attestation_seal(d, unit_id, v, ROOTS)
+    d.manager.sealAttestation(unit_id, seal, sender=v)
+    advance(chain, VERIFY_WINDOW + 1)
+    with reverts(d.manager, "AttestationSealMismatch", verifier=v.address, seal=seal):
+        d.manager.attest(unit_id, [ROOT, ROOT], SALT, sender=v)
+    with reverts(d.manager, "AttestationSealMismatch", verifier=v.address, seal=seal):
+        d.manager.attest(unit_id, ROOTS, b"\x01" * 32, sender=v)
+
+
+def test_attest_copiedSeal_cannotBeOpenedByTheCopier(staked, chain):
+    """A lazy verifier that copies an honest one's seal cannot open it, even with the honest
+    verifier's roots and salt once those are public: the seal binds the verifier's address."""
+    d = staked
+    _, unit_id = verifying(d, chain)
+    honest, lazy = _selected(d, unit_id)
+    seal = attestation_seal(d, unit_id, honest, ROOTS)
+    d.manager.sealAttestation(unit_id, seal, sender=honest)
+    d.manager.sealAttestation(unit_id, seal, sender=lazy)
+    d.manager.attest(unit_id, ROOTS, SALT, sender=honest)
+    with reverts(d.manager, "AttestationSealMismatch", verifier=lazy.address, seal=seal):
+        d.manager.attest(unit_id, ROOTS, SALT, sender=lazy)
 
 
 def test_attest_wrongLength_reverts(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
     v = _selected(d, unit_id)[0]
+    seal_attestation(d, unit_id, v, ROOTS)
+    advance(chain, VERIFY_WINDOW + 1)
     with reverts(d.manager, "WrongAttestationLength", given=1, expected=2):
-        d.manager.attest(unit_id, [ROOT], sender=v)
+        d.manager.attest(unit_id, [ROOT], SALT, sender=v)
 
 
 # ------------------------------------------------------------------ challenge and the dispute hook
@@ -630,7 +752,8 @@ def test_challenge_pullsBondAndOpensGame(staked, chain):
     assert tuple(d.manager.getDispute(unit_id)) == (1, v.address, BOND)
     assert d.manager.unitOfGame(1) == unit_id
     assert d.manager.getUnit(unit_id).status == U_DISPUTED
-    assert d.manager.verifierStatus(unit_id, v)[0] == V_CHALLENGED
+    # a challenge is public, so it is no verdict: the challenger must still seal and open
+    assert d.manager.verifierStatus(unit_id, v)[0] == V_PENDING
 
 
 def test_challenge_wrongStatus_reverts(staked, chain):
@@ -676,7 +799,7 @@ def test_onDisputeResolved_challengerWins_slashesAndReopens(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
     selected = _selected(d, unit_id)
-    d.manager.attest(unit_id, [ROOT, ROOT], sender=selected[0])
+    seal_attestation(d, unit_id, selected[0], [ROOT, ROOT])
     d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
     tx = d.arbiter.resolve(1, True, sender=d.other)
     ev = tx.events.filter(d.manager.DisputeResolved)[0]
@@ -711,9 +834,9 @@ def test_onDisputeResolved_solverWins_forfeitsBondAndResumes(staked, chain):
     assert d.manager.jackpot() == BOND - to_solver
     unit = d.manager.getUnit(unit_id)
     assert unit.status == U_VERIFYING and unit.deadline == ev.challengeDeadline
-    # the losing challenger already responded: no second response
-    with reverts(d.manager, "AlreadyResponded", status=V_CHALLENGED):
-        d.manager.attest(unit_id, [ROOT, ROOT], sender=v)
+    # the losing challenger still seals its attestation in the extended window
+    seal_attestation(d, unit_id, v, ROOTS)
+    assert d.manager.verifierStatus(unit_id, v)[0] == V_SEALED
 
 
 def test_onDisputeResolved_notArbiter_reverts(staked, chain):
@@ -732,6 +855,26 @@ def test_onDisputeResolved_unknownGame_reverts(project, staked, chain):
         m.onDisputeResolved(7, 0, True, sender=d.other)
 
 
+# ------------------------------------------------------------------ fundJackpot
+
+
+def test_fundJackpot_pullsAndEmits(staked, chain):
+    d = staked
+    d.token.mint(d.other, 5 * E18, sender=d.deployer)
+    d.token.approve(d.manager, 5 * E18, sender=d.other)
+    before = d.manager.jackpot(), d.token.balanceOf(d.manager)
+    tx = d.manager.fundJackpot(5 * E18, sender=d.other)
+    ev = tx.events.filter(d.manager.JackpotIncreased)[0]
+    assert (ev.amount, ev.jackpot) == (5 * E18, before[0] + 5 * E18)
+    assert d.manager.jackpot() == before[0] + 5 * E18
+    assert d.token.balanceOf(d.manager) == before[1] + 5 * E18
+
+
+def test_fundJackpot_zero_reverts(staked):
+    with reverts(staked.manager, "ZeroAmount"):
+        staked.manager.fundJackpot(0, sender=staked.other)
+
+
 # ------------------------------------------------------------------ finalize
 
 
@@ -740,7 +883,7 @@ def test_finalize_paysAndPenalises(staked, chain):
     job_id, unit_id = verifying(d, chain)
     selected = _selected(d, unit_id)
     assert len(selected) >= 1
-    d.manager.attest(unit_id, [ROOT, ROOT], sender=selected[0])
+    attest(d, chain, unit_id, [(selected[0], [ROOT, ROOT])])
     advance(chain, VERIFY_WINDOW + 1)
     tx = d.manager.finalize(unit_id, sender=d.other)
     ev = tx.events.filter(d.manager.UnitFinalized)[0]
@@ -771,6 +914,26 @@ def test_finalize_nobodyAttested_feeToJackpot(staked, chain):
     advance(chain, VERIFY_WINDOW + 1)
     d.manager.finalize(unit_id, sender=d.other)
     assert d.manager.jackpot() == TAX + FEE + LOCK * n
+
+
+def test_finalize_sealNeverOpened_awaitsTheRevealWindow_thenCountsAsSilence(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    opener, closed = _selected(d, unit_id)
+    seal_attestation(d, unit_id, closed, [ROOT, ROOT])
+    attest(d, chain, unit_id, [(opener, [ROOT, ROOT])])  # opens once both sealed
+    deadline = d.manager.getUnit(unit_id).deadline
+    advance(chain, VERIFY_WINDOW + 1)
+    end = deadline + MGR_CFG["revealWindow"]
+    with reverts(d.manager, "AwaitingReveals", unitId=unit_id, revealDeadline=end):
+        d.manager.finalize(unit_id, sender=d.other)
+    advance(chain, MGR_CFG["revealWindow"])
+    tx = d.manager.finalize(unit_id, sender=d.other)
+    penalised = tx.events.filter(d.manager.VerifierPenalised)
+    assert [(e.verifier, e.amount) for e in penalised] == [(closed.address, LOCK)]
+    assert d.manager.credits(opener) == FEE and d.manager.credits(closed) == 0
+    node = d.registry.getNode(closed)
+    assert node.stake == 100 * E18 - LOCK and node.locked == 0 and node.failed == 1
 
 
 def test_finalize_beforeDeadline_reverts(staked, chain):
@@ -986,7 +1149,7 @@ def test_finalize_silentVerifierLosesS_attesterGetsSBack(lazy, chain):
     d = lazy
     _, unit_id = verifying(d, chain)
     attester, silent = _selected(d, unit_id)
-    d.manager.attest(unit_id, [ROOT, ROOT], sender=attester)
+    attest(d, chain, unit_id, [(attester, [ROOT, ROOT])])
     stake = d.registry.getNode(silent).stake
     jackpot = d.manager.jackpot()
     advance(chain, VERIFY_WINDOW + 1)
