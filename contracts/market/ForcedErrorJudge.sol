@@ -39,8 +39,7 @@ contract ForcedErrorJudge {
         }
         if (u.forcedRevealed) revert IJobManager.ForcedAlreadyRevealed(unitId);
         address[] memory verifiers = manager.getVerifiers(unitId);
-        (address pending, uint64 until) = _awaited(unitId, u.deadline, verifiers, true);
-        if (pending != address(0)) revert IJobManager.RevealTooEarly(unitId, pending, until);
+        _expectRevealPhase(unitId, u.deadline, verifiers);
         uint64 position = _check(unitId, u, rv);
         if (rv.endRoots.length != verifiers.length) {
             revert IJobManager.WrongRevealLength(rv.endRoots.length, verifiers.length);
@@ -94,6 +93,12 @@ contract ForcedErrorJudge {
         return ForcedErrors.catcherShare(fee, right, balance);
     }
 
+    /// @dev Reverts while a drawn verifier may still seal or open its seal.
+    function _expectRevealPhase(uint256 unitId, uint64 deadline, address[] memory verifiers) private view {
+        (address pending, uint64 until) = _awaited(unitId, deadline, verifiers, true);
+        if (pending != address(0)) revert IJobManager.RevealTooEarly(unitId, pending, until);
+    }
+
     /// @dev The first drawn verifier the reveal must wait for, and until when: one that has not
     ///         sealed while the challenge window runs (to `deadline`), or (with `opened`) one that
     ///         sealed and may still open its seal (to `deadline + revealWindow`). Zero if none.
@@ -104,11 +109,12 @@ contract ForcedErrorJudge {
     {
         uint64 revealDeadline = deadline + manager.config().revealWindow;
         for (uint256 i = 0; i < verifiers.length; ++i) {
-            (IJobManager.VerifierStatus status,) = manager.verifierStatus(unitId, verifiers[i]);
+            (IJobManager.VerifierStatus status, bytes32 seal) = manager.verifierStatus(unitId, verifiers[i]);
             if (status == IJobManager.VerifierStatus.Pending && block.timestamp <= deadline) {
                 return (verifiers[i], deadline);
             }
-            bool sealed_ = status == IJobManager.VerifierStatus.Sealed;
+            // A sealed verifier's attestation hash is its seal, never zero (`ZeroCommitment`).
+            bool sealed_ = status == IJobManager.VerifierStatus.Sealed && seal != bytes32(0);
             if (opened && sealed_ && block.timestamp <= revealDeadline) return (verifiers[i], revealDeadline);
         }
         return (address(0), 0);
