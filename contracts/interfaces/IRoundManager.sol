@@ -14,7 +14,8 @@ import {INodeRegistry} from "./INodeRegistry.sol";
 /// @dev Money: the submitter escrows R·(S·unitReward + aggregatorReward) here; unit rewards
 ///      move into the job manager as each round's units are posted. Payouts (aggregator reward
 ///      and bond, challenger rewards) are credited and pulled with `withdraw`; the slashed
-///      remainder of a bond goes to this contract's jackpot.
+///      remainder of a bond goes to this contract's jackpot, which `flushJackpot` passes on to the
+///      job manager's.
 interface IRoundManager {
     enum JobStatus {
         None,
@@ -172,6 +173,8 @@ interface IRoundManager {
     error AggregateCorrect(uint256 tensor, uint256 element, uint32 value);
     /// @notice The account has no credit.
     error NothingToWithdraw(address account);
+    /// @notice The jackpot is empty: nothing to pass on to the job manager.
+    error NothingToFlush();
     /// @notice A reveal of the round's aggregate is pending until `deadline`.
     error RevealPending(uint256 jobId, uint256 round, uint64 deadline);
     /// @notice No reveal of the round's aggregate is pending.
@@ -254,6 +257,8 @@ interface IRoundManager {
     event JackpotIncreased(uint256 amount, uint256 jackpot);
     /// @notice `account` withdrew its credit.
     event Withdrawn(address indexed account, uint256 amount);
+    /// @notice The jackpot's `amount` went to the job manager's jackpot (`IJobManager.fundJackpot`).
+    event JackpotFlushed(uint256 amount);
 
     // ------------------------------------------------------------------ actions
     /// @notice Posts a decomposed job, pulls R·(S·unitReward + aggregatorReward) (needs
@@ -291,6 +296,10 @@ interface IRoundManager {
 
     /// @notice Transfers the caller's credited balance.
     function withdraw() external;
+
+    /// @notice Passes this contract's whole jackpot on to the job manager's (`fundJackpot`), the one
+    ///         that pays forced-error catchers. Anyone may call.
+    function flushJackpot() external;
 
     /// @notice Asks the aggregator of the current round to reveal its data of tensor `tensor`
     ///         (for an aggregate whose blob is withheld): `dataRoot` with `listProof` must be the
@@ -364,7 +373,7 @@ interface IRoundManager {
         returns (bytes32);
     /// @notice What `account` can withdraw.
     function credits(address account) external view returns (uint256);
-    /// @notice Tokens held for the jackpot.
+    /// @notice Tokens held for the jackpot until `flushJackpot` passes them to the job manager.
     function jackpot() external view returns (uint256);
     /// @notice The pending reveal request of round `round` (requester 0 when none).
     function revealRequestOf(uint256 jobId, uint256 round) external view returns (RevealRequest memory);

@@ -321,6 +321,17 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         _token.safeTransfer(msg.sender, amount);
     }
 
+    /// @inheritdoc IRoundManager
+    function flushJackpot() external nonReentrant {
+        uint256 amount = _jackpot;
+        if (amount == 0) revert NothingToFlush();
+        _jackpot = 0;
+        emit JackpotFlushed(amount);
+        // The manager (fixed at deployment) pulls exactly `amount` into its jackpot.
+        _token.forceApprove(address(_manager), amount);
+        _manager.fundJackpot(amount);
+    }
+
     // ------------------------------------------------------------------ views
 
     /// @inheritdoc IRoundManager

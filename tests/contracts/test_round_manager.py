@@ -581,6 +581,16 @@ def test_unanswered_reveal_request_slashes_the_aggregator(rm, chain):
         commit(d, job_id, honest, agg)
     commit(d, job_id, honest, d.solvers[1])  # re-aggregated
     rm_balance_accounted(d, [job_id])
+    # the slashed bond's remainder goes on to the job manager's jackpot, the one that pays
+    # forced-error catchers
+    held, manager_jackpot = d.rm.jackpot(), d.manager.jackpot()
+    assert held > 0
+    tx = d.rm.flushJackpot(sender=d.other)
+    assert tx.events.filter(d.rm.JackpotFlushed)[0].amount == held
+    assert d.rm.jackpot() == 0 and d.manager.jackpot() == manager_jackpot + held
+    rm_balance_accounted(d, [job_id])
+    with reverts(d.rm, "NothingToFlush"):
+        d.rm.flushJackpot(sender=d.other)
 
 
 def test_malformed_padding_is_proven_by_the_reveal(rm, chain):
