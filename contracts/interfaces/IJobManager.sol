@@ -220,11 +220,13 @@ interface IJobManager is IDisputeCallback {
     error NotSelectedVerifier(uint256 unitId, address caller);
     /// @notice The drawn verifier already sealed (or attested) its end roots.
     error AlreadyResponded(uint256 unitId, address verifier, VerifierStatus status);
-    /// @notice `attest` opens a seal: the drawn verifier has none (`status` is not `Sealed`).
+    /// @notice `attest` opens a seal: the drawn verifier has none to open (`status` is not
+    ///         `Sealed`; a `Pending` one may attest without a seal only as the last to answer).
     error NotSealed(uint256 unitId, address verifier, VerifierStatus status);
     /// @notice The forced error of this attempt was revealed: no seal can be made any more.
     error SealingClosed(uint256 unitId);
-    /// @notice Seals are opened once every drawn verifier sealed or the window closed at `deadline`.
+    /// @notice Seals are opened once every drawn verifier sealed or the window closed at `deadline`
+    ///         (and an unsealed verifier attests in the clear only if it is the last to answer).
     error RevealNotOpen(uint256 unitId, uint64 deadline);
     /// @notice The seals could be opened until `revealDeadline` only.
     error RevealWindowClosed(uint256 unitId, uint64 revealDeadline);
@@ -441,7 +443,10 @@ interface IJobManager is IDisputeCallback {
 
     /// @notice A drawn verifier opens its seal, once every drawn verifier sealed or the challenge
     ///         window is over, and until `revealWindow` after it. Only opened attestations earn
-    ///         the fee; a seal left closed counts as silence.
+    ///         the fee; a seal left closed counts as silence. The last drawn verifier to answer
+    ///         may attest without a seal while the window runs (`salt` is then unused): every
+    ///         other one is bound by its seal already, so one transaction suffices for it — and
+    ///         for the only one when a single verifier is drawn.
     function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external;
 
     /// @notice A verifier or whistleblower disputes the unit's commitment, pulling

@@ -347,21 +347,29 @@ contract JobManager is IJobManager, ReentrancyGuard {
     function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external {
         Unit storage unit = _units[unitId];
         _expectVerifying(unitId, unit);
-        uint64 deadline = unit.deadline;
-        // Before the window closes a seal may be opened only once nobody is left to copy it.
-        if (block.timestamp <= deadline && _countStatus(unitId, unit.verifierCount, VerifierStatus.Pending) != 0) {
-            revert RevealNotOpen(unitId, deadline);
-        }
-        if (block.timestamp > deadline + _revealWindow) revert RevealWindowClosed(unitId, deadline + _revealWindow);
         uint256 index = _findVerifier(unitId, unit, msg.sender);
         if (index == NOT_DRAWN) revert NotSelectedVerifier(unitId, msg.sender);
         VerifierSlot storage slot = _verifiers[unitId][index];
-        if (slot.status != VerifierStatus.Sealed) revert NotSealed(unitId, msg.sender, slot.status);
         uint64[] memory segments = _sampledSegments(unitId, unit, msg.sender);
         if (endRoots.length != segments.length) revert WrongAttestationLength(endRoots.length, segments.length);
-        bytes32 seal = _attestations[unitId][index];
-        if (_sealOf(unitId, unit.attempt, msg.sender, endRoots, salt) != seal) {
-            revert AttestationSealMismatch(unitId, msg.sender, seal);
+        uint64 deadline = unit.deadline;
+        uint256 unsealed = _countStatus(unitId, unit.verifierCount, VerifierStatus.Pending);
+        if (slot.status == VerifierStatus.Pending) {
+            // The last drawn verifier to answer may attest in the clear, in the window: every
+            // other one is already bound by its seal, so there is nobody left to copy it.
+            if (block.timestamp > deadline) revert ChallengeWindowClosed(unitId, deadline);
+            if (unit.forcedRevealed) revert SealingClosed(unitId);
+            if (unsealed != 1) revert RevealNotOpen(unitId, deadline);
+        } else {
+            if (slot.status != VerifierStatus.Sealed) revert NotSealed(unitId, msg.sender, slot.status);
+            // Before the window closes a seal may be opened only once nobody is left to copy it.
+            if (block.timestamp <= deadline && unsealed != 0) revert RevealNotOpen(unitId, deadline);
+            uint64 revealDeadline = deadline + _revealWindow;
+            if (block.timestamp > revealDeadline) revert RevealWindowClosed(unitId, revealDeadline);
+            bytes32 seal = _attestations[unitId][index];
+            if (_sealOf(unitId, unit.attempt, msg.sender, endRoots, salt) != seal) {
+                revert AttestationSealMismatch(unitId, msg.sender, seal);
+            }
         }
         slot.status = VerifierStatus.Attested;
         _attestations[unitId][index] = keccak256(abi.encode(endRoots));

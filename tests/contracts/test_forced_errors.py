@@ -415,6 +415,8 @@ def test_sealAttestation_afterForcedReveal_sealingClosed(forced, chain, project)
     assert d.manager.getUnit(unit).deadline >= chain.pending_timestamp
     with reverts(d.manager, "SealingClosed", unitId=unit):
         seal_attestation(d, unit, drawn[0], ends(d, unit, drawn[0]))
+    with reverts(d.manager, "SealingClosed", unitId=unit):  # nor attest in the clear
+        d.manager.attest(unit, ends(d, unit, drawn[0]), b"\x00" * 32, sender=drawn[0])
 
 
 def test_revealForced_afterWindow_withSilentVerifier_allowed(forced, chain, project):

@@ -671,13 +671,43 @@ def test_attest_afterRevealWindow_reverts(staked, chain):
         d.manager.attest(unit_id, ROOTS, SALT, sender=v)
 
 
-def test_attest_withoutSeal_reverts(staked, chain):
+def test_attest_withoutSeal_whileAnotherIsUnsealed_reverts(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
     v = _selected(d, unit_id)[0]
-    advance(chain, VERIFY_WINDOW + 1)
-    with reverts(d.manager, "NotSealed", verifier=v.address, status=V_PENDING):
+    deadline = d.manager.getUnit(unit_id).deadline
+    with reverts(d.manager, "RevealNotOpen", unitId=unit_id, deadline=deadline):
         d.manager.attest(unit_id, ROOTS, SALT, sender=v)
+    advance(chain, VERIFY_WINDOW + 1)
+    with reverts(d.manager, "ChallengeWindowClosed", unitId=unit_id, deadline=deadline):
+        d.manager.attest(unit_id, ROOTS, SALT, sender=v)
+
+
+def test_attest_lastToAnswer_attestsInTheClear(staked, chain):
+    """Once every other drawn verifier is bound by its seal, the last one attests in one
+    transaction (nobody is left to copy it); the sealed one then opens at once."""
+    d = staked
+    _, unit_id = verifying(d, chain)
+    first, last = _selected(d, unit_id)
+    seal_attestation(d, unit_id, first, [ROOT, ROOT])
+    tx = d.manager.attest(unit_id, ROOTS, b"\x00" * 32, sender=last)
+    assert list(tx.events.filter(d.manager.Attested)[0].endRoots) == ROOTS
+    assert d.manager.verifierStatus(unit_id, last)[0] == V_ATTESTED
+    d.manager.attest(unit_id, [ROOT, ROOT], SALT, sender=first)
+    assert d.manager.getUnit(unit_id).attestCount == 2
+    advance(chain, VERIFY_WINDOW + 1)
+    d.manager.finalize(unit_id, sender=d.other)  # no seal left to open: no reveal window wait
+    assert d.manager.credits(first) == d.manager.credits(last) == FEE // 2
+
+
+def test_attest_lastToAnswer_afterTheWindow_reverts(staked, chain):
+    d = staked
+    _, unit_id = verifying(d, chain)
+    first, last = _selected(d, unit_id)
+    seal_attestation(d, unit_id, first, [ROOT, ROOT])
+    advance(chain, VERIFY_WINDOW + 1)
+    with reverts(d.manager, "ChallengeWindowClosed", unitId=unit_id):
+        d.manager.attest(unit_id, ROOTS, SALT, sender=last)
 
 
 def test_attest_notSelected_reverts(staked, chain):
