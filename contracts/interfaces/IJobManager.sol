@@ -223,7 +223,8 @@ interface IJobManager is IDisputeCallback {
     /// @notice `attest` opens a seal: the drawn verifier has none to open (`status` is not
     ///         `Sealed`; a `Pending` one may attest without a seal only as the last to answer).
     error NotSealed(uint256 unitId, address verifier, VerifierStatus status);
-    /// @notice The forced error of this attempt was revealed: no seal can be made any more.
+    /// @notice The forced error of this attempt was revealed: no seal can be made or opened any
+    ///         more (a seal still closed then was judged silent).
     error SealingClosed(uint256 unitId);
     /// @notice Seals are opened once every drawn verifier sealed or the window closed at `deadline`
     ///         (and an unsealed verifier attests in the clear only if it is the last to answer).

@@ -362,6 +362,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
             if (unsealed != 1) revert RevealNotOpen(unitId, deadline);
         } else {
             if (slot.status != VerifierStatus.Sealed) revert NotSealed(unitId, msg.sender, slot.status);
+            // A seal still closed at a forced reveal was judged silent; opening it now, with the
+            // verdict known, would earn the fee without the risk.
+            if (unit.forcedRevealed) revert SealingClosed(unitId);
             // Before the window closes a seal may be opened only once nobody is left to copy it.
             if (block.timestamp <= deadline && unsealed != 0) revert RevealNotOpen(unitId, deadline);
             uint64 revealDeadline = deadline + _revealWindow;

@@ -247,19 +247,25 @@ def by_address(accounts_list: list[Any], address: str) -> Any:
 SALT = b"\x5a" * 32
 
 
-def attestation_seal(d: Protocol, unit_id: int, verifier: Any, roots: list[bytes], salt: bytes = SALT) -> bytes:
+def attestation_seal(
+    d: Protocol, unit_id: int, verifier: Any, roots: list[bytes], salt: bytes = SALT
+) -> bytes:
     """`JobManager.sealOf` computed here: keccak of (unit, attempt, verifier, roots, salt)."""
     attempt = d.manager.getUnit(unit_id).attempt
     types = ["uint256", "uint32", "address", "bytes32[]", "bytes32"]
     return keccak(abi_encode(types, [unit_id, attempt, verifier.address, roots, salt]))
 
 
-def seal_attestation(d: Protocol, unit_id: int, verifier: Any, roots: list[bytes], salt: bytes = SALT) -> Any:
+def seal_attestation(
+    d: Protocol, unit_id: int, verifier: Any, roots: list[bytes], salt: bytes = SALT
+) -> Any:
     seal = attestation_seal(d, unit_id, verifier, roots, salt)
     return d.manager.sealAttestation(unit_id, seal, sender=verifier)
 
 
-def attest(d: Protocol, chain, unit_id: int, pairs: list[tuple[Any, list[bytes]]], salt: bytes = SALT) -> list:
+def attest(
+    d: Protocol, chain, unit_id: int, pairs: list[tuple[Any, list[bytes]]], salt: bytes = SALT
+) -> list:
     """Each (verifier, roots) seals, then opens its seal: at once if every drawn verifier sealed,
     else once the challenge window is over. Returns the opening receipts."""
     for verifier, roots in pairs:

@@ -377,7 +377,9 @@ def test_revealForced_sealNotYetOpened_revealTooEarly(forced, chain, project):
         seal_attestation(d, unit, v, ends(d, unit, v))
     d.manager.attest(unit, ends(d, unit, drawn[1]), b"\x5a" * 32, sender=drawn[1])
     until = d.manager.getUnit(unit).deadline + MGR_CFG["revealWindow"]
-    with reverts(d.manager, "RevealTooEarly", unitId=unit, pending=drawn[0].address, deadline=until):
+    with reverts(
+        d.manager, "RevealTooEarly", unitId=unit, pending=drawn[0].address, deadline=until
+    ):
         judge_of(project, d).revealForced(unit, as_tuple(reveal()), sender=d.solvers[0])
     # after the reveal window the unopened seal counts as silence (verdict NONE)
     advance(chain, MGR_CFG["verifyWindow"] + MGR_CFG["revealWindow"] + 1)
@@ -386,6 +388,11 @@ def test_revealForced_sealNotYetOpened_revealTooEarly(forced, chain, project):
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.solvers[0]
     )
     assert tx.events.filter(d.manager.ForcedErrorRevealed)[0].catchers == 1
+    # the reveal re-opened the challenge window (disputeGrace), but not that seal: opened now,
+    # with the verdict known, it would earn the fee without the risk
+    assert d.manager.getUnit(unit).deadline >= chain.pending_timestamp
+    with reverts(d.manager, "SealingClosed", unitId=unit):
+        d.manager.attest(unit, ends(d, unit, drawn[0]), b"\x5a" * 32, sender=drawn[0])
 
 
 def test_revealForced_whistleblowerChallenger_getsOnlyItsBondBack(forced, chain, project):

@@ -525,11 +525,14 @@ class ProtocolMachine(RuleBasedStateMachine):
             else:
                 self.seal_unit(picked[0], verifier, data.draw(st.booleans()))
 
-    def attest_unit(self, uid: int, verifiers: list[int], lazy: bool = False) -> None:
-        """Each verifier seals, then each opens its seal (at once when all drawn sealed)."""
+    def attest_unit(
+        self, uid: int, verifiers: list[int], lazy: bool = False, opening: bool = True
+    ) -> None:
+        """Each verifier seals, then (with `opening`) each opens its seal (at once when all drawn
+        sealed); without, the seals stay closed (silence, once the reveal window is over)."""
         for v in verifiers:
             self.seal_unit(uid, v, lazy)
-        for v in verifiers:
+        for v in verifiers if opening else []:
             self.open_unit(uid, v)
 
     def seal_unit(self, uid: int, verifier: int, lazy: bool = False) -> None:
@@ -784,8 +787,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         u = self.units[uid]
         ok = self.w.send(reporter, self.w.judge.functions.reportPrematureReveal(uid, SECRET))
         early = u.status in (ASSIGNED, COMMITTED) or (
-            u.status in (VERIFYING, DISPUTED)
-            and not all(v in u.sealed for v in u.verifiers)
+            u.status in (VERIFYING, DISPUTED) and not all(v in u.sealed for v in u.verifiers)
         )
         assert ok <= early, f"premature reveal of unit {uid} accepted: {u}"
         if u.status in (ASSIGNED, COMMITTED):
@@ -824,6 +826,8 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.credits[v] += share
         # silent: never sealed, or never opened its seal
         pending = [v for v in u.verifiers if v not in u.attested]
+        if any(v in u.sealed for v in pending):
+            self._seen("unopened seal penalised")
         lock = self.lock(u)
         for v in pending:
             self.stake[v] -= lock
@@ -937,24 +941,40 @@ class ProtocolMachine(RuleBasedStateMachine):
                     if self.stake[v] > 0 and data.draw(st.integers(0, 3)) > 0:
                         self.heartbeat(v)
                 self.draw_unit(uid)
+                # often the drawn verifiers seal at once; their seals are opened (or not) later
+                seal_now, lazy = data.draw(st.booleans()), data.draw(st.booleans())
+                if seal_now and u.status == VERIFYING:
+                    self.attest_unit(uid, u.verifiers, lazy, opening=False)
             elif u.status == VERIFYING:
                 action = data.draw(
                     st.sampled_from(["attest", "challenge", "finalize", "reveal", "premature"])
                 )
                 # draw counts must not depend on the chain's randomness (the draw, the seed)
                 lazy = data.draw(st.booleans())
+                # a finalize may find the drawn verifiers' seals still closed
+                unopened = data.draw(st.booleans())
                 if action == "attest":
-                    self.attest_unit(uid, u.verifiers, lazy)
+                    self.attest_unit(uid, u.verifiers, lazy, opening=not unopened)
+                    if unopened:  # the seals stay closed through the reveal window: silence
+                        self.w.jump(MGR_CFG["verifyWindow"] + MGR_CFG["revealWindow"] + 1)
+                        self.finalize_unit(uid)
                     self.court_challenge(data, uid)  # a whistleblower disputes one entry (or not)
                 elif action == "reveal":
+                    # mostly after the drawn verifiers sealed and opened (the catchers are the
+                    # RIGHT opened attestations), else with some still silent
+                    if data.draw(st.sampled_from([True, True, False])):
+                        self.attest_unit(uid, u.verifiers, lazy)
                     self.reveal_unit(uid, data.draw(st.booleans()), data.draw(st.booleans()))
                 elif action == "premature":
                     self.premature_unit(uid, 8)
                 elif action == "challenge":
                     self.challenge_unit(uid, data.draw(st.sampled_from([6, 7, 8])))
                 else:
-                    # right after the challenge window, or after the reveal window too
-                    late = data.draw(st.booleans())
+                    if unopened:
+                        self.attest_unit(uid, u.verifiers, lazy, opening=False)
+                    # right after the challenge window, or (always with closed seals, which
+                    # hold finalize until then) after the reveal window too
+                    late = data.draw(st.booleans()) or unopened
                     self.w.jump(MGR_CFG["verifyWindow"] + 1 + late * MGR_CFG["revealWindow"])
                     self.finalize_unit(uid)
                     self.court_challenge(data, uid)  # attestations stand after finalisation
@@ -1040,6 +1060,7 @@ def test_protocol_state_machine(world: World) -> None:
             "committed",
             "sealed",
             "attested",
+            "unopened seal penalised",
             "challenged",
             "resolved challengerWon=True",
             "resolved challengerWon=False",

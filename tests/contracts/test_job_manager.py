@@ -15,6 +15,7 @@ from conftest import (
     MGR_CFG,
     REG_CFG,
     ROOT,
+    SALT,
     SEAL,
     SECRET_HASH,
     SOLVER,
@@ -27,14 +28,13 @@ from conftest import (
     U_SELECTING,
     U_VERIFYING,
     V_ATTESTED,
-    V_SEALED,
     V_PENDING,
+    V_SEALED,
     VERIFIER,
-    SALT,
     advance,
+    assign,
     attest,
     attestation_seal,
-    assign,
     by_address,
     commit,
     deploy_protocol,
@@ -46,7 +46,6 @@ from conftest import (
     stake_nodes,
     verifying,
 )
-
 from eth_abi import encode as abi_encode
 from eth_utils import keccak
 
