@@ -35,9 +35,9 @@ class UnitStatus(enum.IntEnum):
 
 class VerifierStatus(enum.IntEnum):
     NONE = 0
-    PENDING = 1
-    ATTESTED = 2
-    CHALLENGED = 3
+    PENDING = 1  # drawn, nothing sealed yet
+    ATTESTED = 2  # its seal opened: the end roots are public
+    SEALED = 3  # its end roots sealed (commit-reveal), not yet opened
     SLASHED = 4  # attested a wrong root at a forced round's perturbed checkpoint
 
 
@@ -118,6 +118,29 @@ def _keeper_acts(u: UnitView, now: Now, delay: int) -> list[Act]:
     return []
 
 
+# --- sealed attestations (commit-reveal) ---------------------------------------------------------
+
+
+def seals_open(statuses: list[VerifierStatus], now: Now, deadline: int) -> bool:
+    """Seals may be opened (`attest`): no drawn verifier is left to seal, or the challenge window
+    closed at `deadline` (before that, an opened seal could be copied by one still to seal)."""
+    return now.timestamp > deadline or all(s != VerifierStatus.PENDING for s in statuses)
+
+
+def forced_reveal_open(
+    statuses: list[VerifierStatus], now: Now, deadline: int, reveal_window: int
+) -> bool:
+    """A forced round's secret may be shown (ForcedErrorJudge.revealForced): no drawn verifier can
+    still seal (Pending while the challenge window runs) or still open its seal (Sealed while the
+    reveal window runs); showing it earlier would tell that verifier the answer."""
+    for s in statuses:
+        if s == VerifierStatus.PENDING and now.timestamp <= deadline:
+            return False
+        if s == VerifierStatus.SEALED and now.timestamp <= deadline + reveal_window:
+            return False
+    return True
+
+
 # --- solver ------------------------------------------------------------------------------------
 
 
@@ -130,7 +153,7 @@ class SolverFacts:
     eligible: bool  # capable, online, enough free stake, config checked, not retired
     trained: bool  # my checkpoints of this attempt are published
     game_id: int  # the open dispute's game (0: none)
-    reveal_due: bool = False  # my forced round is published and its reveal phase has begun
+    reveal_due: bool = False  # my forced round is published and forced_reveal_open() holds
 
 
 def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
@@ -165,23 +188,35 @@ class VerifierFacts:
     verdict: str | None  # None: not replayed yet; "agree"; "disagree"; "unavailable"
     game_id: int  # the open dispute's game (0: none)
     my_challenge: bool  # the open dispute is mine
+    seals_open: bool = False  # seals_open(): every drawn verifier sealed, or the window closed
+    reveal_window: int = 0  # JobManager.Config.revealWindow: seals open until deadline + this
+    challenged: bool = False  # I already challenged this attempt
 
 
 def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
+    """Replay, then seal my end roots in the challenge window (a replay that disagrees also
+    challenges), then open the seal once seals are open and before the reveal window closes."""
     acts: list[Act] = []
     uid, a = u.unit_id, u.attempt
+    live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED)
     in_window = now.timestamp + SEND_MARGIN_S <= u.deadline
-    # Attesting goes on during a dispute (so a forced round's reveal phase can begin, §8.1);
-    # a challenge waits for the unit to be Verifying again.
-    responding = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) and in_window
-    if responding and f.status == VerifierStatus.PENDING:
+    # Sealing goes on during a dispute (so a forced round's reveal phase can begin, §8.1) and
+    # stops once a forced error is revealed (the true root is public: the contract refuses).
+    if live and in_window and not u.forced_revealed and f.status == VerifierStatus.PENDING:
         if f.verdict is None:
             acts.append(Act("replay", "", (uid, a)))
-        elif f.verdict == "agree":
-            acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))
-        elif f.verdict == "disagree" and u.status == UnitStatus.VERIFYING:
-            acts.append(Act("challenge", f"challenge:{uid}:{a}", (uid, a)))
+        elif f.verdict in ("agree", "disagree"):
+            # a dissenter seals its own (true) roots too: its public challenge is no verdict
+            acts.append(Act("seal", f"seal:{uid}:{a}", (uid, a)))
         # "unavailable": the data failed its checks and the roots agree; retry the fetch later
+    drawn = f.status not in (VerifierStatus.NONE, VerifierStatus.SLASHED)
+    # A challenge waits for the unit to be Verifying again; one per attempt.
+    dissent = drawn and f.verdict == "disagree" and not f.challenged
+    if dissent and u.status == UnitStatus.VERIFYING and in_window:
+        acts.append(Act("challenge", f"challenge:{uid}:{a}", (uid, a)))
+    reveal_left = now.timestamp + SEND_MARGIN_S <= u.deadline + f.reveal_window
+    if live and f.status == VerifierStatus.SEALED and f.seals_open and reveal_left:
+        acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))
     if u.status == UnitStatus.DISPUTED and f.my_challenge and f.game_id:
         acts.append(Act("play", "", (f.game_id,)))
     return acts + keeper_acts(u, now, frozenset({"drawVerifiers"}), BACKUP_DELAY)

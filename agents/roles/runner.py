@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import signal
@@ -364,6 +365,12 @@ class RoleAgent:
         return 0
 
     # --- chain reads --------------------------------------------------------------------
+
+    @functools.cached_property
+    def reveal_window(self) -> int:
+        """JobManager.Config.revealWindow (immutable): drawn verifiers open their sealed
+        attestations until a unit's deadline + this."""
+        return int(self.manager.functions.config().call()[12])
 
     def now(self) -> Now:
         b = self.w3.eth.get_block("latest")

@@ -26,6 +26,8 @@ from agents.roles.logic import (
     SolverFacts,
     UnitStatus,
     UnitView,
+    VerifierStatus,
+    forced_reveal_open,
     game_act,
     solver_acts,
 )
@@ -35,7 +37,6 @@ from agents.training.state import State, state_root
 
 ROLE_SOLVER = 1
 TOKEN = 10**18
-ATTESTED, PENDING = 2, 1  # IJobManager.VerifierStatus
 
 
 def perturbed(st: State, secret: bytes, position: int) -> State:
@@ -118,21 +119,20 @@ class Solver(RoleAgent):
         return SolverFacts(self.me, claimed, self.eligible(u), trained, game_id, self.reveal_due(u))
 
     def reveal_due(self, u: UnitView) -> bool:
-        """My forced round awaits its reveal and the reveal phase has begun: every drawn verifier
-        responded, or the challenge window is over (revealing earlier would get me slashed)."""
+        """My forced round awaits its reveal and no drawn verifier can still seal or open its seal
+        (logic.forced_reveal_open; the judge refuses earlier, and showing the secret while one
+        is still to seal would get me slashed)."""
         if u.forced_revealed or u.assignee.lower() != self.me.lower():
             return False
         if u.status not in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
             return False
         if self.agent.store.get_record("forced", f"{u.unit_id}:{u.attempt}") is None:
             return False
-        if self.now().timestamp > u.deadline:
-            return True
-        verifiers = self.manager.functions.getVerifiers(u.unit_id).call()
-        return all(
-            self.manager.functions.verifierStatus(u.unit_id, v).call()[0] != PENDING
-            for v in verifiers
-        )
+        statuses = [
+            VerifierStatus(self.manager.functions.verifierStatus(u.unit_id, v).call()[0])
+            for v in self.manager.functions.getVerifiers(u.unit_id).call()
+        ]
+        return forced_reveal_open(statuses, self.now(), u.deadline, self.reveal_window)
 
     def eligible(self, u: UnitView) -> bool:
         if self.agent.store.get_record("job", str(u.job_id)) is not None:
@@ -283,7 +283,8 @@ class Solver(RoleAgent):
         end_roots = []
         for v in self.manager.functions.getVerifiers(u.unit_id).call():
             ends: list[bytes] = []
-            if self.manager.functions.verifierStatus(u.unit_id, v).call()[0] == ATTESTED:
+            status = self.manager.functions.verifierStatus(u.unit_id, v).call()[0]
+            if status == VerifierStatus.ATTESTED:
                 logs = self.manager.events.Attested().get_logs(
                     argument_filters={"unitId": u.unit_id, "verifier": v}, from_block=0
                 )

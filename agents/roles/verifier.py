@@ -1,19 +1,29 @@
 """The verifier: register and stake; when drawn for a unit, fetch its checkpoints, replay the
-sampled segments (or every segment with --replay-all), then attest the end roots it computed or
-challenge the unit and play the dispute game as the challenger; withdraw its fees.
+sampled segments (or every segment with --replay-all), seal the end roots it computed
+(`sealAttestation`, commit-reveal: no verifier can copy another's roots or wait for another's
+verdict) and open the seal (`attest`) once every drawn verifier sealed or the challenge window
+closed; a replay that disagrees also challenges the unit and plays the dispute game as the
+challenger; withdraw its fees.
 
-`--lazy` attests without fetching or replaying anything: it repeats the unit's committed final
+`--lazy` attests without fetching or replaying anything: it seals the unit's committed final
 state root as the end root of every sampled segment (for demos and tests: such a verifier is
 what whistleblowers exist to catch).
 
 Persistent memory: kind "verdict", id "<unit>:<attempt>" — the replay's outcome and the end
-roots to attest, so a restart neither replays again nor changes its answer.
+roots to attest, so a restart neither replays again nor changes its answer; kind "seal", same
+id — the end roots sealed, and secret "seal-salt:<unit>:<attempt>" — the salt, both stored
+before the seal is sent, so a restarted verifier sends the same seal and can open it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
+from eth_abi import encode
+from eth_utils import keccak
+
+from agents.core.store import Store
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
 from agents.dispute.trace import Computation
@@ -28,6 +38,7 @@ from agents.roles.logic import (
     VerifierFacts,
     VerifierStatus,
     game_act,
+    seals_open,
     verifier_acts,
 )
 from agents.roles.runner import RoleAgent, progress_bar
@@ -35,6 +46,36 @@ from agents.training.state import state_root
 
 ROLE_VERIFIER = 2
 TOKEN = 10**18
+
+
+def seal_of(
+    unit_id: int, attempt: int, verifier: str, end_roots: list[bytes], salt: bytes
+) -> bytes:
+    """IJobManager.sealOf: keccak256(abi.encode(unitId, attempt, verifier, endRoots, salt))."""
+    types = ["uint256", "uint32", "address", "bytes32[]", "bytes32"]
+    return keccak(encode(types, [unit_id, attempt, verifier, end_roots, salt]))
+
+
+def sealed_attestation(
+    store: Store, unit_id: int, attempt: int, verifier: str, end_roots: list[bytes]
+) -> tuple[list[bytes], bytes, bytes]:
+    """(end roots, salt, seal) of my attestation of this attempt. The first call draws the salt
+    and stores it with the roots before anything is sent: a verifier restarted after sending
+    the seal must open it with the same roots and salt (and re-sends the same seal if the first
+    send was lost, so its intent stays the same transaction)."""
+    key = f"{unit_id}:{attempt}"
+    rec = store.get_record("seal", key)
+    salt = store.get_secret(f"seal-salt:{key}")
+    if rec is None or salt is None:
+        salt = salt or os.urandom(32)
+        data = {"end_roots": ["0x" + r.hex() for r in end_roots]}
+        with store.transaction():
+            store.put_secret(f"seal-salt:{key}", salt)
+            store.put_record("seal", key, "sealed", data)
+        rec = store.get_record("seal", key)
+        assert rec is not None
+    roots = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
+    return roots, salt, seal_of(unit_id, attempt, verifier, roots, salt)
 
 
 def replay_segments(
@@ -124,7 +165,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
                 continue
             self.warn_if_lock_uncovered(u)
-            for act in verifier_acts(u, now, self.facts(u)):
+            for act in verifier_acts(u, now, self.facts(u, now)):
                 await self.execute(act, u, now)
         await self.withdraw_if_credited(now)
         await self.defend_attestations(now)
@@ -211,25 +252,34 @@ class Verifier(ChallengerMixin, RoleAgent):
             Act(act.kind, f"court-{act.intent}"), getattr(self.court_game.functions, fn)(*args)
         )
 
-    def facts(self, u: UnitView) -> VerifierFacts:
-        status = VerifierStatus(self.manager.functions.verifierStatus(u.unit_id, self.me).call()[0])
+    def facts(self, u: UnitView, now: Now) -> VerifierFacts:
+        status = self.status_of(u, self.me)
         rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
         verdict = rec.state if rec is not None else None
         game_id, mine = 0, False
         if u.status == UnitStatus.DISPUTED:
             d = self.manager.functions.getDispute(u.unit_id).call()
             game_id, mine = int(d[0]), d[1].lower() == self.me.lower()
-        return VerifierFacts(self.me, status, verdict, game_id, mine)
+        opened = False
+        if status == VerifierStatus.SEALED:  # the others' statuses matter only now
+            drawn = self.manager.functions.getVerifiers(u.unit_id).call()
+            opened = seals_open([self.status_of(u, v) for v in drawn], now, u.deadline)
+        # my challenge leaves my status as it is: the intent record says whether I sent one
+        challenged = self.agent.store.get_intent(f"challenge:{u.unit_id}:{u.attempt}") is not None
+        return VerifierFacts(
+            self.me, status, verdict, game_id, mine, opened, self.reveal_window, challenged
+        )
+
+    def status_of(self, u: UnitView, verifier: str) -> VerifierStatus:
+        return VerifierStatus(self.manager.functions.verifierStatus(u.unit_id, verifier).call()[0])
 
     async def execute(self, act: Act, u: UnitView, now: Now) -> None:
         if act.kind == "replay":
             self.replay(u)
+        elif act.kind == "seal":
+            await self.seal(act, u)
         elif act.kind == "attest":
-            rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
-            assert rec is not None
-            roots = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
-            if await self.send(act, self.manager.functions.attest(u.unit_id, roots)) is not None:
-                self.log.info("attested unit %d segments %s", u.unit_id, rec.data["segments"])
+            await self.attest(act, u)
         elif act.kind == "challenge":
             ctx = self.context(u.job_id)
             if ctx is not None:
@@ -240,6 +290,29 @@ class Verifier(ChallengerMixin, RoleAgent):
                 await self.play(act.args[0], ctx, now)
         elif act.kind != "finalize":
             await self.keeper(act)
+
+    async def seal(self, act: Act, u: UnitView) -> None:
+        rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
+        assert rec is not None
+        ends = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
+        _, _, seal = sealed_attestation(self.agent.store, u.unit_id, u.attempt, self.me, ends)
+        fn = self.manager.functions.sealAttestation(u.unit_id, seal)
+        if await self.send(act, fn) is not None:
+            segments = rec.data["segments"]
+            self.log.info("sealed my end roots of unit %d segments %s", u.unit_id, segments)
+
+    async def attest(self, act: Act, u: UnitView) -> None:
+        """Open my seal with the end roots and salt stored when it was made."""
+        key = f"{u.unit_id}:{u.attempt}"
+        rec = self.agent.store.get_record("seal", key)
+        salt = self.agent.store.get_secret(f"seal-salt:{key}")
+        if rec is None or salt is None:
+            self.log.error("unit %d: sealed on chain but no stored seal: cannot open it", u.unit_id)
+            return
+        roots = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
+        fn = self.manager.functions.attest(u.unit_id, roots, salt)
+        if await self.send(act, fn) is not None:
+            self.log.info("attested unit %d: opened my seal of %d end roots", u.unit_id, len(roots))
 
     def replay(self, u: UnitView) -> None:
         ctx = self.context(u.job_id)
@@ -262,9 +335,10 @@ class Verifier(ChallengerMixin, RoleAgent):
             self._no_data(u, key, segments, ctx)
             return
         if self.args.cheat_challenge:
-            self.agent.store.put_record(
-                "verdict", key, "disagree", {"segments": segments, "end_roots": [], "wrong": []}
-            )
+            # disputes without replaying; it seals the published roots (so it is not silent)
+            ends = ["0x" + reader.root(s + 1).hex() for s in segments]
+            data = {"segments": segments, "end_roots": ends, "wrong": []}
+            self.agent.store.put_record("verdict", key, "disagree", data)
             return
         check = list(range(ctx.segments)) if self.args.replay_all else segments
         try:
@@ -298,16 +372,16 @@ class Verifier(ChallengerMixin, RoleAgent):
         if now - first < (u.deadline - first) / 2:
             return
         comp = self.challenger_comp(ctx)
-        if comp.checkpoint_commit() != u.checkpoint_root:
-            self.agent.store.put_record(
-                "verdict", key, "disagree", {"segments": segments, "end_roots": [], "wrong": []}
-            )
-            return
-        # The commitment is right but its data is withheld: our own replay from step 0 gives
-        # every checkpoint root, so we can attest what we computed instead of being penalised
-        # as a non-responder for the solver's withholding.
+        # Our own replay from step 0 gives every checkpoint root: we seal what we computed
+        # (right or wrong commitment) instead of being penalised as a non-responder for the
+        # solver's withholding.
         roots = comp.checkpoint_roots()
         ends = ["0x" + roots[s + 1].hex() for s in segments]
+        if comp.checkpoint_commit() != u.checkpoint_root:
+            self.agent.store.put_record(
+                "verdict", key, "disagree", {"segments": segments, "end_roots": ends, "wrong": []}
+            )
+            return
         self.log.warning(
             "unit %d: checkpoints withheld; own replay matches the commitment, attesting from it",
             u.unit_id,
@@ -323,7 +397,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = role_parser(
         sub,
         "verifier",
-        "run a verifier: stake, replay sampled segments, attest or challenge, play dispute games",
+        "run a verifier: stake, replay sampled segments, seal and open attestations, challenge, "
+        "play dispute games",
     )
     p.add_argument(
         "--stake",

@@ -3,6 +3,8 @@ exactly one logical send (so re-deciding after a restart never sends twice)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from agents.dispute.player import Move, Phase
 from agents.roles.logic import (
     BACKUP_DELAY,
@@ -15,8 +17,10 @@ from agents.roles.logic import (
     UnitView,
     VerifierFacts,
     VerifierStatus,
+    forced_reveal_open,
     game_act,
     keeper_acts,
+    seals_open,
     solver_acts,
     verifier_acts,
     whistleblower_acts,
@@ -130,30 +134,88 @@ def vfacts(**kw) -> VerifierFacts:
     return VerifierFacts(**base)
 
 
-def test_verifier_replays_then_attests_or_challenges():
+def test_verifier_replays_then_seals_or_challenges_and_seals():
     u = unit(UnitStatus.VERIFYING)
     assert kinds(verifier_acts(u, Now(1, 900), vfacts())) == ["replay"]
-    assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict="agree"))) == ["attest"]
-    assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict="disagree"))) == ["challenge"]
-    # data that failed its root check with right roots: neither attest nor challenge (retry)
+    seal = verifier_acts(u, Now(1, 900), vfacts(verdict="agree"))
+    assert kinds(seal) == ["seal"] and seal[0].intent == f"seal:{UID}:0"
+    # a dissenter challenges (publicly) and seals its own roots too
+    assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict="disagree"))) == [
+        "seal",
+        "challenge",
+    ]
+    # data that failed its root check with right roots: neither seal nor challenge (retry)
     assert verifier_acts(u, Now(1, 900), vfacts(verdict="unavailable")) == []
     assert verifier_acts(u, Now(1, 900), vfacts(status=VerifierStatus.NONE)) == []
     assert verifier_acts(u, Now(1, 900), vfacts(status=VerifierStatus.ATTESTED)) == []
     assert verifier_acts(u, Now(1, 1000), vfacts(verdict="agree")) == []  # window closing
+    # no seal after a forced reveal (the true root is public)
+    revealed = replace(u, forced_revealed=True)
+    assert verifier_acts(revealed, Now(1, 900), vfacts(verdict="agree")) == []
+
+
+def test_verifier_challenges_once_per_attempt_whatever_its_seal():
+    u = unit(UnitStatus.VERIFYING)
+    sealed = vfacts(status=VerifierStatus.SEALED, verdict="disagree")
+    assert kinds(verifier_acts(u, Now(1, 900), sealed)) == ["challenge"]
+    assert verifier_acts(u, Now(1, 900), replace(sealed, challenged=True)) == []
+    assert verifier_acts(u, Now(1, 1000), sealed) == []  # window closing
+
+
+def test_verifier_opens_its_seal_once_seals_are_open_and_before_the_reveal_window_closes():
+    u = unit(UnitStatus.VERIFYING)  # deadline 1000
+    sealed = vfacts(status=VerifierStatus.SEALED, verdict="agree", reveal_window=60)
+    # another drawn verifier has not sealed and the window runs: wait
+    assert verifier_acts(u, Now(1, 900), sealed) == []
+    # every drawn verifier sealed: open now, inside the window
+    acts = verifier_acts(u, Now(1, 900), replace(sealed, seals_open=True))
+    assert kinds(acts) == ["attest"] and acts[0].intent == f"attest:{UID}:0"
+    # the window closed: open, until deadline + revealWindow (less the send margin)
+    late = replace(sealed, seals_open=True)
+    assert kinds(verifier_acts(u, Now(1, 1001), late)) == ["attest"]
+    assert kinds(verifier_acts(u, Now(1, 1060 - SEND_MARGIN_S), late)) == ["attest"]
+    assert verifier_acts(u, Now(1, 1060 - SEND_MARGIN_S + 1), late) == []
+    assert verifier_acts(u, Now(1, 1061), late) == []
+    # a seal is opened during a dispute too; an opened one is not opened again
+    d = unit(UnitStatus.DISPUTED)
+    assert kinds(verifier_acts(d, Now(1, 900), replace(sealed, seals_open=True))) == ["attest"]
+    attested = replace(sealed, status=VerifierStatus.ATTESTED, seals_open=True)
+    assert verifier_acts(u, Now(1, 1001), attested) == []
+
+
+def test_seals_open_when_nobody_is_left_to_seal_or_the_window_closed():
+    P, S, A = VerifierStatus.PENDING, VerifierStatus.SEALED, VerifierStatus.ATTESTED
+    assert not seals_open([S, P], Now(1, 1000), 1000)
+    assert seals_open([S, A], Now(1, 900), 1000)
+    assert seals_open([S, S], Now(1, 900), 1000)
+    assert seals_open([S, P], Now(1, 1001), 1000)
+
+
+def test_forced_reveal_waits_for_every_seal_and_every_opening():
+    P, S, A = VerifierStatus.PENDING, VerifierStatus.SEALED, VerifierStatus.ATTESTED
+    N = VerifierStatus.NONE
+    # deadline 1000, reveal window 60
+    assert not forced_reveal_open([A, P], Now(1, 900), 1000, 60)  # one can still seal
+    assert not forced_reveal_open([A, S], Now(1, 900), 1000, 60)  # one can still open
+    assert not forced_reveal_open([A, S], Now(1, 1060), 1000, 60)
+    assert forced_reveal_open([A, A], Now(1, 900), 1000, 60)  # every seal opened
+    assert forced_reveal_open([A, P], Now(1, 1001), 1000, 60)  # silent past the window
+    assert forced_reveal_open([A, S], Now(1, 1061), 1000, 60)  # a seal never opened
+    assert forced_reveal_open([N], Now(1, 900), 1000, 60)
 
 
 def test_verifier_plays_only_its_own_dispute():
     d = unit(UnitStatus.DISPUTED)
-    mine = vfacts(status=VerifierStatus.CHALLENGED, game_id=4, my_challenge=True)
+    mine = vfacts(status=VerifierStatus.ATTESTED, game_id=4, my_challenge=True, challenged=True)
     assert kinds(verifier_acts(d, Now(1, 1), mine)) == ["play"]
     assert verifier_acts(d, Now(1, 1), vfacts(status=VerifierStatus.NONE, game_id=4)) == []
 
 
-def test_verifier_attests_during_a_dispute_but_does_not_challenge():
+def test_verifier_seals_during_a_dispute_but_does_not_challenge():
     d = unit(UnitStatus.DISPUTED)
     assert kinds(verifier_acts(d, Now(1, 900), vfacts(game_id=4))) == ["replay"]
-    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="agree"))) == ["attest"]
-    assert verifier_acts(d, Now(1, 900), vfacts(verdict="disagree")) == []
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="agree"))) == ["seal"]
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="disagree"))) == ["seal"]
 
 
 def test_solver_reveals_its_forced_round_before_defending():
