@@ -3,7 +3,8 @@
 Run: `python -m bench.contracts_bench` (needs build/abi from `make compile`; starts a private
 Anvil, ~10 s). Writes bench/results/contracts.json with:
 - `lifecycle`: each step of one job with one unit, in order — postJob, claim (one solver),
-  closeClaims, selectAssignee, commitCheckpoints, drawVerifiers, attest (each drawn verifier),
+  closeClaims, selectAssignee, commitCheckpoints, drawVerifiers, sealAttestation (each drawn
+  verifier), attest (each drawn verifier opens its seal: all sealed, so before the deadline),
   finalize, withdraw (the solver) — its gasUsed, and the total;
 - `actions`: gas of the remaining actions (registration, heartbeat, staking, unbonding, cancel,
   a second claimant, expiry, challenge, both dispute outcomes, a verifier's withdraw);
@@ -163,13 +164,23 @@ def setup_nodes(b: Bench) -> dict[str, int]:
 
 
 def lifecycle(b: Bench) -> dict[str, Any]:
-    """One job of one unit from posting to the solver's withdrawal; every drawn verifier attests."""
+    """One job of one unit from posting to the solver's withdrawal; every drawn verifier seals its
+    attestation, then (every seal in) opens it."""
     unit, steps = b.to_verifying(solver=2)
+    attempt = b.manager.functions.getUnit(unit).call()[10]
+    opens = []
     for v in b.manager.functions.getVerifiers(unit).call():
         who = b.addr.index(v)
         segs = b.manager.functions.sampledSegments(unit, v).call()
         roots = [bytes([0x30 + s]) * 32 for s in segs]
-        steps[f"attest (verifier {who})"] = b.gas(who, b.manager.functions.attest(unit, roots))
+        salt = bytes([0x40 + who]) * 32
+        seal = b.manager.functions.sealOf(unit, attempt, v, roots, salt).call()
+        fn = b.manager.functions.sealAttestation(unit, seal)
+        steps[f"sealAttestation (verifier {who})"] = b.gas(who, fn)
+        opens.append((who, roots, salt))
+    for who, roots, salt in opens:
+        fn = b.manager.functions.attest(unit, roots, salt)
+        steps[f"attest (verifier {who})"] = b.gas(who, fn)
     b.jump(DEFAULT_MANAGER_CONFIG["verifyWindow"] + 1)
     steps["finalize"] = b.gas(9, b.manager.functions.finalize(unit))
     steps["withdraw (solver)"] = b.gas(2, b.manager.functions.withdraw())

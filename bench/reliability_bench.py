@@ -367,6 +367,8 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
                 w3,
                 {
                     "verifyWindow": 40,
+                    # a verifier killed after sealing must be back within it to open its seal
+                    "revealWindow": 40,
                     "disputeGrace": DISPUTE_GRACE_S,
                     "verifiersPerUnit": 2 if plan.liar else 1,
                 },

@@ -51,6 +51,9 @@ REGISTRY_CONFIG = {"unbondingDelay": 60, "heartbeatTtl": 3600}
 MANAGER_CONFIG = {
     "claimWindow": 10,
     "verifyWindow": 20,
+    # drawn verifiers open their seals at once when all sealed; this bounds the wait for one
+    # that sealed and went silent
+    "revealWindow": 15,
     "disputeGrace": 10,
     "verifiersPerUnit": 2,
     "segmentsPerVerifier": 2,

@@ -68,6 +68,7 @@ DEPLOY_PARAMS = {
     "manager_config": {
         "claimWindow": 8,
         "verifyWindow": 20,
+        "revealWindow": 15,  # the one drawn verifier opens its seal right after sealing
         "verifiersPerUnit": 1,
         # the verifier replays every segment (5 per unit), so the cheater's one wrong step is
         # always in a replayed segment and the scenario's outcome is fixed

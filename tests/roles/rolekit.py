@@ -36,6 +36,9 @@ def deploy(w3: Web3, manager_config: dict | None = None, clock_budget: int = 120
     cfg = {
         "claimWindow": 10,
         "verifyWindow": 25,
+        # seals are opened at once when every drawn verifier sealed; this only bounds the wait
+        # for one that sealed and fell silent
+        "revealWindow": 20,
         "disputeGrace": 10,
         "verifiersPerUnit": 1,
         "forcedErrorBps": 0,
