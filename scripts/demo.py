@@ -418,6 +418,7 @@ def collect(
         ("UnitClaimed", "solver", "claimed"),
         ("UnitAssigned", "solver", "assigned"),
         ("CheckpointsCommitted", "solver", "committed"),
+        ("AttestationSealed", "verifier", "sealed"),
         ("Attested", "verifier", "attested"),
         ("ChallengeOpened", "challenger", "challenged"),
     ):
