@@ -239,6 +239,14 @@ def chain_cases(w3: Web3, addrs: dict[str, str]) -> list[dict[str, Any]]:
         ("claim: unknown unit", tx(manager.functions.claim(99 << 32, b"\x01" * 32))),
         ("withdraw: nothing credited", tx(manager.functions.withdraw())),
         ("challenge: not a verifier", tx(manager.functions.challenge(1 << 32, b"\x05" * 32))),
+        (
+            "sealAttestation: unknown unit",
+            tx(manager.functions.sealAttestation(99 << 32, b"\1" * 32)),
+        ),
+        (
+            "attest: unknown unit",
+            tx(manager.functions.attest(99 << 32, [b"\1" * 32], b"\2" * 32)),
+        ),
         ("registry: unbond unregistered", tx(registry.functions.requestUnbond(1))),
         ("game: checkpoints for unknown game", tx(game.functions.postCheckpoints(7, [b"\1" * 32]))),
         ("game: timeout of unknown game", tx(game.functions.claimTimeout(7))),
