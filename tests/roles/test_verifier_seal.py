@@ -1,11 +1,14 @@
-"""The verifier's sealed attestation: its locally computed seal is the contract's `sealOf`, and
-the salt and roots it seals are stored before the seal is sent and survive a restart."""
+"""The verifier's sealed attestation: its locally computed seal is the contract's `sealOf`, the
+salt and roots it seals are stored before the seal is sent and survive a restart, and a verifier
+killed -9 after sealing opens its seal once restarted (another drawn verifier stays silent, so
+the seal cannot be opened before the challenge window closes: the kill always lands in time)."""
 
 from __future__ import annotations
 
 import os
 import random
 
+import pytest
 import rolekit as rk
 
 from agents.core.store import Store
@@ -50,3 +53,78 @@ def test_sealed_attestation_keeps_its_salt_and_roots_across_a_restart(tmp_path):
     other = sealed_attestation(store, 9 << 32, 1, me, roots)
     assert other[1] != first[1] and other[2] != first[2]
     store.close()
+
+
+@pytest.mark.timeout(300)
+def test_verifier_killed_after_sealing_opens_its_seal_once_restarted(tmp_path):
+    spec = rk.write_spec(tmp_path / "spec.json", steps=400, every=200)
+    submitter = rk.Party("submitter", "submitter", 1)
+    solver = rk.Party("solver", "solver", 2, ["--stake", "200"])
+    verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
+    silent = rk.Party("silent", "verifier", 6, ["--stake", "100"])
+    with rk.chain() as (url, w3):
+        addrs = rk.deploy(w3, {"verifiersPerUnit": 2})
+        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, verifier, silent])
+        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
+        registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
+
+        def sealed() -> list:
+            return manager.events.AttestationSealed().get_logs(from_block=0)
+
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+            for p in (solver, verifier, silent):
+                ag.start(p)
+            rk.wait_for(
+                "registrations",
+                lambda: all(
+                    registry.functions.roleOf(p.address).call() for p in (solver, verifier, silent)
+                ),
+                90,
+                ag,
+                ("solver", "verifier", "silent"),
+            )
+            # registered, staked and online (heartbeatTtl 1 h): drawn, but it never seals
+            ag.kill9("silent")
+            ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
+            rk.wait_for("the verifier's seal", lambda: bool(sealed()), 150, ag, ("verifier",))
+            ag.kill9("verifier")
+            (seal,) = sealed()
+            unit = int(seal["args"]["unitId"])
+            assert manager.functions.getUnit(unit).call()[0] == 5  # Verifying: window still open
+            assert manager.events.Attested().get_logs(from_block=0) == []  # killed before opening
+            ag.start(verifier)
+            rk.wait_for("job completion", lambda: ag.procs["submitter"].poll() is not None, 150, ag)
+            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+
+        # the restarted verifier opened its seal (the stored roots and salt) after the window
+        (opened,) = manager.events.Attested().get_logs(from_block=0)
+        assert opened["args"]["verifier"] == verifier.address
+        drawn = manager.events.VerifiersDrawn().get_logs(from_block=0)[-1]["args"]
+        opened_at = w3.eth.get_block(opened["blockNumber"])["timestamp"]
+        assert opened_at > drawn["challengeDeadline"]
+        attempt = manager.functions.getUnit(unit).call()[10]
+        ends = list(opened["args"]["endRoots"])
+        salt = _salt(tmp_path, unit, attempt)
+        assert seal["args"]["seal"] == seal_of(unit, attempt, verifier.address, ends, salt)
+        # paid the fee; the silent one penalised; nothing sent twice
+        (penalised,) = manager.events.VerifierPenalised().get_logs(from_block=0)
+        assert penalised["args"]["verifier"] == silent.address
+        (final,) = manager.events.UnitFinalized().get_logs(from_block=0)
+        credited = manager.events.Credited().get_logs(
+            from_block=final["blockNumber"], argument_filters={"account": verifier.address}
+        )
+        assert credited and credited[0]["args"]["amount"] > 0
+        from scripts.demo import audit_sends
+
+        assert audit_sends(w3, 0, {verifier.address: tmp_path / "verifier"}) == []
+
+
+def _salt(run_dir, unit: int, attempt: int) -> bytes:
+    """The salt the verifier stored in its data folder."""
+    store = Store(run_dir / "verifier" / "agent.db")
+    try:
+        salt = store.get_secret(f"seal-salt:{unit}:{attempt}")
+    finally:
+        store.close()
+    assert salt is not None
+    return salt
