@@ -191,11 +191,14 @@ class VerifierFacts:
     seals_open: bool = False  # seals_open(): every drawn verifier sealed, or the window closed
     reveal_window: int = 0  # JobManager.Config.revealWindow: seals open until deadline + this
     challenged: bool = False  # I already challenged this attempt
+    last_to_answer: bool = False  # I am Pending and every other drawn verifier sealed or attested
 
 
 def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     """Replay, then seal my end roots in the challenge window (a replay that disagrees also
-    challenges), then open the seal once seals are open and before the reveal window closes."""
+    challenges), then open the seal once seals are open and before the reveal window closes.
+    The last drawn verifier to answer attests in the clear instead (one transaction: every other
+    one is bound by its seal already, so nobody is left to copy it)."""
     acts: list[Act] = []
     uid, a = u.unit_id, u.attempt
     live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED)
@@ -205,6 +208,8 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     if live and in_window and not u.forced_revealed and f.status == VerifierStatus.PENDING:
         if f.verdict is None:
             acts.append(Act("replay", "", (uid, a)))
+        elif f.verdict in ("agree", "disagree") and f.last_to_answer:
+            acts.append(Act("attest", f"attest-clear:{uid}:{a}", (uid, a)))
         elif f.verdict in ("agree", "disagree"):
             # a dissenter seals its own (true) roots too: its public challenge is no verdict
             acts.append(Act("seal", f"seal:{uid}:{a}", (uid, a)))

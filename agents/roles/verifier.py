@@ -2,8 +2,9 @@
 sampled segments (or every segment with --replay-all), seal the end roots it computed
 (`sealAttestation`, commit-reveal: no verifier can copy another's roots or wait for another's
 verdict) and open the seal (`attest`) once every drawn verifier sealed or the challenge window
-closed; a replay that disagrees also challenges the unit and plays the dispute game as the
-challenger; withdraw its fees.
+closed (the last drawn verifier to answer attests in the clear instead: one transaction, nobody
+is left to copy it); a replay that disagrees also challenges the unit and plays the dispute
+game as the challenger; withdraw its fees.
 
 `--lazy` attests without fetching or replaying anything: it seals the unit's committed final
 state root as the end root of every sampled segment (for demos and tests: such a verifier is
@@ -260,14 +261,17 @@ class Verifier(ChallengerMixin, RoleAgent):
         if u.status == UnitStatus.DISPUTED:
             d = self.manager.functions.getDispute(u.unit_id).call()
             game_id, mine = int(d[0]), d[1].lower() == self.me.lower()
-        opened = False
-        if status == VerifierStatus.SEALED:  # the others' statuses matter only now
+        opened = last = False
+        if status in (VerifierStatus.SEALED, VerifierStatus.PENDING) and verdict is not None:
             drawn = self.manager.functions.getVerifiers(u.unit_id).call()
-            opened = seals_open([self.status_of(u, v) for v in drawn], now, u.deadline)
+            statuses = [self.status_of(u, v) for v in drawn]
+            opened = seals_open(statuses, now, u.deadline)
+            # Pending myself: am I the only one left to answer?
+            last = status == VerifierStatus.PENDING and statuses.count(VerifierStatus.PENDING) == 1
         # my challenge leaves my status as it is: the intent record says whether I sent one
         challenged = self.agent.store.get_intent(f"challenge:{u.unit_id}:{u.attempt}") is not None
         return VerifierFacts(
-            self.me, status, verdict, game_id, mine, opened, self.reveal_window, challenged
+            self.me, status, verdict, game_id, mine, opened, self.reveal_window, challenged, last
         )
 
     def status_of(self, u: UnitView, verifier: str) -> VerifierStatus:
@@ -302,8 +306,17 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.log.info("sealed my end roots of unit %d segments %s", u.unit_id, segments)
 
     async def attest(self, act: Act, u: UnitView) -> None:
-        """Open my seal with the end roots and salt stored when it was made."""
+        """Open my seal with the end roots and salt stored when it was made; as the last drawn
+        verifier to answer (no seal), attest my end roots in the clear."""
         key = f"{u.unit_id}:{u.attempt}"
+        if act.intent.startswith("attest-clear:"):
+            rec = self.agent.store.get_record("verdict", key)
+            assert rec is not None
+            roots = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
+            fn = self.manager.functions.attest(u.unit_id, roots, bytes(32))  # the salt is unused
+            if await self.send(act, fn) is not None:
+                self.log.info("attested unit %d in the clear (the last drawn to answer)", u.unit_id)
+            return
         rec = self.agent.store.get_record("seal", key)
         salt = self.agent.store.get_secret(f"seal-salt:{key}")
         if rec is None or salt is None:

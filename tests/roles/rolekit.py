@@ -206,7 +206,8 @@ class Warp:
     still act on them: only the real seconds between the last action and the deadline go.
 
     Idle means, per running item (anything else keeps the clock as it is):
-      - a unit in Verifying whose drawn verifiers have all attested or challenged since the draw,
+      - a unit in Verifying whose drawn verifiers have all attested since the draw (a challenge
+        is no verdict: a drawn challenger still attests, sealed or as the last to answer),
         and, when forced rounds are on, whose forced error (if any) is revealed: with every
         verifier of the test drawn (the caller's promise: no other verifier or whistleblower
         could challenge), only `finalize` is left;
@@ -264,12 +265,10 @@ class Warp:
         m = self.manager.functions
         events = self.manager.events
         drawn = {e["args"]["unitId"]: e for e in events.VerifiersDrawn().get_logs(from_block=0)}
-        responses = [  # (unit, verifier, block) of every attestation and challenge
+        responses = [  # (unit, verifier, block) of every attestation (an opened seal)
             (e["args"]["unitId"], e["args"]["verifier"], e["blockNumber"])
             for e in events.Attested().get_logs(from_block=0)
         ]
-        for e in events.ChallengeOpened().get_logs(from_block=0):
-            responses.append((e["args"]["unitId"], e["args"]["challenger"], e["blockNumber"]))
         for job in range(1, m.jobCount().call() + 1):
             j = _named(m.getJob, job)
             if j["status"] != _JOB_OPEN or job in self.skip_jobs:

@@ -154,6 +154,18 @@ def test_verifier_replays_then_seals_or_challenges_and_seals():
     assert verifier_acts(revealed, Now(1, 900), vfacts(verdict="agree")) == []
 
 
+def test_the_last_verifier_to_answer_attests_in_the_clear():
+    u = unit(UnitStatus.VERIFYING)
+    last = vfacts(verdict="agree", last_to_answer=True)
+    acts = verifier_acts(u, Now(1, 900), last)
+    assert kinds(acts) == ["attest"] and acts[0].intent == f"attest-clear:{UID}:0"
+    both = verifier_acts(u, Now(1, 900), replace(last, verdict="disagree"))
+    assert kinds(both) == ["attest", "challenge"]
+    assert verifier_acts(u, Now(1, 1000), last) == []  # only in the window
+    assert verifier_acts(replace(u, forced_revealed=True), Now(1, 900), last) == []
+    assert kinds(verifier_acts(u, Now(1, 900), replace(last, verdict=None))) == ["replay"]
+
+
 def test_verifier_challenges_once_per_attempt_whatever_its_seal():
     u = unit(UnitStatus.VERIFYING)
     sealed = vfacts(status=VerifierStatus.SEALED, verdict="disagree")
