@@ -203,6 +203,12 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     uid, a = u.unit_id, u.attempt
     live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED)
     in_window = now.timestamp + SEND_MARGIN_S <= u.deadline
+    drawn = f.status not in (VerifierStatus.NONE, VerifierStatus.SLASHED)
+    # A challenge waits for the unit to be Verifying again; one per attempt. It goes first: the
+    # unit must not be finalized before it, while the attestation may follow during the dispute.
+    dissent = drawn and f.verdict == "disagree" and not f.challenged
+    if dissent and u.status == UnitStatus.VERIFYING and in_window:
+        acts.append(Act("challenge", f"challenge:{uid}:{a}", (uid, a)))
     # Sealing goes on during a dispute (so a forced round's reveal phase can begin, §8.1) and
     # stops once a forced error is revealed (the true root is public: the contract refuses).
     if live and in_window and not u.forced_revealed and f.status == VerifierStatus.PENDING:
@@ -211,14 +217,9 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
         elif f.verdict in ("agree", "disagree") and f.last_to_answer:
             acts.append(Act("attest", f"attest-clear:{uid}:{a}", (uid, a)))
         elif f.verdict in ("agree", "disagree"):
-            # a dissenter seals its own (true) roots too: its public challenge is no verdict
+            # a dissenter attests its own (true) roots too: its public challenge is no verdict
             acts.append(Act("seal", f"seal:{uid}:{a}", (uid, a)))
         # "unavailable": the data failed its checks and the roots agree; retry the fetch later
-    drawn = f.status not in (VerifierStatus.NONE, VerifierStatus.SLASHED)
-    # A challenge waits for the unit to be Verifying again; one per attempt.
-    dissent = drawn and f.verdict == "disagree" and not f.challenged
-    if dissent and u.status == UnitStatus.VERIFYING and in_window:
-        acts.append(Act("challenge", f"challenge:{uid}:{a}", (uid, a)))
     reveal_left = now.timestamp + SEND_MARGIN_S <= u.deadline + f.reveal_window
     if live and f.status == VerifierStatus.SEALED and f.seals_open and reveal_left:
         acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))

@@ -141,8 +141,8 @@ def test_verifier_replays_then_seals_or_challenges_and_seals():
     assert kinds(seal) == ["seal"] and seal[0].intent == f"seal:{UID}:0"
     # a dissenter challenges (publicly) and seals its own roots too
     assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict="disagree"))) == [
-        "seal",
         "challenge",
+        "seal",
     ]
     # data that failed its root check with right roots: neither seal nor challenge (retry)
     assert verifier_acts(u, Now(1, 900), vfacts(verdict="unavailable")) == []
@@ -160,7 +160,7 @@ def test_the_last_verifier_to_answer_attests_in_the_clear():
     acts = verifier_acts(u, Now(1, 900), last)
     assert kinds(acts) == ["attest"] and acts[0].intent == f"attest-clear:{UID}:0"
     both = verifier_acts(u, Now(1, 900), replace(last, verdict="disagree"))
-    assert kinds(both) == ["attest", "challenge"]
+    assert kinds(both) == ["challenge", "attest"]  # the challenge first: no finalize before it
     assert verifier_acts(u, Now(1, 1000), last) == []  # only in the window
     assert verifier_acts(replace(u, forced_revealed=True), Now(1, 900), last) == []
     assert kinds(verifier_acts(u, Now(1, 900), replace(last, verdict=None))) == ["replay"]
