@@ -261,6 +261,54 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
     return acts
 
 
+# --- premature reveals (a leaked forced-error secret) ----------------------------------------
+
+
+def premature_reveal_open(u: UnitView, now: Now, statuses: list[VerifierStatus]) -> bool:
+    """The assignee's secret shown now is premature (ForcedErrorJudge.reportPrematureReveal): the
+    unit is Assigned or Committed, or Verifying/Disputed with a drawn verifier still to seal
+    (Pending) while the challenge window runs. After that every verdict is fixed and the secret
+    tells nobody anything."""
+    if u.status in (UnitStatus.ASSIGNED, UnitStatus.COMMITTED):
+        return True
+    if u.status not in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
+        return False
+    pending = any(s == VerifierStatus.PENDING for s in statuses)
+    return pending and now.timestamp + SEND_MARGIN_S <= u.deadline
+
+
+def parse_leak(name: str, text: str) -> tuple[int, bytes]:
+    """A leak file `<unitId>.hex` (decimal or 0x id) holding a 32-byte secret in hex -> (unit,
+    secret); ValueError with the reason otherwise."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot or ext != "hex" or not stem:
+        raise ValueError("the name is not <unitId>.hex")
+    unit_id = int(stem, 0)  # ValueError for a name that is no number
+    if not 0 < unit_id < 2**256:
+        raise ValueError("the unit id must be a positive uint256")
+    body = text.strip().removeprefix("0x")
+    if len(body) != 64:
+        raise ValueError(f"expected 32 bytes in hex, got {len(body)} hex digits")
+    return unit_id, bytes.fromhex(body)
+
+
+@dataclass(frozen=True)
+class LeakFacts:
+    secret: bytes  # the leaked candidate for the unit's current assignee
+    matches: bool  # keccak256(secret) == JobManager.secretHashOf(unit, assigneeIndex)
+    reported: bool  # I already reported this attempt
+
+
+def leak_acts(u: UnitView, now: Now, statuses: list[VerifierStatus], f: LeakFacts) -> list[Act]:
+    """Report a leaked secret that matches the assignee's claim while showing it is premature:
+    the assignee's collateral is slashed (half of it to me) and the unit re-opens. One report
+    per (unit, attempt)."""
+    if f.reported or not f.matches or not premature_reveal_open(u, now, statuses):
+        return []
+    uid, a = u.unit_id, u.attempt
+    return [Act("reportPrematureReveal", f"premature:{uid}:{a}", (uid, f.secret))]
+
+
 # --- games -------------------------------------------------------------------------------------
 
 

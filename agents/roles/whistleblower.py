@@ -2,16 +2,23 @@
 the attested segments; dispute a false one through the AttestationCourt (a segment game with
 the verifier as defender; the verifier's stake is slashed if it loses); when a false
 attestation covers a wrong commitment, also challenge the unit itself like a verifier; play
-every game as the challenger; withdraw what it wins (JobManager and court credits).
+every game as the challenger; withdraw what it wins (JobManager and court credits). With
+--leaked-secrets DIR, also report a solver's forced-error secret leaked before its time (files
+`<unitId>.hex` in DIR stand for an off-chain leak channel): the solver's collateral is slashed,
+half of it to the whistleblower, and the unit re-opens (PROTOCOL §8.1).
 
-Persistent memory: kind "cursor" (the last block scanned) and kind "attestation", id
-"<unit>:<verifier>:<block>" with the verdict.
+Persistent memory: kind "cursor" (the last block scanned), kind "attestation", id
+"<unit>:<verifier>:<block>" with the verdict, and kind "leak", id "<unit>:<attempt>" for a
+reported premature reveal.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from eth_abi import encode
+from eth_utils import keccak
 from web3.logs import DISCARD
 
 from agents.dispute.client import GameClient
@@ -22,14 +29,18 @@ from agents.roles.jobs import JobContext
 from agents.roles.logic import (
     Act,
     AttestationFacts,
+    LeakFacts,
     Now,
     Side,
     UnitStatus,
     UnitView,
+    VerifierStatus,
     game_act,
+    leak_acts,
+    parse_leak,
     whistleblower_acts,
 )
-from agents.roles.runner import RoleAgent
+from agents.roles.runner import RoleAgent, RoleError
 from agents.roles.verifier import ChallengerMixin, replay_segments
 from agents.training import merkle
 
@@ -40,9 +51,15 @@ TOKEN = 10**18
 class Whistleblower(ChallengerMixin, RoleAgent):
     role = "whistleblower"
 
+    @classmethod
+    def check_args(cls, args: argparse.Namespace) -> None:
+        if args.leaked_secrets and not Path(args.leaked_secrets).is_dir():
+            raise RoleError(f"--leaked-secrets {args.leaked_secrets}: not a folder")
+
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
         self.court_comps: dict[int, Computation] = {}
+        self.bad_leaks: set[tuple[str, str]] = set()  # (file, contents) warned about once
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_WHISTLEBLOWER, int(self.args.stake * TOKEN), (0, 0, 0))
@@ -94,6 +111,8 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 ctx = self.context(u.job_id)
                 if d[1].lower() == self.me.lower() and ctx is not None:
                     await self.play(int(d[0]), ctx, now)
+        if self.args.leaked_secrets:
+            await self.report_leaks(now)
         await self.withdraw_if_credited(now)
         if self.court is not None:
             credits = self.court.functions.credits(self.me).call()
@@ -130,6 +149,60 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             await self.court_challenge(act, key, data)
         elif act.kind == "playCourt":
             await self.play_court(key, data)
+
+    # --- premature reveals (--leaked-secrets) ---------------------------------------------
+
+    def leaks(self) -> dict[int, bytes]:
+        """The leak folder's candidate secrets by unit; a bad file is warned about once."""
+        out: dict[int, bytes] = {}
+        try:
+            files = sorted(Path(self.args.leaked_secrets).iterdir())
+        except OSError as exc:
+            self.log.error("--leaked-secrets: %s (will retry)", exc)
+            return out
+        for path in files:
+            try:
+                text = path.read_text(errors="replace")
+            except OSError as exc:
+                text = f"unreadable: {exc}"
+            try:
+                unit_id, secret = parse_leak(path.name, text)
+            except ValueError as exc:
+                if (path.name, text) not in self.bad_leaks:
+                    self.bad_leaks.add((path.name, text))
+                    self.log.warning("leaked secret file %s ignored: %s", path.name, exc)
+                continue
+            out[unit_id] = secret
+        return out
+
+    async def report_leaks(self, now: Now) -> None:
+        """Report each leaked secret that is the current assignee's, while that is premature."""
+        for unit_id, secret in self.leaks().items():
+            u = self.unit(unit_id)
+            if not UnitStatus.ASSIGNED <= u.status <= UnitStatus.DISPUTED:
+                continue  # no assignee whose claim the secret could match
+            key = f"{unit_id}:{u.attempt}"
+            index = self.manager.functions.getUnit(unit_id).call()[7]  # assigneeIndex
+            expected = bytes(self.manager.functions.secretHashOf(unit_id, index).call())
+            statuses = [
+                VerifierStatus(self.manager.functions.verifierStatus(unit_id, v).call()[0])
+                for v in self.manager.functions.getVerifiers(unit_id).call()
+            ]
+            # ForcedErrors.secretHash: keccak256(abi.encode(r))
+            matches = keccak(encode(["bytes32"], [secret])) == expected
+            reported = self.agent.store.get_record("leak", key) is not None
+            for act in leak_acts(u, now, statuses, LeakFacts(secret, matches, reported)):
+                fn = self.judge.functions.reportPrematureReveal(unit_id, secret)
+                if await self.send(act, fn) is None:
+                    continue
+                self.agent.store.put_record("leak", key, "reported", {"solver": u.assignee})
+                self.log.warning(
+                    "PREMATURE REVEAL reported: unit %d attempt %d, the leaked secret is solver "
+                    "%s's; its collateral is slashed (half to me) and the unit re-opens",
+                    unit_id,
+                    u.attempt,
+                    u.assignee,
+                )
 
     # --- attestation disputes (AttestationCourt) -------------------------------------------
 
@@ -277,5 +350,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="append",
         metavar="URL",
         help="extra blob store(s) to fetch job specs from (repeatable)",
+    )
+    p.add_argument(
+        "--leaked-secrets",
+        metavar="DIR",
+        help="a folder standing for an off-chain leak channel: each file <unitId>.hex holds a "
+        "solver's forced-error secret in hex; one that matches the assignee's claim before the "
+        "verdicts are fixed is reported (reportPrematureReveal: the solver is slashed)",
     )
     return p

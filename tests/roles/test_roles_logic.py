@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from agents.dispute.player import Move, Phase
 from agents.roles.logic import (
     BACKUP_DELAY,
     SEND_MARGIN_S,
     AttestationFacts,
+    LeakFacts,
     Now,
     Side,
     SolverFacts,
@@ -20,6 +23,9 @@ from agents.roles.logic import (
     forced_reveal_open,
     game_act,
     keeper_acts,
+    leak_acts,
+    parse_leak,
+    premature_reveal_open,
     seals_open,
     solver_acts,
     verifier_acts,
@@ -267,3 +273,63 @@ def test_game_acts_move_on_my_turn_and_claim_timeouts_on_theirs():
     a = game_act(5, Side.CHALLENGER, Phase.PICK_SEGMENT, 1, 100, Now(1, 50), move)
     b = game_act(5, Side.CHALLENGER, Phase.PICK_STEP, 3, 100, Now(1, 50), move)
     assert a is not None and b is not None and a.intent != b.intent
+
+
+# --- premature reveals (whistleblower --leaked-secrets) -----------------------------------------
+
+SECRET = b"\x5a" * 32
+
+
+def test_premature_reveal_open_while_a_seal_can_still_depend_on_the_secret():
+    p, s, a = VerifierStatus.PENDING, VerifierStatus.SEALED, VerifierStatus.ATTESTED
+    now = Now(100, 500)
+    for status in (UnitStatus.ASSIGNED, UnitStatus.COMMITTED):
+        assert premature_reveal_open(unit(status, deadline=10), now, [])
+    for status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
+        assert premature_reveal_open(unit(status), now, [s, p])
+        # every drawn verifier sealed or attested: the verdicts are fixed, nothing to report
+        assert not premature_reveal_open(unit(status), now, [s, a])
+        # the challenge window is over (with the send margin): an unsealed one can seal no more
+        late = Now(100, 1000 - SEND_MARGIN_S + 1)
+        assert not premature_reveal_open(unit(status), late, [p])
+        assert premature_reveal_open(unit(status), Now(100, 1000 - SEND_MARGIN_S), [p])
+    for status in (UnitStatus.NONE, UnitStatus.OPEN, UnitStatus.SELECTING, UnitStatus.FINALIZED):
+        assert not premature_reveal_open(unit(status), now, [p])
+
+
+def test_leak_reported_once_per_attempt_and_only_when_the_secret_matches():
+    u = unit(UnitStatus.ASSIGNED, assignee=OTHER, attempt=2)
+    now = Now(100, 500)
+    (act,) = leak_acts(u, now, [], LeakFacts(SECRET, True, False))
+    assert act.kind == "reportPrematureReveal"
+    assert act.intent == f"premature:{UID}:2" and act.args == (UID, SECRET)
+    assert leak_acts(u, now, [], LeakFacts(SECRET, False, False)) == []  # not the claim's secret
+    assert leak_acts(u, now, [], LeakFacts(SECRET, True, True)) == []  # reported already
+    # re-opened after the report: the next attempt is a new intent, once assigned again
+    assert (
+        leak_acts(replace(u, status=UnitStatus.OPEN), now, [], LeakFacts(SECRET, True, False)) == []
+    )
+    (again,) = leak_acts(replace(u, attempt=3), now, [], LeakFacts(SECRET, True, False))
+    assert again.intent == f"premature:{UID}:3"
+
+
+def test_parse_leak_accepts_a_32_byte_hex_secret():
+    assert parse_leak(f"{UID}.hex", "0x" + "5a" * 32 + "\n") == (UID, SECRET)
+    assert parse_leak(f"{hex(UID)}.hex", "5a" * 32) == (UID, SECRET)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (f"{UID}.txt", "5a" * 32),
+        ("unit.hex", "5a" * 32),
+        ("0.hex", "5a" * 32),
+        (f"{2**256}.hex", "5a" * 32),
+        (f"{UID}.hex", "5a" * 31),
+        (f"{UID}.hex", "zz" * 32),
+        (f"{UID}.hex", ""),
+    ],
+)
+def test_parse_leak_refuses_a_bad_file(name: str, text: str):
+    with pytest.raises(ValueError):
+        parse_leak(name, text)
