@@ -221,7 +221,9 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
             acts.append(Act("seal", f"seal:{uid}:{a}", (uid, a)))
         # "unavailable": the data failed its checks and the roots agree; retry the fetch later
     reveal_left = now.timestamp + SEND_MARGIN_S <= u.deadline + f.reveal_window
-    if live and f.status == VerifierStatus.SEALED and f.seals_open and reveal_left:
+    # A seal still closed at a forced reveal was judged silent: the contract refuses to open it.
+    opening = live and not u.forced_revealed and f.status == VerifierStatus.SEALED
+    if opening and f.seals_open and reveal_left:
         acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))
     if u.status == UnitStatus.DISPUTED and f.my_challenge and f.game_id:
         acts.append(Act("play", "", (f.game_id,)))

@@ -199,6 +199,9 @@ def test_verifier_opens_its_seal_once_seals_are_open_and_before_the_reveal_windo
     assert kinds(verifier_acts(d, Now(1, 900), replace(sealed, seals_open=True))) == ["attest"]
     attested = replace(sealed, status=VerifierStatus.ATTESTED, seals_open=True)
     assert verifier_acts(u, Now(1, 1001), attested) == []
+    # a seal still closed at a forced reveal was judged silent: it is not opened after it
+    revealed = replace(u, forced_revealed=True)
+    assert verifier_acts(revealed, Now(1, 1001), late) == []
 
 
 def test_seals_open_when_nobody_is_left_to_seal_or_the_window_closed():
