@@ -295,14 +295,17 @@ class Verifier(ChallengerMixin, RoleAgent):
         elif act.kind != "finalize":
             await self.keeper(act)
 
-    async def seal(self, act: Act, u: UnitView) -> None:
+    def verdict_roots(self, u: UnitView) -> tuple[list[int], list[bytes]]:
+        """The sampled segments and the end roots my replay gave (its stored verdict)."""
         rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
         assert rec is not None
-        ends = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
+        return rec.data["segments"], [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
+
+    async def seal(self, act: Act, u: UnitView) -> None:
+        segments, ends = self.verdict_roots(u)
         _, _, seal = sealed_attestation(self.agent.store, u.unit_id, u.attempt, self.me, ends)
         fn = self.manager.functions.sealAttestation(u.unit_id, seal)
         if await self.send(act, fn) is not None:
-            segments = rec.data["segments"]
             self.log.info("sealed my end roots of unit %d segments %s", u.unit_id, segments)
 
     async def attest(self, act: Act, u: UnitView) -> None:
@@ -310,9 +313,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         verifier to answer (no seal), attest my end roots in the clear."""
         key = f"{u.unit_id}:{u.attempt}"
         if act.intent.startswith("attest-clear:"):
-            rec = self.agent.store.get_record("verdict", key)
-            assert rec is not None
-            roots = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
+            _, roots = self.verdict_roots(u)
             fn = self.manager.functions.attest(u.unit_id, roots, bytes(32))  # the salt is unused
             if await self.send(act, fn) is not None:
                 self.log.info("attested unit %d in the clear (the last drawn to answer)", u.unit_id)

@@ -352,19 +352,18 @@ contract JobManager is IJobManager, ReentrancyGuard {
         VerifierSlot storage slot = _verifiers[unitId][index];
         uint64[] memory segments = _sampledSegments(unitId, unit, msg.sender);
         if (endRoots.length != segments.length) revert WrongAttestationLength(endRoots.length, segments.length);
+        // After a forced reveal the verdicts are known: nobody still Pending may attest, and a seal
+        // still closed then was judged silent (opened now it would earn the fee without the risk).
+        if (unit.forcedRevealed) revert SealingClosed(unitId);
         uint64 deadline = unit.deadline;
         uint256 unsealed = _countStatus(unitId, unit.verifierCount, VerifierStatus.Pending);
         if (slot.status == VerifierStatus.Pending) {
             // The last drawn verifier to answer may attest in the clear, in the window: every
             // other one is already bound by its seal, so there is nobody left to copy it.
             if (block.timestamp > deadline) revert ChallengeWindowClosed(unitId, deadline);
-            if (unit.forcedRevealed) revert SealingClosed(unitId);
             if (unsealed != 1) revert RevealNotOpen(unitId, deadline);
         } else {
             if (slot.status != VerifierStatus.Sealed) revert NotSealed(unitId, msg.sender, slot.status);
-            // A seal still closed at a forced reveal was judged silent; opening it now, with the
-            // verdict known, would earn the fee without the risk.
-            if (unit.forcedRevealed) revert SealingClosed(unitId);
             // Before the window closes a seal may be opened only once nobody is left to copy it.
             if (block.timestamp <= deadline && unsealed != 0) revert RevealNotOpen(unitId, deadline);
             uint64 revealDeadline = deadline + _revealWindow;
@@ -707,6 +706,11 @@ contract JobManager is IJobManager, ReentrancyGuard {
         return keccak256(abi.encode(unitId, attempt, verifier, endRoots, salt));
     }
 
+    /// @dev A drawn verifier that never sealed, or never opened its seal.
+    function _silent(VerifierStatus status) private pure returns (bool) {
+        return status == VerifierStatus.Pending || status == VerifierStatus.Sealed;
+    }
+
     /// @dev How many of the unit's `n` drawn verifiers are in `status` (n <= verifiersPerUnit).
     function _countStatus(uint256 unitId, uint256 n, VerifierStatus status) private view returns (uint256 count) {
         for (uint256 i = 0; i < n; ++i) {
@@ -851,8 +855,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
             VerifierSlot memory slot = _verifiers[unitId][i];
             if (slot.status == VerifierStatus.Attested) {
                 _credit(slot.verifier, feeShare);
-            } else if (slot.status == VerifierStatus.Pending || slot.status == VerifierStatus.Sealed) {
-                // Silent: it never sealed, or never opened its seal.
+            } else if (_silent(slot.status)) {
                 toJackpot += lock;
                 emit VerifierPenalised(unitId, slot.verifier, lock);
             }
@@ -942,8 +945,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     function _settleVerifierLocks(uint256 unitId, uint256 verifierCount, uint256 lock, bool slashSilent) private {
         for (uint256 i = 0; i < verifierCount; ++i) {
             VerifierSlot memory slot = _verifiers[unitId][i];
-            bool silent = slot.status == VerifierStatus.Pending || slot.status == VerifierStatus.Sealed;
-            if (slashSilent && silent) {
+            if (slashSilent && _silent(slot.status)) {
                 _registry.slash(slot.verifier, lock, true);
             } else if (slot.status != VerifierStatus.Slashed) {
                 _registry.release(slot.verifier, lock, false);
