@@ -176,6 +176,18 @@ def wait_for(
     raise AssertionError(f"timed out waiting for {what}\n{logs}")
 
 
+def wait_registered(registry, agents: Agents, parties: list[Party], timeout: float = 90) -> None:
+    """Wait until every party's agent registered (staked, with its role), failing fast if one
+    of them exits."""
+    wait_for(
+        "registrations",
+        lambda: all(registry.functions.roleOf(p.address).call() for p in parties),
+        timeout,
+        agents,
+        tuple(p.name for p in parties),
+    )
+
+
 def successful_calls(w3: Web3, sender: str) -> list[tuple[str, str]]:
     """(to, calldata hex) of every successful transaction `sender` sent, in chain order."""
     out = []

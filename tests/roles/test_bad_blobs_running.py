@@ -44,15 +44,7 @@ def test_verifier_logs_and_retries_bad_blobs_then_attests(tmp_path):
         with rk.agents(tmp_path, url, addrs["JobManager"]) as ag, rk.Warp(url, addrs, claimants=1):
             ag.start(solver)
             ag.start(verifier)
-            rk.wait_for(
-                "registrations",
-                lambda: all(
-                    registry.functions.roleOf(p.address).call() for p in (solver, verifier)
-                ),
-                90,
-                ag,
-                ("solver", "verifier"),
-            )
+            rk.wait_registered(registry, ag, [solver, verifier])
             ag.start(submitter, "--spec", str(rk.SPEC), "--claim-window", "8")
 
             def logged(text: str) -> bool:
@@ -109,15 +101,7 @@ def test_verifier_attests_from_own_replay_when_checkpoints_are_withheld(tmp_path
         with rk.agents(tmp_path, url, addrs["JobManager"]) as ag, rk.Warp(url, addrs, claimants=1):
             ag.start(solver)
             ag.start(verifier)
-            rk.wait_for(
-                "registrations",
-                lambda: all(
-                    registry.functions.roleOf(p.address).call() for p in (solver, verifier)
-                ),
-                90,
-                ag,
-                ("solver", "verifier"),
-            )
+            rk.wait_registered(registry, ag, [solver, verifier])
             ag.start(submitter, "--spec", str(rk.SPEC), "--claim-window", "8")
             rk.wait_for(
                 "the job completed on chain",

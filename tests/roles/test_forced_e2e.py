@@ -89,15 +89,7 @@ def test_forced_round_reveal_pays_the_catcher_and_slashes_the_lazy_verifier(tmp_
         with rk.agents(tmp_path, url, addrs["JobManager"]) as ag, warp:
             for p in (solver, honest, lazy):
                 ag.start(p)
-            rk.wait_for(
-                "registrations",
-                lambda: all(
-                    registry.functions.roleOf(p.address).call() for p in (solver, honest, lazy)
-                ),
-                90,
-                ag,
-                ("solver", "verifier", "verifier-lazy"),
-            )
+            rk.wait_registered(registry, ag, [solver, honest, lazy])
             # fee <= 2 % of the reward: the jackpot cap at forcedErrorBps = 10 000
             ag.start(
                 submitter,

@@ -46,13 +46,7 @@ def test_leaked_secret_is_reported_and_slashed_and_the_job_still_completes(tmp_p
             for p in parties:
                 ag.start(p)
             names = tuple(p.name for p in parties)
-            rk.wait_for(
-                "registrations",
-                lambda: all(registry.functions.roleOf(p.address).call() for p in parties),
-                90,
-                ag,
-                names,
-            )
+            rk.wait_registered(registry, ag, parties)
             ag.start(
                 submitter,
                 *("--spec", str(spec), "--claim-window", "8", "--compute-time", "120"),

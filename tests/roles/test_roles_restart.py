@@ -36,13 +36,7 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
         with rk.agents(tmp_path, url, addrs["JobManager"]) as ag, rk.Warp(url, addrs, claimants=1):
             ag.start(solver)
             ag.start(liar)
-            rk.wait_for(
-                "registrations",
-                lambda: all(registry.functions.roleOf(p.address).call() for p in (solver, liar)),
-                90,
-                ag,
-                ("solver", "liar"),
-            )
+            rk.wait_registered(registry, ag, [solver, liar])
             ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
             blobs = tmp_path / "blobs"
             # 1. kill -9 during training: after the 2nd of 11 checkpoints is published

@@ -74,15 +74,7 @@ def test_verifier_killed_after_sealing_opens_its_seal_once_restarted(tmp_path):
         with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
             for p in (solver, verifier, silent):
                 ag.start(p)
-            rk.wait_for(
-                "registrations",
-                lambda: all(
-                    registry.functions.roleOf(p.address).call() for p in (solver, verifier, silent)
-                ),
-                90,
-                ag,
-                ("solver", "verifier", "silent"),
-            )
+            rk.wait_registered(registry, ag, [solver, verifier, silent])
             # registered, staked and online (heartbeatTtl 1 h): drawn, but it never seals
             ag.kill9("silent")
             ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
