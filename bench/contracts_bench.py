@@ -9,6 +9,10 @@ Anvil, ~10 s). Writes bench/results/contracts.json with:
   and the total (one verifier: a single attest in the clear);
 - `actions`: gas of the remaining actions (registration, heartbeat, staking, unbonding, cancel,
   a second claimant, expiry, challenge, both dispute outcomes, a verifier's withdraw);
+- `anatomy`: for each lifecycle, every step's gas split by `bench.gas_anatomy` (intrinsic, new
+  storage slots, slot updates, cold reads, events, refund, execution) from the opcode trace, their
+  sum, and `intrinsic_plus_new_slots`: the part that only fewer transactions or fewer stored
+  values could remove (PROTOCOL §6.7);
 - `goals`: the issue's target (lifecycle total <= 600,000 gas) with the measured figure.
 Gas figures are receipts' gasUsed (intrinsic gas and calldata included), deployment defaults of
 agents.core.deploy (two verifiers per unit, two segments each).
@@ -24,7 +28,7 @@ from typing import Any
 from eth_account import Account
 from web3 import Web3
 
-from agents.core.chain import DEV_MNEMONIC, connect, local_anvil
+from agents.core.chain import DEV_MNEMONIC, AnvilConfig, connect, local_anvil
 from agents.core.deploy import (
     DEFAULT_ABI_DIR,
     DEFAULT_MANAGER_CONFIG,
@@ -32,11 +36,14 @@ from agents.core.deploy import (
     deploy_all,
     load_artifact,
 )
+from bench.gas_anatomy import Anatomy, anatomy, total
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "contracts.json"
 E18 = 10**18
 GOAL_LIFECYCLE_GAS = 600_000
+# opcode traces for the gas anatomy (debug_traceTransaction returns no steps without it)
+TRACING = AnvilConfig(extra_args=("--steps-tracing",))
 CAP = (1, 16_384, 100)
 SECRET = b"\x5e" * 32  # the solver's forced-error secret (PROTOCOL §8)
 SECRET_HASH = Web3.keccak(SECRET)
@@ -69,6 +76,7 @@ class Bench:
         self.arbiter = c("MockArbiter", "MockArbiter")
         self.nonce = {i: w3.eth.get_transaction_count(self.addr[i]) for i in range(12)}
         self.chain_id = w3.eth.chain_id
+        self.measured: list[dict[str, Any]] = []  # every receipt `gas` measured, in order
 
     def send(self, who: int, fn: Any) -> dict[str, Any]:
         tx = fn.build_transaction(
@@ -87,7 +95,20 @@ class Bench:
         return receipt
 
     def gas(self, who: int, fn: Any) -> int:
-        return int(self.send(who, fn)["gasUsed"])
+        receipt = self.send(who, fn)
+        self.measured.append(receipt)
+        return int(receipt["gasUsed"])
+
+    def anatomy(self, receipt: dict[str, Any]) -> Anatomy:
+        """Split one measured transaction's gas (needs Anvil's --steps-tracing)."""
+        tx_hash = receipt["transactionHash"].to_0x_hex()
+        trace = self.w3.provider.make_request(
+            "debug_traceTransaction", [tx_hash, {"disableMemory": True, "disableStorage": True}]
+        )
+        tx = self.w3.eth.get_transaction(tx_hash)
+        return anatomy(
+            trace["result"]["structLogs"], bytes(tx["input"]), int(receipt["gasUsed"]), tx["to"]
+        )
 
     def jump(self, seconds: int) -> None:
         self.w3.provider.make_request("evm_increaseTime", [seconds])
@@ -167,6 +188,7 @@ def setup_nodes(b: Bench) -> dict[str, int]:
 def lifecycle(b: Bench) -> dict[str, Any]:
     """One job of one unit from posting to the solver's withdrawal; every drawn verifier but the
     last seals its attestation, the last attests in the clear, then the seals are opened."""
+    first_measured = len(b.measured)
     unit, steps = b.to_verifying(solver=2)
     attempt = b.manager.functions.getUnit(unit).call()[10]
     *first, last = b.manager.functions.getVerifiers(unit).call()
@@ -190,11 +212,25 @@ def lifecycle(b: Bench) -> dict[str, Any]:
     b.jump(DEFAULT_MANAGER_CONFIG["verifyWindow"] + 1)
     steps["finalize"] = b.gas(9, b.manager.functions.finalize(unit))
     steps["withdraw (solver)"] = b.gas(2, b.manager.functions.withdraw())
-    return {"steps": steps, "total_gas": sum(steps.values()), "unit": unit}
+    receipts = dict(zip(steps, b.measured[first_measured:], strict=True))
+    return {"steps": steps, "total_gas": sum(steps.values()), "unit": unit, "receipts": receipts}
+
+
+def lifecycle_anatomy(b: Bench, run: dict[str, Any]) -> dict[str, Any]:
+    """Each lifecycle step's gas split (gas_anatomy), their sum, and the part no code change in
+    the same design can remove: the intrinsic gas of its transactions and its new storage slots."""
+    parts = {step: b.anatomy(receipt) for step, receipt in run.pop("receipts").items()}
+    whole = total(list(parts.values()))
+    return {
+        "steps": {step: a.to_json() for step, a in parts.items()},
+        "total": whole.to_json(),
+        "transactions": len(parts),
+        "intrinsic_plus_new_slots": whole.intrinsic + whole.new_slots_gas,
+    }
 
 
 def run() -> dict[str, Any]:
-    with local_anvil() as url:
+    with local_anvil(TRACING) as url:
         w3 = connect(url)
         b = Bench(w3, DEFAULT_ABI_DIR)
         actions = setup_nodes(b)
@@ -204,9 +240,11 @@ def run() -> dict[str, Any]:
 
         # ---- the lifecycle: first job on a fresh deployment (cold storage), then a second one
         cold = lifecycle(b)
+        cold_anatomy = lifecycle_anatomy(b, cold)
         verifier = b.addr.index(b.manager.functions.getVerifiers(cold.pop("unit")).call()[0])
         actions["withdraw (verifier)"] = b.gas(verifier, b.manager.functions.withdraw())
         warm = lifecycle(b)
+        warm_anatomy = lifecycle_anatomy(b, warm)
         warm.pop("unit")
 
         # ---- other actions
@@ -244,11 +282,12 @@ def run() -> dict[str, Any]:
         b.jump(DEFAULT_REGISTRY_CONFIG["unbondingDelay"])
         actions["withdrawUnbonded"] = b.gas(4, b.registry.functions.withdrawUnbonded())
 
-    with local_anvil() as url:
+    with local_anvil(TRACING) as url:
         b1 = Bench(connect(url), DEFAULT_ABI_DIR, {"verifiersPerUnit": 1})
         setup_nodes(b1)
         lifecycle(b1)
         one_verifier = lifecycle(b1)
+        one_verifier_anatomy = lifecycle_anatomy(b1, one_verifier)
         one_verifier.pop("unit")
     total = cold["total_gas"]
     return {
@@ -260,6 +299,11 @@ def run() -> dict[str, Any]:
             "lifecycle_warm": "second job on the same deployment: counters, the manager's token "
             "balance and the jackpot are already nonzero (steady state)",
             "lifecycle_warm_one_verifier": "steady state with verifiersPerUnit = 1",
+        },
+        "anatomy": {
+            "lifecycle": cold_anatomy,
+            "lifecycle_warm": warm_anatomy,
+            "lifecycle_warm_one_verifier": one_verifier_anatomy,
         },
         "actions": actions,
         "config": {"manager": DEFAULT_MANAGER_CONFIG, "registry": DEFAULT_REGISTRY_CONFIG},
