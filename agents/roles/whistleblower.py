@@ -250,10 +250,11 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         assert rec is not None
         self.agent.store.put_record("attestation", key, rec.state, data)
         self.log.info(
-            "disputed the attestation of %s (segment %d) in court game %d",
+            "disputed the attestation of %s (segment %d) in court game %d, penalty %d locked",
             data["verifier"],
             s,
             data["court_game"],
+            int(ev["penalty"]),
         )
 
     async def register_unit_config(self, act: Act, job_id: int) -> None:

@@ -15,13 +15,13 @@ import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 /// @notice Minimal path to slash a verifier for a false attestation (PROTOCOL §7.1, §7.9): a
 ///         whistleblower names one attested segment of a unit; the court checks the attestation
 ///         against the JobManager's record and the segment's start root against the unit's
-///         checkpoint root, locks `penalty` of the verifier's stake, takes the whistleblower's
-///         `bond` and opens a segment game (its own DisputeGame instance, whose manager is this
-///         court) with the verifier as defender. Challenger wins: the penalty is slashed, the
-///         whistleblower gets its bond back plus `rewardBps` of the penalty, the rest goes to the
-///         JobManager's jackpot (`fundJackpot`: one jackpot, fed by every slash, pays every
-///         catcher). Verifier wins: the lock is released and the bond is credited
-///         to the verifier. Payouts are pull-based (`withdraw`).
+///         checkpoint root, locks the verifier's penalty (`penaltyOf`: the job's verifier lock S,
+///         INCENTIVES §2 item 6), takes the whistleblower's `bond` and opens a segment game (its
+///         own DisputeGame instance, whose manager is this court) with the verifier as defender.
+///         Challenger wins: the penalty is slashed, the whistleblower gets its bond back plus
+///         `rewardBps` of the penalty, the rest goes to the JobManager's jackpot (`fundJackpot`:
+///         one jackpot, fed by every slash, pays every catcher). Verifier wins: the lock is
+///         released and the bond is credited to the verifier. Payouts are pull-based (`withdraw`).
 /// @dev Token balance == Σ open bonds + Σ credits. The court must be one of the
 ///      registry's slashers (fixed at deployment) and `setGame` wires its game once.
 contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
@@ -32,6 +32,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         address verifier;
         address whistleblower;
         uint96 bond;
+        uint96 penalty;
     }
 
     error NotDeployer(address caller);
@@ -44,10 +45,12 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     error BadStartRoot(uint256 unitId, uint256 segment);
     error AlreadyChallenged(uint256 unitId, address verifier, uint256 index);
     error NothingToWithdraw(address account);
+    /// @notice `verifier` has no free stake for the court to lock.
+    error NoFreeStake(address verifier);
 
     event AttestationChallenged(
         uint256 indexed unitId, address indexed verifier, address indexed whistleblower,
-        uint256 gameId, uint64 segment, bytes32 startRoot, bytes32 endRoot
+        uint256 gameId, uint64 segment, bytes32 startRoot, bytes32 endRoot, uint256 penalty
     ); // forgefmt: disable-line
     event AttestationRuled(uint256 indexed gameId, address indexed verifier, bool falseAttestation);
     event Credited(address indexed account, uint256 amount, uint256 balance);
@@ -58,6 +61,8 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     IERC20 public immutable token;
     address private immutable _deployer;
     uint96 public immutable bond;
+    /// @notice The least penalty a false attestation costs (where the verifier's free stake
+    ///         covers it), whatever the job's verifier lock.
     uint96 public immutable penalty;
     uint16 public immutable rewardBps;
 
@@ -106,13 +111,28 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         }
         Segment memory seg = _segment(unitId, verifier, index, startRoot, startProof);
         seg.endRoot = _attested(unitId, verifier, index, endRoots);
+        uint256 locked = penaltyOf(unitId, verifier);
+        if (locked == 0) revert NoFreeStake(verifier);
         gameId = game.openSegmentGame(
             unitId, verifier, msg.sender, seg.datasetRoot, seg.index * seg.k, seg.k, [startRoot, seg.endRoot]
         );
-        cases[gameId] = Case(unitId, verifier, msg.sender, bond);
-        emit AttestationChallenged(unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot);
-        registry.lock(verifier, penalty);
+        // penaltyOf is at most uint96.max.
+        cases[gameId] = Case(unitId, verifier, msg.sender, bond, uint96(locked));
+        emit AttestationChallenged(unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot, locked);
+        registry.lock(verifier, locked);
         token.safeTransferFrom(msg.sender, address(this), bond);
+    }
+
+    /// @notice What a challenge of `verifier`'s attestation of `unitId` would lock now: the job's
+    ///         verifier lock S (`IJobManager.verifierLockOf`), the stake a lazy verifier risks in a
+    ///         forced round, and at least `penalty`; at most the verifier's free stake (a short
+    ///         stake is no reason to let a false attestation stand).
+    function penaltyOf(uint256 unitId, address verifier) public view returns (uint256) {
+        uint256 amount = manager.verifierLockOf(JobIds.jobOf(unitId));
+        if (amount < penalty) amount = penalty;
+        uint256 free = registry.freeStake(verifier);
+        if (amount > free) amount = free;
+        return amount > type(uint96).max ? type(uint96).max : amount;
     }
 
     struct Segment {
@@ -166,18 +186,18 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         delete cases[gameId];
         emit AttestationRuled(gameId, c.verifier, challengerWon);
         if (challengerWon) {
-            uint256 reward = uint256(penalty) * rewardBps / 10_000;
+            uint256 reward = uint256(c.penalty) * rewardBps / 10_000;
             _credit(c.whistleblower, uint256(c.bond) + reward);
-            uint256 toJackpot = uint256(penalty) - reward;
+            uint256 toJackpot = uint256(c.penalty) - reward;
             // The slashed penalty arrives here; the manager pulls its jackpot share right away.
-            registry.slash(c.verifier, penalty, true);
+            registry.slash(c.verifier, c.penalty, true);
             if (toJackpot != 0) {
                 token.forceApprove(address(manager), toJackpot);
                 manager.fundJackpot(toJackpot);
             }
         } else {
             _credit(c.verifier, c.bond);
-            registry.release(c.verifier, penalty, false);
+            registry.release(c.verifier, c.penalty, false);
         }
     }
 

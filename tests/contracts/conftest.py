@@ -63,6 +63,9 @@ class Protocol:
     verifiers: list[Any]
     whistleblower: Any
     other: Any
+    # the AttestationCourt and its MockSegmentGame (`deploy_protocol(..., court=True)`)
+    court: Any = None
+    court_game: Any = None
 
 
 def job_params(now: int, **overrides: Any) -> tuple:
@@ -83,8 +86,13 @@ def job_params(now: int, **overrides: Any) -> tuple:
     return tuple(p.values())
 
 
-def deploy_protocol(project, accounts, mgr_cfg: dict[str, int]) -> Protocol:
-    """Deploy and wire the protocol with manager config `mgr_cfg`; fund and approve accounts."""
+#: AttestationCourt constructor values of `deploy_protocol(..., court=True)` (deploy_all's defaults)
+COURT_BOND, COURT_PENALTY, COURT_REWARD_BPS = 10 * E18, 20 * E18, 5_000
+
+
+def deploy_protocol(project, accounts, mgr_cfg: dict[str, int], court: bool = False) -> Protocol:
+    """Deploy and wire the protocol with manager config `mgr_cfg`; fund and approve accounts.
+    With `court`, also an AttestationCourt (a registry slasher) playing a MockSegmentGame."""
     deployer = accounts[0]
     token = deployer.deploy(project.TestToken)
     registry = deployer.deploy(
@@ -94,13 +102,23 @@ def deploy_protocol(project, accounts, mgr_cfg: dict[str, int]) -> Protocol:
         project.JobManager, registry, tuple(mgr_cfg[k] for k in MANAGER_FIELDS)
     )
     arbiter = deployer.deploy(project.MockArbiter)
-    registry.setSlashers([manager], sender=deployer)
+    court_contract = court_game = None
+    if court:
+        court_contract = deployer.deploy(
+            project.AttestationCourt, manager, registry, COURT_BOND, COURT_PENALTY, COURT_REWARD_BPS
+        )
+        court_game = deployer.deploy(project.MockSegmentGame)
+        court_game.wire(court_contract, sender=deployer)
+        court_contract.setGame(court_game, sender=deployer)
+    registry.setSlashers([manager] + ([court_contract] if court else []), sender=deployer)
     arbiter.wire(manager, sender=deployer)
     manager.setArbiter(arbiter, sender=deployer)
     for acct in accounts[1:10]:
         token.mint(acct, 10_000 * E18, sender=deployer)
         token.approve(registry, 2**256 - 1, sender=acct)
         token.approve(manager, 2**256 - 1, sender=acct)
+        if court:
+            token.approve(court_contract, 2**256 - 1, sender=acct)
     return Protocol(
         token=token,
         registry=registry,
@@ -112,6 +130,8 @@ def deploy_protocol(project, accounts, mgr_cfg: dict[str, int]) -> Protocol:
         verifiers=[accounts[5], accounts[6], accounts[7]],
         whistleblower=accounts[8],
         other=accounts[9],
+        court=court_contract,
+        court_game=court_game,
     )
 
 

@@ -340,8 +340,9 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.unbonding = dict.fromkeys(NODES, 0)
         self.unbond_ready = dict.fromkeys(NODES, 0)
         self.index = {a.lower(): i for i, a in enumerate(self.w.addr)}
-        # the attestation court's books: game id -> (unit, verifier, bond) of each case ever opened
-        self.cases: dict[int, tuple[int, int, int]] = {}
+        # the attestation court's books: game id -> (unit, verifier, open bond, locked penalty) of
+        # each case ever opened
+        self.cases: dict[int, tuple[int, int, int, int]] = {}
         self.court_credits: dict[int, int] = dict.fromkeys(ACCOUNTS, 0)
 
     # ------------------------------------------------------------------ helpers
@@ -718,6 +719,10 @@ class ProtocolMachine(RuleBasedStateMachine):
         fn = self.w.court.functions.challengeAttestation(
             uid, self.w.addr[verifier], index, ends, start, proof
         )
+        node = self.r.getNode(self.w.addr[verifier]).call()
+        free = node[8] - node[9]  # stake - locked
+        # the court locks the job's verifier lock S, at least its floor, at most the free stake
+        penalty = min(max(COURT_CFG["penalty"], self.lock(u)), free)
         ok = self.w.send(who, fn)
         valid = (
             who == 8
@@ -725,14 +730,11 @@ class ProtocolMachine(RuleBasedStateMachine):
             and index < len(segments)
             and flaw == "none"
             and (verifier, index) not in u.court
+            and free > 0  # nothing to lock: NoFreeStake
         )
         assert ok <= valid, f"court challenge accepted: {who} {verifier} {index} {flaw} {u}"
         if not ok:
-            node = self.r.getNode(self.w.addr[verifier]).call()
-            free = node[8] - node[9]  # stake - locked: the court locks its penalty
-            role = self.r.roleOf(self.w.addr[8]).call()
-            can = free >= COURT_CFG["penalty"] and role == ROLES["whistleblower"]
-            if valid and can:
+            if valid and self.r.roleOf(self.w.addr[8]).call() == ROLES["whistleblower"]:
                 try:
                     fn.call({"from": self.w.addr[8]})
                     why = "?"
@@ -742,7 +744,10 @@ class ProtocolMachine(RuleBasedStateMachine):
             self._seen("court challenge refused")
             return
         game = self.w.court_game.functions.gameCount().call()
-        self.cases[game] = (uid, verifier, COURT_CFG["bond"])
+        assert self.w.court.functions.cases(game).call()[4] == penalty, "court penalty"
+        if penalty < max(COURT_CFG["penalty"], self.lock(u)):
+            self._seen("court penalty capped by the free stake")
+        self.cases[game] = (uid, verifier, COURT_CFG["bond"], penalty)
         u.court.add((verifier, index))
         self._seen("court challenged")
         if data.draw(st.integers(0, 3)):  # for depth: the game ends at once, the winner withdraws
@@ -752,9 +757,8 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.court_withdraw(8 if won else verifier)
 
     def court_resolve(self, game: int, won: bool) -> None:
-        _, verifier, bond = self.cases[game]
+        _, verifier, bond, penalty = self.cases[game]
         assert self.w.send(1, self.w.court_game.functions.resolve(game, won))
-        penalty = COURT_CFG["penalty"]
         if won:
             reward = penalty * COURT_CFG["reward_bps"] // BPS
             self.court_credits[8] += bond + reward
@@ -762,7 +766,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.stake[verifier] -= penalty  # slashed from the verifier's registry stake
         else:
             self.court_credits[verifier] += bond
-        self.cases[game] = (self.cases[game][0], verifier, 0)
+        self.cases[game] = (self.cases[game][0], verifier, 0, 0)
         self._seen(f"court ruled falseAttestation={won}")
 
     def court_withdraw(self, who: int) -> None:
