@@ -9,6 +9,7 @@ each bad move is the honest move of some phase with one thing changed.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from eth_abi import decode
 from web3 import Web3
 from web3.contract import Contract
 
-from agents.dispute.client import MoveRejected, _abi_type
+from agents.dispute.client import MoveRejected
 from agents.dispute.encoding import KIND_BATCH, DisputeConfig, NodeDesc, Operand
 from agents.dispute.player import DEFENDER_PHASES, Challenger, Defender, GameView, Move, Phase
 from agents.dispute.trace import Fault
@@ -40,13 +41,15 @@ ZERO = b"\x00" * 32
 
 
 def _revert_data(exc: BaseException) -> bytes:
-    """The revert data behind a rejected move or a failed call (web3 keeps it as hex)."""
+    """The revert data behind a rejected move or a failed call: web3 keeps it as hex on Anvil;
+    py-evm's TransactionFailed has only its repr in the message."""
     err = exc.__cause__ if isinstance(exc, MoveRejected) and exc.__cause__ else exc
     data = getattr(err, "data", None)
     if isinstance(data, str) and data.startswith("0x"):
         return bytes.fromhex(data[2:])
-    if isinstance(data, bytes):
-        return data
+    tail = str(err).rsplit("execution reverted: ", 1)[-1]
+    if type(err).__name__ == "TransactionFailed" and tail[:2] in ("b'", 'b"'):
+        return ast.literal_eval(tail)
     raise AssertionError(f"no revert data in {type(err).__name__}: {err}")
 
 
@@ -57,7 +60,7 @@ def reverts(contract: Contract, name: str, **inputs: Any) -> Iterator[None]:
     every given input must equal the decoded argument."""
     abi = [e for e in contract.abi if e["type"] == "error" and e["name"] == name]
     assert len(abi) == 1, f"{name} is not an error of this contract"
-    types = [_abi_type(i) for i in abi[0]["inputs"]]
+    types = [i["type"] for i in abi[0]["inputs"]]  # all elementary (enums are uint8)
     names = [i["name"] for i in abi[0]["inputs"]]
     selector = Web3.keccak(text=f"{name}({','.join(types)})")[:4]
     try:
@@ -442,8 +445,9 @@ def test_proveElement_forgedOpening_badOpening(game, operand, forge):
         game.send("proveElement", offset, chunk, desc, cfg, [tuple(o) for o in openings])
 
 
-# The prover's own entry point, called directly: checks the game's calls never reach (the game
-# derives (row, col) from an element below rows x cols, and binds each descriptor to the graph).
+# The prover's own entry point, called directly. OutOfRange cannot come from the game: it asks
+# for (row, col) = divmod(element, cols) only when element < rows x cols. A batch operand of the
+# wrong shape reaches the prover from a game only if the job's registered graph has one.
 
 
 def _ctx(batch: int) -> tuple:
