@@ -145,8 +145,6 @@ interface IRoundManager {
     error NotAUnitJob(uint256 unitJobId);
     /// @notice The job is already completed.
     error JobNotRunning(uint256 jobId);
-    /// @notice The round is not the job's current round.
-    error NotCurrentRound(uint256 jobId, uint256 round, uint256 currentRound);
     /// @notice The round is not in the state this action needs.
     error WrongRoundStatus(uint256 jobId, uint256 round, RoundStatus expected, RoundStatus actual);
     /// @notice A unit job of the round is not finalized yet.

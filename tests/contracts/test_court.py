@@ -1,7 +1,9 @@
-"""AttestationCourt's penalty (PROTOCOL §6.8): a false attestation costs the job's verifier lock S,
-at least the court's floor, at most the verifier's free stake; the case keeps what was locked and
-the ruling slashes or releases exactly that. The court's guards are in
-tests/roles/test_attestation_court.py, its books over random sequences in test_invariants.py."""
+"""AttestationCourt (PROTOCOL §6.8): its penalty and its revert paths.
+
+The penalty: a false attestation costs the job's verifier lock S, at least the court's floor, at
+most the verifier's free stake; the case keeps what was locked and the ruling slashes or releases
+exactly that. The whistleblower-only and wiring guards are in tests/roles/test_attestation_court.py,
+the court's books over random sequences in test_invariants.py."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from conftest import (
     by_address,
     deploy_protocol,
     reverts,
+    seal_attestation,
     stake_nodes,
 )
 from eth_utils import keccak
@@ -125,4 +128,69 @@ def test_challengeAttestation_noFreeStake_reverts(world, chain):
     d.registry.requestUnbond(d.registry.freeStake(v), sender=v)
     assert d.court.penaltyOf(unit, v) == 0
     with reverts(d.court, "NoFreeStake", verifier=v.address):
+        take_to_court(d, unit, v, ends)
+
+
+# ------------------------------------------------------------------ revert paths
+
+
+def test_challengeAttestation_beforeSetGame_gameNotSet(world, chain, project, accounts):
+    d = world
+    court = accounts[0].deploy(
+        project.AttestationCourt, d.manager, d.registry, COURT_BOND, COURT_PENALTY, 5_000
+    )
+    with reverts(court, "GameNotSet"):
+        court.challengeAttestation(
+            1 << 32, d.verifiers[0], 0, [], STATES[0], [], sender=d.whistleblower
+        )
+
+
+def test_challengeAttestation_indexPastTheSample_noSuchSegment(world, chain):
+    d = world
+    _, unit, [(v, ends), _] = attested_unit(d, chain)
+    n = len(d.manager.sampledSegments(unit, v))
+    with reverts(d.court, "NoSuchSegment", index=n, count=n):
+        d.court.challengeAttestation(unit, v, n, ends, STATES[0], [], sender=d.whistleblower)
+
+
+def test_challengeAttestation_startRootNotInTheCommitment_badStartRoot(world, chain):
+    d = world
+    _, unit, [(v, ends), _] = attested_unit(d, chain)
+    seg = d.manager.sampledSegments(unit, v)[0]
+    proof = list_proof(CHECKPOINT_DOMAIN, STATES, seg).siblings
+    with reverts(d.court, "BadStartRoot", unitId=unit, segment=seg):
+        d.court.challengeAttestation(unit, v, 0, ends, b"\x99" * 32, proof, sender=d.whistleblower)
+
+
+def test_challengeAttestation_verifierOnlySealed_notAttested(world, chain):
+    d = world
+    _, unit = assign(d, chain)
+    seal = keccak(LIST_ROOT + SECRET)
+    d.manager.commitCheckpoints(
+        unit, LIST_ROOT, 5, STATES[-1], "blob://unit", seal, sender=d.solvers[0]
+    )
+    chain.mine(1)
+    d.manager.drawVerifiers(unit, sender=d.other)
+    v = by_address(d.verifiers, d.manager.getVerifiers(unit)[0])
+    ends = [b"\x44" * 32] * len(d.manager.sampledSegments(unit, v))
+    seal_attestation(d, unit, v, ends)
+    with reverts(d.court, "NotAttested", unitId=unit, verifier=v.address):
+        take_to_court(d, unit, v, ends)
+
+
+def test_challengeAttestation_otherEndRoots_attestationMismatch(world, chain):
+    d = world
+    _, unit, [(v, ends), _] = attested_unit(d, chain)
+    other = [b"\x45" * 32] * len(ends)
+    with reverts(d.court, "AttestationMismatch", unitId=unit, verifier=v.address):
+        take_to_court(d, unit, v, other)
+
+
+def test_challengeAttestation_sameEntryTwice_alreadyChallenged(world, chain):
+    d = world
+    for v in d.verifiers:
+        d.registry.addStake(100 * E18, sender=v)
+    _, unit, [(v, ends), _] = attested_unit(d, chain)
+    take_to_court(d, unit, v, ends)
+    with reverts(d.court, "AlreadyChallenged", unitId=unit, verifier=v.address, index=0):
         take_to_court(d, unit, v, ends)
