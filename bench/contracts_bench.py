@@ -325,6 +325,10 @@ def run() -> dict[str, Any]:
                 "measured_warm": warm["total_gas"],
                 "measured_warm_one_verifier": one_verifier["total_gas"],
                 "met": total <= GOAL_LIFECYCLE_GAS,
+                # intrinsic gas plus new slots alone (anatomy): what any code change in this
+                # design leaves, before a single read, update, event or opcode
+                "floor_warm_one_verifier": one_verifier_anatomy["intrinsic_plus_new_slots"],
+                "floor_warm": warm_anatomy["intrinsic_plus_new_slots"],
             }
         },
     }
