@@ -36,7 +36,8 @@ interface IJobManager is IDisputeCallback {
     /// @dev A drawn verifier starts `Pending`, seals its end roots (`Sealed`, `sealAttestation`)
     ///      while the challenge window runs and opens them afterwards (`Attested`, `attest`).
     ///      `Slashed`: attested a wrong end root at a forced error's perturbed checkpoint
-    ///      (`ForcedErrorJudge.revealForced`); its lock went to the jackpot and it is not paid the fee.
+    ///      (`ForcedErrorJudge.revealForced`); it is not paid the fee, and its lock goes to the
+    ///      jackpot at finalize, or back to it if the unit re-opens (the revealed C overturned).
     enum VerifierStatus {
         None,
         Pending,
@@ -346,7 +347,8 @@ interface IJobManager is IDisputeCallback {
     event Withdrawn(address indexed account, uint256 amount);
     /// @notice The solver proved a forced error at checkpoint `position`: `trueRoot` replaced the
     ///         published checkpoint root; `catchers` were paid from the jackpot and `slashed`
-    ///         verifiers lost their lock; the challenge window runs until `challengeDeadline`.
+    ///         verifiers were judged WRONG (`AttestationJudgedWrong`: their locks are slashed at
+    ///         finalize); the challenge window runs until `challengeDeadline`.
     event ForcedErrorRevealed(
         uint256 indexed unitId,
         address indexed solver,
@@ -358,8 +360,10 @@ interface IJobManager is IDisputeCallback {
     );
     /// @notice A catcher of a forced error was paid `amount` from the jackpot.
     event JackpotPaid(uint256 indexed unitId, address indexed catcher, uint256 amount);
-    /// @notice A drawn verifier attested a wrong end root at the perturbed checkpoint and lost `amount`.
-    event ForcedAttestationSlashed(uint256 indexed unitId, address indexed verifier, uint256 amount);
+    /// @notice A drawn verifier attested a wrong end root at the perturbed checkpoint: it is not paid,
+    ///         and its lock `amount` is slashed at finalize (`VerifierPenalised`), unless the unit
+    ///         re-opens first (the revealed C overturned by a dispute), which releases it.
+    event AttestationJudgedWrong(uint256 indexed unitId, address indexed verifier, uint256 amount);
     /// @notice The open dispute of a forced unit was voided (its challenger got its bond back);
     ///         the game's later result is ignored.
     event DisputeVoided(uint256 indexed unitId, uint256 indexed gameId, address indexed challenger);
@@ -414,7 +418,9 @@ interface IJobManager is IDisputeCallback {
 
     // ------------------------------------------------------------------ forced errors (judge only)
     /// @notice Applies a forced-error reveal checked by the judge (`ForcedErrorJudge.revealForced`):
-    ///         one verdict per drawn verifier; the WRONG ones are slashed, the RIGHT ones get
+    ///         one verdict per drawn verifier; the WRONG ones lose the fee and, at finalize, their
+    ///         lock (a verdict trusts the revealed C, which can still be disputed: if a dispute
+    ///         overturns it the unit re-opens and the locks are released), the RIGHT ones get
     ///         `share` each from the jackpot (the judge computed it, capped by the balance), an open
     ///         dispute is voided (its challenger gets its bond back: a challenge is public, so
     ///         paying it would pay whoever copies it first), and `trueRoot` replaces the published

@@ -47,13 +47,11 @@ contract ForcedErrorJudge {
         uint8[] memory verdicts = new uint8[](verifiers.length);
         // The catchers are the RIGHT drawn verifiers only (see `IJobManager.applyForcedReveal`).
         uint256 right = 0;
-        uint256 wrong = 0;
         for (uint256 i = 0; i < verifiers.length; ++i) {
             verdicts[i] = _verdict(unitId, verifiers[i], rv, i, position);
             if (verdicts[i] == ForcedErrors.VERDICT_RIGHT) ++right;
-            if (verdicts[i] == ForcedErrors.VERDICT_WRONG) ++wrong;
         }
-        manager.applyForcedReveal(unitId, position, rv.trueRoot, verdicts, _share(unitId, right, wrong));
+        manager.applyForcedReveal(unitId, position, rv.trueRoot, verdicts, _share(unitId, right));
     }
 
     /// @notice Shows the assignee's secret before the reveal phase (the unit Assigned or Committed,
@@ -84,13 +82,12 @@ contract ForcedErrorJudge {
     }
 
     /// @dev What each of `right` catchers is paid: `J / 2^(right − 1)` with J the unit's
-    ///      verification fee, capped by the jackpot once the `wrong` verifiers' locks (the job's
-    ///      `verifierLockOf`) are in it.
-    function _share(uint256 unitId, uint256 right, uint256 wrong) private view returns (uint256) {
-        uint256 jobId = JobIds.jobOf(unitId);
-        uint256 fee = manager.getJob(jobId).verificationFee;
-        uint256 balance = manager.jackpot() + wrong * manager.verifierLockOf(jobId);
-        return ForcedErrors.catcherShare(fee, right, balance);
+    ///      verification fee, capped by the jackpot's balance.
+    function _share(uint256 unitId, uint256 right) private view returns (uint256) {
+        uint256 fee = manager.getJob(JobIds.jobOf(unitId)).verificationFee;
+        // The WRONG verifiers' locks reach the jackpot only at finalize (their verdicts trust C,
+        // which can still be overturned), so only the balance pays the catchers now.
+        return ForcedErrors.catcherShare(fee, right, manager.jackpot());
     }
 
     /// @dev Reverts while a drawn verifier may still seal or open its seal.

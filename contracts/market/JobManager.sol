@@ -492,12 +492,12 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.forcedRevealed = true;
         unit.checkpointRoot = trueRoot;
         uint256 lock = _lock(_jobs[JobIds.jobOf(unitId)]);
-        (uint256 caught, uint256 slashed) = _settleForced(unitId, unit, verdicts, share, lock);
-        emit ForcedErrorRevealed(unitId, unit.assignee, position, trueRoot, caught, slashed, deadline);
-        _addJackpot(slashed * lock);
-        // The judge capped the share at the balance (with the slashed locks) / caught.
+        (uint256 caught, uint256 wrong) = _settleForced(unitId, unit, verdicts, share, lock);
+        emit ForcedErrorRevealed(unitId, unit.assignee, position, trueRoot, caught, wrong, deadline);
+        // The judge capped the share at the balance / caught. The WRONG verifiers' locks stay
+        // locked: the verdicts trust the solver's C, which can still be disputed; finalize slashes
+        // them, a re-opened unit (C overturned) releases them.
         _jackpot -= caught * share;
-        _slashWrong(unitId, verdicts, lock);
     }
 
     /// @inheritdoc IJobManager
@@ -706,9 +706,10 @@ contract JobManager is IJobManager, ReentrancyGuard {
         return keccak256(abi.encode(unitId, attempt, verifier, endRoots, salt));
     }
 
-    /// @dev A drawn verifier that never sealed, or never opened its seal.
-    function _silent(VerifierStatus status) private pure returns (bool) {
-        return status == VerifierStatus.Pending || status == VerifierStatus.Sealed;
+    /// @dev A drawn verifier whose lock finalize slashes: one that never sealed, never opened its
+    ///      seal, or was judged WRONG by a forced-error reveal.
+    function _penalised(VerifierStatus status) private pure returns (bool) {
+        return status == VerifierStatus.Pending || status == VerifierStatus.Sealed || status == VerifierStatus.Slashed;
     }
 
     /// @dev How many of the unit's `n` drawn verifiers are in `status` (n <= verifiersPerUnit).
@@ -844,7 +845,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     /// @dev Credits the attesting verifiers their equal share of `fee`; returns what goes to the
     ///      jackpot instead: the division remainder (all of `fee` if nobody attested) and the
-    ///      locks `lock` (the job's S) of silent verifiers (slashed by `_settleVerifierLocks`).
+    ///      locks `lock` (the job's S) of silent and WRONG verifiers (slashed by
+    ///      `_settleVerifierLocks`).
     function _payVerifiers(uint256 unitId, uint256 verifierCount, uint256 attested, uint256 fee, uint256 lock)
         private
         returns (uint256 toJackpot)
@@ -855,7 +857,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
             VerifierSlot memory slot = _verifiers[unitId][i];
             if (slot.status == VerifierStatus.Attested) {
                 _credit(slot.verifier, feeShare);
-            } else if (_silent(slot.status)) {
+            } else if (_penalised(slot.status)) {
                 toJackpot += lock;
                 emit VerifierPenalised(unitId, slot.verifier, lock);
             }
@@ -872,15 +874,15 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _credit(d.challenger, d.bond);
     }
 
-    /// @dev Credits `share` to each catcher (the RIGHT verifiers) and
-    ///      marks the WRONG verifiers Slashed: no fee, their lock is slashed by the caller.
+    /// @dev Credits `share` to each catcher (the RIGHT verifiers) and marks the WRONG verifiers
+    ///      Slashed: no fee, and their lock is slashed at finalize (released if the unit re-opens).
     function _settleForced(
         uint256 unitId,
         Unit storage unit,
         uint8[] calldata verdicts,
         uint256 share,
         uint256 lock
-    ) private returns (uint256 caught, uint256 slashed) {
+    ) private returns (uint256 caught, uint256 wrong) {
         for (uint256 i = 0; i < verdicts.length; ++i) {
             VerifierSlot storage slot = _verifiers[unitId][i];
             if (verdicts[i] == ForcedErrors.VERDICT_RIGHT) {
@@ -888,21 +890,12 @@ contract JobManager is IJobManager, ReentrancyGuard {
                 ++caught;
             } else if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
                 slot.status = VerifierStatus.Slashed;
-                ++slashed;
-                emit ForcedAttestationSlashed(unitId, slot.verifier, lock);
+                ++wrong;
+                emit AttestationJudgedWrong(unitId, slot.verifier, lock);
             }
         }
-        // slashed <= attestCount: only verifiers that attested get a verdict.
-        unit.attestCount -= uint8(slashed);
-    }
-
-    /// @dev Slashes the lock of each verifier judged WRONG (after every state change).
-    function _slashWrong(uint256 unitId, uint8[] calldata verdicts, uint256 lock) private {
-        for (uint256 i = 0; i < verdicts.length; ++i) {
-            if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
-                _registry.slash(_verifiers[unitId][i].verifier, lock, true);
-            }
-        }
+        // wrong <= attestCount: only verifiers that attested get a verdict.
+        unit.attestCount -= uint8(wrong);
     }
 
     function _payCatcher(uint256 unitId, address catcher, uint256 amount) private {
@@ -939,15 +932,15 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _settleVerifierLocks(unitId, verifierCount, _lock(job), false);
     }
 
-    /// @dev Releases the locks of the drawn verifiers, except that with `slashSilent` (finalize)
-    ///      those that stayed silent are slashed instead (a unit that re-opens releases all); a
-    ///      Slashed one has no lock left.
-    function _settleVerifierLocks(uint256 unitId, uint256 verifierCount, uint256 lock, bool slashSilent) private {
+    /// @dev Releases the locks of the drawn verifiers, except that with `penalise` (finalize)
+    ///      those that stayed silent or were judged WRONG are slashed instead (a unit that re-opens
+    ///      releases all: a WRONG verdict falls with the C it trusted).
+    function _settleVerifierLocks(uint256 unitId, uint256 verifierCount, uint256 lock, bool penalise) private {
         for (uint256 i = 0; i < verifierCount; ++i) {
             VerifierSlot memory slot = _verifiers[unitId][i];
-            if (slashSilent && _silent(slot.status)) {
+            if (penalise && _penalised(slot.status)) {
                 _registry.slash(slot.verifier, lock, true);
-            } else if (slot.status != VerifierStatus.Slashed) {
+            } else {
                 _registry.release(slot.verifier, lock, false);
             }
         }

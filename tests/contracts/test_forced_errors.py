@@ -153,7 +153,9 @@ def as_tuple(r: dict[str, Any]) -> tuple:
 # ------------------------------------------------------------------ the jackpot game
 
 
-def test_revealForced_honestPaidFromJackpot_lazySlashed_solverKeepsStake(forced, chain, project):
+def test_revealForced_honestPaidFromJackpot_lazySlashedAtFinalize_solverKeepsStake(
+    forced, chain, project
+):
     d = forced
     seed_jackpot(d, chain)
     unit, drawn = forced_unit(d, chain)
@@ -181,10 +183,13 @@ def test_revealForced_honestPaidFromJackpot_lazySlashed_solverKeepsStake(forced,
     # the honest verifier is paid once, for its sealed RIGHT attestation; its bond comes back
     assert tx.events.filter(d.manager.DisputeVoided)[0].challenger == honest.address
     assert d.manager.credits(honest) == honest_credit + MGR_CFG["challengeBond"] + FEE
-    assert d.manager.jackpot() == jackpot + lock_of(d, unit) - FEE
+    assert d.manager.jackpot() == jackpot - FEE
     assert d.manager.verifierStatus(unit, lazy)[0] == V_SLASHED
-    assert tx.events.filter(d.manager.ForcedAttestationSlashed)[0].amount == lock_of(d, unit)
-    assert d.registry.getNode(lazy).stake == lazy_stake - lock_of(d, unit)
+    assert tx.events.filter(d.manager.AttestationJudgedWrong)[0].amount == lock_of(d, unit)
+    # judged WRONG, but its lock S stays locked until finalize: the verdict trusts C, which can
+    # still be disputed
+    assert d.registry.getNode(lazy).stake == lazy_stake
+    assert d.registry.getNode(lazy).locked >= lock_of(d, unit)
     # the solver proved its forced error: nothing of its stake is touched
     assert d.registry.getNode(d.solvers[0]) == solver_node
     u = d.manager.getUnit(unit)
@@ -197,9 +202,16 @@ def test_revealForced_honestPaidFromJackpot_lazySlashed_solverKeepsStake(forced,
     # normal settlement follows with the true root; the slashed verifier gets no fee
     advance(chain, MGR_CFG["verifyWindow"] + 1)
     lazy_credit = d.manager.credits(lazy)
+    jackpot = d.manager.jackpot()
     tx = d.manager.finalize(unit, sender=d.other)
     assert tx.events.filter(d.manager.UnitFinalized)[0].solver == d.solvers[0].address
     assert d.manager.credits(lazy) == lazy_credit
+    # C stood: now the WRONG verifier's S is slashed into the jackpot (with the unit's tax)
+    penalised = tx.events.filter(d.manager.VerifierPenalised)
+    assert [(e.verifier, e.amount) for e in penalised] == [(lazy.address, lock_of(d, unit))]
+    assert d.registry.getNode(lazy).stake == lazy_stake - lock_of(d, unit)
+    tax = tx.events.filter(d.manager.UnitFinalized)[0].tax
+    assert d.manager.jackpot() == jackpot + tax + lock_of(d, unit)
     assert d.registry.getNode(d.solvers[0]).locked == solver_node.locked - 100 * E18
 
 
@@ -234,7 +246,7 @@ def test_revealForced_honestAndLazyAttesters_feeToTheHonestOnly(forced, chain, p
     assert [(p.catcher, p.amount) for p in tx.events.filter(d.manager.JackpotPaid)] == [
         (honest.address, FEE)
     ]
-    assert [e.verifier for e in tx.events.filter(d.manager.ForcedAttestationSlashed)] == [
+    assert [e.verifier for e in tx.events.filter(d.manager.AttestationJudgedWrong)] == [
         lazy.address
     ]
     assert d.manager.getUnit(unit).attestCount == 1
@@ -260,10 +272,10 @@ def test_revealForced_payoutCappedByJackpot(forced, chain, project):
     assert d.manager.jackpot() == jackpot - sum(paid)
 
 
-def test_revealForced_capCountsTheSlashedLockS(forced, chain, project):
-    """The judge caps a catcher's pay at the jackpot *with* the WRONG verifiers' locks, which are
-    the job's S, not the floor verifierLock: with an empty jackpot the one catcher gets all of J =
-    20 (capped at 10 with the floor), and the jackpot keeps S - J."""
+def test_revealForced_capIsTheBalance_wrongLocksArriveAtFinalize(forced, chain, project):
+    """The judge caps a catcher's pay at the jackpot's balance alone: the WRONG verifiers' locks
+    (the job's S) reach the jackpot only at finalize, once C has stood. With an empty jackpot the
+    one catcher gets nothing at the reveal, and finalize brings S and the tax in."""
     d = forced
     reward, fee = 1_000 * E18, 20 * E18  # fee at the jackpot cap: 2 % of the reward
     d.registry.addStake(1_000 * E18, sender=d.solvers[0])  # collateral = the reward
@@ -281,9 +293,45 @@ def test_revealForced_capCountsTheSlashedLockS(forced, chain, project):
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
     )
     assert [(p.catcher, p.amount) for p in tx.events.filter(d.manager.JackpotPaid)] == [
-        (honest.address, fee)
+        (honest.address, 0)
     ]
-    assert d.manager.jackpot() == lock - fee
+    assert d.manager.jackpot() == 0
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    tx = d.manager.finalize(unit, sender=d.other)
+    tax = tx.events.filter(d.manager.UnitFinalized)[0].tax
+    assert tax == reward * 200 // 10_000
+    assert d.manager.jackpot() == lock + tax
+    assert d.registry.getNode(lazy).locked == 0
+
+
+def test_revealForced_wrongVerdict_lockReleasedWhenCIsOverturned(forced, chain, project):
+    """A verdict trusts the solver's C. When a dispute then proves C wrong (here: the mock
+    arbiter's ruling), the unit re-opens and the verifier judged WRONG keeps its whole stake,
+    while the solver loses its collateral: a solver whose sealed C is itself wrong cannot get an
+    honest verifier slashed."""
+    d = forced
+    seed_jackpot(d, chain)
+    unit, (right, wronged) = forced_unit(d, chain)
+    attest(
+        d, chain, unit, [(right, ends(d, unit, right)), (wronged, ends(d, unit, wronged, False))]
+    )
+    stake = d.registry.getNode(wronged).stake
+    solver_stake = d.registry.getNode(d.solvers[0]).stake
+    end_roots = [ends(d, unit, right), ends(d, unit, wronged, honest=False)]
+    judge_of(project, d).revealForced(unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other)
+    assert d.manager.verifierStatus(unit, wronged)[0] == V_SLASHED
+    jackpot = d.manager.jackpot()
+    # the verifier judged WRONG disputes the revealed C and wins
+    d.manager.challenge(unit, b"\x66" * 32, sender=wronged)
+    tx = d.arbiter.resolve(d.arbiter.gameCount(), True, sender=d.other)
+    assert tx.events.filter(d.manager.DisputeResolved)[0].challengerWon
+    assert d.manager.getUnit(unit).status == U_OPEN
+    node = d.registry.getNode(wronged)
+    assert node.stake == stake and node.locked == 0
+    assert d.registry.getNode(d.solvers[0]).stake == solver_stake - 100 * E18
+    # the jackpot gets the solver's collateral less the challenger's share, no verifier lock
+    collateral = 100 * E18
+    assert d.manager.jackpot() == jackpot + collateral - collateral * 5_000 // 10_000
 
 
 # ------------------------------------------------------------------ premature reveal

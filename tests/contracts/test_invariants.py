@@ -594,6 +594,9 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.credits[u.challenger] += bond + reward
             self.jackpot += collateral - reward
             self.stake[u.assignee] -= collateral
+            if u.slashed:
+                # C was overturned: the WRONG verdicts fall with it, their locks are released
+                self._seen("wrong verdict released (C overturned)")
             self._reopen(u)  # verifier locks are released, nothing is paid to verifiers
         else:
             to_solver = bond * bps // BPS
@@ -611,7 +614,8 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     def reveal_unit(self, uid: int, resolve_voided: bool, challenger_won: bool) -> None:
         """The assignee proves its forced error: catchers are paid from the jackpot, verifiers
-        that attested a wrong end root at the perturbed checkpoint lose their lock."""
+        that attested a wrong end root at the perturbed checkpoint are judged WRONG (their lock
+        is slashed at finalize, released if the unit re-opens first)."""
         u = self.units[uid]
         position = u.position or 1
         states = published(position)
@@ -652,11 +656,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             ]
             if oks:
                 (right if all(oks) else wrong).append(v)
-        lock = self.lock(u)
-        for v in wrong:
-            self.stake[v] -= lock
-            u.slashed.add(v)
-        self.jackpot += lock * len(wrong)
+        u.slashed.update(wrong)  # nothing moves yet: the verdict trusts C, still disputable
         catchers = list(right)  # a voided dispute's challenger gets its bond back, no share
         voided = None
         if u.status == DISPUTED:
@@ -833,9 +833,13 @@ class ProtocolMachine(RuleBasedStateMachine):
         if any(v in u.sealed for v in pending):
             self._seen("unopened seal penalised")
         lock = self.lock(u)
-        for v in pending:
+        # penalised: the silent ones, and those a forced reveal judged WRONG (C stood)
+        penalised = pending + sorted(u.slashed)
+        for v in penalised:
             self.stake[v] -= lock
-        self.jackpot += tax + u.fee - share * n + lock * len(pending)
+        if u.slashed:
+            self._seen("wrong verdict slashed at finalize")
+        self.jackpot += tax + u.fee - share * n + lock * len(penalised)
         u.escrow -= u.reward
         u.status = FINAL
         self._seen(f"finalized ({n} attested, {len(pending)} penalised)")
@@ -1075,6 +1079,7 @@ def test_protocol_state_machine(world: World) -> None:
             "withdrew unbonded",
             "revealed forced",
             "jackpot paid",
+            "wrong verdict slashed at finalize",
             "premature reveal slashed",
             "court challenged",
             "court challenge refused",

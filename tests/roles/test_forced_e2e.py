@@ -133,13 +133,18 @@ def test_forced_round_reveal_pays_the_catcher_and_slashes_the_lazy_verifier(tmp_
         assert [(e["args"]["catcher"], e["args"]["amount"]) for e in paid] == [
             (honest.address, 2 * TOKEN)
         ]
-        # the lazy verifier attested without replaying and lost its lock without a game
-        (lazy_slash,) = manager.events.ForcedAttestationSlashed().get_logs(from_block=0)
-        assert lazy_slash["args"]["verifier"] == lazy.address
+        # the lazy verifier attested without replaying: judged WRONG at the reveal, and its lock
+        # was slashed without a game when the unit finalized with C standing
+        (judged,) = manager.events.AttestationJudgedWrong().get_logs(from_block=0)
+        assert judged["args"]["verifier"] == lazy.address
         lock = manager.functions.verifierLockOf(
             manager.functions.jobIdOf(revealed["args"]["unitId"]).call()
         ).call()
-        assert lock == 576 * TOKEN and lazy_slash["args"]["amount"] == lock
+        assert lock == 576 * TOKEN and judged["args"]["amount"] == lock
+        penalised = manager.events.VerifierPenalised().get_logs(from_block=0)
+        assert [(e["args"]["verifier"], e["args"]["amount"]) for e in penalised] == [
+            (lazy.address, lock)
+        ]
         assert registry.functions.getNode(lazy.address).call()[8] == 700 * TOKEN - lock  # stake
         # the solver proved its forced error: it was paid and never slashed
         slashed = [e["args"]["node"] for e in registry.events.NodeSlashed().get_logs(from_block=0)]
