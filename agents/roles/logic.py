@@ -192,6 +192,8 @@ class VerifierFacts:
     reveal_window: int = 0  # JobManager.Config.revealWindow: seals open until deadline + this
     challenged: bool = False  # I already challenged this attempt
     last_to_answer: bool = False  # I am Pending and every other drawn verifier sealed or attested
+    replayed: bool = False  # my verdict comes from a replay (not --lazy)
+    contested: bool = False  # I already challenged the revealed C of this attempt (or chose not to)
 
 
 def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
@@ -225,6 +227,12 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     opening = live and not u.forced_revealed and f.status == VerifierStatus.SEALED
     if opening and f.seals_open and reveal_left:
         acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))
+    # A forced reveal judged my replayed attestation WRONG: the verdict trusts the solver's C,
+    # and my lock is slashed at finalize unless a dispute overturns C first. My replay is the
+    # evidence that C is wrong at the perturbed checkpoint, so I challenge C (once).
+    contest = f.status == VerifierStatus.SLASHED and u.forced_revealed and f.replayed
+    if contest and not f.contested and u.status == UnitStatus.VERIFYING and in_window:
+        acts.append(Act("challenge", f"challenge-revealed:{uid}:{a}", (uid, a)))
     if u.status == UnitStatus.DISPUTED and f.my_challenge and f.game_id:
         acts.append(Act("play", "", (f.game_id,)))
     return acts + keeper_acts(u, now, frozenset({"drawVerifiers"}), BACKUP_DELAY)

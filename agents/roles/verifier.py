@@ -127,6 +127,14 @@ class ChallengerMixin:
             counter = bytes(32 - 1) + b"\x01"  # a made-up counter-claim: any nonzero other root
         else:
             counter = self.challenger_comp(ctx).checkpoint_commit()
+        if counter == u.checkpoint_root and act.intent.startswith("challenge-revealed:"):
+            # judged WRONG, yet my full replay gives the revealed C: my sampled replay was wrong
+            self.__dict__.setdefault("_no_contest", set()).add(f"{u.unit_id}:{u.attempt}")
+            self.log.error(
+                "unit %d: judged WRONG, but my full replay gives the revealed root: not contesting",
+                u.unit_id,
+            )
+            return
         if counter == u.checkpoint_root:
             self.log.error(
                 "unit %d: the data failed its checks but the roots are right; "
@@ -153,6 +161,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         super().__init__(*a, **kw)
         self._first_miss: dict[str, int] = {}  # "<unit>:<attempt>" -> chain time data failed
         self._lock_warned: set[int] = set()  # units whose verifier lock my free stake cannot cover
+        self._no_contest: set[str] = set()  # "<unit>:<attempt>": judged WRONG, but C is my root
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
@@ -270,8 +279,24 @@ class Verifier(ChallengerMixin, RoleAgent):
             last = status == VerifierStatus.PENDING and statuses.count(VerifierStatus.PENDING) == 1
         # my challenge leaves my status as it is: the intent record says whether I sent one
         challenged = self.agent.store.get_intent(f"challenge:{u.unit_id}:{u.attempt}") is not None
+        replayed = rec is not None and not rec.data.get("lazy", False)
+        key = f"{u.unit_id}:{u.attempt}"
+        contested = (
+            self.agent.store.get_intent(f"challenge-revealed:{key}") is not None
+            or key in self._no_contest
+        )
         return VerifierFacts(
-            self.me, status, verdict, game_id, mine, opened, self.reveal_window, challenged, last
+            self.me,
+            status,
+            verdict,
+            game_id,
+            mine,
+            opened,
+            self.reveal_window,
+            challenged,
+            last,
+            replayed,
+            contested,
         )
 
     def status_of(self, u: UnitView, verifier: str) -> VerifierStatus:

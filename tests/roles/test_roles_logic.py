@@ -336,3 +336,25 @@ def test_parse_leak_accepts_a_32_byte_hex_secret():
 def test_parse_leak_refuses_a_bad_file(name: str, text: str):
     with pytest.raises(ValueError):
         parse_leak(name, text)
+
+
+def test_verifier_judged_wrong_on_its_replay_challenges_the_revealed_root_once():
+    # a forced reveal judged my replayed attestation WRONG: its lock is slashed at finalize
+    # unless a dispute overturns C, and my replay says C is wrong, so I challenge C
+    u = replace(unit(UnitStatus.VERIFYING), forced_revealed=True)
+    wronged = vfacts(status=VerifierStatus.SLASHED, verdict="disagree", replayed=True)
+    acts = verifier_acts(u, Now(1, 900), wronged)
+    assert kinds(acts) == ["challenge"] and acts[0].intent == f"challenge-revealed:{UID}:0"
+    # even if it already challenged the published root before the reveal
+    assert kinds(verifier_acts(u, Now(1, 900), replace(wronged, challenged=True))) == ["challenge"]
+    assert verifier_acts(u, Now(1, 900), replace(wronged, contested=True)) == []  # once
+    assert verifier_acts(u, Now(1, 900), replace(wronged, replayed=False)) == []  # --lazy
+    assert verifier_acts(u, Now(1, 1000), wronged) == []  # the window is closing
+    not_revealed = unit(UnitStatus.VERIFYING)
+    assert verifier_acts(not_revealed, Now(1, 900), wronged) == []
+    right = replace(wronged, status=VerifierStatus.ATTESTED, challenged=True)
+    assert verifier_acts(u, Now(1, 900), right) == []
+    # during the dispute it plays its game
+    d = replace(unit(UnitStatus.DISPUTED), forced_revealed=True)
+    playing = replace(wronged, contested=True, game_id=9, my_challenge=True)
+    assert kinds(verifier_acts(d, Now(1, 900), playing)) == ["play"]
