@@ -49,6 +49,16 @@ def perturbed(st: State, secret: bytes, position: int) -> State:
     return out
 
 
+def falsified(st: State, position: int) -> State:
+    """A wrong "true" state for `--false-truth`: the second-lowest mantissa bit of one element
+    flipped, so it differs from both the true state and the published `perturbed` one."""
+    out = {name: t.clone() for name, t in st.items()}
+    bits = next(iter(out.values())).view(-1).view(torch.int32)
+    e = int.from_bytes(keccak(b"false-truth" + position.to_bytes(32, "big")), "big") % bits.numel()
+    bits[e] ^= 2
+    return out
+
+
 def parse_cheat(text: str | None) -> Fault | None:
     """`KIND[:step=S,node=N,element=E,mask=M]`, e.g. `element:step=217,node=2,element=5`."""
     if not text:
@@ -311,7 +321,19 @@ class Solver(RoleAgent):
                            self.secret(u), position)  # fmt: skip
             states[position] = self.agent.blobs.put(encode_state(st))
             roots[position] = "0x" + state_root(st).hex()
-            data = {"position": position, "true_roots": rec.data["roots"], "roots": roots}
+            true_roots = list(rec.data["roots"])
+            if getattr(self.args, "false_truth", False):
+                # seal a "true" list that is itself wrong at the perturbed checkpoint
+                lie = falsified(
+                    decode_state(ctx.spec, self.agent.blobs.get(rec.data["states"][position])),
+                    position,
+                )
+                true_roots[position] = "0x" + state_root(lie).hex()
+                true_root = checkpoint_root([bytes.fromhex(r[2:]) for r in true_roots])
+                self.log.warning(
+                    "unit %d: FALSE TRUTH sealed at checkpoint %d", u.unit_id, position
+                )
+            data = {"position": position, "true_roots": true_roots, "roots": roots}
             self.agent.store.put_record("forced", f"{u.unit_id}:{u.attempt}", "published", data)
             self.log.info("unit %d is a forced round: checkpoint %d perturbed", u.unit_id, position)
         m = Manifest(spec_hash, roots, states, rec.data["losses"])
@@ -383,6 +405,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="decomposed jobs: take at most this many units of one round (0: no limit)",
+    )
+    p.add_argument(
+        "--false-truth",
+        action="store_true",
+        help="for demos/tests: in a forced round, seal a true checkpoint list that is itself wrong "
+        "at the perturbed checkpoint (the reveal then judges honest verifiers WRONG; they contest)",
     )
     p.add_argument(
         "--cheat",
