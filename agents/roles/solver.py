@@ -39,24 +39,26 @@ ROLE_SOLVER = 1
 TOKEN = 10**18
 
 
+def _flipped(st: State, key: bytes, position: int, mask: int) -> State:
+    """`st` with bits `mask` of one element (chosen by keccak(key, position)) of its first
+    tensor flipped."""
+    out = {name: t.clone() for name, t in st.items()}
+    bits = next(iter(out.values())).view(-1).view(torch.int32)
+    e = int.from_bytes(keccak(key + position.to_bytes(32, "big")), "big") % bits.numel()
+    bits[e] ^= mask
+    return out
+
+
 def perturbed(st: State, secret: bytes, position: int) -> State:
     """The state one bit away that a forced round publishes at checkpoint `position`: the low
     mantissa bit of one element (chosen by keccak(r, position)) of the first tensor flipped."""
-    out = {name: t.clone() for name, t in st.items()}
-    bits = next(iter(out.values())).view(-1).view(torch.int32)
-    e = int.from_bytes(keccak(secret + position.to_bytes(32, "big")), "big") % bits.numel()
-    bits[e] ^= 1
-    return out
+    return _flipped(st, secret, position, 1)
 
 
 def falsified(st: State, position: int) -> State:
     """A wrong "true" state for `--false-truth`: the second-lowest mantissa bit of one element
     flipped, so it differs from both the true state and the published `perturbed` one."""
-    out = {name: t.clone() for name, t in st.items()}
-    bits = next(iter(out.values())).view(-1).view(torch.int32)
-    e = int.from_bytes(keccak(b"false-truth" + position.to_bytes(32, "big")), "big") % bits.numel()
-    bits[e] ^= 2
-    return out
+    return _flipped(st, b"false-truth", position, 2)
 
 
 def parse_cheat(text: str | None) -> Fault | None:

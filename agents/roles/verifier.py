@@ -122,26 +122,15 @@ class ChallengerMixin:
         else:
             await self.send(act, self.game.functions.claimTimeout(game_id))
 
-    async def open_challenge(self, act: Act, u: UnitView, ctx: JobContext) -> None:
+    async def open_challenge(self, act: Act, u: UnitView, ctx: JobContext) -> bool:
+        """Challenge the unit with the checkpoint root of my own full replay. Returns False,
+        sending nothing, when that root is the unit's (the caller says what that means)."""
         if getattr(self.args, "cheat_challenge", False):
             counter = bytes(32 - 1) + b"\x01"  # a made-up counter-claim: any nonzero other root
         else:
             counter = self.challenger_comp(ctx).checkpoint_commit()
-        if counter == u.checkpoint_root and act.intent.startswith("challenge-revealed:"):
-            # judged WRONG, yet my full replay gives the revealed C: my sampled replay was wrong
-            self.__dict__.setdefault("_no_contest", set()).add(f"{u.unit_id}:{u.attempt}")
-            self.log.error(
-                "unit %d: judged WRONG, but my full replay gives the revealed root: not contesting",
-                u.unit_id,
-            )
-            return
         if counter == u.checkpoint_root:
-            self.log.error(
-                "unit %d: the data failed its checks but the roots are right; "
-                "not challenging (will retry the fetch)",
-                u.unit_id,
-            )
-            return
+            return False
         bond = int(self.manager.functions.config().call()[9])
         if self.token.functions.allowance(self.me, self.manager.address).call() < bond:
             await self.send(
@@ -152,6 +141,16 @@ class ChallengerMixin:
         if out is not None:
             gid = int(self.manager.functions.getDispute(u.unit_id).call()[0])
             self.log.info("challenged unit %d: dispute game %d opened", u.unit_id, gid)
+        return True
+
+    def roots_are_right(self, u: UnitView) -> None:
+        """open_challenge found the unit's root right after a replay that disagreed: the data
+        failed its checks, not the roots."""
+        self.log.error(
+            "unit %d: the data failed its checks but the roots are right; "
+            "not challenging (will retry the fetch)",
+            u.unit_id,
+        )
 
 
 class Verifier(ChallengerMixin, RoleAgent):
@@ -311,8 +310,19 @@ class Verifier(ChallengerMixin, RoleAgent):
             await self.attest(act, u)
         elif act.kind == "challenge":
             ctx = self.context(u.job_id)
-            if ctx is not None:
-                await self.open_challenge(act, u, ctx)
+            if ctx is None or await self.open_challenge(act, u, ctx):
+                return
+            if act.intent.startswith("challenge-revealed:"):
+                # judged WRONG, yet my full replay gives the revealed C: my sampled replay was
+                # wrong, so there is nothing to contest (once: no retry)
+                self._no_contest.add(f"{u.unit_id}:{u.attempt}")
+                self.log.error(
+                    "unit %d: judged WRONG, but my full replay gives the revealed root: "
+                    "not contesting",
+                    u.unit_id,
+                )
+            else:
+                self.roots_are_right(u)
         elif act.kind == "play":
             ctx = self.context(u.job_id)
             if ctx is not None:

@@ -143,8 +143,8 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             self.agent.store.put_record("attestation", key, rec.state, data)
         elif act.kind == "challenge":
             ctx = self.context(u.job_id)
-            if ctx is not None:
-                await self.open_challenge(act, u, ctx)
+            if ctx is not None and not await self.open_challenge(act, u, ctx):
+                self.roots_are_right(u)
         elif act.kind == "courtChallenge":
             await self.court_challenge(act, key, data)
         elif act.kind == "playCourt":
