@@ -23,7 +23,8 @@ from typing import Any
 TX_BASE_GAS = 21_000
 COLD_SLOAD_GAS = 2_100
 NEW_SLOT_GAS = 20_000
-CALLS = ("CALL", "STATICCALL", "CALLCODE")
+CALLS = ("CALL", "STATICCALL", "CALLCODE", "DELEGATECALL")
+OWN_STORAGE = ("DELEGATECALL", "CALLCODE")
 LOGS = ("LOG0", "LOG1", "LOG2", "LOG3", "LOG4")
 
 
@@ -57,7 +58,7 @@ def calldata_gas(data: bytes) -> int:
 def anatomy(struct_logs: list[dict[str, Any]], calldata: bytes, gas_used: int, to: str) -> Anatomy:
     """Split `gas_used` of a call to `to` whose trace is `struct_logs` (geth's default tracer,
     with the stack). Storage keys are told apart by contract: the stack of called addresses
-    follows CALL/STATICCALL (a DELEGATECALL keeps the caller's storage)."""
+    follows CALL/STATICCALL (a DELEGATECALL or CALLCODE keeps the caller's storage)."""
     frames: list[str] = [to.lower()]
     cold_loaded: set[tuple[str, str]] = set()
     new_slots = new_slots_gas = updates = updates_gas = 0
@@ -68,11 +69,12 @@ def anatomy(struct_logs: list[dict[str, Any]], calldata: bytes, gas_used: int, t
         del frames[depth:]
         op = log["op"]
         cost = int(log["gasCost"])
-        if op in CALLS or op == "DELEGATECALL":
+        if op in CALLS:
             nxt = struct_logs[i + 1] if i + 1 < len(struct_logs) else None
             if nxt is not None and nxt["depth"] == depth + 1:
                 target = "0x" + log["stack"][-2][2:].rjust(40, "0")[-40:]
-                frames.append(frames[-1] if op == "DELEGATECALL" else target.lower())
+                # DELEGATECALL and CALLCODE run the callee's code on the caller's storage
+                frames.append(frames[-1] if op in OWN_STORAGE else target.lower())
         elif op == "SLOAD":
             if cost >= COLD_SLOAD_GAS:
                 cold_reads += 1

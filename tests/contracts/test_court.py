@@ -44,8 +44,9 @@ def world(project, accounts) -> Protocol:
     return d
 
 
-def attested_unit(d: Protocol, chain, **overrides) -> tuple[int, int, list]:
-    """A unit whose two drawn verifiers attested (sealed, then opened): (job, unit, [(v, ends)])."""
+def drawn_unit(d: Protocol, chain, **overrides) -> tuple[int, int, list]:
+    """A unit committed with STATES' list root and its verifiers drawn: (job, unit, [(v, ends)]),
+    `ends` the end roots each would attest."""
     job_id, unit = assign(d, chain, **overrides)
     seal = keccak(LIST_ROOT + SECRET)
     d.manager.commitCheckpoints(
@@ -54,7 +55,16 @@ def attested_unit(d: Protocol, chain, **overrides) -> tuple[int, int, list]:
     chain.mine(1)
     d.manager.drawVerifiers(unit, sender=d.other)
     drawn = [by_address(d.verifiers, a) for a in d.manager.getVerifiers(unit)]
-    pairs = [(v, [b"\x44" * 32] * len(d.manager.sampledSegments(unit, v))) for v in drawn]
+    return (
+        job_id,
+        unit,
+        [(v, [b"\x44" * 32] * len(d.manager.sampledSegments(unit, v))) for v in drawn],
+    )
+
+
+def attested_unit(d: Protocol, chain, **overrides) -> tuple[int, int, list]:
+    """A unit whose two drawn verifiers attested (sealed, then opened): (job, unit, [(v, ends)])."""
+    job_id, unit, pairs = drawn_unit(d, chain, **overrides)
     attest(d, chain, unit, pairs)
     return job_id, unit, pairs
 
@@ -164,15 +174,7 @@ def test_challengeAttestation_startRootNotInTheCommitment_badStartRoot(world, ch
 
 def test_challengeAttestation_verifierOnlySealed_notAttested(world, chain):
     d = world
-    _, unit = assign(d, chain)
-    seal = keccak(LIST_ROOT + SECRET)
-    d.manager.commitCheckpoints(
-        unit, LIST_ROOT, 5, STATES[-1], "blob://unit", seal, sender=d.solvers[0]
-    )
-    chain.mine(1)
-    d.manager.drawVerifiers(unit, sender=d.other)
-    v = by_address(d.verifiers, d.manager.getVerifiers(unit)[0])
-    ends = [b"\x44" * 32] * len(d.manager.sampledSegments(unit, v))
+    _, unit, [(v, ends), _] = drawn_unit(d, chain)
     seal_attestation(d, unit, v, ends)
     with reverts(d.court, "NotAttested", unitId=unit, verifier=v.address):
         take_to_court(d, unit, v, ends)
