@@ -16,12 +16,14 @@ import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 ///         whistleblower names one attested segment of a unit; the court checks the attestation
 ///         against the JobManager's record and the segment's start root against the unit's
 ///         checkpoint root, locks the verifier's penalty (`penaltyOf`: the job's verifier lock S,
-///         INCENTIVES §2 item 6), takes the whistleblower's `bond` and opens a segment game (its
-///         own DisputeGame instance, whose manager is this court) with the verifier as defender.
+///         INCENTIVES §2 item 6), takes the whistleblower's bond (`bondOf`: at least `bond`, at
+///         least the reward it stands to win) and opens a segment game (its own DisputeGame
+///         instance, whose manager is this court) with the verifier as defender.
 ///         Challenger wins: the penalty is slashed, the whistleblower gets its bond back plus
 ///         `rewardBps` of the penalty, the rest goes to the JobManager's jackpot (`fundJackpot`:
 ///         one jackpot, fed by every slash, pays every catcher). Verifier wins: the lock is
-///         released and the bond is credited to the verifier. Payouts are pull-based (`withdraw`).
+///         released and the bond (the case's, scaled with the penalty) is credited to the
+///         verifier. Payouts are pull-based (`withdraw`).
 /// @dev Token balance == Σ open bonds + Σ credits. The court must be one of the
 ///      registry's slashers (fixed at deployment) and `setGame` wires its game once.
 contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
@@ -48,18 +50,24 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     /// @notice `verifier` has no free stake for the court to lock.
     error NoFreeStake(address verifier);
 
+    /// @notice `whistleblower` took entry `segment` of `verifier`'s attestation of `unitId` to
+    ///         court game `gameId` (from `startRoot`, the attested `endRoot`): `penalty` of the
+    ///         verifier's stake is locked and `bond` was taken from the whistleblower.
     event AttestationChallenged(
         uint256 indexed unitId, address indexed verifier, address indexed whistleblower,
-        uint256 gameId, uint64 segment, bytes32 startRoot, bytes32 endRoot, uint256 penalty
+        uint256 gameId, uint64 segment, bytes32 startRoot, bytes32 endRoot, uint256 penalty, uint256 bond
     ); // forgefmt: disable-line
     event AttestationRuled(uint256 indexed gameId, address indexed verifier, bool falseAttestation);
     event Credited(address indexed account, uint256 amount, uint256 balance);
     event Withdrawn(address indexed account, uint256 amount);
 
+    uint256 private constant BPS = 10_000;
+
     IJobManager public immutable manager;
     INodeRegistry public immutable registry;
     IERC20 public immutable token;
     address private immutable _deployer;
+    /// @notice The least bond a challenge takes (`bondOf` scales it with the penalty).
     uint96 public immutable bond;
     /// @notice The least penalty a false attestation costs (where the verifier's free stake
     ///         covers it), whatever the job's verifier lock.
@@ -78,7 +86,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         _deployer = msg.sender;
         bond = bond_;
         penalty = penalty_;
-        rewardBps = rewardBps_ > 10_000 ? 10_000 : rewardBps_;
+        rewardBps = rewardBps_ > BPS ? uint16(BPS) : rewardBps_;
     }
 
     /// @notice Wires the court's dispute game (whose manager is this court). Deployer, once.
@@ -113,14 +121,17 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         seg.endRoot = _attested(unitId, verifier, index, endRoots);
         uint256 locked = penaltyOf(unitId, verifier);
         if (locked == 0) revert NoFreeStake(verifier);
+        uint256 stake = _bondFor(locked);
         gameId = game.openSegmentGame(
             unitId, verifier, msg.sender, seg.datasetRoot, seg.index * seg.k, seg.k, [startRoot, seg.endRoot]
         );
-        // penaltyOf is at most uint96.max.
-        cases[gameId] = Case(unitId, verifier, msg.sender, bond, uint96(locked));
-        emit AttestationChallenged(unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot, locked);
+        // penaltyOf is at most uint96.max, and so is _bondFor of it (see there).
+        cases[gameId] = Case(unitId, verifier, msg.sender, uint96(stake), uint96(locked));
+        emit AttestationChallenged(
+            unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot, locked, stake
+        ); // forgefmt: disable-line
         registry.lock(verifier, locked);
-        token.safeTransferFrom(msg.sender, address(this), bond);
+        token.safeTransferFrom(msg.sender, address(this), stake);
     }
 
     /// @notice What a challenge of `verifier`'s attestation of `unitId` would lock now: the job's
@@ -133,6 +144,24 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         uint256 free = registry.freeStake(verifier);
         if (amount > free) amount = free;
         return amount > type(uint96).max ? type(uint96).max : amount;
+    }
+
+    /// @notice What a challenge of `verifier`'s attestation of `unitId` would take from the
+    ///         whistleblower now: the reward it stands to win (`rewardBps` of `penaltyOf`), at
+    ///         least `bond`. A challenge keeps up to S of the verifier's free stake locked for a
+    ///         whole game, so the whistleblower risks at least what winning would pay it, and a
+    ///         verifier whose attestation stands is credited in proportion to what was locked.
+    ///         Reverts where `penaltyOf` reverts.
+    function bondOf(uint256 unitId, address verifier) external view returns (uint256) {
+        return _bondFor(penaltyOf(unitId, verifier));
+    }
+
+    /// @dev The bond of a challenge that locks `locked`. Fits a uint96: `locked` ≤ uint96.max
+    ///      (penaltyOf clamps it) and rewardBps ≤ BPS (the constructor clamps it), so the reward
+    ///      is ≤ `locked`; `bond` is a uint96.
+    function _bondFor(uint256 locked) private view returns (uint256) {
+        uint256 reward = locked * rewardBps / BPS;
+        return reward > bond ? reward : bond;
     }
 
     struct Segment {
@@ -186,7 +215,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         delete cases[gameId];
         emit AttestationRuled(gameId, c.verifier, challengerWon);
         if (challengerWon) {
-            uint256 reward = uint256(c.penalty) * rewardBps / 10_000;
+            uint256 reward = uint256(c.penalty) * rewardBps / BPS;
             _credit(c.whistleblower, uint256(c.bond) + reward);
             uint256 toJackpot = uint256(c.penalty) - reward;
             // The slashed penalty arrives here; the manager pulls its jackpot share right away.

@@ -1,13 +1,17 @@
-"""AttestationCourt (PROTOCOL §6.8): its penalty and its revert paths.
+"""AttestationCourt (PROTOCOL §6.8): its penalty, its bond and its revert paths.
 
 The penalty: a false attestation costs the job's verifier lock S, at least the court's floor, at
 most the verifier's free stake; the case keeps what was locked and the ruling slashes or releases
-exactly that. The whistleblower-only and wiring guards are in tests/roles/test_attestation_court.py,
-the court's books over random sequences in test_invariants.py."""
+exactly that. The bond: the whistleblower pays what it stands to win (`rewardBps` of the
+penalty), at least the court's flat `bond`; the case keeps it and the ruling credits exactly that
+to the winner. The whistleblower-only and wiring guards are in
+tests/roles/test_attestation_court.py, the court's books over random sequences in
+test_invariants.py."""
 
 from __future__ import annotations
 
 import pytest
+from ape.exceptions import ContractLogicError
 from conftest import (
     COURT_BOND,
     COURT_PENALTY,
@@ -100,14 +104,15 @@ def test_penaltyOf_freeStakeShortOfS_isCappedAndSlashedWhole(world, chain):
     free = d.registry.freeStake(v)
     assert free == 100 * E18 - S_DEFAULT
     assert d.court.penaltyOf(unit, v) == free
+    reward = free * COURT_REWARD_BPS // 10_000
+    assert d.court.bondOf(unit, v) == reward  # 17 tokens: above the floor, scaled with the cap
     game = take_to_court(d, unit, v, ends).events.filter(d.court.AttestationChallenged)[0].gameId
     assert d.registry.freeStake(v) == 0
     stake = d.registry.getNode(v).stake
     jackpot = d.manager.jackpot()
     d.court_game.resolve(game, True, sender=d.other)
-    reward = free * COURT_REWARD_BPS // 10_000
     assert d.registry.getNode(v).stake == stake - free
-    assert d.court.credits(d.whistleblower) == COURT_BOND + reward
+    assert d.court.credits(d.whistleblower) == reward + reward
     assert d.manager.jackpot() == jackpot + free - reward
 
 
@@ -129,7 +134,7 @@ def test_onDisputeResolved_attestationStands_releasesWhatWasLocked(world, chain)
     d.court_game.resolve(game, False, sender=d.other)
     assert d.registry.freeStake(v) == free
     assert d.registry.getNode(v).stake == 100 * E18
-    assert d.court.credits(v) == COURT_BOND
+    assert d.court.credits(v) == free * COURT_REWARD_BPS // 10_000  # the scaled bond
 
 
 def test_challengeAttestation_noFreeStake_reverts(world, chain):
@@ -137,8 +142,108 @@ def test_challengeAttestation_noFreeStake_reverts(world, chain):
     _, unit, [(v, ends), _] = attested_unit(d, chain)
     d.registry.requestUnbond(d.registry.freeStake(v), sender=v)
     assert d.court.penaltyOf(unit, v) == 0
+    assert d.court.bondOf(unit, v) == COURT_BOND  # the quote stands; the challenge does not
     with reverts(d.court, "NoFreeStake", verifier=v.address):
         take_to_court(d, unit, v, ends)
+
+
+# ------------------------------------------------------------------ the bond
+
+
+def challenge_paid(d: Protocol, unit: int, v, ends: list[bytes]) -> tuple[int, int, int]:
+    """Take (v, ends) to court; check the whistleblower paid exactly the quoted bondOf and the
+    event and the case record it: (game id, penalty, bond)."""
+    quoted = d.court.bondOf(unit, v)
+    before = d.token.balanceOf(d.whistleblower)
+    held = d.token.balanceOf(d.court)
+    ev = take_to_court(d, unit, v, ends).events.filter(d.court.AttestationChallenged)[0]
+    assert d.token.balanceOf(d.whistleblower) == before - quoted
+    assert d.token.balanceOf(d.court) == held + quoted
+    assert ev.bond == quoted
+    assert d.court.cases(ev.gameId).bond == quoted
+    return ev.gameId, ev.penalty, quoted
+
+
+def large_s_unit(d: Protocol, chain) -> tuple[int, int, list]:
+    """An attested unit of a 400-token job: S = (400 - 10 - 8) * 3 / 4 = 286.5 tokens. Its
+    verifiers staked 600: the manager locks S while the unit is Verifying, and the 313.5 left
+    free cover the court's S too (its solver staked 400, its collateral)."""
+    for v in d.verifiers:
+        d.registry.addStake(500 * E18, sender=v)
+    d.registry.addStake(200 * E18, sender=d.solvers[0])
+    job_id, unit, pairs = attested_unit(d, chain, reward=400 * E18)
+    assert d.manager.verifierLockOf(job_id) == 2865 * E18 // 10
+    return job_id, unit, pairs
+
+
+def test_bondOf_smallPenalty_isTheFlatFloor(world, chain):
+    d = world
+    _, unit, [(v, ends), _] = attested_unit(d, chain)
+    # 6 tokens free: the penalty is capped at 6, half of it (3) is under the 10-token floor
+    d.registry.requestUnbond(d.registry.freeStake(v) - 6 * E18, sender=v)
+    assert d.court.penaltyOf(unit, v) == 6 * E18
+    assert d.court.bondOf(unit, v) == COURT_BOND
+    game, penalty, bond = challenge_paid(d, unit, v, ends)
+    assert (penalty, bond) == (6 * E18, COURT_BOND)
+    d.court_game.resolve(game, False, sender=d.other)
+    assert d.court.credits(v) == COURT_BOND
+
+
+def test_bondOf_sAtTheFloor_isTheFlatBond(world, chain):
+    d = world
+    # S = 13.2 tokens is under the 20-token penalty floor, whose half is the 10-token bond
+    _, unit, [(v, _), _] = attested_unit(d, chain, reward=20 * E18, verificationFee=2 * E18)
+    assert d.court.penaltyOf(unit, v) == COURT_PENALTY
+    assert d.court.bondOf(unit, v) == COURT_BOND
+
+
+def test_bondOf_largeS_isTheRewardAtStake(world, chain):
+    d = world
+    job_id, unit, [(v, ends), _] = large_s_unit(d, chain)
+    s = d.manager.verifierLockOf(job_id)
+    assert d.court.penaltyOf(unit, v) == s
+    assert d.court.bondOf(unit, v) == s * COURT_REWARD_BPS // 10_000 == 14325 * E18 // 100
+    _, penalty, bond = challenge_paid(d, unit, v, ends)
+    assert (penalty, bond) == (s, s * COURT_REWARD_BPS // 10_000)
+
+
+def test_bondOf_largeS_attestationStands_verifierCreditedTheScaledBond(world, chain):
+    d = world
+    _, unit, [(v, ends), _] = large_s_unit(d, chain)
+    game, penalty, bond = challenge_paid(d, unit, v, ends)
+    assert bond > COURT_BOND
+    d.court_game.resolve(game, False, sender=d.other)
+    assert d.court.credits(v) == bond
+    assert d.court.credits(d.whistleblower) == 0
+    before = d.token.balanceOf(v)
+    d.court.withdraw(sender=v)
+    assert d.token.balanceOf(v) == before + bond
+
+
+def test_bondOf_largeS_falseAttestation_whistleblowerGetsBondPlusReward(world, chain):
+    d = world
+    _, unit, [(v, ends), _] = large_s_unit(d, chain)
+    start = d.token.balanceOf(d.whistleblower)
+    game, penalty, bond = challenge_paid(d, unit, v, ends)
+    jackpot = d.manager.jackpot()
+    d.court_game.resolve(game, True, sender=d.other)
+    reward = penalty * COURT_REWARD_BPS // 10_000
+    assert d.court.credits(d.whistleblower) == bond + reward
+    assert d.court.credits(v) == 0
+    assert d.manager.jackpot() == jackpot + penalty - reward
+    d.court.withdraw(sender=d.whistleblower)
+    # net of its bond, the whistleblower gained exactly the reward
+    assert d.token.balanceOf(d.whistleblower) == start + reward
+
+
+def test_bondOf_unknownUnit_revertsAsPenaltyOf(world):
+    d = world
+    unit = 999 << 32  # no such job: the manager's lock divides by its zero checkpoint interval
+    with pytest.raises(ContractLogicError) as penalty:
+        d.court.penaltyOf(unit, d.verifiers[0])
+    with pytest.raises(ContractLogicError) as bond:
+        d.court.bondOf(unit, d.verifiers[0])
+    assert str(bond.value) == str(penalty.value)
 
 
 # ------------------------------------------------------------------ revert paths
