@@ -391,6 +391,8 @@ def collect(
                 "verifier": names.get(a["verifier"], a["verifier"]),
                 "whistleblower": names.get(a["whistleblower"], a["whistleblower"]),
                 "segment": int(a["segment"]),
+                "penalty": int(a["penalty"]) / TOKEN,
+                "bond": int(a["bond"]) / TOKEN,
                 "false_attestation": bool(ruled[0]["args"]["falseAttestation"]) if ruled else None,
             }
         )
@@ -572,7 +574,8 @@ def summary_table(report: dict) -> str:
         verdict = {True: "false -> verifier slashed", False: "stood", None: "unresolved"}
         lines.append(
             f"attestation dispute (court game {d['game_id']}): {d['whistleblower']} vs "
-            f"{d['verifier']}, segment {d['segment']}: {verdict[d['false_attestation']]}"
+            f"{d['verifier']}, segment {d['segment']}, penalty {d['penalty']:g}, bond "
+            f"{d['bond']:g}: {verdict[d['false_attestation']]}"
         )
     lines.append("")
     lines.append("phase (chain time after posting)   start     end")

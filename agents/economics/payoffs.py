@@ -155,8 +155,9 @@ def collusion_detection(job: Job, proto: Protocol, cheated: int) -> float:
 def whistleblower_breakeven(job: Job, costs: Costs, proto: Protocol) -> float:
     """Share of attestations that must be false for re-checking to pay a whistleblower.
 
-    A check costs m c_r and, on a false attestation, earns challenger_share x S (the bond comes
-    back). Below this share whistleblowing loses money, so in an honest equilibrium (no false
+    A check costs m c_r and, on a false attestation, earns challenger_share x S (the court's
+    bond, max(floor, x S), comes back: the whistleblower disputes only what its replay showed
+    false). Below this share whistleblowing loses money, so in an honest equilibrium (no false
     attestations) whistleblowers are volunteers: the dominance results do not rely on them.
     """
     gain = proto.challenger_share * forced.lazy_slash(job, proto)

@@ -231,10 +231,13 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         proof = merkle.list_proof(merkle.CHECKPOINT_DOMAIN, roots, s).siblings
         ends = [bytes.fromhex(r[2:]) for r in data["end_roots"]]
         await self.register_unit_config(act, int(data["unit"]) >> 32)
-        bond = int(self.court.functions.bond().call())
+        # The bond scales with the penalty the challenge locks (at least the flat `bond`); the
+        # penalty reads the verifier's free stake, so quote it now, just before the challenge.
+        bond = int(self.court.functions.bondOf(int(data["unit"]), data["verifier"]).call())
         if self.token.functions.allowance(self.me, self.court.address).call() < bond:
             approve = self.token.functions.approve(self.court.address, bond)
-            await self.send(Act("approve", f"{act.intent}:approve"), approve)
+            # the amount in the intent: a bond quoted higher on a retry needs a new approval
+            await self.send(Act("approve", f"{act.intent}:approve:{bond}"), approve)
         fn = self.court.functions.challengeAttestation(
             int(data["unit"]), data["verifier"], j, ends, roots[s], proof
         )
@@ -250,11 +253,13 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         assert rec is not None
         self.agent.store.put_record("attestation", key, rec.state, data)
         self.log.info(
-            "disputed the attestation of %s (segment %d) in court game %d, penalty %d locked",
+            "disputed the attestation of %s (segment %d) in court game %d, penalty %d locked, "
+            "bond %d paid",
             data["verifier"],
             s,
             data["court_game"],
             int(ev["penalty"]),
+            int(ev["bond"]),
         )
 
     async def register_unit_config(self, act: Act, job_id: int) -> None:

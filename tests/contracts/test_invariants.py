@@ -747,7 +747,12 @@ class ProtocolMachine(RuleBasedStateMachine):
         assert self.w.court.functions.cases(game).call()[4] == penalty, "court penalty"
         if penalty < max(COURT_CFG["penalty"], self.lock(u)):
             self._seen("court penalty capped by the free stake")
-        self.cases[game] = (uid, verifier, COURT_CFG["bond"], penalty)
+        # the bond: the reward at stake, at least the flat floor
+        bond = max(COURT_CFG["bond"], penalty * COURT_CFG["reward_bps"] // BPS)
+        assert self.w.court.functions.cases(game).call()[3] == bond, "court bond"
+        if bond > COURT_CFG["bond"]:
+            self._seen("court bond scaled with the penalty")
+        self.cases[game] = (uid, verifier, bond, penalty)
         u.court.add((verifier, index))
         self._seen("court challenged")
         if data.draw(st.integers(0, 3)):  # for depth: the game ends at once, the winner withdraws

@@ -69,6 +69,9 @@ def test_make_demo_runs_the_protocol_end_to_end():
         assert d["false_attestation"] is True
     assert o["verifier-lazy"]["outcome"] == "slashed"
     assert o["verifier-lazy"]["slashed"] == 20 * len(report["attestation_disputes"])
+    for d in report["attestation_disputes"]:
+        # the court's 20-token penalty floor: the bond is half of it, the 10-token flat floor
+        assert (d["penalty"], d["bond"]) == (20, 10)
     assert o["whistleblower"]["paid"] == 20 * len(report["attestation_disputes"])  # bond + half
     assert o["verifier"]["slashed"] == 0
     assert report["duplicate_transactions"] == []
