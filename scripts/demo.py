@@ -65,6 +65,9 @@ MANAGER_CONFIG = {
 CLOCK_BUDGET = 120
 #: The attestation court's game: a lazy verifier has no data to defend with and times out.
 COURT_CLOCK_BUDGET = 15
+#: The court's bond floor, under the default 10: a challenge's bond (`bondOf`, half the 20-token
+#: penalty = 10) is then the scaled one, not the floor, so the whistleblower must quote it.
+COURT = {"bond": 5 * TOKEN}
 
 
 @dataclass
@@ -207,7 +210,7 @@ def run(rpc_url: str | None, deployer_key: str | None, deploy_only: bool = False
             )
         key = deployer_key or dev_private_key(0)
         params = {
-            "attestation_court": True,
+            "attestation_court": COURT,
             "court_clock_budget": COURT_CLOCK_BUDGET,
             "dispute_game": True,
             "clock_budget": CLOCK_BUDGET,
