@@ -119,19 +119,22 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         }
         Segment memory seg = _segment(unitId, verifier, index, startRoot, startProof);
         seg.endRoot = _attested(unitId, verifier, index, endRoots);
-        uint256 locked = penaltyOf(unitId, verifier);
-        if (locked == 0) revert NoFreeStake(verifier);
-        uint256 stake = _bondFor(locked);
+        Case memory c;
+        {
+            uint256 locked = penaltyOf(unitId, verifier);
+            if (locked == 0) revert NoFreeStake(verifier);
+            // penaltyOf is at most uint96.max, and so is _bondFor of it (see there).
+            c = Case(unitId, verifier, msg.sender, uint96(_bondFor(locked)), uint96(locked));
+        }
         gameId = game.openSegmentGame(
             unitId, verifier, msg.sender, seg.datasetRoot, seg.index * seg.k, seg.k, [startRoot, seg.endRoot]
         );
-        // penaltyOf is at most uint96.max, and so is _bondFor of it (see there).
-        cases[gameId] = Case(unitId, verifier, msg.sender, uint96(stake), uint96(locked));
+        cases[gameId] = c;
         emit AttestationChallenged(
-            unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot, locked, stake
+            unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot, c.penalty, c.bond
         ); // forgefmt: disable-line
-        registry.lock(verifier, locked);
-        token.safeTransferFrom(msg.sender, address(this), stake);
+        registry.lock(verifier, c.penalty);
+        token.safeTransferFrom(msg.sender, address(this), c.bond);
     }
 
     /// @notice What a challenge of `verifier`'s attestation of `unitId` would lock now: the job's
