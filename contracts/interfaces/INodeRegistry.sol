@@ -45,6 +45,17 @@ interface INodeRegistry {
         uint32 poolSlot;
     }
 
+    /// @notice One entry of a role pool. Entries never move, so an index names the same entry
+    ///         forever: `addedBlock` is the block the entry was appended in (it fixes which entries
+    ///         a draw counts, `poolSizeBefore`), `joinedBlock` the block its current node took it.
+    ///         An entry is live while its node still points at it; a dead entry is taken by the
+    ///         next registration (PROTOCOL §6.2).
+    struct PoolEntry {
+        address node;
+        uint40 addedBlock;
+        uint40 joinedBlock;
+    }
+
     /// @notice Deployment parameters.
     /// @param minSolverStake        Minimum stake of a solver.
     /// @param minVerifierStake      Minimum stake of a verifier.
@@ -177,16 +188,26 @@ interface INodeRegistry {
     function minStake(Role role) external view returns (uint256);
     /// @notice Selection weight: `stake * (completed + 1) / (completed + 1 + 2 failed + 4 slashed)`.
     function selectionWeight(address node) external view returns (uint256);
-    /// @notice Pool member `randomWord % poolSize(role)` if it is online, is not in `exclude` and
-    ///         has `amount` free stake; address(0) otherwise (or if the pool is empty).
-    function pickPoolMember(Role role, uint256 randomWord, address[] calldata exclude, uint256 amount)
-        external
-        view
-        returns (address node);
-    /// @notice Number of nodes with `role` and nonzero stake.
+    /// @notice Pool entry `randomWord % poolSizeBefore(role, joinedBefore)` if its node took it in
+    ///         a block before `joinedBefore`, is still on it (live), is online, not in `exclude`
+    ///         and has `amount` free stake; address(0) otherwise (or if no entry was added before
+    ///         block `joinedBefore`). Nodes that join in or after block `joinedBefore` can neither
+    ///         be picked nor change which entry is (PROTOCOL §6.5).
+    function pickPoolMember(
+        Role role,
+        uint256 randomWord,
+        uint64 joinedBefore,
+        address[] calldata exclude,
+        uint256 amount
+    ) external view returns (address node);
+    /// @notice Number of entries of `role`'s pool, live or dead.
     function poolSize(Role role) external view returns (uint256);
-    /// @notice Pool member `index` of `role`.
-    function poolAt(Role role, uint256 index) external view returns (address);
+    /// @notice Number of entries of `role`'s pool added in a block before `blockNumber`.
+    function poolSizeBefore(Role role, uint64 blockNumber) external view returns (uint256);
+    /// @notice Pool entry `index` of `role`, and whether it is live (its node has not left since).
+    function poolAt(Role role, uint256 index) external view returns (PoolEntry memory entry, bool live);
+    /// @notice Number of dead entries of `role`'s pool, which the next registrations take.
+    function deadPoolEntries(Role role) external view returns (uint256);
     /// @notice Seconds between an unbond request and its withdrawal.
     function unbondingDelay() external view returns (uint64);
     /// @notice Seconds a heartbeat keeps a node online.

@@ -306,9 +306,12 @@ contract JobManager is IJobManager, ReentrancyGuard {
         address[] memory picked = new address[](wanted + 1);
         picked[0] = unit.assignee;
         uint256 count = 0;
+        // Only verifiers that joined before the seed block can be drawn, and they alone set the
+        // modulus: nobody who has seen the seed can join to move the draw (PROTOCOL §6.5).
+        uint64 joinedBefore = unit.seedBlock;
         for (uint256 t = 0; t < 4 * wanted && count < wanted; ++t) {
             uint256 word = uint256(keccak256(abi.encode(seed, t)));
-            address v = _registry.pickPoolMember(INodeRegistry.Role.Verifier, word, picked, lock);
+            address v = _registry.pickPoolMember(INodeRegistry.Role.Verifier, word, joinedBefore, picked, lock);
             if (v == address(0)) continue;
             _verifiers[unitId][count] = VerifierSlot(v, VerifierStatus.Pending);
             ++count;

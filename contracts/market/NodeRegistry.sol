@@ -25,7 +25,11 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     bool private _slashersSet;
     mapping(address account => bool) private _isSlasher;
     mapping(address node => Node) private _nodes;
-    mapping(Role role => address[]) private _pools;
+    /// @dev Entries never move (PROTOCOL §6.2): an index names the same entry forever, so a draw
+    ///      against the pool as it stood before a seed block cannot be moved by later joins or exits.
+    mapping(Role role => PoolEntry[]) private _pools;
+    /// @dev Indices of dead entries, reused (last in, first out) by the next registrations.
+    mapping(Role role => uint32[]) private _deadEntries;
 
     modifier onlySlasher() {
         if (!_isSlasher[msg.sender]) revert NotSlasher(msg.sender);
@@ -72,8 +76,7 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         node.throughput = capability.throughput;
         node.lastHeartbeat = uint64(block.timestamp);
         node.stake = amount.toUint128();
-        _pools[role].push(msg.sender);
-        node.poolSlot = _pools[role].length.toUint32();
+        node.poolSlot = _joinPool(role, msg.sender);
         emit NodeRegistered(msg.sender, role, amount, capability);
         _token.safeTransferFrom(msg.sender, address(this), amount);
     }
@@ -248,26 +251,45 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     }
 
     /// @inheritdoc INodeRegistry
-    function pickPoolMember(Role role, uint256 randomWord, address[] calldata exclude, uint256 amount)
-        external
-        view
-        returns (address)
-    {
-        uint256 size = _pools[role].length;
+    function poolSizeBefore(Role role, uint64 blockNumber) external view returns (uint256) {
+        return _sizeBefore(_pools[role], blockNumber);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function pickPoolMember(
+        Role role,
+        uint256 randomWord,
+        uint64 joinedBefore,
+        address[] calldata exclude,
+        uint256 amount
+    ) external view returns (address) {
+        PoolEntry[] storage pool = _pools[role];
+        uint256 size = _sizeBefore(pool, joinedBefore);
         if (size == 0) return address(0);
-        address candidate = _pools[role][randomWord % size];
+        uint256 index = randomWord % size;
+        PoolEntry storage entry = pool[index];
+        address candidate = entry.node;
+        // A node that took the entry in or after block `joinedBefore` may have seen the seed.
+        if (entry.joinedBlock >= joinedBefore) return address(0);
+        Node storage node = _nodes[candidate];
+        if (!_onEntry(node, index)) return address(0);
         for (uint256 i = 0; i < exclude.length; ++i) {
             if (candidate == exclude[i]) return address(0);
         }
-        Node storage node = _nodes[candidate];
         if (!_online(node)) return address(0);
         if (node.stake - node.locked < amount) return address(0);
         return candidate;
     }
 
     /// @inheritdoc INodeRegistry
-    function poolAt(Role role, uint256 index) external view returns (address) {
-        return _pools[role][index];
+    function poolAt(Role role, uint256 index) external view returns (PoolEntry memory entry, bool live) {
+        entry = _pools[role][index];
+        live = _onEntry(_nodes[entry.node], index);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function deadPoolEntries(Role role) external view returns (uint256) {
+        return _deadEntries[role].length;
     }
 
     /// @inheritdoc INodeRegistry
@@ -305,18 +327,56 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         return uint256(node.stake) * good / (good + bad);
     }
 
-    /// @dev Swap-and-pop removal from the role pool; `poolSlot` is index + 1 (0 = not in a pool).
-    function _leavePool(Node storage node) private {
-        Role role = node.role;
-        uint256 slot = node.poolSlot;
-        uint256 last = _pools[role].length;
-        if (slot != last) {
-            address moved = _pools[role][last - 1];
-            _pools[role][slot - 1] = moved;
-            // slot <= last <= 2^32 - 1: slots were assigned with toUint32.
-            _nodes[moved].poolSlot = uint32(slot);
+    /// @dev Whether `node` is still on pool entry `index` (the entry is live); false once the node
+    ///      left the pool (`poolSlot` 0) or took another entry.
+    function _onEntry(Node storage node, uint256 index) private view returns (bool) {
+        return node.poolSlot == index + 1;
+    }
+
+    /// @dev Takes the most recently freed dead entry of `role`'s pool, else appends one; returns
+    ///      its index + 1. A taken entry keeps its `addedBlock` (so `poolSizeBefore` never changes
+    ///      for a past block) and gets a new `joinedBlock`, which keeps the node out of every draw
+    ///      whose seed block is not later than its joining.
+    function _joinPool(Role role, address nodeAddr) private returns (uint32 slot) {
+        uint40 now_ = uint40(block.number);
+        uint32[] storage dead = _deadEntries[role];
+        uint256 n = dead.length;
+        if (n != 0) {
+            uint32 index = dead[n - 1];
+            dead.pop();
+            PoolEntry storage entry = _pools[role][index];
+            entry.node = nodeAddr;
+            entry.joinedBlock = now_;
+            // index < pool length <= 2^32 - 1 (entries are counted by toUint32 below).
+            return index + 1;
         }
-        _pools[role].pop();
+        _pools[role].push(PoolEntry(nodeAddr, now_, now_));
+        return _pools[role].length.toUint32();
+    }
+
+    /// @dev Unlinks the node from its entry, which stays where it is, dead, until a registration
+    ///      takes it. Moving another entry onto it (swap-and-pop) would let a node that has seen a
+    ///      seed move a live entry onto or off a drawn index (PROTOCOL §6.5).
+    function _leavePool(Node storage node) private {
+        // poolSlot >= 1 while the node has a role: register set it, and only this clears it.
+        _deadEntries[node.role].push(node.poolSlot - 1);
         node.poolSlot = 0;
+    }
+
+    /// @dev Number of entries added in blocks before `blockNumber`. Entries are added in block
+    ///      order and never removed, so their `addedBlock`s are sorted and a binary search finds
+    ///      the boundary; the common case (nothing added since) costs one read.
+    function _sizeBefore(PoolEntry[] storage pool, uint64 blockNumber) private view returns (uint256) {
+        uint256 high = pool.length;
+        if (high == 0 || pool[high - 1].addedBlock < blockNumber) return high;
+        uint256 low = 0;
+        // Invariant: entries below `low` were added before `blockNumber`; entries at `high` and
+        // above were not.
+        while (low < high) {
+            uint256 mid = (low + high) / 2;
+            if (pool[mid].addedBlock < blockNumber) low = mid + 1;
+            else high = mid;
+        }
+        return low;
     }
 }

@@ -551,11 +551,42 @@ def test_drawVerifiers_staleSeed_rearms(staked, chain):
     assert d.manager.getUnit(unit_id).status == U_COMMITTED
 
 
+def _drawn(d: Any, unit_id: int) -> list[str]:
+    tx = d.manager.drawVerifiers(unit_id, sender=d.other)
+    return list(tx.events.filter(d.manager.VerifiersDrawn)[0].verifiers)
+
+
+def test_drawVerifiers_joinsAndExitsAfterTheSeed_cannotSteerTheDraw(staked, chain, accounts):
+    """Once the seed block exists its hash is public; nodes that join then (changing the pool's
+    size, which the old draw used as its modulus) or exit must not change who is drawn."""
+    d = staked
+    _, unit_id = assign(d, chain)
+    commit(d, chain, unit_id)
+    chain.mine(1)
+    snapshot = chain.snapshot()
+    honest = _drawn(d, unit_id)
+    assert honest
+    chain.restore(snapshot)
+    # An undrawn verifier exits (under swap-and-pop the last entry would take its index), then
+    # six verifiers join: the first takes the dead entry, the others grow the pool (the modulus
+    # of a draw over the live pool).
+    idle = next(v for v in d.verifiers if v.address not in honest)
+    d.registry.requestUnbond(100 * E18, sender=idle)
+    late = [accounts.generate_test_account() for _ in range(6)]
+    for acct in late:
+        d.deployer.transfer(acct, 10**18)
+        d.token.mint(acct, 100 * E18, sender=d.deployer)
+        d.token.approve(d.registry, 2**256 - 1, sender=acct)
+        d.registry.register(VERIFIER, CAP, 100 * E18, sender=acct)
+    assert d.registry.poolSize(VERIFIER) == 8
+    assert _drawn(d, unit_id) == honest
+
+
 def test_drawVerifiers_emptyPool_drawsNobody(staked, chain):
     d = staked
     for v in d.verifiers:
         d.registry.requestUnbond(100 * E18, sender=v)
-    assert d.registry.poolSize(VERIFIER) == 0
+    assert not any(d.registry.poolAt(VERIFIER, i)[1] for i in range(3))
     _, unit_id = verifying(d, chain)
     assert list(d.manager.getVerifiers(unit_id)) == []
     assert d.manager.getUnit(unit_id).status == U_VERIFYING

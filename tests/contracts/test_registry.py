@@ -17,6 +17,18 @@ from conftest import (
 )
 
 ZERO = "0x0000000000000000000000000000000000000000"
+ALL = 2**64 - 1  # a `joinedBefore` block no entry reaches: every entry counts
+
+
+def _entry(reg: Any, role: int, index: int) -> tuple[str, int, int, bool]:
+    """`poolAt` flattened: (node, addedBlock, joinedBlock, live)."""
+    (node, added, joined), live = reg.poolAt(role, index)
+    return node, added, joined, live
+
+
+def _pool(reg: Any, role: int) -> list[tuple[str, bool]]:
+    """(node, live) of every entry of `role`'s pool, in index order."""
+    return [_entry(reg, role, i)[::3] for i in range(reg.poolSize(role))]
 
 
 def _registry(project, deployer, token, **cfg: int) -> Any:
@@ -103,7 +115,8 @@ def test_register_pullsStakeAndEmits(deployment, chain):
     assert d.registry.roleOf(s) == SOLVER
     assert d.registry.freeStake(s) == 150 * E18
     assert d.registry.poolSize(SOLVER) == 1
-    assert d.registry.poolAt(SOLVER, 0) == s.address
+    block = tx.block_number
+    assert _entry(d.registry, SOLVER, 0) == (s.address, block, block, True)
 
 
 def test_register_roleNone_reverts(deployment):
@@ -218,13 +231,18 @@ def test_requestUnbond_all_exitsPool(staked):
     ev = tx.events.filter(d.registry.NodeExited)[0]
     assert ev.node == s.address and ev.role == SOLVER
     assert d.registry.roleOf(s) == 0
-    assert d.registry.poolSize(SOLVER) == 2
-    members = {d.registry.poolAt(SOLVER, i) for i in range(2)}
-    assert members == {d.solvers[1].address, d.solvers[2].address}
-    # the moved member's slot was updated: it can exit too without corrupting the pool
+    # The exited node's entry stays where it was, dead, and no other entry moves (a draw that has
+    # seen its seed cannot be steered by exits, PROTOCOL §6.5).
+    assert d.registry.poolSize(SOLVER) == 3
+    assert _pool(d.registry, SOLVER) == [
+        (s.address, False),
+        (d.solvers[1].address, True),
+        (d.solvers[2].address, True),
+    ]
+    assert d.registry.deadPoolEntries(SOLVER) == 1
     d.registry.requestUnbond(200 * E18, sender=d.solvers[2])
-    assert d.registry.poolSize(SOLVER) == 1
-    assert d.registry.poolAt(SOLVER, 0) == d.solvers[1].address
+    assert [live for _, live in _pool(d.registry, SOLVER)] == [False, True, False]
+    assert d.registry.deadPoolEntries(SOLVER) == 2
     # an exited node may register again, with another role
     d.registry.register(VERIFIER, CAP, 50 * E18, sender=s)
     assert d.registry.roleOf(s) == VERIFIER
@@ -339,7 +357,8 @@ def test_slash_wholeStake_exitsPool(project, deployment):
     reg.lockEligible(s, SOLVER, CAP, 100 * E18, sender=d.other)
     tx = reg.slash(s, 100 * E18, False, sender=d.other)
     assert len(tx.events.filter(reg.NodeExited)) == 1
-    assert reg.roleOf(s) == 0 and reg.poolSize(SOLVER) == 0
+    assert reg.roleOf(s) == 0 and _pool(reg, SOLVER) == [(s.address, False)]
+    assert reg.deadPoolEntries(SOLVER) == 1
     assert reg.getNode(s).failed == 0 and reg.getNode(s).slashed == 1
 
 
@@ -359,16 +378,111 @@ def test_pickPoolMember_skipsIneligible(project, deployment, chain):
     d = deployment
     reg = _eoa_slasher_registry(project, d)
     v, w = d.verifiers[0], d.verifiers[1]
-    assert reg.pickPoolMember(VERIFIER, 0, [], 1) == ZERO
+    assert reg.pickPoolMember(VERIFIER, 0, ALL, [], 1) == ZERO
     reg.register(VERIFIER, CAP, 60 * E18, sender=v)
     reg.register(VERIFIER, CAP, 60 * E18, sender=w)
-    assert reg.pickPoolMember(VERIFIER, 0, [], 1) == v.address
-    assert reg.pickPoolMember(VERIFIER, 3, [], 1) == w.address
-    assert reg.pickPoolMember(VERIFIER, 0, [d.other, v], 1) == ZERO
-    assert reg.pickPoolMember(VERIFIER, 0, [], 61 * E18) == ZERO
+    assert reg.pickPoolMember(VERIFIER, 0, ALL, [], 1) == v.address
+    assert reg.pickPoolMember(VERIFIER, 3, ALL, [], 1) == w.address
+    assert reg.pickPoolMember(VERIFIER, 0, ALL, [d.other, v], 1) == ZERO
+    assert reg.pickPoolMember(VERIFIER, 0, ALL, [], 61 * E18) == ZERO
     reg.lock(v, 55 * E18, sender=d.other)
-    assert reg.pickPoolMember(VERIFIER, 0, [], 10 * E18) == ZERO
+    assert reg.pickPoolMember(VERIFIER, 0, ALL, [], 10 * E18) == ZERO
     advance(chain, REG_CFG["heartbeatTtl"] + 1)
     reg.heartbeat(sender=v)
-    assert reg.pickPoolMember(VERIFIER, 0, [], 5 * E18) == v.address
-    assert reg.pickPoolMember(VERIFIER, 1, [], 1) == ZERO  # w is offline
+    assert reg.pickPoolMember(VERIFIER, 0, ALL, [], 5 * E18) == v.address
+    assert reg.pickPoolMember(VERIFIER, 1, ALL, [], 1) == ZERO  # w is offline
+
+
+# ------------------------------------------------------------------ the append-only pool
+
+
+def test_register_takesTheLastDeadEntry_thenAppends(staked):
+    d = staked
+    reg = d.registry
+    s0, s1, _ = d.solvers
+    added = [_entry(reg, SOLVER, i)[1] for i in range(3)]
+    reg.requestUnbond(200 * E18, sender=s0)
+    reg.requestUnbond(200 * E18, sender=s1)
+    # Last in, first out: the newcomer takes entry 1, s0 (back again) entry 0. Each keeps the
+    # entry's addedBlock, so poolSizeBefore of every past block is unchanged.
+    tx = reg.register(SOLVER, CAP, 150 * E18, sender=d.other)
+    assert _entry(reg, SOLVER, 1) == (
+        d.other.address,
+        added[1],
+        tx.block_number,
+        True,
+    )
+    tx = reg.register(SOLVER, CAP, 150 * E18, sender=s0)
+    assert _entry(reg, SOLVER, 0) == (
+        s0.address,
+        added[0],
+        tx.block_number,
+        True,
+    )
+    assert reg.poolSize(SOLVER) == 3 and reg.deadPoolEntries(SOLVER) == 0
+    tx = reg.register(SOLVER, CAP, 150 * E18, sender=d.submitter)
+    assert _entry(reg, SOLVER, 3) == (
+        d.submitter.address,
+        tx.block_number,
+        tx.block_number,
+        True,
+    )
+
+
+def test_poolSizeBefore_countsEntriesJoinedBeforeTheBlock(project, deployment):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    assert reg.poolSizeBefore(VERIFIER, ALL) == 0
+    joined = [
+        reg.register(VERIFIER, CAP, 60 * E18, sender=n).block_number
+        for n in (*d.verifiers, *d.solvers)
+    ]
+    # Every boundary, so the binary search's both branches and both ends are exercised.
+    for k, block in enumerate(joined):
+        assert reg.poolSizeBefore(VERIFIER, block) == k
+        assert reg.poolSizeBefore(VERIFIER, block + 1) == k + 1
+    assert reg.poolSizeBefore(VERIFIER, 0) == 0
+    assert reg.poolSizeBefore(VERIFIER, ALL) == len(joined) == reg.poolSize(VERIFIER)
+
+
+def test_pickPoolMember_lateJoinerNeitherPickedNorMovesTheModulus(project, deployment):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    v, w, late = d.verifiers
+    reg.register(VERIFIER, CAP, 60 * E18, sender=v)
+    cutoff = reg.register(VERIFIER, CAP, 60 * E18, sender=w).block_number + 1
+    reg.register(VERIFIER, CAP, 60 * E18, sender=late)
+    # word 2 picks entry 2 (`late`) of all three, but entry 2 % 2 = 0 (`v`) of the two that
+    # joined before the cutoff: a node that joins after a seed is known cannot steer the draw.
+    assert reg.pickPoolMember(VERIFIER, 2, ALL, [], 1) == late.address
+    for word in range(6):
+        expected = (v, w)[word % 2].address
+        assert reg.pickPoolMember(VERIFIER, word, cutoff, [], 1) == expected
+
+
+def test_pickPoolMember_deadEntry_returnsNobody_othersStay(staked):
+    d = staked
+    reg = d.registry
+    v0, v1, v2 = d.verifiers
+    reg.requestUnbond(100 * E18, sender=v1)
+    assert [reg.pickPoolMember(VERIFIER, i, ALL, [], 1) for i in range(3)] == [
+        v0.address,
+        ZERO,
+        v2.address,
+    ]
+
+
+def test_pickPoolMember_takenEntry_notPickedForEarlierSeeds(staked, chain):
+    """A node that takes a dead entry below a draw's modulus after the seed block must not be
+    drawn by that seed: its entry was dead when the seed was fixed."""
+    d = staked
+    reg = d.registry
+    v1 = d.verifiers[1]
+    reg.requestUnbond(100 * E18, sender=v1)
+    seed_block = chain.blocks.head.number + 1
+    chain.mine(1)
+    joined = reg.register(VERIFIER, CAP, 60 * E18, sender=d.other).block_number
+    assert _entry(reg, VERIFIER, 1)[0] == d.other.address
+    assert reg.pickPoolMember(VERIFIER, 1, seed_block, [], 1) == ZERO
+    assert reg.pickPoolMember(VERIFIER, 1, joined, [], 1) == ZERO
+    assert reg.pickPoolMember(VERIFIER, 1, joined + 1, [], 1) == d.other.address
