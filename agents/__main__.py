@@ -13,7 +13,16 @@ import sys
 
 from agents.cli_errors import UserError
 
-COMMANDS = ("train", "graph", "submitter", "solver", "verifier", "whistleblower", "aggregator")
+COMMANDS = (
+    "train",
+    "graph",
+    "submitter",
+    "solver",
+    "verifier",
+    "whistleblower",
+    "aggregator",
+    "node",
+)
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:

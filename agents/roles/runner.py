@@ -432,7 +432,7 @@ class RoleAgent:
         try:
             out = await self.agent.sender.send(act.intent, TxRequest.call(fn))
         except TxReverted as exc:
-            text = _revert_text(exc)
+            text = revert_text(exc)
             if (act.intent, text) not in self._warned:  # the same refusal is logged once
                 self._warned.add((act.intent, text))
                 self.log.warning("%s not sent: %s", act.kind, text)
@@ -513,7 +513,7 @@ def serve_blobs(bind: str, location: str) -> BlobServer:
         raise RoleError(f"--serve-blobs {bind}: {exc.strerror or exc}") from None
 
 
-def _revert_text(exc: TxReverted) -> str:
+def revert_text(exc: TxReverted) -> str:
     if exc.error_name:
         args = ", ".join(f"{k}={_short(v)}" for k, v in exc.error_args.items())
         return f"{exc.error_name}({args})"

@@ -1,0 +1,243 @@
+"""`python -m agents node ACTION`: a node operator's one-shot commands on its own stake and pay.
+
+The role agents stake, heartbeat and withdraw their pay by themselves; what they never do is
+leave. This command shows where a node stands (`status`) and does the operator's own steps:
+`add-stake`, `unbond` (part of the free stake, or `all` to leave the role: the node exits its
+role pool, PROTOCOL §6.2), `withdraw-unbonded` once the unbonding delay has passed, and
+`withdraw` of credits earned in the job manager and the attestation court.
+
+Stop the role agent first when changing stake (it would otherwise keep claiming or being drawn)
+and give this command a data folder of its own, or the role's while the role is stopped: two
+processes must never share one (docs/OPERATORS.md). Each action is simulated before it is sent,
+so a refusal is one line naming the contract's custom error and its values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from dataclasses import asdict, dataclass
+from decimal import Decimal, InvalidOperation
+
+from agents.core.tx import TxError, TxFailed, TxRequest, TxReverted
+from agents.roles.runner import RoleAgent, RoleError, revert_text
+
+TOKEN = 10**18
+ROLE_NAMES = {0: "none", 1: "solver", 2: "verifier", 3: "whistleblower"}
+ACTIONS = ("status", "add-stake", "unbond", "withdraw-unbonded", "withdraw")
+ALL = -1  # `unbond all`
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """What the chain says about one node (token amounts in wei, times in chain seconds)."""
+
+    address: str
+    role_id: int  # INodeRegistry.Role: 0 none, 1 solver, 2 verifier, 3 whistleblower
+    stake: int
+    locked: int
+    unbonding: int
+    unbond_ready_at: int
+    last_heartbeat: int
+    online: bool
+    completed: int
+    failed: int
+    slashed: int
+    selection_weight: int
+    pool_entry: int | None  # index in its role pool, None when in none
+    credits: int  # withdrawable from the job manager
+    court_credits: int  # withdrawable from the attestation court (0 without one)
+    balance: int  # tokens in the wallet
+
+    @property
+    def free(self) -> int:
+        return self.stake - self.locked
+
+    @property
+    def role(self) -> str:
+        return ROLE_NAMES.get(self.role_id, str(self.role_id))
+
+
+def parse_amount(text: str) -> int:
+    """Tokens as a decimal number (18 decimals) → wei; `all` → ALL. UserError-style RoleError."""
+    if text.strip().lower() == "all":
+        return ALL
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise RoleError(f"amount {text!r} is not a number of tokens (or `all`)") from None
+    wei = value * TOKEN
+    if not value.is_finite() or wei <= 0 or wei != wei.to_integral_value():
+        raise RoleError(f"amount {text!r} must be a positive number of tokens, at most 18 decimals")
+    return int(wei)
+
+
+def unbond_request(amount: int, s: NodeStatus, min_stake: int) -> int:
+    """The amount to pass to `requestUnbond`, or RoleError saying why it would be refused.
+
+    The contract refuses the same cases with custom errors; checking first lets the operator
+    read what to do instead of an error name."""
+    if s.role == "none":
+        raise RoleError(f"{s.address} is not registered: nothing to unbond")
+    if amount == ALL:
+        if s.locked:
+            raise RoleError(
+                f"{_tokens(s.locked)} of the stake is locked in duties (a claim, a draw or a "
+                "court case); stop the agent, let them settle, then unbond all"
+            )
+        return s.stake
+    if amount > s.free:
+        raise RoleError(f"only {_tokens(s.free)} of the stake is free, asked {_tokens(amount)}")
+    left = s.stake - amount
+    if 0 < left < min_stake:
+        raise RoleError(
+            f"{_tokens(left)} would be left, below the {s.role} minimum of {_tokens(min_stake)}: "
+            "unbond all to leave the role, or less"
+        )
+    return amount
+
+
+def status_lines(s: NodeStatus, now: int, heartbeat_ttl: int) -> list[str]:
+    """The human-readable `status` report."""
+    lines = [f"node {s.address}: {s.role}"]
+    if s.role != "none":
+        age = now - s.last_heartbeat
+        state = "online" if s.online else f"offline (heartbeats last {heartbeat_ttl} s)"
+        entry = "none" if s.pool_entry is None else str(s.pool_entry)
+        lines += [
+            f"  stake {_tokens(s.stake)}: free {_tokens(s.free)}, locked {_tokens(s.locked)}",
+            f"  {state}, last heartbeat {age} s ago; pool entry {entry}",
+            f"  record: {s.completed} completed, {s.failed} failed, {s.slashed} slashed; "
+            f"selection weight {_tokens(s.selection_weight)}",
+        ]
+    if s.unbonding:
+        wait = s.unbond_ready_at - now
+        when = "ready now" if wait <= 0 else f"ready in {wait} s"
+        lines.append(f"  unbonding {_tokens(s.unbonding)}: {when} (withdraw-unbonded)")
+    lines.append(
+        f"  credits {_tokens(s.credits)} (job manager), {_tokens(s.court_credits)} (court); "
+        f"wallet {_tokens(s.balance)}"
+    )
+    return lines
+
+
+def _tokens(wei: int) -> str:
+    """Wei as tokens, without trailing zeros after the point (never before it: 90, not 9)."""
+    text = f"{Decimal(wei) / TOKEN:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+class NodeCommand(RoleAgent):
+    role = "node"
+
+    @classmethod
+    def check_args(cls, args: argparse.Namespace) -> None:
+        needs_amount = args.action in ("add-stake", "unbond")
+        if needs_amount and args.amount is None:
+            raise RoleError(f"node {args.action} needs an amount of tokens (unbond: or `all`)")
+        if not needs_amount and args.amount is not None:
+            raise RoleError(f"node {args.action} takes no amount")
+        if args.amount is not None:
+            args.amount_wei = parse_amount(args.amount)
+            if args.action == "add-stake" and args.amount_wei == ALL:
+                raise RoleError("node add-stake needs an amount of tokens, not `all`")
+
+    def status(self) -> NodeStatus:
+        n = self.registry.functions.getNode(self.me).call()
+        court = self.court.functions.credits(self.me).call() if self.court is not None else 0
+        return NodeStatus(
+            address=self.me,
+            role_id=n[0],
+            stake=n[8],
+            locked=n[9],
+            unbonding=n[10],
+            unbond_ready_at=n[11],
+            last_heartbeat=n[4],
+            online=self.registry.functions.isOnline(self.me).call(),
+            completed=n[5],
+            failed=n[6],
+            slashed=n[7],
+            selection_weight=self.registry.functions.selectionWeight(self.me).call(),
+            pool_entry=n[12] - 1 if n[12] else None,
+            credits=self.manager.functions.credits(self.me).call(),
+            court_credits=court,
+            balance=self.token.functions.balanceOf(self.me).call(),
+        )
+
+    async def round(self) -> bool:
+        action = self.args.action
+        if action == "status":
+            self.report(self.status())
+            return True
+        now = self.w3.eth.get_block("latest")
+        s = self.status()
+        if action == "add-stake":
+            if s.role == "none":
+                raise RoleError(f"{self.me} is not registered: run its role agent with --stake")
+            amount = self.args.amount_wei
+            if s.balance < amount:
+                raise RoleError(f"the wallet holds {_tokens(s.balance)}, asked {_tokens(amount)}")
+            await self.do(
+                f"approve:{amount}", self.token.functions.approve(self.registry.address, amount)
+            )
+            await self.do(f"add-stake:{amount}", self.registry.functions.addStake(amount))
+        elif action == "unbond":
+            min_stake = self.registry.functions.minStake(s.role_id).call()
+            amount = unbond_request(self.args.amount_wei, s, min_stake)
+            await self.do(f"unbond:{amount}", self.registry.functions.requestUnbond(amount))
+        elif action == "withdraw-unbonded":
+            if not s.unbonding:
+                raise RoleError("nothing is unbonding")
+            if now["timestamp"] < s.unbond_ready_at:
+                wait = s.unbond_ready_at - now["timestamp"]
+                raise RoleError(f"{_tokens(s.unbonding)} is unbonding, ready in {wait} s")
+            await self.do("withdraw-unbonded", self.registry.functions.withdrawUnbonded())
+        elif action == "withdraw":
+            if not s.credits and not s.court_credits:
+                raise RoleError("nothing to withdraw: no credits in the job manager or the court")
+            if s.credits:
+                await self.do("withdraw", self.manager.functions.withdraw())
+            if s.court_credits:
+                assert self.court is not None
+                await self.do("withdraw-court", self.court.functions.withdraw())
+        self.report(self.status())
+        return True
+
+    async def do(self, what: str, fn) -> None:
+        """Simulate and send one call; a refusal is a one-line RoleError (exit 2)."""
+        block = self.w3.eth.block_number
+        try:
+            out = await self.agent.sender.send(f"node:{what}:{block}", TxRequest.call(fn))
+        except TxReverted as exc:
+            raise RoleError(f"{what.split(':')[0]} refused: {revert_text(exc)}") from None
+        except (TxFailed, TxError) as exc:
+            raise RoleError(f"{what.split(':')[0]} failed: {str(exc).splitlines()[0]}") from None
+        self.log.info("%s mined in block %d (gas %d)", what, out.block_number, out.gas_used)
+
+    def report(self, s: NodeStatus) -> None:
+        if self.args.json:
+            print(json.dumps(asdict(s) | {"role": s.role, "free": s.free}))
+            return
+        now = self.w3.eth.get_block("latest")["timestamp"]
+        ttl = self.registry.functions.heartbeatTtl().call()
+        print("\n".join(status_lines(s, now, ttl)))
+
+    async def run(self, stop: asyncio.Event, run_for: float = 0.0) -> int:
+        await self.round()
+        return 0
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from agents.roles.runner import role_parser
+
+    p = role_parser(
+        sub,
+        "node",
+        "a node operator's own stake and pay: status, add-stake, unbond (or leave the role: "
+        "unbond all), withdraw-unbonded, withdraw (stop the role agent first)",
+    )
+    p.add_argument("action", choices=ACTIONS, help="what to do (status: read only)")
+    p.add_argument("amount", nargs="?", help="tokens, for add-stake and unbond (unbond: or `all`)")
+    p.add_argument("--json", action="store_true", help="print the status as one JSON object")
+    return p
