@@ -43,6 +43,24 @@ contract LedgerLens {
         out[k] = manager.jackpot();
     }
 
+    /// @notice `role`'s pool in one flat array: [poolSize, deadPoolEntries, then for each entry
+    ///         in index order: node (as a number), addedBlock, joinedBlock, live (1 or 0), the
+    ///         node's poolSlot].
+    function readPool(INodeRegistry registry, INodeRegistry.Role role) external view returns (uint256[] memory out) {
+        uint256 size = registry.poolSize(role);
+        out = new uint256[](2 + 5 * size);
+        out[0] = size;
+        out[1] = registry.deadPoolEntries(role);
+        for (uint256 i = 0; i < size; ++i) {
+            (INodeRegistry.PoolEntry memory entry, bool live) = registry.poolAt(role, i);
+            out[2 + 5 * i] = uint160(entry.node);
+            out[3 + 5 * i] = entry.addedBlock;
+            out[4 + 5 * i] = entry.joinedBlock;
+            out[5 + 5 * i] = live ? 1 : 0;
+            out[6 + 5 * i] = registry.getNode(entry.node).poolSlot;
+        }
+    }
+
     /// @notice One flat array: [court balance, bond of each game id, credit of each account]
     ///         (the court keeps no jackpot: its share of a slash goes to the manager's).
     function readCourt(AttestationCourt court, uint256[] calldata gameIds, address[] calldata accounts)

@@ -13,7 +13,10 @@ independent ledger (a Python model of every payout rule in docs/PROTOCOL.md §6)
   whistleblower wins, end up credited or, through `fundJackpot`, in the manager's jackpot);
 - every credit, escrow, stake, unbonding amount and the jackpot equal the model's;
 - `withdraw` / `withdrawUnbonded` succeed exactly when the model says something is owed and
-  transfer exactly that amount (the court's `withdraw` too).
+  transfer exactly that amount (the court's `withdraw` too);
+- every role pool's live entries are exactly the registered nodes, each on the entry its
+  poolSlot names; entries never move or lose their addedBlock; the pool grows only when no dead
+  entry is left to take (PROTOCOL §6.2, the verifier draw's basis).
 """
 
 from __future__ import annotations
@@ -344,6 +347,9 @@ class ProtocolMachine(RuleBasedStateMachine):
         # each case ever opened
         self.cases: dict[int, tuple[int, int, int, int]] = {}
         self.court_credits: dict[int, int] = dict.fromkeys(ACCOUNTS, 0)
+        # each role pool as last read: [(node, addedBlock, joinedBlock, live)], dead entries
+        self.pools: dict[int, tuple[list[tuple[int, int, int, bool]], int]] = {}
+        self.rejoined: set[int] = set()  # nodes that registered again since the last check
 
     # ------------------------------------------------------------------ helpers
     def _seen(self, what: str) -> None:
@@ -918,6 +924,25 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.unbonding[node] = 0
             self._seen("withdrew unbonded")
 
+    @rule(data=st.data(), leave_first=st.booleans())
+    def register_again(self, data: st.DataObject, leave_first: bool) -> None:
+        """A node that left (unbonded or was slashed to zero) registers again; anyone else is
+        refused. It takes the pool's most recently freed dead entry if there is one. With
+        `leave_first` a node first tries to leave (unbond all: refused while stake is locked),
+        so that exits and re-entries are common enough to exercise the pool."""
+        if leave_first:
+            self.unbond(data.draw(st.sampled_from(sorted(NODES))), 1, False)
+        gone = [i for i in sorted(NODES) if self.stake[i] == 0]
+        node = data.draw(st.sampled_from(gone or sorted(NODES)))
+        role, stake = NODES[node]
+        dead = self.w.registry.functions.deadPoolEntries(ROLES[role]).call()
+        ok = self.w.send(node, self.r.register(ROLES[role], (1, 16_384, 100), stake))
+        assert ok == (self.stake[node] == 0)
+        if ok:
+            self.stake[node] = stake
+            self.rejoined.add(node)
+            self._seen("registered again" + (" into a dead entry" if dead else ""))
+
     @rule(node=st.sampled_from(sorted(NODES)))
     def add_stake(self, node: int) -> None:
         if self.w.send(node, self.r.addStake(5 * E18)):
@@ -1009,6 +1034,41 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ invariants
     @invariant()
+    def pools_never_move(self) -> None:
+        """Role pools (PROTOCOL §6.2): the live entries are exactly the registered nodes, each on
+        the entry its poolSlot names; entries never move and keep their addedBlock (so a draw's
+        modulus for a past seed block never changes); the pool grows only when no dead entry
+        was left to take; the dead count is the registry's."""
+        for role in ROLES.values():
+            flat = self.w.lens.functions.readPool(self.w.registry.address, role).call()
+            size, dead = flat[0], flat[1]
+            rows = [tuple(flat[2 + 5 * i : 7 + 5 * i]) for i in range(size)]
+            entries = [(node, added, joined, bool(live)) for node, added, joined, live, _ in rows]
+            for i, (_, added, joined, live, slot) in enumerate(rows):
+                assert joined >= added, f"role {role} entry {i}: joined before it was added"
+                assert live == (slot == i + 1), f"role {role} entry {i}: live != poolSlot"
+            assert [e[1] for e in entries] == sorted(e[1] for e in entries), "addedBlock unsorted"
+            assert dead == sum(not e[3] for e in entries), f"role {role}: dead count {dead}"
+            live_nodes = sorted(self._who(f"0x{e[0]:040x}") for e in entries if e[3])
+            registered = sorted(
+                i for i, (r, _) in NODES.items() if ROLES[r] == role and self.stake[i] > 0
+            )
+            assert live_nodes == registered, f"role {role}: live {live_nodes} != {registered}"
+            if role in self.pools:
+                before, dead_before = self.pools[role]
+                assert [e[1] for e in entries[: len(before)]] == [e[1] for e in before], (
+                    f"role {role}: an entry moved or lost its addedBlock"
+                )
+                if len(entries) > len(before):
+                    assert dead_before == 0, f"role {role}: appended with a dead entry to take"
+                for old, new in zip(before, entries, strict=False):
+                    stayed = old[0] == new[0] and self._who(f"0x{new[0]:040x}") not in self.rejoined
+                    if old[3] and new[3] and stayed:
+                        assert old[2] == new[2], f"role {role}: a live entry's joinedBlock moved"
+            self.pools[role] = (entries, dead)
+        self.rejoined.clear()
+
+    @invariant()
     def money_is_conserved(self) -> None:
         w = self.w
         nodes = sorted(NODES)
@@ -1089,6 +1149,7 @@ def test_protocol_state_machine(world: World) -> None:
             "court challenged",
             "court challenge refused",
             "withdrew court credit",
+            "registered again into a dead entry",
         ):
             assert SEEN[outcome] > 0, f"no sequence reached {outcome!r}: {dict(SEEN)}"
         # Which way the court rules depends on the verifiers drawn on chain, so one of the two
