@@ -250,15 +250,21 @@ def test_claim_twice_reverts(staked, chain):
         d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
 
 
+def _new_nodes(d: Any, accounts: Any, n: int, role: int) -> list[Any]:
+    """`n` fresh accounts, funded and registered as `role` with 100 tokens of stake each."""
+    nodes = [accounts.generate_test_account() for _ in range(n)]
+    for acct in nodes:
+        d.deployer.transfer(acct, 10**18)
+        d.token.mint(acct, 100 * E18, sender=d.deployer)
+        d.token.approve(d.registry, 2**256 - 1, sender=acct)
+        d.registry.register(role, CAP, 100 * E18, sender=acct)
+    return nodes
+
+
 def test_claim_tooManyClaimants_reverts(staked, chain, accounts):
     d = staked
     _, unit_id = post(d, chain, reward=20 * E18, verificationFee=E18)
-    extra = [accounts.generate_test_account() for _ in range(14)]
-    for acct in extra:
-        d.deployer.transfer(acct, 10**18)
-        d.token.mint(acct, 200 * E18, sender=d.deployer)
-        d.token.approve(d.registry, 2**256 - 1, sender=acct)
-        d.registry.register(SOLVER, CAP, 100 * E18, sender=acct)
+    extra = _new_nodes(d, accounts, 14, SOLVER)
     for acct in [*d.solvers[:2], *extra]:
         d.manager.claim(unit_id, SECRET_HASH, sender=acct)
     with reverts(d.manager, "TooManyClaimants", max=16):
@@ -572,12 +578,7 @@ def test_drawVerifiers_joinsAndExitsAfterTheSeed_cannotSteerTheDraw(staked, chai
     # of a draw over the live pool).
     idle = next(v for v in d.verifiers if v.address not in honest)
     d.registry.requestUnbond(100 * E18, sender=idle)
-    late = [accounts.generate_test_account() for _ in range(6)]
-    for acct in late:
-        d.deployer.transfer(acct, 10**18)
-        d.token.mint(acct, 100 * E18, sender=d.deployer)
-        d.token.approve(d.registry, 2**256 - 1, sender=acct)
-        d.registry.register(VERIFIER, CAP, 100 * E18, sender=acct)
+    _new_nodes(d, accounts, 6, VERIFIER)
     assert d.registry.poolSize(VERIFIER) == 8
     assert _drawn(d, unit_id) == honest
 
