@@ -105,6 +105,8 @@ interface INodeRegistry {
     error NothingUnbonding(address node);
     /// @notice The unbonding delay has not passed yet.
     error UnbondingNotReady(address node, uint64 readyAt, uint64 nowTs);
+    /// @notice `role`'s pool has `size` entries; there is no entry `index`.
+    error NoSuchPoolEntry(Role role, uint256 index, uint256 size);
 
     // ------------------------------------------------------------------ events
     /// @notice The slasher set was fixed.

@@ -283,6 +283,8 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     /// @inheritdoc INodeRegistry
     function poolAt(Role role, uint256 index) external view returns (PoolEntry memory entry, bool live) {
+        uint256 size = _pools[role].length;
+        if (index >= size) revert NoSuchPoolEntry(role, index, size);
         entry = _pools[role][index];
         live = _onEntry(_nodes[entry.node], index);
     }
@@ -338,6 +340,7 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     ///      for a past block) and gets a new `joinedBlock`, which keeps the node out of every draw
     ///      whose seed block is not later than its joining.
     function _joinPool(Role role, address nodeAddr) private returns (uint32 slot) {
+        // Block numbers stay below 2^40 (about 10^12) for longer than any chain will run.
         uint40 now_ = uint40(block.number);
         uint32[] storage dead = _deadEntries[role];
         uint256 n = dead.length;

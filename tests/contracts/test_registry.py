@@ -429,6 +429,12 @@ def test_register_takesTheLastDeadEntry_thenAppends(staked):
     )
 
 
+def test_poolAt_noSuchEntry_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NoSuchPoolEntry", role=VERIFIER, index=3, size=3):
+        d.registry.poolAt(VERIFIER, 3)
+
+
 def test_poolSizeBefore_countsEntriesJoinedBeforeTheBlock(project, deployment):
     d = deployment
     reg = _eoa_slasher_registry(project, d)
