@@ -4,7 +4,8 @@ and does it fill seats as PROTOCOL §6.5 says? Measured on the real NodeRegistry
 Run: `python -m bench.draw_bench` (needs build/abi from `make compile`; starts a private Anvil,
 about a minute). A pool of ENTRIES verifiers is registered, EXITED of them leave (their entries
 die), the seed block is fixed, then LATE nodes register: the first EXITED take the dead
-entries (last freed first), the rest append new ones. Then, only through `pickPoolMember(Verifier, word, seedBlock, …)`:
+entries (last freed first), the rest append new ones. Then, only through
+`pickPoolMember(Verifier, word, seedBlock, …)`:
 - `uniformity`: WORDS random words; each live pre-seed node should be hit WORDS/P times
   (P = `poolSizeBefore(seedBlock)`), the dead and late entries never; chi-square over the live
   nodes with its p-value (Wilson–Hilferty);
