@@ -131,16 +131,21 @@ class ChallengerMixin:
             counter = self.challenger_comp(ctx).checkpoint_commit()
         if counter == u.checkpoint_root:
             return False
-        bond = int(self.manager.functions.config().call()[9])
+        # The bond scales with the job's collateral (at least the flat `challengeBond`): quote it
+        # from the chain just before the challenge, as the manager will take it.
+        bond = int(self.manager.functions.challengeBondOf(u.unit_id).call())
         if self.token.functions.allowance(self.me, self.manager.address).call() < bond:
+            # the amount in the intent: a bond quoted higher on a retry needs a new approval
             await self.send(
-                Act("approve", f"{act.intent}:approve"),
+                Act("approve", f"{act.intent}:approve:{bond}"),
                 self.token.functions.approve(self.manager.address, bond),
             )
         out = await self.send(act, self.manager.functions.challenge(u.unit_id, counter))
         if out is not None:
-            gid = int(self.manager.functions.getDispute(u.unit_id).call()[0])
-            self.log.info("challenged unit %d: dispute game %d opened", u.unit_id, gid)
+            gid, _, paid = self.manager.functions.getDispute(u.unit_id).call()
+            self.log.info(
+                "challenged unit %d: dispute game %d opened, bond %d paid", u.unit_id, gid, paid
+            )
         return True
 
     def roots_are_right(self, u: UnitView) -> None:

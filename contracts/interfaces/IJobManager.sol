@@ -457,8 +457,9 @@ interface IJobManager is IDisputeCallback {
     function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external;
 
     /// @notice A verifier or whistleblower disputes the unit's commitment, pulling
-    ///         `challengeBond`, and opens a dispute game with its own checkpoint root
-    ///         `counterClaim`. The assignee is a solver and so can never challenge its own unit.
+    ///         `challengeBondOf(unitId)` (recorded in the dispute and in `ChallengeOpened`), and
+    ///         opens a dispute game with its own checkpoint root `counterClaim`. The assignee is a
+    ///         solver and so can never challenge its own unit.
     function challenge(uint256 unitId, bytes32 counterClaim) external returns (uint256 gameId);
 
     /// @notice After the challenge window (and, while a seal is still closed, the reveal window),
@@ -511,6 +512,13 @@ interface IJobManager is IDisputeCallback {
     function jackpot() external view returns (uint256);
     /// @notice Collateral a solver locks to claim a unit of `jobId`.
     function collateralOf(uint256 jobId) external view returns (uint256);
+    /// @notice The bond a challenge of `unitId` takes: what a winning challenger is paid on top
+    ///         of its bond (`challengerRewardBps` of the job's collateral, `collateralOf`), at
+    ///         least `challengeBond`. A challenge holds up the unit's settlement and its solver's
+    ///         collateral for a whole dispute game, so the challenger risks at least what winning
+    ///         would pay it, and a solver whose commitment stands is compensated in proportion to
+    ///         the job. At most uint96.max. For an unknown unit: `challengeBond`.
+    function challengeBondOf(uint256 unitId) external view returns (uint256);
     /// @notice The lock S each drawn verifier of a unit of `jobId` holds until settlement, and
     ///         loses if silent or wrong at a forced error (PROTOCOL §8): `max(verifierLock,
     ///         solverPay · (2m' − 1) · lazySlashFactor / n)`, n = steps / checkpointInterval,

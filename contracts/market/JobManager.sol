@@ -400,16 +400,18 @@ contract JobManager is IJobManager, ReentrancyGuard {
         // A drawn verifier that challenges still seals and opens its attestation: a challenge is
         // public, so it cannot stand for a sealed verdict.
         unit.status = UnitStatus.Disputed;
-        _token.safeTransferFrom(msg.sender, address(this), _challengeBond);
+        // At most uint96.max (_bondFor clamps it), so the cast into Dispute.bond is exact.
+        uint96 bond = uint96(_bondFor(_jobs[JobIds.jobOf(unitId)]));
+        _token.safeTransferFrom(msg.sender, address(this), bond);
 
         // The game id is only known once the arbiter (fixed at deployment) opened the game; the
         // dispute record is written right after, and every entry point is nonReentrant.
         gameId = IDisputeArbiter(_arbiter).openGame(_gameRequest(unitId, unit, counterClaim));
         if (gameId == 0) revert UnknownGame(gameId, unitId);
         if (_gameUnits[gameId] != 0) revert UnknownGame(gameId, unitId);
-        _disputes[unitId] = Dispute(gameId, msg.sender, _challengeBond);
+        _disputes[unitId] = Dispute(gameId, msg.sender, bond);
         _gameUnits[gameId] = unitId;
-        emit ChallengeOpened(unitId, msg.sender, gameId, counterClaim, _challengeBond);
+        emit ChallengeOpened(unitId, msg.sender, gameId, counterClaim, bond);
     }
 
     /// @inheritdoc IDisputeCallback
@@ -648,6 +650,11 @@ contract JobManager is IJobManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IJobManager
+    function challengeBondOf(uint256 unitId) external view returns (uint256) {
+        return _bondFor(_jobs[JobIds.jobOf(unitId)]);
+    }
+
+    /// @inheritdoc IJobManager
     function verifierLockOf(uint256 jobId) external view returns (uint256) {
         return _lock(_jobs[jobId]);
     }
@@ -731,6 +738,17 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     function _collateral(Job storage job) private view returns (uint256) {
         return MarketMath.share(job.reward, _collateralBps);
+    }
+
+    /// @dev The bond a challenge of a unit of `job` takes (`challengeBondOf`): what a winning
+    ///      challenger is paid on top of its bond (`_slashAssignee`: the same share of the same
+    ///      collateral, rounded alike), at least `challengeBond`. Clamped to uint96.max, the width
+    ///      of `Dispute.bond`: only a collateralBps above 10 000 on a reward near uint96.max
+    ///      exceeds it (challengerRewardBps <= BPS, checked at deployment).
+    function _bondFor(Job storage job) private view returns (uint256) {
+        uint256 bond = MarketMath.share(_collateral(job), _challengerRewardBps);
+        if (bond < _challengeBond) return _challengeBond;
+        return bond > type(uint96).max ? type(uint96).max : bond;
     }
 
     /// @dev The per-unit verifier lock of `job` (`verifierLockOf`): a function of the job's fixed

@@ -66,6 +66,9 @@ MGR_CFG = {
     "verifiersPerUnit": 2,
     "segmentsPerVerifier": 2,
     "verifierLock": 10 * E18,
+    # the floor of challengeBondOf: half the collateral (the reward) equals it for the 20-token
+    # job and is above it for the others, so a flat bond breaks the books (the floor strictly
+    # above the share is tested in test_job_manager.py)
     "challengeBond": 10 * E18,
     # every round forced (jobs have 4 segments), so reveals, jackpot payouts and lazy slashes
     # happen often, and whether a round is forced never depends on the chain's randomness (a
@@ -580,7 +583,12 @@ class ProtocolMachine(RuleBasedStateMachine):
             self._seen("challenged")
             u.game = self.w.arbiter.functions.gameCount().call()
             u.challenger = challenger
-            u.bond = MGR_CFG["challengeBond"]
+            # the bond: what a winning challenger is paid on top of it, at least the flat floor
+            share = self._collateral(u) * MGR_CFG["challengerRewardBps"] // BPS
+            u.bond = max(MGR_CFG["challengeBond"], share)
+            assert self.m.getDispute(uid).call()[2] == u.bond, "challenge bond"
+            scaled = share > MGR_CFG["challengeBond"]
+            self._seen("challenge bond scaled" if scaled else "challenge bond at the floor")
 
     @rule(data=st.data(), challenger_won=st.booleans())
     def resolve(self, data: st.DataObject, challenger_won: bool) -> None:
@@ -1135,6 +1143,7 @@ def test_protocol_state_machine(world: World) -> None:
             "attested",
             "unopened seal penalised",
             "challenged",
+            "challenge bond scaled",
             "resolved challengerWon=True",
             "resolved challengerWon=False",
             "finalized",

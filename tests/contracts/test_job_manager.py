@@ -61,7 +61,9 @@ FEE = 10 * E18
 TAX = REWARD * MGR_CFG["taxBps"] // 10_000
 COLLATERAL = REWARD * MGR_CFG["collateralBps"] // 10_000
 LOCK = MGR_CFG["verifierLock"]
-BOND = MGR_CFG["challengeBond"]
+BOND = MGR_CFG["challengeBond"]  # the floor of challengeBondOf
+#: challengeBondOf of the default job: the challenger's share of the collateral
+SCALED_BOND = COLLATERAL * MGR_CFG["challengerRewardBps"] // 10_000
 VERIFY_WINDOW = MGR_CFG["verifyWindow"]
 
 
@@ -798,23 +800,86 @@ def test_attest_wrongLength_reverts(staked, chain):
 # ------------------------------------------------------------------ challenge and the dispute hook
 
 
+def _challenge_paid(d, unit_id: int, challenger: Any, claim: bytes = b"\x55" * 32) -> tuple:
+    """Challenge the unit; check the challenger paid exactly the quoted challengeBondOf and the
+    event and the dispute record it: (the transaction, the bond)."""
+    quoted = d.manager.challengeBondOf(unit_id)
+    before = d.token.balanceOf(challenger)
+    held = d.token.balanceOf(d.manager)
+    tx = d.manager.challenge(unit_id, claim, sender=challenger)
+    ev = tx.events.filter(d.manager.ChallengeOpened)[0]
+    assert d.token.balanceOf(challenger) == before - quoted
+    assert d.token.balanceOf(d.manager) == held + quoted
+    assert ev.bond == quoted
+    assert d.manager.getDispute(unit_id).bond == quoted
+    return tx, quoted
+
+
 def test_challenge_pullsBondAndOpensGame(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
     v = _selected(d, unit_id)[0]
-    before = d.token.balanceOf(v)
     claim = b"\x55" * 32
-    tx = d.manager.challenge(unit_id, claim, sender=v)
+    tx, bond = _challenge_paid(d, unit_id, v, claim)
+    # the default job: half its 100-token collateral, above the 10-token floor
+    assert bond == SCALED_BOND == 50 * E18
     ev = tx.events.filter(d.manager.ChallengeOpened)[0]
-    assert ev.challenger == v.address and ev.gameId == 1 and ev.bond == BOND and ev.claim == claim
+    assert ev.challenger == v.address and ev.gameId == 1 and ev.bond == bond and ev.claim == claim
     game = tx.events.filter(d.arbiter.GameOpened)[0]
     assert game.unitId == unit_id and game.solver == d.solvers[0].address
-    assert d.token.balanceOf(v) == before - BOND
-    assert tuple(d.manager.getDispute(unit_id)) == (1, v.address, BOND)
+    assert tuple(d.manager.getDispute(unit_id)) == (1, v.address, bond)
     assert d.manager.unitOfGame(1) == unit_id
     assert d.manager.getUnit(unit_id).status == U_DISPUTED
     # a challenge is public, so it is no verdict: the challenger must still seal and open
     assert d.manager.verifierStatus(unit_id, v)[0] == V_PENDING
+
+
+def test_challengeBondOf_smallJob_isTheFloor(staked, chain):
+    d = staked
+    # collateral 15, half of it (7.5) under the 10-token floor
+    job_id, unit_id = verifying(d, chain, reward=15 * E18, verificationFee=2 * E18)
+    assert d.manager.collateralOf(job_id) == 15 * E18
+    assert d.manager.challengeBondOf(unit_id) == BOND
+    _, bond = _challenge_paid(d, unit_id, d.whistleblower)
+    assert bond == BOND
+
+
+def test_challengeBondOf_atTheFloor_isTheFlatBond(staked, chain):
+    d = staked
+    # collateral 20, half of it exactly the 10-token floor
+    _, unit_id = post(d, chain, reward=20 * E18, verificationFee=2 * E18)
+    assert d.manager.challengeBondOf(unit_id) == BOND
+    _, unit_id = post(d, chain, reward=20 * E18 + 2, verificationFee=2 * E18)
+    assert d.manager.challengeBondOf(unit_id) == BOND + 1
+
+
+def test_challengeBondOf_largeJob_isTheChallengersReward(staked, chain):
+    d = staked
+    d.registry.addStake(300 * E18, sender=d.solvers[0])  # 500 staked: the collateral is 400
+    job_id, unit_id = verifying(d, chain, reward=400 * E18, verificationFee=10 * E18)
+    collateral = d.manager.collateralOf(job_id)
+    assert collateral == 400 * E18
+    share = collateral * MGR_CFG["challengerRewardBps"] // 10_000
+    assert d.manager.challengeBondOf(unit_id) == share == 200 * E18
+    _, bond = _challenge_paid(d, unit_id, d.whistleblower)
+    assert bond == share
+
+
+def test_challengeBondOf_rounding_matchesThePayout(project, deployment, chain):
+    d = deployment
+    # odd shares: the bond rounds down exactly as _slashAssignee's reward does
+    m = _manager(project, d, collateralBps=3_333, challengerRewardBps=3_333, challengeBond=1)
+    m.setArbiter(d.arbiter, sender=d.deployer)
+    d.token.approve(m, 2**256 - 1, sender=d.submitter)
+    tx = m.postJob(job_params(now(chain), reward=10**21 + 7), sender=d.submitter)
+    job_id = tx.events.filter(m.JobPosted)[0].jobId
+    collateral = m.collateralOf(job_id)
+    assert collateral == (10**21 + 7) * 3_333 // 10_000
+    assert m.challengeBondOf(m.unitIdOf(job_id, 0)) == collateral * 3_333 // 10_000
+
+
+def test_challengeBondOf_unknownUnit_isTheFloor(staked):
+    assert staked.manager.challengeBondOf(999 << 32) == BOND
 
 
 def test_challenge_wrongStatus_reverts(staked, chain):
@@ -861,13 +926,18 @@ def test_onDisputeResolved_challengerWins_slashesAndReopens(staked, chain):
     _, unit_id = verifying(d, chain)
     selected = _selected(d, unit_id)
     seal_attestation(d, unit_id, selected[0], [ROOT, ROOT])
-    d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
+    start = d.token.balanceOf(d.whistleblower)
+    _, bond = _challenge_paid(d, unit_id, d.whistleblower)
+    assert bond == SCALED_BOND
     tx = d.arbiter.resolve(1, True, sender=d.other)
     ev = tx.events.filter(d.manager.DisputeResolved)[0]
     assert ev.unitId == unit_id and ev.gameId == 1 and ev.challengerWon
     reward = COLLATERAL * MGR_CFG["challengerRewardBps"] // 10_000
-    assert d.manager.credits(d.whistleblower) == BOND + reward
+    assert d.manager.credits(d.whistleblower) == bond + reward
     assert d.manager.jackpot() == COLLATERAL - reward
+    d.manager.withdraw(sender=d.whistleblower)
+    # net of its bond, the challenger gained exactly the reward
+    assert d.token.balanceOf(d.whistleblower) == start + reward
     node = d.registry.getNode(d.solvers[0])
     assert node.stake == 200 * E18 - COLLATERAL and node.locked == 0 and node.failed == 1
     for v in selected:
@@ -884,20 +954,48 @@ def test_onDisputeResolved_solverWins_forfeitsBondAndResumes(staked, chain):
     d = staked
     _, unit_id = verifying(d, chain)
     v = _selected(d, unit_id)[0]
-    d.manager.challenge(unit_id, b"\x55" * 32, sender=v)
+    _, bond = _challenge_paid(d, unit_id, v)
+    assert bond == SCALED_BOND
     advance(chain, VERIFY_WINDOW - 60)
     tx = d.arbiter.resolve(1, False, sender=d.other)
     ev = tx.events.filter(d.manager.DisputeResolved)[0]
     assert not ev.challengerWon
     assert ev.challengeDeadline == chain.blocks.head.timestamp + MGR_CFG["disputeGrace"]
-    to_solver = BOND * MGR_CFG["challengerRewardBps"] // 10_000
+    # the solver is compensated from the recorded (scaled) bond: 25 tokens, not 5
+    to_solver = bond * MGR_CFG["challengerRewardBps"] // 10_000
+    assert to_solver == 25 * E18
     assert d.manager.credits(d.solvers[0]) == to_solver
-    assert d.manager.jackpot() == BOND - to_solver
+    assert d.manager.jackpot() == bond - to_solver
+    assert d.manager.credits(v) == 0
     unit = d.manager.getUnit(unit_id)
     assert unit.status == U_VERIFYING and unit.deadline == ev.challengeDeadline
     # the losing challenger still seals its attestation in the extended window
     seal_attestation(d, unit_id, v, ROOTS)
     assert d.manager.verifierStatus(unit_id, v)[0] == V_SEALED
+
+
+@pytest.mark.parametrize("challenger_won", [True, False])
+def test_onDisputeResolved_smallJob_paysFromTheFloorBond(staked, chain, challenger_won):
+    d = staked
+    job_id, unit_id = verifying(d, chain, reward=15 * E18, verificationFee=2 * E18)
+    _, bond = _challenge_paid(d, unit_id, d.whistleblower)
+    assert bond == BOND
+    game = d.manager.getDispute(unit_id).gameId
+    credits = d.manager.credits(d.whistleblower)
+    solver_credits = d.manager.credits(d.solvers[0])
+    jackpot = d.manager.jackpot()
+    d.arbiter.resolve(game, challenger_won, sender=d.other)
+    collateral = d.manager.collateralOf(job_id)
+    share = MGR_CFG["challengerRewardBps"]
+    if challenger_won:
+        reward = collateral * share // 10_000
+        assert d.manager.credits(d.whistleblower) == credits + BOND + reward
+        assert d.manager.jackpot() == jackpot + collateral - reward
+    else:
+        to_solver = BOND * share // 10_000
+        assert d.manager.credits(d.solvers[0]) == solver_credits + to_solver
+        assert d.manager.credits(d.whistleblower) == credits
+        assert d.manager.jackpot() == jackpot + BOND - to_solver
 
 
 def test_onDisputeResolved_notArbiter_reverts(staked, chain):
