@@ -5,7 +5,7 @@ basis points (bps, 1/10^4) in the contracts; `Protocol.bps()` gives the on-chain
 
 Defaults that already exist in the contracts are copied from PROTOCOL §6.4 /
 agents/core/deploy.py (tax 2 %, challenger share 50 %, collateral 100 % of the reward, 2
-verifiers, lock 10, bond 10). The new ones (forced-error rate, jackpot payout, lazy-slash
+verifiers, lock 10, bond floor 10). The new ones (forced-error rate, jackpot payout, lazy-slash
 factor, whistleblower check rate) are chosen in docs/INCENTIVES.md §5 and checked by
 `agents.economics.analysis.check_dominance`.
 """
@@ -28,7 +28,8 @@ class Protocol:
             the rest goes to the jackpot so a party cannot recycle its own slash.
         collateral: solver collateral as a multiple of the reward (`collateralBps` = 10 000).
         verifier_lock_min: floor of the per-unit verifier lock, tokens (`verifierLock`).
-        challenge_bond: bond of a challenge, tokens (`challengeBond`).
+        challenge_bond: the floor of a challenge's bond, tokens (`challengeBond`); the bond
+            itself scales with the job (`Job.challenge_bond`, `challengeBondOf`).
         forced_error_rate: p, probability that a verification round is a forced error.
         jackpot_fee_multiple: J = this x the unit's whole verification fee, paid per caught
             forced error (split 2^-(k-1) per catcher).
@@ -116,6 +117,13 @@ class Job:
     def collateral(self, proto: Protocol) -> float:
         """X: the collateral the solver locks (slashed when a cheat is shown)."""
         return proto.collateral * self.reward
+
+    def challenge_bond(self, proto: Protocol) -> float:
+        """B: the bond a challenge of this unit takes (`challengeBondOf`), what a winning
+        challenger is paid on top of it (challenger_share x X), at least the floor
+        `challenge_bond`: a challenge holds up the unit and the solver's collateral for a whole
+        dispute game, so it risks in proportion to the job."""
+        return max(proto.challenge_bond, proto.challenger_share * self.collateral(proto))
 
     def replay_fraction(self) -> float:
         """Total replay work v * m / n, as a fraction of the solver's training."""

@@ -60,9 +60,9 @@ def verifier_payoffs(
       honest verifier is a catcher with probability >= skip_risk_lb (generic samples), losing
       F, S and the share: honest - skip_one >= p * skip_risk_lb * (F + S + J_h) - c_r.
     - guess_disagree: disagrees on everything without replaying. Non-forced: its challenge loses
-      the dispute game, bond B forfeited, no fee. Forced: right only if every sampled segment
-      is perturbed (probability <= mu = 1 - (1 - rho)^2, that of one segment), paid at most
-      F + J; else slashed S.
+      the dispute game, bond B forfeited (`Job.challenge_bond`: max(floor, challenger share x
+      X)), no fee. Forced: right only if every sampled segment is perturbed (probability <=
+      mu = 1 - (1 - rho)^2, that of one segment), paid at most F + J; else slashed S.
     - abstain: neither attests nor challenges: its lock S is slashed (PROTOCOL §6.7).
     `jackpot_available=False` sets J = 0 (an empty jackpot): dominance must survive it.
     `slash` overrides the lock rule's S (sweeps at a fixed slash).
@@ -82,7 +82,7 @@ def verifier_payoffs(
         risk = forced.skip_risk_lower_bound(m, rho)
         skip_one = honest + c_r - p * risk * (fee + slash + share)
     mu = forced.masked_probability(rho) if m >= 2 else rho
-    guess = p * (mu * (fee + jackpot) - (1 - mu) * slash) - (1 - p) * proto.challenge_bond
+    guess = p * (mu * (fee + jackpot) - (1 - mu) * slash) - (1 - p) * job.challenge_bond(proto)
     return VerifierPayoffs(honest, lazy, skip_one, guess, -slash)
 
 

@@ -163,6 +163,8 @@ def test_revealForced_honestPaidFromJackpot_lazySlashedAtFinalize_solverKeepsSta
     # the honest verifier replays from the true state, disputes the published root and seals the
     # roots it computed; the lazy one seals the published roots without replaying
     d.manager.challenge(unit, TRUE_ROOT, sender=honest)
+    bond = d.manager.getDispute(unit).bond
+    assert bond == d.manager.challengeBondOf(unit) > MGR_CFG["challengeBond"]  # the scaled bond
     game = d.arbiter.gameCount()
     attest(d, chain, unit, [(honest, ends(d, unit, honest)), (lazy, ends(d, unit, lazy, False))])
     solver_node = d.registry.getNode(d.solvers[0])
@@ -182,7 +184,7 @@ def test_revealForced_honestPaidFromJackpot_lazySlashedAtFinalize_solverKeepsSta
     assert [(p.catcher, p.amount) for p in paid] == [(honest.address, FEE)]  # k = 1: J
     # the honest verifier is paid once, for its sealed RIGHT attestation; its bond comes back
     assert tx.events.filter(d.manager.DisputeVoided)[0].challenger == honest.address
-    assert d.manager.credits(honest) == honest_credit + MGR_CFG["challengeBond"] + FEE
+    assert d.manager.credits(honest) == honest_credit + bond + FEE
     assert d.manager.jackpot() == jackpot - FEE
     assert d.manager.verifierStatus(unit, lazy)[0] == V_SLASHED
     assert tx.events.filter(d.manager.AttestationJudgedWrong)[0].amount == lock_of(d, unit)
@@ -450,6 +452,8 @@ def test_revealForced_whistleblowerChallenger_getsOnlyItsBondBack(forced, chain,
     seed_jackpot(d, chain)
     unit, drawn = forced_unit(d, chain)
     d.manager.challenge(unit, TRUE_ROOT, sender=d.whistleblower)
+    bond = d.manager.getDispute(unit).bond
+    assert bond == d.manager.challengeBondOf(unit) > MGR_CFG["challengeBond"]  # the scaled bond
     credit = d.manager.credits(d.whistleblower)
     attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
     tx = judge_of(project, d).revealForced(
@@ -457,7 +461,7 @@ def test_revealForced_whistleblowerChallenger_getsOnlyItsBondBack(forced, chain,
     )
     catchers = {p.catcher for p in tx.events.filter(d.manager.JackpotPaid)}
     assert catchers == {v.address for v in drawn}
-    assert d.manager.credits(d.whistleblower) == credit + MGR_CFG["challengeBond"]
+    assert d.manager.credits(d.whistleblower) == credit + bond
 
 
 def test_sealAttestation_afterForcedReveal_sealingClosed(forced, chain, project):

@@ -136,3 +136,21 @@ def test_reference_numbers_by_hand() -> None:
     assert ver.skip_one == pytest.approx(
         ver.honest + 0.55 - 0.05 * 4 / 27 * (1.375 + 143.82 + 1.375)
     )
+
+
+def test_challenge_bond_isTheChallengersShareOfTheCollateral_atLeastTheFloor() -> None:
+    """B = max(floor, challenger share x X), as JobManager.challengeBondOf: the digits job's
+    half of 10 is under the 10-token floor, the large job's half of 1 000 is not."""
+    (digits, _), (large, _) = JOBS
+    assert digits.challenge_bond(PROTO) == PROTO.challenge_bond == 10.0
+    assert large.challenge_bond(PROTO) == 500.0
+
+
+@pytest.mark.parametrize("job,costs", JOBS, ids=[j.name for j, _ in JOBS])
+def test_guess_disagree_forfeitsTheScaledBond(job: Job, costs: Costs) -> None:
+    """Outside forced rounds a guessing challenger loses B, the scaled bond: raising the floor
+    above the scaled bond lowers the guess by (1 - p) x the difference, and no less."""
+    base = payoffs.verifier_payoffs(job, costs, PROTO).guess_disagree
+    floor = job.challenge_bond(PROTO) + 7.0
+    raised = payoffs.verifier_payoffs(job, costs, PROTO.with_(challenge_bond=floor))
+    assert raised.guess_disagree == pytest.approx(base - (1 - PROTO.forced_error_rate) * 7.0)

@@ -2,11 +2,11 @@
 the solver agent publishes its checkpoints with one perturbed; the honest verifier (replaying
 every segment) disputes the published root and attests its own end roots, the lazy verifier
 attests without replaying (the first to answer seals, the last attests in the clear); once both
-attested the solver reveals: the dispute is voided (the challenger gets its bond back), the
-honest verifier, RIGHT, is paid from the jackpot, the lazy one, WRONG, is slashed without a
-game, the solver keeps its stake and is paid. The verifiers lock the lazy-slash S (PROTOCOL §8)
-with lazySlashFactor = 4 = ceil(1.25 e / p) at p = 100 %: 96 * 3 * 4 / 2 = 576 tokens (the job
-pays its solver 96 for 2 segments)."""
+attested the solver reveals: the dispute is voided (the challenger gets back its bond, the
+scaled challengeBondOf it quoted), the honest verifier, RIGHT, is paid from the jackpot, the lazy
+one, WRONG, is slashed without a game, the solver keeps its stake and is paid. The verifiers lock
+the lazy-slash S (PROTOCOL §8) with lazySlashFactor = 4 = ceil(1.25 e / p) at p = 100 %:
+96 * 3 * 4 / 2 = 576 tokens (the job pays its solver 96 for 2 segments)."""
 
 from __future__ import annotations
 
@@ -129,6 +129,13 @@ def test_forced_round_reveal_pays_the_catcher_and_slashes_the_lazy_verifier(tmp_
         # jackpot (the only catcher; as the challenger it would get nothing more)
         (voided,) = manager.events.DisputeVoided().get_logs(from_block=0)
         assert voided["args"]["challenger"] == honest.address
+        # the agent paid the bond quoted by challengeBondOf: half the 100-token collateral, not
+        # the 10-token floor (an agent approving the flat bond opens no dispute)
+        (opened,) = manager.events.ChallengeOpened().get_logs(from_block=0)
+        unit = opened["args"]["unitId"]
+        assert opened["args"]["challenger"] == honest.address
+        assert opened["args"]["bond"] == manager.functions.challengeBondOf(unit).call()
+        assert opened["args"]["bond"] == 50 * TOKEN
         paid = manager.events.JackpotPaid().get_logs(from_block=0)
         assert [(e["args"]["catcher"], e["args"]["amount"]) for e in paid] == [
             (honest.address, 2 * TOKEN)
