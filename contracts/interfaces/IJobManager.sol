@@ -323,7 +323,8 @@ interface IJobManager is IDisputeCallback {
     event AttestationSealed(uint256 indexed unitId, address indexed verifier, bytes32 seal);
     /// @notice A drawn verifier opened its seal: the end roots of its sampled segments.
     event Attested(uint256 indexed unitId, address indexed verifier, uint64[] segments, bytes32[] endRoots);
-    /// @notice A challenge posted `bond` and opened game `gameId` with counter-claim `claim`.
+    /// @notice A challenge posted `bond` (`challengeBondOf`) and opened game `gameId` with
+    ///         counter-claim `claim`.
     event ChallengeOpened(
         uint256 indexed unitId, address indexed challenger, uint256 indexed gameId, bytes32 claim, uint256 bond
     );
