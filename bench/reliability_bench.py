@@ -366,7 +366,10 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
             addrs = rk.deploy(
                 w3,
                 {
-                    "verifyWindow": 40,
+                    # a drawn verifier sees the draw, fetches and replays its segments and
+                    # attests inside it; 40 s was once too short for a replay on a CI machine
+                    # running four trials and the transport faults' 11 s hangs at once
+                    "verifyWindow": 75,
                     # a verifier killed after sealing must be back within it to open its seal
                     "revealWindow": 40,
                     "disputeGrace": DISPUTE_GRACE_S,
