@@ -541,7 +541,8 @@ def _measure(
     for p in honest:
         allowed = REWARD if p.role == "submitter" else 0
         short = before[p.name] - watch.holdings(p.address) - allowed
-        lost[p.name] = max(0, short) + watch.slashed(p.address)
+        # a slash shows in the holdings too: count it once, even when pay made up for it
+        lost[p.name] = max(0, short, watch.slashed(p.address))
         # the solver is always owed; a verifier only when it attested
         if p.role == "solver" or (p.role == "verifier" and watch.attested(p.address)):
             paid[p.name] = watch.credited(p.address) > 0
