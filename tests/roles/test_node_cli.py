@@ -4,15 +4,14 @@ real deployment; each refusal is one `error:` line (exit 2) that says what to do
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from eth_account import Account
-from rolekit import REPO, chain, contract, deploy
+from rolekit import chain, contract, deploy
 
+from agents.__main__ import main as cli_main
 from agents.core.chain import dev_private_key
 from agents.roles.node import ALL, NodeStatus, parse_amount, status_lines, unbond_request
 from agents.roles.runner import RoleError
@@ -84,26 +83,36 @@ def test_status_lines_say_what_the_operator_needs():
 # ------------------------------------------------------------------ against a chain
 
 
-def _node(url: str, manager: str, data: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "agents", "node", *args, "--rpc-url", url, "--key"]
-    cmd += [f"dev:{KEY_INDEX}", "--data-dir", str(data), "--manager", manager]
-    cmd += ["--deployment", str(data / "no-deployment.json"), "--json-logs"]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def _json(out: subprocess.CompletedProcess) -> dict:
+def _node(capsys, url: str, manager: str, data: Path, *args: str) -> Ran:
+    """`python -m agents node ...`, run in this process (the CLI's own entry point, without a
+    dozen interpreter start-ups)."""
+    argv = ["node", *args, "--rpc-url", url, "--key", f"dev:{KEY_INDEX}", "--data-dir", str(data)]
+    argv += ["--manager", manager, "--deployment", str(data / "no-deployment.json"), "--json-logs"]
+    capsys.readouterr()
+    code = cli_main(argv)
+    out = capsys.readouterr()
+    return Ran(code, out.out, out.err)
+
+
+def _json(out: Ran) -> dict:
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _refused(out: subprocess.CompletedProcess, text: str) -> None:
+def _refused(out: Ran, text: str) -> None:
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert out.returncode == 2 and len(errors) == 1 and text in errors[0], out.stderr
     assert "Traceback" not in out.stderr
 
 
-def test_node_unbonds_leaves_and_withdraws(tmp_path):
+def test_node_unbonds_leaves_and_withdraws(tmp_path, capsys):
     with chain() as (url, w3):
         dep = deploy(w3)
         manager, registry = dep["JobManager"], contract(w3, "NodeRegistry", dep["NodeRegistry"])
@@ -116,7 +125,7 @@ def test_node_unbonds_leaves_and_withdraws(tmp_path):
             (registry.functions.register(2, (1, 8192, 50), 100 * E18), me),
         ):
             w3.eth.wait_for_transaction_receipt(fn.transact({"from": sender}), timeout=30)
-        run = lambda *a: _node(url, manager, tmp_path / "node", *a)  # noqa: E731
+        run = lambda *a: _node(capsys, url, manager, tmp_path / "node", *a)  # noqa: E731
 
         s = _json(run("status", "--json"))
         assert (s["role"], s["stake"], s["free"], s["balance"]) == (
