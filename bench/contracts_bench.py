@@ -28,7 +28,7 @@ from typing import Any
 from eth_account import Account
 from web3 import Web3
 
-from agents.core.chain import DEV_MNEMONIC, AnvilConfig, connect, local_anvil
+from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
 from agents.core.deploy import (
     DEFAULT_ABI_DIR,
     DEFAULT_MANAGER_CONFIG,
@@ -50,20 +50,12 @@ SECRET_HASH = Web3.keccak(SECRET)
 SEAL = Web3.keccak(b"\x11" * 32 + SECRET)
 
 
-def _keys(n: int) -> list[str]:
-    Account.enable_unaudited_hdwallet_features()
-    return [
-        Account.from_mnemonic(DEV_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}").key.hex()
-        for i in range(n)
-    ]
-
-
 class Bench:
     def __init__(
         self, w3: Web3, abi_dir: Path, manager_config: dict[str, int] | None = None
     ) -> None:
         self.w3 = w3
-        self.keys = _keys(12)
+        self.keys = [dev_private_key(i) for i in range(12)]
         self.addr = [Account.from_key(k).address for k in self.keys]
         params = {"mock_arbiter": True, "manager_config": manager_config or {}}
         deployed = deploy_all(w3, self.keys[0], abi_dir, params)

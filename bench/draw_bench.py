@@ -26,7 +26,7 @@ from typing import Any
 from eth_account import Account
 from web3 import Web3
 
-from agents.core.chain import DEV_MNEMONIC, AnvilConfig, connect, local_anvil
+from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,18 +40,10 @@ REG_CFG = (100 * E18, 50 * E18, 10 * E18, 3_600, 3_600)  # NodeRegistry.Config, 
 ACCOUNTS = 1 + ENTRIES + LATE
 
 
-def _keys(n: int) -> list[str]:
-    Account.enable_unaudited_hdwallet_features()
-    return [
-        Account.from_mnemonic(DEV_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}").key.hex()
-        for i in range(n)
-    ]
-
-
 class Chain:
     def __init__(self, w3: Web3) -> None:
         self.w3 = w3
-        self.keys = _keys(ACCOUNTS)
+        self.keys = [dev_private_key(i) for i in range(ACCOUNTS)]
         self.addr = [Account.from_key(k).address for k in self.keys]
         self.nonce = {i: 0 for i in range(ACCOUNTS)}
         self.token = self.deploy("TestToken")
