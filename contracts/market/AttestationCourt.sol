@@ -9,6 +9,7 @@ import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {IDisputeGame} from "../dispute/interfaces/IDisputeGame.sol";
 import {JobIds} from "../libraries/JobIds.sol";
+import {MarketMath} from "../libraries/MarketMath.sol";
 import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 
 /// @title AttestationCourt
@@ -61,8 +62,6 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     event Credited(address indexed account, uint256 amount, uint256 balance);
     event Withdrawn(address indexed account, uint256 amount);
 
-    uint256 private constant BPS = 10_000;
-
     IJobManager public immutable manager;
     INodeRegistry public immutable registry;
     IERC20 public immutable token;
@@ -86,7 +85,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         _deployer = msg.sender;
         bond = bond_;
         penalty = penalty_;
-        rewardBps = rewardBps_ > BPS ? uint16(BPS) : rewardBps_;
+        rewardBps = rewardBps_ > MarketMath.BPS ? uint16(MarketMath.BPS) : rewardBps_;
     }
 
     /// @notice Wires the court's dispute game (whose manager is this court). Deployer, once.
@@ -159,12 +158,17 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         return _bondFor(penaltyOf(unitId, verifier));
     }
 
-    /// @dev The bond of a challenge that locks `locked`. Fits a uint96: `locked` ≤ uint96.max
-    ///      (penaltyOf clamps it) and rewardBps ≤ BPS (the constructor clamps it), so the reward
-    ///      is ≤ `locked`; `bond` is a uint96.
+    /// @dev The bond of a challenge that locks `locked`: what winning it pays, at least `bond`.
+    ///      Fits a uint96: `locked` ≤ uint96.max (penaltyOf clamps it) and rewardBps ≤ BPS (the
+    ///      constructor clamps it), so the reward is ≤ `locked`; `bond` is a uint96.
     function _bondFor(uint256 locked) private view returns (uint256) {
-        uint256 reward = locked * rewardBps / BPS;
+        uint256 reward = _rewardOf(locked);
         return reward > bond ? reward : bond;
+    }
+
+    /// @dev What a winning whistleblower is paid on top of its bond when `penalty_` is slashed.
+    function _rewardOf(uint256 penalty_) private view returns (uint256) {
+        return MarketMath.share(penalty_, rewardBps);
     }
 
     struct Segment {
@@ -218,7 +222,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         delete cases[gameId];
         emit AttestationRuled(gameId, c.verifier, challengerWon);
         if (challengerWon) {
-            uint256 reward = uint256(c.penalty) * rewardBps / BPS;
+            uint256 reward = _rewardOf(c.penalty);
             _credit(c.whistleblower, uint256(c.bond) + reward);
             uint256 toJackpot = uint256(c.penalty) - reward;
             // The slashed penalty arrives here; the manager pulls its jackpot share right away.
