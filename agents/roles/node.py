@@ -170,7 +170,6 @@ class NodeCommand(RoleAgent):
         if action == "status":
             self.report(self.status())
             return True
-        now = self.w3.eth.get_block("latest")
         s = self.status()
         if action == "add-stake":
             if s.role == "none":
@@ -189,8 +188,9 @@ class NodeCommand(RoleAgent):
         elif action == "withdraw-unbonded":
             if not s.unbonding:
                 raise RoleError("nothing is unbonding")
-            if now["timestamp"] < s.unbond_ready_at:
-                wait = s.unbond_ready_at - now["timestamp"]
+            now = self.w3.eth.get_block("latest")["timestamp"]
+            if now < s.unbond_ready_at:
+                wait = s.unbond_ready_at - now
                 raise RoleError(f"{_tokens(s.unbonding)} is unbonding, ready in {wait} s")
             await self.do("withdraw-unbonded", self.registry.functions.withdrawUnbonded())
         elif action == "withdraw":

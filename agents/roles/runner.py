@@ -451,6 +451,13 @@ class RoleAgent:
             self.log.info("%s mined in block %d (gas %d)", act.kind, out.block_number, out.gas_used)
         return out
 
+    async def approve_at_least(self, intent: str, spender: str, amount: int) -> None:
+        """Let `spender` take `amount` of my tokens unless it already may. The amount is in the
+        intent: an amount quoted higher on a retry (a bond that grew) gets its own approval."""
+        if self.token.functions.allowance(self.me, spender).call() < amount:
+            approve = self.token.functions.approve(spender, amount)
+            await self.send(Act("approve", f"{intent}:approve:{amount}"), approve)
+
     async def ensure_registered(
         self, role: int, stake: int, capability: tuple[int, int, int]
     ) -> None:

@@ -134,12 +134,7 @@ class ChallengerMixin:
         # The bond scales with the job's collateral (at least the flat `challengeBond`): quote it
         # from the chain just before the challenge, as the manager will take it.
         bond = int(self.manager.functions.challengeBondOf(u.unit_id).call())
-        if self.token.functions.allowance(self.me, self.manager.address).call() < bond:
-            # the amount in the intent: a bond quoted higher on a retry needs a new approval
-            await self.send(
-                Act("approve", f"{act.intent}:approve:{bond}"),
-                self.token.functions.approve(self.manager.address, bond),
-            )
+        await self.approve_at_least(act.intent, self.manager.address, bond)
         out = await self.send(act, self.manager.functions.challenge(u.unit_id, counter))
         if out is not None:
             gid, _, paid = self.manager.functions.getDispute(u.unit_id).call()

@@ -234,10 +234,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         # The bond scales with the penalty the challenge locks (at least the flat `bond`); the
         # penalty reads the verifier's free stake, so quote it now, just before the challenge.
         bond = int(self.court.functions.bondOf(int(data["unit"]), data["verifier"]).call())
-        if self.token.functions.allowance(self.me, self.court.address).call() < bond:
-            approve = self.token.functions.approve(self.court.address, bond)
-            # the amount in the intent: a bond quoted higher on a retry needs a new approval
-            await self.send(Act("approve", f"{act.intent}:approve:{bond}"), approve)
+        await self.approve_at_least(act.intent, self.court.address, bond)
         fn = self.court.functions.challengeAttestation(
             int(data["unit"]), data["verifier"], j, ends, roots[s], proof
         )

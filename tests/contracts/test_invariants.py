@@ -943,7 +943,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         gone = [i for i in sorted(NODES) if self.stake[i] == 0]
         node = data.draw(st.sampled_from(gone or sorted(NODES)))
         role, stake = NODES[node]
-        dead = self.w.registry.functions.deadPoolEntries(ROLES[role]).call()
+        dead = self.r.deadPoolEntries(ROLES[role]).call()
         ok = self.w.send(node, self.r.register(ROLES[role], (1, 16_384, 100), stake))
         assert ok == (self.stake[node] == 0)
         if ok:
