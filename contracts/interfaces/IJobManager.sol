@@ -347,9 +347,10 @@ interface IJobManager is IDisputeCallback {
     /// @notice `account` withdrew its credit.
     event Withdrawn(address indexed account, uint256 amount);
     /// @notice The solver proved a forced error at checkpoint `position`: `trueRoot` replaced the
-    ///         published checkpoint root; `catchers` were paid from the jackpot and `slashed`
-    ///         verifiers were judged WRONG (`AttestationJudgedWrong`: their locks are slashed at
-    ///         finalize); the challenge window runs until `challengeDeadline`.
+    ///         published checkpoint root; `catchers` verifiers were judged RIGHT
+    ///         (`AttestationJudgedRight`: paid from the jackpot at finalize) and `slashed` WRONG
+    ///         (`AttestationJudgedWrong`: their locks are slashed at finalize); the challenge window
+    ///         runs until `challengeDeadline`.
     event ForcedErrorRevealed(
         uint256 indexed unitId,
         address indexed solver,
@@ -359,8 +360,13 @@ interface IJobManager is IDisputeCallback {
         uint256 slashed,
         uint64 challengeDeadline
     );
-    /// @notice A catcher of a forced error was paid `amount` from the jackpot.
+    /// @notice A catcher of a forced error was paid `amount` from the jackpot, at finalize: the
+    ///         verdict that made it a catcher trusted the revealed C, which then stood.
     event JackpotPaid(uint256 indexed unitId, address indexed catcher, uint256 amount);
+    /// @notice A drawn verifier attested the true end root at the perturbed checkpoint: it caught
+    ///         the forced error, and is paid its share of the jackpot (`JackpotPaid`) at finalize,
+    ///         unless the unit re-opens first (the revealed C overturned by a dispute).
+    event AttestationJudgedRight(uint256 indexed unitId, address indexed verifier);
     /// @notice A drawn verifier attested a wrong end root at the perturbed checkpoint: it is not paid,
     ///         and its lock `amount` is slashed at finalize (`VerifierPenalised`), unless the unit
     ///         re-opens first (the revealed C overturned by a dispute), which releases it.
@@ -421,18 +427,13 @@ interface IJobManager is IDisputeCallback {
     /// @notice Applies a forced-error reveal checked by the judge (`ForcedErrorJudge.revealForced`):
     ///         one verdict per drawn verifier; the WRONG ones lose the fee and, at finalize, their
     ///         lock (a verdict trusts the revealed C, which can still be disputed: if a dispute
-    ///         overturns it the unit re-opens and the locks are released), the RIGHT ones get
-    ///         `share` each from the jackpot (the judge computed it, capped by the balance), an open
-    ///         dispute is voided (its challenger gets its bond back: a challenge is public, so
-    ///         paying it would pay whoever copies it first), and `trueRoot` replaces the published
-    ///         checkpoint root.
-    function applyForcedReveal(
-        uint256 unitId,
-        uint64 position,
-        bytes32 trueRoot,
-        uint8[] calldata verdicts,
-        uint256 share
-    ) external;
+    ///         overturns it the unit re-opens and the locks are released), the RIGHT ones are
+    ///         marked catchers and paid their share of the jackpot at finalize, once C has stood
+    ///         (nothing if a dispute overturns it), an open dispute is voided (its challenger gets
+    ///         its bond back: a challenge is public, so paying it would pay whoever copies it
+    ///         first), and `trueRoot` replaces the published checkpoint root.
+    function applyForcedReveal(uint256 unitId, uint64 position, bytes32 trueRoot, uint8[] calldata verdicts)
+        external;
 
     /// @notice Applies a premature reveal checked by the judge: slashes the assignee's collateral
     ///         (`reporter` gets `challengerRewardBps` of it) and re-opens the unit.

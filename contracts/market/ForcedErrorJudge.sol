@@ -44,14 +44,12 @@ contract ForcedErrorJudge {
         if (rv.endRoots.length != verifiers.length) {
             revert IJobManager.WrongRevealLength(rv.endRoots.length, verifiers.length);
         }
-        uint8[] memory verdicts = new uint8[](verifiers.length);
         // The catchers are the RIGHT drawn verifiers only (see `IJobManager.applyForcedReveal`).
-        uint256 right = 0;
+        uint8[] memory verdicts = new uint8[](verifiers.length);
         for (uint256 i = 0; i < verifiers.length; ++i) {
             verdicts[i] = _verdict(unitId, verifiers[i], rv, i, position);
-            if (verdicts[i] == ForcedErrors.VERDICT_RIGHT) ++right;
         }
-        manager.applyForcedReveal(unitId, position, rv.trueRoot, verdicts, _share(unitId, right));
+        manager.applyForcedReveal(unitId, position, rv.trueRoot, verdicts);
     }
 
     /// @notice Shows the assignee's secret before the reveal phase (the unit Assigned or Committed,
@@ -79,15 +77,6 @@ contract ForcedErrorJudge {
     ///         the perturbed checkpoint.
     function isForced(bytes32 secret, uint64 seed, uint256 segments) external view returns (bool, uint64) {
         return ForcedErrors.isForced(secret, seed, manager.config().forcedErrorBps, segments);
-    }
-
-    /// @dev What each of `right` catchers is paid: `J / 2^(right − 1)` with J the unit's
-    ///      verification fee, capped by the jackpot's balance.
-    function _share(uint256 unitId, uint256 right) private view returns (uint256) {
-        uint256 fee = manager.getJob(JobIds.jobOf(unitId)).verificationFee;
-        // The WRONG verifiers' locks reach the jackpot only at finalize (their verdicts trust C,
-        // which can still be overturned), so only the balance pays the catchers now.
-        return ForcedErrors.catcherShare(fee, right, manager.jackpot());
     }
 
     /// @dev Reverts while a drawn verifier may still seal or open its seal.

@@ -38,6 +38,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
     struct VerifierSlot {
         address verifier;
         VerifierStatus status;
+        // judged RIGHT at a forced reveal: paid its catcher share at finalize (same slot)
+        bool caught;
     }
 
     IERC20 private immutable _token;
@@ -313,7 +315,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
             uint256 word = uint256(keccak256(abi.encode(seed, t)));
             address v = _registry.pickPoolMember(INodeRegistry.Role.Verifier, word, joinedBefore, picked, lock);
             if (v == address(0)) continue;
-            _verifiers[unitId][count] = VerifierSlot(v, VerifierStatus.Pending);
+            _verifiers[unitId][count] = VerifierSlot(v, VerifierStatus.Pending, false);
             ++count;
             picked[count] = v;
         }
@@ -472,6 +474,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _credit(solver, solverPay);
         uint256 lock = _lock(job);
         _addJackpot(tax + _payVerifiers(unitId, unit.verifierCount, unit.attestCount, fee, lock));
+        if (unit.forcedRevealed) _payCatchers(unitId, unit.verifierCount, fee);
         _registry.release(solver, _collateral(job), true);
         _settleVerifierLocks(unitId, unit.verifierCount, lock, true);
     }
@@ -479,13 +482,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
     // ------------------------------------------------------------------ forced errors
 
     /// @inheritdoc IJobManager
-    function applyForcedReveal(
-        uint256 unitId,
-        uint64 position,
-        bytes32 trueRoot,
-        uint8[] calldata verdicts,
-        uint256 share
-    ) external {
+    function applyForcedReveal(uint256 unitId, uint64 position, bytes32 trueRoot, uint8[] calldata verdicts)
+        external
+    {
         _onlyJudge();
         Unit storage unit = _units[unitId];
         // An open dispute is voided: its challenger gets its bond back, but no share (a challenge
@@ -497,12 +496,11 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.forcedRevealed = true;
         unit.checkpointRoot = trueRoot;
         uint256 lock = _lock(_jobs[JobIds.jobOf(unitId)]);
-        (uint256 caught, uint256 wrong) = _settleForced(unitId, unit, verdicts, share, lock);
+        // Nothing moves yet: the verdicts trust the solver's C, which can still be disputed.
+        // Finalize pays the catchers and slashes the WRONG verifiers' locks; a re-opened unit (C
+        // overturned) pays no catcher and releases every lock.
+        (uint256 caught, uint256 wrong) = _settleForced(unitId, unit, verdicts, lock);
         emit ForcedErrorRevealed(unitId, unit.assignee, position, trueRoot, caught, wrong, deadline);
-        // The judge capped the share at the balance / caught. The WRONG verifiers' locks stay
-        // locked: the verdicts trust the solver's C, which can still be disputed; finalize slashes
-        // them, a re-opened unit (C overturned) releases them.
-        _jackpot -= caught * share;
     }
 
     /// @inheritdoc IJobManager
@@ -895,20 +893,18 @@ contract JobManager is IJobManager, ReentrancyGuard {
         _credit(d.challenger, d.bond);
     }
 
-    /// @dev Credits `share` to each catcher (the RIGHT verifiers) and marks the WRONG verifiers
-    ///      Slashed: no fee, and their lock is slashed at finalize (released if the unit re-opens).
-    function _settleForced(
-        uint256 unitId,
-        Unit storage unit,
-        uint8[] calldata verdicts,
-        uint256 share,
-        uint256 lock
-    ) private returns (uint256 caught, uint256 wrong) {
+    /// @dev Marks the RIGHT verifiers catchers (paid at finalize) and the WRONG ones Slashed: no
+    ///      fee, and their lock is slashed at finalize (released if the unit re-opens).
+    function _settleForced(uint256 unitId, Unit storage unit, uint8[] calldata verdicts, uint256 lock)
+        private
+        returns (uint256 caught, uint256 wrong)
+    {
         for (uint256 i = 0; i < verdicts.length; ++i) {
             VerifierSlot storage slot = _verifiers[unitId][i];
             if (verdicts[i] == ForcedErrors.VERDICT_RIGHT) {
-                _payCatcher(unitId, slot.verifier, share);
+                slot.caught = true;
                 ++caught;
+                emit AttestationJudgedRight(unitId, slot.verifier);
             } else if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
                 slot.status = VerifierStatus.Slashed;
                 ++wrong;
@@ -919,9 +915,23 @@ contract JobManager is IJobManager, ReentrancyGuard {
         unit.attestCount -= uint8(wrong);
     }
 
-    function _payCatcher(uint256 unitId, address catcher, uint256 amount) private {
-        emit JackpotPaid(unitId, catcher, amount);
-        _credit(catcher, amount);
+    /// @dev Pays each catcher of the unit's forced error `J / 2^(k−1)` (J = the fee, k catchers),
+    ///      at most an equal share of the jackpot's balance, which by now holds this unit's tax and
+    ///      the locks of the verifiers it penalised.
+    function _payCatchers(uint256 unitId, uint256 verifierCount, uint256 fee) private {
+        uint256 caught = 0;
+        for (uint256 i = 0; i < verifierCount; ++i) {
+            if (_verifiers[unitId][i].caught) ++caught;
+        }
+        uint256 share = ForcedErrors.catcherShare(fee, caught, _jackpot);
+        for (uint256 i = 0; i < verifierCount; ++i) {
+            VerifierSlot memory slot = _verifiers[unitId][i];
+            if (!slot.caught) continue;
+            emit JackpotPaid(unitId, slot.verifier, share);
+            _credit(slot.verifier, share);
+        }
+        // caught * share <= _jackpot: catcherShare caps the share at _jackpot / caught.
+        _jackpot -= caught * share;
     }
 
     function _onlyJudge() private view {

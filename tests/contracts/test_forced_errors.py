@@ -1,5 +1,6 @@
-"""Forced errors on chain (PROTOCOL §8): the judge's reveal, the jackpot payout to catchers, the
-slash of verifiers that attested the published (wrong) value, premature reveals, every revert.
+"""Forced errors on chain (PROTOCOL §8): the judge's reveal, the jackpot payout to catchers (at
+finalize, once the revealed C has stood), the slash of verifiers that attested the published
+(wrong) value, premature reveals, every revert.
 
 The `forced` deployment sets forcedErrorBps = 10 000, so every round of a job with at least two
 segments is forced; its jobs have two segments (T = 4, k = 2), so the perturbed checkpoint is 1
@@ -104,12 +105,14 @@ def seed_jackpot(d: Protocol, chain) -> None:
     d.manager.expireAssignment(unit, sender=d.other)
 
 
-def forced_unit(d: Protocol, chain, **overrides: Any) -> tuple[int, list[Any]]:
+def forced_unit(
+    d: Protocol, chain, secret: bytes = SECRET, **overrides: Any
+) -> tuple[int, list[Any]]:
     """A Verifying forced unit whose solver published PUBLISHED and sealed TRUE_ROOT. Returns the
     unit and its drawn verifiers (accounts) in draw order."""
-    unit = assigned(d, chain, d.solvers[0], **overrides)
+    unit = assigned(d, chain, d.solvers[0], secret, **overrides)
     d.manager.commitCheckpoints(
-        unit, PUBLISHED_ROOT, 3, TRUE[2], "blob://forced", seal(TRUE_ROOT, SECRET),
+        unit, PUBLISHED_ROOT, 3, TRUE[2], "blob://forced", seal(TRUE_ROOT, secret),
         sender=d.solvers[0],
     )  # fmt: skip
     for v in d.verifiers:
@@ -153,7 +156,7 @@ def as_tuple(r: dict[str, Any]) -> tuple:
 # ------------------------------------------------------------------ the jackpot game
 
 
-def test_revealForced_honestPaidFromJackpot_lazySlashedAtFinalize_solverKeepsStake(
+def test_revealForced_honestPaidFromJackpotAtFinalize_lazySlashedAtFinalize_solverKeepsStake(
     forced, chain, project
 ):
     d = forced
@@ -180,12 +183,14 @@ def test_revealForced_honestPaidFromJackpot_lazySlashedAtFinalize_solverKeepsSta
     ev = tx.events.filter(d.manager.ForcedErrorRevealed)[0]
     assert ev.position == 1 and ev.trueRoot == TRUE_ROOT
     assert ev.catchers == 1 and ev.slashed == 1
-    paid = tx.events.filter(d.manager.JackpotPaid)
-    assert [(p.catcher, p.amount) for p in paid] == [(honest.address, FEE)]  # k = 1: J
-    # the honest verifier is paid once, for its sealed RIGHT attestation; its bond comes back
+    right = tx.events.filter(d.manager.AttestationJudgedRight)
+    assert [(e.unitId, e.verifier) for e in right] == [(unit, honest.address)]
+    # nothing is paid yet (the verdict trusts C, which can still be disputed); the honest
+    # verifier's bond comes back: its challenge earns no share, its sealed RIGHT attestation does
+    assert tx.events.filter(d.manager.JackpotPaid) == []
     assert tx.events.filter(d.manager.DisputeVoided)[0].challenger == honest.address
-    assert d.manager.credits(honest) == honest_credit + bond + FEE
-    assert d.manager.jackpot() == jackpot - FEE
+    assert d.manager.credits(honest) == honest_credit + bond
+    assert d.manager.jackpot() == jackpot
     assert d.manager.verifierStatus(unit, lazy)[0] == V_SLASHED
     assert tx.events.filter(d.manager.AttestationJudgedWrong)[0].amount == lock_of(d, unit)
     # judged WRONG, but its lock S stays locked until finalize: the verdict trusts C, which can
@@ -203,17 +208,21 @@ def test_revealForced_honestPaidFromJackpot_lazySlashedAtFinalize_solverKeepsSta
     assert d.registry.getNode(d.solvers[0]) == solver_node
     # normal settlement follows with the true root; the slashed verifier gets no fee
     advance(chain, MGR_CFG["verifyWindow"] + 1)
-    lazy_credit = d.manager.credits(lazy)
+    lazy_credit, honest_credit = d.manager.credits(lazy), d.manager.credits(honest)
     jackpot = d.manager.jackpot()
     tx = d.manager.finalize(unit, sender=d.other)
     assert tx.events.filter(d.manager.UnitFinalized)[0].solver == d.solvers[0].address
     assert d.manager.credits(lazy) == lazy_credit
-    # C stood: now the WRONG verifier's S is slashed into the jackpot (with the unit's tax)
+    # C stood: the catcher is paid J (k = 1) on top of the whole fee (the one paid attester) ...
+    paid = tx.events.filter(d.manager.JackpotPaid)
+    assert [(p.unitId, p.catcher, p.amount) for p in paid] == [(unit, honest.address, FEE)]
+    assert d.manager.credits(honest) == honest_credit + FEE + FEE
+    # ... and the WRONG verifier's S is slashed into the jackpot (with the unit's tax)
     penalised = tx.events.filter(d.manager.VerifierPenalised)
     assert [(e.verifier, e.amount) for e in penalised] == [(lazy.address, lock_of(d, unit))]
     assert d.registry.getNode(lazy).stake == lazy_stake - lock_of(d, unit)
     tax = tx.events.filter(d.manager.UnitFinalized)[0].tax
-    assert d.manager.jackpot() == jackpot + tax + lock_of(d, unit)
+    assert d.manager.jackpot() == jackpot + tax + lock_of(d, unit) - FEE
     assert d.registry.getNode(d.solvers[0]).locked == solver_node.locked - 100 * E18
 
 
@@ -226,14 +235,18 @@ def test_revealForced_twoAttestingCatchers_splitHalving(forced, chain, project):
     tx = judge_of(project, d).revealForced(
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
     )
+    right = tx.events.filter(d.manager.AttestationJudgedRight)
+    assert [e.verifier for e in right] == [v.address for v in drawn]
+    assert tx.events.filter(d.manager.ForcedErrorRevealed)[0].slashed == 0
+    for v in drawn:
+        assert d.manager.verifierStatus(unit, v)[0] == V_ATTESTED
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    tx = d.manager.finalize(unit, sender=d.other)
     paid = tx.events.filter(d.manager.JackpotPaid)
     # k = 2 catchers: J / 2 each
     assert sorted((p.catcher, p.amount) for p in paid) == sorted(
         (v.address, FEE // 2) for v in drawn
     )
-    assert tx.events.filter(d.manager.ForcedErrorRevealed)[0].slashed == 0
-    for v in drawn:
-        assert d.manager.verifierStatus(unit, v)[0] == V_ATTESTED
 
 
 def test_revealForced_honestAndLazyAttesters_feeToTheHonestOnly(forced, chain, project):
@@ -245,8 +258,8 @@ def test_revealForced_honestAndLazyAttesters_feeToTheHonestOnly(forced, chain, p
     tx = judge_of(project, d).revealForced(
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
     )
-    assert [(p.catcher, p.amount) for p in tx.events.filter(d.manager.JackpotPaid)] == [
-        (honest.address, FEE)
+    assert [e.verifier for e in tx.events.filter(d.manager.AttestationJudgedRight)] == [
+        honest.address
     ]
     assert [e.verifier for e in tx.events.filter(d.manager.AttestationJudgedWrong)] == [
         lazy.address
@@ -254,30 +267,59 @@ def test_revealForced_honestAndLazyAttesters_feeToTheHonestOnly(forced, chain, p
     assert d.manager.getUnit(unit).attestCount == 1
     advance(chain, MGR_CFG["verifyWindow"] + 1)
     before = d.manager.credits(honest), d.manager.credits(lazy)
-    d.manager.finalize(unit, sender=d.other)
-    assert d.manager.credits(honest) == before[0] + FEE  # the whole fee: one paid attester
+    tx = d.manager.finalize(unit, sender=d.other)
+    assert [(p.catcher, p.amount) for p in tx.events.filter(d.manager.JackpotPaid)] == [
+        (honest.address, FEE)
+    ]
+    # the whole fee (one paid attester) and its catcher share J
+    assert d.manager.credits(honest) == before[0] + FEE + FEE
     assert d.manager.credits(lazy) == before[1]
     assert d.registry.getNode(lazy).locked == 0  # its lock was slashed, nothing left to release
 
 
-def test_revealForced_payoutCappedByJackpot(forced, chain, project):
-    d = forced
-    # no seeding: the jackpot holds only the taxes of the jobs settled so far, less than 2 J
-    unit, drawn = forced_unit(d, chain)
+def test_finalize_catcherShareCappedByTheJackpot(project, accounts, chain):
+    """At p = 50 % the fee may be 4 % of the reward, twice the tax. On a fresh deployment the
+    jackpot holds, at finalize, only this unit's tax, J / 2: two catchers get J / 4 each (an equal
+    share of the balance) instead of J / 2, and the jackpot is emptied, never overdrawn."""
+    cfg = {**MGR_CFG, "forcedErrorBps": 5_000, "lazySlashFactor": 4}
+    d = deploy_protocol(project, accounts, cfg)
+    stake_nodes(d)
+    d.registry.addStake(1_000 * E18, sender=d.solvers[0])  # collateral for the unforced tries
+    for v in d.verifiers:
+        d.registry.addStake(2_000 * E18, sender=v)
+    judge, fee = judge_of(project, d), 4 * E18
+    for attempt in range(1, 9):  # each assignment is forced with probability 1/2
+        secret = bytes([attempt]) * 32
+        unit = assigned(d, chain, d.solvers[0], secret, verificationFee=fee)
+        if judge.isForced(secret, d.manager.getUnit(unit).assignSeed, 2)[0]:
+            break  # (an unforced unit stays assigned: the solver staked for it)
+    else:
+        pytest.fail("no forced assignment in 8 tries")
+    d.manager.commitCheckpoints(
+        unit, PUBLISHED_ROOT, 3, TRUE[2], "blob://forced", seal(TRUE_ROOT, secret),
+        sender=d.solvers[0],
+    )  # fmt: skip
+    for v in d.verifiers:
+        d.registry.heartbeat(sender=v)
+    d.manager.drawVerifiers(unit, sender=d.other)
+    drawn = [by_address(d.verifiers, v) for v in d.manager.getVerifiers(unit)]
     attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
-    jackpot = d.manager.jackpot()
     end_roots = [ends(d, unit, v) for v in drawn]
-    judge = judge_of(project, d)
-    tx = judge.revealForced(unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other)
+    judge.revealForced(unit, as_tuple(reveal(secret, endRoots=end_roots)), sender=d.other)
+    assert d.manager.jackpot() == 0
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    tx = d.manager.finalize(unit, sender=d.other)
+    tax = tx.events.filter(d.manager.UnitFinalized)[0].tax
+    assert tax == fee // 2
     paid = [p.amount for p in tx.events.filter(d.manager.JackpotPaid)]
-    assert paid == [min(FEE // 2, jackpot // 2)] * 2
-    assert d.manager.jackpot() == jackpot - sum(paid)
+    assert paid == [tax // 2] * 2 and tax // 2 < fee // 2  # the cap binds
+    assert d.manager.jackpot() == 0
 
 
-def test_revealForced_capIsTheBalance_wrongLocksArriveAtFinalize(forced, chain, project):
-    """The judge caps a catcher's pay at the jackpot's balance alone: the WRONG verifiers' locks
-    (the job's S) reach the jackpot only at finalize, once C has stood. With an empty jackpot the
-    one catcher gets nothing at the reveal, and finalize brings S and the tax in."""
+def test_finalize_catcherPaidAfterTheWrongLocksArrive(forced, chain, project):
+    """The catchers are paid last at finalize, from a jackpot that by then holds the unit's tax
+    and the WRONG verifiers' locks S (slashed once C has stood): with an empty jackpot before,
+    the one catcher still gets all of J."""
     d = forced
     reward, fee = 1_000 * E18, 20 * E18  # fee at the jackpot cap: 2 % of the reward
     d.registry.addStake(1_000 * E18, sender=d.solvers[0])  # collateral = the reward
@@ -294,15 +336,16 @@ def test_revealForced_capIsTheBalance_wrongLocksArriveAtFinalize(forced, chain, 
     tx = judge_of(project, d).revealForced(
         unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other
     )
-    assert [(p.catcher, p.amount) for p in tx.events.filter(d.manager.JackpotPaid)] == [
-        (honest.address, 0)
-    ]
+    assert tx.events.filter(d.manager.JackpotPaid) == []
     assert d.manager.jackpot() == 0
     advance(chain, MGR_CFG["verifyWindow"] + 1)
     tx = d.manager.finalize(unit, sender=d.other)
     tax = tx.events.filter(d.manager.UnitFinalized)[0].tax
     assert tax == reward * 200 // 10_000
-    assert d.manager.jackpot() == lock + tax
+    assert [(p.catcher, p.amount) for p in tx.events.filter(d.manager.JackpotPaid)] == [
+        (honest.address, fee)
+    ]
+    assert d.manager.jackpot() == lock + tax - fee
     assert d.registry.getNode(lazy).locked == 0
 
 
@@ -310,7 +353,7 @@ def test_revealForced_wrongVerdict_lockReleasedWhenCIsOverturned(forced, chain, 
     """A verdict trusts the solver's C. When a dispute then proves C wrong (here: the mock
     arbiter's ruling), the unit re-opens and the verifier judged WRONG keeps its whole stake,
     while the solver loses its collateral: a solver whose sealed C is itself wrong cannot get an
-    honest verifier slashed."""
+    honest verifier slashed, nor have the verifier that attested its C paid from the jackpot."""
     d = forced
     seed_jackpot(d, chain)
     unit, (right, wronged) = forced_unit(d, chain)
@@ -319,6 +362,7 @@ def test_revealForced_wrongVerdict_lockReleasedWhenCIsOverturned(forced, chain, 
     )
     stake = d.registry.getNode(wronged).stake
     solver_stake = d.registry.getNode(d.solvers[0]).stake
+    right_credit = d.manager.credits(right)
     end_roots = [ends(d, unit, right), ends(d, unit, wronged, honest=False)]
     judge_of(project, d).revealForced(unit, as_tuple(reveal(endRoots=end_roots)), sender=d.other)
     assert d.manager.verifierStatus(unit, wronged)[0] == V_SLASHED
@@ -328,6 +372,9 @@ def test_revealForced_wrongVerdict_lockReleasedWhenCIsOverturned(forced, chain, 
     tx = d.arbiter.resolve(d.arbiter.gameCount(), True, sender=d.other)
     assert tx.events.filter(d.manager.DisputeResolved)[0].challengerWon
     assert d.manager.getUnit(unit).status == U_OPEN
+    # the verifier judged RIGHT on the fallen C is not paid: no share, no fee
+    assert tx.events.filter(d.manager.JackpotPaid) == []
+    assert d.manager.credits(right) == right_credit
     node = d.registry.getNode(wronged)
     assert node.stake == stake and node.locked == 0
     assert d.registry.getNode(d.solvers[0]).stake == solver_stake - 100 * E18
@@ -459,7 +506,7 @@ def test_revealForced_whistleblowerChallenger_getsOnlyItsBondBack(forced, chain,
     tx = judge_of(project, d).revealForced(
         unit, as_tuple(reveal(endRoots=[ends(d, unit, v) for v in drawn])), sender=d.other
     )
-    catchers = {p.catcher for p in tx.events.filter(d.manager.JackpotPaid)}
+    catchers = {e.verifier for e in tx.events.filter(d.manager.AttestationJudgedRight)}
     assert catchers == {v.address for v in drawn}
     assert d.manager.credits(d.whistleblower) == credit + bond
 
@@ -568,7 +615,7 @@ def test_revealForced_oneSegmentJob_notForced(forced, chain, project):
 def test_applyForcedReveal_notJudge_reverts(forced, chain):
     d = forced
     with reverts(d.manager, "NotJudge", caller=d.other.address):
-        d.manager.applyForcedReveal(1 << 32, 1, TRUE_ROOT, [], 0, sender=d.other)
+        d.manager.applyForcedReveal(1 << 32, 1, TRUE_ROOT, [], sender=d.other)
     with reverts(d.manager, "NotJudge", caller=d.other.address):
         d.manager.applyPrematureReveal(1 << 32, d.other, sender=d.other)
 

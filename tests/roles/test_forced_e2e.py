@@ -126,7 +126,8 @@ def test_forced_round_reveal_pays_the_catcher_and_slashes_the_lazy_verifier(tmp_
         assert max(e["blockNumber"] for e in opened) < revealed["blockNumber"]
         # the honest verifier disputed the perturbed root: the dispute was voided, its bond
         # refunded; its opened attestation was RIGHT, so it was paid J = the fee from the
-        # jackpot (the only catcher; as the challenger it would get nothing more)
+        # jackpot when the unit finalized (the only catcher; as the challenger it would get
+        # nothing more)
         (voided,) = manager.events.DisputeVoided().get_logs(from_block=0)
         assert voided["args"]["challenger"] == honest.address
         # the agent paid the bond quoted by challengeBondOf: half the 100-token collateral, not
