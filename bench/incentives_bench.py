@@ -22,6 +22,9 @@ bench/results/incentives.json with:
   starting empty, starting with 10 J (the seeding the deployer should do), and with 20 % lazy
   verifiers (their slashes feed the jackpot);
 - `p_sweep`: what the forced-error rate trades (lock, fee cap, extra rounds);
+- `deployed_mechanism`: the verifier's bounds under what the contracts deploy today (one
+  perturbed checkpoint per forced round, PROTOCOL §8.1): strictly dominant or not, and the lock
+  S that would make it so (INCENTIVES §3.7);
 - `goals`: the issue's targets with the measured figure and whether each is met.
 """
 
@@ -34,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.economics import analysis, detection, forced, jackpot
+from agents.economics import analysis, detection, forced, jackpot, payoffs
 from agents.economics.params import Protocol, reference_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,6 +121,21 @@ def main() -> None:
         job.name: analysis.p_sweep(job, costs, proto, [0.01, 0.02, 0.05, 0.1, 0.2])
         for job, costs in jobs
     }
+    # What the contracts deploy today: one perturbed checkpoint per forced round (PROTOCOL §8.1,
+    # INCENTIVES §3.7), at the same lock S.
+    out["deployed_mechanism"] = {}
+    for job, costs in jobs:
+        pay = payoffs.verifier_payoffs_deployed(job, costs, proto)
+        out["deployed_mechanism"][job.name] = {
+            "catch_lower_bound": forced.deployed_catch_lower_bound(
+                job.segments_per_verifier, job.segments
+            ),
+            "skip_risk_lower_bound": forced.deployed_skip_risk_lower_bound(job.segments),
+            "verifier": asdict(pay) | {"advantage": pay.advantage},
+            "strictly_dominant": pay.advantage > 0,
+            "slash": forced.lazy_slash(job, proto),
+            "slash_needed": payoffs.deployed_slash_needed(job, costs, proto),
+        }
     det_large = out["detection_5pct"]["large"]
     sybil_gain = max(
         r["gain_vs_one_identity"] for r in out["sybil"]["rows"] if r["rule"] == "truebit"
@@ -129,6 +147,14 @@ def main() -> None:
                 "measured": out["jobs"][name]["verifier"]["advantage"],
                 "met": out["jobs"][name]["claims"]["verifier_strictly_dominant"]
                 and out["jobs"][name]["claims"]["verifier_dominant_with_empty_jackpot"],
+            }
+            for name in ("digits", "large")
+        ]
+        + [
+            {
+                "goal": f"honest verifier strictly dominant, deployed mechanism ({name})",
+                "measured": out["deployed_mechanism"][name]["verifier"]["advantage"],
+                "met": out["deployed_mechanism"][name]["strictly_dominant"],
             }
             for name in ("digits", "large")
         ]

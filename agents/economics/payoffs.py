@@ -86,6 +86,54 @@ def verifier_payoffs(
     return VerifierPayoffs(honest, lazy, skip_one, guess, -slash)
 
 
+def verifier_payoffs_deployed(
+    job: Job,
+    costs: Costs,
+    proto: Protocol,
+    jackpot_available: bool = True,
+    slash: float | None = None,
+) -> VerifierPayoffs:
+    """The same bounds for the mechanism the contracts deploy (PROTOCOL §8.1): a forced round
+    perturbs one checkpoint i, uniform over 1..n-1, and a verifier is judged only on sampled
+    segments that touch i (`forced.deployed_*`); S is the deployed lock rule (`lazy_slash`).
+
+    - honest: F - m c_r, plus p q J/2^(v-1) as a catcher, q >= min(m, n-1)/(n-1);
+    - lazy: F, except when i touches its sample (probability q, here its smallest: the most lazy
+      can keep): no fee and S slashed;
+    - skip_one: honest + c_r, wrong with probability >= 1/(n-1) in a forced round (a segment with
+      one perturbable checkpoint to itself), losing F, S and the share;
+    - guess_disagree: at most p (F + J) - (1 - p) B (never slashed, always paid when forced: an
+      upper bound, unlike the model's);
+    - abstain: -S.
+    """
+    p, m, n, v = proto.forced_error_rate, job.segments_per_verifier, job.segments, job.verifiers
+    fee = job.fee_per_verifier
+    c_r = costs.replay_segment(job)
+    slash = forced.lazy_slash(job, proto) if slash is None else slash
+    jackpot = forced.jackpot_payout(job, proto) if jackpot_available else 0.0
+    share = jackpot / 2 ** (v - 1)
+    catch = forced.deployed_catch_lower_bound(m, n)
+    honest = fee + p * catch * share - m * c_r
+    lazy = fee - p * catch * (fee + slash)
+    skip_one = None
+    if m >= 2:
+        risk = forced.deployed_skip_risk_lower_bound(n)
+        skip_one = honest + c_r - p * risk * (fee + slash + share)
+    guess = p * (fee + jackpot) - (1 - p) * job.challenge_bond(proto)
+    return VerifierPayoffs(honest, lazy, skip_one, guess, -slash)
+
+
+def deployed_slash_needed(job: Job, costs: Costs, proto: Protocol) -> float:
+    """The smallest S that makes replaying every sampled segment strictly better than lazy and
+    than skip_one under the deployed mechanism, with an empty jackpot (J = 0): from
+    p q (F + S) > m c_r and p (F + S) / (n - 1) > c_r."""
+    p, m, n = proto.forced_error_rate, job.segments_per_verifier, job.segments
+    fee, c_r = job.fee_per_verifier, costs.replay_segment(job)
+    lazy = m * c_r / (p * forced.deployed_catch_lower_bound(m, n)) - fee
+    skip = c_r / (p * forced.deployed_skip_risk_lower_bound(n)) - fee if m >= 2 else 0.0
+    return max(lazy, skip, 0.0)
+
+
 def verifier_without_forced_errors(job: Job, costs: Costs) -> tuple[float, float]:
     """(honest, lazy) profit per round with p = 0 and an honest solver: the dilemma itself.
 

@@ -128,3 +128,50 @@ def test_forced_round_detection_below_normal() -> None:
         rho = forced.perturb_rate(m)
         normal = detection.detection_probability(n, m, v, b)
         assert forced.forced_detection_spread(n, m, v, b, rho) < normal
+
+
+# ------------------------------------------------------------------ the deployed mechanism
+
+
+def judged_segments(sample: list[int], position: int) -> list[int]:
+    """The contract's rule (ForcedErrors.verdict): a sampled segment is judged iff it ends at
+    (s + 1 == i) or starts from (s == i) the perturbed checkpoint i."""
+    return [s for s in sample if position in (s, s + 1)]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7])
+def test_deployed_catch_and_skip_match_enumerating_the_position(n: int) -> None:
+    """Every m-subset and every perturbed position i in 1..n-1, counted segment by segment."""
+    from itertools import combinations
+
+    positions = range(1, n)
+    for m in range(1, n + 1):
+        catches = []
+        for sample in combinations(range(n), m):
+            judged = [bool(judged_segments(list(sample), i)) for i in positions]
+            catch = sum(judged) / (n - 1)
+            assert forced.deployed_catch_probability(sample, n) == pytest.approx(catch)
+            catches.append(catch)
+            for skipped in sample:
+                replayed = [s for s in sample if s != skipped]
+                wrong = [
+                    skipped in judged_segments(list(sample), i) and not judged_segments(replayed, i)
+                    for i in positions
+                ]
+                risk = sum(wrong) / (n - 1)
+                assert forced.deployed_skip_risk(sample, [skipped], n) == pytest.approx(risk)
+                if risk:  # a segment with a perturbable checkpoint to itself
+                    assert risk >= forced.deployed_skip_risk_lower_bound(n) - 1e-12
+        # the bound is the minimum over samples, reached
+        assert min(catches) == pytest.approx(forced.deployed_catch_lower_bound(m, n))
+
+
+def test_deployed_skip_risk_falls_with_n_where_the_models_does_not() -> None:
+    """One perturbed checkpoint: a skipped segment is wrong with probability 1/(n-1); with each
+    checkpoint perturbed with probability rho it is rho (1 - rho)^(2m-2), whatever n."""
+    m = 2
+    rho = forced.perturb_rate(m)
+    assert forced.deployed_skip_risk_lower_bound(10) > forced.skip_risk_lower_bound(m, rho) / 2
+    assert forced.deployed_skip_risk_lower_bound(1000) < forced.skip_risk_lower_bound(m, rho) / 100
+    with pytest.raises(ValueError):
+        forced.deployed_skip_risk_lower_bound(1)
