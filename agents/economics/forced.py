@@ -254,3 +254,25 @@ def deployed_skip_risk_lower_bound(n: int) -> float:
     if n < 2:
         raise ValueError("a forced round needs n >= 2 segments")
     return 1.0 / (n - 1)
+
+
+def deployed_lock_suffices(n: int, m: int, lazy_slash_factor: int, p: float, kappa: float) -> bool:
+    """Whether the deployed lock rule, S = payout (2m' - 1) factor / n with m' = min(m, n), makes
+    skipping one replay unprofitable under the deployed mechanism at the design cost bound
+    c_r = kappa payout / n: p S / (n - 1) >= c_r, i.e. (2m' - 1) factor p >= kappa (n - 1). The
+    fee and the lock's floor only add to the loss, so this is sufficient, not necessary."""
+    if n < 2:
+        return True  # one segment: never forced
+    return (2 * min(m, n) - 1) * lazy_slash_factor * p >= kappa * (n - 1)
+
+
+def deployed_max_segments(m: int, lazy_slash_factor: int, p: float, kappa: float) -> int:
+    """The largest n such that `deployed_lock_suffices` holds for every job of 2..n segments
+    (1 if for none). It holds on a prefix: per extra segment its left side grows by 2 factor p
+    (while n <= m, then not at all) and its right side by kappa."""
+    n = 1
+    while n < m and deployed_lock_suffices(n + 1, m, lazy_slash_factor, p, kappa):
+        n += 1
+    if n < m:
+        return n
+    return max(n, 1 + math.floor((2 * m - 1) * lazy_slash_factor * p / kappa))

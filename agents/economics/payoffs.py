@@ -43,6 +43,51 @@ class VerifierPayoffs:
         return self.honest - self.best_deviation
 
 
+@dataclass(frozen=True)
+class _Terms:
+    """What a drawn verifier's strategies are priced in: p, its fee share F, one replay c_r, the
+    lock S, the jackpot payout J, the share J / 2^(v-1) of v catchers, the challenge bond B."""
+
+    p: float
+    fee: float
+    c_r: float
+    slash: float
+    jackpot: float
+    share: float
+    bond: float
+
+    @staticmethod
+    def of(
+        job: Job, costs: Costs, proto: Protocol, jackpot_available: bool, slash: float | None
+    ) -> _Terms:
+        jackpot = forced.jackpot_payout(job, proto) if jackpot_available else 0.0
+        return _Terms(
+            p=proto.forced_error_rate,
+            fee=job.fee_per_verifier,
+            c_r=costs.replay_segment(job),
+            slash=forced.lazy_slash(job, proto) if slash is None else slash,
+            jackpot=jackpot,
+            share=jackpot / 2 ** (job.verifiers - 1),
+            bond=job.challenge_bond(proto),
+        )
+
+    def replay_bounds(
+        self, m: int, catch: float, skip_risk: float
+    ) -> tuple[float, float, float | None]:
+        """(honest, lazy, skip_one) for a verifier judged in a forced round with probability at
+        least `catch` (honest: a catcher; lazy: WRONG), and wrong with probability at least
+        `skip_risk` when it skips one of its m segments (None for m = 1)."""
+        honest = self.fee + self.p * catch * self.share - m * self.c_r
+        lazy = self.fee - self.p * catch * (self.fee + self.slash)
+        if m < 2:
+            return honest, lazy, None
+        return (
+            honest,
+            lazy,
+            honest + self.c_r - self.p * skip_risk * (self.fee + self.slash + self.share),
+        )
+
+
 def verifier_payoffs(
     job: Job,
     costs: Costs,
@@ -67,23 +112,15 @@ def verifier_payoffs(
     `jackpot_available=False` sets J = 0 (an empty jackpot): dominance must survive it.
     `slash` overrides the lock rule's S (sweeps at a fixed slash).
     """
-    p, m, v = proto.forced_error_rate, job.segments_per_verifier, job.verifiers
+    m = job.segments_per_verifier
     rho = forced.perturb_rate(m)
-    fee = job.fee_per_verifier
-    c_r = costs.replay_segment(job)
-    slash = forced.lazy_slash(job, proto) if slash is None else slash
-    jackpot = forced.jackpot_payout(job, proto) if jackpot_available else 0.0
-    share = jackpot / 2 ** (v - 1)
-    catch = forced.catch_lower_bound(m, rho)
-    honest = fee + p * catch * share - m * c_r
-    lazy = fee - p * catch * (fee + slash)
-    skip_one = None
-    if m >= 2:
-        risk = forced.skip_risk_lower_bound(m, rho)
-        skip_one = honest + c_r - p * risk * (fee + slash + share)
+    t = _Terms.of(job, costs, proto, jackpot_available, slash)
+    honest, lazy, skip_one = t.replay_bounds(
+        m, forced.catch_lower_bound(m, rho), forced.skip_risk_lower_bound(m, rho)
+    )
     mu = forced.masked_probability(rho) if m >= 2 else rho
-    guess = p * (mu * (fee + jackpot) - (1 - mu) * slash) - (1 - p) * job.challenge_bond(proto)
-    return VerifierPayoffs(honest, lazy, skip_one, guess, -slash)
+    guess = t.p * (mu * (t.fee + t.jackpot) - (1 - mu) * t.slash) - (1 - t.p) * t.bond
+    return VerifierPayoffs(honest, lazy, skip_one, guess, -t.slash)
 
 
 def verifier_payoffs_deployed(
@@ -106,21 +143,13 @@ def verifier_payoffs_deployed(
       upper bound, unlike the model's);
     - abstain: -S.
     """
-    p, m, n, v = proto.forced_error_rate, job.segments_per_verifier, job.segments, job.verifiers
-    fee = job.fee_per_verifier
-    c_r = costs.replay_segment(job)
-    slash = forced.lazy_slash(job, proto) if slash is None else slash
-    jackpot = forced.jackpot_payout(job, proto) if jackpot_available else 0.0
-    share = jackpot / 2 ** (v - 1)
-    catch = forced.deployed_catch_lower_bound(m, n)
-    honest = fee + p * catch * share - m * c_r
-    lazy = fee - p * catch * (fee + slash)
-    skip_one = None
-    if m >= 2:
-        risk = forced.deployed_skip_risk_lower_bound(n)
-        skip_one = honest + c_r - p * risk * (fee + slash + share)
-    guess = p * (fee + jackpot) - (1 - p) * job.challenge_bond(proto)
-    return VerifierPayoffs(honest, lazy, skip_one, guess, -slash)
+    m, n = job.segments_per_verifier, job.segments
+    t = _Terms.of(job, costs, proto, jackpot_available, slash)
+    honest, lazy, skip_one = t.replay_bounds(
+        m, forced.deployed_catch_lower_bound(m, n), forced.deployed_skip_risk_lower_bound(n)
+    )
+    guess = t.p * (t.fee + t.jackpot) - (1 - t.p) * t.bond
+    return VerifierPayoffs(honest, lazy, skip_one, guess, -t.slash)
 
 
 def deployed_slash_needed(job: Job, costs: Costs, proto: Protocol) -> float:

@@ -17,6 +17,8 @@ from web3.logs import DISCARD
 from agents.core.blobs import BlobError
 from agents.core.tx import TxError, TxFailed, TxOutcome
 from agents.dispute.graph import job_graph
+from agents.economics import forced
+from agents.economics.params import Protocol
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.logic import Act, UnitStatus, keeper_acts
@@ -61,6 +63,12 @@ class Submitter(RoleAgent):
         assert address == spec_hash
         reward = int(self.args.reward * TOKEN)
         fee = int(self.args.verification_fee * TOKEN)
+        cfg = self.manager.functions.config().call()  # IJobManager.Config, in its order
+        segments = self.spec.steps // self.spec.checkpoint_every
+        # segmentsPerVerifier, forcedErrorBps, lazySlashFactor
+        warning = incentive_warning(segments, cfg[7], cfg[10], cfg[11])
+        if warning:
+            self.log.warning(warning)
         balance = self.token.functions.balanceOf(self.me).call()
         if balance < reward:
             raise RoleError(
@@ -202,6 +210,28 @@ class Submitter(RoleAgent):
 
 
 _ZERO = "0x" + "00" * 20
+
+
+def incentive_warning(
+    segments: int, segments_per_verifier: int, forced_error_bps: int, lazy_slash_factor: int
+) -> str | None:
+    """A warning for a job with too many segments for this deployment's forced errors: they
+    perturb one checkpoint per forced round, so on a long job a verifier that skips replays is
+    rarely judged (docs/INCENTIVES.md §3.7). None when the lock covers it, or without forced
+    errors (nothing to warn about that forced errors would fix)."""
+    if forced_error_bps == 0:
+        return None
+    p, kappa = forced_error_bps / 10_000, Protocol().lock_safety
+    m, factor = segments_per_verifier, lazy_slash_factor
+    if forced.deployed_lock_suffices(segments, m, factor, p, kappa):
+        return None
+    limit = forced.deployed_max_segments(m, factor, p, kappa)
+    return (
+        f"this job has {segments} segments; with this deployment's forced errors (p = {p:g}, "
+        f"lazySlashFactor {factor}, {m} segments per verifier) skipping replays may pay a "
+        f"verifier on jobs of more than {limit} segments (docs/INCENTIVES.md §3.7): "
+        "checkpoint less often, or split the job"
+    )
 
 
 def load_spec(path: str) -> tuple[specs.JobSpec, datasets.Dataset]:

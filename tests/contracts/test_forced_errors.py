@@ -111,6 +111,11 @@ def forced_unit(
     """A Verifying forced unit whose solver published PUBLISHED and sealed TRUE_ROOT. Returns the
     unit and its drawn verifiers (accounts) in draw order."""
     unit = assigned(d, chain, d.solvers[0], secret, **overrides)
+    return unit, publish_and_draw(d, unit, secret)
+
+
+def publish_and_draw(d: Protocol, unit: int, secret: bytes = SECRET) -> list[Any]:
+    """The assignee publishes PUBLISHED sealing TRUE_ROOT; two verifiers are drawn (returned)."""
     d.manager.commitCheckpoints(
         unit, PUBLISHED_ROOT, 3, TRUE[2], "blob://forced", seal(TRUE_ROOT, secret),
         sender=d.solvers[0],
@@ -120,7 +125,7 @@ def forced_unit(
     d.manager.drawVerifiers(unit, sender=d.other)
     drawn = [by_address(d.verifiers, v) for v in d.manager.getVerifiers(unit)]
     assert len(drawn) == 2
-    return unit, drawn
+    return drawn
 
 
 def ends(d: Protocol, unit: int, v: Any, honest: bool = True) -> list[bytes]:
@@ -295,14 +300,7 @@ def test_finalize_catcherShareCappedByTheJackpot(project, accounts, chain):
             break  # (an unforced unit stays assigned: the solver staked for it)
     else:
         pytest.fail("no forced assignment in 8 tries")
-    d.manager.commitCheckpoints(
-        unit, PUBLISHED_ROOT, 3, TRUE[2], "blob://forced", seal(TRUE_ROOT, secret),
-        sender=d.solvers[0],
-    )  # fmt: skip
-    for v in d.verifiers:
-        d.registry.heartbeat(sender=v)
-    d.manager.drawVerifiers(unit, sender=d.other)
-    drawn = [by_address(d.verifiers, v) for v in d.manager.getVerifiers(unit)]
+    drawn = publish_and_draw(d, unit, secret)
     attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
     end_roots = [ends(d, unit, v) for v in drawn]
     judge.revealForced(unit, as_tuple(reveal(secret, endRoots=end_roots)), sender=d.other)

@@ -175,3 +175,37 @@ def test_deployed_skip_risk_falls_with_n_where_the_models_does_not() -> None:
     assert forced.deployed_skip_risk_lower_bound(1000) < forced.skip_risk_lower_bound(m, rho) / 100
     with pytest.raises(ValueError):
         forced.deployed_skip_risk_lower_bound(1)
+
+
+@given(
+    m=st.integers(1, 50),
+    factor=st.integers(1, 200),
+    p=st.sampled_from([0.01, 0.05, 0.2, 1.0]),
+)
+def test_deployed_max_segments_is_where_the_lock_stops_covering_a_skip(m, factor, p) -> None:
+    """At the design cost bound c_r = kappa payout / n the deployed lock covers a skipped replay,
+    p S / (n - 1) >= c_r (checked here from S itself), up to `deployed_max_segments` and not
+    one segment beyond."""
+    kappa = Protocol().lock_safety
+    limit = forced.deployed_max_segments(m, factor, p, kappa)
+
+    def covered(n: int) -> bool:
+        lock = (2 * min(m, n) - 1) * factor / n  # S per unit of payout
+        return p * lock / (n - 1) >= kappa / n - 1e-12
+
+    for n in [*range(2, min(limit, 2_000) + 1), limit]:
+        if n >= 2:
+            assert covered(n) and forced.deployed_lock_suffices(n, m, factor, p, kappa), n
+    assert not covered(limit + 1)
+    assert not forced.deployed_lock_suffices(limit + 1, m, factor, p, kappa)
+
+
+def test_submitter_warns_of_jobs_too_long_for_the_deployed_lock() -> None:
+    from agents.roles.submitter import incentive_warning
+
+    # the default deployment (p = 5 %, factor 68, two segments per verifier): up to 9 segments
+    assert incentive_warning(9, 2, 500, 68) is None
+    warning = incentive_warning(10, 2, 500, 68)
+    assert warning is not None and "more than 9 segments" in warning and "\n" not in warning
+    assert incentive_warning(10_000, 2, 0, 68) is None  # no forced errors: nothing they fix
+    assert incentive_warning(1, 2, 500, 68) is None  # one segment: never forced
