@@ -63,12 +63,7 @@ class Submitter(RoleAgent):
         assert address == spec_hash
         reward = int(self.args.reward * TOKEN)
         fee = int(self.args.verification_fee * TOKEN)
-        cfg = self.manager.functions.config().call()  # IJobManager.Config, in its order
-        segments = self.spec.steps // self.spec.checkpoint_every
-        # segmentsPerVerifier, forcedErrorBps, lazySlashFactor
-        warning = incentive_warning(segments, cfg[7], cfg[10], cfg[11])
-        if warning:
-            self.log.warning(warning)
+        self.warn_if_too_long_for_forced_errors(self.spec.steps // self.spec.checkpoint_every)
         balance = self.token.functions.balanceOf(self.me).call()
         if balance < reward:
             raise RoleError(
@@ -100,6 +95,14 @@ class Submitter(RoleAgent):
             fn = self.court_game.functions.registerConfig(self.job_id, cfg)
             if await self.send(Act("registerConfig", f"court-config:{self.job_id}"), fn):
                 self.log.info("registered it with the attestation court's game too")
+
+    def warn_if_too_long_for_forced_errors(self, segments: int) -> None:
+        """Logs `incentive_warning` for a unit of `segments` segments on this deployment."""
+        cfg = self.manager.functions.config().call()  # IJobManager.Config, in its order
+        # segmentsPerVerifier, forcedErrorBps, lazySlashFactor
+        warning = incentive_warning(segments, cfg[7], cfg[10], cfg[11])
+        if warning:
+            self.log.warning(warning)
 
     def job_params(self, reward: int, fee: int) -> tuple:
         now = self.now()
