@@ -276,3 +276,33 @@ def deployed_max_segments(m: int, lazy_slash_factor: int, p: float, kappa: float
     if n < m:
         return n
     return max(n, 1 + math.floor((2 * m - 1) * lazy_slash_factor * p / kappa))
+
+
+# ---------------------------------------------------------------------------------------------
+# The planned mechanism (INCENTIVES §3.7): a forced round perturbs an *anchor* checkpoint a,
+# uniform over 1..n-1 (today's single position, so every forced round perturbs something), and
+# each other checkpoint 1..n-1 independently with probability rho.
+
+
+def anchored_catch_probability(n: int, touched: int, rho: float) -> float:
+    """P(some of the `touched` perturbable checkpoints of a sample is perturbed | forced): the
+    anchor misses all t of them with probability 1 - t/(n-1), and then each is still perturbed
+    with probability rho; never below the model's 1 - (1 - rho)^t."""
+    if n < 2 or not 0 <= touched <= n - 1:
+        raise ValueError("n >= 2 and 0 <= touched <= n - 1")
+    return 1.0 - (1.0 - touched / (n - 1)) * (1.0 - rho) ** touched
+
+
+def anchored_skip_risk(n: int, replayed: int, rho: float) -> float:
+    """P(wrong | forced) for a verifier that replays segments touching `replayed` perturbable
+    checkpoints (all clean) and copies the published root of a segment with one perturbable
+    checkpoint c of its own: the anchor is c (then c is perturbed), or elsewhere outside the
+    replayed ones (then c is with probability rho), and no replayed one is perturbed:
+
+        (1 - rho)^r (1 + rho (n - 2 - r)) / (n - 1).
+
+    At rho = 1 / (2m - 1) and r = 2m - 2 (the most a generic sample replays) this is exactly
+    rho (1 - rho)^(2m - 2), the model's bound, for every n: the anchor costs nothing."""
+    if n < 2 or not 0 <= replayed <= n - 2:
+        raise ValueError("n >= 2 and 0 <= replayed <= n - 2")
+    return (1.0 - rho) ** replayed * (1.0 + rho * (n - 2 - replayed)) / (n - 1)

@@ -209,3 +209,46 @@ def test_submitter_warns_of_jobs_too_long_for_the_deployed_lock() -> None:
     assert warning is not None and "more than 9 segments" in warning and "\n" not in warning
     assert incentive_warning(10_000, 2, 0, 68) is None  # no forced errors: nothing they fix
     assert incentive_warning(1, 2, 500, 68) is None  # one segment: never forced
+
+
+# ------------------------------------------------------------------ the planned mechanism
+
+
+def simulate_anchored(n: int, touched: list[int], skipped: int, rho: float, trials: int, seed: int):
+    """Anchor uniform over 1..n-1, every other checkpoint perturbed with probability rho.
+    Returns (P(a touched checkpoint perturbed), P(`skipped` perturbed, the others clean))."""
+    rng = np.random.default_rng(seed)
+    pert = rng.random((trials, n + 1)) < rho
+    pert[np.arange(trials), rng.integers(1, n, size=trials)] = True
+    pert[:, 0] = pert[:, n] = False
+    replayed = [c for c in touched if c != skipped]
+    clean = ~pert[:, replayed].any(axis=1)
+    return float(pert[:, touched].any(axis=1).mean()), float((clean & pert[:, skipped]).mean())
+
+
+@pytest.mark.parametrize(
+    "n,touched,skipped", [(10, [1, 2, 5], 5), (6, [2, 3, 4, 5], 3), (40, [7], 7)]
+)
+def test_anchored_probabilities_match_simulation(n, touched, skipped) -> None:
+    rho, trials = 1 / 3, 200_000
+    catch, skip = simulate_anchored(n, touched, skipped, rho, trials, seed=n)
+    assert catch == pytest.approx(
+        forced.anchored_catch_probability(n, len(touched), rho), abs=tolerance(catch, trials)
+    )
+    expected = forced.anchored_skip_risk(n, len(touched) - 1, rho)
+    assert skip == pytest.approx(expected, abs=tolerance(skip, trials))
+
+
+@given(m=st.integers(1, 60), extra=st.integers(0, 2_000))
+def test_the_anchor_keeps_the_models_bounds(m: int, extra: int) -> None:
+    """With rho = 1/(2m - 1): the skip risk at the most replayed checkpoints (2m - 2) equals the
+    model's rho (1 - rho)^(2m - 2) for every n, is larger for fewer, and the catch probability
+    is at least the model's 1 - (1 - rho)^t."""
+    rho = forced.perturb_rate(m)
+    n = 2 * m + extra  # room for 2m - 2 replayed checkpoints and a private one
+    bound = forced.skip_risk_lower_bound(m, rho)
+    assert forced.anchored_skip_risk(n, 2 * m - 2, rho) == pytest.approx(bound, rel=1e-9)
+    for r in range(2 * m - 2):
+        assert forced.anchored_skip_risk(n, r, rho) >= bound
+    for t in (1, m, min(2 * m, n - 1)):
+        assert forced.anchored_catch_probability(n, t, rho) >= 1 - (1 - rho) ** t - 1e-12
