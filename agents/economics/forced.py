@@ -1,9 +1,9 @@
 """Forced errors: how a forced round looks, who it catches, how large the lazy slash must be.
 
 Mechanism (docs/INCENTIVES.md §2). One verification round per unit, as today; what changes is
-what the solver publishes and how attestations are judged. The contracts deploy it with one
-perturbed checkpoint per forced round instead of each with probability rho (PROTOCOL §8.1); the
-`deployed_*` functions at the end measure that mechanism, and INCENTIVES §3.7 what it loses.
+what the solver publishes and how attestations are judged. The contracts deploy it with an
+*anchor* checkpoint always perturbed besides the rho draws (PROTOCOL §8.1); the `anchored_*`
+functions at the end show the bounds below hold for it unchanged (INCENTIVES §3.7).
 
 - The solver commits a secret r (hash) with its claim, then, when it commits, a *seal* of its
   true checkpoint root C. Only then is the round's randomness fixed (the next block): the
@@ -209,79 +209,10 @@ def bound_ratio(m: int) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# The deployed mechanism (PROTOCOL §8.1): a forced round perturbs exactly one checkpoint, i,
-# uniform over 1..n-1 (never the initial or the final root), and a drawn verifier is judged only
-# on its sampled segments that touch i. The model above perturbs each checkpoint with
-# probability rho instead; these functions measure what the contracts deploy today.
-
-
-def deployed_touched(sample: Iterable[int], n: int) -> set[int]:
-    """Checkpoints the deployed mechanism can perturb (1..n-1) that the sample touches."""
-    return {c for c in checkpoints_of(sample) if 1 <= c <= n - 1}
-
-
-def deployed_catch_probability(sample: Iterable[int], n: int) -> float:
-    """P(the one perturbed checkpoint is touched by the sample | forced): an honest verifier is
-    then a catcher, a lazy one is judged WRONG; otherwise neither is judged."""
-    if n < 2:
-        raise ValueError("a forced round needs n >= 2 segments")
-    return len(deployed_touched(sample, n)) / (n - 1)
-
-
-def deployed_catch_lower_bound(m: int, n: int) -> float:
-    """min over m distinct segments of `deployed_catch_probability`: min(m, n - 1) / (n - 1).
-
-    The end checkpoints s + 1 are distinct; at most one of them is the final root n, and then the
-    start checkpoint of the lowest sampled segment (or, for all n segments, nothing) replaces it.
-    """
-    if n < 2:
-        raise ValueError("a forced round needs n >= 2 segments")
-    return min(m, n - 1) / (n - 1)
-
-
-def deployed_skip_risk(sample: Iterable[int], skipped: Iterable[int], n: int) -> float:
-    """P(the perturbed checkpoint is touched by the skipped segments only | forced): a verifier
-    that replays `sample - skipped` and copies the published roots of the rest is then judged
-    WRONG (its replays were clean, so it saw nothing)."""
-    sample, skipped = set(sample), set(skipped)
-    private = deployed_touched(skipped, n) - deployed_touched(sample - skipped, n)
-    return len(private) / (n - 1)
-
-
-def deployed_skip_risk_lower_bound(n: int) -> float:
-    """1 / (n - 1): skipping a segment that keeps one perturbable checkpoint to itself. It falls
-    with n, where the model's rho (1 - rho)^(2m - 2) does not: that is the difference."""
-    if n < 2:
-        raise ValueError("a forced round needs n >= 2 segments")
-    return 1.0 / (n - 1)
-
-
-def deployed_lock_suffices(n: int, m: int, lazy_slash_factor: int, p: float, kappa: float) -> bool:
-    """Whether the deployed lock rule, S = payout (2m' - 1) factor / n with m' = min(m, n), makes
-    skipping one replay unprofitable under the deployed mechanism at the design cost bound
-    c_r = kappa payout / n: p S / (n - 1) >= c_r, i.e. (2m' - 1) factor p >= kappa (n - 1). The
-    fee and the lock's floor only add to the loss, so this is sufficient, not necessary."""
-    if n < 2:
-        return True  # one segment: never forced
-    return (2 * min(m, n) - 1) * lazy_slash_factor * p >= kappa * (n - 1)
-
-
-def deployed_max_segments(m: int, lazy_slash_factor: int, p: float, kappa: float) -> int:
-    """The largest n such that `deployed_lock_suffices` holds for every job of 2..n segments
-    (1 if for none). It holds on a prefix: per extra segment its left side grows by 2 factor p
-    (while n <= m, then not at all) and its right side by kappa."""
-    n = 1
-    while n < m and deployed_lock_suffices(n + 1, m, lazy_slash_factor, p, kappa):
-        n += 1
-    if n < m:
-        return n
-    return max(n, 1 + math.floor((2 * m - 1) * lazy_slash_factor * p / kappa))
-
-
-# ---------------------------------------------------------------------------------------------
-# The planned mechanism (INCENTIVES §3.7): a forced round perturbs an *anchor* checkpoint a,
-# uniform over 1..n-1 (today's single position, so every forced round perturbs something), and
-# each other checkpoint 1..n-1 independently with probability rho.
+# The deployed mechanism (PROTOCOL §8.1, INCENTIVES §3.7): a forced round perturbs an *anchor*
+# checkpoint a, uniform over 1..n-1 (so every forced round perturbs something), and each other
+# checkpoint 1..n-1 independently with probability rho; a verifier is judged on its sampled
+# segments that start or end at a perturbed checkpoint.
 
 
 def anchored_catch_probability(n: int, touched: int, rho: float) -> float:

@@ -130,37 +130,27 @@ def verifier_payoffs_deployed(
     jackpot_available: bool = True,
     slash: float | None = None,
 ) -> VerifierPayoffs:
-    """The same bounds for the mechanism the contracts deploy (PROTOCOL §8.1): a forced round
-    perturbs one checkpoint i, uniform over 1..n-1, and a verifier is judged only on sampled
-    segments that touch i (`forced.deployed_*`); S is the deployed lock rule (`lazy_slash`).
+    """The same bounds for the mechanism the contracts deploy (PROTOCOL §8.1): besides the rho
+    draws a forced round always perturbs an anchor checkpoint, uniform over 1..n-1
+    (`forced.anchored_*`), which only raises the catch probability and leaves the skip risk at
+    the model's bound; S is the deployed lock rule (`lazy_slash`).
 
-    - honest: F - m c_r, plus p q J/2^(v-1) as a catcher, q >= min(m, n-1)/(n-1);
-    - lazy: F, except when i touches its sample (probability q, here its smallest: the most lazy
-      can keep): no fee and S slashed;
-    - skip_one: honest + c_r, wrong with probability >= 1/(n-1) in a forced round (a segment with
-      one perturbable checkpoint to itself), losing F, S and the share;
-    - guess_disagree: at most p (F + J) - (1 - p) B (never slashed, always paid when forced: an
-      upper bound, unlike the model's);
+    - honest / lazy: as `verifier_payoffs`, judged with probability at least
+      `anchored_catch_probability` of the min(m, n-1) checkpoints any m segments touch;
+    - skip_one: wrong with probability at least `anchored_skip_risk` at the most replayed
+      checkpoints, min(2m - 2, n - 2);
+    - guess_disagree: the model's, with mu raised by the anchor's 2/(n-1) (an upper bound);
     - abstain: -S.
     """
     m, n = job.segments_per_verifier, job.segments
+    rho = forced.perturb_rate(m)
     t = _Terms.of(job, costs, proto, jackpot_available, slash)
-    honest, lazy, skip_one = t.replay_bounds(
-        m, forced.deployed_catch_lower_bound(m, n), forced.deployed_skip_risk_lower_bound(n)
-    )
-    guess = t.p * (t.fee + t.jackpot) - (1 - t.p) * t.bond
+    catch = forced.anchored_catch_probability(n, min(m, n - 1), rho)
+    risk = forced.anchored_skip_risk(n, min(2 * m - 2, n - 2), rho) if n >= 2 else 0.0
+    honest, lazy, skip_one = t.replay_bounds(m, catch, risk)
+    mu = min(1.0, (forced.masked_probability(rho) if m >= 2 else rho) + 2 / max(n - 1, 1))
+    guess = t.p * (mu * (t.fee + t.jackpot) - (1 - mu) * t.slash) - (1 - t.p) * t.bond
     return VerifierPayoffs(honest, lazy, skip_one, guess, -t.slash)
-
-
-def deployed_slash_needed(job: Job, costs: Costs, proto: Protocol) -> float:
-    """The smallest S that makes replaying every sampled segment strictly better than lazy and
-    than skip_one under the deployed mechanism, with an empty jackpot (J = 0): from
-    p q (F + S) > m c_r and p (F + S) / (n - 1) > c_r."""
-    p, m, n = proto.forced_error_rate, job.segments_per_verifier, job.segments
-    fee, c_r = job.fee_per_verifier, costs.replay_segment(job)
-    lazy = m * c_r / (p * forced.deployed_catch_lower_bound(m, n)) - fee
-    skip = c_r / (p * forced.deployed_skip_risk_lower_bound(n)) - fee if m >= 2 else 0.0
-    return max(lazy, skip, 0.0)
 
 
 def verifier_without_forced_errors(job: Job, costs: Costs) -> tuple[float, float]:

@@ -229,7 +229,6 @@ async def post_decomposed(sub) -> None:
         return
     if sub.agent.blobs.put(spec.canonical_bytes()) != spec_hash:
         raise RoleError("the blob store's address of the spec is not its spec hash")
-    sub.warn_if_too_long_for_forced_errors(spec.k_local // spec.checkpoint_every)
     unit_reward = int(sub.args.reward * 10**18)
     agg_reward = int(sub.args.aggregator_reward * 10**18)
     escrow = spec.rounds * (spec.shards * unit_reward + agg_reward)

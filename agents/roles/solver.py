@@ -272,28 +272,37 @@ class Solver(RoleAgent):
         key = bytes(self.agent.account.key)
         return keccak(key + u.unit_id.to_bytes(32, "big") + u.attempt.to_bytes(32, "big"))
 
-    def forced_position(self, u: UnitView, ctx: JobContext) -> int:
-        """The checkpoint my secret and the assignment seed perturb (0: an ordinary round). A
-        cheating solver never plays forced rounds."""
+    def forced_checkpoints(self, u: UnitView, ctx: JobContext) -> tuple[int, list[int]]:
+        """The anchor and every checkpoint my secret and the assignment seed perturb ((0, []): an
+        ordinary round; the judge's view, PROTOCOL §8.1). A cheating solver never plays forced
+        rounds."""
         if self.fault is not None:
-            return 0
-        forced, position = self.judge.functions.isForced(
-            self.secret(u), u.assign_seed, ctx.segments
-        ).call()
-        return int(position) if forced else 0
+            return 0, []
+        secret = self.secret(u)
+        forced, anchor = self.judge.functions.isForced(secret, u.assign_seed, ctx.segments).call()
+        if not forced:
+            return 0, []
+        fn = self.judge.functions.perturbedCheckpoints(secret, u.assign_seed, ctx.segments)
+        return int(anchor), [int(c) for c in fn.call()]
 
     async def reveal(self, act: Act, u: UnitView) -> None:
-        """Prove my forced error: secret, true root, the perturbed entry in both lists, the next
-        published entry, and every drawn verifier's attested end roots (from its event)."""
+        """Prove my forced error: secret, true root, both lists' entries (with proofs) at every
+        checkpoint the judgement reads, and every drawn verifier's attested end roots (from its
+        event)."""
         rec = self.agent.store.get_record("forced", f"{u.unit_id}:{u.attempt}")
         assert rec is not None
-        i = int(rec.data["position"])
+        perturbed_set = set(rec.data["perturbed"])
         true = [bytes.fromhex(r[2:]) for r in rec.data["true_roots"]]
         pub = [bytes.fromhex(r[2:]) for r in rec.data["roots"]]
-        p, t = list_proof(CHECKPOINT_DOMAIN, pub, i), list_proof(CHECKPOINT_DOMAIN, true, i)
-        n = list_proof(CHECKPOINT_DOMAIN, pub, i + 1)
-        end_roots = []
+        end_roots, needed = [], set()
         for v in self.manager.functions.getVerifiers(u.unit_id).call():
+            # the judgement reads each perturbed checkpoint a sampled segment touches, and the
+            # end of a segment that starts perturbed (ForcedErrorJudge._verdict)
+            for s in self.manager.functions.sampledSegments(u.unit_id, v).call():
+                if s in perturbed_set:
+                    needed |= {s, s + 1}
+                elif s + 1 in perturbed_set:
+                    needed.add(s + 1)
             ends: list[bytes] = []
             status = self.manager.functions.verifierStatus(u.unit_id, v).call()[0]
             if status == VerifierStatus.ATTESTED:
@@ -302,12 +311,23 @@ class Solver(RoleAgent):
                 )
                 ends = list(logs[-1]["args"]["endRoots"])
             end_roots.append(ends)
-        reveal = (self.secret(u), checkpoint_root(true), pub[i], p.siblings, true[i], t.siblings)
-        fn = self.judge.functions.revealForced(
-            u.unit_id, (*reveal, pub[i + 1], n.siblings, end_roots)
+        cps = sorted(needed)
+        reveal = (
+            self.secret(u),
+            checkpoint_root(true),
+            cps,
+            [pub[c] for c in cps],
+            [list_proof(CHECKPOINT_DOMAIN, pub, c).siblings for c in cps],
+            [true[c] for c in cps],
+            [list_proof(CHECKPOINT_DOMAIN, true, c).siblings for c in cps],
+            end_roots,
         )
-        if await self.send(act, fn) is not None:
-            self.log.info("revealed the forced error of unit %d at checkpoint %d", u.unit_id, i)
+        if await self.send(act, self.judge.functions.revealForced(u.unit_id, reveal)) is not None:
+            self.log.info(
+                "revealed the forced error of unit %d (checkpoints %s perturbed)",
+                u.unit_id,
+                sorted(perturbed_set),
+            )
 
     async def commit(self, act: Act, u: UnitView) -> None:
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
@@ -316,16 +336,17 @@ class Solver(RoleAgent):
         spec_hash = "0x" + ctx.spec.spec_hash().hex()
         roots, states = list(rec.data["roots"]), list(rec.data["states"])
         true_root = Manifest(spec_hash, roots, states, rec.data["losses"]).checkpoint_root()
-        position = self.forced_position(u, ctx)
+        position, forced = self.forced_checkpoints(u, ctx)
         if position:
-            # A forced round: publish checkpoint `position` one bit away, reveal it later.
-            st = perturbed(decode_state(ctx.spec, self.agent.blobs.get(states[position])),
-                           self.secret(u), position)  # fmt: skip
-            states[position] = self.agent.blobs.put(encode_state(st))
-            roots[position] = "0x" + state_root(st).hex()
+            # A forced round: publish each perturbed checkpoint one bit away, reveal them later.
+            for c in forced:
+                st = perturbed(decode_state(ctx.spec, self.agent.blobs.get(states[c])),
+                               self.secret(u), c)  # fmt: skip
+                states[c] = self.agent.blobs.put(encode_state(st))
+                roots[c] = "0x" + state_root(st).hex()
             true_roots = list(rec.data["roots"])
             if getattr(self.args, "false_truth", False):
-                # seal a "true" list that is itself wrong at the perturbed checkpoint
+                # seal a "true" list that is itself wrong at the anchor
                 lie = falsified(
                     decode_state(ctx.spec, self.agent.blobs.get(rec.data["states"][position])),
                     position,
@@ -335,9 +356,14 @@ class Solver(RoleAgent):
                 self.log.warning(
                     "unit %d: FALSE TRUTH sealed at checkpoint %d", u.unit_id, position
                 )
-            data = {"position": position, "true_roots": true_roots, "roots": roots}
+            data = {
+                "position": position,
+                "perturbed": forced,
+                "true_roots": true_roots,
+                "roots": roots,
+            }
             self.agent.store.put_record("forced", f"{u.unit_id}:{u.attempt}", "published", data)
-            self.log.info("unit %d is a forced round: checkpoint %d perturbed", u.unit_id, position)
+            self.log.info("unit %d is a forced round: checkpoints %s perturbed", u.unit_id, forced)
         m = Manifest(spec_hash, roots, states, rec.data["losses"])
         address = self.agent.blobs.put(m.to_bytes())
         locator = make_locator(self.public_blob_url, address)

@@ -17,8 +17,6 @@ from web3.logs import DISCARD
 from agents.core.blobs import BlobError
 from agents.core.tx import TxError, TxFailed, TxOutcome
 from agents.dispute.graph import job_graph
-from agents.economics import forced
-from agents.economics.params import Protocol
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.logic import Act, UnitStatus, keeper_acts
@@ -63,7 +61,6 @@ class Submitter(RoleAgent):
         assert address == spec_hash
         reward = int(self.args.reward * TOKEN)
         fee = int(self.args.verification_fee * TOKEN)
-        self.warn_if_too_long_for_forced_errors(self.spec.steps // self.spec.checkpoint_every)
         balance = self.token.functions.balanceOf(self.me).call()
         if balance < reward:
             raise RoleError(
@@ -95,14 +92,6 @@ class Submitter(RoleAgent):
             fn = self.court_game.functions.registerConfig(self.job_id, cfg)
             if await self.send(Act("registerConfig", f"court-config:{self.job_id}"), fn):
                 self.log.info("registered it with the attestation court's game too")
-
-    def warn_if_too_long_for_forced_errors(self, segments: int) -> None:
-        """Logs `incentive_warning` for a unit of `segments` segments on this deployment."""
-        cfg = self.manager.functions.config().call()  # IJobManager.Config, in its order
-        # segmentsPerVerifier, forcedErrorBps, lazySlashFactor
-        warning = incentive_warning(segments, cfg[7], cfg[10], cfg[11])
-        if warning:
-            self.log.warning(warning)
 
     def job_params(self, reward: int, fee: int) -> tuple:
         now = self.now()
@@ -213,28 +202,6 @@ class Submitter(RoleAgent):
 
 
 _ZERO = "0x" + "00" * 20
-
-
-def incentive_warning(
-    segments: int, segments_per_verifier: int, forced_error_bps: int, lazy_slash_factor: int
-) -> str | None:
-    """A warning for a job with too many segments for this deployment's forced errors: they
-    perturb one checkpoint per forced round, so on a long job a verifier that skips replays is
-    rarely judged (docs/INCENTIVES.md §3.7). None when the lock covers it, or without forced
-    errors (nothing to warn about that forced errors would fix)."""
-    if forced_error_bps == 0:
-        return None
-    p, kappa = forced_error_bps / 10_000, Protocol().lock_safety
-    m, factor = segments_per_verifier, lazy_slash_factor
-    if forced.deployed_lock_suffices(segments, m, factor, p, kappa):
-        return None
-    limit = forced.deployed_max_segments(m, factor, p, kappa)
-    return (
-        f"this job has {segments} segments; with this deployment's forced errors (p = {p:g}, "
-        f"lazySlashFactor {factor}, {m} segments per verifier) skipping replays may pay a "
-        f"verifier on jobs of more than {limit} segments (docs/INCENTIVES.md §3.7): "
-        "checkpoint less often, or split the job"
-    )
 
 
 def load_spec(path: str) -> tuple[specs.JobSpec, datasets.Dataset]:

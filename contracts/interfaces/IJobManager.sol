@@ -120,20 +120,21 @@ interface IJobManager is IDisputeCallback {
     }
 
     /// @notice What `ForcedErrorJudge.revealForced` needs (PROTOCOL §8.1): the solver's secret r
-    ///         and true checkpoint root C (sealed with the commitment); the published and the true
-    ///         entry at the perturbed checkpoint i with their list proofs (§3) against the
-    ///         published root and C; the published entry i + 1 with its proof; and, for each drawn
-    ///         verifier in draw order, the end roots it attested (empty for one that did not
-    ///         attest), checked against the recorded attestation hashes.
+    ///         and true checkpoint root C (sealed with the commitment); for each checkpoint the
+    ///         judgement reads (strictly ascending: the perturbed ones the drawn verifiers'
+    ///         segments touch, and the end of each such segment that starts perturbed), its
+    ///         published and its true entry with their list proofs (§3) against the published
+    ///         root and C; and, for each drawn verifier in draw order, the end roots it attested
+    ///         (empty for one that did not attest), checked against the recorded attestation
+    ///         hashes.
     struct ForcedReveal {
         bytes32 secret;
         bytes32 trueRoot;
-        bytes32 publishedEntry;
-        bytes32[] publishedProof;
-        bytes32 trueEntry;
-        bytes32[] trueProof;
-        bytes32 nextEntry;
-        bytes32[] nextProof;
+        uint64[] checkpoints;
+        bytes32[] publishedEntries;
+        bytes32[][] publishedProofs;
+        bytes32[] trueEntries;
+        bytes32[][] trueProofs;
         bytes32[][] endRoots;
     }
 
@@ -257,10 +258,14 @@ interface IJobManager is IDisputeCallback {
     error SealMismatch(uint256 unitId, bytes32 seal);
     /// @notice The secret and the assignment seed do not make this round a forced one.
     error NotForced(uint256 unitId);
-    /// @notice The published and the true entry at the perturbed checkpoint are equal.
+    /// @notice The published and the true entry at perturbed checkpoint `position` are equal.
     error NotPerturbed(uint256 unitId, uint64 position);
-    /// @notice A list proof of the perturbed checkpoint's entry fails against `root`.
+    /// @notice A list proof of checkpoint `position`'s entry fails against `root`.
     error BadCheckpointProof(uint256 unitId, uint64 position, bytes32 root);
+    /// @notice A forced reveal's checkpoints must be strictly ascending; `position` is not.
+    error CheckpointsNotAscending(uint256 unitId, uint64 position);
+    /// @notice The judgement reads checkpoint `position`, which the reveal does not carry.
+    error MissingCheckpoint(uint256 unitId, uint64 position);
     /// @notice The forced error of this attempt was already revealed.
     error ForcedAlreadyRevealed(uint256 unitId);
     /// @notice Drawn verifier `pending` has not sealed (or, once sealed, not opened its seal) and
@@ -269,7 +274,8 @@ interface IJobManager is IDisputeCallback {
     /// @notice Every drawn verifier sealed, or the challenge window is over: the verdicts are
     ///         fixed, so showing the secret now is not premature.
     error RevealNotPremature(uint256 unitId);
-    /// @notice `endRoots` must have one entry per drawn verifier.
+    /// @notice `endRoots` must have one entry per drawn verifier, and each per-checkpoint array
+    ///         one per checkpoint.
     error WrongRevealLength(uint256 given, uint256 expected);
     /// @notice The end roots given for `verifier` are not what it attested.
     error AttestationMismatch(uint256 unitId, address verifier);
@@ -346,7 +352,8 @@ interface IJobManager is IDisputeCallback {
     event JackpotIncreased(uint256 amount, uint256 jackpot);
     /// @notice `account` withdrew its credit.
     event Withdrawn(address indexed account, uint256 amount);
-    /// @notice The solver proved a forced error at checkpoint `position`: `trueRoot` replaced the
+    /// @notice The solver proved a forced error anchored at checkpoint `position` (other
+    ///         checkpoints may be perturbed too, PROTOCOL §8.1): `trueRoot` replaced the
     ///         published checkpoint root; `catchers` verifiers were judged RIGHT
     ///         (`AttestationJudgedRight`: paid from the jackpot at finalize) and `slashed` WRONG
     ///         (`AttestationJudgedWrong`: their locks are slashed at finalize); the challenge window

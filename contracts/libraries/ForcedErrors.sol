@@ -4,7 +4,7 @@ pragma solidity 0.8.37;
 /// @title ForcedErrors
 /// @notice Pure arithmetic of forced errors (docs/PROTOCOL.md §8, docs/INCENTIVES.md §2): which
 ///         rounds are forced and where, the seal a solver commits, and the jackpot's halving
-///         split. Agents mirror these helpers (`agents/roles/forced.py`).
+///         split. Agents call them through the judge's views (`isForced`, `perturbedCheckpoints`).
 /// @dev A solver commits `keccak256(abi.encode(r))` with its claim, so its secret r is fixed
 ///      before the assignment seed exists; the seed (drawn after the claims closed) and r then
 ///      decide the round, which only the solver can compute until it reveals r.
@@ -26,11 +26,11 @@ library ForcedErrors {
         return keccak256(abi.encode(trueRoot, r));
     }
 
-    /// @notice Whether the round of secret `r` under assignment seed `seed` is forced, and which
-    ///         checkpoint is perturbed: `h = keccak256(abi.encode(r, seed))`, forced iff
-    ///         `h mod 10⁴ < forcedErrorBps` and the job has at least two segments; the perturbed
-    ///         checkpoint is `1 + (h >> 128) mod (segments − 1)`, in 1..segments−1, so neither the
-    ///         initial nor the final state root is ever perturbed.
+    /// @notice Whether the round of secret `r` under assignment seed `seed` is forced, and its
+    ///         anchor, a checkpoint it always perturbs (`isPerturbed` adds others):
+    ///         `h = keccak256(abi.encode(r, seed))`, forced iff `h mod 10⁴ < forcedErrorBps` and
+    ///         the job has at least two segments; the anchor is `1 + (h >> 128) mod (segments − 1)`,
+    ///         in 1..segments−1, so neither the initial nor the final state root is perturbed.
     function isForced(bytes32 r, uint64 seed, uint256 forcedErrorBps, uint256 segments)
         internal
         pure
@@ -64,25 +64,32 @@ library ForcedErrors {
         return fee * forcedErrorBps <= reward * taxBps;
     }
 
-    /// @notice A verifier's verdict on forced checkpoint `position` from its sampled `segments`
-    ///         and attested end roots `ends`. A segment is perturbed iff it ends at `position`
-    ///         (an honest replay ends on the true entry `truth`, not the published one) or starts
-    ///         there (an honest replay from the perturbed state cannot end on the published next
-    ///         entry `next`). NONE if no sampled segment is perturbed; WRONG if at one of them the
-    ///         verifier attested anything but `truth`, or attested `next`; else RIGHT.
-    function verdict(uint64[] memory segments, bytes32[] calldata ends, uint64 position, bytes32 truth, bytes32 next)
-        internal
-        pure
-        returns (uint8 result)
-    {
-        for (uint256 j = 0; j < segments.length; ++j) {
-            if (segments[j] + 1 == position) {
-                if (ends[j] != truth) return VERDICT_WRONG;
-                result = VERDICT_RIGHT;
-            } else if (segments[j] == position) {
-                if (ends[j] == next) return VERDICT_WRONG;
-                result = VERDICT_RIGHT;
-            }
-        }
+    /// @notice One forced round's randomness: the solver's secret r, the assignment seed, the
+    ///         anchor checkpoint `isForced` returns, the job's segment count n, and the
+    ///         denominator 2m' − 1 of the perturbation rate ρ = 1 / (2m' − 1) (`perturbDenominator`).
+    struct Round {
+        bytes32 secret;
+        uint64 seed;
+        uint64 anchor;
+        uint256 segments;
+        uint256 rhoDenominator;
+    }
+
+    /// @notice 2m' − 1 with m' = min(segmentsPerVerifier, segments) the segments a verifier
+    ///         samples: ρ = 1 / (2m' − 1) maximises the risk of skipping one (INCENTIVES §3.2).
+    /// @dev m' >= 1: the config refuses segmentsPerVerifier = 0 and a job has a segment.
+    function perturbDenominator(uint256 segmentsPerVerifier, uint256 segments) internal pure returns (uint256) {
+        uint256 m = segmentsPerVerifier < segments ? segmentsPerVerifier : segments;
+        return 2 * m - 1;
+    }
+
+    /// @notice Whether a forced round perturbs `checkpoint`: the anchor always, each other one of
+    ///         1..n−1 iff `keccak256(abi.encode(r, seed, checkpoint)) mod (2m' − 1) = 0`. The
+    ///         initial and the final root never are. With the anchor the risk of skipping a
+    ///         segment is exactly the model's ρ(1 − ρ)^(2m − 2) bound (INCENTIVES §3.7).
+    function isPerturbed(Round memory round, uint256 checkpoint) internal pure returns (bool) {
+        if (checkpoint == 0 || checkpoint >= round.segments) return false;
+        if (checkpoint == round.anchor) return true;
+        return uint256(keccak256(abi.encode(round.secret, round.seed, checkpoint))) % round.rhoDenominator == 0;
     }
 }

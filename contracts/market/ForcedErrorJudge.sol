@@ -25,13 +25,11 @@ contract ForcedErrorJudge {
 
     /// @notice In the reveal phase of a forced round (every drawn verifier sealed and opened its
     ///         seal, or the windows for each are over; the unit Verifying or Disputed, not yet
-    ///         revealed): checks
-    ///         the secret against the assignee's secret hash, the seal against the true root, the
-    ///         forced bit and position, the perturbed entry against the published and the true
-    ///         root (and the next published entry), and each attesting drawn verifier's end roots
-    ///         against its attestation; then the manager applies the verdicts
-    ///         (`ForcedErrors.verdict` on the segments that end or start at the perturbed
-    ///         checkpoint).
+    ///         revealed): checks the secret against the assignee's secret hash, the seal against
+    ///         the true root, the forced bit, every checkpoint entry carried against the published
+    ///         and the true root, and each attesting drawn verifier's end roots against its
+    ///         attestation; then the manager applies the verdicts (`_verdict`: on the sampled
+    ///         segments that start or end at a perturbed checkpoint).
     function revealForced(uint256 unitId, IJobManager.ForcedReveal calldata rv) external {
         IJobManager.Unit memory u = manager.getUnit(unitId);
         if (u.status != IJobManager.UnitStatus.Verifying && u.status != IJobManager.UnitStatus.Disputed) {
@@ -40,16 +38,16 @@ contract ForcedErrorJudge {
         if (u.forcedRevealed) revert IJobManager.ForcedAlreadyRevealed(unitId);
         address[] memory verifiers = manager.getVerifiers(unitId);
         _expectRevealPhase(unitId, u.deadline, verifiers);
-        uint64 position = _check(unitId, u, rv);
+        ForcedErrors.Round memory round = _check(unitId, u, rv);
         if (rv.endRoots.length != verifiers.length) {
             revert IJobManager.WrongRevealLength(rv.endRoots.length, verifiers.length);
         }
         // The catchers are the RIGHT drawn verifiers only (see `IJobManager.applyForcedReveal`).
         uint8[] memory verdicts = new uint8[](verifiers.length);
         for (uint256 i = 0; i < verifiers.length; ++i) {
-            verdicts[i] = _verdict(unitId, verifiers[i], rv, i, position);
+            verdicts[i] = _verdict(unitId, verifiers[i], rv, i, round);
         }
-        manager.applyForcedReveal(unitId, position, rv.trueRoot, verdicts);
+        manager.applyForcedReveal(unitId, round.anchor, rv.trueRoot, verdicts);
     }
 
     /// @notice Shows the assignee's secret before the reveal phase (the unit Assigned or Committed,
@@ -79,6 +77,37 @@ contract ForcedErrorJudge {
         return ForcedErrors.isForced(secret, seed, manager.config().forcedErrorBps, segments);
     }
 
+    /// @notice The checkpoints a forced round of secret `secret` under assignment seed `seed`
+    ///         perturbs in a job of `segments` segments, ascending (the anchor and those
+    ///         `ForcedErrors.isPerturbed` adds); empty if the round is not forced. For agents:
+    ///         O(segments) hashes.
+    function perturbedCheckpoints(bytes32 secret, uint64 seed, uint256 segments)
+        external
+        view
+        returns (uint64[] memory checkpoints)
+    {
+        ForcedErrors.Round memory round = _round(secret, seed, segments);
+        if (round.anchor == 0) return checkpoints;
+        uint256 count = 0;
+        for (uint256 c = 1; c < segments; ++c) {
+            if (ForcedErrors.isPerturbed(round, c)) ++count;
+        }
+        checkpoints = new uint64[](count);
+        count = 0;
+        for (uint256 c = 1; c < segments; ++c) {
+            // c < segments, a uint64 quotient (T / k).
+            if (ForcedErrors.isPerturbed(round, c)) checkpoints[count++] = uint64(c);
+        }
+    }
+
+    /// @dev The round's randomness (anchor 0: not forced).
+    function _round(bytes32 secret, uint64 seed, uint256 segments) private view returns (ForcedErrors.Round memory) {
+        IJobManager.Config memory cfg = manager.config();
+        (bool forced, uint64 anchor) = ForcedErrors.isForced(secret, seed, cfg.forcedErrorBps, segments);
+        uint256 denominator = ForcedErrors.perturbDenominator(cfg.segmentsPerVerifier, segments);
+        return ForcedErrors.Round(secret, seed, forced ? anchor : 0, segments, denominator);
+    }
+
     /// @dev Reverts while a drawn verifier may still seal or open its seal.
     function _expectRevealPhase(uint256 unitId, uint64 deadline, address[] memory verifiers) private view {
         (address pending, uint64 until) = _awaited(unitId, deadline, verifiers, true);
@@ -106,50 +135,106 @@ contract ForcedErrorJudge {
         return (address(0), 0);
     }
 
-    /// @dev Checks the secret, the seal, the forced bit and the perturbed entry; returns the
-    ///      perturbed checkpoint.
+    /// @dev Checks the secret, the seal, the forced bit and every checkpoint entry carried;
+    ///      returns the round's randomness.
     function _check(uint256 unitId, IJobManager.Unit memory u, IJobManager.ForcedReveal calldata rv)
         private
         view
-        returns (uint64 position)
+        returns (ForcedErrors.Round memory round)
     {
         bytes32 expected = manager.secretHashOf(unitId, u.assigneeIndex);
         if (ForcedErrors.secretHash(rv.secret) != expected) revert IJobManager.SecretMismatch(unitId, expected);
         if (ForcedErrors.seal(rv.trueRoot, rv.secret) != u.seal) revert IJobManager.SealMismatch(unitId, u.seal);
         IJobManager.Job memory job = manager.getJob(JobIds.jobOf(unitId));
-        uint256 segments = job.steps / job.checkpointInterval;
-        bool forced;
-        (forced, position) = ForcedErrors.isForced(rv.secret, u.assignSeed, manager.config().forcedErrorBps, segments);
-        if (!forced) revert IJobManager.NotForced(unitId);
-        if (rv.publishedEntry == rv.trueEntry) revert IJobManager.NotPerturbed(unitId, position);
+        round = _round(rv.secret, u.assignSeed, job.steps / job.checkpointInterval);
+        if (round.anchor == 0) revert IJobManager.NotForced(unitId);
+        _checkEntries(unitId, u.checkpointRoot, rv, round.segments + 1);
+    }
+
+    /// @dev Each carried checkpoint's published entry against the published root and its true
+    ///      entry against C, in a list of `count` entries; strictly ascending (`_entry` searches).
+    function _checkEntries(uint256 unitId, bytes32 publishedRoot, IJobManager.ForcedReveal calldata rv, uint256 count)
+        private
+        pure
+    {
+        uint256 carried = rv.checkpoints.length;
+        if (rv.publishedEntries.length != carried) revert IJobManager.WrongRevealLength(rv.publishedEntries.length, carried);
+        if (rv.publishedProofs.length != carried) revert IJobManager.WrongRevealLength(rv.publishedProofs.length, carried);
+        if (rv.trueEntries.length != carried) revert IJobManager.WrongRevealLength(rv.trueEntries.length, carried);
+        if (rv.trueProofs.length != carried) revert IJobManager.WrongRevealLength(rv.trueProofs.length, carried);
         bytes32 domain = TensorMerkle.CHECKPOINT_DOMAIN;
-        bool published = TensorMerkle.verifyListEntry(
-            u.checkpointRoot, domain, segments + 1, position, rv.publishedEntry, rv.publishedProof
-        );
-        if (!published) revert IJobManager.BadCheckpointProof(unitId, position, u.checkpointRoot);
-        bool truth =
-            TensorMerkle.verifyListEntry(rv.trueRoot, domain, segments + 1, position, rv.trueEntry, rv.trueProof);
-        if (!truth) revert IJobManager.BadCheckpointProof(unitId, position, rv.trueRoot);
-        // position <= segments - 1, so entry position + 1 exists.
-        bool next = TensorMerkle.verifyListEntry(
-            u.checkpointRoot, domain, segments + 1, position + 1, rv.nextEntry, rv.nextProof
-        );
-        if (!next) revert IJobManager.BadCheckpointProof(unitId, position + 1, u.checkpointRoot);
+        for (uint256 j = 0; j < carried; ++j) {
+            uint64 c = rv.checkpoints[j];
+            if (j > 0 && c <= rv.checkpoints[j - 1]) revert IJobManager.CheckpointsNotAscending(unitId, c);
+            bool published =
+                TensorMerkle.verifyListEntry(publishedRoot, domain, count, c, rv.publishedEntries[j], rv.publishedProofs[j]);
+            if (!published) revert IJobManager.BadCheckpointProof(unitId, c, publishedRoot);
+            bool truth = TensorMerkle.verifyListEntry(rv.trueRoot, domain, count, c, rv.trueEntries[j], rv.trueProofs[j]);
+            if (!truth) revert IJobManager.BadCheckpointProof(unitId, c, rv.trueRoot);
+        }
     }
 
     /// @dev The verdict on drawn verifier `v` (index `i`): NONE unless it attested; its end roots
-    ///      must be what it attested.
+    ///      must be what it attested. A sampled segment is judged iff it starts at a perturbed
+    ///      checkpoint (an honest replay from that state, one bit off, cannot end on the published
+    ///      next entry) or else ends at one (an honest replay ends on the true entry). WRONG if it
+    ///      failed at one such segment, RIGHT if it passed at all of them (at least one), NONE if
+    ///      none was judged.
     function _verdict(
         uint256 unitId,
         address v,
         IJobManager.ForcedReveal calldata rv,
         uint256 i,
-        uint64 position
-    ) private view returns (uint8) {
+        ForcedErrors.Round memory round
+    ) private view returns (uint8 result) {
         (IJobManager.VerifierStatus status, bytes32 attestation) = manager.verifierStatus(unitId, v);
         if (status != IJobManager.VerifierStatus.Attested) return ForcedErrors.VERDICT_NONE;
         if (keccak256(abi.encode(rv.endRoots[i])) != attestation) revert IJobManager.AttestationMismatch(unitId, v);
         uint64[] memory segments = manager.sampledSegments(unitId, v);
-        return ForcedErrors.verdict(segments, rv.endRoots[i], position, rv.trueEntry, rv.nextEntry);
+        for (uint256 j = 0; j < segments.length; ++j) {
+            uint64 s = segments[j];
+            bytes32 end = rv.endRoots[i][j];
+            if (ForcedErrors.isPerturbed(round, s)) {
+                _perturbedEntry(unitId, rv, s);
+                (bytes32 next,) = _entry(unitId, rv, s + 1);
+                if (end == next) return ForcedErrors.VERDICT_WRONG;
+                result = ForcedErrors.VERDICT_RIGHT;
+            } else if (ForcedErrors.isPerturbed(round, s + 1)) {
+                if (end != _perturbedEntry(unitId, rv, s + 1)) return ForcedErrors.VERDICT_WRONG;
+                result = ForcedErrors.VERDICT_RIGHT;
+            }
+        }
+    }
+
+    /// @dev The true entry at perturbed checkpoint `c`, which must differ from the published one
+    ///      (a solver cannot have verifiers judged on a checkpoint it did not perturb).
+    function _perturbedEntry(uint256 unitId, IJobManager.ForcedReveal calldata rv, uint64 c)
+        private
+        pure
+        returns (bytes32 truth)
+    {
+        bytes32 published;
+        (published, truth) = _entry(unitId, rv, c);
+        if (published == truth) revert IJobManager.NotPerturbed(unitId, c);
+    }
+
+    /// @dev The (published, true) entries the reveal carries for checkpoint `c` (binary search
+    ///      over the ascending `checkpoints`).
+    function _entry(uint256 unitId, IJobManager.ForcedReveal calldata rv, uint64 c)
+        private
+        pure
+        returns (bytes32 published, bytes32 truth)
+    {
+        uint256 lo = 0;
+        uint256 hi = rv.checkpoints.length;
+        while (lo < hi) {
+            // lo < hi <= length: the midpoint is a valid index and the loop ends.
+            uint256 mid = (lo + hi) / 2;
+            uint64 at = rv.checkpoints[mid];
+            if (at == c) return (rv.publishedEntries[mid], rv.trueEntries[mid]);
+            if (at < c) lo = mid + 1;
+            else hi = mid;
+        }
+        revert IJobManager.MissingCheckpoint(unitId, c);
     }
 }

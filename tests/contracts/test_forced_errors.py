@@ -134,18 +134,24 @@ def ends(d: Protocol, unit: int, v: Any, honest: bool = True) -> list[bytes]:
     return [table[s] for s in d.manager.sampledSegments(unit, v)]
 
 
-def reveal(secret: bytes = SECRET, **overrides: Any) -> dict[str, Any]:
-    p, t = list_proof(CHECKPOINT_DOMAIN, PUBLISHED, 1), list_proof(CHECKPOINT_DOMAIN, TRUE, 1)
-    n = list_proof(CHECKPOINT_DOMAIN, PUBLISHED, 2)
+def reveal(
+    secret: bytes = SECRET,
+    published: list[bytes] = PUBLISHED,
+    checkpoints: tuple[int, ...] = (1, 2),
+    **overrides: Any,
+) -> dict[str, Any]:
+    """The reveal of a `forced` unit: checkpoint 1 (perturbed: both segments are judged on it)
+    and 2 (the end of segment 1, which starts perturbed), each in both lists with its proof."""
     r = {
         "secret": secret,
         "trueRoot": TRUE_ROOT,
-        "publishedEntry": PUBLISHED[1],
-        "publishedProof": p.siblings,
-        "trueEntry": TRUE[1],
-        "trueProof": t.siblings,
-        "nextEntry": PUBLISHED[2],
-        "nextProof": n.siblings,
+        "checkpoints": list(checkpoints),
+        "publishedEntries": [published[c] for c in checkpoints],
+        "publishedProofs": [
+            list_proof(CHECKPOINT_DOMAIN, published, c).siblings for c in checkpoints
+        ],
+        "trueEntries": [TRUE[c] for c in checkpoints],
+        "trueProofs": [list_proof(CHECKPOINT_DOMAIN, TRUE, c).siblings for c in checkpoints],
         "endRoots": [],
     }
     r.update(overrides)
@@ -153,9 +159,9 @@ def reveal(secret: bytes = SECRET, **overrides: Any) -> dict[str, Any]:
 
 
 def as_tuple(r: dict[str, Any]) -> tuple:
-    keys = ["secret", "trueRoot", "publishedEntry", "publishedProof", "trueEntry", "trueProof"]
-    keys += ["nextEntry", "nextProof"]
-    return (*(r[k] for k in keys), r["endRoots"])
+    keys = ["secret", "trueRoot", "checkpoints", "publishedEntries", "publishedProofs"]
+    keys += ["trueEntries", "trueProofs", "endRoots"]
+    return tuple(r[k] for k in keys)
 
 
 # ------------------------------------------------------------------ the jackpot game
@@ -533,31 +539,47 @@ def test_revealForced_afterWindow_withSilentVerifier_allowed(forced, chain, proj
     assert tx.events.filter(d.manager.ForcedErrorRevealed)[0].catchers == 0
 
 
+BAD_PROOF = [b"\x00" * 32] * 2
+
+
 @pytest.mark.parametrize(
-    ("field", "value", "error"),
+    ("overrides", "error", "args"),
     [
-        ("secret", b"\x01" * 32, "SecretMismatch"),
-        ("trueRoot", b"\x02" * 32, "SealMismatch"),
-        ("trueEntry", PUBLISHED[1], "NotPerturbed"),
-        ("publishedProof", [b"\x00" * 32] * 2, "BadCheckpointProof"),
-        ("trueProof", [b"\x00" * 32] * 2, "BadCheckpointProof"),
-        ("nextProof", [b"\x00" * 32] * 2, "BadCheckpointProof"),
-        ("endRoots", [[]], "WrongRevealLength"),
+        ({"secret": b"\x01" * 32}, "SecretMismatch", {}),
+        ({"trueRoot": b"\x02" * 32}, "SealMismatch", {}),
+        ({"publishedProofs": [BAD_PROOF, BAD_PROOF]}, "BadCheckpointProof", {"position": 1}),
+        ({"trueProofs": [BAD_PROOF, BAD_PROOF]}, "BadCheckpointProof", {"root": TRUE_ROOT}),
+        ({"endRoots": [[]]}, "WrongRevealLength", {"given": 1, "expected": 2}),
+        ({"trueEntries": [TRUE[1]]}, "WrongRevealLength", {"given": 1, "expected": 2}),
+        ({"checkpoints": (1, 1)}, "CheckpointsNotAscending", {"position": 1}),
+        # segment 1 starts at the perturbed checkpoint 1: its judgement reads entry 2
+        ({"checkpoints": (1,)}, "MissingCheckpoint", {"position": 2}),
     ],
 )
-def test_revealForced_badReveal_reverts(forced, chain, project, field, value, error):
+def test_revealForced_badReveal_reverts(forced, chain, project, overrides, error, args):
     d = forced
     unit, _, end_roots = _responded(d, chain)
-    r = reveal(**{"endRoots": end_roots, field: value})
-    with reverts(d.manager, error):
+    shape = {k: overrides.pop(k) for k in ("checkpoints",) if k in overrides}
+    r = reveal(**shape, **{"endRoots": end_roots, **overrides})
+    with reverts(d.manager, error, **args):
         judge_of(project, d).revealForced(unit, as_tuple(r), sender=d.other)
 
 
-def test_revealForced_badProof_namesTheRoot(forced, chain, project):
+def test_revealForced_checkpointNotPerturbed_reverts(forced, chain, project):
+    """A forced round whose solver published the truth at its perturbed checkpoint: judging
+    verifiers there would pay copiers, so the reveal is refused (its C stands as published)."""
     d = forced
-    unit, _, end_roots = _responded(d, chain)
-    r = reveal(endRoots=end_roots, trueProof=[b"\x00" * 32] * 2)
-    with reverts(d.manager, "BadCheckpointProof", unitId=unit, position=1, root=TRUE_ROOT):
+    unit = assigned(d, chain, d.solvers[0])
+    d.manager.commitCheckpoints(
+        unit, TRUE_ROOT, 3, TRUE[2], "blob://x", seal(TRUE_ROOT, SECRET), sender=d.solvers[0]
+    )
+    for v in d.verifiers:
+        d.registry.heartbeat(sender=v)
+    d.manager.drawVerifiers(unit, sender=d.other)
+    drawn = [by_address(d.verifiers, v) for v in d.manager.getVerifiers(unit)]
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
+    r = reveal(published=TRUE, endRoots=[ends(d, unit, v) for v in drawn])
+    with reverts(d.manager, "NotPerturbed", unitId=unit, position=1):
         judge_of(project, d).revealForced(unit, as_tuple(r), sender=d.other)
 
 
@@ -626,6 +648,84 @@ def test_isForced_mirrorsLibrary(forced, project):
     h = int.from_bytes(keccak(SECRET + (7).to_bytes(32, "big")), "big")
     assert forced_bit is True  # forcedErrorBps = 10 000
     assert position == 1 + (h >> 128) % 4
+
+
+def test_revealForced_segmentBetweenTwoPerturbedCheckpoints_isJudgedOnItsStart(
+    project, accounts, chain
+):
+    """With one segment per verifier, rho = 1 and every checkpoint 1..n-1 is perturbed: in a
+    three-segment job segment 1 runs from perturbed P_1 to perturbed P_2. An honest replay from
+    P_1 ends on neither C_2 nor P_2, and is RIGHT (judged on its start); a lazy copy of P_2 is
+    WRONG. (Judged on its end instead, the honest replay would be WRONG.)"""
+    cfg = {**MGR_CFG, "forcedErrorBps": 10_000, "segmentsPerVerifier": 1, "lazySlashFactor": 4}
+    d = deploy_protocol(project, accounts, cfg)
+    stake_nodes(d)
+    d.registry.addStake(1_000 * E18, sender=d.solvers[0])
+    for v in d.verifiers:
+        d.registry.addStake(2_000 * E18, sender=v)
+    judge = judge_of(project, d)
+    true3 = [b"\x03" * 32, b"\xc1" * 32, b"\xc2" * 32, b"\xf1" * 32]
+    pub3 = [true3[0], b"\xe1" * 32, b"\xe2" * 32, true3[3]]
+    replayed = b"\xd2" * 32  # an honest replay's end from a perturbed start
+    for _ in range(8):  # a drawn verifier samples segment 1 with probability 1/3
+        unit = assigned(d, chain, d.solvers[0], steps=6, checkpointInterval=2)
+        assert list(judge.perturbedCheckpoints(SECRET, d.manager.getUnit(unit).assignSeed, 3)) == [
+            1,
+            2,
+        ]
+        d.manager.commitCheckpoints(
+            unit, checkpoint_root(pub3), 4, true3[3], "blob://x",
+            seal(checkpoint_root(true3), SECRET), sender=d.solvers[0],
+        )  # fmt: skip
+        for v in d.verifiers:
+            d.registry.heartbeat(sender=v)
+        d.manager.drawVerifiers(unit, sender=d.other)
+        drawn = [by_address(d.verifiers, v) for v in d.manager.getVerifiers(unit)]
+        sampled = {v: d.manager.sampledSegments(unit, v)[0] for v in drawn}
+        if 1 in sampled.values():
+            break
+    else:
+        pytest.fail("no drawn verifier sampled segment 1 in 8 units")
+    between = next(v for v in drawn if sampled[v] == 1)
+    others = [v for v in drawn if v != between]
+    # the verifier between two perturbed checkpoints replays honestly; the others copy P
+    ends = {v: [pub3[sampled[v] + 1]] for v in others} | {between: [replayed]}
+    attest(d, chain, unit, [(v, ends[v]) for v in drawn])
+    cps = [1, 2, 3]
+    r = {
+        "secret": SECRET,
+        "trueRoot": checkpoint_root(true3),
+        "checkpoints": cps,
+        "publishedEntries": [pub3[c] for c in cps],
+        "publishedProofs": [list_proof(CHECKPOINT_DOMAIN, pub3, c).siblings for c in cps],
+        "trueEntries": [true3[c] for c in cps],
+        "trueProofs": [list_proof(CHECKPOINT_DOMAIN, true3, c).siblings for c in cps],
+        "endRoots": [ends[v] for v in drawn],
+    }
+    tx = judge.revealForced(unit, as_tuple(r), sender=d.other)
+    right = [e.verifier for e in tx.events.filter(d.manager.AttestationJudgedRight)]
+    wrong = [e.verifier for e in tx.events.filter(d.manager.AttestationJudgedWrong)]
+    assert right == [between.address]
+    assert sorted(wrong) == sorted(v.address for v in others)
+
+
+@pytest.mark.parametrize("segments", [2, 3, 40])
+def test_perturbedCheckpoints_areTheAnchorAndEveryThirdHash(forced, project, segments):
+    """The anchor, and each other checkpoint 1..n-1 whose keccak(r, seed, c) is 0 mod 2m' - 1
+    (m' = 2 here: rho = 1/3), ascending; never the initial or the final root."""
+    judge = judge_of(project, forced)
+    _, anchor = judge.isForced(SECRET, 7, segments)
+    m = min(MGR_CFG["segmentsPerVerifier"], segments)
+
+    def hashed(c: int) -> int:
+        word = SECRET + (7).to_bytes(32, "big") + c.to_bytes(32, "big")
+        return int.from_bytes(keccak(word), "big")
+
+    expected = [c for c in range(1, segments) if c == anchor or hashed(c) % (2 * m - 1) == 0]
+    assert list(judge.perturbedCheckpoints(SECRET, 7, segments)) == expected
+    if segments == 40:
+        assert 2 < len(expected) < 39  # more than the anchor, not all of them
+    assert list(judge.perturbedCheckpoints(SECRET, 7, 1)) == []  # one segment: not forced
 
 
 # ------------------------------------------------------------------ posting and committing

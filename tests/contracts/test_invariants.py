@@ -105,7 +105,8 @@ UNIT_SHIFT = 32
 # Unit statuses (IJobManager.UnitStatus)
 OPEN, SELECTING, ASSIGNED, COMMITTED, VERIFYING, DISPUTED, FINAL, CANCELLED = range(1, 9)
 # Every solver's forced-error secret (PROTOCOL §8). Jobs have T/k = 4 segments; the true
-# checkpoint list is TRUE; a forced round publishes it with its perturbed checkpoint replaced.
+# checkpoint list is TRUE; a forced round publishes it with its perturbed checkpoints replaced
+# (the anchor, and each other one of 1..3 with probability 1/3).
 SECRET = b"\x5e" * 32
 SEGMENTS = 4
 TRUE = [bytes([0x40 + i]) * 32 for i in range(SEGMENTS + 1)]
@@ -115,9 +116,9 @@ LAZY_END = b"\xee" * 32  # the perturbed value a forced round publishes
 REPLAYED = b"\xdd" * 32  # an honest replay's end root from a perturbed start state
 
 
-def published(position: int) -> list[bytes]:
-    """The checkpoint list a round publishes: TRUE, with checkpoint `position` perturbed if > 0."""
-    return [LAZY_END if i == position else r for i, r in enumerate(TRUE)]
+def published(perturbed: tuple[int, ...]) -> list[bytes]:
+    """The checkpoint list a round publishes: TRUE, with the `perturbed` checkpoints replaced."""
+    return [LAZY_END if i in perturbed else r for i, r in enumerate(TRUE)]
 
 
 def _keys() -> list[str]:
@@ -316,7 +317,7 @@ class UnitModel:
     game: int | None = None
     challenger: int | None = None
     bond: int = 0
-    position: int = 0  # the perturbed checkpoint of a forced round (0: not forced)
+    perturbed: tuple[int, ...] = ()  # the perturbed checkpoints of a forced round (): not forced
     revealed: bool = False
     ends: dict[int, list[bytes]] = field(default_factory=dict)  # sealed end roots
     slashed: set[int] = field(default_factory=set)  # attested wrong at the forced checkpoint
@@ -397,7 +398,7 @@ class ProtocolMachine(RuleBasedStateMachine):
     def _reopen(self, u: UnitModel) -> None:
         u.status, u.assignee = OPEN, None
         u.verifiers, u.sealed, u.attested = [], set(), set()
-        u.position, u.revealed, u.ends, u.slashed = 0, False, {}, set()
+        u.perturbed, u.revealed, u.ends, u.slashed = (), False, {}, set()
         u.catchers = []  # C was overturned (or never revealed): no catcher is paid
         u.court = set()  # a new attempt: its attestations can be taken to court afresh
 
@@ -511,15 +512,18 @@ class ProtocolMachine(RuleBasedStateMachine):
         u = self.units[uid]
         # the assignee knows from its secret and the assignment seed whether the round is forced
         seed = self.m.getUnit(uid).call()[11]
-        forced, position = self.w.judge.functions.isForced(SECRET, seed, SEGMENTS).call()
-        position = position if forced else 0
-        root = checkpoint_root(published(position))
+        perturbed = tuple(
+            self.w.judge.functions.perturbedCheckpoints(SECRET, seed, SEGMENTS).call()
+        )
+        root = checkpoint_root(published(perturbed))
         ok = self.w.send(who, self.m.commitCheckpoints(uid, root, 5, TRUE[-1], "b://x", SEAL))
         if ok:
             assert u.status == ASSIGNED and who == u.assignee
             u.status = COMMITTED
-            u.position = position
-            self._seen("committed (forced)" if position else "committed")
+            u.perturbed = perturbed
+            self._seen(
+                f"committed (forced, {len(perturbed)} perturbed)" if perturbed else "committed"
+            )
 
     def draw_verifiers(self, data: st.DataObject) -> None:
         picked = self._unit(data)
@@ -560,9 +564,9 @@ class ProtocolMachine(RuleBasedStateMachine):
         u = self.units[uid]
         segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
         if lazy:
-            ends = [published(u.position)[s + 1] for s in segments]
+            ends = [published(u.perturbed)[s + 1] for s in segments]
         else:
-            ends = [REPLAYED if u.position and s == u.position else TRUE[s + 1] for s in segments]
+            ends = [REPLAYED if s in u.perturbed else TRUE[s + 1] for s in segments]
         attempt = self.m.getUnit(uid).call()[10]
         seal = self.m.sealOf(uid, attempt, self.w.addr[verifier], ends, SALT).call()
         if self.w.send(verifier, self.m.sealAttestation(uid, seal)):
@@ -643,27 +647,31 @@ class ProtocolMachine(RuleBasedStateMachine):
         a wrong one are judged WRONG (their lock is slashed at finalize); if the unit re-opens
         first (C overturned), no catcher is paid and every lock is released."""
         u = self.units[uid]
-        position = u.position or 1
-        states = published(position)
-        p, t = (
-            list_proof(CHECKPOINT_DOMAIN, states, position),
-            list_proof(CHECKPOINT_DOMAIN, TRUE, position),
-        )
-        end_roots = [u.ends.get(v, []) for v in u.verifiers]
-        n = list_proof(CHECKPOINT_DOMAIN, states, position + 1)
+        perturbed = u.perturbed or (1,)  # (an unforced unit's reveal must be refused anyway)
+        states = published(perturbed)
+        # the checkpoints the judgement reads: each perturbed one a drawn verifier's segment
+        # touches, and the end of each such segment that starts perturbed
+        needed: set[int] = set()
+        for v in u.verifiers:
+            for s in self.m.sampledSegments(uid, self.w.addr[v]).call():
+                if s in perturbed:
+                    needed |= {s, s + 1}
+                elif s + 1 in perturbed:
+                    needed.add(s + 1)
+        cps = sorted(needed)
         reveal = (
             SECRET,
             TRUE_ROOT,
-            states[position],
-            p.siblings,
-            TRUE[position],
-            t.siblings,
-            states[position + 1],
-            n.siblings,
+            cps,
+            [states[c] for c in cps],
+            [list_proof(CHECKPOINT_DOMAIN, states, c).siblings for c in cps],
+            [TRUE[c] for c in cps],
+            [list_proof(CHECKPOINT_DOMAIN, TRUE, c).siblings for c in cps],
+            [u.ends.get(v, []) for v in u.verifiers],
         )
         who = u.assignee if u.assignee is not None else 3
-        ok = self.w.send(who, self.w.judge.functions.revealForced(uid, (*reveal, end_roots)))
-        live = u.position and not u.revealed and u.status in (VERIFYING, DISPUTED)
+        ok = self.w.send(who, self.w.judge.functions.revealForced(uid, reveal))
+        live = u.perturbed and not u.revealed and u.status in (VERIFYING, DISPUTED)
         responded = all(v in u.attested for v in u.verifiers)
         assert ok <= bool(live), f"reveal of unit {uid} accepted: {u}"
         if live and responded:
@@ -672,13 +680,13 @@ class ProtocolMachine(RuleBasedStateMachine):
             return
         right, wrong = [], []
         for v in sorted(u.attested - u.slashed):
-            # judged on the segments that end at (must give the truth) or start at (must not
-            # give the published next root) the perturbed checkpoint
+            # judged on the segments that start at a perturbed checkpoint (must not give the
+            # published next root) or else end at one (must give the truth)
             segs = self.m.sampledSegments(uid, self.w.addr[v]).call()
             oks = [
-                e == TRUE[position] if s + 1 == position else e != states[position + 1]
+                e != states[s + 1] if s in perturbed else e == TRUE[s + 1]
                 for s, e in zip(segs, u.ends[v], strict=True)
-                if s + 1 == position or s == position
+                if s in perturbed or s + 1 in perturbed
             ]
             if oks:
                 (right if all(oks) else wrong).append(v)
@@ -732,7 +740,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             ends[0] = b"\x77" * 32
         segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
         # a reveal replaces the unit's checkpoint root by the true list's root
-        states = TRUE if u.revealed else published(u.position)
+        states = TRUE if u.revealed else published(u.perturbed)
         seg = segments[index] if index < len(segments) else 0
         proof = list_proof(CHECKPOINT_DOMAIN, states, seg).siblings
         start = b"\x78" * 32 if flaw == "start" else states[seg]
@@ -1070,7 +1078,7 @@ class ProtocolMachine(RuleBasedStateMachine):
                         self.withdraw(u.assignee)
             elif u.status == DISPUTED:
                 reveal, lazy, resolve_voided, won = (data.draw(st.booleans()) for _ in range(4))
-                if reveal and u.position:
+                if reveal and u.perturbed:
                     self.attest_unit(uid, u.verifiers, lazy)
                     self.reveal_unit(uid, resolve_voided, won)
                 else:
