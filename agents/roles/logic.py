@@ -38,7 +38,7 @@ class VerifierStatus(enum.IntEnum):
     PENDING = 1  # drawn, nothing sealed yet
     ATTESTED = 2  # its seal opened: the end roots are public
     SEALED = 3  # its end roots sealed (commit-reveal), not yet opened
-    SLASHED = 4  # attested a wrong root at a forced round's perturbed checkpoint
+    SLASHED = 4  # attested a wrong root at a forced round's perturbed checkpoints
 
 
 class Side(enum.IntEnum):
@@ -71,7 +71,7 @@ class UnitView:
     assign_seed: int = 0  # low 64 bits of the assignment seed (forced errors, PROTOCOL §8.1)
     forced_revealed: bool = False
     # the root the locator's data was committed under; after a forced error's reveal the chain's
-    # checkpoint root is the true one, which differs from it at the perturbed checkpoint
+    # checkpoint root is the true one, which differs from it at the perturbed checkpoints
     published_root: bytes = b""
 
 
@@ -229,7 +229,7 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
         acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))
     # A forced reveal judged my replayed attestation WRONG: the verdict trusts the solver's C,
     # and my lock is slashed at finalize unless a dispute overturns C first. My replay is the
-    # evidence that C is wrong at the perturbed checkpoint, so I challenge C (once).
+    # evidence that C is wrong at a perturbed checkpoint, so I challenge C (once).
     contest = f.status == VerifierStatus.SLASHED and u.forced_revealed and f.replayed
     if contest and not f.contested and u.status == UnitStatus.VERIFYING and in_window:
         acts.append(Act("challenge", f"challenge-revealed:{uid}:{a}", (uid, a)))

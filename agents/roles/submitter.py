@@ -167,7 +167,7 @@ class Submitter(RoleAgent):
     def finish(self, u) -> bool:
         try:
             # the published data (after a forced error's reveal it differs from the true root at
-            # the perturbed checkpoint only, never at the final state)
+            # the perturbed checkpoints only, never at the final state)
             reader = CheckpointReader(self.spec, u.locator, u.published_root or u.checkpoint_root)
             final = reader.state(len(reader.manifest.roots) - 1)
         except (BadBlob, BlobError) as exc:
