@@ -158,20 +158,26 @@ contract ForcedErrorJudge {
         pure
     {
         uint256 carried = rv.checkpoints.length;
-        if (rv.publishedEntries.length != carried) revert IJobManager.WrongRevealLength(rv.publishedEntries.length, carried);
-        if (rv.publishedProofs.length != carried) revert IJobManager.WrongRevealLength(rv.publishedProofs.length, carried);
-        if (rv.trueEntries.length != carried) revert IJobManager.WrongRevealLength(rv.trueEntries.length, carried);
-        if (rv.trueProofs.length != carried) revert IJobManager.WrongRevealLength(rv.trueProofs.length, carried);
+        _expectLength(rv.publishedEntries.length, carried);
+        _expectLength(rv.publishedProofs.length, carried);
+        _expectLength(rv.trueEntries.length, carried);
+        _expectLength(rv.trueProofs.length, carried);
         bytes32 domain = TensorMerkle.CHECKPOINT_DOMAIN;
         for (uint256 j = 0; j < carried; ++j) {
             uint64 c = rv.checkpoints[j];
             if (j > 0 && c <= rv.checkpoints[j - 1]) revert IJobManager.CheckpointsNotAscending(unitId, c);
-            bool published =
-                TensorMerkle.verifyListEntry(publishedRoot, domain, count, c, rv.publishedEntries[j], rv.publishedProofs[j]);
+            bool published = TensorMerkle.verifyListEntry(
+                publishedRoot, domain, count, c, rv.publishedEntries[j], rv.publishedProofs[j]
+            );
             if (!published) revert IJobManager.BadCheckpointProof(unitId, c, publishedRoot);
-            bool truth = TensorMerkle.verifyListEntry(rv.trueRoot, domain, count, c, rv.trueEntries[j], rv.trueProofs[j]);
+            bool truth =
+                TensorMerkle.verifyListEntry(rv.trueRoot, domain, count, c, rv.trueEntries[j], rv.trueProofs[j]);
             if (!truth) revert IJobManager.BadCheckpointProof(unitId, c, rv.trueRoot);
         }
+    }
+
+    function _expectLength(uint256 given, uint256 expected) private pure {
+        if (given != expected) revert IJobManager.WrongRevealLength(given, expected);
     }
 
     /// @dev The verdict on drawn verifier `v` (index `i`): NONE unless it attested; its end roots
