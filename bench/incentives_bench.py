@@ -124,12 +124,11 @@ def main() -> None:
     # INCENTIVES §3.7), at the same lock S.
     out["deployed_mechanism"] = {}
     for job, costs in jobs:
-        pay = payoffs.verifier_payoffs_deployed(job, costs, proto)
+        pay = payoffs.verifier_payoffs(job, costs, proto, anchored=True)
         n, m = job.segments, job.segments_per_verifier
-        rho = forced.perturb_rate(m)
         out["deployed_mechanism"][job.name] = {
-            "catch_lower_bound": forced.anchored_catch_probability(n, min(m, n - 1), rho),
-            "skip_risk_lower_bound": forced.anchored_skip_risk(n, min(2 * m - 2, n - 2), rho),
+            "catch_lower_bound": forced.anchored_catch_lower_bound(m, n),
+            "skip_risk_lower_bound": forced.anchored_skip_risk_lower_bound(m, n),
             "verifier": asdict(pay) | {"advantage": pay.advantage},
             "strictly_dominant": pay.advantage > 0,
             "slash": forced.lazy_slash(job, proto),

@@ -237,3 +237,17 @@ def anchored_skip_risk(n: int, replayed: int, rho: float) -> float:
     if n < 2 or not 0 <= replayed <= n - 2:
         raise ValueError("n >= 2 and 0 <= replayed <= n - 2")
     return (1.0 - rho) ** replayed * (1.0 + rho * (n - 2 - replayed)) / (n - 1)
+
+
+def anchored_catch_lower_bound(m: int, n: int) -> float:
+    """min over m distinct segments of `anchored_catch_probability`: any m segments touch at
+    least min(m, n - 1) perturbable checkpoints (their distinct ends, one of which may be n)."""
+    return anchored_catch_probability(n, min(m, n - 1), perturb_rate(m))
+
+
+def anchored_skip_risk_lower_bound(m: int, n: int) -> float:
+    """`anchored_skip_risk` at the most checkpoints a generic sample's other segments replay,
+    min(2m - 2, n - 2): rho (1 - rho)^(2m - 2), the model's bound, once n >= 2m."""
+    if n < 2:
+        return 0.0  # one segment: never forced
+    return anchored_skip_risk(n, min(2 * m - 2, n - 2), perturb_rate(m))

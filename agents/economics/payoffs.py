@@ -94,6 +94,7 @@ def verifier_payoffs(
     proto: Protocol,
     jackpot_available: bool = True,
     slash: float | None = None,
+    anchored: bool = False,
 ) -> VerifierPayoffs:
     """Bounds on a drawn verifier's expected profit per round for each strategy.
 
@@ -111,44 +112,22 @@ def verifier_payoffs(
     - abstain: neither attests nor challenges: its lock S is slashed (PROTOCOL §6.7).
     `jackpot_available=False` sets J = 0 (an empty jackpot): dominance must survive it.
     `slash` overrides the lock rule's S (sweeps at a fixed slash).
-    """
-    m = job.segments_per_verifier
-    rho = forced.perturb_rate(m)
-    t = _Terms.of(job, costs, proto, jackpot_available, slash)
-    honest, lazy, skip_one = t.replay_bounds(
-        m, forced.catch_lower_bound(m, rho), forced.skip_risk_lower_bound(m, rho)
-    )
-    mu = forced.masked_probability(rho) if m >= 2 else rho
-    guess = t.p * (mu * (t.fee + t.jackpot) - (1 - mu) * t.slash) - (1 - t.p) * t.bond
-    return VerifierPayoffs(honest, lazy, skip_one, guess, -t.slash)
-
-
-def verifier_payoffs_deployed(
-    job: Job,
-    costs: Costs,
-    proto: Protocol,
-    jackpot_available: bool = True,
-    slash: float | None = None,
-) -> VerifierPayoffs:
-    """The same bounds for the mechanism the contracts deploy (PROTOCOL §8.1): besides the rho
-    draws a forced round always perturbs an anchor checkpoint, uniform over 1..n-1
-    (`forced.anchored_*`), which only raises the catch probability and leaves the skip risk at
-    the model's bound; S is the deployed lock rule (`lazy_slash`).
-
-    - honest / lazy: as `verifier_payoffs`, judged with probability at least
-      `anchored_catch_probability` of the min(m, n-1) checkpoints any m segments touch;
-    - skip_one: wrong with probability at least `anchored_skip_risk` at the most replayed
-      checkpoints, min(2m - 2, n - 2);
-    - guess_disagree: the model's, with mu raised by the anchor's 2/(n-1) (an upper bound);
-    - abstain: -S.
+    `anchored=True` prices the mechanism the contracts deploy (PROTOCOL §8.1): besides the rho
+    draws a forced round always perturbs an anchor checkpoint (`forced.anchored_*`), which only
+    raises the catch probability, leaves the skip risk at the model's bound once n >= 2m, and
+    raises guess_disagree's mu by the anchor's 2/(n-1) (an upper bound).
     """
     m, n = job.segments_per_verifier, job.segments
     rho = forced.perturb_rate(m)
     t = _Terms.of(job, costs, proto, jackpot_available, slash)
-    catch = forced.anchored_catch_probability(n, min(m, n - 1), rho)
-    risk = forced.anchored_skip_risk(n, min(2 * m - 2, n - 2), rho) if n >= 2 else 0.0
+    mu = forced.masked_probability(rho) if m >= 2 else rho
+    if anchored:
+        catch = forced.anchored_catch_lower_bound(m, n)
+        risk = forced.anchored_skip_risk_lower_bound(m, n)
+        mu = min(1.0, mu + 2 / max(n - 1, 1))
+    else:
+        catch, risk = forced.catch_lower_bound(m, rho), forced.skip_risk_lower_bound(m, rho)
     honest, lazy, skip_one = t.replay_bounds(m, catch, risk)
-    mu = min(1.0, (forced.masked_probability(rho) if m >= 2 else rho) + 2 / max(n - 1, 1))
     guess = t.p * (mu * (t.fee + t.jackpot) - (1 - mu) * t.slash) - (1 - t.p) * t.bond
     return VerifierPayoffs(honest, lazy, skip_one, guess, -t.slash)
 

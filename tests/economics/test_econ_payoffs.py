@@ -163,9 +163,10 @@ def test_deployed_mechanism_keeps_honesty_strictly_dominant() -> None:
     catches). A tenth of the lock breaks it (so the check can fail)."""
     for job, costs in JOBS:
         for jackpot_available in (True, False):
-            deployed = payoffs.verifier_payoffs_deployed(job, costs, PROTO, jackpot_available)
+            deployed = payoffs.verifier_payoffs(job, costs, PROTO, jackpot_available, anchored=True)
             model = payoffs.verifier_payoffs(job, costs, PROTO, jackpot_available)
             assert deployed.advantage > 0, (job.name, jackpot_available)
             assert deployed.honest - deployed.lazy >= model.honest - model.lazy - 1e-9
         tenth = forced.lazy_slash(job, PROTO) / 10
-        assert payoffs.verifier_payoffs_deployed(job, costs, PROTO, slash=tenth).advantage < 0
+        weak = payoffs.verifier_payoffs(job, costs, PROTO, slash=tenth, anchored=True)
+        assert weak.advantage < 0
