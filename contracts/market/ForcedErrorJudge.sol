@@ -88,15 +88,16 @@ contract ForcedErrorJudge {
     {
         ForcedErrors.Round memory round = _round(secret, seed, segments);
         if (round.anchor == 0) return checkpoints;
+        // One hash per checkpoint into a buffer of the most there can be, then the found ones.
+        uint64[] memory found = new uint64[](segments - 1);
         uint256 count = 0;
         for (uint256 c = 1; c < segments; ++c) {
-            if (ForcedErrors.isPerturbed(round, c)) ++count;
+            // c < segments, a uint64 quotient (T / k).
+            if (ForcedErrors.isPerturbed(round, c)) found[count++] = uint64(c);
         }
         checkpoints = new uint64[](count);
-        count = 0;
-        for (uint256 c = 1; c < segments; ++c) {
-            // c < segments, a uint64 quotient (T / k).
-            if (ForcedErrors.isPerturbed(round, c)) checkpoints[count++] = uint64(c);
+        for (uint256 j = 0; j < count; ++j) {
+            checkpoints[j] = found[j];
         }
     }
 
