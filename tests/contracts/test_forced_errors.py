@@ -138,20 +138,22 @@ def reveal(
     secret: bytes = SECRET,
     published: list[bytes] = PUBLISHED,
     checkpoints: tuple[int, ...] = (1, 2),
+    true: list[bytes] = TRUE,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """The reveal of a `forced` unit: checkpoint 1 (perturbed: both segments are judged on it)
-    and 2 (the end of segment 1, which starts perturbed), each in both lists with its proof."""
+    """The reveal of a unit that published `published` and sealed `true`; by default a `forced`
+    unit's: checkpoint 1 (perturbed: both segments are judged on it) and 2 (the end of segment
+    1, which starts perturbed), each in both lists with its proof."""
     r = {
         "secret": secret,
-        "trueRoot": TRUE_ROOT,
+        "trueRoot": checkpoint_root(true),
         "checkpoints": list(checkpoints),
         "publishedEntries": [published[c] for c in checkpoints],
         "publishedProofs": [
             list_proof(CHECKPOINT_DOMAIN, published, c).siblings for c in checkpoints
         ],
-        "trueEntries": [TRUE[c] for c in checkpoints],
-        "trueProofs": [list_proof(CHECKPOINT_DOMAIN, TRUE, c).siblings for c in checkpoints],
+        "trueEntries": [true[c] for c in checkpoints],
+        "trueProofs": [list_proof(CHECKPOINT_DOMAIN, true, c).siblings for c in checkpoints],
         "endRoots": [],
     }
     r.update(overrides)
@@ -691,17 +693,7 @@ def test_revealForced_segmentBetweenTwoPerturbedCheckpoints_isJudgedOnItsStart(
     # the verifier between two perturbed checkpoints replays honestly; the others copy P
     ends = {v: [pub3[sampled[v] + 1]] for v in others} | {between: [replayed]}
     attest(d, chain, unit, [(v, ends[v]) for v in drawn])
-    cps = [1, 2, 3]
-    r = {
-        "secret": SECRET,
-        "trueRoot": checkpoint_root(true3),
-        "checkpoints": cps,
-        "publishedEntries": [pub3[c] for c in cps],
-        "publishedProofs": [list_proof(CHECKPOINT_DOMAIN, pub3, c).siblings for c in cps],
-        "trueEntries": [true3[c] for c in cps],
-        "trueProofs": [list_proof(CHECKPOINT_DOMAIN, true3, c).siblings for c in cps],
-        "endRoots": [ends[v] for v in drawn],
-    }
+    r = reveal(published=pub3, true=true3, checkpoints=(1, 2, 3), endRoots=[ends[v] for v in drawn])
     tx = judge.revealForced(unit, as_tuple(r), sender=d.other)
     right = [e.verifier for e in tx.events.filter(d.manager.AttestationJudgedRight)]
     wrong = [e.verifier for e in tx.events.filter(d.manager.AttestationJudgedWrong)]
