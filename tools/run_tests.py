@@ -4,10 +4,11 @@
 port and stops at the end; `--provider test` uses ape's embedded py-evm chain. A run that
 collects no test is a failure (pytest exit code 5), so CI never passes on an empty run.
 
-The suite runs as two `ape test` processes side by side: the scenarios (role and reliability
-tests, every role an OS process on a private Anvil) spend most of their wall time waiting for
-on-chain deadlines and use little CPU, the rest is CPU-bound; one after the other, a 2-core CI
-machine had a core idle for most of the scenarios' minutes. `--serial`, or any extra pytest
+The suite runs as three `ape test` processes side by side: the scenarios (role and reliability
+tests, every role an OS process on a private Anvil) spend about half their wall time waiting
+for their agents' polls and receipts and use half a core, the rest is CPU-bound. In one process
+the scenarios were the critical path (17 of a 20-minute CI run on 2 cores, the rest done after
+15), so they are split in two groups of about equal length. `--serial`, or any extra pytest
 argument (a filtered run), runs one process.
 """
 
@@ -23,8 +24,15 @@ import time
 from pathlib import Path
 
 NETWORKS = {"foundry": "ethereum:local:foundry", "test": "ethereum:local:test"}
-# Each also runs `make demo` (scripts/demo.py), which writes build/demo/: one process only.
-SCENARIOS = ["tests/roles", "tests/reliability", "tests/foundation/test_demo.py"]
+# The scenario tests, in two groups of about 8.5 minutes each (their durations on 2 cores).
+# Both demo tests run `scripts/demo.py`, which writes build/demo/deployment.json: one group only.
+SCENARIOS_A = [
+    "tests/reliability",
+    "tests/roles/test_decomposed_job.py",
+    "tests/roles/test_false_truth_e2e.py",
+]
+SCENARIOS_B = ["tests/roles", "tests/foundation/test_demo.py"]
+SCENARIOS = [*SCENARIOS_A, *SCENARIOS_B]
 
 
 def _cmd(provider: str, paths: list[str], extra: list[str]) -> list[str]:
@@ -40,6 +48,10 @@ def _cmd(provider: str, paths: list[str], extra: list[str]) -> list[str]:
         "--durations=25",
         *extra,
     ]
+
+
+def _ignoring(paths: list[str]) -> list[str]:
+    return [f"--ignore={path}" for path in paths]
 
 
 def _run_side_by_side(cmds: dict[str, list[str]], env: dict) -> dict[str, int]:
@@ -98,10 +110,10 @@ def main() -> int:
         print("+", " ".join(cmd), flush=True)
         codes = {"tests": subprocess.call(cmd, env=env)}
     else:
-        ignore = [f"--ignore={path}" for path in SCENARIOS]
-        cmds = {
-            "scenarios": _cmd(args.provider, SCENARIOS, args.pytest_args),
-            "rest": _cmd(args.provider, ["tests", *ignore], args.pytest_args),
+        cmds = {  # no extra pytest arguments here (they select the serial run above)
+            "scenarios-a": _cmd(args.provider, SCENARIOS_A, []),
+            "scenarios-b": _cmd(args.provider, [*SCENARIOS_B, *_ignoring(SCENARIOS_A)], []),
+            "rest": _cmd(args.provider, ["tests", *_ignoring(SCENARIOS)], []),
         }
         try:
             codes = _run_side_by_side(cmds, env)
