@@ -30,7 +30,14 @@ def chain() -> Iterator[tuple[str, Web3]]:
         yield url, connect(url)
 
 
-def deploy(w3: Web3, manager_config: dict | None = None, clock_budget: int = 120) -> dict:
+def deploy(
+    w3: Web3,
+    manager_config: dict | None = None,
+    clock_budget: int = 120,
+    court_clock_budget: int | None = None,
+) -> dict:
+    """The contracts with short deadlines; `court_clock_budget` also deploys the attestation
+    court (its game with that many seconds per side)."""
     # no forced rounds unless a test asks (their outcome depends on the secret and the seed), and
     # then no lazy slash either: verifiers lock the flat verifierLock
     cfg = {
@@ -45,17 +52,15 @@ def deploy(w3: Web3, manager_config: dict | None = None, clock_budget: int = 120
         "lazySlashFactor": 0,
     }
     cfg.update(manager_config or {})
-    return deploy_all(
-        w3,
-        dev_private_key(0),
-        DEFAULT_ABI_DIR,
-        {
-            "dispute_game": True,
-            "clock_budget": clock_budget,
-            "manager_config": cfg,
-            "registry_config": {"unbondingDelay": 60, "heartbeatTtl": 3600},
-        },
-    )
+    params = {
+        "dispute_game": True,
+        "clock_budget": clock_budget,
+        "manager_config": cfg,
+        "registry_config": {"unbondingDelay": 60, "heartbeatTtl": 3600},
+    }
+    if court_clock_budget is not None:
+        params.update(attestation_court=True, court_clock_budget=court_clock_budget)
+    return deploy_all(w3, dev_private_key(0), DEFAULT_ABI_DIR, params)
 
 
 def contract(w3: Web3, name: str, address: str):

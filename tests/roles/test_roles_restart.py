@@ -1,6 +1,8 @@
 """Agents survive kill -9: the solver is killed during training and again during a dispute,
 restarted on the same data folder, and the job still completes, the solver wins its honest
-dispute against a lying challenger, and the chain's history shows no transaction sent twice."""
+dispute against a lying challenger, and the chain's history shows no transaction sent twice.
+The whistleblower is killed in the middle of an attestation-court case and wins it once
+restarted, again sending nothing twice."""
 
 from __future__ import annotations
 
@@ -113,3 +115,72 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
         )
         assert credited > 0 and withdrawn <= credited
         assert manager.functions.credits(solver.address).call() == credited - withdrawn
+
+
+def test_whistleblower_killed_in_a_court_case_resumes_and_wins_it(tmp_path):
+    """The whistleblower is killed -9 once its court challenge of a lazy verifier's false
+    attestation is mined (the game still running: the verifier's clock has 15 s), restarted on
+    the same data folder: it claims the game on the verifier's timeout, the verifier is slashed,
+    the whistleblower withdraws its court credit, and it sent nothing twice."""
+    spec = rk.write_spec(tmp_path / "spec.json", steps=4000, every=400)
+    submitter = rk.Party("submitter", "submitter", 1)
+    solver = rk.Party("solver", "solver", 2, ["--stake", "200"])
+    lazy = rk.Party("lazy", "verifier", 6, ["--stake", "100", "--lazy"])
+    whistleblower = rk.Party("whistleblower", "whistleblower", 7, ["--stake", "20"])
+    with rk.chain() as (url, w3):
+        addrs = rk.deploy(w3, {"verifyWindow": 40}, court_clock_budget=15)
+        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, lazy, whistleblower])
+        court = rk.contract(w3, "AttestationCourt", addrs["AttestationCourt"])
+        registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+            ag.start(solver)
+            ag.start(lazy)
+            ag.start(whistleblower, "--court", court.address)
+            rk.wait_registered(registry, ag, [solver, lazy, whistleblower])
+            # the submitter registers the job's dispute config with the court's game too
+            ag.start(
+                submitter,
+                *("--spec", str(spec), "--claim-window", "8", "--compute-time", "300"),
+                *("--court", court.address),
+            )
+            rk.wait_for(
+                "the court challenge",
+                lambda: court.events.AttestationChallenged().get_logs(from_block=0) != [],
+                180,
+                ag,
+                ("whistleblower",),
+            )
+            ag.kill9("whistleblower")
+            assert court.events.AttestationRuled().get_logs(from_block=0) == [], "game over"
+            ag.start(whistleblower, "--court", court.address)
+            rk.wait_for(
+                "the ruling and the whistleblower's withdrawal",
+                lambda: court.events.Withdrawn().get_logs(from_block=0) != [],
+                120,
+                ag,
+                ("whistleblower",),
+            )
+            rk.wait_for(
+                "job completion",
+                lambda: ag.procs["submitter"].poll() is not None,
+                120,
+                ag,
+                ("solver",),
+            )
+            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+
+        challenged = court.events.AttestationChallenged().get_logs(from_block=0)
+        assert len(challenged) == 1  # the restarted whistleblower did not challenge again
+        assert challenged[0]["args"]["verifier"] == lazy.address
+        ruled = court.events.AttestationRuled().get_logs(from_block=0)
+        assert [(e["args"]["verifier"], e["args"]["falseAttestation"]) for e in ruled] == [
+            (lazy.address, True)
+        ]
+        slashed = registry.events.NodeSlashed().get_logs(from_block=0)
+        assert [e["args"]["node"] for e in slashed] == [lazy.address]
+        withdrawn = court.events.Withdrawn().get_logs(from_block=0)
+        assert [e["args"]["account"] for e in withdrawn] == [whistleblower.address]
+        assert court.functions.credits(whistleblower.address).call() == 0
+        from scripts.demo import audit_sends
+
+        assert audit_sends(w3, 0, {whistleblower.address: tmp_path / "whistleblower"}) == []
