@@ -8,6 +8,7 @@ import {IJobManager} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {IDisputeGame} from "../dispute/interfaces/IDisputeGame.sol";
+import {Credits} from "../libraries/Credits.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
 import {TensorMerkle} from "../libraries/TensorMerkle.sol";
@@ -29,6 +30,7 @@ import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 ///      registry's slashers (fixed at deployment) and `setGame` wires its game once.
 contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     using SafeERC20 for IERC20;
+    using Credits for Credits.Ledger;
 
     struct Case {
         uint256 unitId;
@@ -76,7 +78,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     IDisputeGame public game;
     mapping(uint256 gameId => Case) public cases;
     mapping(bytes32 key => bool) public challenged;
-    mapping(address account => uint256) public credits;
+    Credits.Ledger private _credits;
 
     constructor(IJobManager manager_, INodeRegistry registry_, uint96 bond_, uint96 penalty_, uint16 rewardBps_) {
         manager = manager_;
@@ -237,19 +239,22 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         }
     }
 
+    /// @notice What `account` may withdraw.
+    function credits(address account) external view returns (uint256) {
+        return _credits.owed(account);
+    }
+
     /// @notice Transfers the caller's credited balance.
     function withdraw() external nonReentrant {
-        uint256 amount = credits[msg.sender];
+        uint256 amount = _credits.take(msg.sender);
         if (amount == 0) revert NothingToWithdraw(msg.sender);
-        credits[msg.sender] = 0;
         emit Withdrawn(msg.sender, amount);
         token.safeTransfer(msg.sender, amount);
     }
 
     function _credit(address account, uint256 amount) private {
         if (amount == 0) return;
-        uint256 balance = credits[account] + amount;
-        credits[account] = balance;
+        uint256 balance = _credits.add(account, amount);
         emit Credited(account, amount, balance);
     }
 }

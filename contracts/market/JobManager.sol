@@ -8,6 +8,7 @@ import {IJobManager} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {Credits} from "../libraries/Credits.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
 import {ForcedErrors} from "../libraries/ForcedErrors.sol";
@@ -23,6 +24,7 @@ import {ForcedErrorJudge} from "./ForcedErrorJudge.sol";
 ///      challenge, withdraw) are also `nonReentrant`.
 contract JobManager is IJobManager, ReentrancyGuard {
     using SafeERC20 for IERC20;
+    using Credits for Credits.Ledger;
 
     /// @notice At most this many solvers claim one unit (bounds the selection loop).
     uint256 public constant MAX_CLAIMANTS = 16;
@@ -73,7 +75,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     mapping(uint256 unitId => mapping(uint256 index => bytes32)) private _attestations;
     mapping(uint256 unitId => Dispute) private _disputes;
     mapping(uint256 gameId => uint256 unitId) private _gameUnits;
-    mapping(address account => uint256) private _credits;
+    Credits.Ledger private _credits;
 
     constructor(address registry_, Config memory cfg) {
         if (registry_ == address(0)) revert ZeroAddress();
@@ -521,9 +523,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     /// @inheritdoc IJobManager
     function withdraw() external nonReentrant {
-        uint256 amount = _credits[msg.sender];
+        uint256 amount = _credits.take(msg.sender);
         if (amount == 0) revert NothingToWithdraw(msg.sender);
-        _credits[msg.sender] = 0;
         emit Withdrawn(msg.sender, amount);
         _token.safeTransfer(msg.sender, amount);
     }
@@ -634,7 +635,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     /// @inheritdoc IJobManager
     function credits(address account) external view returns (uint256) {
-        return _credits[account];
+        return _credits.owed(account);
     }
 
     /// @inheritdoc IJobManager
@@ -979,8 +980,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     function _credit(address account, uint256 amount) private {
         if (amount == 0) return;
-        uint256 balance = _credits[account] + amount;
-        _credits[account] = balance;
+        uint256 balance = _credits.add(account, amount);
         emit Credited(account, amount, balance);
     }
 

@@ -11,6 +11,7 @@ import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IRoundManager} from "../interfaces/IRoundManager.sol";
 import {AggregationProof} from "../libraries/AggregationProof.sol";
 import {AggregationReference} from "./AggregationReference.sol";
+import {Credits} from "../libraries/Credits.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
 import {TensorMerkle} from "../libraries/TensorMerkle.sol";
@@ -23,6 +24,7 @@ import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 ///      of aggregation. Entry points that move tokens or call the job manager are nonReentrant.
 contract RoundManager is IRoundManager, ReentrancyGuard {
     using SafeERC20 for IERC20;
+    using Credits for Credits.Ledger;
 
     /// @notice At most this many shards (bounds the per-round posting and proof loops).
     uint256 public constant MAX_SHARDS = 64;
@@ -59,7 +61,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     mapping(uint256 jobId => mapping(uint256 round => mapping(uint256 shard => uint256))) private _unitJobs;
     mapping(uint256 unitJobId => UnitRef) private _unitRefs;
     mapping(uint256 jobId => mapping(uint256 round => mapping(address => bool))) private _barred;
-    mapping(address account => uint256) private _credits;
+    Credits.Ledger private _credits;
     mapping(uint256 jobId => mapping(uint256 round => RevealRequest)) private _reveals;
 
     constructor(IJobManager manager, Config memory cfg) {
@@ -314,9 +316,8 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
 
     /// @inheritdoc IRoundManager
     function withdraw() external nonReentrant {
-        uint256 amount = _credits[msg.sender];
+        uint256 amount = _credits.take(msg.sender);
         if (amount == 0) revert NothingToWithdraw(msg.sender);
-        _credits[msg.sender] = 0;
         emit Withdrawn(msg.sender, amount);
         _token.safeTransfer(msg.sender, amount);
     }
@@ -407,7 +408,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
 
     /// @inheritdoc IRoundManager
     function credits(address account) external view returns (uint256) {
-        return _credits[account];
+        return _credits.owed(account);
     }
 
     /// @inheritdoc IRoundManager
@@ -635,8 +636,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
 
     function _credit(address account, uint256 amount) private {
         if (amount == 0) return;
-        uint256 balance = _credits[account] + amount;
-        _credits[account] = balance;
+        uint256 balance = _credits.add(account, amount);
         emit Credited(account, amount, balance);
     }
 

@@ -1184,6 +1184,25 @@ def test_withdraw_paysCreditOnce(staked, chain):
         d.manager.withdraw(sender=d.submitter)
 
 
+def test_withdraw_thenCreditedAgain_owesExactlyTheNewCredit(staked, chain):
+    # a withdrawal leaves the credit slot live (Credits.sol stores 1 + what is owed)
+    d = staked
+    job_id, _ = post(d, chain)
+    d.manager.cancelJob(job_id, sender=d.submitter)
+    d.manager.withdraw(sender=d.submitter)
+    job_id, _ = post(d, chain)
+    tx = d.manager.cancelJob(job_id, sender=d.submitter)
+    assert tx.events.filter(d.manager.Credited)[0].balance == REWARD
+    assert d.manager.credits(d.submitter) == REWARD
+    before = d.token.balanceOf(d.submitter)
+    assert d.manager.withdraw(sender=d.submitter).events.filter(d.manager.Withdrawn)[0].amount == (
+        REWARD
+    )
+    assert d.token.balanceOf(d.submitter) == before + REWARD
+    with reverts(d.manager, "NothingToWithdraw", account=d.submitter.address):
+        d.manager.withdraw(sender=d.submitter)
+
+
 def test_withdraw_nothing_reverts(staked):
     d = staked
     with reverts(d.manager, "NothingToWithdraw", account=d.other.address):
