@@ -88,7 +88,9 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
 
     function _register(uint256 jobId, bytes32 configHash) internal {
         address submitter = IJobManager(manager).getJob(jobId).submitter;
-        if (msg.sender != submitter) revert NotSubmitter(msg.sender, submitter);
+        // The manager may register for the submitter: the attestation court does, with what the
+        // submitter registered with the job manager's game (AttestationCourt, PROTOCOL §6.8).
+        if (msg.sender != submitter && msg.sender != manager) revert NotSubmitter(msg.sender, submitter);
         bytes32 existing = configOf[jobId];
         if (existing != bytes32(0)) revert ConfigAlreadyRegistered(jobId, existing);
         configOf[jobId] = configHash;

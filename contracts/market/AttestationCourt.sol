@@ -8,6 +8,7 @@ import {IJobManager} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {IDisputeGame} from "../dispute/interfaces/IDisputeGame.sol";
+import {Placement} from "../dispute/lib/DisputeTypes.sol";
 import {Credits} from "../libraries/Credits.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
@@ -127,6 +128,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
             // penaltyOf is at most uint96.max, and so is _bondFor of it (see there).
             c = Case(unitId, verifier, msg.sender, uint96(_bondFor(locked)), uint96(locked));
         }
+        _adoptConfig(JobIds.jobOf(unitId));
         gameId = game.openSegmentGame(
             unitId, verifier, msg.sender, seg.datasetRoot, seg.index * seg.k, seg.k, [startRoot, seg.endRoot]
         );
@@ -136,6 +138,30 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         ); // forgefmt: disable-line
         registry.lock(verifier, c.penalty);
         token.safeTransferFrom(msg.sender, address(this), c.bond);
+    }
+
+    /// @dev Registers with the court's game the dispute config (and a unit job's placement) that
+    ///      the job's submitter registered with the job manager's game, when the court's game has
+    ///      none: a submitter that knows only the job manager's game must not leave its verifiers
+    ///      beyond the court's reach (PROTOCOL §6.8). The court's game accepts it from its
+    ///      manager. Nothing is copied when the court's game has a config already, or when the
+    ///      job manager's arbiter has none or is no dispute game (the court's game then refuses
+    ///      the challenge with `ConfigNotRegistered`).
+    function _adoptConfig(uint256 jobId) private {
+        if (game.configOf(jobId) != bytes32(0)) return;
+        IDisputeGame source = IDisputeGame(manager.arbiter());
+        if (address(source) == address(0)) return;
+        try source.configOf(jobId) returns (bytes32 configHash) {
+            if (configHash == bytes32(0)) return;
+            (uint64 stepOffset, uint32 shards, uint32 shard) = source.placementOf(jobId);
+            if (shards == 0) {
+                game.registerConfig(jobId, configHash);
+            } else {
+                game.registerUnitConfig(jobId, configHash, Placement(stepOffset, shards, shard));
+            }
+        } catch {
+            return; // an arbiter that keeps no configs: nothing to copy
+        }
     }
 
     /// @notice What a challenge of `verifier`'s attestation of `unitId` would lock now: the job's

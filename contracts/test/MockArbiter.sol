@@ -58,6 +58,11 @@ contract MockArbiter is IDisputeArbiter {
         emit GameOpened(gameId, request.unitId, request.solver, request.challenger);
     }
 
+    /// @notice Records a job's config (no submitter check: test stand-in).
+    function registerConfig(uint256 jobId, bytes32 configHash) external {
+        configOf[jobId] = configHash;
+    }
+
     /// @notice Records a unit job's config and placement (no submitter check: test stand-in).
     function registerUnitConfig(uint256 jobId, bytes32 configHash, Placement calldata placement)
         external

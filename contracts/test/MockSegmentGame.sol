@@ -2,12 +2,14 @@
 pragma solidity 0.8.37;
 
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {Placement} from "../dispute/lib/DisputeTypes.sol";
 
 /// @title MockSegmentGame
 /// @notice Test-only stand-in for the AttestationCourt's segment game: records each game the court
 ///         opens and reports the outcome it is told to.
-/// @dev Offers only `openSegmentGame`, the one IDisputeGame move the court calls. Anyone may call
-///      `resolve`: never wire it on a chain where the outcome matters.
+/// @dev Offers only what the court calls: `openSegmentGame` and the config registry (recorded, not
+///      checked: any caller, any number of times). Anyone may call `resolve`: never wire it on a
+///      chain where the outcome matters.
 contract MockSegmentGame {
     /// @notice `openSegmentGame` was called by someone other than the wired court.
     error NotManager(address caller);
@@ -27,6 +29,21 @@ contract MockSegmentGame {
     uint256 public gameCount;
     /// @notice Unit of each open game (0 once resolved).
     mapping(uint256 gameId => uint256 unitId) public unitOf;
+    /// @notice Config hash registered for each job (the real game: `DisputeGame.configOf`).
+    mapping(uint256 jobId => bytes32 configHash) public configOf;
+    /// @notice Placement registered for each unit job.
+    mapping(uint256 jobId => Placement) public placementOf;
+
+    /// @notice Records a job's config hash.
+    function registerConfig(uint256 jobId, bytes32 configHash) external {
+        configOf[jobId] = configHash;
+    }
+
+    /// @notice Records a unit job's config hash and placement.
+    function registerUnitConfig(uint256 jobId, bytes32 configHash, Placement calldata placement) external {
+        configOf[jobId] = configHash;
+        placementOf[jobId] = placement;
+    }
 
     /// @notice Sets the court; callable once.
     function wire(address manager_) external {

@@ -301,3 +301,46 @@ def test_challengeAttestation_sameEntryTwice_alreadyChallenged(world, chain):
     take_to_court(d, unit, v, ends)
     with reverts(d.court, "AlreadyChallenged", unitId=unit, verifier=v.address, index=0):
         take_to_court(d, unit, v, ends)
+
+
+# ------------------------------------------------------------------ the job's dispute config
+
+
+def test_challengeAttestation_configOnlyWithTheManagersGame_isCopiedToTheCourtsGame(world, chain):
+    # a submitter that registered its config with the job manager's game only: the court copies
+    # it, so the verifiers of its job stay within the court's reach
+    d = world
+    job_id, unit, [(v, ends), _] = attested_unit(d, chain)
+    d.arbiter.registerConfig(job_id, b"\xc1" * 32, sender=d.submitter)
+    assert d.court_game.configOf(job_id) == b"\x00" * 32
+    take_to_court(d, unit, v, ends)
+    assert d.court_game.configOf(job_id) == b"\xc1" * 32
+    assert d.court_game.placementOf(job_id).shards == 0
+
+
+def test_challengeAttestation_unitJobConfig_isCopiedWithItsPlacement(world, chain):
+    d = world
+    job_id, unit, [(v, ends), _] = attested_unit(d, chain)
+    d.arbiter.registerUnitConfig(job_id, b"\xc2" * 32, (400, 3, 2), sender=d.submitter)
+    take_to_court(d, unit, v, ends)
+    assert d.court_game.configOf(job_id) == b"\xc2" * 32
+    placement = d.court_game.placementOf(job_id)
+    assert (placement.stepOffset, placement.shards, placement.shard) == (400, 3, 2)
+
+
+def test_challengeAttestation_courtsGameHasAConfig_keepsIt(world, chain):
+    d = world
+    job_id, unit, [(v, ends), _] = attested_unit(d, chain)
+    d.arbiter.registerConfig(job_id, b"\xc1" * 32, sender=d.submitter)
+    d.court_game.registerConfig(job_id, b"\xc3" * 32, sender=d.submitter)
+    take_to_court(d, unit, v, ends)
+    assert d.court_game.configOf(job_id) == b"\xc3" * 32
+
+
+def test_challengeAttestation_noConfigAnywhere_copiesNothing(world, chain):
+    # the real court's game then refuses with ConfigNotRegistered (tests/dispute); this one
+    # records whatever it is told, so nothing registered means nothing was copied
+    d = world
+    job_id, unit, [(v, ends), _] = attested_unit(d, chain)
+    take_to_court(d, unit, v, ends)
+    assert d.court_game.configOf(job_id) == b"\x00" * 32

@@ -128,6 +128,20 @@ def test_step_list_root_matches_contract(dep):
     assert onchain == step_list_root(roots)
 
 
+def test_the_manager_registers_a_config_for_the_submitter_once(dep, snapshot):
+    # the attestation court registers with its game what the submitter registered with the job
+    # manager's (AttestationCourt._adoptConfig)
+    submitter = dep.deployer_game()
+    dep.deployer.transact("setSubmitter", 79, submitter.address)
+    dep.deployer.transact("registerConfig", 79, b"\x04" * 32)
+    assert dep.game.functions.configOf(79).call() == b"\x04" * 32
+    with pytest.raises(MoveRejected):  # once, whoever registered first
+        submitter.transact("registerConfig", 79, b"\x05" * 32)
+    with pytest.raises(MoveRejected):
+        dep.deployer.transact("registerConfig", 79, b"\x05" * 32)
+    assert dep.game.functions.configOf(79).call() == b"\x04" * 32
+
+
 def test_only_the_submitter_registers_a_config_once(dep, snapshot):
     submitter = dep.deployer_game()
     dep.deployer.transact("setSubmitter", 77, submitter.address)

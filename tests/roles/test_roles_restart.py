@@ -2,7 +2,8 @@
 restarted on the same data folder, and the job still completes, the solver wins its honest
 dispute against a lying challenger, and the chain's history shows no transaction sent twice.
 The whistleblower is killed in the middle of an attestation-court case and wins it once
-restarted, again sending nothing twice."""
+restarted, again sending nothing twice (its job's submitter registered the dispute config only
+with the job manager's game: the court copied it to its own)."""
 
 from __future__ import annotations
 
@@ -137,12 +138,9 @@ def test_whistleblower_killed_in_a_court_case_resumes_and_wins_it(tmp_path):
             ag.start(lazy)
             ag.start(whistleblower, "--court", court.address)
             rk.wait_registered(registry, ag, [solver, lazy, whistleblower])
-            # the submitter registers the job's dispute config with the court's game too
-            ag.start(
-                submitter,
-                *("--spec", str(spec), "--claim-window", "8", "--compute-time", "300"),
-                *("--court", court.address),
-            )
+            # the submitter knows only the job manager's game (no --court): the court copies the
+            # job's dispute config from there when the whistleblower challenges
+            ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
             rk.wait_for(
                 "the court challenge",
                 lambda: court.events.AttestationChallenged().get_logs(from_block=0) != [],
@@ -169,6 +167,9 @@ def test_whistleblower_killed_in_a_court_case_resumes_and_wins_it(tmp_path):
             )
             assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
 
+        game = rk.contract(w3, "DisputeGame", court.functions.game().call())
+        registered = game.events.ConfigRegistered().get_logs(from_block=0)
+        assert [e["args"]["registrant"] for e in registered] == [court.address]
         challenged = court.events.AttestationChallenged().get_logs(from_block=0)
         assert len(challenged) == 1  # the restarted whistleblower did not challenge again
         assert challenged[0]["args"]["verifier"] == lazy.address

@@ -45,14 +45,16 @@ interface IDisputeGame {
     error InvalidClaim(uint256 steps, uint256 interval);
 
     // ------------------------------------------------------------------ events
-    /// @notice A job's submitter registered the job's dispute config (PROTOCOL §7.2).
-    event ConfigRegistered(uint256 indexed jobId, bytes32 indexed configHash, address submitter);
-    /// @notice The submitter of unit job `jobId` of a decomposed job (its round manager)
-    ///         registered the unit's dispute config and placement (PROTOCOL §6.9, §7.2).
+    /// @notice The job's dispute config was registered (PROTOCOL §7.2) by `registrant`: the job's
+    ///         submitter, or this game's manager on its behalf (the attestation court, §6.8).
+    event ConfigRegistered(uint256 indexed jobId, bytes32 indexed configHash, address registrant);
+    /// @notice Unit job `jobId` of a decomposed job had its dispute config and placement
+    ///         registered (PROTOCOL §6.9, §7.2) by `registrant`: its submitter (the round manager)
+    ///         or this game's manager on its behalf.
     event UnitConfigRegistered(
         uint256 indexed jobId,
         bytes32 indexed configHash,
-        address submitter,
+        address registrant,
         uint64 stepOffset,
         uint32 shards,
         uint32 shard
@@ -151,11 +153,14 @@ interface IDisputeGame {
     function turn(uint256 gameId) external view returns (Side side, uint256 deadline);
 
     // ------------------------------------------------------------------ moves
+    /// @notice Records job `jobId`'s dispute config hash (PROTOCOL §7.2). Only the job's
+    ///         submitter, or this game's manager on its behalf (the attestation court copies the
+    ///         job manager's game's config, §6.8); once per job.
     function registerConfig(uint256 jobId, bytes32 configHash) external;
 
     /// @notice As `registerConfig`, for a unit job of a decomposed job: also records where the
     ///         unit sits (its first global step and its shard), which the one-step proof uses
-    ///         for the batch schedule (PROTOCOL §4). Only the job's submitter, once per job.
+    ///         for the batch schedule (PROTOCOL §4). Who and how often: as `registerConfig`.
     function registerUnitConfig(uint256 jobId, bytes32 configHash, Placement calldata placement)
         external;
 

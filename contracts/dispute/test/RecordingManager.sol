@@ -36,6 +36,12 @@ contract RecordingManager is IDisputeCallback {
         job.submitter = submitterOf[jobId];
     }
 
+    /// @notice Registers a config with the arbiter as its manager (the attestation court does so
+    ///         for a submitter, AttestationCourt._adoptConfig).
+    function registerConfig(uint256 jobId, bytes32 configHash) external {
+        IDisputeGame(address(arbiter)).registerConfig(jobId, configHash);
+    }
+
     /// @notice Wires the arbiter (once).
     function setArbiter(IDisputeArbiter arbiter_) external {
         if (address(arbiter) != address(0)) revert AlreadyWired(address(arbiter));
