@@ -1,4 +1,5 @@
-"""The offline toolchain: the solcjs shim behaves like native solc, ABIs are exported."""
+"""The offline toolchain: the solcjs shim behaves like native solc, ABIs are exported, and every
+contract fits the EIP-170 code size limit."""
 
 from __future__ import annotations
 
@@ -92,3 +93,19 @@ def test_exported_abi_is_plain_json_with_bytecode():
     assert artifact["bytecode"].startswith("0x") and len(artifact["bytecode"]) > 100
     index = json.loads((REPO / "build" / "abi" / "index.json").read_text())
     assert "TestToken" in index["contracts"]
+
+
+#: Most bytes of runtime code a contract may have on Ethereum and its rollups (EIP-170).
+EIP170_LIMIT = 24_576
+
+
+def test_every_exported_contract_fits_the_eip170_code_size_limit():
+    # Anvil refuses an oversized deployment too, but only here does the failure name the
+    # contract and its size; the job manager is the closest to the limit (PROTOCOL §6)
+    sizes = {}
+    for path in (REPO / "build" / "abi").glob("*.json"):
+        artifact = json.loads(path.read_text())
+        if isinstance(artifact, dict) and len(artifact.get("deployedBytecode", "")) > 2:
+            sizes[artifact["contractName"]] = (len(artifact["deployedBytecode"]) - 2) // 2
+    assert sizes.get("JobManager", 0) > 20_000, sizes
+    assert {name: n for name, n in sizes.items() if n > EIP170_LIMIT} == {}
