@@ -18,6 +18,7 @@ from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
 from agents.dispute.trace import FAULT_KINDS, Computation, Fault
 from agents.roles.artifacts import Manifest, decode_state, encode_state, make_locator
+from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
 from agents.roles.jobs import JobContext, JobRejected
 from agents.roles.logic import (
     Act,
@@ -32,7 +33,7 @@ from agents.roles.logic import (
     solver_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError, progress_bar
-from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
+from agents.training.merkle import checkpoint_root
 from agents.training.state import State, state_root
 
 ROLE_SOLVER = 1
@@ -291,18 +292,12 @@ class Solver(RoleAgent):
         event)."""
         rec = self.agent.store.get_record("forced", f"{u.unit_id}:{u.attempt}")
         assert rec is not None
-        perturbed_set = set(rec.data["perturbed"])
+        perturbed = rec.data["perturbed"]
         true = [bytes.fromhex(r[2:]) for r in rec.data["true_roots"]]
         pub = [bytes.fromhex(r[2:]) for r in rec.data["roots"]]
-        end_roots, needed = [], set()
+        samples, end_roots = [], []
         for v in self.manager.functions.getVerifiers(u.unit_id).call():
-            # the judgement reads each perturbed checkpoint a sampled segment touches, and the
-            # end of a segment that starts perturbed (ForcedErrorJudge._verdict)
-            for s in self.manager.functions.sampledSegments(u.unit_id, v).call():
-                if s in perturbed_set:
-                    needed |= {s, s + 1}
-                elif s + 1 in perturbed_set:
-                    needed.add(s + 1)
+            samples.append(self.manager.functions.sampledSegments(u.unit_id, v).call())
             ends: list[bytes] = []
             status = self.manager.functions.verifierStatus(u.unit_id, v).call()[0]
             if status == VerifierStatus.ATTESTED:
@@ -311,22 +306,13 @@ class Solver(RoleAgent):
                 )
                 ends = list(logs[-1]["args"]["endRoots"])
             end_roots.append(ends)
-        cps = sorted(needed)
-        reveal = (
-            self.secret(u),
-            checkpoint_root(true),
-            cps,
-            [pub[c] for c in cps],
-            [list_proof(CHECKPOINT_DOMAIN, pub, c).siblings for c in cps],
-            [true[c] for c in cps],
-            [list_proof(CHECKPOINT_DOMAIN, true, c).siblings for c in cps],
-            end_roots,
-        )
+        checkpoints = judged_checkpoints(samples, set(perturbed))
+        reveal = forced_reveal(self.secret(u), pub, true, checkpoints, end_roots)
         if await self.send(act, self.judge.functions.revealForced(u.unit_id, reveal)) is not None:
             self.log.info(
                 "revealed the forced error of unit %d (checkpoints %s perturbed)",
                 u.unit_id,
-                sorted(perturbed_set),
+                perturbed,
             )
 
     async def commit(self, act: Act, u: UnitView) -> None:
@@ -357,7 +343,6 @@ class Solver(RoleAgent):
                     "unit %d: FALSE TRUTH sealed at checkpoint %d", u.unit_id, position
                 )
             data = {
-                "position": position,
                 "perturbed": forced,
                 "true_roots": true_roots,
                 "roots": roots,

@@ -35,7 +35,8 @@ from conftest import (
 )
 from eth_utils import keccak
 
-from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
+from agents.roles.forced_reveal import forced_reveal
+from agents.training.merkle import checkpoint_root
 
 FEE = 2 * E18  # fee * forcedErrorBps <= reward * taxBps: 2 % of the reward at 100 % forced
 SECRET = b"\x5e" * 32
@@ -134,6 +135,11 @@ def ends(d: Protocol, unit: int, v: Any, honest: bool = True) -> list[bytes]:
     return [table[s] for s in d.manager.sampledSegments(unit, v)]
 
 
+#: The fields of `IJobManager.ForcedReveal`, in order.
+REVEAL_KEYS = ["secret", "trueRoot", "checkpoints", "publishedEntries", "publishedProofs"]
+REVEAL_KEYS += ["trueEntries", "trueProofs", "endRoots"]
+
+
 def reveal(
     secret: bytes = SECRET,
     published: list[bytes] = PUBLISHED,
@@ -144,26 +150,15 @@ def reveal(
     """The reveal of a unit that published `published` and sealed `true`; by default a `forced`
     unit's: checkpoint 1 (perturbed: both segments are judged on it) and 2 (the end of segment
     1, which starts perturbed), each in both lists with its proof."""
-    r = {
-        "secret": secret,
-        "trueRoot": checkpoint_root(true),
-        "checkpoints": list(checkpoints),
-        "publishedEntries": [published[c] for c in checkpoints],
-        "publishedProofs": [
-            list_proof(CHECKPOINT_DOMAIN, published, c).siblings for c in checkpoints
-        ],
-        "trueEntries": [true[c] for c in checkpoints],
-        "trueProofs": [list_proof(CHECKPOINT_DOMAIN, true, c).siblings for c in checkpoints],
-        "endRoots": [],
-    }
+    r = dict(
+        zip(REVEAL_KEYS, forced_reveal(secret, published, true, list(checkpoints), []), strict=True)
+    )
     r.update(overrides)
     return r
 
 
 def as_tuple(r: dict[str, Any]) -> tuple:
-    keys = ["secret", "trueRoot", "checkpoints", "publishedEntries", "publishedProofs"]
-    keys += ["trueEntries", "trueProofs", "endRoots"]
-    return tuple(r[k] for k in keys)
+    return tuple(r[k] for k in REVEAL_KEYS)
 
 
 # ------------------------------------------------------------------ the jackpot game

@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from agents.core.deploy import deploy_all
+from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
 from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
@@ -649,26 +650,10 @@ class ProtocolMachine(RuleBasedStateMachine):
         u = self.units[uid]
         perturbed = u.perturbed or (1,)  # (an unforced unit's reveal must be refused anyway)
         states = published(perturbed)
-        # the checkpoints the judgement reads: each perturbed one a drawn verifier's segment
-        # touches, and the end of each such segment that starts perturbed
-        needed: set[int] = set()
-        for v in u.verifiers:
-            for s in self.m.sampledSegments(uid, self.w.addr[v]).call():
-                if s in perturbed:
-                    needed |= {s, s + 1}
-                elif s + 1 in perturbed:
-                    needed.add(s + 1)
-        cps = sorted(needed)
-        reveal = (
-            SECRET,
-            TRUE_ROOT,
-            cps,
-            [states[c] for c in cps],
-            [list_proof(CHECKPOINT_DOMAIN, states, c).siblings for c in cps],
-            [TRUE[c] for c in cps],
-            [list_proof(CHECKPOINT_DOMAIN, TRUE, c).siblings for c in cps],
-            [u.ends.get(v, []) for v in u.verifiers],
-        )
+        samples = [self.m.sampledSegments(uid, self.w.addr[v]).call() for v in u.verifiers]
+        checkpoints = judged_checkpoints(samples, perturbed)
+        ends = [u.ends.get(v, []) for v in u.verifiers]
+        reveal = forced_reveal(SECRET, states, TRUE, checkpoints, ends)
         who = u.assignee if u.assignee is not None else 3
         ok = self.w.send(who, self.w.judge.functions.revealForced(uid, reveal))
         live = u.perturbed and not u.revealed and u.status in (VERIFYING, DISPUTED)

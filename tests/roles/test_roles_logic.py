@@ -358,3 +358,13 @@ def test_verifier_judged_wrong_on_its_replay_challenges_the_revealed_root_once()
     d = replace(unit(UnitStatus.DISPUTED), forced_revealed=True)
     playing = replace(wronged, contested=True, game_id=9, my_challenge=True)
     assert kinds(verifier_acts(d, Now(1, 900), playing)) == ["play"]
+
+
+def test_judged_checkpoints_are_each_perturbed_touch_and_the_end_of_a_perturbed_start():
+    from agents.roles.forced_reveal import judged_checkpoints
+
+    # segment 2 starts at perturbed checkpoint 2 (judged against entry 3 too), segment 4 ends at
+    # perturbed checkpoint 5, segments 0 and 7 touch nothing perturbed
+    assert judged_checkpoints([[0, 2], [4, 7]], {2, 5}) == [2, 3, 5]
+    assert judged_checkpoints([[1], [1]], {1, 2}) == [1, 2]  # twice drawn, read once
+    assert judged_checkpoints([[], [0]], {3}) == []
