@@ -216,19 +216,23 @@ class Aggregator(RoleAgent):
             job = self.rm.functions.getJob(dj).call()
             if job[1] != RJ_RUNNING:
                 continue
-            r = job[2]
-            status, attempt, deadline, aggregator, root = self.rm.functions.getRound(dj, r).call()
-            if status == R_TRAINING:
-                await self.aggregate(dj, r, attempt)
-            elif status != R_COMMITTED:
-                continue
-            elif aggregator.lower() == self.me.lower():
-                if not await self.answer_reveal(dj, r, attempt, bytes(root)):
-                    await self.finalize(dj, r, attempt, deadline, now)
-            elif not await self.check(dj, r, attempt, bytes(root)):
-                await self.finalize(dj, r, attempt, deadline, now)
+            with self.isolated(f"decomposed job {dj}"):
+                await self.follow(dj, job[2], now)
         await self.withdraw_round_credits(now)
         return False
+
+    async def follow(self, dj: int, r: int, now) -> None:
+        """Round `r` of decomposed job `dj`: aggregate, answer or check, then finalize."""
+        status, attempt, deadline, aggregator, root = self.rm.functions.getRound(dj, r).call()
+        if status == R_TRAINING:
+            await self.aggregate(dj, r, attempt)
+        elif status != R_COMMITTED:
+            return
+        elif aggregator.lower() == self.me.lower():
+            if not await self.answer_reveal(dj, r, attempt, bytes(root)):
+                await self.finalize(dj, r, attempt, deadline, now)
+        elif not await self.check(dj, r, attempt, bytes(root)):
+            await self.finalize(dj, r, attempt, deadline, now)
 
     async def finalize(self, dj: int, r: int, attempt: int, deadline: int, now) -> None:
         pending = self.rm.functions.revealRequestOf(dj, r).call()

@@ -130,6 +130,7 @@ def _tokens(wei: int) -> str:
 
 class NodeCommand(RoleAgent):
     role = "node"
+    isolate_rounds = False
 
     @classmethod
     def check_args(cls, args: argparse.Namespace) -> None:

@@ -28,8 +28,10 @@ from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
 from agents.core.chain import ChainUnavailable, connect
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
+from agents.core.events import ReorgTooDeep
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.runtime import Agent, open_agent
+from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
 from agents.roles.jobs import JobContext, JobRejected, load_job
 from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
@@ -39,6 +41,13 @@ LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 class RoleError(RuntimeError):
     """A fatal problem a role reports in one line (exit code 2)."""
+
+
+# The node or the network failed: the whole round is retried after the poll interval.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (TransportError, ChainUnavailable, OSError)
+# The agent itself cannot go on safely (its store is unreadable, the chain reorganised deeper
+# than it can undo, or a role decided to stop): the process ends with one line.
+FATAL_ERRORS: tuple[type[BaseException], ...] = (RoleError, StoreError, ReorgTooDeep)
 
 
 # --- logging and progress -------------------------------------------------------------------
@@ -232,6 +241,9 @@ async def _main(
 
 class RoleAgent:
     role = "agent"
+    # A long-running role outlives an unexpected error in one round (logged, retried next
+    # round); a one-shot command (`node`) reports it instead of retrying for ever.
+    isolate_rounds = True
 
     def __init__(
         self, agent: Agent, manager: str, args: argparse.Namespace, log: logging.Logger
@@ -344,16 +356,42 @@ class RoleAgent:
         """One decision round; return True when the role is done (one-shot roles)."""
         raise NotImplementedError
 
+    @contextlib.contextmanager
+    def isolated(self, what: str) -> Iterator[None]:
+        """Run the work of one unit, game or case so that an error it raises costs that work
+        only, for this round: its inputs come from untrusted parties (a submitter's spec, a
+        solver's blobs), and one hostile job must not stop the agent's heartbeat, commits and
+        game moves on every other unit — nor, by a crash on each restart, for good. The error is
+        logged once (then at DEBUG) and the work is tried again next round. Node and network
+        errors still end the round (`run` retries it), and fatal ones end the process."""
+        try:
+            yield
+        except (*TRANSIENT_ERRORS, *FATAL_ERRORS):
+            raise
+        except Exception as exc:
+            self.log_isolated(what, exc)
+
+    def log_isolated(self, what: str, exc: Exception) -> None:
+        """Log a failure of `what` at ERROR (with its traceback) the first time it fails this way,
+        then at DEBUG: a unit that fails the same way every round must not flood the log."""
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        seen: set[tuple[str, str]] = self.__dict__.setdefault("_isolated_errors", set())
+        first = (what, reason) not in seen
+        seen.add((what, reason))
+        level = logging.ERROR if first else logging.DEBUG
+        self.log.log(level, "%s: skipped this round: %s", what, reason, exc_info=first)
+
     async def run(self, stop: asyncio.Event, run_for: float = 0.0) -> int:
         clock = self.agent.clock  # injectable (agents/core/clock.py): tests drive time
         started = clock.monotonic()
         interval = self.agent.config.poll_interval
         while not stop.is_set():
             try:
-                if await self.round():
-                    return 0
+                with self.isolated("round") if self.isolate_rounds else contextlib.nullcontext():
+                    if await self.round():
+                        return 0
                 self.failures = 0
-            except (TransportError, ChainUnavailable, OSError) as exc:
+            except TRANSIENT_ERRORS as exc:
                 self.failures += 1
                 self.log.error("round failed (will retry): %s", str(exc).splitlines()[0][:200])
             if run_for and clock.monotonic() - started > run_for:

@@ -107,8 +107,9 @@ class Solver(RoleAgent):
         for u in self.units_in_preference_order():
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
                 continue
-            for act in solver_acts(u, now, self.facts(u)):
-                await self.execute(act, u, now)
+            with self.isolated(f"unit {u.unit_id}"):
+                for act in solver_acts(u, now, self.facts(u)):
+                    await self.execute(act, u, now)
         await self.withdraw_if_credited(now)
         return False
 

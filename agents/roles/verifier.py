@@ -173,11 +173,13 @@ class Verifier(ChallengerMixin, RoleAgent):
         for u in self.units():
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
                 continue
-            self.warn_if_lock_uncovered(u)
-            for act in verifier_acts(u, now, self.facts(u, now)):
-                await self.execute(act, u, now)
+            with self.isolated(f"unit {u.unit_id}"):
+                self.warn_if_lock_uncovered(u)
+                for act in verifier_acts(u, now, self.facts(u, now)):
+                    await self.execute(act, u, now)
         await self.withdraw_if_credited(now)
-        await self.defend_attestations(now)
+        with self.isolated("court defence"):
+            await self.defend_attestations(now)
         return False
 
     def warn_if_lock_uncovered(self, u: UnitView) -> None:

@@ -94,25 +94,28 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         await self.heartbeat_if_due(now)
         self.scan(now)
         for rec in self.agent.store.list_records("attestation"):
-            u = self.unit(int(rec.data["unit"]))
-            facts = AttestationFacts(
-                None if rec.state == "new" else rec.state,
-                bool(rec.data.get("commitment_wrong")),
-                bool(rec.data.get("reported")),
-                self.court is not None,
-                int(rec.data.get("court_game", 0)),
-                bool(rec.data.get("court_done")),
-            )
-            for act in whistleblower_acts(u, now, rec.record_id, facts):
-                await self.execute(act, u, rec.record_id)
+            with self.isolated(f"attestation {rec.record_id}"):
+                u = self.unit(int(rec.data["unit"]))
+                facts = AttestationFacts(
+                    None if rec.state == "new" else rec.state,
+                    bool(rec.data.get("commitment_wrong")),
+                    bool(rec.data.get("reported")),
+                    self.court is not None,
+                    int(rec.data.get("court_game", 0)),
+                    bool(rec.data.get("court_done")),
+                )
+                for act in whistleblower_acts(u, now, rec.record_id, facts):
+                    await self.execute(act, u, rec.record_id)
         for u in self.units():
             if u.status == UnitStatus.DISPUTED:
-                d = self.manager.functions.getDispute(u.unit_id).call()
-                ctx = self.context(u.job_id)
-                if d[1].lower() == self.me.lower() and ctx is not None:
-                    await self.play(int(d[0]), ctx, now)
+                with self.isolated(f"unit {u.unit_id}"):
+                    d = self.manager.functions.getDispute(u.unit_id).call()
+                    ctx = self.context(u.job_id)
+                    if d[1].lower() == self.me.lower() and ctx is not None:
+                        await self.play(int(d[0]), ctx, now)
         if self.args.leaked_secrets:
-            await self.report_leaks(now)
+            with self.isolated("leaked secrets"):
+                await self.report_leaks(now)
         await self.withdraw_if_credited(now)
         if self.court is not None:
             credits = self.court.functions.credits(self.me).call()
