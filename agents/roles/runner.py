@@ -318,6 +318,15 @@ class RoleAgent:
             if self.rounds is not None and self.rounds.is_unit_job(job):
                 self.jobs[job_id] = self.rounds.load_unit(job_id, job)
                 return self.jobs[job_id]
+            # A placement belongs to a round manager's unit (PROTOCOL §7.2): one registered for
+            # any other job makes its one-step proofs draw another step's or shard's batch, so
+            # an honest solver of the job as posted would lose its games.
+            placement = tuple(self.game.functions.placementOf(job_id).call())
+            if any(placement):
+                raise JobRejected(
+                    f"job {job_id}: a unit placement {placement} is registered for it, but it "
+                    "is no round manager's unit"
+                )
             cfg = bytes(self.game.functions.configOf(job_id).call())
             extra = getattr(self.args, "spec_store", None) or []
             stores = [self.agent.blobs] + [open_blob_store(s) for s in extra]
