@@ -43,7 +43,7 @@ class GameClient:
 
     w3: Web3
     game: Contract
-    key: str
+    key: str = field(repr=False)  # the private key: never in a repr, log line or traceback
     gas_price: int | None = None
     address: str = field(init=False)
 

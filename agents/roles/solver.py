@@ -4,6 +4,11 @@ checkpoints, commit, defend disputes, withdraw earnings.
 Persistent memory (SQLite records): kind "train", id "<unit>:<attempt>" — the checkpoints
 published so far (roots, blob addresses, losses), so a solver killed during training resumes
 from its last published checkpoint; kind "job" — jobs it refused (with the reason).
+
+Before claiming, the solver checks that it can finish: a claim locks its collateral until the
+claim deadline (refused beyond --max-claim-wait), and once assigned it must train and commit
+within the job's computeTime (the cost model below, at --train-speed, with the uncommitted
+units it already holds counted first).
 """
 
 from __future__ import annotations
@@ -34,10 +39,52 @@ from agents.roles.logic import (
 )
 from agents.roles.runner import RoleAgent, RoleError, progress_bar
 from agents.training.merkle import checkpoint_root
+from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
 
 ROLE_SOLVER = 1
 TOKEN = 10**18
+
+# --- the cost model of a claim -----------------------------------------------------------------
+# One SGD step of an MLP with widths d0..dL on a batch of B examples costs about
+# 3·B·Σ d_i·d_(i+1) multiply-adds: the forward pass, and the backward pass for the weights and
+# for the activations. The engine also pays a fixed cost per step (Python, batch selection,
+# kernel launches) that dominates small models: a 64-64-10 step is ~0.7 ms on one CPU core.
+# Each checkpoint runs one more step's trace (its loss) and hashes, encodes and stores the state
+# (n_params words). The estimate must fit the job's computeTime CLAIM_MARGIN times over: the
+# commit, blob uploads and a slower machine than measured all come out of the same window.
+STEP_OVERHEAD_S = 0.001
+STATE_WORD_S = 5e-8
+CLAIM_MARGIN = 2.0
+DEFAULT_TRAIN_SPEED = 200.0  # million multiply-adds per second; ~1/3 of one loaded CPU core
+DEFAULT_MAX_CLAIM_WAIT = 4 * 3600  # seconds
+
+
+def step_macs(spec: JobSpec) -> int:
+    """Multiply-adds of one training step of `spec` (forward and backward)."""
+    w = spec.widths
+    return 3 * spec.batch * sum(a * b for a, b in zip(w, w[1:], strict=False))
+
+
+def training_seconds(spec: JobSpec, macs_per_s: float) -> float:
+    """Estimated seconds to train `spec` from step 0 and publish every checkpoint."""
+    step = STEP_OVERHEAD_S + step_macs(spec) / macs_per_s
+    checkpoints = spec.steps // spec.checkpoint_every + 1
+    return spec.steps * step + checkpoints * (step + spec.n_params * STATE_WORD_S)
+
+
+def fit_refusal(own_s: float, held_s: float, compute_time: int) -> tuple[str, bool] | None:
+    """Why a unit of `own_s` estimated seconds must not be claimed while units of `held_s`
+    seconds are still to train before it (their training runs first), or None. The bool says
+    whether the refusal lasts (the job alone does not fit) or may pass (held units get done)."""
+    budget = compute_time / CLAIM_MARGIN
+    if own_s > budget:
+        why = f"training takes ~{own_s:.0f} s here, over computeTime {compute_time} s / "
+        return why + f"{CLAIM_MARGIN:g}", True
+    if own_s + held_s > budget:
+        why = f"training takes ~{own_s:.0f} s after the ~{held_s:.0f} s of units I hold; "
+        return why + f"computeTime {compute_time} s / {CLAIM_MARGIN:g} leaves no room", False
+    return None
 
 
 def _flipped(st: State, key: bytes, position: int, mask: int) -> State:
@@ -86,6 +133,10 @@ class Solver(RoleAgent):
         parse_cheat(args.cheat)
         if args.stake <= 0:
             raise RoleError("--stake must be > 0")
+        if not args.train_speed > 0:
+            raise RoleError("--train-speed must be > 0")
+        if args.max_claim_wait < 0:
+            raise RoleError("--max-claim-wait must be >= 0")
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
@@ -93,6 +144,8 @@ class Solver(RoleAgent):
         self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
         self.comps: dict[int, Computation] = {}
         self.games: dict[int, GameClient] = {}
+        self.round_units: list[UnitView] = []
+        self.held: dict[int, float] | None = None  # unit -> training left (held_seconds)
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_SOLVER, int(self.args.stake * TOKEN), self.capability)
@@ -104,7 +157,10 @@ class Solver(RoleAgent):
     async def round(self) -> bool:
         now = self.now()
         await self.heartbeat_if_due(now)
-        for u in self.units_in_preference_order():
+        units = self.units_in_preference_order()
+        # The work I hold, read once this round if a claim is weighed (held_seconds).
+        self.round_units, self.held = units, None
+        for u in units:
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
                 continue
             with self.isolated(f"unit {u.unit_id}"):
@@ -123,14 +179,20 @@ class Solver(RoleAgent):
         return sorted(units, key=lambda u: preference(self.me, u.unit_id))
 
     def facts(self, u: UnitView) -> SolverFacts:
-        claimants = self.manager.functions.getClaimants(u.unit_id).call()[0]
-        claimed = any(c.lower() == self.me.lower() for c in claimants)
+        claimed = self.claimed(u)
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
         trained = rec is not None and rec.state == "published"
         game_id = 0
         if u.status == UnitStatus.DISPUTED:
             game_id = int(self.manager.functions.getDispute(u.unit_id).call()[0])
-        return SolverFacts(self.me, claimed, self.eligible(u), trained, game_id, self.reveal_due(u))
+        # Eligibility decides a claim only: a unit I hold is served whatever it would say now
+        # (my claim itself locked the stake it compares).
+        eligible = u.status == UnitStatus.OPEN and not claimed and self.eligible(u)
+        return SolverFacts(self.me, claimed, eligible, trained, game_id, self.reveal_due(u))
+
+    def claimed(self, u: UnitView) -> bool:
+        claimants = self.manager.functions.getClaimants(u.unit_id).call()[0]
+        return any(c.lower() == self.me.lower() for c in claimants)
 
     def reveal_due(self, u: UnitView) -> bool:
         """My forced round awaits its reveal and no drawn verifier can still seal or open its seal
@@ -149,8 +211,16 @@ class Solver(RoleAgent):
         return forced_reveal_open(statuses, self.now(), u.deadline, self.reveal_window)
 
     def eligible(self, u: UnitView) -> bool:
+        """May I claim this open unit: not refused before, a claim deadline near enough,
+        capable, free stake for the collateral, a job I can load, and time to train it."""
         if self.agent.store.get_record("job", str(u.job_id)) is not None:
             return False  # refused before
+        wait = u.deadline - self.now().timestamp
+        if wait > self.args.max_claim_wait:
+            # my collateral would stay locked until the claim deadline (selection)
+            why = f"claim deadline in {wait} s, over --max-claim-wait {self.args.max_claim_wait}"
+            self.refuse_once((u.unit_id, u.attempt, u.deadline), u, why)
+            return False
         job = self.manager.functions.getJob(u.job_id).call()
         required = (job[8], job[11], job[12])
         if not all(a >= b for a, b in zip(self.capability, required, strict=True)):
@@ -160,7 +230,64 @@ class Solver(RoleAgent):
         free = self.registry.functions.freeStake(self.me).call()
         if free < self.manager.functions.collateralOf(u.job_id).call():
             return False
-        return self.context(u.job_id) is not None
+        ctx = self.context(u.job_id)
+        if ctx is None:
+            return False
+        own = training_seconds(ctx.spec, self.train_speed)
+        refusal = fit_refusal(own, self.held_seconds(u.unit_id), int(job[7]))
+        if refusal is None:
+            return True
+        why, lasting = refusal
+        if lasting:
+            self.log.warning("not taking part in job %d: %s", u.job_id, why)
+            self.agent.store.put_job(str(u.job_id), "refused", {"reason": why})
+        else:
+            self.refuse_once((u.unit_id, u.attempt, "busy"), u, why)
+        return False
+
+    @property
+    def train_speed(self) -> float:
+        """Multiply-adds per second my engine sustains in training (--train-speed)."""
+        return self.args.train_speed * 1e6
+
+    def refuse_once(self, key: tuple, u: UnitView, why: str) -> None:
+        """Log a refusal that is not stored (it may pass later) once per `key`."""
+        seen: set[tuple] = self.__dict__.setdefault("_refused", set())
+        if key not in seen:
+            seen.add(key)
+            self.log.info("not claiming unit %d (job %d): %s", u.unit_id, u.job_id, why)
+
+    def held_seconds(self, exclude: int) -> float:
+        """Estimated training still ahead of me on the units I hold and have not trained (claimed
+        while open, or assigned), other than `exclude`: assigned units are trained one after
+        the other, so a new one waits for all of them. Read once per round (round_units)."""
+        if self.held is None:
+            self.held = {}
+            for v in self.round_units:
+                left = self.training_left(v)
+                if left:
+                    self.held[v.unit_id] = left
+        return sum(s for uid, s in self.held.items() if uid != exclude)
+
+    def training_left(self, v: UnitView) -> float:
+        """Estimated seconds of training left on unit `v` if I hold it, else 0."""
+        if v.status in (UnitStatus.OPEN, UnitStatus.SELECTING):
+            if not self.claimed(v):
+                return 0.0
+            done = 0
+        elif v.status == UnitStatus.ASSIGNED and v.assignee.lower() == self.me.lower():
+            rec = self.agent.store.get_record("train", f"{v.unit_id}:{v.attempt}")
+            if rec is not None and rec.state == "published":
+                return 0.0
+            done = len(rec.data["roots"]) if rec is not None else 0
+        else:
+            return 0.0
+        try:
+            spec = self.job_context(v.job_id).spec
+        except JobRejected:
+            return 0.0  # a job I cannot load is not trained either
+        total = spec.steps // spec.checkpoint_every + 1
+        return training_seconds(spec, self.train_speed) * max(0, total - done) / total
 
     def busy_in_round(self, job: tuple, job_id: int) -> bool:
         """A RoundManager unit while I hold --units-per-round others of its round (§6.9)."""
@@ -180,7 +307,10 @@ class Solver(RoleAgent):
 
     async def execute(self, act: Act, u: UnitView, now: Now) -> None:
         if act.kind == "claim":
-            await self.send(act, self.manager.functions.claim(u.unit_id, keccak(self.secret(u))))
+            fn = self.manager.functions.claim(u.unit_id, keccak(self.secret(u)))
+            if await self.send(act, fn) is not None and self.held is not None:
+                # the next claim this round counts this one's training too
+                self.held[u.unit_id] = self.training_left(u)
         elif act.kind == "train":
             self.train(u)
         elif act.kind == "commit":
@@ -197,9 +327,7 @@ class Solver(RoleAgent):
     def computation(self, u: UnitView) -> Computation:
         """This solver's account of the unit (with its fault, if it cheats)."""
         if u.unit_id not in self.comps:
-            ctx = self.jobs[u.job_id] if u.job_id in self.jobs else self.context(u.job_id)
-            if ctx is None:
-                raise RoleError(f"job {u.job_id} is no longer available")
+            ctx = self.job_context(u.job_id)
             comp = Computation(
                 ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every, fault=self.fault
             )
@@ -219,9 +347,7 @@ class Solver(RoleAgent):
             comp._states[i * k] = decode_state(ctx.spec, self.agent.blobs.get(address))
 
     def train(self, u: UnitView) -> None:
-        ctx = self.context(u.job_id)
-        if ctx is None:
-            return
+        ctx = self.job_context(u.job_id)
         key = f"{u.unit_id}:{u.attempt}"
         rec = self.agent.store.get_record("train", key)
         done = rec.data if rec is not None else {"roots": [], "states": [], "losses": []}
@@ -319,7 +445,7 @@ class Solver(RoleAgent):
     async def commit(self, act: Act, u: UnitView) -> None:
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
         assert rec is not None
-        ctx = self.jobs[u.job_id]
+        ctx = self.job_context(u.job_id)
         spec_hash = "0x" + ctx.spec.spec_hash().hex()
         roots, states = list(rec.data["roots"]), list(rec.data["states"])
         true_root = Manifest(spec_hash, roots, states, rec.data["losses"]).checkpoint_root()
@@ -375,7 +501,7 @@ class Solver(RoleAgent):
             self.log.info("defending unit %d in dispute game %d", u.unit_id, game_id)
         view = client.view(game_id)
         side, deadline = self.game.functions.turn(game_id).call()
-        ctx = self.jobs[u.job_id]
+        ctx = self.job_context(u.job_id)
         player = Defender(self.computation(u), ctx.jg)
         act = game_act(
             game_id, Side.DEFENDER, view.phase, view.moves, deadline, now, player.next_move(view)
@@ -396,7 +522,29 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--stake", type=float, default=200.0, help="tokens to stake on registration")
     p.add_argument("--device-class", type=int, default=0, help="declared device class")
     p.add_argument("--memory-mib", type=int, default=4096, help="declared memory in MiB")
-    p.add_argument("--throughput", type=int, default=1000, help="declared throughput score")
+    p.add_argument(
+        "--throughput",
+        type=int,
+        default=1000,
+        help="declared throughput score (registered; submitters may require a minimum)",
+    )
+    p.add_argument(
+        "--train-speed",
+        type=float,
+        default=DEFAULT_TRAIN_SPEED,
+        metavar="MMAC/S",
+        help="million multiply-adds per second my engine sustains in training; a unit is claimed "
+        f"only if its estimate fits computeTime / {CLAIM_MARGIN:g} after the units I hold "
+        "(default: %(default)g, conservative for one CPU core)",
+    )
+    p.add_argument(
+        "--max-claim-wait",
+        type=int,
+        default=DEFAULT_MAX_CLAIM_WAIT,
+        metavar="SECONDS",
+        help="claim no unit whose claim deadline is further away: the claim locks my collateral "
+        "until then (default: %(default)s)",
+    )
     p.add_argument(
         "--serve-blobs",
         metavar="HOST:PORT",

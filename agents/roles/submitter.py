@@ -3,7 +3,10 @@ register the dispute config), follow it to the end moving it along (keeper steps
 final model, check its root against the chain and report its test accuracy.
 
 Persistent memory: kind "post", id = the spec hash — the job id once posted, so a restarted
-submitter follows its job instead of posting it again.
+submitter follows its job instead of posting it again. The dispute config is registered whenever
+the chain shows none (at start-up and every round until the job is done), so a submitter killed,
+or cut off from its node, between postJob and registerConfig still registers it: without it no
+solver takes the job.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class Submitter(RoleAgent):
         self.last_status: UnitStatus | None = None
         self.result: dict = {}
         self.seen: set[tuple] = set()  # decomposed jobs: unit and round states already logged
+        self.configured = False  # every game holds the job's dispute config (ensure_configs)
 
     async def setup(self) -> None:
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
@@ -56,7 +60,7 @@ class Submitter(RoleAgent):
         if rec is not None and rec.data.get("job_id"):
             self.job_id = int(rec.data["job_id"])
             self.log.info("following job %d posted earlier", self.job_id)
-            return
+            return await self.ensure_configs()
         address = self.agent.blobs.put(self.spec.canonical_bytes())
         assert address == spec_hash
         reward = int(self.args.reward * TOKEN)
@@ -79,19 +83,33 @@ class Submitter(RoleAgent):
         self.job_id = int(posted[0]["args"]["jobId"])
         self.agent.store.put_record("post", spec_hash, "posted", {"job_id": self.job_id})
         self.log.info("posted job %d (reward %g, escrowed)", self.job_id, reward / 1e18)
+        await self.ensure_configs()
+
+    async def ensure_configs(self) -> None:
+        """Register the job's dispute config with the job manager's game, and the court's game
+        when there is one, wherever the chain holds none yet. Each game's send has one intent,
+        so a registration already sent (or pending) is resumed, never sent twice; one that
+        failed (e.g. the node was unreachable) is tried again next round."""
+        if self.configured:
+            return
         cfg = job_graph(self.spec, self.data.n).config.hash()
-        out = await self.send(
-            Act("registerConfig", f"config:{self.job_id}"),
-            self.game.functions.registerConfig(self.job_id, cfg),
-        )
-        if out is not None:
-            self.log.info(
-                "registered the dispute config 0x%s… of job %d", cfg.hex()[:16], self.job_id
-            )
+        games = [("config", self.game, "")]
         if self.court_game is not None:
-            fn = self.court_game.functions.registerConfig(self.job_id, cfg)
-            if await self.send(Act("registerConfig", f"court-config:{self.job_id}"), fn):
-                self.log.info("registered it with the attestation court's game too")
+            games.append(("court-config", self.court_game, " with the attestation court's game"))
+        missing = 0
+        for intent, game, where in games:
+            if any(bytes(game.functions.configOf(self.job_id).call())):
+                continue
+            missing += 1
+            fn = game.functions.registerConfig(self.job_id, cfg)
+            if await self.send(Act("registerConfig", f"{intent}:{self.job_id}"), fn) is not None:
+                self.log.info(
+                    "registered the dispute config 0x%s… of job %d%s",
+                    cfg.hex()[:16],
+                    self.job_id,
+                    where,
+                )
+        self.configured = missing == 0
 
     def job_params(self, reward: int, fee: int) -> tuple:
         now = self.now()
@@ -155,6 +173,7 @@ class Submitter(RoleAgent):
             return self.finish(u)
         if u.status == UnitStatus.CANCELLED:
             raise RoleError(f"job {self.job_id} was cancelled")
+        await self.ensure_configs()
         acts = keeper_acts(u, now)
         for act in acts:
             await self.keeper(act)
