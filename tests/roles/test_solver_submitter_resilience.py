@@ -232,6 +232,36 @@ def test_solver_counts_the_units_it_holds_before_claiming_another(tmp_path, capl
     assert s.eligible(candidate)
 
 
+def test_a_claim_counts_against_the_next_one_in_the_same_round(tmp_path):
+    """Two open units that each fit alone but not one after the other: one round claims the
+    first only (the work it holds is read once per round, so a claim must add to it)."""
+    from agents.roles.solver import CLAIM_MARGIN, training_seconds
+
+    spec = digits(4_000, 400)
+    data = datasets.load_dataset(DIGITS.dataset_name)
+    compute_time = int(training_seconds(spec, 200e6) * 1.5 * CLAIM_MARGIN)
+    jobs = {j: (spec, job_tuple(spec, data, compute_time)) for j in (1, 2)}
+    claimants: dict[int, list[str]] = {1 << 32: [], 2 << 32: []}
+    s = a_solver(
+        tmp_path, jobs, getClaimants=lambda uid: (claimants[uid], []), claim=lambda uid, h: uid
+    )
+    units = [
+        unit(1, UnitStatus.OPEN, NOW.timestamp + 600),
+        unit(2, UnitStatus.OPEN, NOW.timestamp + 600),
+    ]
+    s.units_in_preference_order = lambda: units
+    s.heartbeat_if_due = s.withdraw_if_credited = lambda now: asyncio.sleep(0)
+    s.reveal_due = lambda u: False
+
+    async def send(act, fn):
+        claimants[fn.call()].append(ME)  # mined: I am a claimant now
+        return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
+
+    s.send = send
+    asyncio.run(s.round())
+    assert claimants == {1 << 32: [ME], 2 << 32: []}
+
+
 def test_default_train_speed_accepts_the_demo_jobs_and_refuses_the_impossible_one():
     """The defaults are conservative yet take the jobs the demos and e2e tests post (8,000
     digits steps in 300 s; 12,000 in 120 s for the reliability bench)."""
