@@ -105,7 +105,9 @@ def a_solver(tmp_path: Path, jobs: dict[int, tuple[specs.JobSpec, tuple]], **vie
         getClaimants=views.pop("getClaimants", lambda u: ([], [])),
         **views,
     )
-    game = FakeContract(configOf=lambda j: configs[j], turn=lambda g: (0, 10**9))
+    game = FakeContract(
+        configOf=lambda j: configs[j], placementOf=lambda j: (0, 0, 0), turn=lambda g: (0, 10**9)
+    )
     s = bare(Solver, tmp_path, blobs, manager, game)
     s.capability, s.fault = (0, 4096, 1000), None
     s.comps, s.games = {}, {}
