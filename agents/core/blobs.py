@@ -9,18 +9,23 @@ Addresses are "0x" + 64 lower-case hex digits; anything else is refused before i
 backend (so no address can be a path like "../../etc").
 
 Blobs are held in memory whole: checkpoints of the models this project trains are MBs, not GBs.
+Every read is bounded, because a blob's server may be anyone's (a solver's locator): a size cap
+(`max_bytes`: the caller's expected size where it knows it, else DEFAULT_MAX_BLOB_BYTES) is
+checked before and while reading, and a remote read ends by a deadline (`BlobTimeout`,
+`BlobTooLarge`), however slowly or endlessly the server sends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import re
+import socket
 import tempfile
 import threading
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +36,14 @@ from eth_utils import keccak
 
 AddressFn = Callable[[bytes], str]
 _ADDRESS = re.compile(r"^0x[0-9a-f]{64}$")
+# The largest blob any read accepts unless its caller asks for less (the BlobServer's PUT cap:
+# no store this project runs holds a larger one).
+DEFAULT_MAX_BLOB_BYTES = 1 << 30
+# A remote read must average this rate beyond its first timeout_s (1 MiB/s: a GB-sized state
+# still fits, a server that trickles does not).
+MIN_RATE_BYTES_S = 1 << 20
+_CHUNK = 1 << 16
+_ERROR_BODY_BYTES = 512  # of an error reply: enough for a message, never more
 
 
 class BlobError(RuntimeError):
@@ -49,6 +62,11 @@ class BlobTimeout(BlobError):
     pass
 
 
+class BlobTooLarge(BlobError):
+    """The blob is larger than the read accepts (checked before reading where the size is
+    announced, and while reading)."""
+
+
 class BlobBackendError(BlobError):
     """The backend answered, but not usefully (refused write, server error, bad config)."""
 
@@ -65,7 +83,7 @@ def check_address(address: str) -> str:
 
 
 class Backend(Protocol):
-    def read(self, address: str) -> bytes: ...
+    def read(self, address: str, max_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> bytes: ...
 
     def write(self, address: str, data: bytes) -> None: ...
 
@@ -75,19 +93,26 @@ class Backend(Protocol):
 class BlobStore:
     """Checks every blob against its address, whatever the backend."""
 
-    def __init__(self, backend: Backend, address_fn: AddressFn = keccak_address) -> None:
+    def __init__(
+        self, backend: Backend, address_fn: AddressFn = keccak_address,
+        max_bytes: int = DEFAULT_MAX_BLOB_BYTES,
+    ) -> None:  # fmt: skip
         self.backend = backend
         self.address_fn = address_fn
+        self.max_bytes = max_bytes
 
     def put(self, data: bytes) -> str:
         address = check_address(self.address_fn(data))
         self.backend.write(address, data)
         return address
 
-    def get(self, address: str, address_fn: AddressFn | None = None) -> bytes:
-        """Fetch and verify; `address_fn` overrides the store's (e.g. a tensor's Merkle root)."""
+    def get(
+        self, address: str, address_fn: AddressFn | None = None, max_bytes: int | None = None
+    ) -> bytes:
+        """Fetch and verify; `address_fn` overrides the store's (e.g. a tensor's Merkle root),
+        `max_bytes` its size cap (BlobTooLarge above it)."""
         address = check_address(address)
-        data = self.backend.read(address)
+        data = self.backend.read(address, self.max_bytes if max_bytes is None else max_bytes)
         actual = (address_fn or self.address_fn)(data).lower()
         if actual != address:
             raise BlobIntegrityError(
@@ -105,21 +130,29 @@ class BlobStore:
 
 @dataclass
 class LocalDirBackend:
+    """Blobs as files under `root`. Opening one touches nothing on disk (the folder is made by
+    the first write), so a store opened only to read never creates a directory."""
+
     root: Path
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
 
     def path(self, address: str) -> Path:
         address = check_address(address)
         return self.root / address[2:4] / address[2:]
 
-    def read(self, address: str) -> bytes:
+    def read(self, address: str, max_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> bytes:
         try:
-            return self.path(address).read_bytes()
+            with self.path(address).open("rb") as fh:
+                size = os.fstat(fh.fileno()).st_size  # an oversized file is never read
+                data = fh.read(max_bytes + 1) if size <= max_bytes else b""
         except FileNotFoundError:
             raise BlobNotFound(f"blob {address} not in {self.root}") from None
+        if max(size, len(data)) > max_bytes:
+            raise BlobTooLarge(f"blob {address} in {self.root}: {size} bytes, more than the "
+                               f"{max_bytes} this read accepts")  # fmt: skip
+        return data
 
     def write(self, address: str, data: bytes) -> None:
         target = self.path(address)
@@ -246,29 +279,105 @@ class BlobServer:
 
 @dataclass
 class HttpBackend:
+    """A BlobServer's client (any server of GET/HEAD/PUT /blobs/<address>).
+
+    `timeout_s` bounds a whole request, not one socket read: the status line and headers must
+    come within `timeout_s` (plus the upload at `min_rate`), and the body must keep an average of
+    `min_rate` bytes/s beyond that. A server that sends one byte per socket timeout, or without
+    end, cannot hold the caller: past the deadline the socket is shut (BlobTimeout), and a
+    body above the read's `max_bytes` is refused before it is read when its length is
+    announced, else as soon as it is exceeded (BlobTooLarge). Redirects are not followed.
+    """
+
     base_url: str
     timeout_s: float = 30.0
+    min_rate: float = MIN_RATE_BYTES_S
 
     def _url(self, address: str) -> str:
         return f"{self.base_url.rstrip('/')}/blobs/{check_address(address)}"
 
-    def _open(self, request: urllib.request.Request) -> tuple[int, bytes]:
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
-        except TimeoutError as exc:
-            raise BlobTimeout(f"{request.full_url}: no answer within {self.timeout_s:g} s") from exc
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise BlobTimeout(
-                    f"{request.full_url}: no answer within {self.timeout_s:g} s"
-                ) from exc
-            raise BlobBackendError(f"{request.full_url}: {exc.reason}") from exc
+    def _request(
+        self, method: str, address: str, body: bytes | None = None, max_bytes: int = 0
+    ) -> tuple[int, bytes]:
+        url = self._url(address)
+        parts = urllib.parse.urlsplit(url)
+        conn_cls = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        conn = conn_cls(parts.hostname or "", parts.port, timeout=self.timeout_s)
+        start = time.monotonic()
+        # Each socket operation has timeout_s, but a trickle is never "slow" for the socket:
+        # only shutting the socket from outside ends it, at the request's hard deadline.
+        held: list[socket.socket] = []
+        fired = threading.Event()
 
-    def read(self, address: str) -> bytes:
-        status, body = self._open(urllib.request.Request(self._url(address)))
+        def shut() -> None:
+            fired.set()
+            sock = conn.sock or (held[0] if held else None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        hard = self.timeout_s + (len(body or b"") + max_bytes) / self.min_rate
+        watchdog = threading.Timer(hard, shut)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            conn.connect()
+            held.append(conn.sock)  # the response keeps it after a "Connection: close" reply
+            conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""), body)
+            response = conn.getresponse()
+            blob = method == "GET" and response.status == 200
+            limit = max_bytes if blob else _ERROR_BODY_BYTES
+            data = b"" if method == "HEAD" else self._body(response, url, start, limit, blob)
+        except (OSError, http.client.HTTPException, BlobError) as exc:
+            if isinstance(exc, BlobError) and not fired.is_set():
+                raise
+            if fired.is_set() or isinstance(exc, TimeoutError):
+                raise BlobTimeout(f"{url}: no answer within {self.timeout_s:g} s") from exc
+            raise BlobBackendError(f"{url}: {exc}") from exc
+        finally:
+            watchdog.cancel()
+            conn.close()
+        if fired.is_set():
+            raise BlobTimeout(f"{url}: not read within {self.timeout_s:g} s")
+        return response.status, data
+
+    def _body(
+        self, response: http.client.HTTPResponse, url: str, start: float, max_bytes: int,
+        strict: bool,
+    ) -> bytes:  # fmt: skip
+        """The body, in chunks against the deadline; `strict`: a blob (refuse more than
+        `max_bytes`, or less than announced), else an error reply (keep its first bytes)."""
+        announced = response.getheader("Content-Length", "")
+        if strict and announced.isdigit() and int(announced) > max_bytes:
+            raise BlobTooLarge(
+                f"{url}: {announced} bytes announced, more than the {max_bytes} this read accepts"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := response.read1(_CHUNK):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                if not strict:
+                    break
+                raise BlobTooLarge(f"{url}: more than the {max_bytes} bytes this read accepts")
+            elapsed = time.monotonic() - start
+            if elapsed > self.timeout_s + size / self.min_rate:
+                raise BlobTimeout(
+                    f"{url}: {size} bytes in {elapsed:.1f} s, slower than {self.timeout_s:g} s "
+                    f"plus {self.min_rate / 2**20:g} MiB/s"
+                )
+        data = b"".join(chunks)
+        if not strict:
+            return data[:max_bytes]
+        if announced.isdigit() and size != int(announced):
+            raise BlobBackendError(f"{url}: body ended after {size} of {announced} bytes")
+        return data
+
+    def read(self, address: str, max_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> bytes:
+        status, body = self._request("GET", address, max_bytes=max_bytes)
         if status == 404:
             raise BlobNotFound(f"blob {address} not on {self.base_url}")
         if status != 200:
@@ -276,15 +385,14 @@ class HttpBackend:
         return body
 
     def write(self, address: str, data: bytes) -> None:
-        request = urllib.request.Request(self._url(address), data=data, method="PUT")
-        status, body = self._open(request)
+        status, body = self._request("PUT", address, data)
         if status not in (200, 201):
             raise BlobBackendError(
                 f"PUT {self._url(address)}: HTTP {status} {body[:80].decode(errors='replace')}"
             )
 
     def exists(self, address: str) -> bool:
-        status, _ = self._open(urllib.request.Request(self._url(address), method="HEAD"))
+        status, _ = self._request("HEAD", address)
         return status == 200
 
 
@@ -361,12 +469,37 @@ class S3Backend:
         except ClientError:
             self._call("create bucket", lambda: self.client.create_bucket(Bucket=self.bucket))
 
-    def read(self, address: str) -> bytes:
+    def read(self, address: str, max_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> bytes:
+        """As HttpBackend's: the announced size is checked before reading, and the body is read
+        in chunks that must keep `MIN_RATE_BYTES_S` beyond the first timeout_s."""
+        start = time.monotonic()
         obj = self._call(
             f"get {address}", lambda: self.client.get_object(Bucket=self.bucket,
                                                              Key=self._key(address))
         )  # fmt: skip
-        return self._call(f"read {address}", lambda: obj["Body"].read())
+        body = obj["Body"]
+        try:
+            if int(obj.get("ContentLength") or 0) > max_bytes:
+                raise BlobTooLarge(f"s3://{self.bucket} {address}: {obj['ContentLength']} bytes, "
+                                   f"more than the {max_bytes} this read accepts")  # fmt: skip
+            return self._call(f"read {address}", lambda: self._body(body, address, start,
+                                                                   max_bytes))  # fmt: skip
+        finally:
+            body.close()
+
+    def _body(self, body: Any, address: str, start: float, max_bytes: int) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := body.read(_CHUNK):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                raise BlobTooLarge(f"s3://{self.bucket} {address}: more than the {max_bytes} "
+                                   "bytes this read accepts")  # fmt: skip
+            if time.monotonic() - start > self.timeout_s + size / MIN_RATE_BYTES_S:
+                raise BlobTimeout(f"s3://{self.bucket} {address}: {size} bytes, slower than "
+                                  f"{self.timeout_s:g} s plus 1 MiB/s")  # fmt: skip
+        return b"".join(chunks)
 
     def write(self, address: str, data: bytes) -> None:
         self._call(
@@ -394,7 +527,8 @@ class S3Backend:
 def open_blob_store(
     url: str, address_fn: AddressFn = keccak_address, timeout_s: float = 30.0
 ) -> BlobStore:
-    """A store for `url`:
+    """A store for `url` (the operator's own configuration: a URL read from the chain goes
+    through agents/roles/artifacts.py's locator_store, which accepts only http(s)):
 
     * a path or file:///path -> local directory
     * http(s)://host:port -> a BlobServer's client

@@ -23,6 +23,7 @@ from agents.core.blobs import (
     BlobServer,
     BlobStore,
     BlobTimeout,
+    BlobTooLarge,
     HttpBackend,
     LocalDirBackend,
     S3Backend,
@@ -152,6 +153,14 @@ def test_s3_roundtrip_and_corruption(moto_endpoint: str, monkeypatch) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
     via_url = open_blob_store(f"s3://vtp-blobs?endpoint={moto_endpoint}", timeout_s=10)
     assert via_url.get(keccak_address(b"x")) == b"x"
+
+
+def test_s3_read_refuses_an_object_above_the_cap(moto_endpoint: str) -> None:
+    store = BlobStore(s3_backend(moto_endpoint))
+    address = store.put(b"w" * 5000)
+    assert store.get(address, max_bytes=5000) == b"w" * 5000
+    with pytest.raises(BlobTooLarge, match="5000 bytes"):
+        store.get(address, max_bytes=4999)
 
 
 def test_s3_timeout() -> None:
