@@ -131,6 +131,7 @@ class Processes:
             str(self.run_dir / p.name),
             "--blob-url",
             str(self.run_dir / "blobs"),
+            "--allow-local-locators",  # the agents share that folder: locators name it
             "--manager",
             manager,
             "--poll-interval",

@@ -16,9 +16,17 @@ import numpy as np
 import torch
 from eth_abi import encode
 
-from agents.core.blobs import BlobError, open_blob_store
+from agents.core.blobs import BlobError
 from agents.dispute.player import leaf_siblings, tensor_chunk, tensor_leaves
-from agents.roles.artifacts import BadBlob, decode_state, encode_state, make_locator, parse_locator
+from agents.roles.artifacts import (
+    BadBlob,
+    decode_state,
+    encode_state,
+    locator_store,
+    make_locator,
+    parse_locator,
+    state_bytes,
+)
 from agents.roles.decomposed import R_COMMITTED, R_TRAINING, RJ_RUNNING
 from agents.roles.jobs import JobRejected
 from agents.roles.logic import Act
@@ -406,7 +414,8 @@ class Aggregator(RoleAgent):
                 continue
             try:
                 base, address = parse_locator(log["args"]["blobLocator"])
-                st = decode_state(spec, open_blob_store(base).get(address))
+                store = locator_store(base, self.local_locators)
+                st = decode_state(spec, store.get(address, max_bytes=state_bytes(spec)))
             except (BadBlob, BlobError, ValueError) as exc:
                 self.log.warning("job %d round %d: aggregate blob unavailable: %s", dj, r, exc)
                 return None

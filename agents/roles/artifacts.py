@@ -8,26 +8,73 @@
   root and refuses a mismatch (`BadBlob`).
 * **Manifest**: a JSON object naming the checkpoint state roots (steps 0, k, …, T), the state
   blob of each and per-checkpoint training losses. Its root list must hash to the unit's
-  committed checkpoint root.
+  committed checkpoint root. Checked when parsed: `version` 1, `spec_hash` and each root
+  "0x" + 64 lower-case hex digits, each state a blob address, one loss (a number) per root, and
+  where the reader knows the job exactly T/k + 1 of each.
 * **Locator** (the unit's `blobLocator` on chain): ``<blob store URL>#<manifest address>``.
+  Anyone who commits writes one, so a reader opens only an http(s) store from it
+  (`locator_store`); a local folder only when its operator allows that (dev chains).
+
+Whatever a solver's data holds, reading it raises `BadBlob` (never another error), and every
+read is capped at the size the job implies.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import re
+import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from agents.core.blobs import BlobError, BlobStore, open_blob_store
+from agents.core.blobs import (
+    DEFAULT_MAX_BLOB_BYTES,
+    BlobStore,
+    HttpBackend,
+    check_address,
+    open_blob_store,
+)
 from agents.training import merkle
 from agents.training.spec import JobSpec
 from agents.training.state import State, param_shape, state_names, state_root
 
+_HEX256 = re.compile(r"^0x[0-9a-f]{64}$")
+# a manifest entry is a root (69 bytes of JSON), a blob address (69) and a loss (≤ 25)
+_MANIFEST_BYTES_PER_CHECKPOINT = 256
+# seconds a locator read may take beyond its size at the store's minimum rate (blobs.py)
+LOCATOR_TIMEOUT_S = 30.0
+
 
 class BadBlob(RuntimeError):
     """A blob or manifest does not match the commitment it is read against."""
+
+
+@contextlib.contextmanager
+def _bad_blob(what: str) -> Iterator[None]:
+    """Any error reading or decoding a solver's data is that data's fault: BadBlob, which
+    every caller handles as "unavailable" (retry, then its own replay)."""
+    try:
+        yield
+    except Exception as exc:  # the data is anyone's: no error of it may escape
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise BadBlob(f"{what}: {reason}") from None
+
+
+def state_bytes(spec: JobSpec) -> int:
+    """The exact size of a state blob of `spec`."""
+    return 4 * sum(
+        math.prod(param_shape(spec.widths, name.removeprefix("m.")))
+        for name in state_names(spec.widths)
+    )
+
+
+def manifest_max_bytes(checkpoints: int) -> int:
+    return min(DEFAULT_MAX_BLOB_BYTES, 4096 + _MANIFEST_BYTES_PER_CHECKPOINT * checkpoints)
 
 
 def encode_state(st: State) -> bytes:
@@ -70,20 +117,34 @@ class Manifest:
         return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> Manifest:
+    def from_bytes(cls, data: bytes, checkpoints: int | None = None) -> Manifest:
+        """Parse and check a manifest; `checkpoints` (T/k + 1, where the caller knows the job)
+        is the length its lists must have. Anything else raises BadBlob."""
         try:
             obj = json.loads(data)
-            m = cls(
-                obj["spec_hash"],
-                list(obj["roots"]),
-                list(obj["states"]),
-                [float(x) for x in obj["losses"]],
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise BadBlob(f"manifest is not valid JSON of the expected shape: {exc}") from None
-        if len(m.roots) != len(m.states) or len(m.roots) < 2:
-            raise BadBlob("manifest: roots and states differ in length")
-        return m
+        except (ValueError, RecursionError) as exc:
+            raise BadBlob(f"manifest is not valid JSON: {str(exc)[:200]}") from None
+        if not isinstance(obj, dict) or obj.get("version") != 1:
+            raise BadBlob("manifest: not a JSON object of version 1")
+        spec_hash, roots = obj.get("spec_hash"), obj.get("roots")
+        states, losses = obj.get("states"), obj.get("losses")
+        if not isinstance(spec_hash, str) or not _HEX256.match(spec_hash):
+            raise BadBlob("manifest: spec_hash is not 0x + 64 lower-case hex digits")
+        if not all(isinstance(x, list) for x in (roots, states, losses)):
+            raise BadBlob("manifest: roots, states and losses must be lists")
+        if not len(roots) == len(states) == len(losses):
+            raise BadBlob("manifest: roots, states and losses differ in length")
+        if len(roots) < 2 or checkpoints is not None and len(roots) != checkpoints:
+            want = checkpoints if checkpoints is not None else "at least 2"
+            raise BadBlob(f"manifest: {len(roots)} checkpoints, the job has {want}")
+        if not all(isinstance(r, str) and _HEX256.match(r) for r in roots):
+            raise BadBlob("manifest: a root is not 0x + 64 lower-case hex digits")
+        if not all(isinstance(a, str) and _HEX256.match(a.lower()) for a in states):
+            raise BadBlob("manifest: a state is not a blob address")
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in losses):
+            raise BadBlob("manifest: a loss is not a number")
+        return cls(spec_hash, roots, [check_address(a) for a in states],
+                   [float(x) for x in losses])  # fmt: skip
 
     def checkpoint_root(self) -> bytes:
         return merkle.checkpoint_root([bytes.fromhex(r[2:]) for r in self.roots])
@@ -94,41 +155,71 @@ def make_locator(store_url: str, manifest_address: str) -> str:
 
 
 def parse_locator(locator: str) -> tuple[str, str]:
+    if not isinstance(locator, str):
+        raise BadBlob("blob locator is not a string")
     base, sep, address = locator.rpartition("#")
     if not sep or not base or not address.startswith("0x"):
         raise BadBlob(f"blob locator {locator[:120]!r}: expected '<store URL>#0x<address>'")
     return base, address
 
 
-class CheckpointReader:
-    """Reads a unit's manifest and states from its locator, checking every root."""
+def locator_store(
+    base: str, local_ok: bool = False, timeout_s: float = LOCATOR_TIMEOUT_S
+) -> BlobStore:
+    """The store a locator (read from the chain: anyone's) names, opened read-only.
 
-    def __init__(self, spec: JobSpec, locator: str, checkpoint_root: bytes) -> None:
+    Only http(s)://host: a local path or file:// would make the reader touch its own disk
+    where the solver says, and s3:// would sign requests with the reader's credentials for a
+    bucket (and, with ?endpoint=, a host) of the solver's choosing; a solver on S3 publishes its
+    bucket's https URL instead. `local_ok` (--allow-local-locators, dev chains only) also
+    accepts a folder, as when every agent shares one."""
+    parsed = urllib.parse.urlparse(base)
+    if parsed.scheme in ("http", "https") and parsed.hostname:
+        return BlobStore(HttpBackend(base, timeout_s))
+    if local_ok and parsed.scheme in ("", "file"):
+        return open_blob_store(base)  # a LocalDirBackend: reading creates nothing
+    raise BadBlob(
+        f"blob locator store {base[:120]!r}: only http(s):// URLs are read"
+        + ("" if local_ok else " (a local folder only with --allow-local-locators)")
+    )
+
+
+class CheckpointReader:
+    """Reads a unit's manifest and states from its locator, checking every root; any failure
+    (unreachable, oversized, malformed, a wrong root) raises BadBlob."""
+
+    def __init__(
+        self, spec: JobSpec, locator: str, checkpoint_root: bytes, local_ok: bool = False
+    ) -> None:
         self.spec = spec
+        self.checkpoints = spec.steps // spec.checkpoint_every + 1
+        self.state_bytes = state_bytes(spec)
         base, address = parse_locator(locator)
-        try:
-            self.store: BlobStore = open_blob_store(base)
-        except ValueError as exc:
-            raise BadBlob(str(exc)) from None
-        try:
-            self.manifest = Manifest.from_bytes(self.store.get(address))
-        except BlobError as exc:
-            raise BadBlob(f"manifest {address}: {exc}") from None
-        if self.manifest.checkpoint_root() != checkpoint_root:
+        with _bad_blob(f"manifest {address}"):
+            # the deadline grows with the largest blob read (blobs.py: at 1 MiB/s)
+            self.store: BlobStore = locator_store(base, local_ok, LOCATOR_TIMEOUT_S)
+            raw = self.store.get(address, max_bytes=manifest_max_bytes(self.checkpoints))
+            self.manifest = Manifest.from_bytes(raw, self.checkpoints)
+            cp_root = self.manifest.checkpoint_root()
+        if cp_root != checkpoint_root:
             raise BadBlob(
                 f"manifest {address} lists roots whose checkpoint root is 0x"
-                f"{self.manifest.checkpoint_root().hex()}, the chain has 0x{checkpoint_root.hex()}"
+                f"{cp_root.hex()}, the chain has 0x{checkpoint_root.hex()}"
             )
 
     def root(self, index: int) -> bytes:
+        self._check_index(index)
         return bytes.fromhex(self.manifest.roots[index][2:])
 
+    def _check_index(self, index: int) -> None:
+        if not 0 <= index < len(self.manifest.roots):
+            raise BadBlob(f"checkpoint {index}: the manifest has {len(self.manifest.roots)}")
+
     def state(self, index: int) -> State:
+        self._check_index(index)
         address = self.manifest.states[index]
-        try:
-            st = decode_state(self.spec, self.store.get(address))
-        except BlobError as exc:
-            raise BadBlob(f"checkpoint {index} blob {address}: {exc}") from None
+        with _bad_blob(f"checkpoint {index} blob {address}"):
+            st = decode_state(self.spec, self.store.get(address, max_bytes=self.state_bytes))
         if state_root(st) != self.root(index):
             raise BadBlob(
                 f"checkpoint {index} blob {address} has state root 0x{state_root(st).hex()}, "

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from web3.contract import Contract
 
-from agents.core.blobs import BlobError, BlobStore
+from agents.core.blobs import BlobStore
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
-from agents.roles.jobs import JobContext, JobRejected
+from agents.roles.jobs import JobContext, JobRejected, check_dataset, fetch_spec, rejecting
 from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.data import Dataset
@@ -31,6 +31,7 @@ from agents.training.decompose import (
     UnitEngine,
     aggregate,
     aggregation_weights,
+    check_shards,
 )
 from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
@@ -49,21 +50,6 @@ def round_manager_address(args: argparse.Namespace, manager: str) -> str | None:
     return companion_address(args, manager, "round_manager", "RoundManager")
 
 
-def fetch_spec(spec_hash: bytes, stores: list[BlobStore], what: str) -> JobSpec:
-    for store in stores:
-        try:
-            raw = store.get("0x" + spec_hash.hex())
-            break
-        except BlobError:
-            continue
-    else:
-        raise JobRejected(f"{what}: spec 0x{spec_hash.hex()} not found in any blob store")
-    try:
-        return specs.loads(raw)
-    except specs.JobSpecError as exc:
-        raise JobRejected(f"{what}: published spec is invalid: {exc}") from None
-
-
 def unit_spec(spec: JobSpec) -> JobSpec:
     """The spec a unit's solver and verifiers iterate over: k_local steps, interval k."""
     return dataclasses.replace(spec, steps=spec.k_local)
@@ -73,9 +59,11 @@ class Rounds:
     """One role's view of a RoundManager: decomposed jobs, their specs and global states."""
 
     def __init__(
-        self, rm: Contract, manager: Contract, game: Contract, stores: list[BlobStore]
-    ) -> None:
+        self, rm: Contract, manager: Contract, game: Contract, stores: list[BlobStore],
+        local_locators: bool = False,
+    ) -> None:  # fmt: skip
         self.rm, self.manager, self.game, self.stores = rm, manager, game, stores
+        self.local_locators = local_locators  # --allow-local-locators (dev chains)
         self._specs: dict[int, tuple[JobSpec, Dataset]] = {}
         self._globals: dict[tuple[int, int], State] = {}
 
@@ -83,18 +71,25 @@ class Rounds:
         return job[0].lower() == self.rm.address.lower()
 
     def job_spec(self, dj: int) -> tuple[JobSpec, Dataset]:
-        """The decomposed job's v2 spec and dataset, checked against its RoundManager record."""
+        """The decomposed job's v2 spec and dataset, checked against its RoundManager record
+        (cheap checks first; any error of the published data is JobRejected)."""
         if dj not in self._specs:
             p = self.rm.functions.getJob(dj).call()[4]
-            spec = fetch_spec(bytes(p[0]), self.stores, f"decomposed job {dj}")
-            if spec.version != specs.SPEC_VERSION_DECOMPOSED:
-                raise JobRejected(f"decomposed job {dj}: spec is not version 2")
-            chain = (p[4], p[5], p[6], p[7])
-            if (spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every) != chain:
-                raise JobRejected(f"decomposed job {dj}: R, S, k_local, k differ from the chain's")
-            data = datasets.load_dataset(spec.dataset_name)
-            if data.root() != bytes(p[1]) or data.n != p[8]:
-                raise JobRejected(f"decomposed job {dj}: dataset differs from the chain's")
+            what = f"decomposed job {dj}"
+            spec = fetch_spec(bytes(p[0]), self.stores, what)
+            with rejecting(what):
+                if spec.version != specs.SPEC_VERSION_DECOMPOSED:
+                    raise JobRejected(f"{what}: spec is not version 2")
+                chain = (p[4], p[5], p[6], p[7])
+                if (spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every) != chain:
+                    raise JobRejected(f"{what}: R, S, k_local, k differ from the chain's")
+                n = check_dataset(spec, bytes(p[1]), what)
+                if n != p[8]:
+                    raise JobRejected(f"{what}: dataset differs from the chain's")
+                check_shards(spec, n)
+                data = datasets.load_dataset(spec.dataset_name)
+                if data.root() != bytes(p[1]):
+                    raise JobRejected(f"{what}: dataset differs from the chain's")
             self._specs[dj] = (spec, data)
         return self._specs[dj]
 
@@ -107,12 +102,13 @@ class Rounds:
             if self.manager.functions.getJob(unit_job).call()[4] != JOB_COMPLETED:
                 raise JobRejected(f"unit ({r}, {s}) of job {dj} not found finalized yet")
             u = self.manager.functions.getUnit(unit_job << 32).call()
+            locator = self.locator(unit_job << 32)
             try:
                 reader = CheckpointReader(
-                    unit_spec(spec), self.locator(unit_job << 32), bytes(u[12])
+                    unit_spec(spec), locator, bytes(u[12]), self.local_locators
                 )
-                st = reader.state(len(reader.manifest.roots) - 1)
-            except (BadBlob, BlobError) as exc:
+                st = reader.state(reader.checkpoints - 1)
+            except BadBlob as exc:  # the reader raises nothing else, whatever the unit's data
                 raise JobRejected(f"unit ({r}, {s}) state not found: {exc}") from None
             if state_root(st) != bytes(u[13]):
                 raise JobRejected(f"unit ({r}, {s}) final state not found under its root")
@@ -130,10 +126,12 @@ class Rounds:
         """G_r, checked against the RoundManager's root of it."""
         if (dj, r) not in self._globals:
             spec, data = self.job_spec(dj)
-            if r == 0:
-                g = UnitEngine(spec, data, 0).initial_state()
-            else:
-                g = aggregate(self.unit_states(dj, r - 1), aggregation_weights(data.n, spec.shards))
+            units = self.unit_states(dj, r - 1) if r > 0 else []
+            with rejecting(f"job {dj}: G_{r}"):
+                if r == 0:
+                    g = UnitEngine(spec, data, 0).initial_state()
+                else:
+                    g = aggregate(units, aggregation_weights(data.n, spec.shards))
             want = bytes(self.rm.functions.globalRoot(dj, r).call())
             if state_root(g) != want:
                 raise JobRejected(
@@ -144,7 +142,8 @@ class Rounds:
         return self._globals[(dj, r)]
 
     def load_unit(self, job_id: int, job: tuple) -> JobContext:
-        """A unit job as a JobContext (its engine, its k_local-step spec, G_r as start)."""
+        """A unit job as a JobContext (its engine, its k_local-step spec, G_r as start); the
+        registered config and placement are checked before G_r is built."""
         dj, r, s = self.rm.functions.unitOf(job_id).call()
         spec, data = self.job_spec(dj)
         if bytes(job[13]) != bytes(self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()):
@@ -152,12 +151,9 @@ class Rounds:
         uspec = unit_spec(spec)
         if (uspec.steps, uspec.checkpoint_every) != (job[1], job[10]):
             raise JobRejected(f"job {job_id}: steps/interval differ from the chain's")
-        start = self.global_state(dj, r)
-        if state_root(start) != bytes(job[15]):
-            raise JobRejected(f"job {job_id}: initial state is not G_{r}")
         t0 = r * spec.k_local
-        engine = RoundUnitEngine(spec, data, s, t0, start)
-        jg = job_graph(uspec, data.n)
+        with rejecting(f"job {job_id}"):
+            jg = job_graph(uspec, data.n)
         # A unit is disputed under the job's config at its placement (PROTOCOL §6.9, §7.2):
         # without both, a game over it would replay other batches, so take no part.
         registered = bytes(self.game.functions.configOf(job_id).call())
@@ -172,6 +168,11 @@ class Rounds:
                 f"job {job_id}: registered placement {placement} is not unit ({r}, {s})'s "
                 f"{(t0, spec.shards, s)}"
             )
+        start = self.global_state(dj, r)
+        if state_root(start) != bytes(job[15]):
+            raise JobRejected(f"job {job_id}: initial state is not G_{r}")
+        with rejecting(f"job {job_id}"):
+            engine = RoundUnitEngine(spec, data, s, t0, start)
         return JobContext(job_id, uspec, engine, jg, datasets.test_split_for(spec.dataset_name))
 
     # --- scheduling policy ------------------------------------------------------------------

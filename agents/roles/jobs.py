@@ -1,8 +1,16 @@
 """A job as the roles see it: its spec fetched by hash, dataset, engine and dispute graph,
-each checked against what the chain holds before anyone takes part."""
+each checked against what the chain holds before anyone takes part.
+
+A job's published data is anyone's (a submitter may be hostile), so loading it never raises
+anything but JobRejected (one line saying why), which every role handles by not taking part;
+and the cheap checks (the chain's steps, dataset root and size, registered config) come before
+the costly work (building the dataset, the initial state).
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from agents.core.blobs import BlobError, BlobStore
@@ -13,9 +21,27 @@ from agents.training.engine import Engine
 from agents.training.spec import JobSpec
 from agents.training.state import state_root
 
+# A spec's canonical JSON is under 2 KiB (17 widths, a 200-character dataset name): a blob
+# at its address that is larger is not one, and is not read.
+SPEC_MAX_BYTES = 1 << 16
+
 
 class JobRejected(RuntimeError):
     """The job's published data does not match its on-chain commitments (or is missing)."""
+
+
+@contextlib.contextmanager
+def rejecting(what: str) -> Iterator[None]:
+    """Turn any error of building a job from its published data into JobRejected: that data
+    decides what the spec parser, dataset, engine and graph see, so an error there is the job's,
+    not the agent's. OSError (this machine's disk) is left to the caller's retry."""
+    try:
+        yield
+    except (JobRejected, OSError):
+        raise
+    except Exception as exc:  # a hostile spec must not end the agent: refuse the job
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise JobRejected(f"{what}: {reason}") from None
 
 
 @dataclass
@@ -31,34 +57,55 @@ class JobContext:
         return self.spec.steps // self.spec.checkpoint_every
 
 
-def load_job(job_id: int, job: tuple, stores: list[BlobStore], config_hash: bytes) -> JobContext:
-    """`job` is IJobManager.getJob's tuple; `config_hash` the game's registered config."""
-    spec_hash = bytes(job[13])
+def fetch_spec(spec_hash: bytes, stores: list[BlobStore], what: str) -> JobSpec:
+    """The spec whose hash the chain holds, from the first store that has it (size-capped)."""
     raw = None
     for store in stores:
         try:
-            raw = store.get("0x" + spec_hash.hex())
+            raw = store.get("0x" + spec_hash.hex(), max_bytes=SPEC_MAX_BYTES)
             break
-        except BlobError:
+        except (BlobError, ValueError):
             continue
     if raw is None:
-        raise JobRejected(f"job {job_id}: spec 0x{spec_hash.hex()} not found in any blob store")
-    try:
-        spec = specs.loads(raw)
-    except specs.JobSpecError as exc:
-        raise JobRejected(f"job {job_id}: published spec is invalid: {exc}") from None
-    data = datasets.load_dataset(spec.dataset_name)
-    if data.root() != bytes(job[14]):
-        raise JobRejected(f"job {job_id}: dataset root differs from the chain's")
-    if (spec.steps, spec.checkpoint_every) != (job[1], job[10]):
-        raise JobRejected(f"job {job_id}: steps/interval differ from the chain's")
-    engine = Engine(spec, data)
-    if state_root(engine.initial_state()) != bytes(job[15]):
-        raise JobRejected(f"job {job_id}: initial state root differs from the chain's")
-    jg = job_graph(spec, data.n)
-    if config_hash != jg.config.hash():
+        raise JobRejected(f"{what}: spec 0x{spec_hash.hex()} not found in any blob store")
+    with rejecting(f"{what}: published spec is invalid"):
+        return specs.loads(raw)
+
+
+def check_dataset(spec: JobSpec, root: bytes, what: str) -> int:
+    """Cheap checks of the spec's dataset against the chain's root (no data is built): the
+    spec's own root, a known name of a buildable size, the input width. Returns N."""
+    if spec.dataset_root != "0x" + bytes(root).hex():
+        raise JobRejected(f"{what}: the spec's dataset root differs from the chain's")
+    n, features = datasets.shape(spec.dataset_name)
+    if spec.widths[0] != features:
         raise JobRejected(
-            f"job {job_id}: registered dispute config 0x{config_hash.hex()[:16]}… is not the "
-            "one derived from the spec (or none is registered)"
+            f"{what}: model.widths[0] is {spec.widths[0]}, the dataset has {features} features"
         )
-    return JobContext(job_id, spec, engine, jg, datasets.test_split_for(spec.dataset_name))
+    return n
+
+
+def load_job(job_id: int, job: tuple, stores: list[BlobStore], config_hash: bytes) -> JobContext:
+    """`job` is IJobManager.getJob's tuple; `config_hash` the game's registered config."""
+    what = f"job {job_id}"
+    spec = fetch_spec(bytes(job[13]), stores, what)
+    with rejecting(what):
+        if (spec.steps, spec.checkpoint_every) != (job[1], job[10]):
+            raise JobRejected(f"{what}: steps/interval differ from the chain's")
+        if spec.shards > 1:
+            raise JobRejected(f"{what}: a spec of {spec.shards} shards runs only as unit jobs")
+        n = check_dataset(spec, bytes(job[14]), what)
+        jg = job_graph(spec, n)
+        if config_hash != jg.config.hash():
+            raise JobRejected(
+                f"{what}: registered dispute config 0x{config_hash.hex()[:16]}… is not the "
+                "one derived from the spec (or none is registered)"
+            )
+        # the costly part: the dataset, the engine and S_0 (bounded by the checks above)
+        data = datasets.load_dataset(spec.dataset_name)
+        if data.root() != bytes(job[14]):
+            raise JobRejected(f"{what}: dataset root differs from the chain's")
+        engine = Engine(spec, data)
+        if state_root(engine.initial_state()) != bytes(job[15]):
+            raise JobRejected(f"{what}: initial state root differs from the chain's")
+        return JobContext(job_id, spec, engine, jg, datasets.test_split_for(spec.dataset_name))

@@ -149,6 +149,12 @@ def role_parser(
         help="dev chains only: mine an empty block (evm_mine) each round nothing else happens, "
         "so deadlines pass on an automining Anvil",
     )
+    p.add_argument(
+        "--allow-local-locators",
+        action="store_true",
+        help="dev chains only: also read checkpoints from blob locators naming a local folder "
+        "(agents sharing one disk); otherwise a locator must be an http(s) URL",
+    )
     return p
 
 
@@ -282,6 +288,8 @@ class RoleAgent:
                 self.court_game = self._contract("DisputeGame", self.court.functions.game().call())
         if getattr(args, "mine_when_idle", False) and agent.chain_id not in DEV_CHAIN_IDS:
             raise RoleError(f"--mine-when-idle: chain id {agent.chain_id} is not a dev chain")
+        if self.local_locators and agent.chain_id not in DEV_CHAIN_IDS:
+            raise RoleError(f"--allow-local-locators: chain id {agent.chain_id} is not a dev chain")
         self.blob_server: BlobServer | None = None
         self.public_blob_url = getattr(args, "public_blob_url", None) or agent.config.blob_location
         serve = getattr(args, "serve_blobs", None)
@@ -308,7 +316,13 @@ class RoleAgent:
             return None
         extra = getattr(self.args, "spec_store", None) or []
         stores = [self.agent.blobs] + [open_blob_store(s) for s in extra]
-        return Rounds(rm, self.manager, self.game, stores)
+        return Rounds(rm, self.manager, self.game, stores, self.local_locators)
+
+    @property
+    def local_locators(self) -> bool:
+        """--allow-local-locators: a locator (anyone's, from the chain) may name a local folder;
+        without it only http(s) is read (artifacts.locator_store)."""
+        return bool(getattr(self.args, "allow_local_locators", False))
 
     def job_context(self, job_id: int) -> JobContext:
         """Job `job_id`'s spec, engine and dispute graph, checked against the chain and loaded

@@ -187,7 +187,8 @@ class Submitter(RoleAgent):
         try:
             # the published data (after a forced error's reveal it differs from the true root at
             # the perturbed checkpoints only, never at the final state)
-            reader = CheckpointReader(self.spec, u.locator, u.published_root or u.checkpoint_root)
+            root = u.published_root or u.checkpoint_root
+            reader = CheckpointReader(self.spec, u.locator, root, self.local_locators)
             final = reader.state(len(reader.manifest.roots) - 1)
         except (BadBlob, BlobError) as exc:
             self.log.error("final model unavailable (will retry): %s", exc)

@@ -242,7 +242,9 @@ class Verifier(ChallengerMixin, RoleAgent):
         if gid not in comps:
             block = int(data["block"])
             u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-            reader = CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[12]))
+            reader = CheckpointReader(
+                ctx.spec, self.locator(unit_id, block), bytes(u[12]), self.local_locators
+            )
             k = ctx.spec.checkpoint_every
             comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=reader.state(s))
         _, deadline = self.court_game.functions.turn(gid).call()
@@ -380,7 +382,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.agent.store.put_record("verdict", key, "agree", data)
             return
         try:
-            reader = CheckpointReader(ctx.spec, u.locator, u.checkpoint_root)
+            reader = CheckpointReader(ctx.spec, u.locator, u.checkpoint_root, self.local_locators)
         except BadBlob as exc:
             self.log.error("unit %d: checkpoints unusable: %s", u.unit_id, exc)
             self._no_data(u, key, segments, ctx)

@@ -215,7 +215,8 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         if ctx is None:
             return None
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-        return ctx, CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[12]))
+        locator = self.locator(unit_id, block)
+        return ctx, CheckpointReader(ctx.spec, locator, bytes(u[12]), self.local_locators)
 
     async def court_challenge(self, act: Act, key: str, data: dict) -> None:
         """Dispute the first false entry of the attestation through the court."""
@@ -323,7 +324,8 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         # The unit as it was when the attestation was made (a later attempt overwrites it).
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
         try:
-            reader = CheckpointReader(ctx.spec, self.locator(unit_id, block), bytes(u[12]))
+            locator = self.locator(unit_id, block)
+            reader = CheckpointReader(ctx.spec, locator, bytes(u[12]), self.local_locators)
             mine = replay_segments(ctx, reader, data["segments"], self.progress)
         except BadBlob as exc:
             self.log.error("attestation %s: checkpoints unusable: %s", key, exc)

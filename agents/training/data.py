@@ -5,6 +5,10 @@ Datasets are named, deterministic functions of their name: `sklearn-digits/train
 exact in binary32 — split by example index: i % 5 == 4 is test), and
 `synthetic/n=N,f=F,c=C,seed=S` (integer-only generation, identical on every machine). A job
 spec names one and carries its root; the engine recomputes the root and refuses a mismatch.
+
+A name is anyone's (a job spec's), so `shape` answers (N, F) without building anything, and a
+synthetic set is bounded in total, not only per dimension: N·F + F·C + N·C words at most
+MAX_SYNTHETIC_WORDS and N·F·C at most MAX_SYNTHETIC_WORK (the teacher's products).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from agents.training.keccak import keccak256, keccak256_batch
 DIGITS_TRAIN = "sklearn-digits/train"
 DIGITS_TEST = "sklearn-digits/test"
 _SYN = re.compile(r"^synthetic/n=(\d+),f=(\d+),c=(\d+),seed=(\d+)$")
+MAX_SYNTHETIC_WORDS = 1 << 26  # features, teacher and scores: at most 2^26 words (~1 GiB)
+MAX_SYNTHETIC_WORK = 1 << 32  # integer multiply-adds of the teacher's scores (seconds)
 
 
 class DatasetError(ValueError):
@@ -81,11 +87,22 @@ def unit_floats(words: np.ndarray) -> np.ndarray:
     return (k.astype(np.float32) * np.float32(2.0**-23)).astype(np.float32)
 
 
+def check_synthetic(n: int, f: int, c: int) -> None:
+    """Refuse sizes whose generation would not fit one machine, before generating anything."""
+    if not (1 <= n <= 1 << 24 and 1 <= f <= 1 << 16 and 2 <= c <= 1 << 16):
+        raise DatasetError(f"synthetic dataset sizes out of range: n={n} f={f} c={c}")
+    if n * f + f * c + n * c > MAX_SYNTHETIC_WORDS or n * f * c > MAX_SYNTHETIC_WORK:
+        raise DatasetError(
+            f"synthetic dataset too large: n={n} f={f} c={c} needs {n * f + f * c + n * c} words "
+            f"(at most {MAX_SYNTHETIC_WORDS}) and {n * f * c} products (at most "
+            f"{MAX_SYNTHETIC_WORK})"
+        )
+
+
 def synthetic(n: int, f: int, c: int, seed: int) -> Dataset:
     """Features uniform in [-1, 1) on a 2^-23 grid; label = argmax of an integer teacher
     (exact int64 scores, first maximum), so the task is learnable and bit-reproducible."""
-    if not (1 <= n <= 1 << 24 and 1 <= f <= 1 << 16 and 2 <= c <= 1 << 16):
-        raise DatasetError(f"synthetic dataset sizes out of range: n={n} f={f} c={c}")
+    check_synthetic(n, f, c)
     w = _stream_words(b"vtp.synthetic.x.v1", seed, n * f)
     x = unit_floats(w).reshape(n, f)
     k = (w >> 8).astype(np.int64).reshape(n, f) - (1 << 23)
@@ -96,6 +113,28 @@ def synthetic(n: int, f: int, c: int, seed: int) -> Dataset:
     return Dataset(name, torch.from_numpy(x), torch.from_numpy(y.reshape(1, -1)))
 
 
+def shape(name: str) -> tuple[int, int]:
+    """(examples N, features F) of a named dataset, without building it; DatasetError for a
+    name that is unknown or too large to build."""
+    if name in (DIGITS_TRAIN, DIGITS_TEST):
+        n = _digits()[0].shape[0]
+        test = len(range(4, n, 5))
+        return (test if name == DIGITS_TEST else n - test), _digits()[0].shape[1]
+    m = _SYN.match(name)
+    if m:
+        n, f, c, _ = (int(g) for g in m.groups())
+        check_synthetic(n, f, c)
+        return n, f
+    raise _unknown(name)
+
+
+def _unknown(name: str) -> DatasetError:
+    return DatasetError(
+        f"unknown dataset {name[:200]!r} (known: {DIGITS_TRAIN}, {DIGITS_TEST}, "
+        "synthetic/n=N,f=F,c=C,seed=S)"
+    )
+
+
 def load_dataset(name: str) -> Dataset:
     if name == DIGITS_TRAIN:
         return _digits_split(test=False)
@@ -104,10 +143,7 @@ def load_dataset(name: str) -> Dataset:
     m = _SYN.match(name)
     if m:
         return synthetic(*(int(g) for g in m.groups()))
-    raise DatasetError(
-        f"unknown dataset {name!r} (known: {DIGITS_TRAIN}, {DIGITS_TEST}, "
-        "synthetic/n=N,f=F,c=C,seed=S)"
-    )
+    raise _unknown(name)
 
 
 def test_split_for(name: str) -> Dataset | None:

@@ -198,8 +198,8 @@ def parse_spec(obj) -> JobSpec:
 def loads(text: str | bytes) -> JobSpec:
     try:
         obj = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise JobSpecError("", f"not valid JSON: {e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise JobSpecError("", f"not valid JSON: {str(e)[:200]}") from None
     return parse_spec(obj)
 
 

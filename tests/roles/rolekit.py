@@ -95,6 +95,7 @@ class Agents:
             str(self.run_dir / p.name),
             "--blob-url",
             str(self.run_dir / "blobs"),
+            "--allow-local-locators",  # the agents share that folder: locators name it
             "--manager",
             self.manager,
             "--poll-interval",

@@ -4,6 +4,7 @@ fails its root check; and every role has a complete --help."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -175,7 +176,9 @@ def test_keys_without_funds_are_one_line(tmp_path):
 
 
 def test_blob_that_fails_its_root_check_is_refused(tmp_path):
-    spec = specs.load(REPO / "examples" / "digits-mlp.json")
+    # one segment (the manifest lists T/k + 1 = 2 checkpoints); the locator names a folder,
+    # which a reader opens only when allowed (local_ok: --allow-local-locators)
+    spec = dataclasses.replace(specs.load(REPO / "examples" / "digits-mlp.json"), steps=40)
     eng = Engine(spec, load_dataset(spec.dataset_name))
     s0 = eng.initial_state()
     s1 = eng.step(s0, 0)
@@ -188,11 +191,11 @@ def test_blob_that_fails_its_root_check_is_refused(tmp_path):
         [0.0, 0.0],
     )
     locator = make_locator(str(tmp_path / "blobs"), store.put(m.to_bytes()))
-    reader = CheckpointReader(spec, locator, m.checkpoint_root())
+    reader = CheckpointReader(spec, locator, m.checkpoint_root(), local_ok=True)
     assert state_root(reader.state(1)) == state_root(s1)
     # a manifest read against another commitment is refused
     with pytest.raises(BadBlob, match="the chain has 0x"):
-        CheckpointReader(spec, locator, b"\x01" * 32)
+        CheckpointReader(spec, locator, b"\x01" * 32, local_ok=True)
     # a state blob whose bytes were altered fails the store's content check
     path = store.backend.path(addrs[1])
     data = bytearray(path.read_bytes())
@@ -203,9 +206,8 @@ def test_blob_that_fails_its_root_check_is_refused(tmp_path):
     # a well-formed blob holding another state fails the state-root check
     other = store.put(encode_state(eng.step(s1, 1)))
     m2 = Manifest(m.spec_hash, m.roots, [addrs[0], other], m.losses)
-    reader2 = CheckpointReader(
-        spec, make_locator(str(tmp_path / "blobs"), store.put(m2.to_bytes())), m2.checkpoint_root()
-    )
+    locator2 = make_locator(str(tmp_path / "blobs"), store.put(m2.to_bytes()))
+    reader2 = CheckpointReader(spec, locator2, m2.checkpoint_root(), local_ok=True)
     with pytest.raises(BadBlob, match="has state root 0x.*the manifest says"):
         reader2.state(1)
     with pytest.raises(BadBlob, match="expected '<store URL>#0x<address>'"):
