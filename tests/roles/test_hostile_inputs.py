@@ -103,7 +103,8 @@ def role(cls, tmp_path: Path, blobs, manager, game, **args):
 
 
 def open_unit(job_id: int = 1) -> UnitView:
-    return UnitView(job_id << 32, job_id, UnitStatus.OPEN, 10**12, 0, 0, "0x" + "00" * 20,
+    """An open unit whose claim deadline is near (the fakes' chain time is 10)."""
+    return UnitView(job_id << 32, job_id, UnitStatus.OPEN, 1000, 0, 0, "0x" + "00" * 20,
                     b"", b"", "", 0)  # fmt: skip
 
 
@@ -115,8 +116,9 @@ def solver_for(tmp_path: Path, spec_obj: dict, **job_kw) -> Solver:
     blobs.put(raw)
     job = job_tuple(specs.loads(raw), **job_kw)
     manager = FakeContract(getJob=lambda j: job, collateralOf=lambda j: 1)
-    game = FakeContract(configOf=lambda j: b"\x00" * 32)
-    solver = role(Solver, tmp_path, blobs, manager, game, units_per_round=1)
+    game = FakeContract(configOf=lambda j: b"\x00" * 32, placementOf=lambda j: (0, 0, 0))
+    solver = role(Solver, tmp_path, blobs, manager, game, units_per_round=1,
+                  max_claim_wait=3600, train_speed=200.0)  # fmt: skip
     solver.capability = (0, 4096, 1000)
     return solver
 
