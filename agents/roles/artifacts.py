@@ -184,6 +184,15 @@ def locator_store(
     )
 
 
+def locator_problem(base: str, local_ok: bool = False) -> str | None:
+    """Why readers refuse locators naming `base` (None: they read them), for a publisher."""
+    try:
+        locator_store(base, local_ok)
+    except BadBlob as exc:
+        return str(exc)
+    return None
+
+
 class CheckpointReader:
     """Reads a unit's manifest and states from its locator, checking every root; any failure
     (unreachable, oversized, malformed, a wrong root) raises BadBlob."""

@@ -33,6 +33,7 @@ from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
+from agents.roles.artifacts import locator_problem
 from agents.roles.jobs import JobContext, JobRejected, load_job
 from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
 
@@ -297,6 +298,13 @@ class RoleAgent:
             self.blob_server = serve_blobs(serve, agent.config.blob_location)
             self.public_blob_url = getattr(args, "public_blob_url", None) or self.blob_server.url
             log.info("serving my blobs at %s", self.blob_server.url)
+        problem = locator_problem(self.public_blob_url, self.local_locators)
+        if problem and self.role in ("solver", "aggregator"):
+            log.warning(
+                "other agents will not read the blobs I publish: %s; serve them over http(s) "
+                "(--serve-blobs HOST:PORT --public-blob-url http://HOST:PORT)",
+                problem,
+            )
         self.gas_used = 0
         self.failures = 0
         self._warned: set[tuple[str, str]] = set()

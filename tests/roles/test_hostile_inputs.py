@@ -23,6 +23,7 @@ from agents.roles.artifacts import (
     CheckpointReader,
     Manifest,
     encode_state,
+    locator_problem,
     locator_store,
     make_locator,
 )
@@ -493,3 +494,14 @@ def test_locator_store_opens_http_and_https_stores_read_only():
         store = locator_store(base)
         assert type(store.backend).__name__ == "HttpBackend"
         assert store.backend.base_url == base
+
+
+def test_a_publisher_learns_when_readers_will_refuse_its_locators(tmp_path):
+    """A solver (or aggregator) whose public blob URL is a folder or s3:// is told at start:
+    its locators would be refused, and its verifiers fall back to their own replay."""
+    assert locator_problem("http://my-host:8600") is None
+    assert locator_problem("https://bucket.s3.example.com") is None
+    assert "only http" in locator_problem(str(tmp_path / "blobs"))
+    assert "only http" in locator_problem("s3://my-bucket")
+    assert locator_problem(str(tmp_path / "blobs"), local_ok=True) is None  # dev chains
+    assert not (tmp_path / "blobs").exists()
