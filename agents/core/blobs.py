@@ -36,9 +36,9 @@ from eth_utils import keccak
 
 AddressFn = Callable[[bytes], str]
 _ADDRESS = re.compile(r"^0x[0-9a-f]{64}$")
-# The largest blob any read accepts unless its caller asks for less (the BlobServer's PUT cap:
-# no store this project runs holds a larger one).
-DEFAULT_MAX_BLOB_BYTES = 1 << 30
+# The largest blob any read accepts unless its caller asks for less: the largest state a spec
+# allows (2^28 parameters and their momenta, float32). Readers that know the job ask for less.
+DEFAULT_MAX_BLOB_BYTES = 1 << 31
 # A remote read must average this rate beyond its first timeout_s (1 MiB/s: a GB-sized state
 # still fits, a server that trickles does not).
 MIN_RATE_BYTES_S = 1 << 20
@@ -192,7 +192,7 @@ class BlobServer:
     def __init__(
         self, backend: LocalDirBackend, host: str = "127.0.0.1", port: int = 0,
         writable: bool = False, address_fn: AddressFn = keccak_address,
-        max_put_bytes: int = 1 << 30,
+        max_put_bytes: int = DEFAULT_MAX_BLOB_BYTES,
     ) -> None:  # fmt: skip
         self.backend = backend
         server = self
