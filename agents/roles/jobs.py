@@ -85,8 +85,11 @@ def check_dataset(spec: JobSpec, root: bytes, what: str) -> int:
     return n
 
 
-def load_job(job_id: int, job: tuple, stores: list[BlobStore], config_hash: bytes) -> JobContext:
-    """`job` is IJobManager.getJob's tuple; `config_hash` the game's registered config."""
+def load_job(
+    job_id: int, job: tuple, stores: list[BlobStore], config_hash: bytes | None
+) -> JobContext:
+    """`job` is IJobManager.getJob's tuple; `config_hash` the game's registered config (None: not
+    checked, for a drawn verifier's replay: only a dispute game needs the config)."""
     what = f"job {job_id}"
     spec = fetch_spec(bytes(job[13]), stores, what)
     with rejecting(what):
@@ -96,7 +99,7 @@ def load_job(job_id: int, job: tuple, stores: list[BlobStore], config_hash: byte
             raise JobRejected(f"{what}: a spec of {spec.shards} shards runs only as unit jobs")
         n = check_dataset(spec, bytes(job[14]), what)
         jg = job_graph(spec, n)
-        if config_hash != jg.config.hash():
+        if config_hash is not None and config_hash != jg.config.hash():
             raise JobRejected(
                 f"{what}: registered dispute config 0x{config_hash.hex()[:16]}… is not the "
                 "one derived from the spec (or none is registered)"

@@ -241,6 +241,14 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
 # --- whistleblower -----------------------------------------------------------------------------
 
 
+#: A whistleblower re-fetches data that failed its checks this many seconds (chain time) after
+#: the first try, doubling the wait after each failure up to RECHECK_MAX_S: a solver's server
+#: that is down for a while around an attestation does not hide it, and a dead one is not
+#: hammered.
+RECHECK_BASE_S = 10
+RECHECK_MAX_S = 600
+
+
 @dataclass(frozen=True)
 class AttestationFacts:
     verdict: str | None  # None: not re-checked yet; "true"; "false"; "unavailable"
@@ -249,12 +257,26 @@ class AttestationFacts:
     court: bool = False  # an AttestationCourt is deployed (attestations can be disputed)
     court_game: int = 0  # the court game I opened over this attestation (0: none)
     court_done: bool = False  # that game is resolved
+    tries: int = 0  # re-checks that found the data unusable ("unavailable")
+    last_try: int = 0  # chain time of the last of them
+
+
+def recheck_due(tries: int, last_try: int, now: Now) -> bool:
+    """An "unavailable" attestation is re-checked RECHECK_BASE_S after the first failed try,
+    then after twice as long each time, at most RECHECK_MAX_S apart."""
+    wait = min(RECHECK_BASE_S << min(max(tries - 1, 0), 16), RECHECK_MAX_S)
+    return now.timestamp >= last_try + wait
 
 
 def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> list[Act]:
-    """For one attestation `key` ("unit:attempt:verifier") of unit `u`."""
+    """For one attestation `key` ("unit:verifier:block") of unit `u`."""
     if f.verdict is None:
         return [Act("recheck", "", (key,))]
+    if f.verdict == "unavailable":
+        # retried while the unit can still be challenged or is being disputed
+        live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED)
+        due = live and recheck_due(f.tries, f.last_try, now)
+        return [Act("recheck", "", (key,))] if due else []
     acts: list[Act] = []
     if f.verdict == "false" and not f.reported:
         acts.append(Act("report", "", (key,)))

@@ -10,26 +10,38 @@ game as the challenger; withdraw its fees.
 state root as the end root of every sampled segment (for demos and tests: such a verifier is
 what whistleblowers exist to catch).
 
-Persistent memory: kind "verdict", id "<unit>:<attempt>" — the replay's outcome and the end
-roots to attest, so a restart neither replays again nor changes its answer; kind "seal", same
-id — the end roots sealed, and secret "seal-salt:<unit>:<attempt>" — the salt, both stored
-before the seal is sent, so a restarted verifier sends the same seal and can open it.
+A drawn verifier answers whatever dispute config the job has: it replays and seals with the spec
+and the data alone, and only a challenge (which opens a game under the config) is skipped, with
+one log line, when the registered config is missing or not the spec's.
+
+Persistent memory: kind "verdict", id "<unit>:<attempt>" — the replay's outcome, the end roots
+to attest and the blob address (in my own blob store) of each attested segment's start state,
+so a restart neither replays again nor changes its answer, and a court game over a segment can
+be defended after the solver's data is gone; kind "seal", same id — the end roots sealed, and
+secret "seal-salt:<unit>:<attempt>" — the salt, both stored before the seal is sent, so a
+restarted verifier sends the same seal and can open it; kind "court", id "<game>" — a court game
+over my attestation, recorded from the court's AttestationChallenged events (read through the
+core's reorg-safe event stream, `--confirmations` deep).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+from collections.abc import Callable
 
 from eth_abi import encode
 from eth_utils import keccak
 
+from agents.core.blobs import BlobError, BlobStore, open_blob_store
+from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
 from agents.dispute.trace import Computation
-from agents.roles.artifacts import BadBlob, CheckpointReader
-from agents.roles.jobs import JobContext
+from agents.roles.artifacts import BadBlob, CheckpointReader, decode_state, encode_state
+from agents.roles.jobs import JobContext, JobRejected, load_job
 from agents.roles.logic import (
     Act,
     Now,
@@ -43,7 +55,8 @@ from agents.roles.logic import (
     verifier_acts,
 )
 from agents.roles.runner import RoleAgent, progress_bar
-from agents.training.state import state_root
+from agents.training.spec import JobSpec
+from agents.training.state import State, state_root
 
 ROLE_VERIFIER = 2
 TOKEN = 10**18
@@ -80,20 +93,49 @@ def sealed_attestation(
 
 
 def replay_segments(
-    ctx: JobContext, reader: CheckpointReader, segments: list[int], progress: bool = False
+    ctx: JobContext,
+    reader: CheckpointReader,
+    segments: list[int],
+    progress: bool = False,
+    keep: Callable[[int, State], None] | None = None,
 ) -> dict[int, bytes]:
-    """My end root of each segment, replayed from the solver's start checkpoint."""
+    """My end root of each segment, replayed from the solver's start checkpoint; `keep(s, state)`
+    is shown each start state (checked against the solver's root) before it is replayed."""
     k = ctx.spec.checkpoint_every
     ends: dict[int, bytes] = {}
     todo = sorted(set(segments))
     with progress_bar("replay", len(todo) * k, progress) as advance:
         for s in todo:
             st = reader.state(s)
+            if keep is not None:
+                keep(s, st)
             for t in range(s * k, (s + 1) * k):
                 st = ctx.engine.step(st, t)
                 advance(1)
             ends[s] = state_root(st)
     return ends
+
+
+def keep_state(blobs: BlobStore, st: State, log: logging.Logger) -> str | None:
+    """Copy a state into my own blob store (content-addressed) and return its address: a court
+    game over a segment I replayed starts from it, and the solver may stop serving its copy.
+    None (logged) when my store refuses it: the defence then falls back to a replay from step 0."""
+    try:
+        return blobs.put(encode_state(st))
+    except (BlobError, OSError) as exc:
+        log.warning("could not keep a start state in my blob store: %s", exc)
+        return None
+
+
+def kept_state(blobs: BlobStore, spec: JobSpec, address: str | None, root: bytes) -> State | None:
+    """The state I kept at `address`, if it is still there and has state root `root`."""
+    if not address:
+        return None
+    try:
+        st = decode_state(spec, blobs.get(address))
+    except (BlobError, BadBlob):
+        return None
+    return st if state_root(st) == root else None
 
 
 class ChallengerMixin:
@@ -104,6 +146,35 @@ class ChallengerMixin:
         if ctx.job_id not in comps:
             comps[ctx.job_id] = Computation(ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every)
         return comps[ctx.job_id]
+
+    def court_start(
+        self,
+        ctx: JobContext,
+        segment: int,
+        root: bytes,
+        kept: str | None,
+        solver: Callable[[], State],
+    ) -> State | None:
+        """The start state of a court game over `segment`, whose state root the game fixed at
+        `root`: my own copy, kept when I replayed the segment, else the solver's checkpoint,
+        else my own replay from step 0 (the solver's state there whenever its checkpoint is
+        right, as it is under a true attestation). None when no source has it."""
+        st = kept_state(self.agent.blobs, ctx.spec, kept, root)
+        if st is not None:
+            return st
+        try:
+            st = solver()
+        except BadBlob as exc:
+            self.log.warning(
+                "segment %d: the solver's checkpoint is unusable (%s); replaying from step 0",
+                segment,
+                exc,
+            )
+        else:
+            if state_root(st) == root:
+                return st
+        st = self.challenger_comp(ctx).state(segment * ctx.spec.checkpoint_every)
+        return st if state_root(st) == root else None
 
     async def play(self, game_id: int, ctx: JobContext, now: Now) -> None:
         client = GameClient(self.w3, self.game, "0x" + bytes(self.agent.account.key).hex())
@@ -161,6 +232,10 @@ class Verifier(ChallengerMixin, RoleAgent):
         self._first_miss: dict[str, int] = {}  # "<unit>:<attempt>" -> chain time data failed
         self._lock_warned: set[int] = set()  # units whose verifier lock my free stake cannot cover
         self._no_contest: set[str] = set()  # "<unit>:<attempt>": judged WRONG, but C is my root
+        self._replay_jobs: dict[int, JobContext] = {}  # loaded without the dispute config check
+        self._no_game: set[int] = set()  # jobs whose missing or wrong config I logged
+        self._undefended: set[int] = set()  # court games whose missing start state I logged
+        self._court_stream: EventStream | None = None
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
@@ -198,25 +273,94 @@ class Verifier(ChallengerMixin, RoleAgent):
                 free / TOKEN,
             )
 
+    # --- job contexts: replaying needs the spec and the data, a game also the config -----------
+
+    def spec_stores(self) -> list[BlobStore]:
+        extra = getattr(self.args, "spec_store", None) or []
+        return [self.agent.blobs] + [open_blob_store(s) for s in extra]
+
+    def replay_context(self, job_id: int) -> JobContext | None:
+        """The job's spec, data and engine, checked against the chain like `context` but not its
+        dispute config: a drawn verifier does not choose its units and loses its lock S if it
+        stays silent, while only a game needs the config (`game_context`). A unit job of a
+        decomposed job is loaded with its config and placement (its RoundManager registers them)."""
+        if job_id in self.jobs:
+            return self.jobs[job_id]
+        if job_id not in self._replay_jobs:
+            job = self.manager.functions.getJob(job_id).call()
+            if self.rounds is not None and self.rounds.is_unit_job(job):
+                return self.context(job_id)
+            try:
+                self._replay_jobs[job_id] = load_job(job_id, job, self.spec_stores(), None)
+            except JobRejected as exc:
+                self.log.warning("job %d: %s", job_id, exc)
+                return None
+        return self._replay_jobs[job_id]
+
+    def game_context(self, job_id: int) -> JobContext | None:
+        """The job's context if its registered dispute config is the spec's (a challenge opens a
+        game under it); else None, said once per job: I replay and attest, but do not challenge."""
+        ctx = self.replay_context(job_id)
+        if ctx is None or job_id in self.jobs:
+            return ctx
+        registered = bytes(self.game.functions.configOf(job_id).call())
+        if registered == ctx.jg.config.hash():
+            self.jobs[job_id] = ctx  # what `context` checks: the config is the spec's
+            return ctx
+        if job_id not in self._no_game:
+            self._no_game.add(job_id)
+            self.log.warning(
+                "job %d: registered dispute config 0x%s… is not the spec's (or none is): "
+                "attesting my replay, but not challenging",
+                job_id,
+                registered.hex()[:16],
+            )
+        return None
+
+    # --- the attestation court --------------------------------------------------------------
+
+    def court_events(self) -> EventStream:
+        """The court's AttestationChallenged events, read `--confirmations` blocks deep through
+        the core's reorg-safe stream (persisted cursor and block-hash checkpoints): a challenge
+        re-mined in a reorg below the last block read is still seen, one reorged away is
+        retracted, and a restart resumes where the stream stopped."""
+        if self._court_stream is None:
+            assert self.court is not None
+            decoder = AbiDecoder(self.court.abi)
+            stream = self.agent.stream(
+                f"court-challenges:{self.court.address.lower()}",
+                decoder,
+                [self.court.address],
+                decoder.topic0(["AttestationChallenged"]),
+            )
+            stream.subscribe(
+                "verifier", self._on_challenge, self._on_challenge_retracted,
+                ["AttestationChallenged"],
+            )  # fmt: skip
+            self._court_stream = stream
+        return self._court_stream
+
+    def _on_challenge(self, ev: Event) -> None:
+        a = ev.args
+        if a["verifier"].lower() != self.me.lower():
+            return
+        rec = self.agent.store.get_record("court", str(a["gameId"]))
+        if rec is not None and rec.state == "resolved":
+            return  # delivered again (a rescan after an upgrade): the game is over
+        data = {"unit": int(a["unitId"]), "segment": int(a["segment"]), "block": ev.block_number}
+        self.agent.store.put_record("court", str(a["gameId"]), "open", data)
+
+    def _on_challenge_retracted(self, ev: Event) -> None:
+        rec = self.agent.store.get_record("court", str(ev.args["gameId"]))
+        if rec is not None and rec.state == "open":
+            self.agent.store.put_record("court", rec.record_id, "retracted", rec.data)
+
     async def defend_attestations(self, now: Now) -> None:
         """Defend my attestations disputed in the AttestationCourt (a lazy verifier has no data
         to defend with: it stays silent and loses on time)."""
         if self.court is None or self.court_game is None or self.args.lazy:
             return
-        cur = self.agent.store.get_record("cursor", "court")
-        start = int(cur.data["next"]) if cur is not None else 0
-        if start <= now.block:
-            ev = self.court.events.AttestationChallenged()
-            for log in ev.get_logs(from_block=start, to_block=now.block):
-                a = log["args"]
-                if a["verifier"].lower() == self.me.lower():
-                    data = {
-                        "unit": int(a["unitId"]),
-                        "segment": int(a["segment"]),
-                        "block": int(log["blockNumber"]),
-                    }
-                    self.agent.store.put_record("court", str(a["gameId"]), "open", data)
-            self.agent.store.put_record("cursor", "court", "ok", {"next": now.block + 1})
+        await self.court_events().catch_up()
         for rec in self.agent.store.list_records("court", "open"):
             await self.defend_one(int(rec.record_id), rec.data, now)
         credits = self.court.functions.credits(self.me).call()
@@ -235,18 +379,16 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
             return
         unit_id, s = int(data["unit"]), int(data["segment"])
-        ctx = self.context(unit_id >> 32)
+        ctx = self.replay_context(unit_id >> 32)
         if ctx is None:
             return
         comps = self.__dict__.setdefault("_court_comps", {})
         if gid not in comps:
-            block = int(data["block"])
-            u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-            reader = CheckpointReader(
-                ctx.spec, self.locator(unit_id, block), bytes(u[12]), self.local_locators
-            )
+            start = self.defence_start(gid, unit_id, s, int(data["block"]), ctx)
+            if start is None:
+                return
             k = ctx.spec.checkpoint_every
-            comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=reader.state(s))
+            comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=start)
         _, deadline = self.court_game.functions.turn(gid).call()
         act = game_act(
             gid,
@@ -264,6 +406,33 @@ class Verifier(ChallengerMixin, RoleAgent):
         await self.send(
             Act(act.kind, f"court-{act.intent}"), getattr(self.court_game.functions, fn)(*args)
         )
+
+    def defence_start(
+        self, gid: int, unit_id: int, s: int, block: int, ctx: JobContext
+    ) -> State | None:
+        """The start state of court game `gid` over segment `s` of my attestation, which was
+        challenged in `block` (the unit as it was then: a later attempt overwrites it)."""
+        u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+        root = bytes(self.court_game.functions.claimOf(gid).call()[5])  # initialStateRoot
+        rec = self.agent.store.get_record("verdict", f"{unit_id}:{u[10]}")
+        kept = rec.data.get("starts", {}).get(str(s)) if rec is not None else None
+
+        def solver() -> State:
+            locator = self.locator(unit_id, block)
+            reader = CheckpointReader(ctx.spec, locator, bytes(u[12]), self.local_locators)
+            return reader.state(s)
+
+        start = self.court_start(ctx, s, root, kept, solver)
+        if start is None and gid not in self._undefended:
+            self._undefended.add(gid)
+            self.log.error(
+                "court game %d: no state of segment %d has the game's start root 0x%s…: "
+                "cannot defend (will retry)",
+                gid,
+                s,
+                root.hex()[:16],
+            )
+        return start
 
     def facts(self, u: UnitView, now: Now) -> VerifierFacts:
         status = self.status_of(u, self.me)
@@ -313,7 +482,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         elif act.kind == "attest":
             await self.attest(act, u)
         elif act.kind == "challenge":
-            ctx = self.context(u.job_id)
+            ctx = self.game_context(u.job_id)
             if ctx is None or await self.open_challenge(act, u, ctx):
                 return
             if act.intent.startswith("challenge-revealed:"):
@@ -328,7 +497,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             else:
                 self.roots_are_right(u)
         elif act.kind == "play":
-            ctx = self.context(u.job_id)
+            ctx = self.game_context(u.job_id)
             if ctx is not None:
                 await self.play(act.args[0], ctx, now)
         elif act.kind != "finalize":
@@ -368,7 +537,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.log.info("attested unit %d: opened my seal of %d end roots", u.unit_id, len(roots))
 
     def replay(self, u: UnitView) -> None:
-        ctx = self.context(u.job_id)
+        ctx = self.replay_context(u.job_id)
         if ctx is None:
             return
         key = f"{u.unit_id}:{u.attempt}"
@@ -394,8 +563,16 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.agent.store.put_record("verdict", key, "disagree", data)
             return
         check = list(range(ctx.segments)) if self.args.replay_all else segments
+        starts: dict[str, str] = {}
+
+        def keep(s: int, st: State) -> None:
+            if s in segments:  # only an attested segment can be disputed in the court
+                address = keep_state(self.agent.blobs, st, self.log)
+                if address is not None:
+                    starts[str(s)] = address
+
         try:
-            mine = replay_segments(ctx, reader, check, self.progress)
+            mine = replay_segments(ctx, reader, check, self.progress, keep)
         except BadBlob as exc:
             self.log.error("unit %d: checkpoint data failed its check: %s", u.unit_id, exc)
             self._no_data(u, key, segments, ctx)
@@ -403,9 +580,8 @@ class Verifier(ChallengerMixin, RoleAgent):
         wrong = [s for s in sorted(mine) if mine[s] != reader.root(s + 1)]
         ends = ["0x" + mine[s].hex() for s in segments]
         verdict = "disagree" if wrong else "agree"
-        self.agent.store.put_record(
-            "verdict", key, verdict, {"segments": segments, "end_roots": ends, "wrong": wrong}
-        )
+        data = {"segments": segments, "end_roots": ends, "wrong": wrong, "starts": starts}
+        self.agent.store.put_record("verdict", key, verdict, data)
         if wrong:
             self.log.warning(
                 "unit %d: segments %s do not replay to the solver's roots", u.unit_id, wrong
@@ -439,9 +615,12 @@ class Verifier(ChallengerMixin, RoleAgent):
             "unit %d: checkpoints withheld; own replay matches the commitment, attesting from it",
             u.unit_id,
         )
-        self.agent.store.put_record(
-            "verdict", key, "agree", {"segments": segments, "end_roots": ends, "wrong": []}
-        )
+        # my states are the solver's here (same commitment): keep the attested segments' starts
+        k = ctx.spec.checkpoint_every
+        kept = {str(s): keep_state(self.agent.blobs, comp.state(s * k), self.log) for s in segments}
+        starts = {s: a for s, a in kept.items() if a is not None}
+        data = {"segments": segments, "end_roots": ends, "wrong": [], "starts": starts}
+        self.agent.store.put_record("verdict", key, "agree", data)
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -7,24 +7,33 @@ every game as the challenger; withdraw what it wins (JobManager and court credit
 `<unitId>.hex` in DIR stand for an off-chain leak channel): the solver's collateral is slashed,
 half of it to the whistleblower, and the unit re-opens (PROTOCOL §8.1).
 
-Persistent memory: kind "cursor" (the last block scanned), kind "attestation", id
-"<unit>:<verifier>:<block>" with the verdict, and kind "leak", id "<unit>:<attempt>" for a
-reported premature reveal.
+Attested events are read through the core's reorg-safe event stream (`--confirmations` deep,
+block-hash checkpoints, persisted cursor). Data that fails its checks is re-fetched with backoff
+while the unit is live; the start states of a false attestation's segments and the solver's
+checkpoint roots are kept in my own blob store, so a court case goes on after the solver's data
+is gone.
+
+Persistent memory: kind "attestation", id "<unit>:<verifier>:<block>" with the verdict (and
+the kept data's addresses), and kind "leak", id "<unit>:<attempt>" for a reported premature
+reveal; the event stream's cursor and checkpoints.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from eth_abi import encode
 from eth_utils import keccak
 from web3.logs import DISCARD
 
+from agents.core.blobs import BlobError
+from agents.core.events import AbiDecoder, Event, EventStream
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Phase
 from agents.dispute.trace import Computation
-from agents.roles.artifacts import BadBlob, CheckpointReader
+from agents.roles.artifacts import BadBlob, CheckpointReader, encode_state
 from agents.roles.jobs import JobContext
 from agents.roles.logic import (
     Act,
@@ -43,6 +52,7 @@ from agents.roles.logic import (
 from agents.roles.runner import RoleAgent, RoleError
 from agents.roles.verifier import ChallengerMixin, replay_segments
 from agents.training import merkle
+from agents.training.state import State
 
 ROLE_WHISTLEBLOWER = 3
 TOKEN = 10**18
@@ -60,40 +70,74 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         super().__init__(*a, **kw)
         self.court_comps: dict[int, Computation] = {}
         self.bad_leaks: set[tuple[str, str]] = set()  # (file, contents) warned about once
+        self._attested_stream: EventStream | None = None
+        self._no_start: set[int] = set()  # court games whose missing start state I logged
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_WHISTLEBLOWER, int(self.args.stake * TOKEN), (0, 0, 0))
 
-    def scan(self, now: Now) -> None:
-        """Record every new Attested event (from the persisted cursor to the head)."""
-        cur = self.agent.store.get_record("cursor", "attested")
-        start = int(cur.data["next"]) if cur is not None else 0
-        if start > now.block:
+    def attested_events(self) -> EventStream:
+        """The manager's Attested events, read `--confirmations` blocks deep through the core's
+        reorg-safe stream: an attestation re-mined in a reorg below the last block read is
+        still seen, one reorged away is retracted, and a restart resumes where it stopped."""
+        if self._attested_stream is None:
+            decoder = AbiDecoder(self.manager.abi)
+            stream = self.agent.stream(
+                f"attested:{self.manager.address.lower()}",
+                decoder,
+                [self.manager.address],
+                decoder.topic0(["Attested"]),
+            )
+            stream.subscribe(
+                "whistleblower", self._on_attested, self._on_attested_retracted, ["Attested"]
+            )
+            self._attested_stream = stream
+        return self._attested_stream
+
+    @staticmethod
+    def _attestation_key(ev: Event) -> str:
+        return f"{ev.args['unitId']}:{ev.args['verifier']}:{ev.block_number}"
+
+    def _on_attested(self, ev: Event) -> None:
+        a, key = ev.args, self._attestation_key(ev)
+        rec = self.agent.store.get_record("attestation", key)
+        if rec is not None:  # delivered again (a reorg back, or a rescan after an upgrade)
+            if rec.data.get("retracted"):
+                data = {k: v for k, v in rec.data.items() if k != "retracted"}
+                self.agent.store.put_record("attestation", key, rec.state, data)
             return
-        logs = self.manager.events.Attested().get_logs(from_block=start, to_block=now.block)
-        for ev in logs:
-            a = ev["args"]
-            key = f"{a['unitId']}:{a['verifier']}:{ev['blockNumber']}"
-            if self.agent.store.get_record("attestation", key) is None:
-                self.agent.store.put_record(
-                    "attestation",
-                    key,
-                    "new",
-                    {
-                        "unit": int(a["unitId"]),
-                        "verifier": a["verifier"],
-                        "block": int(ev["blockNumber"]),
-                        "segments": [int(s) for s in a["segments"]],
-                        "end_roots": ["0x" + bytes(r).hex() for r in a["endRoots"]],
-                    },
-                )
-        self.agent.store.put_record("cursor", "attested", "ok", {"next": now.block + 1})
+        data = {
+            "unit": int(a["unitId"]),
+            "verifier": a["verifier"],
+            "block": ev.block_number,
+            "segments": [int(s) for s in a["segments"]],
+            "end_roots": ["0x" + bytes(r).hex() for r in a["endRoots"]],
+        }
+        self.agent.store.put_record("attestation", key, "new", data)
+
+    def _on_attested_retracted(self, ev: Event) -> None:
+        """A reorg took the attestation away: stop acting on it (a court case I already opened
+        goes on: its game is the court's record, not this event's)."""
+        key = self._attestation_key(ev)
+        rec = self.agent.store.get_record("attestation", key)
+        if rec is not None and not rec.data.get("court_game"):
+            self.agent.store.put_record("attestation", key, rec.state, rec.data | {"retracted": 1})
+
+    async def scan(self) -> None:
+        """Record every new Attested event that is `--confirmations` deep."""
+        await self.attested_events().catch_up()
+
+    def attestations(self) -> list:
+        """The attestation records to act on (not reorged away)."""
+        return [
+            r for r in self.agent.store.list_records("attestation") if not r.data.get("retracted")
+        ]
 
     async def round(self) -> bool:
         now = self.now()
         await self.heartbeat_if_due(now)
-        self.scan(now)
-        for rec in self.agent.store.list_records("attestation"):
+        await self.scan()
+        for rec in self.attestations():
             with self.isolated(f"attestation {rec.record_id}"):
                 u = self.unit(int(rec.data["unit"]))
                 facts = AttestationFacts(
@@ -103,6 +147,8 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                     self.court is not None,
                     int(rec.data.get("court_game", 0)),
                     bool(rec.data.get("court_done")),
+                    int(rec.data.get("tries", 0)),
+                    int(rec.data.get("last_try", 0)),
                 )
                 for act in whistleblower_acts(u, now, rec.record_id, facts):
                     await self.execute(act, u, rec.record_id)
@@ -218,20 +264,53 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         locator = self.locator(unit_id, block)
         return ctx, CheckpointReader(ctx.spec, locator, bytes(u[12]), self.local_locators)
 
+    def checkpoint_roots(self, data: dict) -> list[bytes] | None:
+        """The solver's checkpoint roots the attestation was made against: my copy, kept when
+        the re-check found it false, else the solver's manifest (BadBlob when that is gone too);
+        None when I take no part in the job."""
+        kept = data.get("roots")
+        if kept:
+            unit_id, block = int(data["unit"]), int(data["block"])
+            u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+            try:
+                roots = [bytes.fromhex(r[2:]) for r in json.loads(self.agent.blobs.get(kept))]
+            except (BlobError, ValueError, TypeError) as exc:
+                self.log.warning("unit %d: my copy of its checkpoint roots: %s", unit_id, exc)
+            else:
+                if merkle.checkpoint_root(roots) == bytes(u[12]):
+                    return roots
+        got = self._reader_then(data)
+        if got is None:
+            return None
+        reader = got[1]
+        return [bytes.fromhex(r[2:]) for r in reader.manifest.roots]
+
+    def keep_case(self, reader: CheckpointReader, starts: dict[int, bytes]) -> dict:
+        """What a court case over a false attestation needs from the solver's data, copied into
+        my own blob store: the checkpoint roots and the attested segments' start states (their
+        state blobs); a copy my store refuses is logged and left out (the case then falls back
+        to the solver's data, or to my replay from step 0)."""
+        out: dict = {"starts": {}}
+        try:
+            out["roots"] = self.agent.blobs.put(json.dumps(reader.manifest.roots).encode())
+            for s, blob in starts.items():
+                out["starts"][str(s)] = self.agent.blobs.put(blob)
+        except (BlobError, OSError) as exc:
+            self.log.warning("could not keep the case's data in my blob store: %s", exc)
+        return out
+
     async def court_challenge(self, act: Act, key: str, data: dict) -> None:
         """Dispute the first false entry of the attestation through the court."""
         assert self.court is not None
-        got = self._reader_then(data)
-        if got is None:
+        roots = self.checkpoint_roots(data)
+        if roots is None:
             return
-        _, reader = got
         j = next(
             i
             for i, (a, b) in enumerate(zip(data["end_roots"], data["mine"], strict=True))
             if a != b
         )
         s = int(data["segments"][j])
-        roots = [bytes.fromhex(r[2:]) for r in reader.manifest.roots]
         proof = merkle.list_proof(merkle.CHECKPOINT_DOMAIN, roots, s).siblings
         ends = [bytes.fromhex(r[2:]) for r in data["end_roots"]]
         await self.register_unit_config(act, int(data["unit"]) >> 32)
@@ -294,13 +373,32 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 else "the attestation stood",
             )
             return
-        got = self._reader_then(data)
-        if got is None:
+        unit_id = int(data["unit"])
+        ctx = self.context(unit_id >> 32)
+        if ctx is None:
             return
-        ctx, reader = got
         s, k = int(data["court_segment"]), ctx.spec.checkpoint_every
         if gid not in self.court_comps:
-            self.court_comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=reader.state(s))
+            root = bytes(self.court_game.functions.claimOf(gid).call()[5])  # initialStateRoot
+
+            def solver() -> State:
+                got = self._reader_then(data)
+                assert got is not None  # the context loaded above
+                return got[1].state(s)
+
+            kept = data.get("starts", {}).get(str(s))
+            start = self.court_start(ctx, s, root, kept, solver)
+            if start is None:
+                if gid not in self._no_start:
+                    self._no_start.add(gid)
+                    self.log.error(
+                        "court game %d: no state of segment %d has the game's start root: "
+                        "cannot play (will retry)",
+                        gid,
+                        s,
+                    )
+                return
+            self.court_comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=start)
         player = Challenger(self.court_comps[gid], ctx.jg)
         _, deadline = self.court_game.functions.turn(gid).call()
         now = self.now()
@@ -323,17 +421,32 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             return
         # The unit as it was when the attestation was made (a later attempt overwrites it).
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+        starts: dict[int, bytes] = {}  # each attested segment's start, as a state blob
+
+        def keep(s: int, st: State) -> None:
+            starts[s] = encode_state(st)
+
         try:
             locator = self.locator(unit_id, block)
             reader = CheckpointReader(ctx.spec, locator, bytes(u[12]), self.local_locators)
-            mine = replay_segments(ctx, reader, data["segments"], self.progress)
+            mine = replay_segments(ctx, reader, data["segments"], self.progress, keep)
         except BadBlob as exc:
-            self.log.error("attestation %s: checkpoints unusable: %s", key, exc)
+            # retried with backoff while the unit is live (logic.recheck_due)
+            data["tries"] = int(data.get("tries", 0)) + 1
+            data["last_try"] = self.now().timestamp
+            self.log.error(
+                "attestation %s: checkpoints unusable (try %d, will retry): %s",
+                key,
+                data["tries"],
+                exc,
+            )
             self.agent.store.put_record("attestation", key, "unavailable", data)
             return
         data["mine"] = ["0x" + mine[s].hex() for s in data["segments"]]
         false = data["mine"] != data["end_roots"]
         data["commitment_wrong"] = any(mine[s] != reader.root(s + 1) for s in data["segments"])
+        if false:
+            data.update(self.keep_case(reader, starts))
         self.agent.store.put_record("attestation", key, "false" if false else "true", data)
         self.log.info(
             "attestation by %s on unit %d: %s",
