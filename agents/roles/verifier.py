@@ -298,22 +298,27 @@ class Verifier(ChallengerMixin, RoleAgent):
         return self._replay_jobs[job_id]
 
     def game_context(self, job_id: int) -> JobContext | None:
-        """The job's context if its registered dispute config is the spec's (a challenge opens a
-        game under it); else None, said once per job: I replay and attest, but do not challenge."""
+        """The job's context if the game it would be disputed in is set up for it (a challenge
+        opens a game under its registered config); else None, said once per job: I replay and
+        attest, but do not challenge. The checks are RoleAgent.job_context's game checks: the
+        registered config is the spec's, and no unit placement is registered for a job that is
+        no round manager's unit (its one-step proofs would draw another step's batch)."""
         ctx = self.replay_context(job_id)
         if ctx is None or job_id in self.jobs:
             return ctx
         registered = bytes(self.game.functions.configOf(job_id).call())
-        if registered == ctx.jg.config.hash():
-            self.jobs[job_id] = ctx  # what `context` checks: the config is the spec's
+        placement = tuple(self.game.functions.placementOf(job_id).call())
+        if registered == ctx.jg.config.hash() and not any(placement):
+            self.jobs[job_id] = ctx  # what `context` checks for a job that is no unit job
             return ctx
         if job_id not in self._no_game:
             self._no_game.add(job_id)
             self.log.warning(
-                "job %d: registered dispute config 0x%s… is not the spec's (or none is): "
-                "attesting my replay, but not challenging",
+                "job %d: registered dispute config 0x%s… (placement %s) is not the spec's (or "
+                "none is): attesting my replay, but not challenging",
                 job_id,
                 registered.hex()[:16],
+                placement,
             )
         return None
 

@@ -379,8 +379,8 @@ def test_whistleblower_disputes_and_plays_a_false_attestation_once_the_solver_is
 def _drawn(tmp_path: Path, job: Job, data: SolverData, config: bytes) -> Verifier:
     manager = FakeContract(getJob=lambda j: job.tuple_, sampledSegments=lambda u, v: [SEGMENT])
     registered = {"config": config}
-    v = verifier(tmp_path, manager=manager,
-                 game=FakeContract(configOf=lambda j: registered["config"]))  # fmt: skip
+    game = FakeContract(configOf=lambda j: registered["config"], placementOf=lambda j: (0, 0, 0))
+    v = verifier(tmp_path, manager=manager, game=game)
     v.registered = registered
     v.agent.blobs.put(job.spec.canonical_bytes())
     return v
