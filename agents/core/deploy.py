@@ -25,6 +25,9 @@ DEFAULT_ABI_DIR = Path(__file__).resolve().parents[2] / "build" / "abi"
 TOKEN_UNIT = 10**18
 HOUR = 3600
 DAY = 24 * HOUR
+#: The attestation court's window: how long after a unit's challenge deadline its attestations
+#: can be taken to court, so how long verifiers keep what they need to defend them (§6.8).
+COURT_WINDOW = 7 * DAY
 
 #: NodeRegistry.Config defaults (docs/PROTOCOL.md §6.4 gives the reasons).
 DEFAULT_REGISTRY_CONFIG: dict[str, int] = {
@@ -154,9 +157,10 @@ def deploy_all(
       - ``mock_arbiter``: True to deploy and wire a MockArbiter (tests, demos) when no
         ``arbiter`` is given;
       - ``dispute_game``: True to deploy the real dispute game (``OneStepProver``, then
-        ``DisputeGame(manager, prover, clock_budget)``, PROTOCOL §7.9) and wire it as the arbiter
-        when no ``arbiter`` is given; ``clock_budget`` (seconds per side, default 3600);
-      - ``attestation_court``: True (or a dict of ``bond``, ``penalty``, ``reward_bps``) to
+        ``DisputeGame(manager, prover, clock_budget, False)``, PROTOCOL §7.9) and wire it as the
+        arbiter when no ``arbiter`` is given; ``clock_budget`` (seconds per side, default 3600);
+      - ``attestation_court``: True (or a dict of ``bond``, ``penalty``, ``reward_bps``,
+        ``window``: seconds after a unit's challenge deadline to take an attestation to court) to
         deploy an AttestationCourt (a second registry slasher) with its own DisputeGame, through
         which whistleblowers dispute verifiers' attestations (needs ``dispute_game``;
         ``court_clock_budget``: that game's seconds per side, default ``clock_budget``);
@@ -194,11 +198,12 @@ def deploy_all(
     court_params = params.get("attestation_court")
     if court_params:
         court_params = {"bond": 10 * TOKEN_UNIT, "penalty": 20 * TOKEN_UNIT, "reward_bps": 5_000,
+                        "window": COURT_WINDOW,
                         **(court_params if isinstance(court_params, dict) else {})}  # fmt: skip
         court = sender.deploy(
             load_artifact("AttestationCourt", abi_dir), manager, registry,
             int(court_params["bond"]), int(court_params["penalty"]),
-            int(court_params["reward_bps"]), step="AttestationCourt",
+            int(court_params["reward_bps"]), int(court_params["window"]), step="AttestationCourt",
         )  # fmt: skip
         out["AttestationCourt"] = court
         slashers.append(court)
@@ -210,13 +215,15 @@ def deploy_all(
         prover = sender.deploy(load_artifact("OneStepProver", abi_dir), step="OneStepProver")
         budget = int(params.get("clock_budget", HOUR))
         game_art = load_artifact("DisputeGame", abi_dir)
-        arbiter = sender.deploy(game_art, manager, prover, budget, step="DisputeGame")
+        arbiter = sender.deploy(game_art, manager, prover, budget, False, step="DisputeGame")
         out["OneStepProver"] = prover
         out["DisputeGame"] = arbiter
         if court_params:
             court_budget = int(params.get("court_clock_budget", budget))
+            # managerRegistersOnly: the court copies each job's config from the job manager's
+            # game; a submitter cannot register one there after the attestations (§6.8)
             court_game = sender.deploy(game_art, out["AttestationCourt"], prover, court_budget,
-                                       step="DisputeGame (court)")  # fmt: skip
+                                       True, step="DisputeGame (court)")  # fmt: skip
             court_art = load_artifact("AttestationCourt", abi_dir)
             court_c = w3.eth.contract(address=out["AttestationCourt"], abi=court_art["abi"])
             sender.call(court_c.functions.setGame(court_game), step="AttestationCourt.setGame")

@@ -71,13 +71,26 @@ def _deploy(w3: Web3, artifacts: Artifacts, name: str, k: str, *args) -> Contrac
     return w3.eth.contract(address=rc["contractAddress"], abi=abi)
 
 
-def deploy_game(w3: Web3, artifacts: Artifacts, clock_budget: int = CLOCK_BUDGET) -> Deployment:
-    """OneStepProver, a RecordingManager (test stand-in for the job manager) and the game."""
+def deploy_game(
+    w3: Web3,
+    artifacts: Artifacts,
+    clock_budget: int = CLOCK_BUDGET,
+    manager_registers_only: bool = False,
+) -> Deployment:
+    """OneStepProver, a RecordingManager (test stand-in for the job manager) and the game
+    (`manager_registers_only`: as the attestation court's game, PROTOCOL §6.8)."""
     keys = [key(i) for i in range(4)]
     prover = _deploy(w3, artifacts, "OneStepProver", keys[0])
     manager = _deploy(w3, artifacts, "RecordingManager", keys[0])
     game = _deploy(
-        w3, artifacts, "DisputeGame", keys[0], manager.address, prover.address, clock_budget
+        w3,
+        artifacts,
+        "DisputeGame",
+        keys[0],
+        manager.address,
+        prover.address,
+        clock_budget,
+        manager_registers_only,
     )
     mgr_client = GameClient(w3, manager, keys[0])
     mgr_client.transact("setArbiter", game.address)

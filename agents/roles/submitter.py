@@ -86,16 +86,16 @@ class Submitter(RoleAgent):
         await self.ensure_configs()
 
     async def ensure_configs(self) -> None:
-        """Register the job's dispute config with the job manager's game, and the court's game
-        when there is one, wherever the chain holds none yet. Each game's send has one intent,
-        so a registration already sent (or pending) is resumed, never sent twice; one that
-        failed (e.g. the node was unreachable) is tried again next round."""
+        """Register the job's dispute config with the job manager's game while the chain holds
+        none yet. Each game's send has one intent, so a registration already sent (or pending)
+        is resumed, never sent twice; one that failed (e.g. the node was unreachable) is tried
+        again next round."""
         if self.configured:
             return
         cfg = job_graph(self.spec, self.data.n).config.hash()
+        # Not the court's game: it takes configs from the court only, which copies this one at
+        # the first challenge (PROTOCOL §6.8).
         games = [("config", self.game, "")]
-        if self.court_game is not None:
-            games.append(("court-config", self.court_game, " with the attestation court's game"))
         missing = 0
         for intent, game, where in games:
             if any(bytes(game.functions.configOf(self.job_id).call())):

@@ -313,7 +313,6 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         s = int(data["segments"][j])
         proof = merkle.list_proof(merkle.CHECKPOINT_DOMAIN, roots, s).siblings
         ends = [bytes.fromhex(r[2:]) for r in data["end_roots"]]
-        await self.register_unit_config(act, int(data["unit"]) >> 32)
         # The bond scales with the penalty the challenge locks (at least the flat `bond`); the
         # penalty reads the verifier's free stake, so quote it now, just before the challenge.
         bond = int(self.court.functions.bondOf(int(data["unit"]), data["verifier"]).call())
@@ -341,19 +340,6 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             int(ev["penalty"]),
             int(ev["bond"]),
         )
-
-    async def register_unit_config(self, act: Act, job_id: int) -> None:
-        """A unit job of a decomposed job has its dispute config registered with the job
-        manager's game only: have its RoundManager register it with the court's game too
-        (permissionless), so the court can open a game over the attestation (PROTOCOL §6.9)."""
-        assert self.court_game is not None
-        if self.rounds is None or any(self.court_game.functions.configOf(job_id).call()):
-            return
-        if not self.rounds.is_unit_job(self.manager.functions.getJob(job_id).call()):
-            return
-        fn = self.rounds.rm.functions.registerUnitConfig(job_id, self.court_game.address)
-        if await self.send(Act("registerUnitConfig", f"{act.intent}:unit-config"), fn):
-            self.log.info("registered unit job %d's dispute config with the court's game", job_id)
 
     async def play_court(self, key: str, data: dict) -> None:
         assert self.court_game is not None

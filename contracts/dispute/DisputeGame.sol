@@ -37,6 +37,11 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     IOneStepProver public immutable prover;
     /// @notice Each side's chess-clock budget for a whole game, in seconds.
     uint64 public immutable clockBudget;
+    /// @notice Whether only the manager registers configs: true for the attestation court's
+    ///         game, which takes each job's config from the job manager's game at the first
+    ///         challenge (so a submitter cannot pick it after the verifiers attested, §6.8);
+    ///         false for the job manager's game, where the job's submitter registers it.
+    bool public immutable managerRegistersOnly;
 
     /// @notice Number of games opened so far (the latest game id).
     uint256 public gameCount;
@@ -48,10 +53,11 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     mapping(uint256 gameId => GameClaim) internal _claims;
     mapping(uint256 gameId => GameProgress) internal _progress;
 
-    constructor(address manager_, IOneStepProver prover_, uint64 clockBudget_) {
+    constructor(address manager_, IOneStepProver prover_, uint64 clockBudget_, bool managerRegistersOnly_) {
         manager = manager_;
         prover = prover_;
         clockBudget = clockBudget_;
+        managerRegistersOnly = managerRegistersOnly_;
     }
 
     // =========================================================================== opening
@@ -87,10 +93,14 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     }
 
     function _register(uint256 jobId, bytes32 configHash) internal {
-        address submitter = IJobManager(manager).getJob(jobId).submitter;
-        // The manager may register for the submitter: the attestation court does, with what the
-        // submitter registered with the job manager's game (AttestationCourt, PROTOCOL §6.8).
-        if (msg.sender != submitter && msg.sender != manager) revert NotSubmitter(msg.sender, submitter);
+        if (managerRegistersOnly) {
+            // The attestation court copies what the submitter registered with the job manager's
+            // game (AttestationCourt._adoptConfig, PROTOCOL §6.8); nobody else registers here.
+            if (msg.sender != manager) revert NotManager(msg.sender);
+        } else {
+            address submitter = IJobManager(manager).getJob(jobId).submitter;
+            if (msg.sender != submitter) revert NotSubmitter(msg.sender, submitter);
+        }
         bytes32 existing = configOf[jobId];
         if (existing != bytes32(0)) revert ConfigAlreadyRegistered(jobId, existing);
         configOf[jobId] = configHash;

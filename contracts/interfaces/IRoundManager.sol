@@ -279,6 +279,10 @@ interface IRoundManager {
     ///         S unit openings (shard order) and the aggregate's opening verify, and the fixed-order
     ///         average of the unit elements differs from the aggregate's. Slashes the bond (the
     ///         challenger's share credited, the rest to the jackpot) and re-opens aggregation.
+    ///         An element of a leaf revealed in this aggregate (`revealAggregateLeaf`) pays the
+    ///         first requester that leaf was revealed to, whoever proves it: the challenger's
+    ///         share plus its request bond (at most the whole bond), so an aggregator that proves
+    ///         its own fraud after a reveal cannot take the reward from the requester.
     function proveAggregationFraud(
         uint256 jobId,
         StateLayout calldata stateLayout,
@@ -303,7 +307,8 @@ interface IRoundManager {
     ///         (for an aggregate whose blob is withheld): `dataRoot` with `listProof` must be the
     ///         tensor's in the committed aggregate, and `leaves` (the requester's leaf hashes of
     ///         the tensor, one per 64 elements) must give another data root. Pulls the request
-    ///         bond (`revealBond`), forfeited to the jackpot once answered. One request at a time;
+    ///         bond (`revealBond`), forfeited to the jackpot once answered (a fraud proven in the
+    ///         revealed leaf pays it back, `proveAggregationFraud`). One request at a time;
     ///         the round cannot be finalized while one is pending.
     function requestAggregateReveal(
         uint256 jobId,

@@ -26,7 +26,10 @@ import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 ///         `rewardBps` of the penalty, the rest goes to the JobManager's jackpot (`fundJackpot`:
 ///         one jackpot, fed by every slash, pays every catcher). Verifier wins: the lock is
 ///         released and the bond (the case's, scaled with the penalty) is credited to the
-///         verifier. Payouts are pull-based (`withdraw`).
+///         verifier, and the entry may be challenged again (one open case per entry at a time;
+///         a slashed entry is done). Challenges are accepted until `window` after the unit's
+///         challenge deadline, and an entry whose attestation stood in a case until `window`
+///         after that case ended. Payouts are pull-based (`withdraw`).
 /// @dev Token balance == Σ open bonds + Σ credits. The court must be one of the
 ///      registry's slashers (fixed at deployment) and `setGame` wires its game once.
 contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
@@ -39,7 +42,11 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         address whistleblower;
         uint96 bond;
         uint96 penalty;
+        bytes32 entry;
     }
+
+    /// @dev `challenged` of an entry with an open case, or whose attestation was ruled false.
+    uint64 private constant BLOCKED = type(uint64).max;
 
     error NotDeployer(address caller);
     error GameAlreadySet();
@@ -49,7 +56,10 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     error AttestationMismatch(uint256 unitId, address verifier);
     error NoSuchSegment(uint256 index, uint256 count);
     error BadStartRoot(uint256 unitId, uint256 segment);
+    /// @notice The entry has an open case, or its attestation was ruled false.
     error AlreadyChallenged(uint256 unitId, address verifier, uint256 index);
+    /// @notice The court's window for the entry closed at `closedAt`.
+    error CourtWindowClosed(uint256 unitId, address verifier, uint256 index, uint256 closedAt);
     error NothingToWithdraw(address account);
     /// @notice `verifier` has no free stake for the court to lock.
     error NoFreeStake(address verifier);
@@ -75,13 +85,27 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     ///         covers it), whatever the job's verifier lock.
     uint96 public immutable penalty;
     uint16 public immutable rewardBps;
+    /// @notice How long after the unit's challenge deadline (or after a case in which the
+    ///         attestation stood) an attestation entry may be taken to court: how long a verifier
+    ///         must be able to defend it (keep the segment's start state).
+    uint32 public immutable window;
 
     IDisputeGame public game;
     mapping(uint256 gameId => Case) public cases;
-    mapping(bytes32 key => bool) public challenged;
+    /// @notice Per attestation entry (`entryKey`): 0 never challenged; `type(uint64).max` a case
+    ///         is open or the attestation was ruled false; otherwise when its last case ended with
+    ///         the attestation standing.
+    mapping(bytes32 key => uint64) public challenged;
     Credits.Ledger private _credits;
 
-    constructor(IJobManager manager_, INodeRegistry registry_, uint96 bond_, uint96 penalty_, uint16 rewardBps_) {
+    constructor(
+        IJobManager manager_,
+        INodeRegistry registry_,
+        uint96 bond_,
+        uint96 penalty_,
+        uint16 rewardBps_,
+        uint32 window_
+    ) {
         manager = manager_;
         registry = registry_;
         token = IERC20(registry_.token());
@@ -89,6 +113,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         bond = bond_;
         penalty = penalty_;
         rewardBps = rewardBps_ > MarketMath.BPS ? uint16(MarketMath.BPS) : rewardBps_;
+        window = window_;
     }
 
     /// @notice Wires the court's dispute game (whose manager is this court). Deployer, once.
@@ -96,12 +121,6 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         if (msg.sender != _deployer) revert NotDeployer(msg.sender);
         if (address(game) != address(0)) revert GameAlreadySet();
         game = game_;
-    }
-
-    /// @notice The JobManager's job record (the court's game reads the job's submitter from here
-    ///         when the submitter registers the job's dispute config).
-    function getJob(uint256 jobId) external view returns (IJobManager.Job memory) {
-        return manager.getJob(jobId);
     }
 
     /// @notice Challenges entry `index` of `verifier`'s attestation of `unitId`: from the unit's
@@ -126,7 +145,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
             uint256 locked = penaltyOf(unitId, verifier);
             if (locked == 0) revert NoFreeStake(verifier);
             // penaltyOf is at most uint96.max, and so is _bondFor of it (see there).
-            c = Case(unitId, verifier, msg.sender, uint96(_bondFor(locked)), uint96(locked));
+            c = Case(unitId, verifier, msg.sender, uint96(_bondFor(locked)), uint96(locked), seg.entry);
         }
         _adoptConfig(JobIds.jobOf(unitId));
         gameId = game.openSegmentGame(
@@ -141,12 +160,13 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     }
 
     /// @dev Registers with the court's game the dispute config (and a unit job's placement) that
-    ///      the job's submitter registered with the job manager's game, when the court's game has
-    ///      none: a submitter that knows only the job manager's game must not leave its verifiers
-    ///      beyond the court's reach (PROTOCOL §6.8). The court's game accepts it from its
-    ///      manager. Nothing is copied when the court's game has a config already, or when the
-    ///      job manager's arbiter has none or is no dispute game (the court's game then refuses
-    ///      the challenge with `ConfigNotRegistered`).
+    ///      the job's submitter registered with the job manager's game, the config that solvers
+    ///      and verifiers checked before taking part (PROTOCOL §6.8, §7.2). The court's game
+    ///      (`managerRegistersOnly`) takes configs from the court only, so no one can register
+    ///      another there after the attestations. Nothing is copied when the court's game has a
+    ///      config already (copied at an earlier challenge), or when the job manager's arbiter
+    ///      has none or is no dispute game (the court's game then refuses the challenge with
+    ///      `ConfigNotRegistered`).
     function _adoptConfig(uint256 jobId) private {
         if (game.configOf(jobId) != bytes32(0)) return;
         IDisputeGame source = IDisputeGame(manager.arbiter());
@@ -204,6 +224,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         uint64 k;
         bytes32 datasetRoot;
         bytes32 endRoot;
+        bytes32 entry;
     }
 
     /// @dev Entry `index` of `verifier`'s recorded attestation of the unit's current attempt.
@@ -220,7 +241,8 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     }
 
     /// @dev The attested segment, checked: its start root is entry `segment` of the unit's
-    ///      checkpoint root; marks the attestation entry challenged (once per unit attempt).
+    ///      checkpoint root; the entry is open to a challenge (none open, not ruled false, the
+    ///      court's window open) and is marked as having an open case.
     function _segment(uint256 unitId, address verifier, uint256 index, bytes32 startRoot, bytes32[] calldata proof)
         private
         returns (Segment memory seg)
@@ -237,9 +259,15 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
             unit.checkpointRoot, TensorMerkle.CHECKPOINT_DOMAIN, n, seg.index, startRoot, proof
         );
         if (!startProven) revert BadStartRoot(unitId, seg.index);
-        bytes32 key = keccak256(abi.encode(unitId, unit.attempt, verifier, index));
-        if (challenged[key]) revert AlreadyChallenged(unitId, verifier, index);
-        challenged[key] = true;
+        seg.entry = keccak256(abi.encode(unitId, unit.attempt, verifier, index));
+        uint64 stoodAt = challenged[seg.entry];
+        if (stoodAt == BLOCKED) revert AlreadyChallenged(unitId, verifier, index);
+        // Open until `window` after the unit's challenge deadline, or after the last case in
+        // which the attestation stood: a case that ends late (a whistleblower's sybil of the
+        // verifier playing for time) cannot run the clock out on honest whistleblowers.
+        uint256 closedAt = uint256(stoodAt > unit.deadline ? stoodAt : unit.deadline) + window;
+        if (block.timestamp > closedAt) revert CourtWindowClosed(unitId, verifier, index, closedAt);
+        challenged[seg.entry] = BLOCKED;
     }
 
     /// @inheritdoc IDisputeCallback
@@ -260,6 +288,9 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
                 manager.fundJackpot(toJackpot);
             }
         } else {
+            // The attestation stood: the entry may be challenged again (another whistleblower
+            // is not bound by how this one played); the failed bond is the verifier's.
+            challenged[c.entry] = uint64(block.timestamp);
             _credit(c.verifier, c.bond);
             registry.release(c.verifier, c.penalty, false);
         }

@@ -63,6 +63,8 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     mapping(uint256 jobId => mapping(uint256 round => mapping(address => bool))) private _barred;
     Credits.Ledger private _credits;
     mapping(uint256 jobId => mapping(uint256 round => RevealRequest)) private _reveals;
+    /// @dev The first requester each leaf of an aggregate was revealed to (`_leafKey`).
+    mapping(bytes32 leafKey => address) private _revealedTo;
 
     constructor(IJobManager manager, Config memory cfg) {
         if (address(manager) == address(0)) revert InvalidConfig();
@@ -163,11 +165,20 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         (uint32 claimed, uint32 computed) = _recompute(jobId, r, stateLayout, tensor, element, units, aggregate);
         if (computed == claimed) revert AggregateCorrect(tensor, element, claimed);
         RevealRequest memory req = _reveals[jobId][r];
+        // Read before the re-open moves the round's attempt on.
+        address revealedTo = _revealedTo[_leafKey(jobId, r, tensor, element / TensorMerkle.LEAF_ELEMS)];
         address aggregator = _reopenAggregation(jobId, r);
         emit AggregationFraudProven(jobId, r, aggregator, msg.sender, tensor, element, claimed, computed);
         // A request still pending is moot once the aggregate is proven wrong: its bond returns.
         if (req.requester != address(0)) _credit(req.requester, revealBond());
-        _slashAggregatorBond(msg.sender);
+        if (revealedTo == address(0)) {
+            _slashAggregatorBond(msg.sender, 0);
+        } else {
+            // The element is in a leaf revealed to a requester: the reward is the requester's,
+            // with its forfeited request bond back, whoever proves it (the aggregator itself,
+            // or a copier of the public chunk) (PROTOCOL §6.9).
+            _slashAggregatorBond(revealedTo, revealBond());
+        }
     }
 
     /// @inheritdoc IRoundManager
@@ -272,14 +283,17 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         (bool padded, uint256 element, uint32 word) = _nonzeroPadding(numel, leaf, chunk);
         if (!padded) {
             // To the jackpot, not the aggregator: a cheating aggregator that requested reveals of
-            // its own aggregate to stall the round would get its bond back.
+            // its own aggregate to stall the round would get its bond back. A fraud proven in the
+            // revealed leaf pays it back to the first requester it was revealed to.
+            bytes32 key = _leafKey(jobId, r, req.tensor, leaf);
+            if (_revealedTo[key] == address(0)) _revealedTo[key] = req.requester;
             _addJackpot(revealBond());
             return;
         }
         address aggregator = _reopenAggregation(jobId, r);
         emit AggregationFraudProven(jobId, r, aggregator, req.requester, req.tensor, element, word, 0);
         _credit(req.requester, revealBond());
-        _slashAggregatorBond(req.requester);
+        _slashAggregatorBond(req.requester, 0);
     }
 
     /// @dev Checks a reveal against its request: `requested` are the requester's leaves,
@@ -311,7 +325,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         address aggregator = _reopenAggregation(jobId, r);
         emit AggregateWithheld(jobId, r, aggregator, req.requester);
         _credit(req.requester, revealBond());
-        _slashAggregatorBond(req.requester);
+        _slashAggregatorBond(req.requester, 0);
     }
 
     /// @inheritdoc IRoundManager
@@ -496,12 +510,18 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         computed = _reference.recompute(inputs, _reference.weights(job.params.numExamples, shards));
     }
 
-    /// @dev Splits the slashed aggregator bond: `challengerRewardBps` to `challenger`, the rest
-    ///      to the jackpot.
-    function _slashAggregatorBond(address challenger) private {
-        uint256 reward = MarketMath.share(_aggregatorBond, _challengerRewardBps);
-        _credit(challenger, reward);
-        _addJackpot(_aggregatorBond - reward);
+    /// @dev Splits the slashed aggregator bond: `challengerRewardBps` plus `refund` (at most the
+    ///      whole bond) to `challenger`, the rest to the jackpot.
+    function _slashAggregatorBond(address challenger, uint256 refund) private {
+        uint256 paid = MarketMath.share(_aggregatorBond, _challengerRewardBps) + refund;
+        if (paid > _aggregatorBond) paid = _aggregatorBond;
+        _credit(challenger, paid);
+        _addJackpot(_aggregatorBond - paid);
+    }
+
+    /// @dev Names leaf `leaf` of tensor `tensor` of round `r`'s current aggregate (its attempt).
+    function _leafKey(uint256 jobId, uint32 r, uint256 tensor, uint256 leaf) private view returns (bytes32) {
+        return keccak256(abi.encode(jobId, r, _rounds[jobId][r].attempt, tensor, leaf));
     }
 
     /// @dev Checks that `dataRoot` is tensor `tensor`'s data root in the state `root` and that

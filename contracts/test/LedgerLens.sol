@@ -72,7 +72,7 @@ contract LedgerLens {
         out[0] = court.token().balanceOf(address(court));
         uint256 k = 1;
         for (uint256 i = 0; i < gameIds.length; ++i) {
-            (,,, uint96 bond,) = court.cases(gameIds[i]);
+            (,,, uint96 bond,,) = court.cases(gameIds[i]);
             out[k++] = bond;
         }
         for (uint256 i = 0; i < accounts.length; ++i) {

@@ -88,6 +88,7 @@ def job_params(now: int, **overrides: Any) -> tuple:
 
 #: AttestationCourt constructor values of `deploy_protocol(..., court=True)` (deploy_all's defaults)
 COURT_BOND, COURT_PENALTY, COURT_REWARD_BPS = 10 * E18, 20 * E18, 5_000
+COURT_WINDOW = 7 * 24 * 3600
 
 
 def deploy_protocol(project, accounts, mgr_cfg: dict[str, int], court: bool = False) -> Protocol:
@@ -105,7 +106,13 @@ def deploy_protocol(project, accounts, mgr_cfg: dict[str, int], court: bool = Fa
     court_contract = court_game = None
     if court:
         court_contract = deployer.deploy(
-            project.AttestationCourt, manager, registry, COURT_BOND, COURT_PENALTY, COURT_REWARD_BPS
+            project.AttestationCourt,
+            manager,
+            registry,
+            COURT_BOND,
+            COURT_PENALTY,
+            COURT_REWARD_BPS,
+            COURT_WINDOW,
         )
         court_game = deployer.deploy(project.MockSegmentGame)
         court_game.wire(court_contract, sender=deployer)

@@ -16,6 +16,7 @@ from conftest import (
     COURT_BOND,
     COURT_PENALTY,
     COURT_REWARD_BPS,
+    COURT_WINDOW,
     E18,
     MGR_CFG,
     SECRET,
@@ -252,7 +253,13 @@ def test_bondOf_unknownUnit_revertsAsPenaltyOf(world):
 def test_challengeAttestation_beforeSetGame_gameNotSet(world, chain, project, accounts):
     d = world
     court = accounts[0].deploy(
-        project.AttestationCourt, d.manager, d.registry, COURT_BOND, COURT_PENALTY, 5_000
+        project.AttestationCourt,
+        d.manager,
+        d.registry,
+        COURT_BOND,
+        COURT_PENALTY,
+        5_000,
+        COURT_WINDOW,
     )
     with reverts(court, "GameNotSet"):
         court.challengeAttestation(

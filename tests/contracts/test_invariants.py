@@ -87,7 +87,7 @@ MGR_CFG = {
     "revealWindow": 600,
 }
 SALT = b"\x5a" * 32  # the verifiers' attestation salt (the seal binds the verifier anyway)
-COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000}
+COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000, "window": 7 * 86_400}
 BPS = 10_000
 ROLES = {"solver": 1, "verifier": 2, "whistleblower": 3}
 # account index -> (role, initial stake)
@@ -323,7 +323,8 @@ class UnitModel:
     ends: dict[int, list[bytes]] = field(default_factory=dict)  # sealed end roots
     slashed: set[int] = field(default_factory=set)  # attested wrong at the forced checkpoint
     catchers: list[int] = field(default_factory=list)  # attested right there: paid at finalize
-    court: set[tuple[int, int]] = field(default_factory=set)  # (verifier, entry) taken to court
+    court: set[tuple[int, int]] = field(default_factory=set)  # (verifier, entry): open or slashed
+    stood: dict[tuple[int, int], int] = field(default_factory=dict)  # entry -> its case ended at
 
 
 _WORLD: World | None = None
@@ -402,6 +403,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         u.perturbed, u.revealed, u.ends, u.slashed = (), False, {}, set()
         u.catchers = []  # C was overturned (or never revealed): no catcher is paid
         u.court = set()  # a new attempt: its attestations can be taken to court afresh
+        u.stood = {}
 
     # ------------------------------------------------------------------ rules
     @rule(
@@ -743,6 +745,10 @@ class ProtocolMachine(RuleBasedStateMachine):
             and index < len(segments)
             and flaw == "none"
             and (verifier, index) not in u.court
+            # the court's window: after the unit's challenge deadline, or the last case it stood
+            and self.w.pending_now()
+            <= max(u.stood.get((verifier, index), 0), self.m.getUnit(uid).call()[4])
+            + COURT_CFG["window"]
             and free > 0  # nothing to lock: NoFreeStake
         )
         assert ok <= valid, f"court challenge accepted: {who} {verifier} {index} {flaw} {u}"
@@ -765,7 +771,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         assert self.w.court.functions.cases(game).call()[3] == bond, "court bond"
         if bond > COURT_CFG["bond"]:
             self._seen("court bond scaled with the penalty")
-        self.cases[game] = (uid, verifier, bond, penalty)
+        self.cases[game] = (uid, verifier, bond, penalty, u, (verifier, index), u.court)
         u.court.add((verifier, index))
         self._seen("court challenged")
         # for depth, the game mostly ends at once and the winner withdraws (hypothesis often draws
@@ -778,16 +784,20 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.court_withdraw(8 if won else verifier)
 
     def court_resolve(self, game: int, won: bool) -> None:
-        _, verifier, bond, penalty = self.cases[game]
+        _, verifier, bond, penalty, u, entry, court = self.cases[game]
         assert self.w.send(1, self.w.court_game.functions.resolve(game, won))
         if won:
             reward = penalty * COURT_CFG["reward_bps"] // BPS
             self.court_credits[8] += bond + reward
             self.jackpot += penalty - reward  # the court funds the manager's jackpot
             self.stake[verifier] -= penalty  # slashed from the verifier's registry stake
+        elif court is u.court:  # the attestation stood (and its attempt is still the unit's)
+            self.court_credits[verifier] += bond
+            court.discard(entry)  # it may be taken to court again
+            u.stood[entry] = self.w.now()
         else:
             self.court_credits[verifier] += bond
-        self.cases[game] = (self.cases[game][0], verifier, 0, 0)
+        self.cases[game] = (self.cases[game][0], verifier, 0, 0, u, entry, court)
         self._seen(f"court ruled falseAttestation={won}")
 
     def court_withdraw(self, who: int) -> None:

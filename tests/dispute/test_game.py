@@ -8,7 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
-from dispute_fixtures import advance, make_job, open_game, open_segment_game
+from dispute_fixtures import (
+    advance,
+    ape_artifacts,
+    deploy_game,
+    make_job,
+    open_game,
+    open_segment_game,
+)
+from web3 import Web3
 from web3.exceptions import ContractCustomError, ContractLogicError
 
 from agents.dispute.client import MoveRejected, run_game
@@ -128,18 +136,36 @@ def test_step_list_root_matches_contract(dep):
     assert onchain == step_list_root(roots)
 
 
-def test_the_manager_registers_a_config_for_the_submitter_once(dep, snapshot):
-    # the attestation court registers with its game what the submitter registered with the job
-    # manager's (AttestationCourt._adoptConfig)
+def selector(signature: str) -> str:
+    """The 4-byte selector of a custom error, as hex in a rejected move's message."""
+    return "0x" + Web3.keccak(text=signature)[:4].hex()
+
+
+def test_a_court_game_takes_configs_from_its_manager_only(w3, project, snapshot):
+    # the attestation court's game (managerRegistersOnly): the court copies the config of the job
+    # manager's game (AttestationCourt._adoptConfig); its submitter cannot register one after
+    # the verifiers attested (AUDIT-rounds finding 2)
+    dep = deploy_game(w3, ape_artifacts(project), manager_registers_only=True)
+    assert dep.game.functions.managerRegistersOnly().call()
     submitter = dep.deployer_game()
     dep.deployer.transact("setSubmitter", 79, submitter.address)
-    dep.deployer.transact("registerConfig", 79, b"\x04" * 32)
-    assert dep.game.functions.configOf(79).call() == b"\x04" * 32
-    with pytest.raises(MoveRejected):  # once, whoever registered first
+    with pytest.raises(MoveRejected, match=selector("NotManager(address)")):
         submitter.transact("registerConfig", 79, b"\x05" * 32)
-    with pytest.raises(MoveRejected):
+    with pytest.raises(MoveRejected, match=selector("NotManager(address)")):
+        submitter.transact("registerUnitConfig", 79, b"\x05" * 32, (0, 1, 0))
+    dep.deployer.transact("registerConfig", 79, b"\x04" * 32)  # the manager (the court)
+    assert dep.game.functions.configOf(79).call() == b"\x04" * 32
+    with pytest.raises(MoveRejected):  # once
         dep.deployer.transact("registerConfig", 79, b"\x05" * 32)
     assert dep.game.functions.configOf(79).call() == b"\x04" * 32
+
+
+def test_the_job_managers_game_takes_configs_from_the_submitter_only(dep, snapshot):
+    assert not dep.game.functions.managerRegistersOnly().call()
+    submitter = dep.deployer_game()
+    dep.deployer.transact("setSubmitter", 80, submitter.address)
+    with pytest.raises(MoveRejected, match=selector("NotSubmitter(address,address)")):
+        dep.deployer.transact("registerConfig", 80, b"\x04" * 32)  # not even its manager
 
 
 def test_only_the_submitter_registers_a_config_once(dep, snapshot):

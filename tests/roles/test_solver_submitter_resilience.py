@@ -328,10 +328,11 @@ def test_submitter_restarted_after_post_registers_the_config(tmp_path):
     spec_hash = "0x" + DIGITS.spec_hash().hex()
     s.agent.store.put_record("post", spec_hash, "posted", {"job_id": 1})  # killed right here
     asyncio.run(s.setup())
-    assert sent == ["config:1", "court-config:1"]
-    assert configs == {"game": cfg, "court": cfg}
+    # not with the court's game: it takes configs from the court only (PROTOCOL §6.8)
+    assert sent == ["config:1"]
+    assert configs == {"game": cfg, "court": ZERO32}
     asyncio.run(s.round())
-    assert sent == ["config:1", "court-config:1"]  # registered: never sent again
+    assert sent == ["config:1"]  # registered: never sent again
 
 
 def test_submitter_retries_the_config_each_round_until_the_chain_holds_it(tmp_path):

@@ -153,9 +153,10 @@ interface IDisputeGame {
     function turn(uint256 gameId) external view returns (Side side, uint256 deadline);
 
     // ------------------------------------------------------------------ moves
-    /// @notice Records job `jobId`'s dispute config hash (PROTOCOL §7.2). Only the job's
-    ///         submitter, or this game's manager on its behalf (the attestation court copies the
-    ///         job manager's game's config, §6.8); once per job.
+    /// @notice Records job `jobId`'s dispute config hash (PROTOCOL §7.2), once per job. Only the
+    ///         job's submitter (read from the manager), or, in a game deployed with
+    ///         `managerRegistersOnly` (the attestation court's), only its manager: the court
+    ///         copies the job manager's game's config at the first challenge (§6.8).
     function registerConfig(uint256 jobId, bytes32 configHash) external;
 
     /// @notice As `registerConfig`, for a unit job of a decomposed job: also records where the
