@@ -45,8 +45,13 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         bytes32 entry;
     }
 
-    /// @dev `challenged` of an entry with an open case, or whose attestation was ruled false.
-    uint64 private constant BLOCKED = type(uint64).max;
+    /// @notice Where an attestation entry stands with the court: `blocked` while a case over it
+    ///         is open and for good once its attestation was ruled false; `stoodAt` is when its
+    ///         last case ended with the attestation standing (0: none did).
+    struct Entry {
+        bool blocked;
+        uint64 stoodAt;
+    }
 
     error NotDeployer(address caller);
     error GameAlreadySet();
@@ -92,10 +97,8 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
 
     IDisputeGame public game;
     mapping(uint256 gameId => Case) public cases;
-    /// @notice Per attestation entry (`entryKey`): 0 never challenged; `type(uint64).max` a case
-    ///         is open or the attestation was ruled false; otherwise when its last case ended with
-    ///         the attestation standing.
-    mapping(bytes32 key => uint64) public challenged;
+    /// @notice Per attestation entry, keyed keccak256(abi.encode(unitId, attempt, verifier, index)).
+    mapping(bytes32 key => Entry) public challenged;
     Credits.Ledger private _credits;
 
     constructor(
@@ -260,14 +263,15 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         );
         if (!startProven) revert BadStartRoot(unitId, seg.index);
         seg.entry = keccak256(abi.encode(unitId, unit.attempt, verifier, index));
-        uint64 stoodAt = challenged[seg.entry];
-        if (stoodAt == BLOCKED) revert AlreadyChallenged(unitId, verifier, index);
+        Entry memory entry = challenged[seg.entry];
+        if (entry.blocked) revert AlreadyChallenged(unitId, verifier, index);
+        uint64 stoodAt = entry.stoodAt;
         // Open until `window` after the unit's challenge deadline, or after the last case in
         // which the attestation stood: a case that ends late (a whistleblower's sybil of the
         // verifier playing for time) cannot run the clock out on honest whistleblowers.
         uint256 closedAt = uint256(stoodAt > unit.deadline ? stoodAt : unit.deadline) + window;
         if (block.timestamp > closedAt) revert CourtWindowClosed(unitId, verifier, index, closedAt);
-        challenged[seg.entry] = BLOCKED;
+        challenged[seg.entry].blocked = true;
     }
 
     /// @inheritdoc IDisputeCallback
@@ -290,7 +294,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         } else {
             // The attestation stood: the entry may be challenged again (another whistleblower
             // is not bound by how this one played); the failed bond is the verifier's.
-            challenged[c.entry] = uint64(block.timestamp);
+            challenged[c.entry] = Entry(false, uint64(block.timestamp));
             _credit(c.verifier, c.bond);
             registry.release(c.verifier, c.penalty, false);
         }
