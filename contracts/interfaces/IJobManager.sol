@@ -184,6 +184,9 @@ interface IJobManager is IDisputeCallback {
     error ZeroCommitment();
     /// @notice The first claim window would already be over.
     error ClaimDeadlineInPast(uint64 claimDeadline, uint64 nowTs);
+    /// @notice `claimDeadline` is after `latest` = now + `MAX_CLAIM_HORIZON`: a claim locks
+    ///         collateral until the window closes, and no claim can be withdrawn.
+    error ClaimDeadlineTooFar(uint64 claimDeadline, uint64 latest);
     /// @notice `computeTime` is zero.
     error ZeroComputeTime();
     /// @notice The reward does not exceed the verification fee plus the tax.
@@ -271,8 +274,10 @@ interface IJobManager is IDisputeCallback {
     /// @notice Drawn verifier `pending` has not sealed (or, once sealed, not opened its seal) and
     ///         its window runs until `deadline`: revealing now would tell it the answer.
     error RevealTooEarly(uint256 unitId, address pending, uint64 deadline);
-    /// @notice Every drawn verifier sealed, or the challenge window is over: the verdicts are
-    ///         fixed, so showing the secret now is not premature.
+    /// @notice Showing the secret now is not premature: every drawn verifier sealed, or the
+    ///         challenge window is over, or the reveal already showed it (the verdicts are fixed);
+    ///         or the commit deadline passed (`expireAssignment` applies), or a dispute is open
+    ///         (its game decides).
     error RevealNotPremature(uint256 unitId);
     /// @notice `endRoots` must have one entry per drawn verifier, and each per-checkpoint array
     ///         one per checkpoint.
@@ -438,12 +443,14 @@ interface IJobManager is IDisputeCallback {
     ///         marked catchers and paid their share of the jackpot at finalize, once C has stood
     ///         (nothing if a dispute overturns it), an open dispute is voided (its challenger gets
     ///         its bond back: a challenge is public, so paying it would pay whoever copies it
-    ///         first), and `trueRoot` replaces the published checkpoint root.
+    ///         first), and `trueRoot` replaces the published checkpoint root (which
+    ///         `publishedRootOf` keeps).
     function applyForcedReveal(uint256 unitId, uint64 position, bytes32 trueRoot, uint8[] calldata verdicts)
         external;
 
-    /// @notice Applies a premature reveal checked by the judge: slashes the assignee's collateral
-    ///         (`reporter` gets `challengerRewardBps` of it) and re-opens the unit.
+    /// @notice Applies a premature reveal checked by the judge (never of a Disputed unit):
+    ///         slashes the assignee's collateral (`reporter` gets `challengerRewardBps` of it) and
+    ///         re-opens the unit.
     function applyPrematureReveal(uint256 unitId, address reporter) external;
 
     // ------------------------------------------------------------------ verification
@@ -541,6 +548,11 @@ interface IJobManager is IDisputeCallback {
     /// @notice The forced-error judge (created by this manager): reveals and premature reveals
     ///         go through it.
     function forcedErrorJudge() external view returns (address);
+    /// @notice The checkpoint root the unit's current commitment published (`CheckpointsCommitted`),
+    ///         which the drawn verifiers replayed from and the attestation court proves start roots
+    ///         against: after a forced reveal `Unit.checkpointRoot` is the true root C, and this
+    ///         is still the published P; otherwise the two are the same.
+    function publishedRootOf(uint256 unitId) external view returns (bytes32);
     /// @notice The seal of an attestation: `keccak256(abi.encode(unitId, attempt, verifier,
     ///         endRoots, salt))`; it binds the verifier and the unit's attempt, so a seal cannot be
     ///         copied or replayed.

@@ -244,8 +244,8 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     }
 
     /// @dev The attested segment, checked: its start root is entry `segment` of the unit's
-    ///      checkpoint root; the entry is open to a challenge (none open, not ruled false, the
-    ///      court's window open) and is marked as having an open case.
+    ///      published checkpoint root (`publishedRootOf`); the entry is open to a challenge (none
+    ///      open, not ruled false, the court's window open) and is marked as having an open case.
     function _segment(uint256 unitId, address verifier, uint256 index, bytes32 startRoot, bytes32[] calldata proof)
         private
         returns (Segment memory seg)
@@ -258,8 +258,11 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         seg.datasetRoot = job.datasetRoot;
         IJobManager.Unit memory unit = manager.getUnit(unitId);
         uint256 n = uint256(job.steps / seg.k) + 1;
+        // The published root the verifier replayed from (after a forced reveal the unit's root
+        // is the true C, which differs from it where the published data was perturbed).
+        bytes32 publishedRoot = manager.publishedRootOf(unitId);
         bool startProven = TensorMerkle.verifyListEntry(
-            unit.checkpointRoot, TensorMerkle.CHECKPOINT_DOMAIN, n, seg.index, startRoot, proof
+            publishedRoot, TensorMerkle.CHECKPOINT_DOMAIN, n, seg.index, startRoot, proof
         );
         if (!startProven) revert BadStartRoot(unitId, seg.index);
         seg.entry = keccak256(abi.encode(unitId, unit.attempt, verifier, index));

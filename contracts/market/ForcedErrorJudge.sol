@@ -37,7 +37,7 @@ contract ForcedErrorJudge {
         }
         if (u.forcedRevealed) revert IJobManager.ForcedAlreadyRevealed(unitId);
         address[] memory verifiers = manager.getVerifiers(unitId);
-        _expectRevealPhase(unitId, u.deadline, verifiers);
+        _expectRevealPhase(unitId, u, verifiers);
         ForcedErrors.Round memory round = _check(unitId, u, rv);
         if (rv.endRoots.length != verifiers.length) {
             revert IJobManager.WrongRevealLength(rv.endRoots.length, verifiers.length);
@@ -50,20 +50,26 @@ contract ForcedErrorJudge {
         manager.applyForcedReveal(unitId, round.anchor, rv.trueRoot, verdicts);
     }
 
-    /// @notice Shows the assignee's secret before the reveal phase (the unit Assigned or Committed,
-    ///         or Verifying/Disputed with a drawn verifier still unsealed in the window): the
-    ///         manager slashes the solver, pays the caller, and re-opens the unit. Once every seal
-    ///         is in, the verdicts are fixed and the secret tells nobody anything.
+    /// @notice Shows the assignee's secret before the reveal phase (the unit Assigned before its
+    ///         commit deadline, Committed, or Verifying with a drawn verifier still unsealed in the
+    ///         window and no reveal yet): the manager slashes the solver, pays the caller, and
+    ///         re-opens the unit. Once every seal is in, or the reveal is made, the verdicts are
+    ///         fixed and the secret tells nobody anything. Not while Disputed, nor past the commit
+    ///         deadline: the game, or `expireAssignment`, takes the whole collateral, which a
+    ///         solver reporting itself through a second address would halve.
     function reportPrematureReveal(uint256 unitId, bytes32 secret) external {
         IJobManager.Unit memory u = manager.getUnit(unitId);
         if (u.status < IJobManager.UnitStatus.Assigned || u.status > IJobManager.UnitStatus.Disputed) {
             revert IJobManager.WrongUnitStatus(unitId, IJobManager.UnitStatus.Assigned, u.status);
         }
-        if (u.status >= IJobManager.UnitStatus.Verifying) {
-            (address unsealed,) = _awaited(unitId, u.deadline, manager.getVerifiers(unitId), false);
-            if (unsealed == address(0)) {
-                revert IJobManager.RevealNotPremature(unitId);
-            }
+        // The reveal's calldata shows r: copying it into a report must not slash the solver.
+        if (u.forcedRevealed) revert IJobManager.RevealNotPremature(unitId);
+        if (u.status == IJobManager.UnitStatus.Disputed) revert IJobManager.RevealNotPremature(unitId);
+        bool late = u.status == IJobManager.UnitStatus.Assigned && block.timestamp > u.deadline;
+        if (late) revert IJobManager.RevealNotPremature(unitId);
+        if (u.status == IJobManager.UnitStatus.Verifying) {
+            (address unsealed,) = _awaited(unitId, u, manager.getVerifiers(unitId), false);
+            if (unsealed == address(0)) revert IJobManager.RevealNotPremature(unitId);
         }
         bytes32 expected = manager.secretHashOf(unitId, u.assigneeIndex);
         if (ForcedErrors.secretHash(secret) != expected) revert IJobManager.SecretMismatch(unitId, expected);
@@ -110,23 +116,29 @@ contract ForcedErrorJudge {
     }
 
     /// @dev Reverts while a drawn verifier may still seal or open its seal.
-    function _expectRevealPhase(uint256 unitId, uint64 deadline, address[] memory verifiers) private view {
-        (address pending, uint64 until) = _awaited(unitId, deadline, verifiers, true);
+    function _expectRevealPhase(uint256 unitId, IJobManager.Unit memory u, address[] memory verifiers)
+        private
+        view
+    {
+        (address pending, uint64 until) = _awaited(unitId, u, verifiers, true);
         if (pending != address(0)) revert IJobManager.RevealTooEarly(unitId, pending, until);
     }
 
     /// @dev The first drawn verifier the reveal must wait for, and until when: one that has not
-    ///         sealed while the challenge window runs (to `deadline`), or (with `opened`) one that
-    ///         sealed and may still open its seal (to `deadline + revealWindow`). Zero if none.
-    function _awaited(uint256 unitId, uint64 deadline, address[] memory verifiers, bool opened)
+    ///         sealed while it still may (the challenge window runs, to `deadline`, and no seal is
+    ///         open: the manager's `SealingClosed`), or (with `opened`) one that sealed and may
+    ///         still open its seal (to `deadline + revealWindow`). Zero if none.
+    function _awaited(uint256 unitId, IJobManager.Unit memory u, address[] memory verifiers, bool opened)
         private
         view
         returns (address, uint64)
     {
+        uint64 deadline = u.deadline;
         uint64 revealDeadline = deadline + manager.config().revealWindow;
+        bool mayStillSeal = block.timestamp <= deadline && u.attestCount == 0;
         for (uint256 i = 0; i < verifiers.length; ++i) {
             (IJobManager.VerifierStatus status, bytes32 seal) = manager.verifierStatus(unitId, verifiers[i]);
-            if (status == IJobManager.VerifierStatus.Pending && block.timestamp <= deadline) {
+            if (status == IJobManager.VerifierStatus.Pending && mayStillSeal) {
                 return (verifiers[i], deadline);
             }
             // A sealed verifier's attestation hash is its seal, never zero (`ZeroCommitment`).

@@ -28,6 +28,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     /// @notice At most this many solvers claim one unit (bounds the selection loop).
     uint256 public constant MAX_CLAIMANTS = 16;
+    /// @notice A job's first claim window closes at most this long after posting: claims lock
+    ///         collateral until it closes and cannot be withdrawn (PROTOCOL §6.3).
+    uint256 public constant MAX_CLAIM_HORIZON = 1 days;
     /// @dev `_findVerifier`'s answer for an account that was not drawn.
     uint256 private constant NOT_DRAWN = type(uint256).max;
 
@@ -75,6 +78,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
     mapping(uint256 unitId => mapping(uint256 index => bytes32)) private _attestations;
     mapping(uint256 unitId => Dispute) private _disputes;
     mapping(uint256 gameId => uint256 unitId) private _gameUnits;
+    /// @dev The published root P of a unit whose forced error was revealed (its checkpointRoot
+    ///      is then C); read through `publishedRootOf` only while `forcedRevealed`.
+    mapping(uint256 unitId => bytes32) private _publishedRoots;
     Credits.Ledger private _credits;
 
     constructor(address registry_, Config memory cfg) {
@@ -130,6 +136,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (p.datasetRoot == bytes32(0)) revert ZeroCommitment();
         if (p.initialStateRoot == bytes32(0)) revert ZeroCommitment();
         if (p.claimDeadline <= block.timestamp) revert ClaimDeadlineInPast(p.claimDeadline, uint64(block.timestamp));
+        uint256 latest = block.timestamp + MAX_CLAIM_HORIZON;
+        if (p.claimDeadline > latest) revert ClaimDeadlineTooFar(p.claimDeadline, uint64(latest));
         if (p.computeTime == 0) revert ZeroComputeTime();
         uint256 fees = uint256(p.verificationFee) + MarketMath.share(p.reward, _taxBps);
         if (p.reward <= fees) revert RewardBelowFees(p.reward, fees);
@@ -340,6 +348,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (block.timestamp > unit.deadline) revert ChallengeWindowClosed(unitId, unit.deadline);
         // After a reveal the true root is public: a seal made now would need no replay.
         if (unit.forcedRevealed) revert SealingClosed(unitId);
+        // An opened seal's end roots are public: before the deadline that needs every drawn
+        // verifier sealed, so only a deadline a lost dispute extended lets one still Pending here.
+        if (unit.attestCount != 0) revert SealingClosed(unitId);
         if (seal == bytes32(0)) revert ZeroCommitment();
         uint256 index = _findVerifier(unitId, unit, msg.sender);
         if (index == NOT_DRAWN) revert NotSelectedVerifier(unitId, msg.sender);
@@ -369,6 +380,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
             // other one is already bound by its seal, so there is nobody left to copy it.
             if (block.timestamp > deadline) revert ChallengeWindowClosed(unitId, deadline);
             if (unsealed != 1) revert RevealNotOpen(unitId, deadline);
+            // Nor once another's roots are public (a seal opened past a deadline since extended).
+            if (unit.attestCount != 0) revert SealingClosed(unitId);
         } else {
             if (slot.status != VerifierStatus.Sealed) revert NotSealed(unitId, msg.sender, slot.status);
             // Before the window closes a seal may be opened only once nobody is left to copy it.
@@ -496,6 +509,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
         // The true root stands from now on; it can be challenged for at least disputeGrace.
         uint64 deadline = _backToVerifying(unit);
         unit.forcedRevealed = true;
+        // Verifiers replayed from P and the court proves their start roots against it.
+        _publishedRoots[unitId] = unit.checkpointRoot;
         unit.checkpointRoot = trueRoot;
         uint256 lock = _lock(_jobs[JobIds.jobOf(unitId)]);
         // Nothing moves yet: the verdicts trust the solver's C, which can still be disputed.
@@ -509,7 +524,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
     function applyPrematureReveal(uint256 unitId, address reporter) external {
         _onlyJudge();
         Unit storage unit = _units[unitId];
-        if (unit.status == UnitStatus.Disputed) _voidDispute(unitId);
+        // Never Disputed: the judge leaves an open dispute to its game.
         emit PrematureRevealReported(unitId, unit.assignee, reporter, _collateral(_jobs[JobIds.jobOf(unitId)]));
         _slashAssignee(unitId, unit, reporter, 0);
     }
@@ -614,6 +629,13 @@ contract JobManager is IJobManager, ReentrancyGuard {
         // The seal while Sealed, the hash of the opened end roots once Attested (or Slashed); a
         // Pending slot may still hold an earlier attempt's value, so it reads zero.
         if (status != VerifierStatus.Pending) attestationHash = _attestations[unitId][index];
+    }
+
+    /// @inheritdoc IJobManager
+    function publishedRootOf(uint256 unitId) external view returns (bytes32) {
+        Unit storage unit = _units[unitId];
+        if (unit.forcedRevealed) return _publishedRoots[unitId];
+        return unit.checkpointRoot;
     }
 
     /// @inheritdoc IJobManager
