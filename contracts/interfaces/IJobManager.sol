@@ -238,7 +238,9 @@ interface IJobManager is IDisputeCallback {
     error RevealWindowClosed(uint256 unitId, uint64 revealDeadline);
     /// @notice The end roots and salt do not open `verifier`'s seal `seal`.
     error AttestationSealMismatch(uint256 unitId, address verifier, bytes32 seal);
-    /// @notice A drawn verifier sealed and may still open its seal until `revealDeadline`.
+    /// @notice Finalize waits until `revealDeadline`: a drawn verifier sealed and may still open its
+    ///         seal until then, or (a caller other than the solver) a forced round's reveal keeps
+    ///         its slot until then.
     error AwaitingReveals(uint256 unitId, uint64 revealDeadline);
     /// @notice One end root per sampled segment is required.
     error WrongAttestationLength(uint256 given, uint256 expected);
@@ -480,7 +482,9 @@ interface IJobManager is IDisputeCallback {
 
     /// @notice After the challenge window (and, while a seal is still closed, the reveal window),
     ///         with no dispute open: pays the solver, the attesting verifiers and the tax;
-    ///         penalises silent verifiers (no seal, or a seal never opened). Anyone may call.
+    ///         penalises silent verifiers (no seal, or a seal never opened). The solver may call
+    ///         then; anyone else, unless a forced error was revealed, one `revealWindow` after the
+    ///         reveal window (the reveal's own slot: it may open only when the last seal does).
     function finalize(uint256 unitId) external;
 
     /// @notice Transfers the caller's credited balance.

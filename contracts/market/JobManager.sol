@@ -469,6 +469,12 @@ contract JobManager is IJobManager, ReentrancyGuard {
         if (block.timestamp <= revealDeadline && _countStatus(unitId, unit.verifierCount, VerifierStatus.Sealed) != 0) {
             revert AwaitingReveals(unitId, revealDeadline);
         }
+        // A forced round's reveal opens when the last seal does, at revealDeadline at the latest:
+        // only the solver, who alone knows whether its round is forced, may finalize before one
+        // more revealWindow has left the reveal a slot of its own.
+        uint64 revealSlotEnd = revealDeadline + _revealWindow;
+        bool solverMayWaive = msg.sender == unit.assignee || unit.forcedRevealed;
+        if (!solverMayWaive && block.timestamp <= revealSlotEnd) revert AwaitingReveals(unitId, revealSlotEnd);
         uint256 jobId = JobIds.jobOf(unitId);
         Job storage job = _jobs[jobId];
         uint256 reward = job.reward;

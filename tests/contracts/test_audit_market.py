@@ -16,6 +16,7 @@ from conftest import (
     SALT,
     U_ASSIGNED,
     U_DISPUTED,
+    U_FINAL,
     U_OPEN,
     U_VERIFYING,
     Protocol,
@@ -43,6 +44,7 @@ from test_forced_errors import (
     judge_of,
     lock_of,
     reveal,
+    seed_jackpot,
 )
 
 from agents.training.merkle import CHECKPOINT_DOMAIN, list_proof
@@ -87,6 +89,72 @@ def test_a_report_of_the_secret_a_reveal_published_is_not_premature(forced, chai
         judge.reportPrematureReveal(unit, SECRET, sender=d.other)
     assert d.registry.getNode(d.solvers[0]).stake == stake
     assert d.manager.getUnit(unit).status == U_VERIFYING
+
+
+# ------------------------------------------------------------------ F2: the reveal's slot
+
+
+def test_a_lazy_verifier_that_opens_late_cannot_finalize_before_the_reveal(forced, chain, project):
+    """A lazy verifier kept its seal closed past the deadline, so the reveal was refused; it then
+    opened and finalized back to back (settling on the perturbed root, paid, its lock back). Now
+    only the solver may finalize before one more revealWindow: the reveal lands, and the lazy
+    verifier is judged WRONG and loses S."""
+    d = forced
+    judge = judge_of(project, d)
+    seed_jackpot(d, chain)
+    unit, (honest, lazy) = forced_unit(d, chain)
+    seal_attestation(d, unit, honest, ends(d, unit, honest))
+    seal_attestation(d, unit, lazy, ends(d, unit, lazy, honest=False))
+    d.manager.attest(unit, ends(d, unit, honest), SALT, sender=honest)
+    advance(chain, MGR_CFG["verifyWindow"] + 1)
+    end_roots = [ends(d, unit, honest), ends(d, unit, lazy, honest=False)]
+    with reverts(d.manager, "RevealTooEarly", unitId=unit, pending=lazy.address):
+        judge.revealForced(unit, as_tuple(reveal(endRoots=end_roots)), sender=d.solvers[0])
+    d.manager.attest(unit, ends(d, unit, lazy, honest=False), SALT, sender=lazy)
+    slot_end = d.manager.getUnit(unit).deadline + 2 * MGR_CFG["revealWindow"]
+    with reverts(d.manager, "AwaitingReveals", unitId=unit, revealDeadline=slot_end):
+        d.manager.finalize(unit, sender=lazy)
+    stake = d.registry.getNode(lazy).stake
+    tx = judge.revealForced(unit, as_tuple(reveal(endRoots=end_roots)), sender=d.solvers[0])
+    assert [e.verifier for e in tx.events.filter(d.manager.AttestationJudgedWrong)] == [
+        lazy.address
+    ]
+    advance(chain, d.manager.getUnit(unit).deadline - chain.pending_timestamp + 1)
+    d.manager.finalize(unit, sender=lazy)  # after a reveal anyone may, once C stood its grace
+    assert d.registry.getNode(lazy).stake == stake - lock_of(d, unit)
+
+
+def test_with_a_silent_verifier_the_reveal_keeps_its_slot_after_the_deadline(
+    forced, chain, project
+):
+    """With a drawn verifier silent, the reveal and finalize both opened at deadline + 1, and
+    whoever landed first won; a third party's finalize now waits out the reveal's slot, and
+    then settles the unrevealed round as it stands."""
+    d = forced
+    unit, (lazy, silent) = forced_unit(d, chain)
+    seal_attestation(d, unit, lazy, ends(d, unit, lazy, honest=False))
+    deadline = d.manager.getUnit(unit).deadline
+    advance(chain, deadline - chain.pending_timestamp + 1)
+    d.manager.attest(unit, ends(d, unit, lazy, honest=False), SALT, sender=lazy)
+    slot_end = deadline + 2 * MGR_CFG["revealWindow"]
+    for who in (lazy, d.other):
+        with reverts(d.manager, "AwaitingReveals", unitId=unit, revealDeadline=slot_end):
+            d.manager.finalize(unit, sender=who)
+    advance(chain, slot_end - chain.pending_timestamp + 1)
+    d.manager.finalize(unit, sender=d.other)
+    assert d.manager.getUnit(unit).status == U_FINAL
+
+
+def test_the_solver_may_finalize_its_unit_once_no_seal_is_left_to_open(forced, chain, project):
+    """The solver alone knows whether its round is forced, so it may waive the reveal's slot."""
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
+    advance(chain, d.manager.getUnit(unit).deadline - chain.pending_timestamp + 1)
+    with reverts(d.manager, "AwaitingReveals", unitId=unit):
+        d.manager.finalize(unit, sender=d.other)
+    d.manager.finalize(unit, sender=d.solvers[0])
+    assert d.manager.getUnit(unit).status == U_FINAL
 
 
 # ------------------------------------------------------------------ F3: the published root

@@ -575,6 +575,8 @@ class ProtocolMachine(RuleBasedStateMachine):
         if self.w.send(verifier, self.m.sealAttestation(uid, seal)):
             self._seen("sealed")
             assert verifier in u.verifiers and verifier not in u.sealed and not u.revealed
+            # nor once a seal was opened: its end roots are public (a lost dispute's grace)
+            assert not u.attested, f"sealed after an opening: {u}"
             u.sealed.add(verifier)
             u.ends[verifier] = ends
 
@@ -726,8 +728,9 @@ class ProtocolMachine(RuleBasedStateMachine):
         if flaw == "ends":
             ends[0] = b"\x77" * 32
         segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
-        # a reveal replaces the unit's checkpoint root by the true list's root
-        states = TRUE if u.revealed else published(u.perturbed)
+        # the court proves start roots against the published root, which the verifiers replayed
+        # from, also after a reveal made C the unit's checkpoint root (publishedRootOf)
+        states = published(u.perturbed)
         seg = segments[index] if index < len(segments) else 0
         proof = list_proof(CHECKPOINT_DOMAIN, states, seg).siblings
         start = b"\x78" * 32 if flaw == "start" else states[seg]
@@ -818,14 +821,19 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.premature_unit(picked[0], reporter)
 
     def premature_unit(self, uid: int, reporter: int) -> None:
-        """Someone shows the assignee's secret before the reveal phase: the solver is slashed."""
+        """Someone shows the assignee's secret before the reveal phase: the solver is slashed.
+        Not premature: past the commit deadline (expireAssignment takes it all), while Disputed
+        (the game decides), after the reveal (its calldata shows the secret), or once no drawn
+        verifier may still seal (all sealed, the window closed, or a seal already opened)."""
         u = self.units[uid]
+        t, deadline = self.w.pending_now(), self.m.getUnit(uid).call()[4]
         ok = self.w.send(reporter, self.w.judge.functions.reportPrematureReveal(uid, SECRET))
-        early = u.status in (ASSIGNED, COMMITTED) or (
-            u.status in (VERIFYING, DISPUTED) and not all(v in u.sealed for v in u.verifiers)
-        )
+        unsealed = not all(v in u.sealed for v in u.verifiers)
+        may_seal = t <= deadline and not u.attested and not u.revealed
+        before_draw = u.status == COMMITTED or (u.status == ASSIGNED and t <= deadline)
+        early = before_draw or (u.status == VERIFYING and unsealed and may_seal)
         assert ok <= early, f"premature reveal of unit {uid} accepted: {u}"
-        if u.status in (ASSIGNED, COMMITTED):
+        if before_draw:
             assert ok, f"premature reveal of unit {uid} refused before the draw"
         if not ok:
             return
@@ -835,23 +843,28 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.credits[reporter] += reward
         self.jackpot += collateral - reward
         self.stake[u.assignee] -= collateral
-        if u.status == DISPUTED:
-            assert u.challenger is not None
-            self.credits[u.challenger] += u.bond
-            u.game, u.challenger, u.bond = None, None, 0
         self._reopen(u)
         self._seen("premature reveal slashed")
 
     def finalize(self, data: st.DataObject) -> None:
         picked = self._unit(data)
         if picked:
-            self.finalize_unit(picked[0])
+            self.finalize_unit(picked[0], data.draw(st.booleans()))
 
-    def finalize_unit(self, uid: int) -> None:
+    def finalize_unit(self, uid: int, by_solver: bool = True) -> None:
+        """The assignee (or account 5, a solver that mostly is not) finalizes the unit. Anyone
+        but the assignee waits one more revealWindow after the reveal window, unless a forced
+        error was revealed: a forced round's reveal opens only when the last seal does."""
         u = self.units[uid]
-        if not self.w.send(5, self.m.finalize(uid)):
+        who = u.assignee if by_solver and u.assignee is not None else 5
+        t, deadline = self.w.pending_now(), self.m.getUnit(uid).call()[4]
+        if not self.w.send(who, self.m.finalize(uid)):
             return
         assert u.status == VERIFYING and u.assignee is not None
+        reveal_slot_end = deadline + 2 * MGR_CFG["revealWindow"]
+        waived = who == u.assignee or u.revealed
+        assert waived or t > reveal_slot_end, f"finalized by {who} in the reveal's slot: {u}"
+        self._seen("finalized by the solver" if who == u.assignee else "finalized by another")
         tax = u.reward * MGR_CFG["taxBps"] // BPS
         self.credits[u.assignee] += u.reward - u.fee - tax
         paid = u.attested - u.slashed
@@ -1064,10 +1077,11 @@ class ProtocolMachine(RuleBasedStateMachine):
                     if unopened:
                         self.attest_unit(uid, u.verifiers, lazy, opening=False)
                     # right after the challenge window, or (always with closed seals, which
-                    # hold finalize until then) after the reveal window too
-                    late = data.draw(st.booleans()) or unopened
+                    # hold finalize until then) after the reveal window too, or also after the
+                    # reveal's slot (when anyone may finalize)
+                    late = max(data.draw(st.integers(0, 2)), int(unopened))
                     self.w.jump(MGR_CFG["verifyWindow"] + 1 + late * MGR_CFG["revealWindow"])
-                    self.finalize_unit(uid)
+                    self.finalize_unit(uid, late < 2 or data.draw(st.booleans()))
                     self.court_challenge(data, uid)  # attestations stand after finalisation
                     if u.assignee is not None and data.draw(st.booleans()):
                         self.withdraw(u.assignee)
@@ -1184,6 +1198,7 @@ REQUIRED_OUTCOMES = (
     "resolved challengerWon=True",
     "resolved challengerWon=False",
     "finalized",
+    "finalized by another",
     "expired",
     "cancelled",
     "withdrew credit",

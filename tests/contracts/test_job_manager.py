@@ -729,7 +729,7 @@ def test_attest_lastToAnswer_attestsInTheClear(staked, chain):
     d.manager.attest(unit_id, [ROOT, ROOT], SALT, sender=first)
     assert d.manager.getUnit(unit_id).attestCount == 2
     advance(chain, VERIFY_WINDOW + 1)
-    d.manager.finalize(unit_id, sender=d.other)  # no seal left to open: no reveal window wait
+    d.manager.finalize(unit_id, sender=d.solvers[0])  # no seal left to open: no reveal window wait
     assert d.manager.credits(first) == d.manager.credits(last) == FEE // 2
 
 
@@ -1044,7 +1044,7 @@ def test_finalize_paysAndPenalises(staked, chain):
     assert len(selected) >= 1
     attest(d, chain, unit_id, [(selected[0], [ROOT, ROOT])])
     advance(chain, VERIFY_WINDOW + 1)
-    tx = d.manager.finalize(unit_id, sender=d.other)
+    tx = d.manager.finalize(unit_id, sender=d.solvers[0])
     ev = tx.events.filter(d.manager.UnitFinalized)[0]
     assert ev.solver == d.solvers[0].address
     assert (ev.solverPay, ev.verifierFee, ev.tax) == (REWARD - FEE - TAX, FEE, TAX)
@@ -1071,7 +1071,7 @@ def test_finalize_nobodyAttested_feeToJackpot(staked, chain):
     _, unit_id = verifying(d, chain)
     n = len(_selected(d, unit_id))
     advance(chain, VERIFY_WINDOW + 1)
-    d.manager.finalize(unit_id, sender=d.other)
+    d.manager.finalize(unit_id, sender=d.solvers[0])
     assert d.manager.jackpot() == TAX + FEE + LOCK * n
 
 
@@ -1087,7 +1087,11 @@ def test_finalize_sealNeverOpened_awaitsTheRevealWindow_thenCountsAsSilence(stak
     with reverts(d.manager, "AwaitingReveals", unitId=unit_id, revealDeadline=end):
         d.manager.finalize(unit_id, sender=d.other)
     advance(chain, MGR_CFG["revealWindow"])
-    tx = d.manager.finalize(unit_id, sender=d.other)
+    # the solver may finalize now; anyone else leaves a forced round's reveal one more window
+    slot_end = end + MGR_CFG["revealWindow"]
+    with reverts(d.manager, "AwaitingReveals", unitId=unit_id, revealDeadline=slot_end):
+        d.manager.finalize(unit_id, sender=d.other)
+    tx = d.manager.finalize(unit_id, sender=d.solvers[0])
     penalised = tx.events.filter(d.manager.VerifierPenalised)
     assert [(e.verifier, e.amount) for e in penalised] == [(closed.address, LOCK)]
     assert d.manager.credits(opener) == FEE and d.manager.credits(closed) == 0
@@ -1331,7 +1335,7 @@ def test_finalize_silentVerifierLosesS_attesterGetsSBack(lazy, chain):
     stake = d.registry.getNode(silent).stake
     jackpot = d.manager.jackpot()
     advance(chain, VERIFY_WINDOW + 1)
-    tx = d.manager.finalize(unit_id, sender=d.other)
+    tx = d.manager.finalize(unit_id, sender=d.solvers[0])
     penalised = tx.events.filter(d.manager.VerifierPenalised)
     assert [(e.verifier, e.amount) for e in penalised] == [(silent.address, LAZY_LOCK)]
     assert d.manager.jackpot() == jackpot + TAX + LAZY_LOCK  # the attester took the whole fee

@@ -128,7 +128,7 @@ def train_round(d, chain, job_id: int, r: int) -> list[dict[str, torch.Tensor]]:
     chain.mine(1)
     for unit_id in ids:
         d.manager.drawVerifiers(unit_id, sender=d.other)
-    advance(chain, d.manager.config().verifyWindow + 1)
+    advance(chain, d.manager.config().verifyWindow + 2 * d.manager.config().revealWindow + 1)
     for unit_id in ids:
         d.manager.finalize(unit_id, sender=d.other)
         assert d.manager.getUnit(unit_id).status == U_FINAL
