@@ -294,7 +294,7 @@ async def follow_decomposed(sub) -> bool:
             sub.log.info(
                 "round %d unit %d: %s (attempt %d)", r, s, u.status.name.lower(), u.attempt
             )
-        acts = keeper_acts(u, now)
+        acts = keeper_acts(u, now, reveal_slot=2 * sub.reveal_window)
         if u.status == UnitStatus.ASSIGNED and now.timestamp > u.deadline:
             acts.append(Act("expireAssignment", f"expire:{u.unit_id}:{u.attempt}", (u.unit_id,)))
         for act in acts:

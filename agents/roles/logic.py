@@ -97,15 +97,22 @@ BACKUP_DELAY = 4
 
 
 def keeper_acts(
-    u: UnitView, now: Now, steps: frozenset[str] = KEEPER_STEPS, delay: int = 0
+    u: UnitView,
+    now: Now,
+    steps: frozenset[str] = KEEPER_STEPS,
+    delay: int = 0,
+    reveal_slot: int = 0,
 ) -> list[Act]:
     """The keeper step the unit is waiting for, if it is in `steps`. A backup keeper passes a
     `delay` (seconds, or blocks for the seed-based steps) so that it steps in only when the
-    primary keeper (the submitter) has not, instead of racing it for the same block."""
-    return [act for act in _keeper_acts(u, now, delay) if act.kind in steps]
+    primary keeper (the submitter) has not, instead of racing it for the same block. Anyone but
+    the unit's assignee passes `reveal_slot` = 2 · revealWindow: the job manager keeps that long
+    after the challenge deadline for a forced round's reveal (PROTOCOL §6.7), refusing a third
+    party's finalize of an unrevealed unit before it."""
+    return [act for act in _keeper_acts(u, now, delay, reveal_slot) if act.kind in steps]
 
 
-def _keeper_acts(u: UnitView, now: Now, delay: int) -> list[Act]:
+def _keeper_acts(u: UnitView, now: Now, delay: int, reveal_slot: int = 0) -> list[Act]:
     uid, a = u.unit_id, u.attempt
     if u.status == UnitStatus.OPEN and now.timestamp > u.deadline + delay:
         return [Act("closeClaims", f"close:{uid}:{a}:{u.deadline}", (uid,))]
@@ -113,7 +120,8 @@ def _keeper_acts(u: UnitView, now: Now, delay: int) -> list[Act]:
         return [Act("selectAssignee", f"select:{uid}:{a}:{u.seed_block}", (uid,))]
     if u.status == UnitStatus.COMMITTED and now.block > u.seed_block + delay:
         return [Act("drawVerifiers", f"draw:{uid}:{a}:{u.seed_block}", (uid,))]
-    if u.status == UnitStatus.VERIFYING and now.timestamp > u.deadline + delay:
+    slot = 0 if u.forced_revealed else reveal_slot
+    if u.status == UnitStatus.VERIFYING and now.timestamp > u.deadline + slot + delay:
         return [Act("finalize", f"finalize:{uid}:{a}:{u.deadline}", (uid,))]
     return []
 
@@ -298,15 +306,21 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
 
 def premature_reveal_open(u: UnitView, now: Now, statuses: list[VerifierStatus]) -> bool:
     """The assignee's secret shown now is premature (ForcedErrorJudge.reportPrematureReveal): the
-    unit is Assigned or Committed, or Verifying/Disputed with a drawn verifier still to seal
-    (Pending) while the challenge window runs. After that every verdict is fixed and the secret
-    tells nobody anything."""
-    if u.status in (UnitStatus.ASSIGNED, UnitStatus.COMMITTED):
+    unit is Assigned before its commit deadline, Committed, or Verifying with a drawn verifier
+    still to seal (Pending, nobody's seal opened yet) while the challenge window runs. After that
+    every verdict is fixed and the secret tells nobody anything; a Disputed unit is its game's
+    to decide, and after a reveal the secret is public (both refused on chain)."""
+    in_window = now.timestamp + SEND_MARGIN_S <= u.deadline
+    if u.status == UnitStatus.ASSIGNED:
+        return in_window
+    if u.status == UnitStatus.COMMITTED:
         return True
-    if u.status not in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
+    if u.status != UnitStatus.VERIFYING or u.forced_revealed:
+        return False
+    if any(s == VerifierStatus.ATTESTED for s in statuses):
         return False
     pending = any(s == VerifierStatus.PENDING for s in statuses)
-    return pending and now.timestamp + SEND_MARGIN_S <= u.deadline
+    return pending and in_window
 
 
 def parse_leak(name: str, text: str) -> tuple[int, bytes]:

@@ -174,7 +174,7 @@ class Submitter(RoleAgent):
         if u.status == UnitStatus.CANCELLED:
             raise RoleError(f"job {self.job_id} was cancelled")
         await self.ensure_configs()
-        acts = keeper_acts(u, now)
+        acts = keeper_acts(u, now, reveal_slot=2 * self.reveal_window)
         for act in acts:
             await self.keeper(act)
         if not acts:

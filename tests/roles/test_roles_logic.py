@@ -286,18 +286,36 @@ SECRET = b"\x5a" * 32
 def test_premature_reveal_open_while_a_seal_can_still_depend_on_the_secret():
     p, s, a = VerifierStatus.PENDING, VerifierStatus.SEALED, VerifierStatus.ATTESTED
     now = Now(100, 500)
-    for status in (UnitStatus.ASSIGNED, UnitStatus.COMMITTED):
-        assert premature_reveal_open(unit(status, deadline=10), now, [])
-    for status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
-        assert premature_reveal_open(unit(status), now, [s, p])
-        # every drawn verifier sealed or attested: the verdicts are fixed, nothing to report
-        assert not premature_reveal_open(unit(status), now, [s, a])
-        # the challenge window is over (with the send margin): an unsealed one can seal no more
-        late = Now(100, 1000 - SEND_MARGIN_S + 1)
-        assert not premature_reveal_open(unit(status), late, [p])
-        assert premature_reveal_open(unit(status), Now(100, 1000 - SEND_MARGIN_S), [p])
+    assert premature_reveal_open(unit(UnitStatus.COMMITTED, deadline=10), now, [])
+    # Assigned: only before the commit deadline (after it, expireAssignment takes it all)
+    assert premature_reveal_open(unit(UnitStatus.ASSIGNED), now, [])
+    assert not premature_reveal_open(unit(UnitStatus.ASSIGNED, deadline=10), now, [])
+    assert premature_reveal_open(unit(UnitStatus.VERIFYING), now, [s, p])
+    # every drawn verifier sealed or attested: the verdicts are fixed, nothing to report
+    assert not premature_reveal_open(unit(UnitStatus.VERIFYING), now, [s, a])
+    # one seal opened: nobody may seal any more, so the secret decides nothing
+    assert not premature_reveal_open(unit(UnitStatus.VERIFYING), now, [a, p])
+    # the challenge window is over (with the send margin): an unsealed one can seal no more
+    late = Now(100, 1000 - SEND_MARGIN_S + 1)
+    assert not premature_reveal_open(unit(UnitStatus.VERIFYING), late, [p])
+    assert premature_reveal_open(unit(UnitStatus.VERIFYING), Now(100, 1000 - SEND_MARGIN_S), [p])
+    # revealed (the secret is in the reveal's calldata) or disputed (the game decides): refused
+    revealed = replace(unit(UnitStatus.VERIFYING), forced_revealed=True)
+    assert not premature_reveal_open(revealed, now, [p])
+    assert not premature_reveal_open(unit(UnitStatus.DISPUTED), now, [s, p])
     for status in (UnitStatus.NONE, UnitStatus.OPEN, UnitStatus.SELECTING, UnitStatus.FINALIZED):
         assert not premature_reveal_open(unit(status), now, [p])
+
+
+def test_a_third_party_finalizes_only_after_the_reveal_slot_the_assignee_at_once():
+    """The job manager keeps 2 · revealWindow after the deadline for a forced round's reveal:
+    the submitter's keeper waits it out (or until a reveal), the assignee need not."""
+    u = unit(UnitStatus.VERIFYING)  # deadline 1000
+    assert kinds(keeper_acts(u, Now(60, 1001))) == ["finalize"]
+    assert kinds(keeper_acts(u, Now(60, 1200), reveal_slot=200)) == []
+    assert kinds(keeper_acts(u, Now(60, 1201), reveal_slot=200)) == ["finalize"]
+    revealed = replace(u, forced_revealed=True)
+    assert kinds(keeper_acts(revealed, Now(60, 1001), reveal_slot=200)) == ["finalize"]
 
 
 def test_leak_reported_once_per_attempt_and_only_when_the_secret_matches():
