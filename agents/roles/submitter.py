@@ -33,6 +33,10 @@ TOKEN = 10**18
 POST_ATTEMPTS = 5
 
 
+# JobManager.MAX_CLAIM_HORIZON: a claim deadline more than a day after posting is refused.
+MAX_CLAIM_HORIZON_S = 86_400
+
+
 class Submitter(RoleAgent):
     role = "submitter"
 
@@ -41,6 +45,11 @@ class Submitter(RoleAgent):
         load_spec(args.spec)
         if args.reward <= 0 or not 0 <= args.verification_fee < args.reward:
             raise RoleError("--reward must be > 0 and 0 <= --verification-fee < --reward")
+        if not 0 < args.claim_window <= MAX_CLAIM_HORIZON_S:
+            raise RoleError(
+                f"--claim-window {args.claim_window:g}: must be in (0, {MAX_CLAIM_HORIZON_S}] "
+                "s (the job manager's MAX_CLAIM_HORIZON: claims lock collateral until it ends)"
+            )
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)

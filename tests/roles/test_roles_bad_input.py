@@ -136,6 +136,27 @@ def test_missing_key_and_bad_cheat_are_one_line(tmp_path):
     one_line_error(proc, "error: --cheat 'gremlin:step=1': kind must be one of")
 
 
+def test_claim_window_beyond_the_managers_horizon_is_one_line(tmp_path):
+    """The job manager refuses a claim deadline more than a day away (MAX_CLAIM_HORIZON): the
+    submitter says so before it touches the chain."""
+    proc = agents_cli(
+        "submitter",
+        "--rpc-url",
+        "http://127.0.0.1:9",
+        "--key",
+        "dev:3",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--manager",
+        MANAGER,
+        "--spec",
+        "examples/digits-mlp.json",
+        "--claim-window",
+        "90000",
+    )
+    one_line_error(proc, "error: --claim-window 90000: must be in (0, 86400]")
+
+
 def test_keys_without_funds_are_one_line(tmp_path):
     with rk.chain() as (url, w3):
         addrs = rk.deploy(w3)
