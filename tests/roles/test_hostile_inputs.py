@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from rolefakes import Call, FakeContract
 
 from agents.core.blobs import open_blob_store, serving
 from agents.core.clock import RealClock
@@ -43,24 +44,6 @@ ME = "0x" + "ab" * 20
 
 
 # --- fakes -----------------------------------------------------------------------------------
-
-
-class _Call:
-    def __init__(self, value):
-        self.value = value
-
-    def call(self, *a, **kw):
-        return self.value() if callable(self.value) else self.value
-
-
-class FakeContract:
-    """`functions.<name>(*args).call()` returns `views[name](*args)`."""
-
-    def __init__(self, **views):
-        def bind(f):
-            return lambda *a: _Call(lambda: f(*a))
-
-        self.functions = SimpleNamespace(**{name: bind(f) for name, f in views.items()})
 
 
 class FakeEvents:
@@ -281,8 +264,8 @@ def test_load_unit_checks_config_and_placement_before_building_the_global_state(
     spec, data = rounds.job_spec(1)
     uspec = dataclasses.replace(spec, steps=spec.k_local)
     unit_hash = b"\x44" * 32
-    rounds.rm.functions.unitOf = lambda j: _Call((1, 0, 2))
-    rounds.rm.functions.unitSpecHash = lambda h, r, s: _Call(unit_hash)
+    rounds.rm.functions.unitOf = lambda j: Call((1, 0, 2))
+    rounds.rm.functions.unitSpecHash = lambda h, r, s: Call(unit_hash)
     rounds.game = FakeContract(configOf=lambda j: b"\x00" * 32, placementOf=lambda j: (0, 3, 2))
     built: list[int] = []
     rounds.global_state = lambda dj, r: built.append(r)

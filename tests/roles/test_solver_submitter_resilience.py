@@ -20,6 +20,8 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
+from rolefakes import Call, FakeContract
+
 from agents.core.blobs import open_blob_store
 from agents.core.clock import RealClock
 from agents.core.store import Store
@@ -39,24 +41,6 @@ ME = "0x" + "ab" * 20
 OTHER = "0x" + "cd" * 20
 NOW = Now(block=10, timestamp=1_000)
 ZERO32 = b"\x00" * 32
-
-
-class _Call:
-    def __init__(self, value):
-        self.value = value
-
-    def call(self, *a, **kw):
-        return self.value()
-
-
-class FakeContract:
-    """`functions.<name>(*args).call()` returns `views[name](*args)`."""
-
-    def __init__(self, **views):
-        def bind(f):
-            return lambda *a: _Call(lambda: f(*a))
-
-        self.functions = SimpleNamespace(**{name: bind(f) for name, f in views.items()})
 
 
 def job_tuple(spec: specs.JobSpec, data: datasets.Dataset, compute_time: int = 3600) -> tuple:
@@ -134,7 +118,7 @@ def _restarted_after_training(tmp_path: Path) -> tuple[Solver, UnitView]:
     data = datasets.load_dataset(DIGITS.dataset_name)
     s = a_solver(tmp_path, {1: (DIGITS, job_tuple(DIGITS, data))},
                  getClaimants=lambda u: ([ME], []))  # fmt: skip
-    s.manager.functions.collateralOf = lambda j: _Call(lambda: 150 * 10**18)
+    s.manager.functions.collateralOf = lambda j: Call(lambda: 150 * 10**18)
     s.registry = FakeContract(freeStake=lambda who: 50 * 10**18)
     s0 = Engine(DIGITS, data).initial_state()
     addr = s.agent.blobs.put(encode_state(s0))
@@ -311,6 +295,7 @@ def a_submitter(tmp_path: Path, court: bool = False):
     s.job_id, s.last_status, s.configured = 0, None, False
     s.unit = lambda uid: unit(1, UnitStatus.OPEN, NOW.timestamp + 600)
     s.mine_if_idle = lambda: None
+    s.reveal_window = 20  # JobManager.Config.revealWindow (its keeper's reveal slot)
     return s, configs, sent
 
 

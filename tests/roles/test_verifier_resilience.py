@@ -28,6 +28,7 @@ from types import SimpleNamespace
 import pytest
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
+from rolefakes import FakeContract
 
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
 from agents.core.clock import RealClock
@@ -146,25 +147,6 @@ def faulty(job: Job) -> Computation:
 
 
 # --- fakes -----------------------------------------------------------------------------------
-
-
-class _Call:
-    def __init__(self, value):
-        self.value = value
-
-    def call(self, *a, **kw):
-        return self.value()
-
-
-class FakeContract:
-    """`functions.<name>(*args).call()` returns `views[name](*args)`."""
-
-    def __init__(self, abi: list | None = None, address: str = "0x" + "99" * 20, **views):
-        def bind(f):
-            return lambda *a: _Call(lambda: f(*a))
-
-        self.functions = SimpleNamespace(**{name: bind(f) for name, f in views.items()})
-        self.abi, self.address = abi or [], address
 
 
 def committed_events(locator: str, root: bytes) -> SimpleNamespace:
