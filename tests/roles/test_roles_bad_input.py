@@ -171,6 +171,8 @@ def test_keys_without_funds_are_one_line(tmp_path):
             str(tmp_path / "s"),
             "--manager",
             addrs["JobManager"],
+            # its blobs are a local folder, as in every test: said in a warning line without it
+            "--allow-local-locators",
         )
         line = one_line_error(proc, "error: account 0x")
         assert "holds 0 tokens, staking needs 200" in line
