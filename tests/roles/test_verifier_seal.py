@@ -63,7 +63,9 @@ def test_verifier_killed_after_sealing_opens_its_seal_once_restarted(tmp_path):
     verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
     silent = rk.Party("silent", "verifier", 6, ["--stake", "100"])
     with rk.chain() as (url, w3):
-        addrs = rk.deploy(w3, {"verifiersPerUnit": 2})
+        # a longer window than the kit's 25 s: the verifier loads the job, replays 400 steps and
+        # keeps its start states before it seals, and the CI runs three suites on two cores
+        addrs = rk.deploy(w3, {"verifiersPerUnit": 2, "verifyWindow": 45})
         rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, verifier, silent])
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
         registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
