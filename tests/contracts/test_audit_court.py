@@ -186,7 +186,8 @@ def test_court_refuses_a_challenge_after_its_window(court_world, chain):
     d = court_world
     _, unit, [(v, ends), (w, ends_w)] = attested_unit(d, chain)
     deadline = d.manager.getUnit(unit).deadline
-    advance(chain, MGR_CFG["verifyWindow"] + MGR_CFG["revealWindow"] + 1)
+    # a third party finalizes after the reveal's slot (PROTOCOL §6.7: 2 · revealWindow)
+    advance(chain, MGR_CFG["verifyWindow"] + 2 * MGR_CFG["revealWindow"] + 1)
     d.manager.finalize(unit, sender=d.other)
     # within the window after the unit's challenge deadline, entry 0 of w goes to court and
     # stands; v's entry is left alone
