@@ -24,7 +24,7 @@ from typing import Any
 from web3 import Web3
 from web3.contract import Contract
 
-from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
+from agents.core.blobs import BlobServer, BlobStore, LocalDirBackend, open_blob_store
 from agents.core.chain import ChainUnavailable, connect
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
@@ -322,9 +322,20 @@ class RoleAgent:
         rm = self._contract("RoundManager", address)
         if rm.functions.jobManager().call().lower() != manager.lower():
             return None
+        return Rounds(rm, self.manager, self.game, self.spec_stores(), self.local_locators)
+
+    def spec_stores(self) -> list[BlobStore]:
+        """Where job specs are looked up: my blob store, then each --spec-store."""
         extra = getattr(self.args, "spec_store", None) or []
-        stores = [self.agent.blobs] + [open_blob_store(s) for s in extra]
-        return Rounds(rm, self.manager, self.game, stores, self.local_locators)
+        return [self.agent.blobs] + [open_blob_store(s) for s in extra]
+
+    def foreign_placement(self, job_id: int) -> tuple[int, ...] | None:
+        """The unit placement registered with the game for job `job_id`, a job that is no round
+        manager's unit, or None when it has none, as it must (PROTOCOL §7.2): with one, its
+        one-step proofs would draw another step's or shard's batch, and an honest solver of the
+        job as posted would lose its games."""
+        placement = tuple(self.game.functions.placementOf(job_id).call())
+        return placement if any(placement) else None
 
     @property
     def local_locators(self) -> bool:
@@ -340,19 +351,14 @@ class RoleAgent:
             if self.rounds is not None and self.rounds.is_unit_job(job):
                 self.jobs[job_id] = self.rounds.load_unit(job_id, job)
                 return self.jobs[job_id]
-            # A placement belongs to a round manager's unit (PROTOCOL §7.2): one registered for
-            # any other job makes its one-step proofs draw another step's or shard's batch, so
-            # an honest solver of the job as posted would lose its games.
-            placement = tuple(self.game.functions.placementOf(job_id).call())
-            if any(placement):
+            placement = self.foreign_placement(job_id)
+            if placement is not None:
                 raise JobRejected(
                     f"job {job_id}: a unit placement {placement} is registered for it, but it "
                     "is no round manager's unit"
                 )
             cfg = bytes(self.game.functions.configOf(job_id).call())
-            extra = getattr(self.args, "spec_store", None) or []
-            stores = [self.agent.blobs] + [open_blob_store(s) for s in extra]
-            self.jobs[job_id] = load_job(job_id, job, stores, cfg)
+            self.jobs[job_id] = load_job(job_id, job, self.spec_stores(), cfg)
         return self.jobs[job_id]
 
     def context(self, job_id: int) -> JobContext | None:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from eth_abi import encode
 from eth_utils import keccak
 
-from agents.core.blobs import BlobError, BlobStore, open_blob_store
+from agents.core.blobs import BlobError, BlobStore
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
 from agents.dispute.client import GameClient
@@ -275,10 +275,6 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     # --- job contexts: replaying needs the spec and the data, a game also the config -----------
 
-    def spec_stores(self) -> list[BlobStore]:
-        extra = getattr(self.args, "spec_store", None) or []
-        return [self.agent.blobs] + [open_blob_store(s) for s in extra]
-
     def replay_context(self, job_id: int) -> JobContext | None:
         """The job's spec, data and engine, checked against the chain like `context` but not its
         dispute config: a drawn verifier does not choose its units and loses its lock S if it
@@ -307,8 +303,8 @@ class Verifier(ChallengerMixin, RoleAgent):
         if ctx is None or job_id in self.jobs:
             return ctx
         registered = bytes(self.game.functions.configOf(job_id).call())
-        placement = tuple(self.game.functions.placementOf(job_id).call())
-        if registered == ctx.jg.config.hash() and not any(placement):
+        placement = self.foreign_placement(job_id)
+        if registered == ctx.jg.config.hash() and placement is None:
             self.jobs[job_id] = ctx  # what `context` checks for a job that is no unit job
             return ctx
         if job_id not in self._no_game:
