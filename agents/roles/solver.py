@@ -3,7 +3,8 @@ checkpoints, commit, defend disputes, withdraw earnings.
 
 Persistent memory (SQLite records): kind "train", id "<unit>:<attempt>" — the checkpoints
 published so far (roots, blob addresses, losses), so a solver killed during training resumes
-from its last published checkpoint; kind "job" — jobs it refused (with the reason).
+from its last published checkpoint; kind "job" — jobs it refused (with the reason). A unit
+whose commitment of mine was refused (it re-opened after my commit) is not claimed again.
 
 Before claiming, the solver checks that it can finish: a claim locks its collateral until the
 claim deadline (refused beyond --max-claim-wait), and once assigned it must train and commit
@@ -217,6 +218,8 @@ class Solver(RoleAgent):
         capable, free stake for the collateral, a job I can load, and time to train it."""
         if self.agent.store.get_record("job", str(u.job_id)) is not None:
             return False  # refused before
+        if self.failed_before(u):
+            return False
         wait = u.deadline - self.now().timestamp
         if wait > self.args.max_claim_wait:
             # my collateral would stay locked until the claim deadline (selection)
@@ -245,6 +248,20 @@ class Solver(RoleAgent):
             self.agent.store.put_job(str(u.job_id), "refused", {"reason": why})
         else:
             self.refuse_once((u.unit_id, u.attempt, "busy"), u, why)
+        return False
+
+    def failed_before(self, u: UnitView) -> bool:
+        """My commitment of an earlier attempt of this unit was mined and the unit re-opened: a
+        committed unit re-opens only when its assignee loses the dispute or its secret is
+        reported, so the network refused my run. Claiming it again would stake my collateral on
+        the same replay. (An assignment that expired before my commit is not counted: a crash
+        or a slow machine may well do better the next time.)"""
+        for a in range(u.attempt):
+            intent = self.agent.store.get_intent(f"commit:{u.unit_id}:{a}")
+            if intent is not None and intent.status == "mined":
+                why = f"my commitment of attempt {a} was refused (a lost dispute or a reported secret)"
+                self.refuse_once((u.unit_id, "failed"), u, why)
+                return True
         return False
 
     @property

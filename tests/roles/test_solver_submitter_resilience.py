@@ -277,6 +277,30 @@ def test_solver_does_not_claim_a_unit_whose_claim_deadline_is_beyond_max_claim_w
     assert s.eligible(unit(1, UnitStatus.OPEN, NOW.timestamp + 3000))
 
 
+def test_solver_does_not_claim_again_a_unit_whose_commitment_of_mine_was_refused(tmp_path, caplog):
+    """A committed unit re-opens only when its assignee loses the dispute (or its secret is
+    reported): the solver whose commitment of attempt 0 was mined does not stake its collateral
+    on the same replay again. The decomposed e2e's cheater re-claimed its unit in the blocks
+    before it was killed. An assignment that expired before the commit may be retried."""
+    from dataclasses import replace
+
+    data = datasets.load_dataset(DIGITS.dataset_name)
+    jobs = {j: (DIGITS, job_tuple(DIGITS, data)) for j in (1, 2)}
+    s = a_solver(tmp_path, jobs)
+    again = replace(unit(1, UnitStatus.OPEN, NOW.timestamp + 600), attempt=1)
+    s.agent.store.put_record("train", f"{1 << 32}:0", "published", {"roots": []})
+    assert s.eligible(again)  # trained, never committed (expired): it may try again
+    s.agent.store.record_intent(f"commit:{1 << 32}:0", ME, "digest", 7, "0x", "0x01")
+    assert s.eligible(again)  # the commit is not mined (yet)
+    s.agent.store.finish_intent(f"commit:{1 << 32}:0", "mined", 5, 1)
+    caplog.set_level(logging.INFO)
+    assert not s.eligible(again)
+    assert not s.eligible(again)
+    assert len([r for r in caplog.records if "attempt 0 was refused" in r.getMessage()]) == 1
+    assert s.agent.store.get_record("job", "1") is None  # the job's other units stay open to me
+    assert s.eligible(unit(2, UnitStatus.OPEN, NOW.timestamp + 600))
+
+
 # --- F7: the submitter registers the dispute config whenever the chain has none -------------
 
 
