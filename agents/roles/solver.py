@@ -259,7 +259,7 @@ class Solver(RoleAgent):
         for a in range(u.attempt):
             intent = self.agent.store.get_intent(f"commit:{u.unit_id}:{a}")
             if intent is not None and intent.status == "mined":
-                why = f"my commitment of attempt {a} was refused (a lost dispute or a reported secret)"
+                why = f"my commitment of attempt {a} was refused (lost dispute or reported secret)"
                 self.refuse_once((u.unit_id, "failed"), u, why)
                 return True
         return False

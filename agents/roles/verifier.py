@@ -224,6 +224,15 @@ class ChallengerMixin:
         )
 
 
+def no_game_reason(registered: bytes, placement: tuple[int, ...] | None) -> str:
+    """Why a job's game is not set up for it (game_context), in one phrase for the log."""
+    if placement is not None:
+        return f"a unit placement {list(placement)} is registered for a job that is no unit"
+    if not any(registered):
+        return "no dispute config is registered"
+    return f"the registered dispute config 0x{registered.hex()[:16]}… is not the spec's"
+
+
 class Verifier(ChallengerMixin, RoleAgent):
     role = "verifier"
 
@@ -310,11 +319,9 @@ class Verifier(ChallengerMixin, RoleAgent):
         if job_id not in self._no_game:
             self._no_game.add(job_id)
             self.log.warning(
-                "job %d: registered dispute config 0x%s… (placement %s) is not the spec's (or "
-                "none is): attesting my replay, but not challenging",
+                "job %d: %s: attesting my replay, but not challenging",
                 job_id,
-                registered.hex()[:16],
-                placement,
+                no_game_reason(registered, placement),
             )
         return None
 

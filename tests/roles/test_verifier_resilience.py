@@ -658,3 +658,13 @@ def test_whistleblower_drops_an_attestation_that_a_reorg_took_away(tmp_path):
     looked.clear()
     asyncio.run(w.round())
     assert looked == []
+
+
+def test_no_game_reason_names_the_check_that_failed():
+    """The one warning of a job not set up for its game says why, not "placement None"."""
+    from agents.roles.verifier import no_game_reason
+
+    assert no_game_reason(b"\0" * 32, None) == "no dispute config is registered"
+    assert "0x3333333333333333… is not the spec's" in no_game_reason(b"\x33" * 32, None)
+    said = no_game_reason(b"\x33" * 32, (0, 3, 1))
+    assert "placement [0, 3, 1]" in said and "None" not in said
