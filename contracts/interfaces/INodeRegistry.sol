@@ -97,6 +97,8 @@ interface INodeRegistry {
     error InsufficientFreeStake(address node, uint256 free, uint256 amount);
     /// @notice The node's locked stake does not cover `amount`.
     error InsufficientLockedStake(address node, uint256 locked, uint256 amount);
+    /// @notice `node`'s free plus unbonding stake, `answerable`, is less than `amount`.
+    error InsufficientAnswerableStake(address node, uint256 answerable, uint256 amount);
     /// @notice The node's heartbeat is older than `heartbeatTtl`.
     error NodeOffline(address node, uint64 lastHeartbeat, uint64 ttl);
     /// @notice The node's declared capability is below the requirement.
@@ -132,6 +134,11 @@ interface INodeRegistry {
     event StakeReleased(address indexed node, address indexed slasher, uint256 amount, bool completed);
     /// @notice `slasher` slashed `amount` of `node`'s locked stake and received the tokens.
     event NodeSlashed(address indexed node, address indexed slasher, uint256 amount, bool failed);
+    /// @notice `amount` of `node`'s unbonding stake went back into its stake, locked by `slasher`
+    ///         for a past duty (`lockAnswerable`); `unbonding` is left.
+    event UnbondingRecalled(address indexed node, address indexed slasher, uint256 amount, uint256 unbonding);
+    /// @notice A node with no role got `amount` of released stake back as unbonding stake.
+    event StakeReturnedToUnbonding(address indexed node, uint256 amount, uint256 unbonding);
 
     // ------------------------------------------------------------------ wiring
     /// @notice Fixes the authorised protocol contracts. Deployer only, once.
@@ -166,7 +173,16 @@ interface INodeRegistry {
     /// @notice Locks `amount` of `node`'s free stake. Reverts `InsufficientFreeStake` if short.
     function lock(address node, uint256 amount) external;
 
+    /// @notice Locks `amount` of what `node` still answers for: its free stake first, then its
+    ///         unbonding stake, which is moved back into its stake, locked (`UnbondingRecalled`).
+    ///         For duties already done (the attestation court, PROTOCOL §6.8): stake requested
+    ///         for unbonding stays answerable for them until it is withdrawn. Reverts
+    ///         `InsufficientAnswerableStake` if short.
+    function lockAnswerable(address node, uint256 amount) external;
+
     /// @notice Releases `amount` of `node`'s locked stake; counts a completed unit if `completed`.
+    ///         A node that has exited its role (`lockAnswerable` recalled its unbonding stake)
+    ///         gets the amount back as unbonding stake, under its unchanged `unbondReadyAt`.
     function release(address node, uint256 amount, bool completed) external;
 
     /// @notice Slashes `amount` of `node`'s locked stake, transferring it to the caller; counts a
@@ -184,6 +200,8 @@ interface INodeRegistry {
     function roleOf(address node) external view returns (Role);
     /// @notice Stake that is neither locked nor unbonding.
     function freeStake(address node) external view returns (uint256);
+    /// @notice Free stake plus unbonding stake: what `lockAnswerable` can still lock.
+    function answerableStake(address node) external view returns (uint256);
     /// @notice Whether `node`'s last heartbeat is at most `heartbeatTtl` seconds old.
     function isOnline(address node) external view returns (bool);
     /// @notice Minimum stake of `role`.

@@ -66,8 +66,8 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     /// @notice The court's window for the entry closed at `closedAt`.
     error CourtWindowClosed(uint256 unitId, address verifier, uint256 index, uint256 closedAt);
     error NothingToWithdraw(address account);
-    /// @notice `verifier` has no free stake for the court to lock.
-    error NoFreeStake(address verifier);
+    /// @notice `verifier` has no stake left for the court to lock: none free, none unbonding.
+    error NoAnswerableStake(address verifier);
 
     /// @notice `whistleblower` took entry `segment` of `verifier`'s attestation of `unitId` to
     ///         court game `gameId` (from `startRoot`, the attested `endRoot`): `penalty` of the
@@ -86,8 +86,8 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     address private immutable _deployer;
     /// @notice The least bond a challenge takes (`bondOf` scales it with the penalty).
     uint96 public immutable bond;
-    /// @notice The least penalty a false attestation costs (where the verifier's free stake
-    ///         covers it), whatever the job's verifier lock.
+    /// @notice The least penalty a false attestation costs (where the verifier's answerable
+    ///         stake covers it), whatever the job's verifier lock.
     uint96 public immutable penalty;
     uint16 public immutable rewardBps;
     /// @notice How long after the unit's challenge deadline (or after a case in which the
@@ -146,7 +146,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         Case memory c;
         {
             uint256 locked = penaltyOf(unitId, verifier);
-            if (locked == 0) revert NoFreeStake(verifier);
+            if (locked == 0) revert NoAnswerableStake(verifier);
             // penaltyOf is at most uint96.max, and so is _bondFor of it (see there).
             c = Case(unitId, verifier, msg.sender, uint96(_bondFor(locked)), uint96(locked), seg.entry);
         }
@@ -158,7 +158,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         emit AttestationChallenged(
             unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot, c.penalty, c.bond
         ); // forgefmt: disable-line
-        registry.lock(verifier, c.penalty);
+        registry.lockAnswerable(verifier, c.penalty);
         token.safeTransferFrom(msg.sender, address(this), c.bond);
     }
 
@@ -189,19 +189,21 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
 
     /// @notice What a challenge of `verifier`'s attestation of `unitId` would lock now: the job's
     ///         verifier lock S (`IJobManager.verifierLockOf`), the stake a lazy verifier risks in a
-    ///         forced round, and at least `penalty`; at most the verifier's free stake (a short
-    ///         stake is no reason to let a false attestation stand).
+    ///         forced round, and at least `penalty`; at most the verifier's answerable stake
+    ///         (`INodeRegistry.answerableStake`: free plus unbonding; a short stake is no reason
+    ///         to let a false attestation stand, and unbonding is no way out of a case).
     function penaltyOf(uint256 unitId, address verifier) public view returns (uint256) {
         uint256 amount = manager.verifierLockOf(JobIds.jobOf(unitId));
         if (amount < penalty) amount = penalty;
-        uint256 free = registry.freeStake(verifier);
-        if (amount > free) amount = free;
+        // Unbonding stake still answers for attestations made before it was requested (§6.8).
+        uint256 answerable = registry.answerableStake(verifier);
+        if (amount > answerable) amount = answerable;
         return amount > type(uint96).max ? type(uint96).max : amount;
     }
 
     /// @notice What a challenge of `verifier`'s attestation of `unitId` would take from the
     ///         whistleblower now: the reward it stands to win (`rewardBps` of `penaltyOf`), at
-    ///         least `bond`. A challenge keeps up to S of the verifier's free stake locked for a
+    ///         least `bond`. A challenge keeps up to S of the verifier's answerable stake locked for a
     ///         whole game, so the whistleblower risks at least what winning would pay it, and a
     ///         verifier whose attestation stands is credited in proportion to what was locked.
     ///         Reverts where `penaltyOf` reverts.

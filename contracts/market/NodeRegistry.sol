@@ -75,7 +75,9 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         node.memoryMiB = capability.memoryMiB;
         node.throughput = capability.throughput;
         node.lastHeartbeat = uint64(block.timestamp);
-        node.stake = amount.toUint128();
+        // Added, not set: a node with no role may still hold stake the court recalled from its
+        // unbonding (lockAnswerable), locked until the case ends.
+        node.stake = (node.stake + amount).toUint128();
         node.poolSlot = _joinPool(role, msg.sender);
         emit NodeRegistered(msg.sender, role, amount, capability);
         _token.safeTransferFrom(msg.sender, address(this), amount);
@@ -171,6 +173,24 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     }
 
     /// @inheritdoc INodeRegistry
+    function lockAnswerable(address nodeAddr, uint256 amount) external onlySlasher {
+        Node storage node = _nodes[nodeAddr];
+        uint256 free = node.stake - node.locked;
+        uint256 unbonding = node.unbonding;
+        if (free + unbonding < amount) revert InsufficientAnswerableStake(nodeAddr, free + unbonding, amount);
+        if (free < amount) {
+            // The shortfall comes back from unbonding: amount - free <= unbonding (checked
+            // above), and stake + that <= stake + unbonding, which both came from uint128s.
+            uint256 recalled = amount - free;
+            unbonding -= recalled;
+            node.unbonding = uint128(unbonding);
+            node.stake += uint128(recalled);
+            emit UnbondingRecalled(nodeAddr, msg.sender, recalled, unbonding);
+        }
+        _lock(nodeAddr, node, amount);
+    }
+
+    /// @inheritdoc INodeRegistry
     function release(address nodeAddr, uint256 amount, bool completed) external onlySlasher {
         Node storage node = _nodes[nodeAddr];
         if (node.locked < amount) revert InsufficientLockedStake(nodeAddr, node.locked, amount);
@@ -178,6 +198,15 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         node.locked -= uint128(amount);
         if (completed) ++node.completed;
         emit StakeReleased(nodeAddr, msg.sender, amount, completed);
+        if (node.role == Role.None) {
+            // Only lockAnswerable locks a node with no role (exiting needs locked == 0): the stake
+            // it recalled goes back to unbonding, the one way out of a node with no role.
+            // amount <= locked <= stake, and unbonding + amount <= the uint128s they came from.
+            node.stake -= uint128(amount);
+            uint256 unbonding = node.unbonding + amount;
+            node.unbonding = uint128(unbonding);
+            emit StakeReturnedToUnbonding(nodeAddr, amount, unbonding);
+        }
     }
 
     /// @inheritdoc INodeRegistry
@@ -189,7 +218,8 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         node.stake -= uint128(amount);
         ++node.slashed;
         if (failed) ++node.failed;
-        if (node.stake == 0) {
+        // A node with no role (its stake recalled from unbonding) has no pool entry to leave.
+        if (node.stake == 0 && node.role != Role.None) {
             Role role = node.role;
             _leavePool(node);
             node.role = Role.None;
@@ -225,6 +255,12 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     function freeStake(address nodeAddr) external view returns (uint256) {
         Node storage node = _nodes[nodeAddr];
         return node.stake - node.locked;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function answerableStake(address nodeAddr) external view returns (uint256) {
+        Node storage node = _nodes[nodeAddr];
+        return node.stake - node.locked + node.unbonding;
     }
 
     /// @inheritdoc INodeRegistry

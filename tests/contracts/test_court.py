@@ -1,11 +1,11 @@
 """AttestationCourt (PROTOCOL §6.8): its penalty, its bond and its revert paths.
 
 The penalty: a false attestation costs the job's verifier lock S, at least the court's floor, at
-most the verifier's free stake; the case keeps what was locked and the ruling slashes or releases
-exactly that. The bond: the whistleblower pays what it stands to win (`rewardBps` of the
-penalty), at least the court's flat `bond`; the case keeps it and the ruling credits exactly that
-to the winner. The whistleblower-only and wiring guards are in
-tests/roles/test_attestation_court.py, the court's books over random sequences in
+most the verifier's answerable stake (free, then unbonding: recalled and locked); the case keeps
+what was locked and the ruling slashes or releases exactly that. The bond: the whistleblower pays
+what it stands to win (`rewardBps` of the penalty), at least the court's flat `bond`; the case
+keeps it and the ruling credits exactly that to the winner. The whistleblower-only and wiring
+guards are in tests/roles/test_attestation_court.py, the court's books over random sequences in
 test_invariants.py."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from conftest import (
     MGR_CFG,
     SECRET,
     Protocol,
+    advance,
     assign,
     attest,
     by_address,
@@ -138,14 +139,91 @@ def test_onDisputeResolved_attestationStands_releasesWhatWasLocked(world, chain)
     assert d.court.credits(v) == free * COURT_REWARD_BPS // 10_000  # the scaled bond
 
 
-def test_challengeAttestation_noFreeStake_reverts(world, chain):
+def test_challengeAttestation_verifierUnbonding_locksItsUnbondingStake(world, chain):
+    """Unbonding is no way out of a case (PROTOCOL §6.8): the free stake the verifier moved to
+    unbonding comes back into its stake, locked for the case, and a lost case slashes it."""
     d = world
     _, unit, [(v, ends), _] = attested_unit(d, chain)
-    d.registry.requestUnbond(d.registry.freeStake(v), sender=v)
+    free = d.registry.freeStake(v)  # 100 - S, S locked by the manager while the unit verifies
+    d.registry.requestUnbond(free, sender=v)
+    assert d.registry.freeStake(v) == 0
+    assert d.registry.answerableStake(v) == free
+    assert d.court.penaltyOf(unit, v) == free
+    tx = take_to_court(d, unit, v, ends)
+    recalled = tx.events.filter(d.registry.UnbondingRecalled)[0]
+    assert (recalled.node, recalled.slasher) == (v.address, d.court.address)
+    assert (recalled.amount, recalled.unbonding) == (free, 0)
+    node = d.registry.getNode(v)
+    assert (node.stake, node.locked, node.unbonding) == (100 * E18, 100 * E18, 0)
+    game = tx.events.filter(d.court.AttestationChallenged)[0].gameId
+    d.court_game.resolve(game, True, sender=d.other)
+    assert d.registry.getNode(v).stake == 100 * E18 - free
+
+
+def finalized_and_exited(d: Protocol, chain) -> tuple[int, object, list[bytes]]:
+    """An attested unit, finalized (the verifiers' locks released), whose first drawn verifier
+    then unbonded all its stake and left its role: (unit, verifier, its end roots)."""
+    _, unit, [(v, ends), _] = attested_unit(d, chain)
+    chain.pending_timestamp = d.manager.getUnit(unit).deadline + 2 * MGR_CFG["revealWindow"] + 1
+    d.manager.finalize(unit, sender=d.other)
+    d.registry.requestUnbond(d.registry.getNode(v).stake, sender=v)
+    assert d.registry.roleOf(v) == 0
+    return unit, v, ends
+
+
+def test_challengeAttestation_exitedVerifier_caseStands_returnsTheStakeToUnbonding(world, chain):
+    """A verifier that left its role still answers with its unbonding stake; when its
+    attestation stands, the stake goes back to unbonding, withdrawable as before."""
+    d = world
+    unit, v, ends = finalized_and_exited(d, chain)
+    unbonding = d.registry.getNode(v).unbonding
+    ready = d.registry.getNode(v).unbondReadyAt
+    tx = take_to_court(d, unit, v, ends)
+    case = tx.events.filter(d.court.AttestationChallenged)[0]
+    assert case.penalty == S_DEFAULT
+    node = d.registry.getNode(v)
+    assert (node.role, node.stake, node.locked) == (0, S_DEFAULT, S_DEFAULT)
+    assert node.unbonding == unbonding - S_DEFAULT
+    with reverts(d.registry, "NotRegistered", node=v.address):
+        d.registry.requestUnbond(1, sender=v)  # the recalled stake cannot leave another way
+    tx = d.court_game.resolve(case.gameId, False, sender=d.other)
+    back = tx.events.filter(d.registry.StakeReturnedToUnbonding)[0]
+    assert (back.node, back.amount, back.unbonding) == (v.address, S_DEFAULT, unbonding)
+    node = d.registry.getNode(v)
+    assert (node.stake, node.locked, node.unbonding) == (0, 0, unbonding)
+    assert node.unbondReadyAt == ready
+    chain.pending_timestamp = ready
+    before = d.token.balanceOf(v)
+    d.registry.withdrawUnbonded(sender=v)
+    assert d.token.balanceOf(v) == before + unbonding
+
+
+def test_challengeAttestation_exitedVerifier_falseAttestation_slashesTheRecalledStake(world, chain):
+    d = world
+    unit, v, ends = finalized_and_exited(d, chain)
+    unbonding = d.registry.getNode(v).unbonding
+    case = take_to_court(d, unit, v, ends).events.filter(d.court.AttestationChallenged)[0]
+    tx = d.court_game.resolve(case.gameId, True, sender=d.other)
+    assert not tx.events.filter(d.registry.NodeExited)  # it had left already
+    node = d.registry.getNode(v)
+    assert (node.role, node.stake, node.locked) == (0, 0, 0)
+    assert node.unbonding == unbonding - S_DEFAULT
+    assert d.court.credits(d.whistleblower) > 0
+
+
+def test_challengeAttestation_nothingAnswerable_reverts(world, chain):
+    """The first case locked all the verifier's free stake and nothing is unbonding: a second
+    entry cannot be taken to court."""
+    d = world
+    _, unit, [(v, ends), _] = attested_unit(d, chain)
+    take_to_court(d, unit, v, ends)
+    assert d.registry.answerableStake(v) == 0
     assert d.court.penaltyOf(unit, v) == 0
     assert d.court.bondOf(unit, v) == COURT_BOND  # the quote stands; the challenge does not
-    with reverts(d.court, "NoFreeStake", verifier=v.address):
-        take_to_court(d, unit, v, ends)
+    seg = d.manager.sampledSegments(unit, v)[1]
+    proof = list_proof(CHECKPOINT_DOMAIN, STATES, seg).siblings
+    with reverts(d.court, "NoAnswerableStake", verifier=v.address):
+        d.court.challengeAttestation(unit, v, 1, ends, STATES[seg], proof, sender=d.whistleblower)
 
 
 # ------------------------------------------------------------------ the bond
@@ -180,8 +258,11 @@ def large_s_unit(d: Protocol, chain) -> tuple[int, int, list]:
 def test_bondOf_smallPenalty_isTheFlatFloor(world, chain):
     d = world
     _, unit, [(v, ends), _] = attested_unit(d, chain)
-    # 6 tokens free: the penalty is capped at 6, half of it (3) is under the 10-token floor
+    # 6 tokens answerable (the rest unbonded and withdrawn, inside the court's window): the
+    # penalty is capped at 6, half of it (3) is under the 10-token floor
     d.registry.requestUnbond(d.registry.freeStake(v) - 6 * E18, sender=v)
+    advance(chain, d.registry.unbondingDelay())
+    d.registry.withdrawUnbonded(sender=v)
     assert d.court.penaltyOf(unit, v) == 6 * E18
     assert d.court.bondOf(unit, v) == COURT_BOND
     game, penalty, bond = challenge_paid(d, unit, v, ends)

@@ -355,6 +355,9 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.stake = {i: s for i, (_, s) in NODES.items()}
         self.unbonding = dict.fromkeys(NODES, 0)
         self.unbond_ready = dict.fromkeys(NODES, 0)
+        # stake the court recalled from the unbonding of a node with no role (lockAnswerable),
+        # locked for its open cases: such a node is still gone
+        self.held_gone = dict.fromkeys(NODES, 0)
         self.index = {a.lower(): i for i, a in enumerate(self.w.addr)}
         # the attestation court's books: game id -> (unit, verifier, open bond, locked penalty) of
         # each case ever opened
@@ -480,8 +483,12 @@ class ProtocolMachine(RuleBasedStateMachine):
     def heartbeat_rule(self, node: int) -> None:
         self.heartbeat(node)
 
+    def registered(self, node: int) -> bool:
+        """The node has a role: stake beyond what the court holds of a gone node's unbonding."""
+        return self.stake[node] > self.held_gone[node]
+
     def heartbeat(self, node: int) -> None:
-        assert self.w.send(node, self.r.heartbeat()) == (self.stake[node] > 0)
+        assert self.w.send(node, self.r.heartbeat()) == self.registered(node)
 
     def close_and_select(self, data: st.DataObject) -> None:
         picked = self._unit(data)
@@ -727,6 +734,8 @@ class ProtocolMachine(RuleBasedStateMachine):
         ends = list(u.ends.get(verifier, [TRUE[1], TRUE[2]]))
         if flaw == "ends":
             ends[0] = b"\x77" * 32
+        if data.draw(st.integers(0, 2)) == 0:
+            self.unbond_free(verifier)  # an attempt to put its stake out of the court's reach
         segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
         # the court proves start roots against the published root, which the verifiers replayed
         # from, also after a reveal made C the unit's checkpoint root (publishedRootOf)
@@ -739,8 +748,10 @@ class ProtocolMachine(RuleBasedStateMachine):
         )
         node = self.r.getNode(self.w.addr[verifier]).call()
         free = node[8] - node[9]  # stake - locked
-        # the court locks the job's verifier lock S, at least its floor, at most the free stake
-        penalty = min(max(COURT_CFG["penalty"], self.lock(u)), free)
+        # the court locks the job's verifier lock S, at least its floor, at most the answerable
+        # stake: free, then unbonding (recalled into the stake, locked)
+        answerable = free + self.unbonding[verifier]
+        penalty = min(max(COURT_CFG["penalty"], self.lock(u)), answerable)
         ok = self.w.send(who, fn)
         valid = (
             who == 8
@@ -752,7 +763,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             and self.w.pending_now()
             <= max(u.stood.get((verifier, index), 0), self.m.getUnit(uid).call()[4])
             + COURT_CFG["window"]
-            and free > 0  # nothing to lock: NoFreeStake
+            and answerable > 0  # nothing to lock: NoAnswerableStake
         )
         assert ok <= valid, f"court challenge accepted: {who} {verifier} {index} {flaw} {u}"
         if not ok:
@@ -767,6 +778,13 @@ class ProtocolMachine(RuleBasedStateMachine):
             return
         game = self.w.court_game.functions.gameCount().call()
         assert self.w.court.functions.cases(game).call()[4] == penalty, "court penalty"
+        recalled = max(0, penalty - free)
+        if recalled:
+            if not self.registered(verifier):
+                self.held_gone[verifier] += recalled
+            self.stake[verifier] += recalled
+            self.unbonding[verifier] -= recalled
+            self._seen("court recalled unbonding stake")
         if penalty < max(COURT_CFG["penalty"], self.lock(u)):
             self._seen("court penalty capped by the free stake")
         # the bond: the reward at stake, at least the flat floor
@@ -789,11 +807,19 @@ class ProtocolMachine(RuleBasedStateMachine):
     def court_resolve(self, game: int, won: bool) -> None:
         _, verifier, bond, penalty, u, entry, court = self.cases[game]
         assert self.w.send(1, self.w.court_game.functions.resolve(game, won))
+        if not won and self.held_gone[verifier]:
+            # released stake of a node with no role goes back to unbonding (its one way out)
+            self.held_gone[verifier] -= penalty
+            self.stake[verifier] -= penalty
+            self.unbonding[verifier] += penalty
+            self._seen("court returned recalled stake to unbonding")
         if won:
             reward = penalty * COURT_CFG["reward_bps"] // BPS
             self.court_credits[8] += bond + reward
             self.jackpot += penalty - reward  # the court funds the manager's jackpot
             self.stake[verifier] -= penalty  # slashed from the verifier's registry stake
+            if self.held_gone[verifier]:  # a gone verifier's recalled stake (all of it locked)
+                self.held_gone[verifier] -= penalty
         elif court is u.court:  # the attestation stood (and its attempt is still the unit's)
             self.court_credits[verifier] += bond
             court.discard(entry)  # it may be taken to court again
@@ -954,6 +980,17 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.w.jump(REG_CFG["unbondingDelay"])
             self.withdraw_unbonded(node)
 
+    def unbond_free(self, node: int) -> None:
+        """Unbond all the node's free stake (it leaves its role if nothing is locked); refused
+        where the locked stake left would be under the role's minimum."""
+        chain_node = self.r.getNode(self.w.addr[node]).call()
+        free = chain_node[8] - chain_node[9]  # stake - locked
+        if free and self.w.send(node, self.r.requestUnbond(free)):
+            self.stake[node] -= free
+            self.unbonding[node] += free
+            self.unbond_ready[node] = self.w.now() + REG_CFG["unbondingDelay"]
+            self._seen("unbonded free stake")
+
     @rule(node=st.sampled_from(sorted(NODES)))
     def withdraw_unbonded(self, node: int) -> None:
         before = self.w.token.functions.balanceOf(self.w.addr[node]).call()
@@ -974,14 +1011,15 @@ class ProtocolMachine(RuleBasedStateMachine):
         so that exits and re-entries are common enough to exercise the pool."""
         if leave_first:
             self.unbond(data.draw(st.sampled_from(sorted(NODES))), 1, False)
-        gone = [i for i in sorted(NODES) if self.stake[i] == 0]
+        gone = [i for i in sorted(NODES) if not self.registered(i)]
         node = data.draw(st.sampled_from(gone or sorted(NODES)))
         role, stake = NODES[node]
         dead = self.r.deadPoolEntries(ROLES[role]).call()
         ok = self.w.send(node, self.r.register(ROLES[role], (1, 16_384, 100), stake))
-        assert ok == (self.stake[node] == 0)
+        assert ok == (not self.registered(node))
         if ok:
-            self.stake[node] = stake
+            self.stake[node] += stake  # on top of stake recalled for open court cases, if any
+            self.held_gone[node] = 0
             self.rejoined.add(node)
             self._seen("registered again" + (" into a dead entry" if dead else ""))
 
@@ -1004,7 +1042,7 @@ class ProtocolMachine(RuleBasedStateMachine):
                 self.cancel_job(uid, u.submitter)
             elif u.status == OPEN:
                 solver = data.draw(st.sampled_from([3, 4, 5]))
-                if self.stake[solver] > 0:
+                if self.registered(solver):
                     self.heartbeat(solver)
                     self.claim_unit(uid, solver)
                 self.w.jump(3_001)
@@ -1025,7 +1063,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             elif u.status == COMMITTED:
                 for v in (6, 7):
                     # (hypothesis often draws the simplest value, 0: let it mean "online")
-                    if self.stake[v] > 0 and data.draw(st.integers(0, 3)) < 3:
+                    if self.registered(v) and data.draw(st.integers(0, 3)) < 3:
                         self.heartbeat(v)
                 self.draw_unit(uid)
                 # often the drawn verifiers seal at once; their seals are opened (or not) later
@@ -1118,7 +1156,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             assert dead == sum(not e[3] for e in entries), f"role {role}: dead count {dead}"
             live_nodes = sorted(self._who(f"0x{e[0]:040x}") for e in entries if e[3])
             registered = sorted(
-                i for i, (r, _) in NODES.items() if ROLES[r] == role and self.stake[i] > 0
+                i for i, (r, _) in NODES.items() if ROLES[r] == role and self.registered(i)
             )
             assert live_nodes == registered, f"role {role}: live {live_nodes} != {registered}"
             if role in self.pools:
@@ -1209,6 +1247,7 @@ REQUIRED_OUTCOMES = (
     "premature reveal slashed",
     "court challenged",
     "court challenge refused",
+    "court recalled unbonding stake",
     "court ruled falseAttestation=True",
     "court ruled falseAttestation=False",
     "withdrew court credit",

@@ -374,6 +374,61 @@ def test_lock_locksFreeStakeOnly(project, deployment):
     assert reg.getNode(v).locked == 10 * E18
 
 
+def test_lockAnswerable_notSlasher_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotSlasher", caller=d.other.address):
+        d.registry.lockAnswerable(d.verifiers[0], 1, sender=d.other)
+
+
+def test_lockAnswerable_freeFirst_thenRecallsUnbonding(project, deployment):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    v = d.verifiers[0]
+    reg.register(VERIFIER, CAP, 100 * E18, sender=v)
+    reg.requestUnbond(40 * E18, sender=v)  # 60 staked, 40 unbonding
+    ready = reg.getNode(v).unbondReadyAt
+    assert (reg.freeStake(v), reg.answerableStake(v)) == (60 * E18, 100 * E18)
+    tx = reg.lockAnswerable(v, 50 * E18, sender=d.other)  # free stake covers it
+    assert not tx.events.filter(reg.UnbondingRecalled)
+    assert reg.getNode(v).unbonding == 40 * E18
+    with reverts(reg, "InsufficientAnswerableStake", answerable=50 * E18, amount=51 * E18):
+        reg.lockAnswerable(v, 51 * E18, sender=d.other)
+    tx = reg.lockAnswerable(v, 35 * E18, sender=d.other)  # 10 free, 25 from unbonding
+    ev = tx.events.filter(reg.UnbondingRecalled)[0]
+    assert (ev.node, ev.slasher, ev.amount, ev.unbonding) == (
+        v.address,
+        d.other.address,
+        25 * E18,
+        15 * E18,
+    )
+    node = reg.getNode(v)
+    assert (node.stake, node.locked, node.unbonding) == (85 * E18, 85 * E18, 15 * E18)
+    assert node.unbondReadyAt == ready
+    # a registered node's release leaves the stake free (it may unbond it again)
+    tx = reg.release(v, 35 * E18, False, sender=d.other)
+    assert not tx.events.filter(reg.StakeReturnedToUnbonding)
+    assert reg.freeStake(v) == 35 * E18 and reg.getNode(v).unbonding == 15 * E18
+
+
+def test_lockAnswerable_goneNode_registerAgain_addsToTheLockedStake(project, deployment):
+    """A node that left its role with stake recalled for a case registers again: its new stake
+    is added to the locked one (register does not overwrite it), and the case's release then
+    leaves the stake free, as for any registered node."""
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    v = d.verifiers[0]
+    reg.register(VERIFIER, CAP, 100 * E18, sender=v)
+    reg.requestUnbond(100 * E18, sender=v)  # leaves its role
+    reg.lockAnswerable(v, 30 * E18, sender=d.other)
+    assert reg.roleOf(v) == 0
+    reg.register(VERIFIER, CAP, 60 * E18, sender=v)
+    node = reg.getNode(v)
+    assert (node.stake, node.locked, node.unbonding) == (90 * E18, 30 * E18, 70 * E18)
+    tx = reg.release(v, 30 * E18, False, sender=d.other)
+    assert not tx.events.filter(reg.StakeReturnedToUnbonding)
+    assert reg.freeStake(v) == 90 * E18
+
+
 def test_pickPoolMember_skipsIneligible(project, deployment, chain):
     d = deployment
     reg = _eoa_slasher_registry(project, d)
