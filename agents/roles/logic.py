@@ -267,6 +267,7 @@ class AttestationFacts:
     court_done: bool = False  # that game is resolved
     tries: int = 0  # re-checks that found the data unusable ("unavailable")
     last_try: int = 0  # chain time of the last of them
+    court_open: bool = False  # the court still takes this attestation (its unit final, in window)
 
 
 def recheck_due(tries: int, last_try: int, now: Now) -> bool:
@@ -281,8 +282,9 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
     if f.verdict is None:
         return [Act("recheck", "", (key,))]
     if f.verdict == "unavailable":
-        # retried while the unit can still be challenged or is being disputed
-        live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED)
+        # retried while the unit can still be challenged or is being disputed, or the court can
+        # still take the attestation (from my own replay, once the data stays away)
+        live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) or f.court_open
         due = live and recheck_due(f.tries, f.last_try, now)
         return [Act("recheck", "", (key,))] if due else []
     acts: list[Act] = []

@@ -9,7 +9,10 @@ half of it to the whistleblower, and the unit re-opens (PROTOCOL §8.1).
 
 Attested events are read through the core's reorg-safe event stream (`--confirmations` deep,
 block-hash checkpoints, persisted cursor). Data that fails its checks is re-fetched with backoff
-while the unit is live; the start states of a false attestation's segments and the solver's
+while the unit is live or the court can still take the attestation; from the
+FULL_REPLAY_AFTER_TRIES-th failed try on, the attestation is checked against my own replay from
+step 0 instead, when that replay is the published commitment (a solver that withholds its data
+does not shield its verifiers). The start states of a false attestation's segments and the
 checkpoint roots are kept in my own blob store, so a court case goes on after the solver's data
 is gone.
 
@@ -56,6 +59,11 @@ from agents.training.state import State
 
 ROLE_WHISTLEBLOWER = 3
 TOKEN = 10**18
+#: failed fetches of an attestation's data after which it is checked from my own replay from
+#: step 0 (a whole job's training, once per job: late data gets a few backoff rounds first)
+FULL_REPLAY_AFTER_TRIES = 3
+#: AttestationCourt.window when the court does not say (its deployment default)
+COURT_WINDOW_S = 7 * 24 * 3600
 
 
 class Whistleblower(ChallengerMixin, RoleAgent):
@@ -149,6 +157,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                     bool(rec.data.get("court_done")),
                     int(rec.data.get("tries", 0)),
                     int(rec.data.get("last_try", 0)),
+                    rec.state == "unavailable" and self.court_open(u, rec.data, now),
                 )
                 for act in whistleblower_acts(u, now, rec.record_id, facts):
                     await self.execute(act, u, rec.record_id)
@@ -170,6 +179,27 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 if await self.send(act, self.court.functions.withdraw()) is not None:
                     self.log.info("withdrew %g tokens from the attestation court", credits / 1e18)
         return False
+
+    def court_open(self, u: UnitView, data: dict, now: Now) -> bool:
+        """The court still takes this attestation: a court is deployed, the unit is final in the
+        attempt attested (a re-opened unit's attestations leave the court's reach) and its
+        window after the challenge deadline runs (a stood case's later window is not counted:
+        the re-check only needs the first)."""
+        if self.court is None or u.status != UnitStatus.FINALIZED:
+            return False
+        then = self.manager.functions.getUnit(u.unit_id).call(block_identifier=int(data["block"]))
+        if int(then[10]) != u.attempt:
+            return False
+        return now.timestamp <= u.deadline + self.court_window()
+
+    def court_window(self) -> int:
+        """The court's window (seconds after a unit's challenge deadline), read once."""
+        if "_court_window" not in self.__dict__:
+            try:
+                self._court_window = int(self.court.functions.window().call())
+            except (AttributeError, ValueError):
+                self._court_window = COURT_WINDOW_S
+        return self._court_window
 
     async def execute(self, act: Act, u: UnitView, key: str) -> None:
         rec = self.agent.store.get_record("attestation", key)
@@ -285,14 +315,14 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         reader = got[1]
         return [bytes.fromhex(r[2:]) for r in reader.manifest.roots]
 
-    def keep_case(self, reader: CheckpointReader, starts: dict[int, bytes]) -> dict:
-        """What a court case over a false attestation needs from the solver's data, copied into
-        my own blob store: the checkpoint roots and the attested segments' start states (their
-        state blobs); a copy my store refuses is logged and left out (the case then falls back
-        to the solver's data, or to my replay from step 0)."""
+    def keep_case(self, roots: list[str], starts: dict[int, bytes]) -> dict:
+        """What a court case over a false attestation needs, copied into my own blob store: the
+        checkpoint roots ("0x…") and the attested segments' start states (their state blobs);
+        a copy my store refuses is logged and left out (the case then falls back to the
+        solver's data, or to my replay from step 0)."""
         out: dict = {"starts": {}}
         try:
-            out["roots"] = self.agent.blobs.put(json.dumps(reader.manifest.roots).encode())
+            out["roots"] = self.agent.blobs.put(json.dumps(roots).encode())
             for s, blob in starts.items():
                 out["starts"][str(s)] = self.agent.blobs.put(blob)
         except (BlobError, OSError) as exc:
@@ -420,6 +450,10 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             # retried with backoff while the unit is live (logic.recheck_due)
             data["tries"] = int(data.get("tries", 0)) + 1
             data["last_try"] = self.now().timestamp
+            if data["tries"] >= FULL_REPLAY_AFTER_TRIES and self.check_from_own_replay(
+                key, data, ctx, bytes(u[12])
+            ):
+                return
             self.log.error(
                 "attestation %s: checkpoints unusable (try %d, will retry): %s",
                 key,
@@ -432,7 +466,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         false = data["mine"] != data["end_roots"]
         data["commitment_wrong"] = any(mine[s] != reader.root(s + 1) for s in data["segments"])
         if false:
-            data.update(self.keep_case(reader, starts))
+            data.update(self.keep_case(reader.manifest.roots, starts))
         self.agent.store.put_record("attestation", key, "false" if false else "true", data)
         self.log.info(
             "attestation by %s on unit %d: %s",
@@ -440,6 +474,43 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             unit_id,
             "FALSE" if false else "true",
         )
+
+    def check_from_own_replay(
+        self, key: str, data: dict, ctx: JobContext, published_root: bytes
+    ) -> bool:
+        """Check the attestation against my own replay of the job from step 0, when that replay's
+        checkpoint list is the published root the verifier replayed from (then my states are
+        the solver's and the court can prove my start roots against it). False (logged once)
+        when it is not: a wrong commitment or a forced round's perturbed one, whose published
+        entries only the solver's data has."""
+        comp = self.challenger_comp(ctx)
+        roots = comp.checkpoint_roots()
+        if merkle.checkpoint_root(roots) != published_root:
+            if not data.get("own_replay_differs"):
+                data["own_replay_differs"] = True
+                self.log.warning(
+                    "attestation %s: my replay from step 0 is not the published commitment; "
+                    "only the solver's data can check it (will retry the fetch)",
+                    key,
+                )
+            return False
+        k = ctx.spec.checkpoint_every
+        data["mine"] = ["0x" + roots[s + 1].hex() for s in data["segments"]]
+        data["commitment_wrong"] = False
+        data["from_own_replay"] = True
+        false = data["mine"] != data["end_roots"]
+        if false:
+            starts = {s: encode_state(comp.state(s * k)) for s in set(data["segments"])}
+            data.update(self.keep_case(["0x" + r.hex() for r in roots], starts))
+        self.agent.store.put_record("attestation", key, "false" if false else "true", data)
+        self.log.info(
+            "attestation by %s on unit %d: %s (from my own replay: the solver's data is "
+            "unavailable)",
+            data["verifier"],
+            int(data["unit"]),
+            "FALSE" if false else "true",
+        )
+        return True
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

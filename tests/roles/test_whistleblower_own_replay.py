@@ -1,0 +1,119 @@
+"""The whistleblower checks an attestation from its own replay from step 0 when the solver's
+data stays away (PROPERTIES H8): a solver that withholds its checkpoints does not shield the
+verifiers that attested its unit, also after the unit is final, while the court can still
+take the attestation. Built on the fakes of test_verifier_resilience."""
+
+# ruff: noqa: F811  (the tests take the imported `job` fixture as a parameter)
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from test_verifier_resilience import (  # noqa: F401  (job is a fixture)
+    GAME,
+    OTHER,
+    SEGMENT,
+    UNIT,
+    _false_attestation,
+    faulty,
+    job,
+    solver_data,
+    unit_view,
+)
+
+from agents.roles.logic import Act, AttestationFacts, Now, UnitStatus, whistleblower_acts
+from agents.roles.whistleblower import FULL_REPLAY_AFTER_TRIES
+from agents.training import merkle
+from agents.training.state import state_root
+
+
+def _recheck_until_settled(w, key: str) -> list[str]:
+    """Re-check until the record leaves "unavailable" or the replay fallback was tried; the
+    states the record went through."""
+    states = []
+    for _ in range(FULL_REPLAY_AFTER_TRIES):
+        w.recheck(key, dict(w.agent.store.get_record("attestation", key).data))
+        states.append(w.agent.store.get_record("attestation", key).state)
+    return states
+
+
+def test_withheld_data_a_false_attestation_is_found_from_my_own_replay_and_taken_to_court(
+    tmp_path, job
+):
+    with solver_data(tmp_path, job) as data:
+        w, key = _false_attestation(tmp_path, job, data)
+        data.take_down()  # the solver never serves its checkpoints
+        states = _recheck_until_settled(w, key)
+        assert states == ["unavailable"] * (FULL_REPLAY_AFTER_TRIES - 1) + ["false"]
+        rec = w.agent.store.get_record("attestation", key)
+        assert rec.data["from_own_replay"] and not rec.data["commitment_wrong"]
+        assert rec.data["mine"] == [
+            "0x" + data.roots[2].hex(),
+            "0x" + data.roots[SEGMENT + 1].hex(),
+        ]
+        # the case goes to court with my roots: the start root is proven against the
+        # published commitment
+        asyncio.run(w.court_challenge(Act("courtChallenge", f"court:{key}"), key, dict(rec.data)))
+        name, (unit_id, who, index, _ends, start, proof) = w.sent[0][1]
+        assert (name, unit_id, who, index) == ("challengeAttestation", UNIT, OTHER, 1)
+        assert start == data.roots[SEGMENT]
+        opened = merkle.ListProof(SEGMENT, start, list(proof))
+        n = len(data.roots)
+        assert merkle.verify_list_proof(merkle.CHECKPOINT_DOMAIN, data.checkpoint_root, n, opened)
+        # and the court game is played from the start state I kept
+        case = rec.data | {"court_game": GAME, "court_segment": SEGMENT}
+        asyncio.run(w.play_court(key, case))
+    assert state_root(w.court_comps[GAME].state(SEGMENT * job.k)) == data.roots[SEGMENT]
+
+
+def test_withheld_data_a_true_attestation_is_confirmed_from_my_own_replay(tmp_path, job):
+    with solver_data(tmp_path, job) as data:
+        w, key = _false_attestation(tmp_path, job, data)
+        rec = w.agent.store.get_record("attestation", key)
+        true_ends = ["0x" + data.roots[2].hex(), "0x" + data.roots[SEGMENT + 1].hex()]
+        w.agent.store.put_record("attestation", key, "new", rec.data | {"end_roots": true_ends})
+        data.take_down()
+        assert _recheck_until_settled(w, key)[-1] == "true"
+
+
+def test_my_replay_is_not_the_commitment_the_attestation_stays_unavailable(tmp_path, job, caplog):
+    """A solver whose commitment is wrong (here a wrong batch example in SEGMENT) and whose data
+    is gone: my replay's roots cannot prove the published entries, so the fetch is retried and
+    the reason said once."""
+    with solver_data(tmp_path, job, faulty(job)) as data:
+        w, key = _false_attestation(tmp_path, job, data)
+        data.take_down()
+        caplog.set_level(logging.WARNING, logger=w.log.name)
+        states = _recheck_until_settled(w, key) + _recheck_until_settled(w, key)
+    assert set(states) == {"unavailable"}
+    said = [r for r in caplog.records if "not the published commitment" in r.getMessage()]
+    assert len(said) == 1
+
+
+def test_an_unavailable_attestation_of_a_final_unit_is_rechecked_while_the_court_takes_it():
+    key = f"{UNIT}:{OTHER}:9"
+    final = unit_view(None, UnitStatus.FINALIZED)
+
+    def acts(court_open: bool) -> list[str]:
+        facts = AttestationFacts(
+            "unavailable", False, False, True, tries=3, last_try=1_000, court_open=court_open
+        )
+        return [a.kind for a in whistleblower_acts(final, Now(10, 10_000), key, facts)]
+
+    assert acts(False) == []  # as before: a final unit's data is not chased without a court
+    assert acts(True) == ["recheck"]
+
+
+def test_court_open_reads_the_court_window_and_the_attested_attempt(tmp_path, job):
+    with solver_data(tmp_path, job) as data:
+        w, key = _false_attestation(tmp_path, job, data)
+    w.court.functions.window = lambda: type("C", (), {"call": lambda self: 100})()
+    final = unit_view(data, UnitStatus.FINALIZED)
+    rec = w.agent.store.get_record("attestation", key).data
+    assert w.court_open(final, rec, Now(1, final.deadline + 100))
+    assert not w.court_open(final, rec, Now(1, final.deadline + 101))
+    assert not w.court_open(unit_view(data, UnitStatus.VERIFYING), rec, Now(1, 0))
+    later = unit_view(data, UnitStatus.FINALIZED)
+    object.__setattr__(later, "attempt", 1)  # a re-opened unit's later attempt
+    assert not w.court_open(later, rec, Now(1, final.deadline))
