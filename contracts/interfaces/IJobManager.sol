@@ -392,7 +392,7 @@ interface IJobManager is IDisputeCallback {
     ///         re-opens first (the revealed C overturned by a dispute), which releases it.
     event AttestationJudgedWrong(uint256 indexed unitId, address indexed verifier, uint256 amount);
     /// @notice The open dispute of a forced unit was voided (its challenger got its bond back);
-    ///         the game's later result is ignored.
+    ///         the game's later result is ignored (a held result's game is over already).
     event DisputeVoided(uint256 indexed unitId, uint256 indexed gameId, address indexed challenger);
     /// @notice Game `gameId` ended with the challenger's win while the solver may still reveal
     ///         a forced error (forcedErrorBps > 0, none revealed, before the reveal's slot ends):
