@@ -8,9 +8,11 @@ a second transaction for an intent it has recorded, so a restarted agent that ta
 decision again resumes the recorded transaction instead of sending a new one.
 
 Unit life cycle (IJobManager): Open -> Selecting -> Assigned -> Committed -> Verifying
-(<-> Disputed) -> Finalized; Disputed -> Open when the challenger wins. The keeper steps
-(closeClaims, selectAssignee, drawVerifiers, finalize) may be taken by anyone; every role
-takes them for the units it follows so that a job never waits for a particular party.
+(<-> Disputed) -> Finalized; Disputed -> Open when the challenger wins (with forced errors on, a
+win before the end of the round's reveal slot is held until then: settleDispute). The keeper
+steps (closeClaims, selectAssignee, drawVerifiers, finalize, settleDispute) may be taken by
+anyone; every role takes them for the units it follows so that a job never waits for a
+particular party.
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ class UnitView:
     # the root the locator's data was committed under; after a forced error's reveal the chain's
     # checkpoint root is the true one, which differs from it at the perturbed checkpoints
     published_root: bytes = b""
+    # Disputed, and its dispute's game is over: the challenger's win is held for a forced round's
+    # reveal (JobManager.DisputeResultHeld) until settleDispute or the reveal
+    result_held: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,9 @@ class Act:
 #: A send must be mined before its deadline: act only with this many seconds of chain time left.
 SEND_MARGIN_S = 2
 
-KEEPER_STEPS = frozenset({"closeClaims", "selectAssignee", "drawVerifiers", "finalize"})
+KEEPER_STEPS = frozenset(
+    {"closeClaims", "selectAssignee", "drawVerifiers", "finalize", "settleDispute"}
+)
 SOLVER_KEEPS = frozenset({"closeClaims", "selectAssignee"})
 #: Seconds (or blocks) a backup keeper waits before taking a step the submitter has not taken.
 BACKUP_DELAY = 4
@@ -108,7 +115,8 @@ def keeper_acts(
     primary keeper (the submitter) has not, instead of racing it for the same block. Anyone but
     the unit's assignee passes `reveal_slot` = 2 · revealWindow: the job manager keeps that long
     after the challenge deadline for a forced round's reveal (PROTOCOL §6.7), refusing a third
-    party's finalize of an unrevealed unit before it."""
+    party's finalize of an unrevealed unit before it, and holding a challenger's win until it is
+    over (settleDispute, `held_result_due`)."""
     return [act for act in _keeper_acts(u, now, delay, reveal_slot) if act.kind in steps]
 
 
@@ -123,7 +131,24 @@ def _keeper_acts(u: UnitView, now: Now, delay: int, reveal_slot: int = 0) -> lis
     slot = 0 if u.forced_revealed else reveal_slot
     if u.status == UnitStatus.VERIFYING and now.timestamp > u.deadline + slot + delay:
         return [Act("finalize", f"finalize:{uid}:{a}:{u.deadline}", (uid,))]
+    if held_result_due(u, now, reveal_slot, delay):
+        return [settle_act(u)]
     return []
+
+
+def held_result_due(u: UnitView, now: Now, reveal_slot: int, delay: int = 0) -> bool:
+    """A challenger's held win may be applied (JobManager.settleDispute): the unit is Disputed,
+    its dispute's game is over (`result_held`) and so is the forced round's reveal slot, which
+    ends `reveal_slot` = 2 · revealWindow after the challenge deadline (which does not move while
+    Disputed). Until then the solver may still reveal its forced error, voiding the dispute."""
+    if u.status != UnitStatus.DISPUTED or not u.result_held:
+        return False
+    return now.timestamp > u.deadline + reveal_slot + delay
+
+
+def settle_act(u: UnitView) -> Act:
+    """settleDispute of the unit's held result: one per attempt (a held result ends it)."""
+    return Act("settleDispute", f"settle:{u.unit_id}:{u.attempt}", (u.unit_id,))
 
 
 # --- sealed attestations (commit-reveal) ---------------------------------------------------------
@@ -179,7 +204,7 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
     if u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) and mine and f.reveal_due:
         # prove the forced error before anything else: it voids a dispute over it
         acts.append(Act("reveal", f"reveal:{uid}:{a}", (uid, a)))
-    elif u.status == UnitStatus.DISPUTED and mine and f.game_id:
+    elif u.status == UnitStatus.DISPUTED and mine and f.game_id and not u.result_held:
         acts.append(Act("defend", "", (f.game_id,)))
     # Keeper steps: solvers move selection along; the assignee finalizes its own unit.
     steps = SOLVER_KEEPS | ({"finalize", "drawVerifiers"} if mine else set())
@@ -241,8 +266,12 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     contest = f.status == VerifierStatus.SLASHED and u.forced_revealed and f.replayed
     if contest and not f.contested and u.status == UnitStatus.VERIFYING and in_window:
         acts.append(Act("challenge", f"challenge-revealed:{uid}:{a}", (uid, a)))
-    if u.status == UnitStatus.DISPUTED and f.my_challenge and f.game_id:
+    if u.status == UnitStatus.DISPUTED and f.my_challenge and f.game_id and not u.result_held:
         acts.append(Act("play", "", (f.game_id,)))
+    # I won the game and the win is held for a forced round's reveal: I am owed my bond and the
+    # reward, so I apply it myself once the reveal's slot is over
+    if f.my_challenge and held_result_due(u, now, 2 * f.reveal_window):
+        acts.append(settle_act(u))
     return acts + keeper_acts(u, now, frozenset({"drawVerifiers"}), BACKUP_DELAY)
 
 

@@ -474,6 +474,12 @@ class RoleAgent:
             if key not in self._locators:
                 self._locators[key] = self.commitment(unit_id)
             locator, published = self._locators[key]
+        # A Disputed unit whose dispute's game is gone (unitOfGame 0): the win is held
+        # (JobManager.DisputeResultHeld) for the forced round's reveal.
+        held = False
+        if u[0] == UnitStatus.DISPUTED:
+            game = int(self.manager.functions.getDispute(unit_id).call()[0])
+            held = int(self.manager.functions.unitOfGame(game).call()) == 0
         return UnitView(
             unit_id=unit_id,
             job_id=unit_id >> 32,
@@ -489,6 +495,7 @@ class RoleAgent:
             assign_seed=u[11],
             forced_revealed=bool(u[8]),
             published_root=published,
+            result_held=held,
         )
 
     def units(self) -> list[UnitView]:

@@ -48,8 +48,10 @@ from agents.roles.logic import (
     UnitView,
     VerifierStatus,
     game_act,
+    held_result_due,
     leak_acts,
     parse_leak,
+    settle_act,
     whistleblower_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError
@@ -165,8 +167,13 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             if u.status == UnitStatus.DISPUTED:
                 with self.isolated(f"unit {u.unit_id}"):
                     d = self.manager.functions.getDispute(u.unit_id).call()
+                    mine = d[1].lower() == self.me.lower()
+                    if mine and held_result_due(u, now, 2 * self.reveal_window):
+                        # my win was held for a forced round's reveal that did not come: I am
+                        # owed my bond and the reward
+                        await self.keeper(settle_act(u))
                     ctx = self.context(u.job_id)
-                    if d[1].lower() == self.me.lower() and ctx is not None:
+                    if mine and not u.result_held and ctx is not None:
                         await self.play(int(d[0]), ctx, now)
         if self.args.leaked_secrets:
             with self.isolated("leaked secrets"):

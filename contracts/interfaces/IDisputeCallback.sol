@@ -15,7 +15,11 @@ interface IDisputeCallback {
     ///      `challengerWon`: the solver's commitment was shown wrong. Then the solver's locked
     ///      collateral is slashed (`challengerRewardBps` of it credited to the challenger, the rest
     ///      to the jackpot), the challenger's bond is credited back, the verifiers' locks are
-    ///      released, and the unit re-opens for claims with a fresh claim window.
+    ///      released, and the unit re-opens for claims with a fresh claim window — except while
+    ///      the round may be forced and its reveal slot runs (forcedErrorBps > 0, no forced error
+    ///      revealed, at most challenge deadline + 2 · revealWindow): then the result is held
+    ///      (`DisputeResultHeld`) and applied by `settleDispute` after the slot, unless the reveal
+    ///      voids the dispute first.
     ///      Otherwise the challenger's bond is forfeited (`challengerRewardBps` of it credited to
     ///      the solver, the rest to the jackpot) and the unit returns to verification with its
     ///      challenge deadline at least `disputeGrace` seconds away.

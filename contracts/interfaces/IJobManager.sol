@@ -10,7 +10,8 @@ import {IDisputeCallback} from "./IDisputeCallback.sol";
 /// @dev A job owns `unitCount` work units (one in protocol v1); `unitId = jobId << 32 | index`
 ///      (`JobIds`). Unit life cycle: Open → Selecting → Assigned → Committed → Verifying
 ///      (⇄ Disputed) → Finalized; Open/Selecting → Cancelled by the submitter; Assigned → Open on
-///      a missed commit deadline; Disputed → Open when the challenger wins.
+///      a missed commit deadline; Disputed → Open when the challenger wins (with forced errors
+///      on, a win before the end of the round's reveal slot is held until then: `settleDispute`).
 ///      Money: this contract holds escrows, challenge bonds, credits and the jackpot; payouts are
 ///      credited and pulled with `withdraw`.
 interface IJobManager is IDisputeCallback {
@@ -288,6 +289,11 @@ interface IJobManager is IDisputeCallback {
     error AttestationMismatch(uint256 unitId, address verifier);
     /// @notice Only the forced-error judge may apply a reveal.
     error NotJudge(address caller);
+    /// @notice The unit's dispute game `gameId` is still running: no result is held to settle.
+    error NoHeldResult(uint256 unitId, uint256 gameId);
+    /// @notice The held result may be settled only after `until`: the forced round's reveal may
+    ///         still void the dispute until then.
+    error ResultHeldUntil(uint256 unitId, uint64 until);
 
     // ------------------------------------------------------------------ events
     /// @notice The dispute arbiter was wired.
@@ -386,8 +392,13 @@ interface IJobManager is IDisputeCallback {
     ///         re-opens first (the revealed C overturned by a dispute), which releases it.
     event AttestationJudgedWrong(uint256 indexed unitId, address indexed verifier, uint256 amount);
     /// @notice The open dispute of a forced unit was voided (its challenger got its bond back);
-    ///         the game's later result is ignored.
+    ///         the game's later result is ignored (a held result's game is over already).
     event DisputeVoided(uint256 indexed unitId, uint256 indexed gameId, address indexed challenger);
+    /// @notice Game `gameId` ended with the challenger's win while the solver may still reveal
+    ///         a forced error (forcedErrorBps > 0, none revealed, before the reveal's slot ends):
+    ///         the unit stays Disputed and the slash waits until after `until` (`settleDispute`,
+    ///         then `DisputeResolved`); a reveal before that voids the dispute.
+    event DisputeResultHeld(uint256 indexed unitId, uint256 indexed gameId, uint64 until);
     /// @notice A voided game ended; nothing changes.
     event VoidedGameEnded(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
     /// @notice `reporter` showed the assignee's secret before the reveal phase; the solver lost
@@ -479,6 +490,14 @@ interface IJobManager is IDisputeCallback {
     ///         opens a dispute game with its own checkpoint root `counterClaim`. The assignee is a
     ///         solver and so can never challenge its own unit.
     function challenge(uint256 unitId, bytes32 counterClaim) external returns (uint256 gameId);
+
+    /// @notice Applies a held dispute result (`DisputeResultHeld`) once its hold is over, after
+    ///         the unit's challenge deadline + 2 · revealWindow (the end of the forced round's
+    ///         reveal slot) with no reveal: as `onDisputeResolved` does for a challenger's win
+    ///         (`DisputeResolved`), the solver's collateral is slashed (`challengerRewardBps` of
+    ///         it and the bond credited to the challenger, the rest to the jackpot), the
+    ///         verifiers' locks are released and the unit re-opens. Anyone may call.
+    function settleDispute(uint256 unitId) external;
 
     /// @notice After the challenge window (and, while a seal is still closed, the reveal window),
     ///         with no dispute open: pays the solver, the attesting verifiers and the tax;

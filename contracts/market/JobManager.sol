@@ -445,19 +445,40 @@ contract JobManager is IJobManager, ReentrancyGuard {
         Unit storage unit = _units[unitId];
         Dispute memory d = _disputes[unitId];
         delete _gameUnits[gameId];
-        delete _disputes[unitId];
-        address solver = unit.assignee;
-
+        // A challenger that won over a round that may be forced may only have found its forced
+        // error: the solver can still reveal it (voiding the dispute) until the reveal's slot
+        // ends, so the slash waits for then (`settleDispute`). The dispute record stays, its game
+        // is gone: that is the held result. With forcedErrorBps 0 no round is forced.
+        uint64 until = _heldUntil(unit);
+        bool mayBeForced = _forcedErrorBps != 0 && !unit.forcedRevealed;
+        if (challengerWon && mayBeForced && block.timestamp <= until) {
+            emit DisputeResultHeld(unitId, gameId, until);
+            return;
+        }
         if (challengerWon) {
-            emit DisputeResolved(unitId, gameId, true, 0);
-            _slashAssignee(unitId, unit, d.challenger, d.bond);
+            _applyWin(unitId, unit, d);
         } else {
+            delete _disputes[unitId];
+            address solver = unit.assignee;
             uint256 toSolver = MarketMath.share(d.bond, _challengerRewardBps);
             uint64 deadline = _backToVerifying(unit);
             emit DisputeResolved(unitId, gameId, false, deadline);
             _credit(solver, toSolver);
             _addJackpot(d.bond - toSolver);
         }
+    }
+
+    /// @inheritdoc IJobManager
+    function settleDispute(uint256 unitId) external {
+        Unit storage unit = _units[unitId];
+        _expectStatus(unitId, unit, UnitStatus.Disputed);
+        // A Disputed unit always has its dispute (a void returns it to Verifying), whose game is
+        // either still running or ended with the challenger's win held (`onDisputeResolved`).
+        Dispute memory d = _disputes[unitId];
+        if (_gameUnits[d.gameId] != 0) revert NoHeldResult(unitId, d.gameId);
+        uint64 until = _heldUntil(unit);
+        if (block.timestamp <= until) revert ResultHeldUntil(unitId, until);
+        _applyWin(unitId, unit, d);
     }
 
     /// @inheritdoc IJobManager
@@ -916,7 +937,8 @@ contract JobManager is IJobManager, ReentrancyGuard {
     ///      will be ignored.
     function _voidDispute(uint256 unitId) private {
         Dispute memory d = _disputes[unitId];
-        // _gameUnits keeps the game until its result arrives (then ignored: no dispute matches).
+        // _gameUnits keeps a running game until its result arrives (then ignored: no dispute
+        // matches); a held result's game is gone already.
         delete _disputes[unitId];
         emit DisputeVoided(unitId, d.gameId, d.challenger);
         _credit(d.challenger, d.bond);
@@ -965,6 +987,20 @@ contract JobManager is IJobManager, ReentrancyGuard {
 
     function _onlyJudge() private view {
         if (msg.sender != address(_judge)) revert NotJudge(msg.sender);
+    }
+
+    /// @dev Applies the challenger's win of dispute `d`: slashes the assignee (the challenger gets
+    ///      its bond back and its reward) and re-opens the unit.
+    function _applyWin(uint256 unitId, Unit storage unit, Dispute memory d) private {
+        delete _disputes[unitId];
+        emit DisputeResolved(unitId, d.gameId, true, 0);
+        _slashAssignee(unitId, unit, d.challenger, d.bond);
+    }
+
+    /// @dev The end of a forced round's reveal slot (`finalize`'s revealSlotEnd): a held dispute
+    ///      result waits until then. The challenge deadline does not move while Disputed.
+    function _heldUntil(Unit storage unit) private view returns (uint64) {
+        return unit.deadline + 2 * uint64(_revealWindow);
     }
 
     /// @dev Returns the unit to Verifying with its challenge deadline at least `disputeGrace` away.

@@ -264,6 +264,19 @@ def verifying(d: Protocol, chain, **overrides: Any) -> tuple[int, int]:
     return job_id, unit_id
 
 
+def challenger_wins(d: Protocol, chain, game: int) -> Any:
+    """The arbiter rules game `game` for the challenger. With forced errors on (every deployment
+    here but those with forcedErrorBps 0) a win before the round's reveal slot ends is held
+    (`DisputeResultHeld`): wait past its `until` and settle it (PROTOCOL §6.6). Returns the
+    receipt that carries `DisputeResolved`."""
+    tx = d.arbiter.resolve(game, True, sender=d.other)
+    held = tx.events.filter(d.manager.DisputeResultHeld)
+    if not held:
+        return tx
+    chain.mine(1, timestamp=max(chain.pending_timestamp, held[0].until + 1))
+    return d.manager.settleDispute(held[0].unitId, sender=d.other)
+
+
 def by_address(accounts_list: list[Any], address: str) -> Any:
     for a in accounts_list:
         if a.address.lower() == address.lower():

@@ -22,6 +22,7 @@ from conftest import (
     Protocol,
     advance,
     attest,
+    challenger_wins,
     deploy_protocol,
     job_params,
     now,
@@ -242,7 +243,7 @@ def test_a_premature_report_while_disputed_is_refused_and_the_game_decides(force
     bond = d.manager.getDispute(unit).bond
     collateral = d.manager.collateralOf(d.manager.jobIdOf(unit))
     credit = d.manager.credits(challenger)
-    d.arbiter.resolve(game, True, sender=d.other)
+    challenger_wins(d, chain, game)
     assert d.manager.credits(challenger) == credit + bond + collateral * 5_000 // 10_000
 
 

@@ -19,6 +19,7 @@ from conftest import (
     MGR_CFG,
     U_ASSIGNED,
     U_COMMITTED,
+    U_DISPUTED,
     U_OPEN,
     U_VERIFYING,
     Protocol,
@@ -382,6 +383,171 @@ def test_revealForced_wrongVerdict_lockReleasedWhenCIsOverturned(forced, chain, 
     # the jackpot gets the solver's collateral less the challenger's share, no verifier lock
     collateral = 100 * E18
     assert d.manager.jackpot() == jackpot + collateral - collateral * 5_000 // 10_000
+
+
+# ------------------------------------------------------------------ held dispute results
+
+
+def held_unit(d: Protocol, chain, attested: bool = True) -> tuple[int, Any, int, Any]:
+    """A forced unit whose honest drawn verifier challenged P (with the true root it replayed)
+    and won before the reveal's slot ended: the win is held. With `attested` both drawn
+    verifiers opened their seals first, so the reveal phase is open. Returns (unit, challenger,
+    game, the receipt of the game's result)."""
+    unit, drawn = forced_unit(d, chain)
+    honest = drawn[1]
+    d.manager.challenge(unit, TRUE_ROOT, sender=honest)
+    game = d.arbiter.gameCount()
+    if attested:
+        attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
+    return unit, honest, game, d.arbiter.resolve(game, True, sender=d.other)
+
+
+def test_onDisputeResolved_challengerWonBeforeRevealSlot_holdsResult(forced, chain):
+    """The honest challenger of a forced round's P wins its game before the solver may reveal
+    (here: within the challenge window): nothing moves yet, the unit stays Disputed with its
+    dispute, and the result waits for the end of the reveal's slot."""
+    d = forced
+    seed_jackpot(d, chain)
+    unit, drawn = forced_unit(d, chain)
+    honest = drawn[1]
+    d.manager.challenge(unit, TRUE_ROOT, sender=honest)
+    game = d.arbiter.gameCount()
+    dispute = tuple(d.manager.getDispute(unit))
+    solver_node = d.registry.getNode(d.solvers[0])
+    credit, jackpot = d.manager.credits(honest), d.manager.jackpot()
+    deadline = d.manager.getUnit(unit).deadline
+
+    tx = d.arbiter.resolve(game, True, sender=d.other)
+
+    held = tx.events.filter(d.manager.DisputeResultHeld)
+    until = deadline + 2 * MGR_CFG["revealWindow"]
+    assert [(e.unitId, e.gameId, e.until) for e in held] == [(unit, game, until)]
+    assert tx.events.filter(d.manager.DisputeResolved) == []
+    u = d.manager.getUnit(unit)
+    assert u.status == U_DISPUTED and u.deadline == deadline and u.attempt == 0
+    assert tuple(d.manager.getDispute(unit)) == dispute  # the challenger and its bond stay
+    assert d.manager.unitOfGame(game) == 0  # the game is gone: that marks the held result
+    assert d.registry.getNode(d.solvers[0]) == solver_node
+    assert d.manager.credits(honest) == credit and d.manager.jackpot() == jackpot
+    # the drawn verifiers still seal and open their attestations (the reveal phase needs them)
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
+    assert d.manager.getUnit(unit).status == U_DISPUTED
+
+
+def test_settleDispute_beforeUntil_reverts(forced, chain):
+    d = forced
+    unit, _, game, tx = held_unit(d, chain, attested=False)
+    until = tx.events.filter(d.manager.DisputeResultHeld)[0].until
+    with reverts(d.manager, "ResultHeldUntil", unitId=unit, until=until):
+        d.manager.settleDispute(unit, sender=d.other)
+    advance(chain, until - chain.pending_timestamp - 1)  # the next block is at `until`
+    with reverts(d.manager, "ResultHeldUntil", unitId=unit, until=until):
+        d.manager.settleDispute(unit, sender=d.other)
+    assert d.manager.getUnit(unit).status == U_DISPUTED
+
+
+def test_settleDispute_afterUntil_slashesAndReopens(forced, chain):
+    """No reveal came in the reveal's slot: anyone applies the held win, exactly as the game's
+    result would have been applied at once (DisputeResolved, the same books)."""
+    d = forced
+    unit, honest, game, tx = held_unit(d, chain)
+    until = tx.events.filter(d.manager.DisputeResultHeld)[0].until
+    bond = d.manager.getDispute(unit).bond
+    drawn = d.manager.getVerifiers(unit)
+    stake = d.registry.getNode(d.solvers[0]).stake
+    credit, jackpot = d.manager.credits(honest), d.manager.jackpot()
+    advance(chain, until - chain.pending_timestamp + 1)
+
+    tx = d.manager.settleDispute(unit, sender=d.other)
+
+    ev = tx.events.filter(d.manager.DisputeResolved)
+    assert [(e.unitId, e.gameId, e.challengerWon, e.challengeDeadline) for e in ev] == [
+        (unit, game, True, 0)
+    ]
+    collateral = d.manager.collateralOf(d.manager.jobIdOf(unit))
+    reward = collateral * MGR_CFG["challengerRewardBps"] // 10_000
+    assert d.manager.credits(honest) == credit + bond + reward
+    assert d.manager.jackpot() == jackpot + collateral - reward
+    assert d.registry.getNode(d.solvers[0]).stake == stake - collateral
+    u = d.manager.getUnit(unit)
+    assert u.status == U_OPEN and u.attempt == 1
+    assert tuple(d.manager.getDispute(unit)) == (0, "0x" + "00" * 20, 0)
+    for v in drawn:  # the verifier locks are released (the unit re-opened)
+        assert d.registry.getNode(v).locked == 0
+    # once only
+    with reverts(d.manager, "WrongUnitStatus", expected=U_DISPUTED, actual=U_OPEN):
+        d.manager.settleDispute(unit, sender=d.other)
+
+
+def test_forcedReveal_duringHeldResult_voidsDispute(forced, chain, project):
+    """The honest solver of a forced round reveals its forced error while the challenger's win
+    is held: it keeps its collateral, the challenger gets its bond back, the unit returns to
+    Verifying with the true root C, which then settles normally."""
+    d = forced
+    seed_jackpot(d, chain)
+    unit, honest, game, _ = held_unit(d, chain)
+    bond = d.manager.getDispute(unit).bond
+    solver_node = d.registry.getNode(d.solvers[0])
+    credit = d.manager.credits(honest)
+    drawn = [by_address(d.verifiers, v) for v in d.manager.getVerifiers(unit)]
+
+    tx = judge_of(project, d).revealForced(
+        unit, as_tuple(reveal(endRoots=[ends(d, unit, v) for v in drawn])), sender=d.solvers[0]
+    )
+
+    voided = tx.events.filter(d.manager.DisputeVoided)
+    assert [(e.unitId, e.gameId, e.challenger) for e in voided] == [(unit, game, honest.address)]
+    assert d.manager.credits(honest) == credit + bond
+    assert d.registry.getNode(d.solvers[0]) == solver_node
+    u = d.manager.getUnit(unit)
+    assert u.status == U_VERIFYING and u.forcedRevealed and u.checkpointRoot == TRUE_ROOT
+    assert tuple(d.manager.getDispute(unit)) == (0, "0x" + "00" * 20, 0)
+    # nothing is left to settle, and the voided game ended already (no VoidedGameEnded to come)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_DISPUTED, actual=U_VERIFYING):
+        d.manager.settleDispute(unit, sender=d.other)
+    # C stands: the solver is paid and its collateral released
+    advance(chain, u.deadline - chain.pending_timestamp + 1)
+    tx = d.manager.finalize(unit, sender=d.other)
+    assert tx.events.filter(d.manager.UnitFinalized)[0].solver == d.solvers[0].address
+    node = d.registry.getNode(d.solvers[0])
+    assert node.stake == solver_node.stake and node.locked == solver_node.locked - 100 * E18
+
+
+def test_settleDispute_gameRunning_reverts(forced, chain):
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    with reverts(d.manager, "WrongUnitStatus", expected=U_DISPUTED, actual=U_VERIFYING):
+        d.manager.settleDispute(unit, sender=d.other)
+    d.manager.challenge(unit, TRUE_ROOT, sender=drawn[1])
+    game = d.arbiter.gameCount()
+    advance(chain, MGR_CFG["verifyWindow"] + 2 * MGR_CFG["revealWindow"] + 1)
+    with reverts(d.manager, "NoHeldResult", unitId=unit, gameId=game):
+        d.manager.settleDispute(unit, sender=d.other)
+
+
+def test_onDisputeResolved_challengerWonAfterRevealSlot_appliesAtOnce(forced, chain):
+    """A game that outlasts the reveal's slot: the solver could have revealed before it ended,
+    so the win applies at once."""
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    d.manager.challenge(unit, TRUE_ROOT, sender=drawn[1])
+    game = d.arbiter.gameCount()
+    until = d.manager.getUnit(unit).deadline + 2 * MGR_CFG["revealWindow"]
+    advance(chain, until - chain.pending_timestamp + 1)
+    tx = d.arbiter.resolve(game, True, sender=d.other)
+    assert tx.events.filter(d.manager.DisputeResultHeld) == []
+    assert tx.events.filter(d.manager.DisputeResolved)[0].challengerWon
+    assert d.manager.getUnit(unit).status == U_OPEN
+
+
+def test_onDisputeResolved_solverWon_neverHeld(forced, chain):
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    d.manager.challenge(unit, b"\x66" * 32, sender=drawn[1])
+    tx = d.arbiter.resolve(d.arbiter.gameCount(), False, sender=d.other)
+    assert tx.events.filter(d.manager.DisputeResultHeld) == []
+    assert not tx.events.filter(d.manager.DisputeResolved)[0].challengerWon
+    assert d.manager.getUnit(unit).status == U_VERIFYING
 
 
 # ------------------------------------------------------------------ premature reveal

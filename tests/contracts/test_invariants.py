@@ -315,9 +315,11 @@ class UnitModel:
     verifiers: list[int] = field(default_factory=list)
     sealed: set[int] = field(default_factory=set)  # sealed (opened or not)
     attested: set[int] = field(default_factory=set)  # opened its seal
-    game: int | None = None
+    game: int | None = None  # the dispute's running game (None: none, or its result is held)
     challenger: int | None = None
     bond: int = 0
+    # a challenger's win held for the forced round's reveal: settleable after this (0: none)
+    held_until: int = 0
     perturbed: tuple[int, ...] = ()  # the perturbed checkpoints of a forced round (): not forced
     revealed: bool = False
     ends: dict[int, list[bytes]] = field(default_factory=dict)  # sealed end roots
@@ -402,6 +404,7 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     def _reopen(self, u: UnitModel) -> None:
         u.status, u.assignee = OPEN, None
+        u.game, u.challenger, u.bond, u.held_until = None, None, 0, 0
         u.verifiers, u.sealed, u.attested = [], set(), set()
         u.perturbed, u.revealed, u.ends, u.slashed = (), False, {}, set()
         u.catchers = []  # C was overturned (or never revealed): no catcher is paid
@@ -617,7 +620,7 @@ class ProtocolMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), challenger_won=st.booleans())
     def resolve(self, data: st.DataObject, challenger_won: bool) -> None:
-        disputed = [uid for uid, u in self.units.items() if u.status == DISPUTED]
+        disputed = [uid for uid, u in self.units.items() if u.game is not None]
         if not disputed:
             return
         self.resolve_unit(data.draw(st.sampled_from(disputed)), challenger_won)
@@ -625,27 +628,64 @@ class ProtocolMachine(RuleBasedStateMachine):
     def resolve_unit(self, uid: int, challenger_won: bool) -> None:
         u = self.units[uid]
         assert self.w.send(8, self.w.arbiter.functions.resolve(u.game, challenger_won))
-        bond, bps = u.bond, MGR_CFG["challengerRewardBps"]
         assert u.challenger is not None and u.assignee is not None
+        # every round here may be forced (forcedErrorBps 10 000): a win before the end of the
+        # reveal's slot, with no forced error revealed, is held (PROTOCOL §6.6) and moves nothing
+        until = self.m.getUnit(uid).call()[4] + 2 * MGR_CFG["revealWindow"]
+        if challenger_won and not u.revealed and self.w.now() <= until:
+            u.game, u.held_until = None, until
+            self._seen("result held")
+            return
         if challenger_won:
-            collateral = self._collateral(u)
-            reward = collateral * bps // BPS
-            self.credits[u.challenger] += bond + reward
-            self.jackpot += collateral - reward
-            self.stake[u.assignee] -= collateral
-            if u.slashed:
-                # C was overturned: the WRONG verdicts fall with it, their locks are released
-                self._seen("wrong verdict released (C overturned)")
-            if u.catchers:
-                self._seen("catcher unpaid (C overturned)")
-            self._reopen(u)  # verifier locks are released, nothing is paid to verifiers
+            self._challenger_won(u)
         else:
-            to_solver = bond * bps // BPS
-            self.credits[u.assignee] += to_solver
-            self.jackpot += bond - to_solver
-            u.status = VERIFYING
-        u.game, u.challenger, u.bond = None, None, 0
+            self._solver_won(u)
         self._seen(f"resolved challengerWon={challenger_won}")
+
+    @rule(data=st.data())
+    def settle(self, data: st.DataObject) -> None:
+        held = sorted(uid for uid, u in self.units.items() if u.held_until)
+        if held:
+            self.settle_unit(data.draw(st.sampled_from(held)))
+
+    def settle_unit(self, uid: int) -> None:
+        """Anyone applies a held win once the reveal's slot is over (none is due: refused)."""
+        u = self.units[uid]
+        t = self.w.pending_now()
+        ok = self.w.send(5, self.m.settleDispute(uid))
+        due = u.status == DISPUTED and u.held_until != 0 and t > u.held_until
+        assert ok == due, f"settleDispute of unit {uid} at {t}: {ok} {u}"
+        if not ok:
+            self._seen("settle refused")
+            return
+        self._challenger_won(u)
+        self._seen("held result settled")
+        self._seen("resolved challengerWon=True")
+
+    def _challenger_won(self, u: UnitModel) -> None:
+        """The solver's collateral is slashed (the challenger gets its bond and its reward, the
+        jackpot the rest) and the unit re-opens."""
+        assert u.challenger is not None and u.assignee is not None
+        collateral = self._collateral(u)
+        reward = collateral * MGR_CFG["challengerRewardBps"] // BPS
+        self.credits[u.challenger] += u.bond + reward
+        self.jackpot += collateral - reward
+        self.stake[u.assignee] -= collateral
+        if u.slashed:
+            # C was overturned: the WRONG verdicts fall with it, their locks are released
+            self._seen("wrong verdict released (C overturned)")
+        if u.catchers:
+            self._seen("catcher unpaid (C overturned)")
+        self._reopen(u)  # verifier locks are released, nothing is paid to verifiers
+
+    def _solver_won(self, u: UnitModel) -> None:
+        bond, bps = u.bond, MGR_CFG["challengerRewardBps"]
+        assert u.assignee is not None
+        to_solver = bond * bps // BPS
+        self.credits[u.assignee] += to_solver
+        self.jackpot += bond - to_solver
+        u.status = VERIFYING
+        u.game, u.challenger, u.bond = None, None, 0
 
     @rule(data=st.data())
     def reveal(self, data: st.DataObject) -> None:
@@ -693,7 +733,10 @@ class ProtocolMachine(RuleBasedStateMachine):
         if u.status == DISPUTED:
             assert u.challenger is not None
             self.credits[u.challenger] += u.bond
+            if u.held_until:
+                self._seen("held result voided by the reveal")
             voided, u.game, u.challenger, u.bond = u.game, None, None, 0
+            u.held_until = 0  # a held result's game is gone: no VoidedGameEnded to come
         u.status, u.revealed = VERIFYING, True
         self._seen(f"revealed forced ({len(right)} catchers, {len(wrong)} slashed)")
         if voided is not None and resolve_voided:
@@ -1124,10 +1167,17 @@ class ProtocolMachine(RuleBasedStateMachine):
                     if u.assignee is not None and data.draw(st.booleans()):
                         self.withdraw(u.assignee)
             elif u.status == DISPUTED:
-                reveal, lazy, resolve_voided, won = (data.draw(st.booleans()) for _ in range(4))
+                reveal, lazy, resolve_voided, won, wait = (
+                    data.draw(st.booleans()) for _ in range(5)
+                )
                 if reveal and u.perturbed:
                     self.attest_unit(uid, u.verifiers, lazy)
                     self.reveal_unit(uid, resolve_voided, won)
+                elif u.held_until:
+                    # mostly after the reveal's slot (then due), else too early (refused)
+                    if wait or data.draw(st.integers(0, 2)) < 2:
+                        self.w.jump(max(0, u.held_until - self.w.pending_now() + 1))
+                    self.settle_unit(uid)
                 else:
                     self.resolve_unit(uid, won)
             else:
@@ -1235,6 +1285,9 @@ REQUIRED_OUTCOMES = (
     "challenge bond scaled",
     "resolved challengerWon=True",
     "resolved challengerWon=False",
+    "result held",
+    "held result settled",
+    "held result voided by the reveal",
     "finalized",
     "finalized by another",
     "expired",

@@ -36,6 +36,7 @@ from conftest import (
     attest,
     attestation_seal,
     by_address,
+    challenger_wins,
     commit,
     deploy_protocol,
     job_params,
@@ -929,7 +930,9 @@ def test_onDisputeResolved_challengerWins_slashesAndReopens(staked, chain):
     start = d.token.balanceOf(d.whistleblower)
     _, bond = _challenge_paid(d, unit_id, d.whistleblower)
     assert bond == SCALED_BOND
-    tx = d.arbiter.resolve(1, True, sender=d.other)
+    # forced errors are on (forcedErrorBps 500): the win is held for the reveal's slot, then
+    # settled (test_settleDispute_*)
+    tx = challenger_wins(d, chain, 1)
     ev = tx.events.filter(d.manager.DisputeResolved)[0]
     assert ev.unitId == unit_id and ev.gameId == 1 and ev.challengerWon
     reward = COLLATERAL * MGR_CFG["challengerRewardBps"] // 10_000
@@ -948,6 +951,36 @@ def test_onDisputeResolved_challengerWins_slashesAndReopens(staked, chain):
     assert tuple(d.manager.getDispute(unit_id)) == (0, ZERO, 0)
     assert d.manager.unitOfGame(1) == 0
     assert d.manager.getJob(1).escrow == REWARD
+
+
+def test_onDisputeResolved_zeroForcedBps_appliesAtOnce(project, accounts, chain):
+    """With forcedErrorBps 0 no round is forced, so no reveal can void the dispute: the
+    challenger's win applies when the game ends, nothing is held."""
+    d = deploy_protocol(project, accounts, {**MGR_CFG, "forcedErrorBps": 0})
+    stake_nodes(d)
+    _, unit_id = verifying(d, chain)
+    _, bond = _challenge_paid(d, unit_id, d.whistleblower)
+    tx = d.arbiter.resolve(1, True, sender=d.other)
+    assert tx.events.filter(d.manager.DisputeResultHeld) == []
+    ev = tx.events.filter(d.manager.DisputeResolved)[0]
+    assert ev.unitId == unit_id and ev.gameId == 1 and ev.challengerWon
+    reward = COLLATERAL * MGR_CFG["challengerRewardBps"] // 10_000
+    assert d.manager.credits(d.whistleblower) == bond + reward
+    assert d.manager.getUnit(unit_id).status == U_OPEN
+    assert tuple(d.manager.getDispute(unit_id)) == (0, ZERO, 0)
+
+
+def test_onDisputeResolved_challengerWins_withForcedErrors_held(staked, chain):
+    """The default deployment (forcedErrorBps 500): the same win is held for the reveal's slot
+    (tests/contracts/test_forced_errors.py::test_settleDispute_*)."""
+    d = staked
+    _, unit_id = verifying(d, chain)
+    d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
+    tx = d.arbiter.resolve(1, True, sender=d.other)
+    assert tx.events.filter(d.manager.DisputeResolved) == []
+    until = d.manager.getUnit(unit_id).deadline + 2 * MGR_CFG["revealWindow"]
+    assert tx.events.filter(d.manager.DisputeResultHeld)[0].until == until
+    assert d.manager.getUnit(unit_id).status == U_DISPUTED
 
 
 def test_onDisputeResolved_solverWins_forfeitsBondAndResumes(staked, chain):
@@ -984,7 +1017,10 @@ def test_onDisputeResolved_smallJob_paysFromTheFloorBond(staked, chain, challeng
     credits = d.manager.credits(d.whistleblower)
     solver_credits = d.manager.credits(d.solvers[0])
     jackpot = d.manager.jackpot()
-    d.arbiter.resolve(game, challenger_won, sender=d.other)
+    if challenger_won:
+        challenger_wins(d, chain, game)
+    else:
+        d.arbiter.resolve(game, False, sender=d.other)
     collateral = d.manager.collateralOf(job_id)
     share = MGR_CFG["challengerRewardBps"]
     if challenger_won:
@@ -1351,7 +1387,7 @@ def test_onDisputeResolved_challengerWins_releasesS(lazy, chain):
     _, unit_id = verifying(d, chain)
     selected = _selected(d, unit_id)
     d.manager.challenge(unit_id, b"\x55" * 32, sender=d.whistleblower)
-    tx = d.arbiter.resolve(1, True, sender=d.other)
+    tx = challenger_wins(d, chain, 1)
     released = [(e.node, e.amount) for e in tx.events.filter(d.registry.StakeReleased)]
     for v in selected:
         assert (v.address, LAZY_LOCK) in released

@@ -22,6 +22,7 @@ from agents.roles.logic import (
     VerifierStatus,
     forced_reveal_open,
     game_act,
+    held_result_due,
     keeper_acts,
     leak_acts,
     parse_leak,
@@ -316,6 +317,40 @@ def test_a_third_party_finalizes_only_after_the_reveal_slot_the_assignee_at_once
     assert kinds(keeper_acts(u, Now(60, 1201), reveal_slot=200)) == ["finalize"]
     revealed = replace(u, forced_revealed=True)
     assert kinds(keeper_acts(revealed, Now(60, 1001), reveal_slot=200)) == ["finalize"]
+
+
+def test_a_held_result_is_due_after_the_reveal_slot_only_when_its_game_is_over():
+    """JobManager.settleDispute: Disputed, the dispute's game over (the challenger's win held
+    for a forced round's reveal), after the challenge deadline + 2 · revealWindow."""
+    held = replace(unit(UnitStatus.DISPUTED), result_held=True)  # deadline 1000
+    assert not held_result_due(held, Now(60, 1200), 200)
+    assert held_result_due(held, Now(60, 1201), 200)
+    assert not held_result_due(held, Now(60, 1300), 200, delay=BACKUP_DELAY * 50)
+    # the game still runs, or the unit is no longer Disputed (settled, or voided by the reveal)
+    assert not held_result_due(unit(UnitStatus.DISPUTED), Now(60, 10**9), 200)
+    for status in (UnitStatus.VERIFYING, UnitStatus.OPEN):
+        assert not held_result_due(replace(held, status=status), Now(60, 10**9), 200)
+
+
+def test_keepers_and_the_winning_challenger_settle_a_held_result_once_due():
+    held = replace(unit(UnitStatus.DISPUTED, attempt=3), result_held=True)
+    # the submitter's keeper (every step, reveal_slot = 2 · revealWindow)
+    assert keeper_acts(held, Now(60, 1200), reveal_slot=200) == []
+    (act,) = keeper_acts(held, Now(60, 1201), reveal_slot=200)
+    assert act.kind == "settleDispute" and act.intent == f"settle:{UID}:3" and act.args == (UID,)
+    assert keeper_acts(unit(UnitStatus.DISPUTED), Now(60, 1201), reveal_slot=200) == []
+    # the verifier that won it (reveal window 100) stops playing the ended game and settles
+    mine = vfacts(status=VerifierStatus.ATTESTED, game_id=4, my_challenge=True, challenged=True)
+    mine = replace(mine, reveal_window=100)
+    assert verifier_acts(held, Now(1, 1200), mine) == []
+    assert kinds(verifier_acts(held, Now(1, 1201), mine)) == ["settleDispute"]
+    other = replace(mine, my_challenge=False)
+    assert verifier_acts(held, Now(1, 1201), other) == []
+    # the solver does not defend the ended game; it may still reveal (that voids the dispute)
+    solver_held = replace(held, assignee=ME)
+    assert solver_acts(solver_held, Now(1, 1100), facts(trained=True, game_id=4)) == []
+    acts = solver_acts(solver_held, Now(1, 1100), facts(trained=True, game_id=4, reveal_due=True))
+    assert kinds(acts) == ["reveal"]
 
 
 def test_leak_reported_once_per_attempt_and_only_when_the_secret_matches():
