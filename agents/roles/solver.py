@@ -150,12 +150,13 @@ class TrainingStopped(Exception):
 @dataclass
 class TrainingRun:
     """One unit's training in its worker thread. The loop starts it and reads `done` and
-    `error` each round; the worker sets them last. It is a thread, not a process: torch releases
-    the GIL in its kernels, so the loop's chain reads and sends go on beside it, and the worker
-    shares the agent's store (one SQLite connection behind the store's lock, check_same_thread
-    off: each statement is serialized against the loop's) and blob store (content-addressed
-    files written atomically, or one HTTP connection per request). A daemon thread, so that an
-    abandoned training never holds the process's exit."""
+    `error` each round; the worker sets them last. A thread, not a process: torch and the C
+    kernels (called through ctypes) release the GIL, so the loop's chain reads and sends go on
+    beside it; and the worker may share the agent's store (one SQLite connection opened with
+    check_same_thread off, each statement under the store's lock, so the worker's writes are
+    serialized with the loop's) and its blob store (content-addressed files written atomically,
+    or one HTTP connection per request). A daemon thread, so that an abandoned training never
+    holds the process's exit."""
 
     key: str  # "<unit>:<attempt>", as the "train" record
     unit_id: int
