@@ -220,15 +220,15 @@ def slow(s: Solver, job_id: int, delay: float) -> None:
 
 
 def test_stopping_the_agent_stops_the_training_and_a_restart_resumes_it(tmp_path, caplog):
-    spec = digits(400, 10)
+    spec = digits(600, 200)  # 4 checkpoints
     a = assigned(1)
     s = solver(tmp_path / "run", [a], spec)
-    slow(s, 1, 0.02)  # 8 s in all
+    slow(s, 1, 0.02)  # 4 s between checkpoints: the stop is seen at a step, not a checkpoint
     run_round(s)
     deadline = time.monotonic() + ROUND_TIMEOUT_S
     while time.monotonic() < deadline:
         rec = s.agent.store.get_record("train", f"{a.unit_id}:0")
-        if rec is not None and len(rec.data["roots"]) >= 3:
+        if rec is not None and len(rec.data["roots"]) >= 2:
             break
         time.sleep(0.02)
     run = s.trainer
@@ -239,7 +239,7 @@ def test_stopping_the_agent_stops_the_training_and_a_restart_resumes_it(tmp_path
     rec = s.agent.store.get_record("train", f"{a.unit_id}:0")
     assert rec is not None and rec.state == "training"
     kept = len(rec.data["roots"])
-    assert 3 <= kept < 41
+    assert 2 <= kept < 4
     # a restarted solver over the same data folder resumes from the last checkpoint
     caplog.set_level(logging.INFO)
     again = solver(tmp_path / "run", [a], spec)
