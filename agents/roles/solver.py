@@ -10,12 +10,22 @@ Before claiming, the solver checks that it can finish: a claim locks its collate
 claim deadline (refused beyond --max-claim-wait), and once assigned it must train and commit
 within the job's computeTime (the cost model below, at --train-speed, with the units it
 holds and has not trained yet counted first).
+
+Training runs off the loop, in one worker thread at a time (`TrainingRun`): while a unit
+trains, the rounds go on serving every other unit (heartbeats, commits, forced reveals, game
+moves). The "train" act of a unit starts its training when no other is in flight and is a
+no-op otherwise; the worker writes the "train" record after each checkpoint and "published" at
+the end, and the next round commits. A worker's error is raised again in the round that finds
+it, inside that unit's isolation (logged, retried); stopping the agent stops the worker at its
+next step (its last checkpoint is kept: a restart resumes from it).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import threading
+from dataclasses import dataclass, field
 
 import torch
 from eth_utils import keccak
@@ -39,6 +49,7 @@ from agents.roles.logic import (
     solver_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError, progress_bar
+from agents.training.float32 import check_no_flush_denormal
 from agents.training.merkle import checkpoint_root
 from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
@@ -61,6 +72,10 @@ CLAIM_MARGIN = 2.0
 # 64-64-10 step with its overhead counted, 5,000-15,000 for 512- to 1024-wide layers).
 DEFAULT_TRAIN_SPEED = 200.0
 DEFAULT_MAX_CLAIM_WAIT = 4 * 3600  # seconds
+# How long stopping the agent waits for an in-flight training to notice (it checks each step
+# and each checkpoint); past it the daemon thread is abandoned, which is safe: every checkpoint
+# is recorded as it is published, and a restart resumes from the last one.
+TRAINING_STOP_WAIT_S = 5.0
 
 
 def step_macs(spec: JobSpec) -> int:
@@ -128,8 +143,34 @@ def parse_cheat(text: str | None) -> Fault | None:
     return Fault(kind, **fields)
 
 
+class TrainingStopped(Exception):
+    """The agent stops: an in-flight training ends at its next step (nothing is published)."""
+
+
+@dataclass
+class TrainingRun:
+    """One unit's training in its worker thread. The loop starts it and reads `done` and
+    `error` each round; the worker sets them last. A thread, not a process: torch and the C
+    kernels (called through ctypes) release the GIL, so the loop's chain reads and sends go on
+    beside it; and the worker may share the agent's store (one SQLite connection opened with
+    check_same_thread off, each statement under the store's lock, so the worker's writes are
+    serialized with the loop's) and its blob store (content-addressed files written atomically,
+    or one HTTP connection per request). A daemon thread, so that an abandoned training never
+    holds the process's exit."""
+
+    key: str  # "<unit>:<attempt>", as the "train" record
+    unit_id: int
+    stop: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+    thread: threading.Thread | None = None
+
+
 class Solver(RoleAgent):
     role = "solver"
+    # The training in flight, if any: one at a time, as held_seconds assumes (units are trained
+    # one after the other). A class default, so solvers built without __init__ (tests) have it.
+    trainer: TrainingRun | None = None
 
     @classmethod
     def check_args(cls, args: argparse.Namespace) -> None:
@@ -160,7 +201,9 @@ class Solver(RoleAgent):
     async def round(self) -> bool:
         now = self.now()
         await self.heartbeat_if_due(now)
+        self.reap_training()
         units = self.units_in_preference_order()
+        self.stop_stale_training(units)
         # The work I hold, read once this round if a claim is weighed (held_seconds).
         self.round_units, self.held = units, None
         for u in units:
@@ -331,7 +374,7 @@ class Solver(RoleAgent):
                 # the next claim this round counts this one's training too
                 self.held[u.unit_id] = self.training_left(u)
         elif act.kind == "train":
-            self.train(u)
+            self.start_training(u)
         elif act.kind == "commit":
             await self.commit(act, u)
         elif act.kind == "defend":
@@ -365,37 +408,125 @@ class Solver(RoleAgent):
         for i, address in enumerate(rec.data["states"]):
             comp._states[i * k] = decode_state(ctx.spec, self.agent.blobs.get(address))
 
-    def train(self, u: UnitView) -> None:
+    def start_training(self, u: UnitView) -> None:
+        """The "train" act: start the unit's training in a worker thread unless a training is in
+        flight (this unit's: it goes on; another's: this one waits its turn). What reads the
+        chain (the job's context) runs here, on the loop; an error in it costs the unit this
+        round, as before."""
+        if self.trainer is not None:
+            return
         ctx = self.job_context(u.job_id)
+        comp = self._cheat_computation(u, ctx)
+        run = TrainingRun(f"{u.unit_id}:{u.attempt}", u.unit_id)
+
+        def work() -> None:
+            try:
+                # FTZ/DAZ live in each thread's floating-point state: subnormals must survive
+                # here too, or my roots differ from every verifier's (PROTOCOL §1)
+                check_no_flush_denormal()
+                self._train(u, ctx, comp, run.stop)
+            except BaseException as exc:  # handed to the loop (reap_training)
+                run.error = exc
+            finally:
+                run.done.set()
+
+        run.thread = threading.Thread(target=work, name=f"train-{run.key}", daemon=True)
+        self.trainer = run
+        run.thread.start()
+        self.log.info("training unit %d (attempt %d) in the background", u.unit_id, u.attempt)
+
+    def reap_training(self) -> None:
+        """Free the slot of a finished training; a worker's error is raised again here, in the
+        unit's isolation: logged once at ERROR, the unit trained again (node and fatal errors
+        end the round or the process, as they would have on the loop)."""
+        run = self.trainer
+        if run is None or not run.done.is_set():
+            return
+        self.trainer = None
+        if run.error is not None and not isinstance(run.error, TrainingStopped):
+            with self.isolated(f"unit {run.unit_id}"):
+                raise run.error
+
+    def stop_stale_training(self, units: list[UnitView]) -> None:
+        """Stop a training whose assignment is gone (expired, re-opened): it can no longer be
+        committed, and it would hold the slot the units I still hold wait for."""
+        run = self.trainer
+        if run is None or run.stop.is_set():
+            return
+        for v in units:
+            if v.unit_id != run.unit_id:
+                continue
+            mine = v.assignee.lower() == self.me.lower()
+            current = run.key == f"{v.unit_id}:{v.attempt}"
+            if not (v.status == UnitStatus.ASSIGNED and mine and current):
+                self.log.warning("unit %d is no longer mine to train: stopping", v.unit_id)
+                run.stop.set()
+            return
+
+    def stop_training(self, wait_s: float = TRAINING_STOP_WAIT_S) -> None:
+        """Ask an in-flight training to stop at its next step and wait for it a little."""
+        run = self.trainer
+        if run is None:
+            return
+        run.stop.set()
+        if run.thread is not None:
+            run.thread.join(wait_s)
+            if run.thread.is_alive():
+                self.log.warning("training of unit %d did not stop in time: abandoned", run.unit_id)
+
+    def close(self) -> None:
+        self.stop_training()
+        super().close()
+
+    def train(self, u: UnitView) -> None:
+        """Train unit `u` to the end in the calling thread (the worker's work, synchronously)."""
+        ctx = self.job_context(u.job_id)
+        self._train(u, ctx, self._cheat_computation(u, ctx), threading.Event())
+
+    def _cheat_computation(self, u: UnitView, ctx: JobContext) -> Computation | None:
+        """A cheating solver's faulty run of the unit (None when honest); registered in
+        `comps` on the loop, before the worker starts, for its commit and dispute moves."""
+        if self.fault is None:
+            return None
+        comp = Computation(ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every, fault=self.fault)
+        self.comps[u.unit_id] = comp
+        return comp
+
+    def _train(
+        self, u: UnitView, ctx: JobContext, comp: Computation | None, stop: threading.Event
+    ) -> None:
+        """Train from the last published checkpoint, recording each one; ends early (raising
+        TrainingStopped) once `stop` is set. Touches only the store, the blobs and the log."""
         key = f"{u.unit_id}:{u.attempt}"
         rec = self.agent.store.get_record("train", key)
         done = rec.data if rec is not None else {"roots": [], "states": [], "losses": []}
         spec, eng = ctx.spec, ctx.engine
         k, T = spec.checkpoint_every, spec.steps
-        if self.fault is not None:
-            comp = Computation(eng, T, k, fault=self.fault)
-            self.comps[u.unit_id] = comp
         first = len(done["roots"])
         st: State = eng.initial_state()
-        if first and self.fault is None:
+        if first and comp is None:
             st = decode_state(spec, self.agent.blobs.get(done["states"][-1]))
             self.log.info("resuming unit %d from checkpoint %d", u.unit_id, first - 1)
         with progress_bar(f"train unit {u.unit_id}", T, self.progress) as advance:
             advance((first - 1) * k if first else 0)
             for c in range(first, T // k + 1):
                 t = c * k
-                if self.fault is not None:
+                if comp is not None:
+                    if stop.is_set():
+                        raise TrainingStopped(key)
                     st, root = comp.state(t), comp.claimed_root(t)
                     advance(k if c else 0)
                 else:
                     if c > 0:
-                        st = self._advance(eng, st, t - k, t, advance)
+                        st = self._advance(eng, st, t - k, t, advance, stop)
                     root = state_root(st)
                 address = self.agent.blobs.put(encode_state(st))
                 loss = eng.loss(st, min(t, T - 1))
                 done["roots"].append("0x" + root.hex())
                 done["states"].append(address)
                 done["losses"].append(loss)
+                if stop.is_set():
+                    raise TrainingStopped(key)  # the store may be closing: write nothing more
                 self.agent.store.put_record("train", key, "training", done)
         self.agent.store.put_record("train", key, "published", done)
         self.log.info(
@@ -407,8 +538,10 @@ class Solver(RoleAgent):
         )
 
     @staticmethod
-    def _advance(eng, st: State, t0: int, t1: int, advance) -> State:
+    def _advance(eng, st: State, t0: int, t1: int, advance, stop: threading.Event) -> State:
         for t in range(t0, t1):
+            if stop.is_set():
+                raise TrainingStopped(f"step {t}")
             st = eng.step(st, t)
             advance(1)
         return st
