@@ -22,7 +22,14 @@ from web3.contract import Contract
 from agents.core.blobs import BlobStore
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
-from agents.roles.jobs import JobContext, JobRejected, check_dataset, fetch_spec, rejecting
+from agents.roles.jobs import (
+    DEFAULT_MAX_PARAMS,
+    JobContext,
+    JobRejected,
+    check_dataset,
+    fetch_spec,
+    rejecting,
+)
 from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.data import Dataset
@@ -60,10 +67,11 @@ class Rounds:
 
     def __init__(
         self, rm: Contract, manager: Contract, game: Contract, stores: list[BlobStore],
-        local_locators: bool = False,
+        local_locators: bool = False, max_params: int = DEFAULT_MAX_PARAMS,
     ) -> None:  # fmt: skip
         self.rm, self.manager, self.game, self.stores = rm, manager, game, stores
         self.local_locators = local_locators  # --allow-local-locators (dev chains)
+        self.max_params = max_params  # --max-params
         self._specs: dict[int, tuple[JobSpec, Dataset]] = {}
         self._globals: dict[tuple[int, int], State] = {}
 
@@ -76,7 +84,7 @@ class Rounds:
         if dj not in self._specs:
             p = self.rm.functions.getJob(dj).call()[4]
             what = f"decomposed job {dj}"
-            spec = fetch_spec(bytes(p[0]), self.stores, what)
+            spec = fetch_spec(bytes(p[0]), self.stores, what, self.max_params)
             with rejecting(what):
                 if spec.version != specs.SPEC_VERSION_DECOMPOSED:
                     raise JobRejected(f"{what}: spec is not version 2")

@@ -24,6 +24,10 @@ from agents.training.state import state_root
 # A spec's canonical JSON is under 2 KiB (17 widths, a 200-character dataset name): a blob
 # at its address that is larger is not one, and is not read.
 SPEC_MAX_BYTES = 1 << 16
+#: Default of every role's --max-params: the largest model whose job an agent takes part in. A
+#: state is 4 bytes a parameter, and a replay keeps one per checkpoint it passes (the dispute
+#: computation's cache): 2^26 parameters are 256 MiB a state.
+DEFAULT_MAX_PARAMS = 1 << 26
 
 
 class JobRejected(RuntimeError):
@@ -57,8 +61,11 @@ class JobContext:
         return self.spec.steps // self.spec.checkpoint_every
 
 
-def fetch_spec(spec_hash: bytes, stores: list[BlobStore], what: str) -> JobSpec:
-    """The spec whose hash the chain holds, from the first store that has it (size-capped)."""
+def fetch_spec(
+    spec_hash: bytes, stores: list[BlobStore], what: str, max_params: int = DEFAULT_MAX_PARAMS
+) -> JobSpec:
+    """The spec whose hash the chain holds, from the first store that has it (size-capped), of
+    at most `max_params` parameters (this agent's memory budget: --max-params)."""
     raw = None
     for store in stores:
         try:
@@ -69,7 +76,12 @@ def fetch_spec(spec_hash: bytes, stores: list[BlobStore], what: str) -> JobSpec:
     if raw is None:
         raise JobRejected(f"{what}: spec 0x{spec_hash.hex()} not found in any blob store")
     with rejecting(f"{what}: published spec is invalid"):
-        return specs.loads(raw)
+        spec = specs.loads(raw)
+    if spec.n_params > max_params:
+        raise JobRejected(
+            f"{what}: the model has {spec.n_params} parameters, over --max-params {max_params}"
+        )
+    return spec
 
 
 def check_dataset(spec: JobSpec, root: bytes, what: str) -> int:
@@ -86,12 +98,16 @@ def check_dataset(spec: JobSpec, root: bytes, what: str) -> int:
 
 
 def load_job(
-    job_id: int, job: tuple, stores: list[BlobStore], config_hash: bytes | None
+    job_id: int,
+    job: tuple,
+    stores: list[BlobStore],
+    config_hash: bytes | None,
+    max_params: int = DEFAULT_MAX_PARAMS,
 ) -> JobContext:
     """`job` is IJobManager.getJob's tuple; `config_hash` the game's registered config (None: not
     checked, for a drawn verifier's replay: only a dispute game needs the config)."""
     what = f"job {job_id}"
-    spec = fetch_spec(bytes(job[13]), stores, what)
+    spec = fetch_spec(bytes(job[13]), stores, what, max_params)
     with rejecting(what):
         if (spec.steps, spec.checkpoint_every) != (job[1], job[10]):
             raise JobRejected(f"{what}: steps/interval differ from the chain's")

@@ -34,7 +34,7 @@ from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
 from agents.roles.artifacts import locator_problem
-from agents.roles.jobs import JobContext, JobRejected, load_job
+from agents.roles.jobs import DEFAULT_MAX_PARAMS, JobContext, JobRejected, load_job
 from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -151,6 +151,13 @@ def role_parser(
         "so deadlines pass on an automining Anvil",
     )
     p.add_argument(
+        "--max-params",
+        type=int,
+        default=DEFAULT_MAX_PARAMS,
+        help="take part only in jobs whose model has at most this many parameters: a state is "
+        "4 bytes a parameter and a replay keeps one per checkpoint (default: %(default)s)",
+    )
+    p.add_argument(
         "--allow-local-locators",
         action="store_true",
         help="dev chains only: also read checkpoints from blob locators naming a local folder "
@@ -210,6 +217,8 @@ def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
         if config.rpc_url is None:
             raise RoleError("an agent needs a node: pass --rpc-url or set VTP_RPC_URL")
         manager = manager_address(args)
+        if getattr(args, "max_params", 1) <= 0:
+            raise RoleError(f"--max-params must be > 0 (got {args.max_params})")
         cls.check_args(args)
         return asyncio.run(_main(cls, config, manager, args, log))
     except ConfigError as exc:
@@ -322,7 +331,9 @@ class RoleAgent:
         rm = self._contract("RoundManager", address)
         if rm.functions.jobManager().call().lower() != manager.lower():
             return None
-        return Rounds(rm, self.manager, self.game, self.spec_stores(), self.local_locators)
+        return Rounds(
+            rm, self.manager, self.game, self.spec_stores(), self.local_locators, self.max_params
+        )
 
     def spec_stores(self) -> list[BlobStore]:
         """Where job specs are looked up: my blob store, then each --spec-store."""
@@ -336,6 +347,11 @@ class RoleAgent:
         job as posted would lose its games."""
         placement = tuple(self.game.functions.placementOf(job_id).call())
         return placement if any(placement) else None
+
+    @property
+    def max_params(self) -> int:
+        """--max-params: the largest model whose jobs I take part in (my memory budget)."""
+        return int(getattr(self.args, "max_params", None) or DEFAULT_MAX_PARAMS)
 
     @property
     def local_locators(self) -> bool:
@@ -358,7 +374,7 @@ class RoleAgent:
                     "is no round manager's unit"
                 )
             cfg = bytes(self.game.functions.configOf(job_id).call())
-            self.jobs[job_id] = load_job(job_id, job, self.spec_stores(), cfg)
+            self.jobs[job_id] = load_job(job_id, job, self.spec_stores(), cfg, self.max_params)
         return self.jobs[job_id]
 
     def context(self, job_id: int) -> JobContext | None:

@@ -296,7 +296,9 @@ class Verifier(ChallengerMixin, RoleAgent):
             if self.rounds is not None and self.rounds.is_unit_job(job):
                 return self.context(job_id)
             try:
-                self._replay_jobs[job_id] = load_job(job_id, job, self.spec_stores(), None)
+                self._replay_jobs[job_id] = load_job(
+                    job_id, job, self.spec_stores(), None, self.max_params
+                )
             except JobRejected as exc:
                 self.log.warning("job %d: %s", job_id, exc)
                 return None

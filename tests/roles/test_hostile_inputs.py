@@ -222,6 +222,35 @@ def test_load_job_refuses_a_spec_blob_nested_too_deeply(tmp_path):
         load_job(1, job, [store], b"\x00" * 32)
 
 
+def test_load_job_refuses_a_model_over_max_params_before_anything_is_built(tmp_path, monkeypatch):
+    """--max-params is the agent's memory budget: a spec above it is refused right after it is
+    parsed (no dataset, engine or initial state is built); the same job loads under a larger
+    budget, and a solver stores the refusal as for any job it cannot take."""
+    from agents.roles import jobs
+
+    store = open_blob_store(str(tmp_path / "blobs"))
+    store.put(DIGITS.canonical_bytes())
+    job, cfg = digits_job()
+    built: list[str] = []
+    monkeypatch.setattr(jobs, "check_dataset", lambda *a: built.append("dataset"))
+    with pytest.raises(JobRejected, match=f"{DIGITS.n_params} parameters, over --max-params"):
+        load_job(1, job, [store], cfg, max_params=DIGITS.n_params - 1)
+    assert built == []
+    monkeypatch.undo()
+    assert load_job(1, job, [store], cfg, max_params=DIGITS.n_params).spec == DIGITS
+    solver = solver_for(tmp_path / "s", DIGITS.to_obj())
+    solver.args.max_params = 100
+    assert solver.eligible(open_unit()) is False
+    assert "--max-params 100" in solver.agent.store.get_record("job", "1").data["reason"]
+
+
+def test_rounds_refuses_a_decomposed_model_over_max_params(tmp_path):
+    rounds = rounds_for(tmp_path, V2)
+    rounds.max_params = V2.n_params - 1
+    with pytest.raises(JobRejected, match="over --max-params"):
+        rounds.job_spec(1)
+
+
 # --- F1 (decomposed jobs): Rounds.job_spec and load_unit --------------------------------------
 
 
