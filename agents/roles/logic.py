@@ -78,6 +78,8 @@ class UnitView:
     # Disputed, and its dispute's game is over: the challenger's win is held for a forced round's
     # reveal (JobManager.DisputeResultHeld) until settleDispute or the reveal
     result_held: bool = False
+    # when result_held: the time after which settleDispute applies it (JobManager.heldUntil)
+    held_until: int = 0
 
 
 @dataclass(frozen=True)
@@ -138,12 +140,15 @@ def _keeper_acts(u: UnitView, now: Now, delay: int, reveal_slot: int = 0) -> lis
 
 def held_result_due(u: UnitView, now: Now, reveal_slot: int, delay: int = 0) -> bool:
     """A challenger's held win may be applied (JobManager.settleDispute): the unit is Disputed,
-    its dispute's game is over (`result_held`) and so is the forced round's reveal slot, which
-    ends `reveal_slot` = 2 · revealWindow after the challenge deadline (which does not move while
-    Disputed). Until then the solver may still reveal its forced error, voiding the dispute."""
+    its dispute's game is over (`result_held`) and so is its hold, `held_until` (one
+    revealWindow after the win when the reveal phase was open then), else the forced round's
+    reveal slot, which ends `reveal_slot` = 2 · revealWindow after the challenge deadline (which
+    does not move while Disputed). Until then the solver may still reveal its forced error,
+    voiding the dispute."""
     if u.status != UnitStatus.DISPUTED or not u.result_held:
         return False
-    return now.timestamp > u.deadline + reveal_slot + delay
+    until = u.held_until or u.deadline + reveal_slot
+    return now.timestamp > until + delay
 
 
 def settle_act(u: UnitView) -> Act:

@@ -492,10 +492,12 @@ class RoleAgent:
             locator, published = self._locators[key]
         # A Disputed unit whose dispute's game is gone (unitOfGame 0): the win is held
         # (JobManager.DisputeResultHeld) for the forced round's reveal.
-        held = False
+        held, held_until = False, 0
         if u[0] == UnitStatus.DISPUTED:
             game = int(self.manager.functions.getDispute(unit_id).call()[0])
             held = int(self.manager.functions.unitOfGame(game).call()) == 0
+            if held:
+                held_until = int(self.manager.functions.heldUntil(unit_id).call())
         return UnitView(
             unit_id=unit_id,
             job_id=unit_id >> 32,
@@ -512,6 +514,7 @@ class RoleAgent:
             forced_revealed=bool(u[8]),
             published_root=published,
             result_held=held,
+            held_until=held_until,
         )
 
     def units(self) -> list[UnitView]:

@@ -397,7 +397,10 @@ interface IJobManager is IDisputeCallback {
     /// @notice Game `gameId` ended with the challenger's win while the solver may still reveal
     ///         a forced error (forcedErrorBps > 0, none revealed, before the reveal's slot ends):
     ///         the unit stays Disputed and the slash waits until after `until` (`settleDispute`,
-    ///         then `DisputeResolved`); a reveal before that voids the dispute.
+    ///         then `DisputeResolved`); a reveal before that voids the dispute. `until` is one
+    ///         revealWindow from now if the reveal phase is open already (no drawn verifier can
+    ///         still seal or open its seal), else the end of the reveal's slot (the challenge
+    ///         deadline + 2 · revealWindow).
     event DisputeResultHeld(uint256 indexed unitId, uint256 indexed gameId, uint64 until);
     /// @notice A voided game ended; nothing changes.
     event VoidedGameEnded(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
@@ -492,8 +495,7 @@ interface IJobManager is IDisputeCallback {
     function challenge(uint256 unitId, bytes32 counterClaim) external returns (uint256 gameId);
 
     /// @notice Applies a held dispute result (`DisputeResultHeld`) once its hold is over, after
-    ///         the unit's challenge deadline + 2 · revealWindow (the end of the forced round's
-    ///         reveal slot) with no reveal: as `onDisputeResolved` does for a challenger's win
+    ///         its `until` (`heldUntil`) with no reveal: as `onDisputeResolved` does for a challenger's win
     ///         (`DisputeResolved`), the solver's collateral is slashed (`challengerRewardBps` of
     ///         it and the bond credited to the challenger, the rest to the jackpot), the
     ///         verifiers' locks are released and the unit re-opens. Anyone may call.
@@ -543,6 +545,9 @@ interface IJobManager is IDisputeCallback {
     function sampledSegments(uint256 unitId, address verifier) external view returns (uint64[] memory);
     /// @notice The unit's open dispute (zeros if none).
     function getDispute(uint256 unitId) external view returns (Dispute memory);
+    /// @notice When the challenger's win over the unit is held (`DisputeResultHeld`), the time
+    ///         after which `settleDispute` applies it; zero when no result is held.
+    function heldUntil(uint256 unitId) external view returns (uint64);
     /// @notice Unit of an open game (0 once resolved).
     function unitOfGame(uint256 gameId) external view returns (uint256);
     /// @notice What `account` can withdraw.

@@ -76,6 +76,15 @@ contract ForcedErrorJudge {
         manager.applyPrematureReveal(unitId, msg.sender);
     }
 
+    /// @notice Whether the reveal phase of the unit is open: no drawn verifier can still seal
+    ///         (Pending while the challenge window runs and no seal is open) or open its seal
+    ///         (Sealed while the reveal window runs). The manager asks it when it holds a
+    ///         challenger's win (PROTOCOL §6.6).
+    function revealPhaseOpen(uint256 unitId) external view returns (bool) {
+        (address pending,) = _awaited(unitId, manager.getUnit(unitId), manager.getVerifiers(unitId), true);
+        return pending == address(0);
+    }
+
     /// @notice `ForcedErrors.isForced` with the manager's `forcedErrorBps`: whether secret `secret`
     ///         under assignment seed `seed` forces a round of a job with `segments` segments, and
     ///         the perturbed checkpoint.

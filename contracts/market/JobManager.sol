@@ -78,6 +78,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
     mapping(uint256 unitId => mapping(uint256 index => bytes32)) private _attestations;
     mapping(uint256 unitId => Dispute) private _disputes;
     mapping(uint256 gameId => uint256 unitId) private _gameUnits;
+    /// @dev When a challenger's win is held (`DisputeResultHeld`), the time after which
+    ///      `settleDispute` applies it.
+    mapping(uint256 unitId => uint64 until) private _holdEnds;
     /// @dev The published root P of a unit whose forced error was revealed (its checkpointRoot
     ///      is then C); read through `publishedRootOf` only while `forcedRevealed`.
     mapping(uint256 unitId => bytes32) private _publishedRoots;
@@ -446,12 +449,21 @@ contract JobManager is IJobManager, ReentrancyGuard {
         Dispute memory d = _disputes[unitId];
         delete _gameUnits[gameId];
         // A challenger that won over a round that may be forced may only have found its forced
-        // error: the solver can still reveal it (voiding the dispute) until the reveal's slot
-        // ends, so the slash waits for then (`settleDispute`). The dispute record stays, its game
-        // is gone: that is the held result. With forcedErrorBps 0 no round is forced.
-        uint64 until = _heldUntil(unit);
+        // error: the solver can still reveal it (voiding the dispute), so the slash waits
+        // (`settleDispute`). The dispute record stays, its game is gone: that is the held result.
+        // With forcedErrorBps 0 no round is forced.
+        uint64 slotEnd = _revealSlotEnd(unit);
         bool mayBeForced = _forcedErrorBps != 0 && !unit.forcedRevealed;
-        if (challengerWon && mayBeForced && block.timestamp <= until) {
+        if (challengerWon && mayBeForced && block.timestamp <= slotEnd) {
+            // The reveal phase opens by deadline + revealWindow at the latest, a revealWindow
+            // before the slot ends; if it is open already, the solver gets one revealWindow from
+            // now: the hold never ends before the solver has had a revealWindow to reveal in.
+            uint64 until = slotEnd;
+            if (_judge.revealPhaseOpen(unitId)) {
+                uint64 early = uint64(block.timestamp) + uint64(_revealWindow);
+                if (early < until) until = early;
+            }
+            _holdEnds[unitId] = until;
             emit DisputeResultHeld(unitId, gameId, until);
             return;
         }
@@ -476,7 +488,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         // either still running or ended with the challenger's win held (`onDisputeResolved`).
         Dispute memory d = _disputes[unitId];
         if (_gameUnits[d.gameId] != 0) revert NoHeldResult(unitId, d.gameId);
-        uint64 until = _heldUntil(unit);
+        uint64 until = _holdEnds[unitId];
         if (block.timestamp <= until) revert ResultHeldUntil(unitId, until);
         _applyWin(unitId, unit, d);
     }
@@ -675,6 +687,11 @@ contract JobManager is IJobManager, ReentrancyGuard {
     /// @inheritdoc IJobManager
     function getDispute(uint256 unitId) external view returns (Dispute memory) {
         return _disputes[unitId];
+    }
+
+    /// @inheritdoc IJobManager
+    function heldUntil(uint256 unitId) external view returns (uint64) {
+        return _holdEnds[unitId];
     }
 
     /// @inheritdoc IJobManager
@@ -940,6 +957,7 @@ contract JobManager is IJobManager, ReentrancyGuard {
         // _gameUnits keeps a running game until its result arrives (then ignored: no dispute
         // matches); a held result's game is gone already.
         delete _disputes[unitId];
+        delete _holdEnds[unitId];
         emit DisputeVoided(unitId, d.gameId, d.challenger);
         _credit(d.challenger, d.bond);
     }
@@ -993,13 +1011,14 @@ contract JobManager is IJobManager, ReentrancyGuard {
     ///      its bond back and its reward) and re-opens the unit.
     function _applyWin(uint256 unitId, Unit storage unit, Dispute memory d) private {
         delete _disputes[unitId];
+        delete _holdEnds[unitId];
         emit DisputeResolved(unitId, d.gameId, true, 0);
         _slashAssignee(unitId, unit, d.challenger, d.bond);
     }
 
     /// @dev The end of a forced round's reveal slot (`finalize`'s revealSlotEnd): a held dispute
-    ///      result waits until then. The challenge deadline does not move while Disputed.
-    function _heldUntil(Unit storage unit) private view returns (uint64) {
+    ///      result waits until then at most. The challenge deadline does not move while Disputed.
+    function _revealSlotEnd(Unit storage unit) private view returns (uint64) {
         return unit.deadline + 2 * uint64(_revealWindow);
     }
 

@@ -422,6 +422,7 @@ def test_onDisputeResolved_challengerWonBeforeRevealSlot_holdsResult(forced, cha
     held = tx.events.filter(d.manager.DisputeResultHeld)
     until = deadline + 2 * MGR_CFG["revealWindow"]
     assert [(e.unitId, e.gameId, e.until) for e in held] == [(unit, game, until)]
+    assert d.manager.heldUntil(unit) == until
     assert tx.events.filter(d.manager.DisputeResolved) == []
     u = d.manager.getUnit(unit)
     assert u.status == U_DISPUTED and u.deadline == deadline and u.attempt == 0
@@ -432,6 +433,31 @@ def test_onDisputeResolved_challengerWonBeforeRevealSlot_holdsResult(forced, cha
     # the drawn verifiers still seal and open their attestations (the reveal phase needs them)
     attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
     assert d.manager.getUnit(unit).status == U_DISPUTED
+
+
+def test_onDisputeResolved_revealPhaseOpen_holdsOneRevealWindow(forced, chain, project):
+    """Every drawn verifier sealed and opened before the win: the solver could reveal already,
+    so the hold lasts one revealWindow from the win, not until the end of the reveal's slot
+    (a caught cheater's unit re-opens about a revealWindow after its game, not a day later)."""
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    d.manager.challenge(unit, TRUE_ROOT, sender=drawn[1])
+    game = d.arbiter.gameCount()
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
+    assert judge_of(project, d).revealPhaseOpen(unit)
+    tx = d.arbiter.resolve(game, True, sender=d.other)
+    until = tx.timestamp + MGR_CFG["revealWindow"]
+    slot_end = d.manager.getUnit(unit).deadline + 2 * MGR_CFG["revealWindow"]
+    assert until < slot_end
+    assert tx.events.filter(d.manager.DisputeResultHeld)[0].until == until
+    assert d.manager.heldUntil(unit) == until
+    advance(chain, until - chain.pending_timestamp - 1)  # the next block is at `until`
+    with reverts(d.manager, "ResultHeldUntil", unitId=unit, until=until):
+        d.manager.settleDispute(unit, sender=d.other)
+    advance(chain, until - chain.pending_timestamp + 1)
+    tx = d.manager.settleDispute(unit, sender=d.other)
+    assert tx.events.filter(d.manager.DisputeResolved)[0].challengerWon
+    assert d.manager.getUnit(unit).status == U_OPEN
 
 
 def test_settleDispute_beforeUntil_reverts(forced, chain):
@@ -472,6 +498,7 @@ def test_settleDispute_afterUntil_slashesAndReopens(forced, chain):
     u = d.manager.getUnit(unit)
     assert u.status == U_OPEN and u.attempt == 1
     assert tuple(d.manager.getDispute(unit)) == (0, "0x" + "00" * 20, 0)
+    assert d.manager.heldUntil(unit) == 0
     for v in drawn:  # the verifier locks are released (the unit re-opened)
         assert d.registry.getNode(v).locked == 0
     # once only
@@ -502,6 +529,7 @@ def test_forcedReveal_duringHeldResult_voidsDispute(forced, chain, project):
     u = d.manager.getUnit(unit)
     assert u.status == U_VERIFYING and u.forcedRevealed and u.checkpointRoot == TRUE_ROOT
     assert tuple(d.manager.getDispute(unit)) == (0, "0x" + "00" * 20, 0)
+    assert d.manager.heldUntil(unit) == 0
     # nothing is left to settle, and the voided game ended already (no VoidedGameEnded to come)
     with reverts(d.manager, "WrongUnitStatus", expected=U_DISPUTED, actual=U_VERIFYING):
         d.manager.settleDispute(unit, sender=d.other)

@@ -630,9 +630,15 @@ class ProtocolMachine(RuleBasedStateMachine):
         assert self.w.send(8, self.w.arbiter.functions.resolve(u.game, challenger_won))
         assert u.challenger is not None and u.assignee is not None
         # every round here may be forced (forcedErrorBps 10 000): a win before the end of the
-        # reveal's slot, with no forced error revealed, is held (PROTOCOL §6.6) and moves nothing
-        until = self.m.getUnit(uid).call()[4] + 2 * MGR_CFG["revealWindow"]
-        if challenger_won and not u.revealed and self.w.now() <= until:
+        # reveal's slot, with no forced error revealed, is held (PROTOCOL §6.6) and moves nothing;
+        # one revealWindow from the win if the reveal phase is open already, else to the slot's end
+        deadline, now = self.m.getUnit(uid).call()[4], self.w.now()
+        until = deadline + 2 * MGR_CFG["revealWindow"]
+        if challenger_won and not u.revealed and now <= until:
+            if self._reveal_phase_open(u, now, deadline):
+                until = min(until, now + MGR_CFG["revealWindow"])
+                self._seen("result held one revealWindow")
+            assert self.m.heldUntil(uid).call() == until, "held until"
             u.game, u.held_until = None, until
             self._seen("result held")
             return
@@ -641,6 +647,19 @@ class ProtocolMachine(RuleBasedStateMachine):
         else:
             self._solver_won(u)
         self._seen(f"resolved challengerWon={challenger_won}")
+
+    @staticmethod
+    def _reveal_phase_open(u: UnitModel, now: int, deadline: int) -> bool:
+        """ForcedErrorJudge.revealPhaseOpen: no drawn verifier may still seal (unsealed while
+        the challenge window runs and no seal is open) or open its seal (sealed, not opened,
+        while the reveal window runs)."""
+        may_seal = now <= deadline and not u.attested
+        for v in u.verifiers:
+            if v not in u.sealed and may_seal:
+                return False
+            if v in u.sealed and v not in u.attested and now <= deadline + MGR_CFG["revealWindow"]:
+                return False
+        return True
 
     @rule(data=st.data())
     def settle(self, data: st.DataObject) -> None:

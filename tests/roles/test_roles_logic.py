@@ -330,6 +330,10 @@ def test_a_held_result_is_due_after_the_reveal_slot_only_when_its_game_is_over()
     assert not held_result_due(unit(UnitStatus.DISPUTED), Now(60, 10**9), 200)
     for status in (UnitStatus.VERIFYING, UnitStatus.OPEN):
         assert not held_result_due(replace(held, status=status), Now(60, 10**9), 200)
+    # a hold the manager ended early (the reveal phase was open at the win: one revealWindow)
+    early = replace(held, held_until=1050)
+    assert not held_result_due(early, Now(60, 1050), 200)
+    assert held_result_due(early, Now(60, 1051), 200)
 
 
 def test_keepers_and_the_winning_challenger_settle_a_held_result_once_due():
