@@ -182,6 +182,24 @@ def wait_for(
     raise AssertionError(f"timed out waiting for {what}\n{logs}")
 
 
+def wait_job_completed(agents: Agents, timeout: float, keep_alive: tuple[str, ...] = ()) -> None:
+    """Wait until the submitter's process ends (it exits once its job completed) and check it
+    succeeded, failing fast if a `keep_alive` agent exits first."""
+    wait_for(
+        "job completion",
+        lambda: agents.procs["submitter"].poll() is not None,
+        timeout,
+        agents,
+        keep_alive,
+    )
+    assert agents.procs["submitter"].returncode == 0, agents.log("submitter")[-2000:]
+
+
+def count_files(path: Path) -> int:
+    """Files below `path` (0 if it does not exist): what an agent's data folder holds."""
+    return sum(1 for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
 def wait_registered(registry, agents: Agents, parties: list[Party], timeout: float = 90) -> None:
     """Wait until every party's agent registered (staked, with its role), failing fast if one
     of them exits."""

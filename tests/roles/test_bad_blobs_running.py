@@ -66,14 +66,7 @@ def test_verifier_logs_and_retries_bad_blobs_then_attests(tmp_path):
             assert ag.procs["verifier"].poll() is None  # still running
             # 3. the right data: it replays, attests, and the job completes
             _copy_blobs(tmp_path / "blobs", published, corrupt=False)
-            rk.wait_for(
-                "job completion",
-                lambda: ag.procs["submitter"].poll() is not None,
-                150,
-                ag,
-                ("verifier", "solver"),
-            )
-            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+            rk.wait_job_completed(ag, 150, ("verifier", "solver"))
         attested = manager.events.Attested().get_logs(from_block=0)
         assert [e["args"]["verifier"] for e in attested] == [verifier.address]
         assert manager.functions.getJob(1).call()[4] == 2  # Completed

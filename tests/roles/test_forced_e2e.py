@@ -103,14 +103,7 @@ def test_forced_round_reveal_pays_the_catcher_and_slashes_the_lazy_verifier(tmp_
                 ag,
                 ("solver", "verifier", "verifier-lazy"),
             )
-            rk.wait_for(
-                "job completion",
-                lambda: ag.procs["submitter"].poll() is not None,
-                150,
-                ag,
-                ("solver",),
-            )
-            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+            rk.wait_job_completed(ag, 150, ("solver",))
             assert any(m.startswith("unit") and "forced round" in m for m in ag.messages("solver"))
 
         (revealed,) = manager.events.ForcedErrorRevealed().get_logs(from_block=0)

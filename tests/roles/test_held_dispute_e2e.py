@@ -90,14 +90,7 @@ def test_a_held_win_is_settled_by_the_agents_and_the_unit_redone(tmp_path):
                 ("solver", "verifier", "submitter"),
             )
             _jump_past(w3, manager.functions.getUnit(unit).call()[4])
-            rk.wait_for(
-                "job completion",
-                lambda: ag.procs["submitter"].poll() is not None,
-                120,
-                ag,
-                ("solver",),
-            )
-            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+            rk.wait_job_completed(ag, 120, ("solver",))
 
         (resolved,) = manager.events.DisputeResolved().get_logs(from_block=0)
         assert resolved["args"]["challengerWon"] is True

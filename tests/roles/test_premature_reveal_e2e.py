@@ -72,14 +72,7 @@ def test_leaked_secret_is_reported_and_slashed_and_the_job_still_completes(tmp_p
                 ag,
                 names,
             )
-            rk.wait_for(
-                "job completion",
-                lambda: ag.procs["submitter"].poll() is not None,
-                200,
-                ag,
-                names,
-            )
-            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+            rk.wait_job_completed(ag, 200, names)
             rk.wait_for(
                 "the whistleblower's withdrawal",
                 lambda: bool(

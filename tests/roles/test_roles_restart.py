@@ -17,10 +17,6 @@ from agents.core.chain import free_port
 pytestmark = pytest.mark.timeout(420)
 
 
-def _files(path) -> int:
-    return sum(1 for p in path.rglob("*") if p.is_file()) if path.exists() else 0
-
-
 def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
     spec = rk.write_spec(tmp_path / "spec.json", steps=8000, every=800)
     submitter = rk.Party("submitter", "submitter", 1)
@@ -43,9 +39,9 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
             ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
             blobs = tmp_path / "blobs"
             # 1. kill -9 during training: after the 2nd of 11 checkpoints is published
-            rk.wait_for("training", lambda: _files(blobs) >= 3, 120, ag, ("solver",))
+            rk.wait_for("training", lambda: rk.count_files(blobs) >= 3, 120, ag, ("solver",))
             ag.kill9("solver")
-            published = _files(blobs)
+            published = rk.count_files(blobs)
             assert published < 12, "training finished before the kill"
             ag.start(solver)
             rk.wait_for(
@@ -68,14 +64,7 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
             )
             ag.kill9("solver")
             ag.start(solver)
-            rk.wait_for(
-                "job completion",
-                lambda: ag.procs["submitter"].poll() is not None,
-                200,
-                ag,
-                ("solver",),
-            )
-            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+            rk.wait_job_completed(ag, 200, ("solver",))
 
         resolved = game.events.GameResolved().get_logs(from_block=0)
         assert len(resolved) == 1
@@ -158,14 +147,7 @@ def test_whistleblower_killed_in_a_court_case_resumes_and_wins_it(tmp_path):
                 ag,
                 ("whistleblower",),
             )
-            rk.wait_for(
-                "job completion",
-                lambda: ag.procs["submitter"].poll() is not None,
-                120,
-                ag,
-                ("solver",),
-            )
-            assert ag.procs["submitter"].returncode == 0, ag.log("submitter")[-2000:]
+            rk.wait_job_completed(ag, 120, ("solver",))
 
         game = rk.contract(w3, "DisputeGame", court.functions.game().call())
         registered = game.events.ConfigRegistered().get_logs(from_block=0)

@@ -16,10 +16,6 @@ import rolekit as rk
 pytestmark = pytest.mark.timeout(300)
 
 
-def _files(path) -> int:
-    return sum(1 for p in path.rglob("*") if p.is_file()) if path.exists() else 0
-
-
 def test_solver_stopped_in_training_exits_promptly(tmp_path):
     # 80,000 steps: about a minute of training here, within the fit check at --compute-time 900
     spec = rk.write_spec(tmp_path / "spec.json", steps=80_000, every=800)
@@ -35,7 +31,7 @@ def test_solver_stopped_in_training_exits_promptly(tmp_path):
             ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "900")
             blobs = tmp_path / "blobs"
             # the spec is one blob; the 2nd and 3rd are the first two checkpoints
-            rk.wait_for("training", lambda: _files(blobs) >= 3, 120, ag, ("solver",))
+            rk.wait_for("training", lambda: rk.count_files(blobs) >= 3, 120, ag, ("solver",))
             proc = ag.procs["solver"]
             stopped_at = time.monotonic()
             with contextlib.suppress(ProcessLookupError):
