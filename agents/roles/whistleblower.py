@@ -51,6 +51,7 @@ from agents.roles.logic import (
     held_result_due,
     leak_acts,
     parse_leak,
+    recheck_due,
     settle_act,
     whistleblower_acts,
 )
@@ -159,7 +160,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                     bool(rec.data.get("court_done")),
                     int(rec.data.get("tries", 0)),
                     int(rec.data.get("last_try", 0)),
-                    rec.state == "unavailable" and self.court_open(u, rec.data, now),
+                    self.court_open_for_recheck(u, rec.state, rec.data, now),
                 )
                 for act in whistleblower_acts(u, now, rec.record_id, facts):
                     await self.execute(act, u, rec.record_id)
@@ -186,6 +187,16 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 if await self.send(act, self.court.functions.withdraw()) is not None:
                     self.log.info("withdrew %g tokens from the attestation court", credits / 1e18)
         return False
+
+    def court_open_for_recheck(self, u: UnitView, state: str, data: dict, now: Now) -> bool:
+        """court_open, asked only where it can matter: an "unavailable" attestation of a unit
+        that is no longer live, whose next re-check is due (it reads the unit as attested,
+        an archive read, so not every round)."""
+        if state != "unavailable" or u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
+            return False
+        if not recheck_due(int(data.get("tries", 0)), int(data.get("last_try", 0)), now):
+            return False
+        return self.court_open(u, data, now)
 
     def court_open(self, u: UnitView, data: dict, now: Now) -> bool:
         """The court still takes this attestation: a court is deployed, the unit is final in the

@@ -117,3 +117,20 @@ def test_court_open_reads_the_court_window_and_the_attested_attempt(tmp_path, jo
     later = unit_view(data, UnitStatus.FINALIZED)
     object.__setattr__(later, "attempt", 1)  # a re-opened unit's later attempt
     assert not w.court_open(later, rec, Now(1, final.deadline))
+
+
+def test_court_open_is_read_only_when_a_recheck_of_a_final_unit_is_due(tmp_path, job):
+    """The court's reach needs an archive read of the unit as attested: asked only for an
+    unavailable attestation of a unit that is no longer live, when its next re-check is due."""
+    with solver_data(tmp_path, job) as data:
+        w, key = _false_attestation(tmp_path, job, data)
+    asked: list[int] = []
+    w.court_open = lambda u, d, now: asked.append(now.timestamp) or True
+    final = unit_view(data, UnitStatus.FINALIZED)
+    rec = {"tries": 3, "last_try": 1_000}  # next re-check due at 1_040 (10 s doubled twice)
+    assert not w.court_open_for_recheck(final, "unavailable", rec, Now(1, 1_039))
+    assert w.court_open_for_recheck(final, "unavailable", rec, Now(1, 1_040))
+    assert not w.court_open_for_recheck(final, "false", rec, Now(1, 1_040))
+    live = unit_view(data, UnitStatus.VERIFYING)
+    assert not w.court_open_for_recheck(live, "unavailable", rec, Now(1, 1_040))
+    assert asked == [1_040]
