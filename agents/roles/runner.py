@@ -490,14 +490,11 @@ class RoleAgent:
             if key not in self._locators:
                 self._locators[key] = self.commitment(unit_id)
             locator, published = self._locators[key]
-        # A Disputed unit whose dispute's game is gone (unitOfGame 0): the win is held
-        # (JobManager.DisputeResultHeld) for the forced round's reveal.
-        held, held_until = False, 0
+        # A Disputed unit whose challenger's win is held (JobManager.DisputeResultHeld) for the
+        # forced round's reveal: heldUntil is its end, zero while the game runs.
+        held_until = 0
         if u[0] == UnitStatus.DISPUTED:
-            game = int(self.manager.functions.getDispute(unit_id).call()[0])
-            held = int(self.manager.functions.unitOfGame(game).call()) == 0
-            if held:
-                held_until = int(self.manager.functions.heldUntil(unit_id).call())
+            held_until = int(self.manager.functions.heldUntil(unit_id).call())
         return UnitView(
             unit_id=unit_id,
             job_id=unit_id >> 32,
@@ -513,7 +510,7 @@ class RoleAgent:
             assign_seed=u[11],
             forced_revealed=bool(u[8]),
             published_root=published,
-            result_held=held,
+            result_held=held_until != 0,
             held_until=held_until,
         )
 

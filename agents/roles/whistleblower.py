@@ -65,8 +65,6 @@ TOKEN = 10**18
 #: failed fetches of an attestation's data after which it is checked from my own replay from
 #: step 0 (a whole job's training, once per job: late data gets a few backoff rounds first)
 FULL_REPLAY_AFTER_TRIES = 3
-#: AttestationCourt.window when the court does not say (its deployment default)
-COURT_WINDOW_S = 7 * 24 * 3600
 
 
 class Whistleblower(ChallengerMixin, RoleAgent):
@@ -213,10 +211,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
     def court_window(self) -> int:
         """The court's window (seconds after a unit's challenge deadline), read once."""
         if "_court_window" not in self.__dict__:
-            try:
-                self._court_window = int(self.court.functions.window().call())
-            except (AttributeError, ValueError):
-                self._court_window = COURT_WINDOW_S
+            self._court_window = int(self.court.functions.window().call())
         return self._court_window
 
     async def execute(self, act: Act, u: UnitView, key: str) -> None:

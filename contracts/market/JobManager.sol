@@ -485,10 +485,10 @@ contract JobManager is IJobManager, ReentrancyGuard {
         Unit storage unit = _units[unitId];
         _expectStatus(unitId, unit, UnitStatus.Disputed);
         // A Disputed unit always has its dispute (a void returns it to Verifying), whose game is
-        // either still running or ended with the challenger's win held (`onDisputeResolved`).
+        // either still running (no hold end) or ended with the challenger's win held.
         Dispute memory d = _disputes[unitId];
-        if (_gameUnits[d.gameId] != 0) revert NoHeldResult(unitId, d.gameId);
         uint64 until = _holdEnds[unitId];
+        if (until == 0) revert NoHeldResult(unitId, d.gameId);
         if (block.timestamp <= until) revert ResultHeldUntil(unitId, until);
         _applyWin(unitId, unit, d);
     }
