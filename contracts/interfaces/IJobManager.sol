@@ -395,7 +395,8 @@ interface IJobManager is IDisputeCallback {
     ///         the game's later result is ignored (a held result's game is over already).
     event DisputeVoided(uint256 indexed unitId, uint256 indexed gameId, address indexed challenger);
     /// @notice Game `gameId` ended with the challenger's win while the solver may still reveal
-    ///         a forced error (forcedErrorBps > 0, none revealed, before the reveal's slot ends):
+    ///         a forced error (forcedErrorBps > 0, none revealed, a job of two segments or more,
+    ///         before the reveal's slot ends; `ForcedErrorJudge.holdEnd`):
     ///         the unit stays Disputed and the slash waits until after `until` (`settleDispute`,
     ///         then `DisputeResolved`); a reveal before that voids the dispute. `until` is one
     ///         revealWindow from now if the reveal phase is open already (no drawn verifier can

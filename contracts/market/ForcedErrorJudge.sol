@@ -78,11 +78,32 @@ contract ForcedErrorJudge {
 
     /// @notice Whether the reveal phase of the unit is open: no drawn verifier can still seal
     ///         (Pending while the challenge window runs and no seal is open) or open its seal
-    ///         (Sealed while the reveal window runs). The manager asks it when it holds a
-    ///         challenger's win (PROTOCOL §6.6).
-    function revealPhaseOpen(uint256 unitId) external view returns (bool) {
+    ///         (Sealed while the reveal window runs).
+    function revealPhaseOpen(uint256 unitId) public view returns (bool) {
         (address pending,) = _awaited(unitId, manager.getUnit(unitId), manager.getVerifiers(unitId), true);
         return pending == address(0);
+    }
+
+    /// @notice Until when a challenger's win over the unit, now, must be held because the round
+    ///         may still be shown forced (PROTOCOL §6.6); zero when it applies at once. It may be
+    ///         forced while forcedErrorBps > 0, no reveal was made, the job has two segments or
+    ///         more (`ForcedErrors.isForced`: a one-segment round never is) and the reveal's slot
+    ///         (challenge deadline + 2 · revealWindow) has not ended. The hold lasts to the slot's
+    ///         end, or one revealWindow from now if the reveal phase is open already: never less
+    ///         than one revealWindow of open reveal phase for the solver. The manager asks it when
+    ///         a game ends with the challenger's win.
+    function holdEnd(uint256 unitId) external view returns (uint64) {
+        IJobManager.Config memory cfg = manager.config();
+        IJobManager.Unit memory u = manager.getUnit(unitId);
+        IJobManager.Job memory job = manager.getJob(JobIds.jobOf(unitId));
+        uint64 slotEnd = u.deadline + 2 * uint64(cfg.revealWindow);
+        if (cfg.forcedErrorBps == 0) return 0;
+        if (u.forcedRevealed) return 0;
+        if (job.steps / job.checkpointInterval < 2) return 0;
+        if (block.timestamp > slotEnd) return 0;
+        if (!revealPhaseOpen(unitId)) return slotEnd;
+        uint64 early = uint64(block.timestamp) + uint64(cfg.revealWindow);
+        return early < slotEnd ? early : slotEnd;
     }
 
     /// @notice `ForcedErrors.isForced` with the manager's `forcedErrorBps`: whether secret `secret`

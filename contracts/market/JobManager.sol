@@ -451,18 +451,9 @@ contract JobManager is IJobManager, ReentrancyGuard {
         // A challenger that won over a round that may be forced may only have found its forced
         // error: the solver can still reveal it (voiding the dispute), so the slash waits
         // (`settleDispute`). The dispute record stays, its game is gone: that is the held result.
-        // With forcedErrorBps 0 no round is forced.
-        uint64 slotEnd = _revealSlotEnd(unit);
-        bool mayBeForced = _forcedErrorBps != 0 && !unit.forcedRevealed;
-        if (challengerWon && mayBeForced && block.timestamp <= slotEnd) {
-            // The reveal phase opens by deadline + revealWindow at the latest, a revealWindow
-            // before the slot ends; if it is open already, the solver gets one revealWindow from
-            // now: the hold never ends before the solver has had a revealWindow to reveal in.
-            uint64 until = slotEnd;
-            if (_judge.revealPhaseOpen(unitId)) {
-                uint64 early = uint64(block.timestamp) + uint64(_revealWindow);
-                if (early < until) until = early;
-            }
+        // The judge decides whether and until when (`holdEnd`: zero when the win applies now).
+        uint64 until = challengerWon ? _judge.holdEnd(unitId) : 0;
+        if (until != 0) {
             _holdEnds[unitId] = until;
             emit DisputeResultHeld(unitId, gameId, until);
             return;
@@ -1014,12 +1005,6 @@ contract JobManager is IJobManager, ReentrancyGuard {
         delete _holdEnds[unitId];
         emit DisputeResolved(unitId, d.gameId, true, 0);
         _slashAssignee(unitId, unit, d.challenger, d.bond);
-    }
-
-    /// @dev The end of a forced round's reveal slot (`finalize`'s revealSlotEnd): a held dispute
-    ///      result waits until then at most. The challenge deadline does not move while Disputed.
-    function _revealSlotEnd(Unit storage unit) private view returns (uint64) {
-        return unit.deadline + 2 * uint64(_revealWindow);
     }
 
     /// @dev Returns the unit to Verifying with its challenge deadline at least `disputeGrace` away.

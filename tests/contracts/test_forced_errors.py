@@ -568,6 +568,39 @@ def test_onDisputeResolved_challengerWonAfterRevealSlot_appliesAtOnce(forced, ch
     assert d.manager.getUnit(unit).status == U_OPEN
 
 
+def test_onDisputeResolved_oneSegmentJob_appliesAtOnce(forced, chain, project):
+    """A one-segment round can never be forced (`ForcedErrors.isForced`): nothing could void
+    the dispute, so a challenger's win applies at once, even within the challenge window."""
+    d = forced
+    unit = assigned(d, chain, d.solvers[0], steps=2)
+    root = checkpoint_root(TRUE[:2])
+    d.manager.commitCheckpoints(
+        unit, b"\x66" * 32, 2, TRUE[1], "blob://one", seal(root, SECRET), sender=d.solvers[0]
+    )
+    for v in d.verifiers:
+        d.registry.heartbeat(sender=v)
+    d.manager.drawVerifiers(unit, sender=d.other)
+    challenger = by_address(d.verifiers, d.manager.getVerifiers(unit)[0])
+    d.manager.challenge(unit, root, sender=challenger)
+    game = d.arbiter.gameCount()
+    assert chain.pending_timestamp <= d.manager.getUnit(unit).deadline
+    assert judge_of(project, d).holdEnd(unit) == 0
+    tx = d.arbiter.resolve(game, True, sender=d.other)
+    assert tx.events.filter(d.manager.DisputeResultHeld) == []
+    assert tx.events.filter(d.manager.DisputeResolved)[0].challengerWon
+    assert d.manager.heldUntil(unit) == 0
+    assert d.manager.getUnit(unit).status == U_OPEN
+
+
+def test_holdEnd_twoSegmentJob_isTheSlotEndWhileVerifiersMayStillSeal(forced, chain, project):
+    """The same challenge over a two-segment job: held to the reveal slot's end."""
+    d = forced
+    unit, drawn = forced_unit(d, chain)
+    d.manager.challenge(unit, TRUE_ROOT, sender=drawn[1])
+    slot_end = d.manager.getUnit(unit).deadline + 2 * MGR_CFG["revealWindow"]
+    assert judge_of(project, d).holdEnd(unit) == slot_end
+
+
 def test_onDisputeResolved_solverWon_neverHeld(forced, chain):
     d = forced
     unit, drawn = forced_unit(d, chain)
