@@ -21,6 +21,7 @@ Fault kinds (PROTOCOL §7.6):
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,8 @@ from agents.training.keccak import keccak256
 from agents.training.state import State
 
 FAULT_KINDS = ("element", "batch", "checkpoint", "intermediate", "assembly", "count")
+#: Default bound on the bytes of states one `Computation` keeps (the roles' --state-cache-mib).
+DEFAULT_STATE_CACHE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -75,16 +78,27 @@ class Computation:
         t0: int = 0,
         start: State | None = None,
         fault: Fault | None = None,
+        cache_bytes: int = DEFAULT_STATE_CACHE_BYTES,
     ):
         if steps <= 0 or interval <= 0 or steps % interval:
             raise ValueError(f"bad claim: steps={steps} interval={interval}")
+        if cache_bytes <= 0:
+            raise ValueError(f"bad state cache: {cache_bytes} bytes")
         self.engine, self.steps, self.interval, self.t0 = engine, steps, interval, t0
         self.fault = fault
         self.graph = engine.graph
         self.classes = engine.spec.widths[-1]
-        self._states: dict[int, State] = {
-            t0: start if start is not None else engine.initial_state()
-        }
+        # Kept states, least recently used first, within `cache_bytes` (one state's tensors are
+        # the model and its optimizer state: a claim of thousands of steps cannot keep them all).
+        # The start state is always kept: every recompute can fall back on it. A walk forward
+        # keeps checkpoint states and its target only, so a claim's walk costs memory for its
+        # checkpoints, not its steps, and a state evicted is recomputed from the nearest kept
+        # state below it (bit for bit the same: the engine is deterministic).
+        self.cache_bytes = cache_bytes
+        self._states: OrderedDict[int, State] = OrderedDict()
+        self._sizes: dict[int, int] = {}
+        self.kept_bytes = 0
+        self._keep(t0, start if start is not None else engine.initial_state())
         self._traces: dict[int, list[torch.Tensor]] = {}
         self._roots: dict[int, bytes] = {}
         self._troots: dict[int, list[bytes]] = {}
@@ -119,15 +133,47 @@ class Computation:
             return out
         return out
 
+    def _keep(self, t: int, st: State) -> None:
+        """Keep S_t as the most recently used state; then evict the least recently used ones
+        (never the start state, nor S_t) until the kept bytes fit in `cache_bytes`."""
+        if t in self._states:
+            self.kept_bytes -= self._sizes[t]
+        self._states[t] = st
+        self._states.move_to_end(t)
+        self._sizes[t] = sum(x.numel() * x.element_size() for x in st.values())
+        self.kept_bytes += self._sizes[t]
+        while self.kept_bytes > self.cache_bytes:
+            victim = next((u for u in self._states if u not in (self.t0, t)), None)
+            if victim is None:
+                return  # the start state and S_t alone: kept whatever the bound
+            del self._states[victim]
+            self.kept_bytes -= self._sizes.pop(victim)
+
+    def kept_steps(self) -> list[int]:
+        """The steps whose states are kept now, ascending."""
+        return sorted(self._states)
+
+    def seed(self, t: int, st: State) -> None:
+        """Give the party's state at global step t (e.g. a checkpoint it published), so that
+        states after it are computed from it rather than from the start."""
+        if not self.t0 <= t <= self.t0 + self.steps:
+            raise IndexError(f"step {t} outside the claim")
+        self._keep(t, st)
+
     def state(self, t: int) -> State:
         """The party's actual state tensors at global step t."""
         if not self.t0 <= t <= self.t0 + self.steps:
             raise IndexError(f"step {t} outside the claim")
-        if t not in self._states:
-            known = max(u for u in self._states if u < t)
-            for u in range(known, t):
-                self._states[u + 1] = self._run(self._states[u], u)[0]
-        return self._states[t]
+        if t in self._states:
+            self._states.move_to_end(t)
+            return self._states[t]
+        known = max(u for u in self._states if u < t)
+        st = self._states[known]
+        for u in range(known, t):
+            st = self._run(st, u)[0]
+            if u + 1 == t or (u + 1 - self.t0) % self.interval == 0:
+                self._keep(u + 1, st)
+        return st
 
     def trace(self, t: int) -> list[torch.Tensor]:
         """Every node's output of step t (S_t -> S_{t+1}), as this party computes it."""

@@ -33,6 +33,7 @@ from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
+from agents.dispute.trace import DEFAULT_STATE_CACHE_BYTES
 from agents.roles.artifacts import locator_problem
 from agents.roles.jobs import DEFAULT_MAX_PARAMS, JobContext, JobRejected, load_job
 from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
@@ -155,7 +156,14 @@ def role_parser(
         type=int,
         default=DEFAULT_MAX_PARAMS,
         help="take part only in jobs whose model has at most this many parameters: a state is "
-        "4 bytes a parameter and a replay keeps one per checkpoint (default: %(default)s)",
+        "4 bytes a parameter, twice with the optimizer's (default: %(default)s)",
+    )
+    p.add_argument(
+        "--state-cache-mib",
+        type=int,
+        default=DEFAULT_STATE_CACHE_BYTES >> 20,
+        help="memory for the training states one replay or dispute keeps (least recently used "
+        "out first, recomputed when needed again; default: %(default)s)",
     )
     p.add_argument(
         "--allow-local-locators",
@@ -219,6 +227,8 @@ def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
         manager = manager_address(args)
         if getattr(args, "max_params", 1) <= 0:
             raise RoleError(f"--max-params must be > 0 (got {args.max_params})")
+        if getattr(args, "state_cache_mib", 1) <= 0:
+            raise RoleError(f"--state-cache-mib must be > 0 (got {args.state_cache_mib})")
         cls.check_args(args)
         return asyncio.run(_main(cls, config, manager, args, log))
     except ConfigError as exc:
@@ -352,6 +362,13 @@ class RoleAgent:
     def max_params(self) -> int:
         """--max-params: the largest model whose jobs I take part in (my memory budget)."""
         return int(getattr(self.args, "max_params", None) or DEFAULT_MAX_PARAMS)
+
+    @property
+    def state_cache_bytes(self) -> int:
+        """--state-cache-mib in bytes: what each of my replays' and games' `Computation` may
+        keep of training states."""
+        mib = getattr(self.args, "state_cache_mib", None)
+        return int(mib) << 20 if mib else DEFAULT_STATE_CACHE_BYTES
 
     @property
     def local_locators(self) -> bool:

@@ -391,7 +391,11 @@ class Solver(RoleAgent):
         if u.unit_id not in self.comps:
             ctx = self.job_context(u.job_id)
             comp = Computation(
-                ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every, fault=self.fault
+                ctx.engine,
+                ctx.spec.steps,
+                ctx.spec.checkpoint_every,
+                fault=self.fault,
+                cache_bytes=self.state_cache_bytes,
             )
             self._seed_states(comp, u, ctx)
             self.comps[u.unit_id] = comp
@@ -406,7 +410,7 @@ class Solver(RoleAgent):
             return
         k = ctx.spec.checkpoint_every
         for i, address in enumerate(rec.data["states"]):
-            comp._states[i * k] = decode_state(ctx.spec, self.agent.blobs.get(address))
+            comp.seed(i * k, decode_state(ctx.spec, self.agent.blobs.get(address)))
 
     def start_training(self, u: UnitView) -> None:
         """The "train" act: start the unit's training in a worker thread unless a training is in
@@ -488,7 +492,13 @@ class Solver(RoleAgent):
         `comps` on the loop, before the worker starts, for its commit and dispute moves."""
         if self.fault is None:
             return None
-        comp = Computation(ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every, fault=self.fault)
+        comp = Computation(
+            ctx.engine,
+            ctx.spec.steps,
+            ctx.spec.checkpoint_every,
+            fault=self.fault,
+            cache_bytes=self.state_cache_bytes,
+        )
         self.comps[u.unit_id] = comp
         return comp
 

@@ -144,7 +144,12 @@ class ChallengerMixin:
     def challenger_comp(self, ctx: JobContext) -> Computation:
         comps = self.__dict__.setdefault("_comps", {})
         if ctx.job_id not in comps:
-            comps[ctx.job_id] = Computation(ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every)
+            comps[ctx.job_id] = Computation(
+                ctx.engine,
+                ctx.spec.steps,
+                ctx.spec.checkpoint_every,
+                cache_bytes=self.state_cache_bytes,
+            )
         return comps[ctx.job_id]
 
     def court_start(
@@ -398,7 +403,9 @@ class Verifier(ChallengerMixin, RoleAgent):
             if start is None:
                 return
             k = ctx.spec.checkpoint_every
-            comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=start)
+            comps[gid] = Computation(
+                ctx.engine, k, k, t0=s * k, start=start, cache_bytes=self.state_cache_bytes
+            )
         _, deadline = self.court_game.functions.turn(gid).call()
         act = game_act(
             gid,

@@ -427,7 +427,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                         s,
                     )
                 return
-            self.court_comps[gid] = Computation(ctx.engine, k, k, t0=s * k, start=start)
+            self.court_comps[gid] = Computation(
+                ctx.engine, k, k, t0=s * k, start=start, cache_bytes=self.state_cache_bytes
+            )
         player = Challenger(self.court_comps[gid], ctx.jg)
         _, deadline = self.court_game.functions.turn(gid).call()
         now = self.now()

@@ -244,6 +244,20 @@ def test_load_job_refuses_a_model_over_max_params_before_anything_is_built(tmp_p
     assert "--max-params 100" in solver.agent.store.get_record("job", "1").data["reason"]
 
 
+def test_a_solvers_dispute_computation_keeps_states_within_state_cache_mib(tmp_path):
+    """--state-cache-mib bounds what the solver's account of a unit keeps of training states
+    (agents/dispute/trace.py; its walk keeps one state per checkpoint, LRU out first)."""
+    blobs = open_blob_store(str(tmp_path / "blobs"))
+    blobs.put(DIGITS.canonical_bytes())
+    job, cfg = digits_job()
+    manager = FakeContract(getJob=lambda j: job, collateralOf=lambda j: 1)
+    game = FakeContract(configOf=lambda j: cfg, placementOf=lambda j: (0, 0, 0))
+    solver = role(Solver, tmp_path, blobs, manager, game, state_cache_mib=3)
+    solver.comps, solver.fault = {}, None  # (what the fakes' role() leaves to __init__)
+    comp = solver.computation(open_unit())
+    assert comp.cache_bytes == solver.state_cache_bytes == 3 << 20
+
+
 def test_rounds_refuses_a_decomposed_model_over_max_params(tmp_path):
     rounds = rounds_for(tmp_path, V2)
     rounds.max_params = V2.n_params - 1
