@@ -1,13 +1,14 @@
 """A challenger's win held for a forced round's reveal, end to end (PROTOCOL §6.6, audit F4).
 
-Forced errors are on (forcedErrorBps 500, the default), so a challenger's win before the end of
-the round's reveal slot (the challenge deadline + 2 · revealWindow) is held: the unit stays
-Disputed until someone applies it with `settleDispute`. The job has one segment, so its round is
-never forced and no reveal can void the dispute: the cheating solver (the demo's cheat, PROTOCOL
-§7.8) commits a wrong root, the honest verifier challenges it and wins the game long before the
-slot ends (a 300 s challenge window), the win is held, and once the slot is over (chain time
-skipped) the agents — the winning verifier or the submitter's keeper — settle it: the cheater is
-slashed, the unit re-opens, an honest solver redoes it and the job completes."""
+Forced errors are on (forcedErrorBps 1), so a challenger's win before the end of the round's
+reveal slot (the challenge deadline + 2 · revealWindow) is held: the unit stays Disputed until
+someone applies it with `settleDispute`. The job has two segments (a one-segment round is never
+forced, so its win is not held), and at 1 basis point its round is forced once in 10,000 runs:
+no reveal voids the dispute. The cheating solver (the demo's cheat, PROTOCOL §7.8) commits a
+wrong root, the honest verifier (sampling both segments) challenges it and wins the game long
+before the slot ends (a 300 s challenge window), the win is held, and once the slot is over
+(chain time skipped) the agents — the winning verifier or the submitter's keeper — settle it:
+the cheater is slashed, the unit re-opens, an honest solver redoes it and the job completes."""
 
 from __future__ import annotations
 
@@ -36,13 +37,13 @@ def _attested_after_second_draw(manager) -> bool:
 
 
 def test_a_held_win_is_settled_by_the_agents_and_the_unit_redone(tmp_path):
-    spec = rk.write_spec(tmp_path / "spec.json", steps=400, every=400)  # 1 segment: never forced
+    spec = rk.write_spec(tmp_path / "spec.json", steps=400, every=200)
     submitter = rk.Party("submitter", "submitter", 1)
     cheater = rk.Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", CHEAT])
     honest = rk.Party("solver", "solver", 3, ["--stake", "200"])
     verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
     with rk.chain() as (url, w3):
-        addrs = rk.deploy(w3, {"forcedErrorBps": 500, "verifyWindow": 300})
+        addrs = rk.deploy(w3, {"forcedErrorBps": 1, "verifyWindow": 300})
         rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, cheater, honest, verifier])
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
         registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
