@@ -208,6 +208,8 @@ class Solver(RoleAgent):
         self.round_units, self.held = units, None
         for u in units:
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
+                # my account of a unit is for its commit and its games: done with for good
+                self.comps.pop(u.unit_id, None)
                 continue
             with self.isolated(f"unit {u.unit_id}"):
                 for act in solver_acts(u, now, self.facts(u)):

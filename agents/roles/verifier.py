@@ -388,6 +388,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         client = GameClient(self.w3, self.court_game, "0x" + bytes(self.agent.account.key).hex())
         view = client.view(gid)
         if view.phase == Phase.RESOLVED:
+            self.__dict__.get("_court_comps", {}).pop(gid, None)  # its states are done with
             self.agent.store.put_record("court", str(gid), "resolved", data)
             self.log.info(
                 "court game %d over my attestation resolved (winner side %d)", gid, view.winner

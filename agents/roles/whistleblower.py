@@ -390,6 +390,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         client = GameClient(self.w3, self.court_game, "0x" + bytes(self.agent.account.key).hex())
         view = client.view(gid)
         if view.phase == Phase.RESOLVED:
+            self.court_comps.pop(gid, None)  # its states are done with
             data["court_done"] = True
             rec = self.agent.store.get_record("attestation", key)
             assert rec is not None

@@ -278,3 +278,17 @@ def test_a_training_whose_assignment_is_gone_is_stopped(tmp_path, caplog):
     assert s.trainer is not None and s.trainer.key == f"{c.unit_id}:0"
     assert state(s, a) == "training"  # never published
     finish(s)
+
+
+def test_a_units_computation_is_dropped_once_the_unit_is_finalized(tmp_path):
+    """My account of a unit (a cheater's faulty run, a dispute's replay: up to --state-cache-mib
+    of states each) serves its commit and its games only: a finalized or cancelled unit's is
+    dropped, so a long-running solver does not keep one per unit it ever held."""
+    a, c = assigned(1), assigned(3)
+    units = [a, c]
+    s = solver(tmp_path, units)
+    s.comps = {a.unit_id: object(), c.unit_id: object()}  # (only their presence matters)
+    units[0] = replace(a, status=UnitStatus.FINALIZED)
+    units[1] = replace(c, status=UnitStatus.CANCELLED)
+    run_round(s)
+    assert s.comps == {}
