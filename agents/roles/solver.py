@@ -392,16 +392,21 @@ class Solver(RoleAgent):
         """This solver's account of the unit (with its fault, if it cheats)."""
         if u.unit_id not in self.comps:
             ctx = self.job_context(u.job_id)
-            comp = Computation(
-                ctx.engine,
-                ctx.spec.steps,
-                ctx.spec.checkpoint_every,
-                fault=self.fault,
-                cache_bytes=self.state_cache_bytes,
-            )
+            comp = self._new_computation(ctx)
             self._seed_states(comp, u, ctx)
             self.comps[u.unit_id] = comp
         return self.comps[u.unit_id]
+
+    def _new_computation(self, ctx: JobContext) -> Computation:
+        """My account of a whole job's claim (my fault in it, if I cheat), its kept states
+        bounded by --state-cache-mib."""
+        return Computation(
+            ctx.engine,
+            ctx.spec.steps,
+            ctx.spec.checkpoint_every,
+            fault=self.fault,
+            cache_bytes=self.state_cache_bytes,
+        )
 
     def _seed_states(self, comp: Computation, u: UnitView, ctx: JobContext) -> None:
         """Start the dispute computation from my published checkpoints (honest runs only)."""
@@ -494,13 +499,7 @@ class Solver(RoleAgent):
         `comps` on the loop, before the worker starts, for its commit and dispute moves."""
         if self.fault is None:
             return None
-        comp = Computation(
-            ctx.engine,
-            ctx.spec.steps,
-            ctx.spec.checkpoint_every,
-            fault=self.fault,
-            cache_bytes=self.state_cache_bytes,
-        )
+        comp = self._new_computation(ctx)
         self.comps[u.unit_id] = comp
         return comp
 
