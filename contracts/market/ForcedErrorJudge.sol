@@ -93,14 +93,16 @@ contract ForcedErrorJudge {
     ///         than one revealWindow of open reveal phase for the solver. The manager asks it when
     ///         a game ends with the challenger's win.
     function holdEnd(uint256 unitId) external view returns (uint64) {
+        // The cheapest reads first: a win past the slot (the usual case with a long game) reads
+        // no job.
         IJobManager.Config memory cfg = manager.config();
-        IJobManager.Unit memory u = manager.getUnit(unitId);
-        IJobManager.Job memory job = manager.getJob(JobIds.jobOf(unitId));
-        uint64 slotEnd = u.deadline + 2 * uint64(cfg.revealWindow);
         if (cfg.forcedErrorBps == 0) return 0;
+        IJobManager.Unit memory u = manager.getUnit(unitId);
         if (u.forcedRevealed) return 0;
-        if (job.steps / job.checkpointInterval < 2) return 0;
+        uint64 slotEnd = u.deadline + 2 * uint64(cfg.revealWindow);
         if (block.timestamp > slotEnd) return 0;
+        IJobManager.Job memory job = manager.getJob(JobIds.jobOf(unitId));
+        if (job.steps / job.checkpointInterval < 2) return 0;
         if (!revealPhaseOpen(unitId)) return slotEnd;
         uint64 early = uint64(block.timestamp) + uint64(cfg.revealWindow);
         return early < slotEnd ? early : slotEnd;
