@@ -152,6 +152,13 @@ class ChallengerMixin:
             )
         return comps[ctx.job_id]
 
+    def court_comp(self, ctx: JobContext, segment: int, start: State) -> Computation:
+        """My account of a court game's claim: segment `segment` replayed from `start`."""
+        k = ctx.spec.checkpoint_every
+        return Computation(
+            ctx.engine, k, k, t0=segment * k, start=start, cache_bytes=self.state_cache_bytes
+        )
+
     def court_start(
         self,
         ctx: JobContext,
@@ -403,10 +410,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             start = self.defence_start(gid, unit_id, s, int(data["block"]), ctx)
             if start is None:
                 return
-            k = ctx.spec.checkpoint_every
-            comps[gid] = Computation(
-                ctx.engine, k, k, t0=s * k, start=start, cache_bytes=self.state_cache_bytes
-            )
+            comps[gid] = self.court_comp(ctx, s, start)
         _, deadline = self.court_game.functions.turn(gid).call()
         act = game_act(
             gid,

@@ -407,7 +407,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         ctx = self.context(unit_id >> 32)
         if ctx is None:
             return
-        s, k = int(data["court_segment"]), ctx.spec.checkpoint_every
+        s = int(data["court_segment"])
         if gid not in self.court_comps:
             root = bytes(self.court_game.functions.claimOf(gid).call()[5])  # initialStateRoot
 
@@ -428,9 +428,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                         s,
                     )
                 return
-            self.court_comps[gid] = Computation(
-                ctx.engine, k, k, t0=s * k, start=start, cache_bytes=self.state_cache_bytes
-            )
+            self.court_comps[gid] = self.court_comp(ctx, s, start)
         player = Challenger(self.court_comps[gid], ctx.jg)
         _, deadline = self.court_game.functions.turn(gid).call()
         now = self.now()
