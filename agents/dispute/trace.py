@@ -21,20 +21,18 @@ Fault kinds (PROTOCOL §7.6):
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget, state_bytes
 from agents.training import merkle
 from agents.training.engine import Engine
 from agents.training.keccak import keccak256
 from agents.training.state import State
 
 FAULT_KINDS = ("element", "batch", "checkpoint", "intermediate", "assembly", "count")
-#: Default bound on the bytes of states one `Computation` keeps (the roles' --state-cache-mib).
-DEFAULT_STATE_CACHE_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -67,6 +65,13 @@ def _flip(out: torch.Tensor, element: int, mask: int, classes: int) -> torch.Ten
     return out
 
 
+def drop_computation(comps: dict, key: object) -> None:
+    """Remove `comps[key]` (if any) and give its kept states back to its budget."""
+    comp = comps.pop(key, None)
+    if comp is not None:
+        comp.release()
+
+
 class Computation:
     """States, traces and claimed roots of steps t0 .. t0 + steps under `engine`'s job."""
 
@@ -79,26 +84,30 @@ class Computation:
         start: State | None = None,
         fault: Fault | None = None,
         cache_bytes: int = DEFAULT_STATE_CACHE_BYTES,
+        budget: StateBudget | None = None,
     ):
         if steps <= 0 or interval <= 0 or steps % interval:
             raise ValueError(f"bad claim: steps={steps} interval={interval}")
-        if cache_bytes <= 0:
-            raise ValueError(f"bad state cache: {cache_bytes} bytes")
         self.engine, self.steps, self.interval, self.t0 = engine, steps, interval, t0
         self.fault = fault
         self.graph = engine.graph
         self.classes = engine.spec.widths[-1]
-        # Kept states, least recently used first, within `cache_bytes` (one state's tensors are
-        # the model and its optimizer state: a claim of thousands of steps cannot keep them all).
-        # The start state is always kept: every recompute can fall back on it. A walk forward
-        # keeps checkpoint states and its target only, so a claim's walk costs memory for its
-        # checkpoints, not its steps, and a state evicted is recomputed from the nearest kept
-        # state below it (bit for bit the same: the engine is deterministic).
-        self.cache_bytes = cache_bytes
-        self._states: OrderedDict[int, State] = OrderedDict()
-        self._sizes: dict[int, int] = {}
-        self.kept_bytes = 0
-        self._keep(t0, start if start is not None else engine.initial_state())
+        # Kept states, within a byte budget (one state's tensors are the model and its optimizer
+        # state: a claim of thousands of steps cannot keep them all). The budget is the agent's,
+        # shared by all its computations (`budget`), or this one's own of `cache_bytes`; the
+        # least recently used state of any computation under it goes first. A given start state
+        # (a court game's, fetched, not computable here) is pinned outside the budget: every
+        # recompute can fall back on it; the job's initial state is recomputed when evicted. A
+        # walk forward keeps checkpoint states and its target only, so a claim's walk costs
+        # memory for its checkpoints, not its steps, and a state evicted is recomputed from the
+        # nearest kept state below it (bit for bit the same: the engine is deterministic).
+        self.budget = budget if budget is not None else StateBudget(cache_bytes)
+        self._states: dict[int, State] = {}
+        self._pinned = start is not None
+        if start is not None:
+            self._states[t0] = start
+        else:
+            self._keep(t0, engine.initial_state())
         self._traces: dict[int, list[torch.Tensor]] = {}
         self._roots: dict[int, bytes] = {}
         self._troots: dict[int, list[bytes]] = {}
@@ -134,24 +143,28 @@ class Computation:
         return out
 
     def _keep(self, t: int, st: State) -> None:
-        """Keep S_t as the most recently used state; then evict the least recently used ones
-        (never the start state, nor S_t) until the kept bytes fit in `cache_bytes`."""
-        if t in self._states:
-            self.kept_bytes -= self._sizes[t]
-        self._states[t] = st
-        self._states.move_to_end(t)
-        self._sizes[t] = sum(x.numel() * x.element_size() for x in st.values())
-        self.kept_bytes += self._sizes[t]
-        while self.kept_bytes > self.cache_bytes:
-            victim = next((u for u in self._states if u not in (self.t0, t)), None)
-            if victim is None:
-                return  # the start state and S_t alone: kept whatever the bound
-            del self._states[victim]
-            self.kept_bytes -= self._sizes.pop(victim)
+        """Keep S_t as the most recently used state under the budget (which may evict other
+        states, of this computation or another, but not S_t); a pinned start is replaced in
+        place."""
+        with self.budget.lock:
+            self._states[t] = st
+            if not (self._pinned and t == self.t0):
+                self.budget.keep(self._states, t, state_bytes(st))
+
+    @property
+    def kept_bytes(self) -> int:
+        """The bytes of the states this computation keeps now (its pinned start included)."""
+        with self.budget.lock:
+            return sum(state_bytes(st) for st in self._states.values())
 
     def kept_steps(self) -> list[int]:
         """The steps whose states are kept now, ascending."""
-        return sorted(self._states)
+        with self.budget.lock:
+            return sorted(self._states)
+
+    def release(self) -> None:
+        """Give this computation's kept states back to the budget (it is no longer needed)."""
+        self.budget.release(self._states)
 
     def seed(self, t: int, st: State) -> None:
         """Give the party's state at global step t (e.g. a checkpoint it published), so that
@@ -164,11 +177,17 @@ class Computation:
         """The party's actual state tensors at global step t."""
         if not self.t0 <= t <= self.t0 + self.steps:
             raise IndexError(f"step {t} outside the claim")
-        if t in self._states:
-            self._states.move_to_end(t)
-            return self._states[t]
-        known = max(u for u in self._states if u < t)
-        st = self._states[known]
+        with self.budget.lock:
+            if t in self._states:
+                self.budget.touch(self._states, t)
+                return self._states[t]
+            below = [u for u in self._states if u < t]
+            if below:
+                known = max(below)
+                st = self._states[known]
+                self.budget.touch(self._states, known)
+            else:  # the initial state was evicted (a pinned start never is): recompute it
+                known, st = self.t0, self.engine.initial_state()
         for u in range(known, t):
             st = self._run(st, u)[0]
             if u + 1 == t or (u + 1 - self.t0) % self.interval == 0:

@@ -33,7 +33,7 @@ from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
-from agents.dispute.trace import DEFAULT_STATE_CACHE_BYTES
+from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget
 from agents.roles.artifacts import locator_problem
 from agents.roles.jobs import DEFAULT_MAX_PARAMS, JobContext, JobRejected, load_job
 from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
@@ -162,8 +162,8 @@ def role_parser(
         "--state-cache-mib",
         type=int,
         default=DEFAULT_STATE_CACHE_BYTES >> 20,
-        help="memory for the training states one replay or dispute keeps (least recently used "
-        "out first, recomputed when needed again; default: %(default)s)",
+        help="memory for the training states all my replays and disputes keep together (least "
+        "recently used out first, recomputed when needed again; default: %(default)s)",
     )
     p.add_argument(
         "--allow-local-locators",
@@ -365,10 +365,16 @@ class RoleAgent:
 
     @property
     def state_cache_bytes(self) -> int:
-        """--state-cache-mib in bytes: what each of my replays' and games' `Computation` may
-        keep of training states."""
+        """--state-cache-mib in bytes: what all my replays' and games' `Computation`s together
+        may keep of training states."""
         mib = getattr(self.args, "state_cache_mib", None)
         return int(mib) << 20 if mib else DEFAULT_STATE_CACHE_BYTES
+
+    @functools.cached_property
+    def state_budget(self) -> StateBudget:
+        """The one byte budget every `Computation` of mine keeps its states under
+        (--state-cache-mib): least recently used first across all of them."""
+        return StateBudget(self.state_cache_bytes)
 
     @property
     def local_locators(self) -> bool:

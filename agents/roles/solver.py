@@ -32,7 +32,7 @@ from eth_utils import keccak
 
 from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
-from agents.dispute.trace import FAULT_KINDS, Computation, Fault
+from agents.dispute.trace import FAULT_KINDS, Computation, Fault, drop_computation
 from agents.roles.artifacts import Manifest, decode_state, encode_state, make_locator
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
 from agents.roles.jobs import JobContext, JobRejected
@@ -209,7 +209,7 @@ class Solver(RoleAgent):
         for u in units:
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
                 # my account of a unit is for its commit and its games: done with for good
-                self.comps.pop(u.unit_id, None)
+                drop_computation(self.comps, u.unit_id)
                 continue
             with self.isolated(f"unit {u.unit_id}"):
                 for act in solver_acts(u, now, self.facts(u)):
@@ -405,7 +405,7 @@ class Solver(RoleAgent):
             ctx.spec.steps,
             ctx.spec.checkpoint_every,
             fault=self.fault,
-            cache_bytes=self.state_cache_bytes,
+            budget=self.state_budget,
         )
 
     def _seed_states(self, comp: Computation, u: UnitView, ctx: JobContext) -> None:
@@ -499,6 +499,7 @@ class Solver(RoleAgent):
         `comps` on the loop, before the worker starts, for its commit and dispute moves."""
         if self.fault is None:
             return None
+        drop_computation(self.comps, u.unit_id)  # an earlier attempt's account
         comp = self._new_computation(ctx)
         self.comps[u.unit_id] = comp
         return comp

@@ -39,7 +39,7 @@ from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
-from agents.dispute.trace import Computation
+from agents.dispute.trace import Computation, drop_computation
 from agents.roles.artifacts import BadBlob, CheckpointReader, decode_state, encode_state
 from agents.roles.jobs import JobContext, JobRejected, load_job
 from agents.roles.logic import (
@@ -148,16 +148,14 @@ class ChallengerMixin:
                 ctx.engine,
                 ctx.spec.steps,
                 ctx.spec.checkpoint_every,
-                cache_bytes=self.state_cache_bytes,
+                budget=self.state_budget,
             )
         return comps[ctx.job_id]
 
     def court_comp(self, ctx: JobContext, segment: int, start: State) -> Computation:
         """My account of a court game's claim: segment `segment` replayed from `start`."""
         k = ctx.spec.checkpoint_every
-        return Computation(
-            ctx.engine, k, k, t0=segment * k, start=start, cache_bytes=self.state_cache_bytes
-        )
+        return Computation(ctx.engine, k, k, t0=segment * k, start=start, budget=self.state_budget)
 
     def court_start(
         self,
@@ -395,7 +393,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         client = GameClient(self.w3, self.court_game, "0x" + bytes(self.agent.account.key).hex())
         view = client.view(gid)
         if view.phase == Phase.RESOLVED:
-            self.__dict__.get("_court_comps", {}).pop(gid, None)  # its states are done with
+            drop_computation(self.__dict__.get("_court_comps", {}), gid)  # done with its states
             self.agent.store.put_record("court", str(gid), "resolved", data)
             self.log.info(
                 "court game %d over my attestation resolved (winner side %d)", gid, view.winner

@@ -35,7 +35,7 @@ from agents.core.blobs import BlobError
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Phase
-from agents.dispute.trace import Computation
+from agents.dispute.trace import Computation, drop_computation
 from agents.roles.artifacts import BadBlob, CheckpointReader, encode_state
 from agents.roles.jobs import JobContext
 from agents.roles.logic import (
@@ -390,7 +390,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         client = GameClient(self.w3, self.court_game, "0x" + bytes(self.agent.account.key).hex())
         view = client.view(gid)
         if view.phase == Phase.RESOLVED:
-            self.court_comps.pop(gid, None)  # its states are done with
+            drop_computation(self.court_comps, gid)  # done with its states
             data["court_done"] = True
             rec = self.agent.store.get_record("attestation", key)
             assert rec is not None

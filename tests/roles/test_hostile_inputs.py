@@ -245,8 +245,9 @@ def test_load_job_refuses_a_model_over_max_params_before_anything_is_built(tmp_p
 
 
 def test_a_solvers_dispute_computation_keeps_states_within_state_cache_mib(tmp_path):
-    """--state-cache-mib bounds what the solver's account of a unit keeps of training states
-    (agents/dispute/trace.py; its walk keeps one state per checkpoint, LRU out first)."""
+    """--state-cache-mib bounds what the solver's accounts of its units keep of training states,
+    all of them together (agents/dispute/budget.py; a walk keeps one state per checkpoint, the
+    least recently used of any account out first)."""
     blobs = open_blob_store(str(tmp_path / "blobs"))
     blobs.put(DIGITS.canonical_bytes())
     job, cfg = digits_job()
@@ -255,7 +256,10 @@ def test_a_solvers_dispute_computation_keeps_states_within_state_cache_mib(tmp_p
     solver = role(Solver, tmp_path, blobs, manager, game, state_cache_mib=3)
     solver.comps, solver.fault = {}, None  # (what the fakes' role() leaves to __init__)
     comp = solver.computation(open_unit())
-    assert comp.cache_bytes == solver.state_cache_bytes == 3 << 20
+    assert comp.budget is solver.state_budget
+    assert solver.state_budget.limit_bytes == solver.state_cache_bytes == 3 << 20
+    other = solver._new_computation(solver.job_context(1))
+    assert other.budget is comp.budget  # one budget for all my accounts, not one each
 
 
 def test_rounds_refuses_a_decomposed_model_over_max_params(tmp_path):

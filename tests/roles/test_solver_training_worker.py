@@ -281,14 +281,24 @@ def test_a_training_whose_assignment_is_gone_is_stopped(tmp_path, caplog):
 
 
 def test_a_units_computation_is_dropped_once_the_unit_is_finalized(tmp_path):
-    """My account of a unit (a cheater's faulty run, a dispute's replay: up to --state-cache-mib
-    of states each) serves its commit and its games only: a finalized or cancelled unit's is
-    dropped, so a long-running solver does not keep one per unit it ever held."""
+    """My account of a unit (a cheater's faulty run, a dispute's replay) serves its commit and
+    its games only: a finalized or cancelled unit's is dropped and its kept states given back to
+    my --state-cache-mib budget, so a long-running solver does not keep one per unit it ever
+    held."""
+
+    class Account:  # (only its presence and its release matter)
+        released = False
+
+        def release(self) -> None:
+            self.released = True
+
     a, c = assigned(1), assigned(3)
     units = [a, c]
     s = solver(tmp_path, units)
-    s.comps = {a.unit_id: object(), c.unit_id: object()}  # (only their presence matters)
+    accounts = [Account(), Account()]
+    s.comps = {a.unit_id: accounts[0], c.unit_id: accounts[1]}
     units[0] = replace(a, status=UnitStatus.FINALIZED)
     units[1] = replace(c, status=UnitStatus.CANCELLED)
     run_round(s)
     assert s.comps == {}
+    assert [x.released for x in accounts] == [True, True]
