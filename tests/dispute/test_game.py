@@ -136,6 +136,9 @@ def test_step_list_root_matches_contract(dep):
     assert onchain == step_list_root(roots)
 
 
+ALREADY = "ConfigAlreadyRegistered(uint256,bytes32)"
+
+
 def selector(signature: str) -> str:
     """The 4-byte selector of a custom error, as hex in a rejected move's message."""
     return "0x" + Web3.keccak(text=signature)[:4].hex()
@@ -155,7 +158,7 @@ def test_a_court_game_takes_configs_from_its_manager_only(w3, project, snapshot)
         submitter.transact("registerUnitConfig", 79, b"\x05" * 32, (0, 1, 0))
     dep.deployer.transact("registerConfig", 79, b"\x04" * 32)  # the manager (the court)
     assert dep.game.functions.configOf(79).call() == b"\x04" * 32
-    with pytest.raises(MoveRejected):  # once
+    with pytest.raises(MoveRejected, match=selector(ALREADY)):  # once
         dep.deployer.transact("registerConfig", 79, b"\x05" * 32)
     assert dep.game.functions.configOf(79).call() == b"\x04" * 32
 
@@ -175,7 +178,7 @@ def test_only_the_submitter_registers_a_config_once(dep, snapshot):
         dep.defender.transact("registerConfig", 77, b"\x02" * 32)
     submitter.transact("registerConfig", 77, b"\x02" * 32)
     assert dep.game.functions.configOf(77).call() == b"\x02" * 32
-    with pytest.raises(MoveRejected):  # once
+    with pytest.raises(MoveRejected, match=selector(ALREADY)):  # once
         submitter.transact("registerConfig", 77, b"\x03" * 32)
     assert dep.game.functions.configOf(77).call() == b"\x02" * 32
     # A unit of a job without a config cannot be disputed (the manager's challenge reverts).

@@ -136,9 +136,10 @@ def test_unit_config_registration_rules(dep, snapshot):
     )
     args = logs[-1]["args"]
     assert (args["stepOffset"], args["shards"], args["shard"]) == PLACEMENT
-    with pytest.raises(MoveRejected):  # once, whichever way it was registered
+    already = selector("ConfigAlreadyRegistered(uint256,bytes32)")
+    with pytest.raises(MoveRejected, match=already):  # once, whichever way it was registered
         submitter.transact("registerConfig", 91, cfg)
-    with pytest.raises(MoveRejected):
+    with pytest.raises(MoveRejected, match=already):
         submitter.transact("registerUnitConfig", 91, cfg, PLACEMENT)
     # a version-1 job has the zero placement: offset 0, read as one shard
     dep.deployer.transact("setSubmitter", 92, submitter.address)
