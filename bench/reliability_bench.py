@@ -12,10 +12,12 @@ class of fault, then measures from the chain and the agents' intent records:
   it held at the start, less the reward the submitter escrowed, must be 0.
 
 Fault classes: crash (kill -9 a role at a seeded point of a seeded phase, restart it from its
-data folder), chain (Anvil stopped and restarted from its --dump-state file; anvil_rollback;
-anvil_reorg), transport (tools/faultproxy.py between the agents and Anvil), blob (missing, corrupt
-and slow checkpoint blobs; a solver that withholds its data in a game loses by the clock) and
-bad input (malformed specs, flags and on-chain parameters: one clear line / a custom error).
+data folder; the court trials kill the whistleblower at a seeded point of its case against a
+lazy verifier's false attestation, which it must still win), chain (Anvil stopped and restarted
+from its --dump-state file; anvil_rollback; anvil_reorg), transport (tools/faultproxy.py between
+the agents and Anvil), blob (missing, corrupt and slow checkpoint blobs; a solver that withholds
+its data in a game loses by the clock) and bad input (malformed specs, flags and on-chain
+parameters: one clear line / a custom error).
 
 Usage: python -m bench.reliability_bench [--quick] [--only CLASS ...] [--out PATH]
 Writes bench/results/reliability.json (seeds, per-trial rows, totals, wall time).
@@ -74,6 +76,13 @@ CLOCK_BUDGET_S = 240
 DISPUTE_GRACE_S = 10
 
 CRASH_PHASES = ("training", "commitment", "replay", "game", "settlement")
+#: Where a court trial kills the whistleblower: before the attestation (scanning), while it
+#: checks it (fetch and replay), once the unit is final (about to challenge), in the court game.
+COURT_POINTS = ("drawn", "attested", "finalized", "court")
+#: The court game's clock (chain seconds per side): the lazy verifier never moves, so the case
+#: lasts this long; the whistleblower must be back from a kill -9 (a cold Python start with
+#: torch) well inside it.
+COURT_CLOCK_S = 60
 #: Set on SIGTERM/Ctrl-C: running trials stop at their next tick and stop their processes.
 STOP = threading.Event()
 
@@ -189,6 +198,8 @@ class Watch:
     def __init__(self, w3: Web3, addrs: dict[str, str]) -> None:
         self.w3 = w3
         self.manager = rk.contract(w3, "JobManager", addrs["JobManager"])
+        court = addrs.get("AttestationCourt")
+        self.court = rk.contract(w3, "AttestationCourt", court) if court else None
         self.game = rk.contract(w3, "DisputeGame", addrs["DisputeGame"])
         self.registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
         self.token = rk.contract(w3, "TestToken", addrs["Token"])
@@ -212,6 +223,10 @@ class Watch:
             return self.count(m, "CheckpointsCommitted") >= 1
         if phase == "drawn":
             return self.count(m, "VerifiersDrawn") >= 1
+        if phase == "attested":
+            return self.count(m, "Attested") >= 1
+        if phase == "court":
+            return self.count(self.court, "AttestationChallenged") >= 1
         if phase == "game":
             return self.count(self.game, "GameOpened") >= 1 and self.game_moves() >= arg
         if phase == "finalized":
@@ -223,12 +238,32 @@ class Watch:
 
     def holdings(self, address: str) -> int:
         node = self.registry.functions.getNode(address).call()
+        court = self.court.functions.credits(address).call() if self.court is not None else 0
         return (
             self.token.functions.balanceOf(address).call()
             + self.manager.functions.credits(address).call()
+            + court
             + int(node[8])
             + int(node[10])
         )
+
+    def court_settled(self) -> bool:
+        """The court case ruled and its winner withdrew (only the whistleblower withdraws)."""
+        return self.court is not None and self.count(self.court, "Withdrawn") >= 1
+
+    def court_withdrawn(self, address: str) -> int:
+        if self.court is None:
+            return 0
+        evs = self.court.events.Withdrawn().get_logs(
+            from_block=0, argument_filters={"account": address}
+        )
+        return sum(int(e["args"]["amount"]) for e in evs)
+
+    def false_attestation_ruled(self, verifier: str) -> bool:
+        if self.court is None:
+            return False
+        evs = self.court.events.AttestationRuled().get_logs(from_block=0)
+        return any(e["args"]["verifier"] == verifier and e["args"]["falseAttestation"] for e in evs)
 
     def credited(self, address: str) -> int:
         evs = self.manager.events.Credited().get_logs(
@@ -303,6 +338,23 @@ def crash_plan(seed: int, index: int) -> Plan:
     )
 
 
+def court_plan(seed: int, index: int) -> Plan:
+    """kill -9 the whistleblower at a seeded point of its case (COURT_POINTS) against a lazy
+    verifier's false attestation, and restart it from its data folder: it must still challenge
+    once, win the court game and withdraw."""
+    rng = random.Random(seed)
+    point = COURT_POINTS[index % len(COURT_POINTS)]
+    return Plan(
+        "crash",
+        seed,
+        f"kill-whistleblower@{point}",
+        trigger=point,
+        delay_s=rng.uniform(0.0, 2.0 if point == "court" else 3.0),
+        target="whistleblower",
+        down_s=rng.uniform(0.5, 3.0),
+    )
+
+
 def chain_plan(seed: int, index: int) -> Plan:
     rng = random.Random(seed)
     kind = ("restart", "rollback", "reorg")[index % 3]
@@ -358,6 +410,18 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
     honest = [submitter, solver, verifier]
     griefer = rk.Party("griefer", "verifier", 7, ["--stake", "100", "--cheat-challenge"])
     cast = honest + ([liar] if plan.liar else []) + ([griefer] if plan.fault == "adversary" else [])
+    court_case = plan.target == "whistleblower"
+    if court_case:
+        # the only verifier is lazy (it attests the final root for every segment: false), so
+        # the draw picks it; the whistleblower is the honest party that must win the case
+        lazy = rk.Party("lazy", "verifier", 6, ["--stake", "100", "--lazy"])
+        # the case outlives the job: once the submitter (which mines when idle, as a live chain
+        # would) has exited, the whistleblower mines so that the silent verifier's clock runs out
+        whistleblower = rk.Party(
+            "whistleblower", "whistleblower", 7, ["--stake", "20", "--mine-when-idle"]
+        )
+        honest = [submitter, solver, whistleblower]
+        cast = [*honest, lazy]
     proxy: FaultProxy | None = None
     result: dict[str, Any] = {"plan": plan.row()}
     try:
@@ -376,8 +440,10 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
                     "verifiersPerUnit": 2 if plan.liar else 1,
                 },
                 clock_budget=CLOCK_BUDGET_S,
+                court_clock_budget=COURT_CLOCK_S if court_case else None,
             )
             rk.fund(w3, addrs["Token"], rk.dev_private_key(0), cast)
+            start_args = {"whistleblower": ["--court", addrs.get("AttestationCourt", "")]}
             first = w3.eth.block_number
             watch = Watch(w3, addrs)
             before = {p.name: watch.holdings(p.address) for p in honest}
@@ -388,7 +454,7 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
                 result["plan"]["rates"] = {k: v for k, v in FaultRates().__dict__.items()}
             with rk.agents(work, agent_url, addrs["JobManager"]) as ag:
                 for p in cast[1:]:
-                    ag.start(p)
+                    ag.start(p, *start_args.get(p.name, []))
                 rk.wait_for(
                     "registrations",
                     lambda: all(
@@ -398,7 +464,7 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
                     ag,
                 )
                 ag.start(submitter, *submitter_args(work))
-                fault = _fault_driver(plan, chain, ag, watch, {p.name: p for p in cast})
+                fault = _fault_driver(plan, chain, ag, watch, {p.name: p for p in cast}, start_args)
                 fault_note = _run_until_done(ag, watch, fault, blob_server, plan)
                 result.update(fault_note)
                 # settle: honest parties withdraw what they were credited
@@ -439,10 +505,15 @@ def submitter_args(work: Path) -> list[str]:
 
 
 def _fault_driver(
-    plan: Plan, chain: Anvil, ag: rk.Agents, watch: Watch, cast: dict[str, rk.Party]
+    plan: Plan,
+    chain: Anvil,
+    ag: rk.Agents,
+    watch: Watch,
+    cast: dict[str, rk.Party],
+    start_args: dict[str, list[str]],
 ) -> Callable[[], str | None]:
     """A step function called every tick: applies the fault once its trigger has held for
-    `delay_s`; returns a note when it acted."""
+    `delay_s`; returns a note when it acted. A restarted party gets the flags it started with."""
     state: dict[str, Any] = {"seen": None, "done": False}
 
     def step() -> str | None:
@@ -466,6 +537,7 @@ def _fault_driver(
             ag.kill9(plan.target)
             time.sleep(plan.down_s)
             extra = submitter_args(ag.run_dir) if plan.target == "submitter" else []
+            extra += start_args.get(plan.target, [])
             ag.start(cast[plan.target], *extra)
             return f"killed -9 and restarted {plan.target}"
         if plan.kind == "restart":
@@ -511,7 +583,8 @@ def _run_until_done(
         if plan.kind == "withhold" and watch.count(watch.game, "GameResolved") >= 1:
             return {"notes": notes, "finished": "game resolved"}
         code = ag.procs["submitter"].poll()
-        if code is not None:
+        # a court case starts once the unit is final, after the submitter is done: wait for it
+        if code is not None and (plan.target != "whistleblower" or watch.court_settled()):
             return {"notes": notes, "finished": f"submitter exited {code}"}
         for name, proc in ag.procs.items():
             if name == plan.target and plan.kind == "withhold":
@@ -546,6 +619,8 @@ def _measure(
         # the solver is always owed; a verifier only when it attested
         if p.role == "solver" or (p.role == "verifier" and watch.attested(p.address)):
             paid[p.name] = watch.credited(p.address) > 0
+        if p.role == "whistleblower":  # it won its case and took its court credit
+            paid[p.name] = watch.court_withdrawn(p.address) > 0
     tracebacks = [p.name for p in cast if "Traceback" in _read(work / f"{p.name}.log")]
     out: dict[str, Any] = {
         "completed": completed,
@@ -565,6 +640,17 @@ def _measure(
             and out["tokens_lost_by_honest"] == 0
             and out["griefers_lost_bonds"]
             and out["extra_settlement_delay_s"] <= out["delay_bound_s"]
+        )
+        return out
+    if plan.target == "whistleblower":
+        lazy = next(p for p in cast if p.name == "lazy")
+        out["false_attestation_ruled"] = watch.false_attestation_ruled(lazy.address)
+        out["survived"] = (
+            completed
+            and out["honest_paid"]
+            and out["duplicate_transactions"] == 0
+            and out["tokens_lost_by_honest"] == 0
+            and out["false_attestation_ruled"]
         )
         return out
     if plan.kind == "withhold":
@@ -599,7 +685,17 @@ def _griefing(watch: Watch, griefers: list[rk.Party]) -> dict[str, Any]:
     addrs = {p.address for p in griefers}
     by_griefers = [e for e in opened if e["args"]["challenger"] in addrs]
     bonds = sum(int(e["args"]["bond"]) for e in by_griefers)
-    refunded = sum(watch.credited(a) for a in addrs)
+    games = {int(e["args"]["gameId"]) for e in by_griefers}
+    theirs = [e for e in resolved if int(e["args"]["gameId"]) in games]
+    # A bond comes back (with the reward) in the transaction that resolves the game; a griefer
+    # that was also drawn and attested earns its verifier fee at finalize, which is no refund.
+    settled_in = {e["transactionHash"] for e in theirs}
+    refunded = sum(
+        int(e["args"]["amount"])
+        for e in m.events.Credited().get_logs(from_block=0)
+        if e["args"]["account"] in addrs and e["transactionHash"] in settled_in
+    )
+    earned = sum(watch.credited(a) for a in addrs) - refunded
     first_deadline = int(drawn[-1]["args"]["challengeDeadline"]) if drawn else 0
     last = max([int(e["args"]["challengeDeadline"]) for e in resolved] + [first_deadline])
     n = len(by_griefers)
@@ -607,8 +703,14 @@ def _griefing(watch: Watch, griefers: list[rk.Party]) -> dict[str, Any]:
         "frivolous_games": n,
         "games_won_by_griefers": sum(1 for e in resolved if e["args"]["challengerWon"]),
         "griefer_bonds_posted": bonds / TOKEN,
-        "griefer_credits": refunded / TOKEN,
-        "griefers_lost_bonds": n > 0 and refunded == 0,
+        "griefer_bond_refunds": refunded / TOKEN,
+        "griefer_fees_as_verifiers": earned / TOKEN,
+        "griefers_lost_bonds": (
+            n > 0
+            and len(theirs) == n
+            and not any(e["args"]["challengerWon"] for e in theirs)
+            and refunded == 0
+        ),
         "extra_settlement_delay_s": max(0, last - first_deadline),
         "delay_bound_s": n * (2 * budget + grace),
     }
@@ -639,15 +741,16 @@ def bad_inputs(work: Path, cli_every: int = 1) -> dict[str, Any]:
 
 # --- the bench --------------------------------------------------------------------------------
 
-PLANS = {
+PLANS = {  # a class's seeds follow from its place here: a new class goes last
     "crash": crash_plan,
     "chain": chain_plan,
     "transport": transport_plan,
     "blob": blob_plan,
     "adversary": adversary_plan,
+    "court": court_plan,
 }
-FULL = {"crash": 20, "chain": 6, "transport": 3, "blob": 4, "adversary": 2}
-QUICK = {"crash": 5, "chain": 3, "transport": 1, "blob": 2, "adversary": 1}
+FULL = {"crash": 20, "chain": 6, "transport": 3, "blob": 4, "adversary": 2, "court": 4}
+QUICK = {"crash": 5, "chain": 3, "transport": 1, "blob": 2, "adversary": 1, "court": 1}
 
 
 def plans(counts: dict[str, int], base_seed: int) -> list[Plan]:
@@ -657,6 +760,11 @@ def plans(counts: dict[str, int], base_seed: int) -> list[Plan]:
             seed = base_seed + 1000 * list(PLANS).index(fault) + i
             out.append(PLANS[fault](seed, i))
     return out
+
+
+def _class_of(p: Plan) -> str:
+    """The PLANS class a plan came from (a court trial is a crash, of the whistleblower)."""
+    return "court" if p.target == "whistleblower" else p.fault
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -692,8 +800,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         # the longest classes (dispute games run to a clock) first, so the pool stays full
-        order = ("adversary", "blob", "transport", "chain", "crash")
-        todo = sorted(plans(counts, args.seed), key=lambda p: order.index(p.fault))
+        order = ("adversary", "blob", "court", "transport", "chain", "crash")
+        todo = sorted(plans(counts, args.seed), key=lambda p: order.index(_class_of(p)))
         pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
         try:
             futures = [pool.submit(run_trial, p, root / f"{p.fault}-{p.seed}") for p in todo]

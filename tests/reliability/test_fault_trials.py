@@ -47,6 +47,18 @@ def test_sampled_fault_trials_survive(tmp_path):
         assert row["survived"]
 
 
+def test_court_trials_kill_the_whistleblower_at_every_point_of_its_case():
+    """The bench's court trials (run by `make reliability`, not here: each lasts a verify
+    window and a court clock) cover every point of a case, seeded: the same seed, the same
+    plan."""
+    plans = rb.plans({"court": len(rb.COURT_POINTS)}, SEED)
+    assert [p.kind for p in plans] == [f"kill-whistleblower@{x}" for x in rb.COURT_POINTS]
+    assert {(p.fault, p.target) for p in plans} == {("crash", "whistleblower")}
+    assert [p.row() for p in plans] == [p.row() for p in rb.plans({"court": 4}, SEED)]
+    assert all(p.trigger == x for p, x in zip(plans, rb.COURT_POINTS, strict=True))
+    assert rb.FULL["crash"] + rb.FULL["court"] >= 20 and rb.FULL["court"] >= len(rb.COURT_POINTS)
+
+
 def test_bad_inputs_are_refused_clearly(tmp_path):
     """Every on-chain case and every 4th CLI case (the bench runs all of them)."""
     result = rb.bad_inputs(tmp_path, cli_every=4)
