@@ -631,13 +631,17 @@ def _measure(
     }
     if dups:
         out["duplicates"] = dups
+    # what every trial must show: the job done, the honest paid, nothing sent twice or lost
+    survived = (
+        completed
+        and out["honest_paid"]
+        and out["duplicate_transactions"] == 0
+        and out["tokens_lost_by_honest"] == 0
+    )
     if plan.fault == "adversary":
         out.update(_griefing(watch, [p for p in cast if p.name in ("liar", "griefer")]))
         out["survived"] = (
-            completed
-            and out["honest_paid"]
-            and out["duplicate_transactions"] == 0
-            and out["tokens_lost_by_honest"] == 0
+            survived
             and out["griefers_lost_bonds"]
             and out["extra_settlement_delay_s"] <= out["delay_bound_s"]
         )
@@ -645,13 +649,7 @@ def _measure(
     if plan.target == "whistleblower":
         lazy = next(p for p in cast if p.name == "lazy")
         out["false_attestation_ruled"] = watch.false_attestation_ruled(lazy.address)
-        out["survived"] = (
-            completed
-            and out["honest_paid"]
-            and out["duplicate_transactions"] == 0
-            and out["tokens_lost_by_honest"] == 0
-            and out["false_attestation_ruled"]
-        )
+        out["survived"] = survived and out["false_attestation_ruled"]
         return out
     if plan.kind == "withhold":
         # the solver withholds its data in the game (never answers): it must lose by the clock
@@ -664,12 +662,7 @@ def _measure(
         out["tokens_lost_by_honest"] = (lost["submitter"] + lost["verifier"]) / TOKEN
         out["survived"] = out["withholder_lost_by_clock"] and out["duplicate_transactions"] == 0
         return out
-    out["survived"] = (
-        completed
-        and out["honest_paid"]
-        and out["duplicate_transactions"] == 0
-        and out["tokens_lost_by_honest"] == 0
-    )
+    out["survived"] = survived
     return out
 
 
