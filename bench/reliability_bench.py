@@ -299,6 +299,11 @@ class Plan:
     liar: bool = False  # a lying challenger joins: the unit goes to a dispute game
     rates: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def court_case(self) -> bool:
+        """A court trial: the whistleblower's case against a lazy verifier (`court_plan`)."""
+        return self.target == "whistleblower"
+
     def row(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if v not in ("", {}, None)}
         if isinstance(out.get("delay_s"), float):
@@ -410,8 +415,7 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
     honest = [submitter, solver, verifier]
     griefer = rk.Party("griefer", "verifier", 7, ["--stake", "100", "--cheat-challenge"])
     cast = honest + ([liar] if plan.liar else []) + ([griefer] if plan.fault == "adversary" else [])
-    court_case = plan.target == "whistleblower"
-    if court_case:
+    if plan.court_case:
         # the only verifier is lazy (it attests the final root for every segment: false), so
         # the draw picks it; the whistleblower is the honest party that must win the case
         lazy = rk.Party("lazy", "verifier", 6, ["--stake", "100", "--lazy"])
@@ -440,7 +444,7 @@ def run_trial(plan: Plan, work: Path) -> dict[str, Any]:
                     "verifiersPerUnit": 2 if plan.liar else 1,
                 },
                 clock_budget=CLOCK_BUDGET_S,
-                court_clock_budget=COURT_CLOCK_S if court_case else None,
+                court_clock_budget=COURT_CLOCK_S if plan.court_case else None,
             )
             rk.fund(w3, addrs["Token"], rk.dev_private_key(0), cast)
             start_args = {"whistleblower": ["--court", addrs.get("AttestationCourt", "")]}
@@ -584,7 +588,7 @@ def _run_until_done(
             return {"notes": notes, "finished": "game resolved"}
         code = ag.procs["submitter"].poll()
         # a court case starts once the unit is final, after the submitter is done: wait for it
-        if code is not None and (plan.target != "whistleblower" or watch.court_settled()):
+        if code is not None and (not plan.court_case or watch.court_settled()):
             return {"notes": notes, "finished": f"submitter exited {code}"}
         for name, proc in ag.procs.items():
             if name == plan.target and plan.kind == "withhold":
@@ -646,7 +650,7 @@ def _measure(
             and out["extra_settlement_delay_s"] <= out["delay_bound_s"]
         )
         return out
-    if plan.target == "whistleblower":
+    if plan.court_case:
         lazy = next(p for p in cast if p.name == "lazy")
         out["false_attestation_ruled"] = watch.false_attestation_ruled(lazy.address)
         out["survived"] = survived and out["false_attestation_ruled"]
@@ -694,14 +698,14 @@ def _griefing(watch: Watch, griefers: list[rk.Party]) -> dict[str, Any]:
     n = len(by_griefers)
     return {
         "frivolous_games": n,
-        "games_won_by_griefers": sum(1 for e in resolved if e["args"]["challengerWon"]),
+        "games_won_by_griefers": sum(1 for e in theirs if e["args"]["challengerWon"]),
         "griefer_bonds_posted": bonds / TOKEN,
         "griefer_bond_refunds": refunded / TOKEN,
         "griefer_fees_as_verifiers": earned / TOKEN,
         "griefers_lost_bonds": (
             n > 0
             and len(theirs) == n
-            and not any(e["args"]["challengerWon"] for e in theirs)
+            and all(not e["args"]["challengerWon"] for e in theirs)
             and refunded == 0
         ),
         "extra_settlement_delay_s": max(0, last - first_deadline),
@@ -757,7 +761,7 @@ def plans(counts: dict[str, int], base_seed: int) -> list[Plan]:
 
 def _class_of(p: Plan) -> str:
     """The PLANS class a plan came from (a court trial is a crash, of the whistleblower)."""
-    return "court" if p.target == "whistleblower" else p.fault
+    return "court" if p.court_case else p.fault
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -27,8 +27,9 @@ from pathlib import Path
 NETWORKS = {"foundry": "ethereum:local:foundry", "test": "ethereum:local:test"}
 # The scenario tests in two groups; with them, the contracts' stateful test (about 4 of the rest's
 # 15 minutes on 2 cores), so that each of the three processes takes 12-16 minutes (the longest
-# e2e tests, 1-2 minutes each, balance them: measured A 11:48, B 16:59, rest 15:45 before the
-# false-truth and held-dispute e2e tests moved from B to A). Both demo
+# e2e tests, 1-2 minutes each, balance them: the false-truth and held-dispute e2e tests moved
+# from B to A; with the stateful test at 200 sequences a fresh-clone run measured A 14:18,
+# B 12:54, rest 12:30). Both demo
 # tests run `scripts/demo.py`, which writes build/demo/deployment.json: one group only.
 SCENARIOS_A = [
     "tests/reliability",
