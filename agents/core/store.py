@@ -384,12 +384,19 @@ class Store:
         )
         return _record(row) if row else None
 
-    def list_records(self, kind: str, state: str | None = None) -> list[Record]:
+    def list_records(
+        self, kind: str, state: str | None = None, not_state: str | None = None
+    ) -> list[Record]:
+        """Records of `kind`, in `state` if given, not in `not_state` if given (a role's closed
+        records stay stored, for its history and to know an event again, but are not read)."""
         sql = "SELECT kind, record_id, state, data, updated_at FROM records WHERE kind = ?"
         params: tuple[Any, ...] = (kind,)
         if state is not None:
             sql += " AND state = ?"
             params += (state,)
+        if not_state is not None:
+            sql += " AND state != ?"
+            params += (not_state,)
         return [_record(r) for r in self._all(sql + " ORDER BY record_id", params)]
 
     # Convenience names for the two record kinds every role has.

@@ -17,6 +17,7 @@ import torch
 from eth_abi import encode
 
 from agents.core.blobs import BlobError
+from agents.core.bounded import BoundedCache
 from agents.dispute.player import leaf_siblings, tensor_chunk, tensor_leaves
 from agents.roles.artifacts import (
     BadBlob,
@@ -208,9 +209,12 @@ class Aggregator(RoleAgent):
         if self.rounds is None:
             raise RoleError("no RoundManager: pass --round-manager or a --deployment that has one")
         self.rm = self.rounds.rm
-        self.honest: dict[tuple[int, int], State] = {}
+        # (job, round) -> my aggregate of its units, recomputed from them when evicted
+        self.honest: BoundedCache[tuple[int, int], State] = BoundedCache(self.max_loaded_jobs)
         # (job, round, aggregate root) -> committed data roots and block: read once per aggregate
-        self._committed: dict[tuple[int, int, bytes], tuple[list[bytes], int]] = {}
+        self._committed: BoundedCache[tuple[int, int, bytes], tuple[list[bytes], int]] = (
+            BoundedCache(self.max_loaded_jobs)
+        )
 
     async def setup(self) -> None:
         # RoundManager aggregators are registered solvers (PROTOCOL §6.9).
@@ -255,9 +259,11 @@ class Aggregator(RoleAgent):
             return None  # units not finalized (or their blobs not there) yet
         spec, data = self.rounds.job_spec(dj)
         weights = aggregation_weights(data.n, spec.shards)
-        if (dj, r) not in self.honest:
-            self.honest[(dj, r)] = aggregate(units, weights)
-        return units, self.honest[(dj, r)]
+        mine = self.honest.get((dj, r))
+        if mine is None:
+            mine = aggregate(units, weights)
+            self.honest.put((dj, r), mine)
+        return units, mine
 
     async def aggregate(self, dj: int, r: int, attempt: int) -> None:
         got = self.honest_aggregate(dj, r)
@@ -304,8 +310,9 @@ class Aggregator(RoleAgent):
     def committed_roots(self, dj: int, r: int, root: bytes) -> tuple[list[bytes], int] | None:
         """The data roots the aggregate `root` was committed with (commitAggregate's calldata)
         and the block it was committed in."""
-        if (dj, r, root) in self._committed:
-            return self._committed[(dj, r, root)]
+        kept = self._committed.get((dj, r, root))
+        if kept is not None:
+            return kept
         logs = self.rm.events.AggregateCommitted().get_logs(
             from_block=0, argument_filters={"jobId": dj}
         )
@@ -315,7 +322,7 @@ class Aggregator(RoleAgent):
             tx = self.w3.eth.get_transaction(log["transactionHash"])
             _, args = self.rm.decode_function_input(tx["input"])
             found = [bytes(x) for x in args["dataRoots"]], int(log["blockNumber"])
-            self._committed[(dj, r, root)] = found
+            self._committed.put((dj, r, root), found)
             return found
         return None
 

@@ -15,19 +15,23 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 from web3.contract import Contract
 
 from agents.core.blobs import BlobStore
+from agents.core.bounded import BoundedCache
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.jobs import (
+    DEFAULT_MAX_LOADED_JOBS,
     DEFAULT_MAX_PARAMS,
     JobContext,
     JobRejected,
     check_dataset,
     fetch_spec,
+    keep_spec,
     rejecting,
 )
 from agents.training import data as datasets
@@ -42,6 +46,8 @@ from agents.training.decompose import (
 )
 from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
+
+log = logging.getLogger(__name__)
 
 # IRoundManager enums
 RJ_RUNNING, RJ_COMPLETED = 1, 2
@@ -68,12 +74,15 @@ class Rounds:
     def __init__(
         self, rm: Contract, manager: Contract, game: Contract, stores: list[BlobStore],
         local_locators: bool = False, max_params: int = DEFAULT_MAX_PARAMS,
+        max_loaded: int = DEFAULT_MAX_LOADED_JOBS,
     ) -> None:  # fmt: skip
         self.rm, self.manager, self.game, self.stores = rm, manager, game, stores
         self.local_locators = local_locators  # --allow-local-locators (dev chains)
         self.max_params = max_params  # --max-params
-        self._specs: dict[int, tuple[JobSpec, Dataset]] = {}
-        self._globals: dict[tuple[int, int], State] = {}
+        # --max-loaded-jobs bounds both: a decomposed job's spec and dataset are loaded again
+        # from the stores (my own first: keep_spec), G_r again from round r-1's unit blobs
+        self._specs: BoundedCache[int, tuple[JobSpec, Dataset]] = BoundedCache(max_loaded)
+        self._globals: BoundedCache[tuple[int, int], State] = BoundedCache(max_loaded)
 
     def is_unit_job(self, job: tuple) -> bool:
         return job[0].lower() == self.rm.address.lower()
@@ -81,25 +90,29 @@ class Rounds:
     def job_spec(self, dj: int) -> tuple[JobSpec, Dataset]:
         """The decomposed job's v2 spec and dataset, checked against its RoundManager record
         (cheap checks first; any error of the published data is JobRejected)."""
-        if dj not in self._specs:
-            p = self.rm.functions.getJob(dj).call()[4]
-            what = f"decomposed job {dj}"
-            spec = fetch_spec(bytes(p[0]), self.stores, what, self.max_params)
-            with rejecting(what):
-                if spec.version != specs.SPEC_VERSION_DECOMPOSED:
-                    raise JobRejected(f"{what}: spec is not version 2")
-                chain = (p[4], p[5], p[6], p[7])
-                if (spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every) != chain:
-                    raise JobRejected(f"{what}: R, S, k_local, k differ from the chain's")
-                n = check_dataset(spec, bytes(p[1]), what)
-                if n != p[8]:
-                    raise JobRejected(f"{what}: dataset differs from the chain's")
-                check_shards(spec, n)
-                data = datasets.load_dataset(spec.dataset_name)
-                if data.root() != bytes(p[1]):
-                    raise JobRejected(f"{what}: dataset differs from the chain's")
-            self._specs[dj] = (spec, data)
-        return self._specs[dj]
+        kept = self._specs.get(dj)
+        if kept is not None:
+            return kept
+        p = self.rm.functions.getJob(dj).call()[4]
+        what = f"decomposed job {dj}"
+        spec = fetch_spec(bytes(p[0]), self.stores, what, self.max_params)
+        with rejecting(what):
+            if spec.version != specs.SPEC_VERSION_DECOMPOSED:
+                raise JobRejected(f"{what}: spec is not version 2")
+            chain = (p[4], p[5], p[6], p[7])
+            if (spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every) != chain:
+                raise JobRejected(f"{what}: R, S, k_local, k differ from the chain's")
+            n = check_dataset(spec, bytes(p[1]), what)
+            if n != p[8]:
+                raise JobRejected(f"{what}: dataset differs from the chain's")
+            check_shards(spec, n)
+            data = datasets.load_dataset(spec.dataset_name)
+            if data.root() != bytes(p[1]):
+                raise JobRejected(f"{what}: dataset differs from the chain's")
+        if self.stores:
+            keep_spec(spec, self.stores[0], log)
+        self._specs.put(dj, (spec, data))
+        return spec, data
 
     def unit_states(self, dj: int, r: int) -> list[State]:
         """S_{r,s} for every shard, from the finalized unit jobs' checkpoint blobs."""
@@ -132,22 +145,24 @@ class Rounds:
 
     def global_state(self, dj: int, r: int) -> State:
         """G_r, checked against the RoundManager's root of it."""
-        if (dj, r) not in self._globals:
-            spec, data = self.job_spec(dj)
-            units = self.unit_states(dj, r - 1) if r > 0 else []
-            with rejecting(f"job {dj}: G_{r}"):
-                if r == 0:
-                    g = UnitEngine(spec, data, 0).initial_state()
-                else:
-                    g = aggregate(units, aggregation_weights(data.n, spec.shards))
-            want = bytes(self.rm.functions.globalRoot(dj, r).call())
-            if state_root(g) != want:
-                raise JobRejected(
-                    f"job {dj}: G_{r} from the units has root 0x{state_root(g).hex()[:16]}…, "
-                    f"the RoundManager has 0x{want.hex()[:16]}… (not found / not final yet)"
-                )
-            self._globals[(dj, r)] = g
-        return self._globals[(dj, r)]
+        kept = self._globals.get((dj, r))
+        if kept is not None:
+            return kept
+        spec, data = self.job_spec(dj)
+        units = self.unit_states(dj, r - 1) if r > 0 else []
+        with rejecting(f"job {dj}: G_{r}"):
+            if r == 0:
+                g = UnitEngine(spec, data, 0).initial_state()
+            else:
+                g = aggregate(units, aggregation_weights(data.n, spec.shards))
+        want = bytes(self.rm.functions.globalRoot(dj, r).call())
+        if state_root(g) != want:
+            raise JobRejected(
+                f"job {dj}: G_{r} from the units has root 0x{state_root(g).hex()[:16]}…, "
+                f"the RoundManager has 0x{want.hex()[:16]}… (not found / not final yet)"
+            )
+        self._globals.put((dj, r), g)
+        return g
 
     def load_unit(self, job_id: int, job: tuple) -> JobContext:
         """A unit job as a JobContext (its engine, its k_local-step spec, G_r as start); the

@@ -10,10 +10,12 @@ the costly work (building the dataset, the initial state).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from agents.core.blobs import BlobError, BlobStore
+from agents.core.bounded import BoundedCache
 from agents.dispute.graph import JobGraph, job_graph
 from agents.training import data as datasets
 from agents.training import spec as specs
@@ -28,6 +30,9 @@ SPEC_MAX_BYTES = 1 << 16
 #: state is 4 bytes a parameter, and a replay keeps one per checkpoint it passes (the dispute
 #: computation's cache): 2^26 parameters are 256 MiB a state.
 DEFAULT_MAX_PARAMS = 1 << 26
+#: Default of every role's --max-loaded-jobs: how many jobs' datasets and engines an agent keeps
+#: in memory at once (LoadedJobs). A job it works on again after its eviction is loaded again.
+DEFAULT_MAX_LOADED_JOBS = 8
 
 
 class JobRejected(RuntimeError):
@@ -128,3 +133,35 @@ def load_job(
         if state_root(engine.initial_state()) != bytes(job[15]):
             raise JobRejected(f"{what}: initial state root differs from the chain's")
         return JobContext(job_id, spec, engine, jg, datasets.test_split_for(spec.dataset_name))
+
+
+class LoadedJobs(BoundedCache[int, JobContext]):
+    """The job contexts an agent keeps loaded, by job id: at most --max-loaded-jobs, the least
+    recently used evicted first.
+
+    Without a bound an agent kept the dataset and engine of every job it ever took part in, for
+    as long as it ran. Evicting is safe because a context is a pure function of the chain's job
+    record and the spec under its hash (load_job checks one against the other, and neither
+    changes after posting): a job loaded again is the same job, bit for bit. The spec itself is
+    the one input that could vanish (its submitter's store may go away), so the roles keep a
+    copy in their own blob store at the first load (`keep_spec`), and a reload reads it there.
+    A `Computation` still holding an evicted context's engine keeps that engine alive until it
+    is dropped itself (finalized unit, resolved game): the bound is on contexts, not on every
+    engine object.
+    """
+
+    def __init__(self, capacity: int = DEFAULT_MAX_LOADED_JOBS) -> None:
+        super().__init__(capacity)
+
+
+def keep_spec(spec: JobSpec, store: BlobStore, log: logging.Logger) -> None:
+    """Copy `spec` into my own blob store (its address is its hash), so that loading the job
+    again after an eviction or a restart does not depend on the store that served it. Best
+    effort: a store I cannot write to (an http or S3 store without rights) is said at each
+    load and the job goes on; a reload then reads the other stores, as the first load did."""
+    address = "0x" + spec.spec_hash().hex()
+    try:
+        if not store.has(address):
+            store.put(spec.canonical_bytes())
+    except (BlobError, OSError) as exc:
+        log.warning("could not keep a copy of spec %s in my blob store: %s", address[:18], exc)

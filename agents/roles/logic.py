@@ -35,6 +35,39 @@ class UnitStatus(enum.IntEnum):
     CANCELLED = 8
 
 
+#: No transition leaves these (PROTOCOL §6.5): a unit seen in one never changes again.
+SETTLED = frozenset({UnitStatus.FINALIZED, UnitStatus.CANCELLED})
+
+
+class SettledJobs:
+    """The jobs whose (single) unit an agent has seen settled, so that its rounds stop reading
+    them: with the set of every such job an agent's reads per round would still be cheap, but its
+    memory would grow with every job ever posted, so it is a floor (every job up to it is
+    settled) plus the settled jobs above it, which jobs settling roughly in order keep small."""
+
+    def __init__(self) -> None:
+        self.floor = 0
+        self._above: set[int] = set()
+
+    def add(self, job_id: int) -> None:
+        if job_id <= self.floor:
+            return
+        self._above.add(job_id)
+        while self.floor + 1 in self._above:
+            self.floor += 1
+            self._above.remove(self.floor)
+
+    def __contains__(self, job_id: object) -> bool:
+        return isinstance(job_id, int) and (0 < job_id <= self.floor or job_id in self._above)
+
+    def __len__(self) -> int:
+        return self.floor + len(self._above)
+
+    def kept(self) -> int:
+        """How many job ids are held one by one (the rest are under the floor)."""
+        return len(self._above)
+
+
 class VerifierStatus(enum.IntEnum):
     NONE = 0
     PENDING = 1  # drawn, nothing sealed yet
@@ -294,7 +327,9 @@ RECHECK_MAX_S = 600
 @dataclass(frozen=True)
 class AttestationFacts:
     verdict: str | None  # None: not re-checked yet; "true"; "false"; "unavailable"
-    commitment_wrong: bool  # the re-check also showed the solver's roots are wrong
+    # the re-check also showed the solver's roots are wrong (or, its data withheld, my own
+    # replay from step 0 is not its commitment)
+    commitment_wrong: bool
     reported: bool
     court: bool = False  # an AttestationCourt is deployed (attestations can be disputed)
     court_game: int = 0  # the court game I opened over this attestation (0: none)
@@ -311,29 +346,61 @@ def recheck_due(tries: int, last_try: int, now: Now) -> bool:
     return now.timestamp >= last_try + wait
 
 
+def attestation_done(u: UnitView, now: Now, f: AttestationFacts, court_window: int | None) -> bool:
+    """Nothing more can come of my record of an attestation of `u`, whose unit the caller knows
+    to be settled for good (a unit that may still change keeps every record open), so it is no
+    longer read each round. `court_window`: the court's window after the unit's challenge
+    deadline, or None without a court.
+
+    True: confirmed, there is nothing to do. Unavailable: its data is chased only while the
+    court may still take the attestation (`whistleblower_acts`), so until its window ends. False:
+    once reported, and the court case I opened is resolved, or I opened none and the court's
+    window ended (without a court: once reported). Not checked yet: never (checking is next)."""
+    if u.status not in SETTLED:
+        return False
+    court_over = (
+        court_window is None
+        or u.status == UnitStatus.CANCELLED
+        or now.timestamp > u.deadline + court_window
+    )
+    if f.verdict == "true":
+        return True
+    if f.verdict == "unavailable":
+        return court_over
+    if f.verdict == "false":
+        return f.reported and (f.court_done if f.court_game else court_over)
+    return False
+
+
 def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> list[Act]:
     """For one attestation `key` ("unit:verifier:block") of unit `u`."""
     if f.verdict is None:
         return [Act("recheck", "", (key,))]
+    challenge = Act("challenge", f"challenge:{u.unit_id}:{u.attempt}", (u.unit_id, u.attempt))
+    may_challenge = u.status == UnitStatus.VERIFYING and now.timestamp + SEND_MARGIN_S <= u.deadline
     if f.verdict == "unavailable":
         # retried while the unit can still be challenged or is being disputed, or the court can
         # still take the attestation (from my own replay, once the data stays away)
         live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) or f.court_open
         due = live and recheck_due(f.tries, f.last_try, now)
-        return [Act("recheck", "", (key,))] if due else []
-    acts: list[Act] = []
+        acts = [Act("recheck", "", (key,))] if due else []
+        # My replay from step 0 is not the commitment while its data stays away: the unit is
+        # challenged with my replay's root, as a drawn verifier whose data is withheld does
+        # (a forced round's perturbed commitment too: its reveal voids the game and returns the
+        # bond). After a forced reveal the chain holds the solver's true root, whose check is
+        # the drawn verifiers' and the judge's.
+        if f.commitment_wrong and may_challenge and not u.forced_revealed:
+            acts.append(challenge)
+        return acts
+    acts = []
     if f.verdict == "false" and not f.reported:
         acts.append(Act("report", "", (key,)))
     if f.verdict == "false" and f.court and not f.court_game:
         acts.append(Act("courtChallenge", f"court:{key}", (key,)))
     if f.court_game and not f.court_done:
         acts.append(Act("playCourt", "", (f.court_game,)))
-    if (
-        f.commitment_wrong
-        and u.status == UnitStatus.VERIFYING
-        and now.timestamp + SEND_MARGIN_S <= u.deadline
-    ):
-        acts.append(Act("challenge", f"challenge:{u.unit_id}:{u.attempt}", (u.unit_id, u.attempt)))
+    if f.commitment_wrong and may_challenge:
+        acts.append(challenge)
     return acts
 
 

@@ -23,8 +23,10 @@ from typing import Any
 
 from web3 import Web3
 from web3.contract import Contract
+from web3.exceptions import BadFunctionCallOutput, ContractLogicError, Web3RPCError
 
 from agents.core.blobs import BlobServer, BlobStore, LocalDirBackend, open_blob_store
+from agents.core.bounded import SaidOnce
 from agents.core.chain import ChainUnavailable, connect
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
@@ -35,8 +37,16 @@ from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget
 from agents.roles.artifacts import locator_problem
-from agents.roles.jobs import DEFAULT_MAX_PARAMS, JobContext, JobRejected, load_job
-from agents.roles.logic import KEEPER_STEPS, Act, Now, UnitStatus, UnitView
+from agents.roles.jobs import (
+    DEFAULT_MAX_LOADED_JOBS,
+    DEFAULT_MAX_PARAMS,
+    JobContext,
+    JobRejected,
+    LoadedJobs,
+    keep_spec,
+    load_job,
+)
+from agents.roles.logic import KEEPER_STEPS, SETTLED, Act, Now, SettledJobs, UnitStatus, UnitView
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
@@ -166,6 +176,13 @@ def role_parser(
         "recently used out first, recomputed when needed again; default: %(default)s)",
     )
     p.add_argument(
+        "--max-loaded-jobs",
+        type=int,
+        default=DEFAULT_MAX_LOADED_JOBS,
+        help="how many jobs' datasets and engines I keep in memory at once (least recently used "
+        "out first, loaded again when needed; default: %(default)s)",
+    )
+    p.add_argument(
         "--allow-local-locators",
         action="store_true",
         help="dev chains only: also read checkpoints from blob locators naming a local folder "
@@ -229,6 +246,8 @@ def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
             raise RoleError(f"--max-params must be > 0 (got {args.max_params})")
         if getattr(args, "state_cache_mib", 1) <= 0:
             raise RoleError(f"--state-cache-mib must be > 0 (got {args.state_cache_mib})")
+        if getattr(args, "max_loaded_jobs", 1) <= 0:
+            raise RoleError(f"--max-loaded-jobs must be > 0 (got {args.max_loaded_jobs})")
         cls.check_args(args)
         return asyncio.run(_main(cls, config, manager, args, log))
     except ConfigError as exc:
@@ -326,9 +345,11 @@ class RoleAgent:
             )
         self.gas_used = 0
         self.failures = 0
-        self._warned: set[tuple[str, str]] = set()
-        self.jobs: dict[int, JobContext] = {}
-        self._locators: dict[tuple[int, int, bytes], tuple[str, bytes]] = {}
+        self._warned = SaidOnce()  # (intent, refusal) pairs logged
+        self.jobs = LoadedJobs(self.max_loaded_jobs)
+        # unit -> ((attempt, checkpoint root), (locator, published root)): its latest commitment
+        self._locators: dict[int, tuple[tuple[int, bytes], tuple[str, bytes]]] = {}
+        self.settled = SettledJobs()  # jobs whose unit no round reads again (units())
         self.rounds = self._rounds(manager)
 
     def _rounds(self, manager: str):
@@ -342,8 +363,9 @@ class RoleAgent:
         if rm.functions.jobManager().call().lower() != manager.lower():
             return None
         return Rounds(
-            rm, self.manager, self.game, self.spec_stores(), self.local_locators, self.max_params
-        )
+            rm, self.manager, self.game, self.spec_stores(), self.local_locators, self.max_params,
+            self.max_loaded_jobs,
+        )  # fmt: skip
 
     def spec_stores(self) -> list[BlobStore]:
         """Where job specs are looked up: my blob store, then each --spec-store."""
@@ -362,6 +384,11 @@ class RoleAgent:
     def max_params(self) -> int:
         """--max-params: the largest model whose jobs I take part in (my memory budget)."""
         return int(getattr(self.args, "max_params", None) or DEFAULT_MAX_PARAMS)
+
+    @property
+    def max_loaded_jobs(self) -> int:
+        """--max-loaded-jobs: how many job contexts (datasets, engines) I keep loaded."""
+        return int(getattr(self.args, "max_loaded_jobs", None) or DEFAULT_MAX_LOADED_JOBS)
 
     @property
     def state_cache_bytes(self) -> int:
@@ -383,13 +410,16 @@ class RoleAgent:
         return bool(getattr(self.args, "allow_local_locators", False))
 
     def job_context(self, job_id: int) -> JobContext:
-        """Job `job_id`'s spec, engine and dispute graph, checked against the chain and loaded
-        once (from my blob store or any --spec-store); raises JobRejected when it cannot be."""
-        if job_id not in self.jobs:
-            job = self.manager.functions.getJob(job_id).call()
-            if self.rounds is not None and self.rounds.is_unit_job(job):
-                self.jobs[job_id] = self.rounds.load_unit(job_id, job)
-                return self.jobs[job_id]
+        """Job `job_id`'s spec, engine and dispute graph, checked against the chain (from my blob
+        store or any --spec-store) and kept loaded while I use it (`LoadedJobs`: an evicted job
+        is loaded again, the same); raises JobRejected when it cannot be."""
+        ctx = self.jobs.get(job_id)
+        if ctx is not None:
+            return ctx
+        job = self.manager.functions.getJob(job_id).call()
+        if self.rounds is not None and self.rounds.is_unit_job(job):
+            ctx = self.rounds.load_unit(job_id, job)
+        else:
             placement = self.foreign_placement(job_id)
             if placement is not None:
                 raise JobRejected(
@@ -397,8 +427,10 @@ class RoleAgent:
                     "is no round manager's unit"
                 )
             cfg = bytes(self.game.functions.configOf(job_id).call())
-            self.jobs[job_id] = load_job(job_id, job, self.spec_stores(), cfg, self.max_params)
-        return self.jobs[job_id]
+            ctx = load_job(job_id, job, self.spec_stores(), cfg, self.max_params)
+            keep_spec(ctx.spec, self.agent.blobs, self.log)
+        self.jobs.put(job_id, ctx)
+        return ctx
 
     def context(self, job_id: int) -> JobContext | None:
         """The job's context, or None (logged) for a job this agent cannot take part in."""
@@ -451,9 +483,8 @@ class RoleAgent:
         """Log a failure of `what` at ERROR (with its traceback) the first time it fails this way,
         then at DEBUG: a unit that fails the same way every round must not flood the log."""
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        seen: set[tuple[str, str]] = self.__dict__.setdefault("_isolated_errors", set())
-        first = (what, reason) not in seen
-        seen.add((what, reason))
+        seen: SaidOnce = self.__dict__.setdefault("_isolated_errors", SaidOnce())
+        first = seen.first((what, reason))
         level = logging.ERROR if first else logging.DEBUG
         self.log.log(level, "%s: skipped this round: %s", what, reason, exc_info=first)
 
@@ -509,10 +540,11 @@ class RoleAgent:
         # A commitment (hence a locator) exists from Committed on; one lookup per attempt.
         locator, published = "", b""
         if UnitStatus.COMMITTED <= u[0] <= UnitStatus.FINALIZED:
-            key = (unit_id, u[10], bytes(u[12]))
-            if key not in self._locators:
-                self._locators[key] = self.commitment(unit_id)
-            locator, published = self._locators[key]
+            key = (u[10], bytes(u[12]))
+            kept = self._locators.get(unit_id)
+            if kept is None or kept[0] != key:  # a new attempt or a forced reveal's root
+                kept = self._locators[unit_id] = (key, self.commitment(unit_id))
+            locator, published = kept[1]
         # A Disputed unit whose challenger's win is held (JobManager.DisputeResultHeld) for the
         # forced round's reveal: heldUntil is its end, zero while the game runs.
         held_until = 0
@@ -538,7 +570,44 @@ class RoleAgent:
         )
 
     def units(self) -> list[UnitView]:
-        return [self.unit(j << 32) for j in range(1, self.manager.functions.jobCount().call() + 1)]
+        """Every job's unit that may still change, and a settled one (Finalized, Cancelled) in
+        the round it is first seen settled, so that every role sees it so once (a solver drops
+        its account of it then). Later rounds do not read it again: a round's reads grow with
+        the live jobs, not with every job ever posted. A restart reads every job once more."""
+        count = self.manager.functions.jobCount().call()
+        out = []
+        safe: int | None = None  # the deepest block a reorg shorter than --confirmations keeps
+        for job_id in range(self.settled.floor + 1, count + 1):
+            if job_id in self.settled:
+                continue
+            u = self.unit(job_id << 32)
+            if u.status in SETTLED:
+                if safe is None:
+                    safe = self.w3.eth.block_number - self.agent.config.confirmations
+                if self.settled_at(u.unit_id, safe):
+                    self.settled.add(job_id)
+                    self.forget_unit(u.unit_id)
+            out.append(u)
+        return out
+
+    def forget_unit(self, unit_id: int) -> None:
+        """Drop what I keep in memory about a unit that no round reads again (settled for good):
+        its commitment's locator (looked up again if ever asked, `unit`). Roles extend it."""
+        self._locators.pop(unit_id, None)
+
+    def settled_at(self, unit_id: int, block: int) -> bool:
+        """The unit was settled already at `block`: a settlement seen only in the newest blocks
+        could still be undone by a reorg, and a unit no round reads again would then be left
+        unfinalized by me, so it is read again until it is this deep."""
+        if block < 0:
+            return False
+        try:
+            u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+        except (BadFunctionCallOutput, ContractLogicError, Web3RPCError):
+            # no manager at that block yet (a young chain), or a node that no longer serves
+            # that state: not known to be settled, so it is read again next round
+            return False
+        return u[0] in SETTLED
 
     # --- sending ------------------------------------------------------------------------
 
@@ -554,8 +623,7 @@ class RoleAgent:
             out = await self.agent.sender.send(act.intent, TxRequest.call(fn))
         except TxReverted as exc:
             text = revert_text(exc)
-            if (act.intent, text) not in self._warned:  # the same refusal is logged once
-                self._warned.add((act.intent, text))
+            if self._warned.first((act.intent, text)):  # the same refusal is logged once
                 self.log.warning("%s not sent: %s", act.kind, text)
             return None
         except TxFailed as exc:

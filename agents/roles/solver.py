@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import torch
 from eth_utils import keccak
 
+from agents.core.bounded import BoundedCache, SaidOnce
 from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
 from agents.dispute.trace import FAULT_KINDS, Computation, Fault, drop_computation
@@ -187,7 +188,8 @@ class Solver(RoleAgent):
         self.fault = parse_cheat(self.args.cheat)
         self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
         self.comps: dict[int, Computation] = {}
-        self.games: dict[int, GameClient] = {}
+        # game -> my client of it (a view cache; a new one is made when evicted)
+        self.games: BoundedCache[int, GameClient] = BoundedCache(self.max_loaded_jobs)
         self.round_units: list[UnitView] = []
         self.held: dict[int, float] | None = None  # unit -> training left (held_seconds)
 
@@ -316,9 +318,8 @@ class Solver(RoleAgent):
 
     def refuse_once(self, key: tuple, u: UnitView, why: str) -> None:
         """Log a refusal that is not stored (it may pass later) once per `key`."""
-        seen: set[tuple] = self.__dict__.setdefault("_refused", set())
-        if key not in seen:
-            seen.add(key)
+        seen: SaidOnce = self.__dict__.setdefault("_refused", SaidOnce())
+        if seen.first(key):
             self.log.info("not claiming unit %d (job %d): %s", u.unit_id, u.job_id, why)
 
     def held_seconds(self, exclude: int) -> float:
@@ -661,7 +662,7 @@ class Solver(RoleAgent):
         client = self.games.get(game_id)
         if client is None:
             client = GameClient(self.w3, self.game, "0x" + bytes(self.agent.account.key).hex())
-            self.games[game_id] = client
+            self.games.put(game_id, client)
             self.log.info("defending unit %d in dispute game %d", u.unit_id, game_id)
         view = client.view(game_id)
         side, deadline = self.game.functions.turn(game_id).call()

@@ -35,13 +35,20 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from agents.core.blobs import BlobError, BlobStore
+from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
 from agents.dispute.trace import Computation, drop_computation
 from agents.roles.artifacts import BadBlob, CheckpointReader, decode_state, encode_state
-from agents.roles.jobs import JobContext, JobRejected, load_job
+from agents.roles.jobs import (
+    JobContext,
+    JobRejected,
+    LoadedJobs,
+    keep_spec,
+    load_job,
+)
 from agents.roles.logic import (
     Act,
     Now,
@@ -142,15 +149,22 @@ class ChallengerMixin:
     """Plays dispute games as the honest challenger, from its own full computation."""
 
     def challenger_comp(self, ctx: JobContext) -> Computation:
-        comps = self.__dict__.setdefault("_comps", {})
-        if ctx.job_id not in comps:
-            comps[ctx.job_id] = Computation(
-                ctx.engine,
-                ctx.spec.steps,
-                ctx.spec.checkpoint_every,
-                budget=self.state_budget,
+        """My own account of job `ctx` from step 0 (a replay of the whole job, a challenge, a
+        court defence without a kept start). One per job, for at most --max-loaded-jobs jobs:
+        an evicted account gives its states back and, asked again, computes them again (the
+        same: the engine is deterministic); until then it holds its job's engine."""
+        comps = self.__dict__.get("_comps")
+        if comps is None:
+            comps = self.__dict__["_comps"] = BoundedCache(
+                self.max_loaded_jobs, on_evict=Computation.release
             )
-        return comps[ctx.job_id]
+        comp = comps.get(ctx.job_id)
+        if comp is None:
+            comp = Computation(
+                ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every, budget=self.state_budget
+            )
+            comps.put(ctx.job_id, comp)
+        return comp
 
     def court_comp(self, ctx: JobContext, segment: int, start: State) -> Computation:
         """My account of a court game's claim: segment `segment` replayed from `start`."""
@@ -249,11 +263,12 @@ class Verifier(ChallengerMixin, RoleAgent):
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
         self._first_miss: dict[str, int] = {}  # "<unit>:<attempt>" -> chain time data failed
-        self._lock_warned: set[int] = set()  # units whose verifier lock my free stake cannot cover
+        self._lock_warned = SaidOnce()  # units whose verifier lock my free stake cannot cover
         self._no_contest: set[str] = set()  # "<unit>:<attempt>": judged WRONG, but C is my root
-        self._replay_jobs: dict[int, JobContext] = {}  # loaded without the dispute config check
-        self._no_game: set[int] = set()  # jobs whose missing or wrong config I logged
-        self._undefended: set[int] = set()  # court games whose missing start state I logged
+        # loaded without the dispute config check, under the same bound as `jobs`
+        self._replay_jobs = LoadedJobs(self.max_loaded_jobs)
+        self._no_game = SaidOnce()  # jobs whose missing or wrong config I logged
+        self._undefended = SaidOnce()  # court games whose missing start state I logged
         self._court_stream: EventStream | None = None
 
     async def setup(self) -> None:
@@ -276,6 +291,14 @@ class Verifier(ChallengerMixin, RoleAgent):
             await self.defend_attestations(now)
         return False
 
+    def forget_unit(self, unit_id: int) -> None:
+        """A settled unit's replay bookkeeping ("<unit>:<attempt>" keys) goes with it."""
+        super().forget_unit(unit_id)
+        prefix = f"{unit_id}:"
+        for key in [k for k in self._first_miss if k.startswith(prefix)]:
+            del self._first_miss[key]
+        self._no_contest.difference_update({k for k in self._no_contest if k.startswith(prefix)})
+
     def warn_if_lock_uncovered(self, u: UnitView) -> None:
         """Say once per unit, before its draw, when my free stake cannot cover its verifier lock S
         (PROTOCOL §6.5: the draw skips me), so an operator sees why it is never drawn."""
@@ -283,8 +306,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             return
         lock = self.manager.functions.verifierLockOf(u.job_id).call()
         free = self.registry.functions.freeStake(self.me).call()
-        if free < lock:
-            self._lock_warned.add(u.unit_id)
+        if free < lock and self._lock_warned.first(u.unit_id):
             self.log.warning(
                 "unit %d: its verifier lock %g exceeds my free stake %g: the draw skips me",
                 u.unit_id,
@@ -299,20 +321,20 @@ class Verifier(ChallengerMixin, RoleAgent):
         dispute config: a drawn verifier does not choose its units and loses its lock S if it
         stays silent, while only a game needs the config (`game_context`). A unit job of a
         decomposed job is loaded with its config and placement (its RoundManager registers them)."""
-        if job_id in self.jobs:
-            return self.jobs[job_id]
-        if job_id not in self._replay_jobs:
-            job = self.manager.functions.getJob(job_id).call()
-            if self.rounds is not None and self.rounds.is_unit_job(job):
-                return self.context(job_id)
-            try:
-                self._replay_jobs[job_id] = load_job(
-                    job_id, job, self.spec_stores(), None, self.max_params
-                )
-            except JobRejected as exc:
-                self.log.warning("job %d: %s", job_id, exc)
-                return None
-        return self._replay_jobs[job_id]
+        ctx = self.jobs.get(job_id) or self._replay_jobs.get(job_id)
+        if ctx is not None:
+            return ctx
+        job = self.manager.functions.getJob(job_id).call()
+        if self.rounds is not None and self.rounds.is_unit_job(job):
+            return self.context(job_id)
+        try:
+            ctx = load_job(job_id, job, self.spec_stores(), None, self.max_params)
+        except JobRejected as exc:
+            self.log.warning("job %d: %s", job_id, exc)
+            return None
+        keep_spec(ctx.spec, self.agent.blobs, self.log)
+        self._replay_jobs.put(job_id, ctx)
+        return ctx
 
     def game_context(self, job_id: int) -> JobContext | None:
         """The job's context if the game it would be disputed in is set up for it (a challenge
@@ -320,16 +342,20 @@ class Verifier(ChallengerMixin, RoleAgent):
         attest, but do not challenge. The checks are RoleAgent.job_context's game checks: the
         registered config is the spec's, and no unit placement is registered for a job that is
         no round manager's unit (its one-step proofs would draw another step's batch)."""
+        if (checked := self.jobs.get(job_id)) is not None:
+            return checked
         ctx = self.replay_context(job_id)
         if ctx is None or job_id in self.jobs:
             return ctx
         registered = bytes(self.game.functions.configOf(job_id).call())
         placement = self.foreign_placement(job_id)
         if registered == ctx.jg.config.hash() and placement is None:
-            self.jobs[job_id] = ctx  # what `context` checks for a job that is no unit job
+            # what `context` checks for a job that is no unit job; it leaves the replay cache,
+            # so that one context is not counted (and kept) twice
+            self._replay_jobs.pop(job_id)
+            self.jobs.put(job_id, ctx)
             return ctx
-        if job_id not in self._no_game:
-            self._no_game.add(job_id)
+        if self._no_game.first(job_id):
             self.log.warning(
                 "job %d: %s: attesting my replay, but not challenging",
                 job_id,
@@ -443,8 +469,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             return reader.state(s)
 
         start = self.court_start(ctx, s, root, kept, solver)
-        if start is None and gid not in self._undefended:
-            self._undefended.add(gid)
+        if start is None and self._undefended.first(gid):
             self.log.error(
                 "court game %d: no state of segment %d has the game's start root 0x%s…: "
                 "cannot defend (will retry)",

@@ -32,7 +32,9 @@ from eth_utils import keccak
 from web3.logs import DISCARD
 
 from agents.core.blobs import BlobError
+from agents.core.bounded import SaidOnce
 from agents.core.events import AbiDecoder, Event, EventStream
+from agents.core.store import Record
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Phase
 from agents.dispute.trace import Computation, drop_computation
@@ -47,6 +49,7 @@ from agents.roles.logic import (
     UnitStatus,
     UnitView,
     VerifierStatus,
+    attestation_done,
     game_act,
     held_result_due,
     leak_acts,
@@ -65,6 +68,9 @@ TOKEN = 10**18
 #: failed fetches of an attestation's data after which it is checked from my own replay from
 #: step 0 (a whole job's training, once per job: late data gets a few backoff rounds first)
 FULL_REPLAY_AFTER_TRIES = 3
+#: The state of an attestation record nothing more can come of (logic.attestation_done): kept,
+#: with its verdict in its data, but not read each round.
+CLOSED = "closed"
 
 
 class Whistleblower(ChallengerMixin, RoleAgent):
@@ -78,9 +84,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
         self.court_comps: dict[int, Computation] = {}
-        self.bad_leaks: set[tuple[str, str]] = set()  # (file, contents) warned about once
+        self.bad_leaks = SaidOnce()  # (file, contents) warned about once
         self._attested_stream: EventStream | None = None
-        self._no_start: set[int] = set()  # court games whose missing start state I logged
+        self._no_start = SaidOnce()  # court games whose missing start state I logged
 
     async def setup(self) -> None:
         await self.ensure_registered(ROLE_WHISTLEBLOWER, int(self.args.stake * TOKEN), (0, 0, 0))
@@ -137,10 +143,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         await self.attested_events().catch_up()
 
     def attestations(self) -> list:
-        """The attestation records to act on (not reorged away)."""
-        return [
-            r for r in self.agent.store.list_records("attestation") if not r.data.get("retracted")
-        ]
+        """The attestation records to act on (not reorged away, not closed)."""
+        records = self.agent.store.list_records("attestation", not_state=CLOSED)
+        return [r for r in records if not r.data.get("retracted")]
 
     async def round(self) -> bool:
         now = self.now()
@@ -148,20 +153,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         await self.scan()
         for rec in self.attestations():
             with self.isolated(f"attestation {rec.record_id}"):
-                u = self.unit(int(rec.data["unit"]))
-                facts = AttestationFacts(
-                    None if rec.state == "new" else rec.state,
-                    bool(rec.data.get("commitment_wrong")),
-                    bool(rec.data.get("reported")),
-                    self.court is not None,
-                    int(rec.data.get("court_game", 0)),
-                    bool(rec.data.get("court_done")),
-                    int(rec.data.get("tries", 0)),
-                    int(rec.data.get("last_try", 0)),
-                    self.court_open_for_recheck(u, rec.state, rec.data, now),
-                )
-                for act in whistleblower_acts(u, now, rec.record_id, facts):
-                    await self.execute(act, u, rec.record_id)
+                await self.follow(rec, now)
         for u in self.units():
             if u.status == UnitStatus.DISPUTED:
                 with self.isolated(f"unit {u.unit_id}"):
@@ -185,6 +177,30 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 if await self.send(act, self.court.functions.withdraw()) is not None:
                     self.log.info("withdrew %g tokens from the attestation court", credits / 1e18)
         return False
+
+    async def follow(self, rec: Record, now: Now) -> None:
+        """One round of my record of an attestation: close it when nothing more can come of it
+        (logic.attestation_done: its unit settled for good), else take its next actions."""
+        u = self.unit(int(rec.data["unit"]))
+        facts = AttestationFacts(
+            None if rec.state == "new" else rec.state,
+            bool(rec.data.get("commitment_wrong")),
+            bool(rec.data.get("reported")),
+            self.court is not None,
+            int(rec.data.get("court_game", 0)),
+            bool(rec.data.get("court_done")),
+            int(rec.data.get("tries", 0)),
+            int(rec.data.get("last_try", 0)),
+            self.court_open_for_recheck(u, rec.state, rec.data, now),
+        )
+        window = self.court_window() if self.court is not None else None
+        if u.job_id in self.settled and attestation_done(u, now, facts, window):
+            # kept with its verdict, and no longer read each round (nor its unit)
+            data = rec.data | {"verdict": rec.state}
+            self.agent.store.put_record("attestation", rec.record_id, CLOSED, data)
+            return
+        for act in whistleblower_acts(u, now, rec.record_id, facts):
+            await self.execute(act, u, rec.record_id)
 
     def court_open_for_recheck(self, u: UnitView, state: str, data: dict, now: Now) -> bool:
         """court_open, asked only where it can matter: an "unavailable" attestation of a unit
@@ -260,8 +276,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             try:
                 unit_id, secret = parse_leak(path.name, text)
             except ValueError as exc:
-                if (path.name, text) not in self.bad_leaks:
-                    self.bad_leaks.add((path.name, text))
+                if self.bad_leaks.first((path.name, text)):
                     self.log.warning("leaked secret file %s ignored: %s", path.name, exc)
                 continue
             out[unit_id] = secret
@@ -419,8 +434,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             kept = data.get("starts", {}).get(str(s))
             start = self.court_start(ctx, s, root, kept, solver)
             if start is None:
-                if gid not in self._no_start:
-                    self._no_start.add(gid)
+                if self._no_start.first(gid):
                     self.log.error(
                         "court game %d: no state of segment %d has the game's start root: "
                         "cannot play (will retry)",
@@ -500,11 +514,15 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         comp = self.challenger_comp(ctx)
         roots = comp.checkpoint_roots()
         if merkle.checkpoint_root(roots) != published_root:
+            # the commitment is not my replay's: challenge the unit while its window is open
+            # (logic.whistleblower_acts), and keep chasing the data for the attestation
+            data["commitment_wrong"] = True
             if not data.get("own_replay_differs"):
                 data["own_replay_differs"] = True
                 self.log.warning(
                     "attestation %s: my replay from step 0 is not the published commitment; "
-                    "only the solver's data can check it (will retry the fetch)",
+                    "challenging the unit while it may be, and only the solver's data can check "
+                    "the attestation (will retry the fetch)",
                     key,
                 )
             return False

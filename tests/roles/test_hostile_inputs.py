@@ -16,6 +16,7 @@ import pytest
 from rolefakes import Call, FakeContract
 
 from agents.core.blobs import open_blob_store, serving
+from agents.core.bounded import SaidOnce
 from agents.core.clock import RealClock
 from agents.core.store import Store
 from agents.dispute.graph import job_graph
@@ -28,8 +29,8 @@ from agents.roles.artifacts import (
     locator_store,
     make_locator,
 )
-from agents.roles.jobs import JobContext, JobRejected, load_job
-from agents.roles.logic import UnitStatus, UnitView
+from agents.roles.jobs import JobContext, JobRejected, LoadedJobs, load_job
+from agents.roles.logic import SettledJobs, UnitStatus, UnitView
 from agents.roles.solver import Solver
 from agents.roles.verifier import Verifier
 from agents.training import data as datasets
@@ -79,7 +80,8 @@ def role(cls, tmp_path: Path, blobs, manager, game, **args):
     r.manager, r.game = manager, game
     r.registry = FakeContract(freeStake=lambda who: 10**30)
     r.rounds = None
-    r.jobs, r._locators, r._warned = {}, {}, set()
+    r.jobs, r._locators, r._warned = LoadedJobs(), {}, SaidOnce()
+    r.settled = SettledJobs()
     r.progress = False
     r.failures = 0
     r.w3 = SimpleNamespace(eth=SimpleNamespace(get_block=lambda b: {"number": 1, "timestamp": 10}))
@@ -397,8 +399,8 @@ def verifier_over(tmp_path: Path, url: str, manifest: bytes) -> tuple[Verifier, 
     manager = FakeContract(sampledSegments=lambda unit, v: [3])
     v = role(Verifier, tmp_path, open_blob_store(str(tmp_path / "mine")), manager, None,
              lazy=False, cheat_challenge=False, replay_all=False)  # fmt: skip
-    v.jobs[1] = JobContext(1, DIGITS, Engine(DIGITS, data), job_graph(DIGITS, data.n), None)
-    v._first_miss, v._no_contest, v._lock_warned = {}, set(), set()
+    v.jobs.put(1, JobContext(1, DIGITS, Engine(DIGITS, data), job_graph(DIGITS, data.n), None))
+    v._first_miss, v._no_contest, v._lock_warned = {}, set(), SaidOnce()
     return v, locator
 
 
@@ -479,7 +481,7 @@ def test_aggregator_survives_a_hostile_unit_manifest(tmp_path):
         )
         rm = FakeContract(unitJobOf=lambda dj, r, s: 10 + s)
         rounds = Rounds(rm, manager, None, [])
-        rounds._specs[1] = (V2, data)
+        rounds._specs.put(1, (V2, data))
         a = role(Aggregator, tmp_path, None, manager, None)
         a.rounds, a.rm, a.honest = rounds, rm, {}
         assert a.honest_aggregate(1, 0) is None  # TypeError escaped before the fix

@@ -154,6 +154,15 @@ def test_non_positive_state_cache_is_one_line(tmp_path):
     one_line_error(proc, "error: --state-cache-mib must be > 0 (got -1)")
 
 
+def test_non_positive_max_loaded_jobs_is_one_line(tmp_path):
+    proc = agents_cli(
+        "whistleblower",
+        *("--rpc-url", "http://127.0.0.1:9", "--key", "dev:1", "--data-dir", str(tmp_path)),
+        *("--manager", MANAGER, "--max-loaded-jobs", "0"),
+    )
+    one_line_error(proc, "error: --max-loaded-jobs must be > 0 (got 0)")
+
+
 def test_claim_window_beyond_the_managers_horizon_is_one_line(tmp_path):
     """The job manager refuses a claim deadline more than a day away (MAX_CLAIM_HORIZON): the
     submitter says so before it touches the chain."""

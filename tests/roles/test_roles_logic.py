@@ -20,6 +20,7 @@ from agents.roles.logic import (
     UnitView,
     VerifierFacts,
     VerifierStatus,
+    attestation_done,
     forced_reveal_open,
     game_act,
     held_result_due,
@@ -262,6 +263,53 @@ def test_whistleblower_rechecks_reports_and_challenges_wrong_commitments():
     f = AttestationFacts("false", True, True)
     done = unit(UnitStatus.DISPUTED)
     assert whistleblower_acts(done, Now(1, 1), key, f) == []
+
+
+WINDOW = 7 * 86_400
+
+
+@pytest.mark.parametrize(
+    ("status", "verdict", "extra", "after_deadline", "court", "done"),
+    [
+        # a unit that may still change keeps every record open
+        (UnitStatus.VERIFYING, "true", {}, 10**9, True, False),
+        (UnitStatus.DISPUTED, "true", {}, 10**9, True, False),
+        (UnitStatus.OPEN, "unavailable", {}, 10**9, False, False),
+        # confirmed: nothing to do
+        (UnitStatus.FINALIZED, "true", {}, 0, True, True),
+        (UnitStatus.CANCELLED, "true", {}, 0, False, True),
+        # not checked yet: the check is next
+        (UnitStatus.FINALIZED, None, {}, 10**9, False, False),
+        # unavailable: chased while the court may take it
+        (UnitStatus.FINALIZED, "unavailable", {}, WINDOW, True, False),
+        (UnitStatus.FINALIZED, "unavailable", {}, WINDOW + 1, True, True),
+        (UnitStatus.FINALIZED, "unavailable", {}, 0, False, True),
+        (UnitStatus.CANCELLED, "unavailable", {}, 0, True, True),
+        # false: reported, and its court case resolved (or none opened and the window over)
+        (UnitStatus.FINALIZED, "false", {"reported": False}, WINDOW + 1, False, False),
+        (UnitStatus.FINALIZED, "false", {"reported": True}, 0, False, True),
+        (UnitStatus.FINALIZED, "false", {"reported": True}, WINDOW, True, False),
+        (UnitStatus.FINALIZED, "false", {"reported": True}, WINDOW + 1, True, True),
+        (UnitStatus.FINALIZED, "false", {"reported": True, "court_game": 3}, 10**9, True, False),
+        (
+            UnitStatus.FINALIZED,
+            "false",
+            {"reported": True, "court_game": 3, "court_done": True},
+            0,
+            True,
+            True,
+        ),
+    ],
+)
+def test_an_attestation_record_is_done_only_when_nothing_more_can_come_of_it(
+    status, verdict, extra, after_deadline, court, done
+):
+    u = unit(status, deadline=1_000)
+    facts = AttestationFacts(verdict, False, extra.get("reported", False), court=court,
+                             court_game=extra.get("court_game", 0),
+                             court_done=extra.get("court_done", False))  # fmt: skip
+    now = Now(1, 1_000 + after_deadline)
+    assert attestation_done(u, now, facts, WINDOW if court else None) is done
 
 
 def test_game_acts_move_on_my_turn_and_claim_timeouts_on_theirs():

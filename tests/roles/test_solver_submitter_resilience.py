@@ -23,11 +23,13 @@ from types import SimpleNamespace
 from rolefakes import Call, FakeContract
 
 from agents.core.blobs import open_blob_store
+from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.clock import RealClock
 from agents.core.store import Store
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import encode_state
-from agents.roles.logic import Now, UnitStatus, UnitView, solver_acts
+from agents.roles.jobs import LoadedJobs
+from agents.roles.logic import Now, SettledJobs, UnitStatus, UnitView, solver_acts
 from agents.roles.solver import Solver
 from agents.roles.submitter import Submitter
 from agents.training import data as datasets
@@ -69,7 +71,8 @@ def bare(cls, tmp_path: Path, blobs, manager, game, **args):
     r.manager, r.game = manager, game
     r.registry = FakeContract(freeStake=lambda who: 10**30)
     r.rounds = None
-    r.jobs, r._locators, r._warned = {}, {}, set()
+    r.jobs, r._locators, r._warned = LoadedJobs(), {}, SaidOnce()
+    r.settled = SettledJobs()
     r.progress = False
     r.failures = 0
     r.now = lambda: NOW
@@ -94,7 +97,7 @@ def a_solver(tmp_path: Path, jobs: dict[int, tuple[specs.JobSpec, tuple]], **vie
     )
     s = bare(Solver, tmp_path, blobs, manager, game)
     s.capability, s.fault = (0, 4096, 1000), None
-    s.comps, s.games = {}, {}
+    s.comps, s.games = {}, BoundedCache(8)
     s.round_units, s.held = [], None
     s.public_blob_url = str(tmp_path / "blobs")
     return s
@@ -163,10 +166,10 @@ def test_restarted_solver_with_locked_stake_defends_its_disputed_unit(tmp_path, 
 
     monkeypatch.setattr("agents.roles.solver.Defender", Defender)
     view = SimpleNamespace(phase=0, moves=0)
-    s.games[7] = SimpleNamespace(view=lambda game_id: view)
+    s.games.put(7, SimpleNamespace(view=lambda game_id: view))
     asyncio.run(s.defend(7, u, NOW))  # KeyError before the fix
     (comp, jg), = built  # fmt: skip
-    assert jg is s.jobs[1].jg
+    assert jg is s.jobs.get(1).jg
     assert comp.steps == DIGITS.steps
 
 

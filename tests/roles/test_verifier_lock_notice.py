@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from agents.core.bounded import SaidOnce
 from agents.roles.logic import UnitStatus, UnitView
 from agents.roles.verifier import Verifier
 
@@ -27,7 +28,7 @@ def _verifier(free: int, locks: dict[int, int]) -> Verifier:
     v = Verifier.__new__(Verifier)  # no chain: only what warn_if_lock_uncovered reads
     v.me = "0x" + "ab" * 20
     v.log = logging.getLogger("verifier-test")
-    v._lock_warned = set()
+    v._lock_warned = SaidOnce()
     v.manager = SimpleNamespace(
         functions=SimpleNamespace(verifierLockOf=lambda job: _View(locks[job]))
     )

@@ -31,6 +31,7 @@ from eth_utils import keccak, to_checksum_address
 from rolefakes import FakeContract
 
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
+from agents.core.bounded import SaidOnce
 from agents.core.clock import RealClock
 from agents.core.events import AbiDecoder, EventStream, RawLog
 from agents.core.store import Store
@@ -38,12 +39,13 @@ from agents.dispute.graph import job_graph
 from agents.dispute.player import Phase
 from agents.dispute.trace import Computation, Fault
 from agents.roles.artifacts import Manifest, encode_state, make_locator
-from agents.roles.jobs import JobContext
+from agents.roles.jobs import JobContext, LoadedJobs
 from agents.roles.logic import (
     RECHECK_MAX_S,
     Act,
     AttestationFacts,
     Now,
+    SettledJobs,
     UnitStatus,
     UnitView,
     VerifierFacts,
@@ -195,7 +197,8 @@ def bare(cls, tmp_path: Path, store: Store, chain: FakeChain | None = None, **ar
     r.log = logging.getLogger(f"test.resilience.{cls.role}")
     r.me = ME
     r.rounds = None
-    r.jobs, r._locators, r._warned = {}, {}, set()
+    r.jobs, r._locators, r._warned = LoadedJobs(), {}, SaidOnce()
+    r.settled = SettledJobs()
     r.progress = False
     r.failures = 0
     r.w3 = SimpleNamespace(eth=SimpleNamespace(gas_price=1, get_logs=lambda q: []))
@@ -215,8 +218,9 @@ def verifier(tmp_path: Path, store: Store | None = None, chain=None, **parts) ->
              lazy=False, cheat_challenge=False, replay_all=False)  # fmt: skip
     v.manager, v.game = parts.get("manager"), parts.get("game")
     v.court, v.court_game = parts.get("court"), parts.get("court_game")
-    v._first_miss, v._lock_warned, v._no_contest = {}, set(), set()
-    v._replay_jobs, v._no_game, v._undefended, v._court_stream = {}, set(), set(), None
+    v._first_miss, v._lock_warned, v._no_contest = {}, SaidOnce(), set()
+    v._replay_jobs, v._no_game, v._undefended = LoadedJobs(), SaidOnce(), SaidOnce()
+    v._court_stream = None
     return v
 
 
@@ -225,8 +229,8 @@ def whistleblower(tmp_path: Path, store: Store | None = None, chain=None, **part
              leaked_secrets=None)  # fmt: skip
     w.manager, w.game = parts.get("manager"), parts.get("game")
     w.court, w.court_game = parts.get("court"), parts.get("court_game")
-    w.court_comps, w.bad_leaks = {}, set()
-    w._attested_stream, w._no_start = None, set()
+    w.court_comps, w.bad_leaks = {}, SaidOnce()
+    w._attested_stream, w._no_start = None, SaidOnce()
     return w
 
 
@@ -291,7 +295,7 @@ def test_verifier_defends_from_its_own_replay_from_step_0_when_nothing_was_kept(
     with solver_data(tmp_path, job) as data:
         data.take_down()  # gone before this (restarted, store wiped) verifier looks
         v = _replayed_verifier(tmp_path, job, data, data.roots[SEGMENT])
-        v.jobs[1] = job.context()
+        v.jobs.put(1, job.context())
         sent = _defence(v)
     assert sent == [("postCheckpoints", (GAME, [data.roots[SEGMENT], data.roots[SEGMENT + 1]]))]
 
@@ -302,7 +306,7 @@ def test_verifier_does_not_defend_from_a_state_that_is_not_the_games_start(tmp_p
     with solver_data(tmp_path, job) as data:
         data.take_down()
         v = _replayed_verifier(tmp_path, job, data, b"\x77" * 32)
-        v.jobs[1] = job.context()
+        v.jobs.put(1, job.context())
         caplog.set_level(logging.WARNING, logger=v.log.name)
         assert _defence(v) == []
         assert _defence(v) == []
@@ -318,7 +322,7 @@ def _false_attestation(tmp_path: Path, job: Job, data: SolverData):
     )
     w = whistleblower(tmp_path, manager=manager, court=court,
                       court_game=court_game(data.roots[SEGMENT]))  # fmt: skip
-    w.jobs[1] = job.context()
+    w.jobs.put(1, job.context())
 
     async def approved(*a) -> None:
         return None

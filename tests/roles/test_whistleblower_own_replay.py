@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from rolefakes import FakeContract
 from test_verifier_resilience import (  # noqa: F401  (job is a fixture)
     GAME,
     OTHER,
@@ -20,10 +21,18 @@ from test_verifier_resilience import (  # noqa: F401  (job is a fixture)
     job,
     solver_data,
     unit_view,
+    whistleblower,
 )
 
-from agents.roles.logic import Act, AttestationFacts, Now, UnitStatus, whistleblower_acts
-from agents.roles.whistleblower import FULL_REPLAY_AFTER_TRIES
+from agents.roles.logic import (
+    Act,
+    AttestationFacts,
+    Now,
+    SettledJobs,
+    UnitStatus,
+    whistleblower_acts,
+)
+from agents.roles.whistleblower import CLOSED, FULL_REPLAY_AFTER_TRIES
 from agents.training import merkle
 from agents.training.state import state_root
 
@@ -91,6 +100,41 @@ def test_my_replay_is_not_the_commitment_the_attestation_stays_unavailable(tmp_p
     assert len(said) == 1
 
 
+def test_my_replay_is_not_the_commitment_the_unit_is_challenged_while_it_may_be(tmp_path, job):
+    """The same withheld wrong commitment: besides chasing the data for the attestation, I
+    challenge the unit with my replay's root while its window is open (PROPERTIES H8; the known
+    gap it narrows: before, only the drawn verifiers' own replays could dispute it)."""
+    with solver_data(tmp_path, job, faulty(job)) as data:
+        w, key = _false_attestation(tmp_path, job, data)
+        data.take_down()
+        _recheck_until_settled(w, key)
+        rec = w.agent.store.get_record("attestation", key)
+        assert rec.state == "unavailable" and rec.data["commitment_wrong"]
+        facts = AttestationFacts(
+            "unavailable", True, False, True, tries=rec.data["tries"], last_try=10**9
+        )
+        live = unit_view(data)
+        acts = whistleblower_acts(live, Now(10, live.deadline - 60), key, facts)
+        assert [a.kind for a in acts] == ["challenge"]
+        closed = whistleblower_acts(live, Now(10, live.deadline), key, facts)
+        assert closed == []  # the window is over: nothing to dispute the unit with
+        revealed = unit_view(data)
+        object.__setattr__(revealed, "forced_revealed", True)
+        assert whistleblower_acts(revealed, Now(10, live.deadline - 60), key, facts) == []
+
+        chain = FakeContract(
+            challengeBondOf=lambda u: 10,
+            challenge=lambda u, counter: (u, counter),
+            getDispute=lambda u: (GAME, 0, 10),
+        )
+        for name in ("challengeBondOf", "challenge", "getDispute"):
+            setattr(w.manager.functions, name, getattr(chain.functions, name))
+        asyncio.run(w.execute(acts[0], live, key))
+    honest = merkle.checkpoint_root(w.challenger_comp(job.context()).checkpoint_roots())
+    assert honest != data.checkpoint_root
+    assert w.sent[-1][1] == (UNIT, honest)  # challenged with my replay's root
+
+
 def test_an_unavailable_attestation_of_a_final_unit_is_rechecked_while_the_court_takes_it():
     key = f"{UNIT}:{OTHER}:9"
     final = unit_view(None, UnitStatus.FINALIZED)
@@ -134,3 +178,40 @@ def test_court_open_is_read_only_when_a_recheck_of_a_final_unit_is_due(tmp_path,
     live = unit_view(data, UnitStatus.VERIFYING)
     assert not w.court_open_for_recheck(live, "unavailable", rec, Now(1, 1_040))
     assert asked == [1_040]
+
+
+def test_a_record_nothing_more_can_come_of_is_closed_and_no_longer_read(tmp_path):
+    """A confirmed attestation of a unit settled for good is closed (kept, with its verdict):
+    later rounds neither list it nor read its unit. Before the settlement is deep enough, or
+    while the court may still take an unavailable one, it stays open."""
+    reads: list[int] = []
+
+    def get_unit(unit_id: int) -> tuple:
+        reads.append(unit_id)
+        t = [0] * 14
+        t[0], t[4] = int(UnitStatus.FINALIZED), 1_000
+        return tuple(t)
+
+    w = whistleblower(tmp_path, manager=FakeContract(getUnit=get_unit),
+                      court=FakeContract(window=lambda: 100))  # fmt: skip
+    w.settled = SettledJobs()
+    w.commitment = lambda unit_id, block="latest": ("", b"")  # no locator needed here
+    store = w.agent.store
+    base = {"unit": UNIT, "verifier": OTHER, "segments": [1], "end_roots": []}
+    store.put_record("attestation", "a", "true", base | {"block": 9})
+    b = base | {"block": 10, "tries": 5, "last_try": 1_090}  # next re-check not due yet
+    store.put_record("attestation", "b", "unavailable", b)
+
+    asyncio.run(w.follow(store.get_record("attestation", "a"), Now(1, 2_000)))
+    assert store.get_record("attestation", "a").state == "true"  # not settled deep enough yet
+    w.settled.add(UNIT >> 32)
+    for rec in w.attestations():
+        asyncio.run(w.follow(rec, Now(1, 1_100)))
+    assert store.get_record("attestation", "a").state == CLOSED
+    assert store.get_record("attestation", "a").data["verdict"] == "true"
+    assert [r.record_id for r in w.attestations()] == ["b"]  # the court may still take it
+    reads.clear()
+    for rec in w.attestations():
+        asyncio.run(w.follow(rec, Now(1, 1_101)))
+    assert w.attestations() == [] and len(reads) == 1
+    assert store.get_record("attestation", "b").data["verdict"] == "unavailable"

@@ -1,0 +1,159 @@
+"""What a role reads of the chain each round (RoleAgent.units): every live job's unit, a settled
+one (Finalized, Cancelled) once, so that a long-running agent's reads per round grow with the
+jobs still live, not with every job ever posted.
+
+No chain: the job manager is a fake that counts its getUnit reads.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from web3.exceptions import BadFunctionCallOutput
+
+from agents.roles.logic import SettledJobs, UnitStatus
+from agents.roles.runner import RoleAgent
+from agents.roles.verifier import Verifier
+
+
+class Manager:
+    """getUnit of job j's unit returns `status[j]`, or `confirmed[j]` when read at a past block
+    (the same status unless the test says otherwise); `reads` counts the latest-block calls."""
+
+    def __init__(self, status: dict[int, UnitStatus]) -> None:
+        self.status = status
+        self.confirmed: dict[int, UnitStatus] = {}
+        self.no_code_then: set[int] = set()  # jobs whose past-block read finds no manager
+        self.reads: list[int] = []
+        self.functions = SimpleNamespace(jobCount=self._count, getUnit=self._unit)
+
+    def _count(self):
+        return SimpleNamespace(call=lambda: len(self.status))
+
+    def _unit(self, unit_id: int):
+        def call(block_identifier: int | None = None) -> tuple:
+            j = unit_id >> 32
+            if block_identifier is None:
+                self.reads.append(j)
+                status = self.status[j]
+            else:
+                assert block_identifier == HEAD - CONFIRMATIONS
+                if j in self.no_code_then:
+                    raise BadFunctionCallOutput("Could not decode contract function call")
+                status = self.confirmed.get(j, self.status[j])
+            u = [0] * 16
+            u[0], u[9], u[10] = int(status), "0x" + "00" * 20, 1
+            u[12], u[13] = b"\x01" * 32, b"\x02" * 32
+            return tuple(u)
+
+        return SimpleNamespace(call=call)
+
+
+HEAD, CONFIRMATIONS = 100, 2
+
+
+def role(manager: Manager) -> RoleAgent:
+    r = object.__new__(RoleAgent)
+    r.manager, r.log = manager, logging.getLogger("test.role_reads")
+    r.w3 = SimpleNamespace(eth=SimpleNamespace(block_number=HEAD))
+    r.agent = SimpleNamespace(config=SimpleNamespace(confirmations=CONFIRMATIONS))
+    r._locators, r.settled = {}, SettledJobs()
+    r.commitment = lambda unit_id: (f"http://blobs/{unit_id}", b"\x01" * 32)
+    return r
+
+
+def test_a_settled_unit_is_seen_once_then_no_longer_read():
+    status = {j: UnitStatus.FINALIZED for j in range(1, 41)}
+    status.update({7: UnitStatus.VERIFYING, 30: UnitStatus.OPEN, 41: UnitStatus.CANCELLED})
+    chain = Manager(status)
+    r = role(chain)
+    first = r.units()
+    assert [u.job_id for u in first] == list(range(1, 42))  # every job, settled ones too
+    chain.reads.clear()
+    second = r.units()
+    assert chain.reads == [7, 30]  # only the live ones are read again
+    assert [u.job_id for u in second] == [7, 30]
+    assert r.settled.floor == 6 and r.settled.kept() == 33  # 8..29, 31..41 above the floor
+    assert set(r._locators) == {7 << 32}  # the settled ones' locators were let go
+
+    chain.status[7] = UnitStatus.FINALIZED  # it settles: seen once more, then never read
+    assert [u.job_id for u in r.units()] == [7, 30]
+    chain.status[42] = UnitStatus.OPEN  # a new job is read from its first round
+    chain.reads.clear()
+    assert [u.job_id for u in r.units()] == [30, 42]
+    assert chain.reads == [30, 42]
+
+
+def test_a_settlement_a_reorg_could_undo_is_read_again_until_it_is_deep_enough():
+    """Finalized at the head but not yet --confirmations deep: a shallow reorg may undo the
+    finalize, and nobody else may take it again, so the unit stays read until it is deep."""
+    chain = Manager({1: UnitStatus.FINALIZED, 2: UnitStatus.OPEN})
+    chain.confirmed[1] = UnitStatus.VERIFYING
+    r = role(chain)
+    r.units()
+    chain.reads.clear()
+    assert [u.job_id for u in r.units()] == [1, 2]
+    assert chain.reads == [1, 2]
+    del chain.confirmed[1]  # now settled deep enough
+    r.units()
+    chain.reads.clear()
+    assert [u.job_id for u in r.units()] == [2]
+
+
+def test_a_settlement_that_cannot_be_read_at_depth_is_read_again():
+    """On a young chain the block `--confirmations` deep may predate the manager: not known to
+    be settled, so the unit is read again, and the round goes on."""
+    chain = Manager({1: UnitStatus.FINALIZED, 2: UnitStatus.OPEN})
+    chain.no_code_then.add(1)
+    r = role(chain)
+    assert [u.job_id for u in r.units()] == [1, 2]
+    assert [u.job_id for u in r.units()] == [1, 2]
+    chain.no_code_then.clear()
+    r.units()
+    assert [u.job_id for u in r.units()] == [2]
+
+
+def test_a_locator_is_looked_up_again_for_a_new_attempt_only():
+    chain = Manager({1: UnitStatus.VERIFYING})
+    r = role(chain)
+    looked: list[int] = []
+    r.commitment = lambda unit_id: looked.append(unit_id) or ("http://x", b"\x01" * 32)
+    r.units()
+    r.units()
+    assert looked == [1 << 32]
+    r._locators[1 << 32] = ((0, b"\x01" * 32), r._locators[1 << 32][1])  # as if attempt 0's
+    r.units()
+    assert looked == [1 << 32, 1 << 32]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 60), max_size=80))
+def test_settled_jobs_hold_exactly_what_was_added(added):
+    """Against a plain set: the same members, every one of 1..floor added, and only the ones
+    above the floor kept one by one."""
+    settled, model = SettledJobs(), set()
+    for job_id in added:
+        settled.add(job_id)
+        model.add(job_id)
+        assert all((j in settled) == (j in model) for j in range(0, 62))
+        assert len(settled) == len(model)
+        assert set(range(1, settled.floor + 1)) <= model
+        assert settled.floor + 1 not in model
+        assert settled.kept() == len(model) - settled.floor
+
+
+def test_a_verifier_forgets_a_units_bookkeeping_once_it_is_settled_for_good():
+    """What the verifier keeps per unit attempt (when its data first failed, a verdict it does
+    not contest) goes when the unit settles for good; other units' stay."""
+    chain = Manager({1: UnitStatus.FINALIZED, 2: UnitStatus.VERIFYING})
+    v = object.__new__(Verifier)
+    v.__dict__.update(role(chain).__dict__)
+    one, two = 1 << 32, 2 << 32
+    v._first_miss = {f"{one}:1": 5, f"{one}:2": 6, f"{two}:1": 7}
+    v._no_contest = {f"{one}:1", f"{two}:1"}
+    v.units()
+    assert v._first_miss == {f"{two}:1": 7}
+    assert v._no_contest == {f"{two}:1"}
