@@ -28,9 +28,9 @@ from agents.roles.artifacts import (
     parse_locator,
     state_bytes,
 )
-from agents.roles.decomposed import R_COMMITTED, R_TRAINING, RJ_RUNNING
+from agents.roles.decomposed import R_COMMITTED, R_TRAINING, RJ_COMPLETED, RJ_RUNNING
 from agents.roles.jobs import JobRejected
-from agents.roles.logic import Act
+from agents.roles.logic import Act, SettledJobs
 from agents.roles.runner import RoleAgent, RoleError, role_parser
 from agents.training import merkle
 from agents.training.decompose import aggregate, aggregation_weights
@@ -209,6 +209,7 @@ class Aggregator(RoleAgent):
         if self.rounds is None:
             raise RoleError("no RoundManager: pass --round-manager or a --deployment that has one")
         self.rm = self.rounds.rm
+        self.completed = SettledJobs()  # decomposed jobs no round reads again (unfinished_jobs)
         # (job, round) -> my aggregate of its units, recomputed from them when evicted
         self.honest: BoundedCache[tuple[int, int], State] = BoundedCache(self.max_loaded_jobs)
         # (job, round, aggregate root) -> committed data roots and block: read once per aggregate
@@ -224,14 +225,32 @@ class Aggregator(RoleAgent):
 
     async def round(self) -> bool:
         now = self.now()
-        for dj in range(1, self.rm.functions.jobCount().call() + 1):
-            job = self.rm.functions.getJob(dj).call()
+        for dj, job in self.unfinished_jobs():
             if job[1] != RJ_RUNNING:
                 continue
             with self.isolated(f"decomposed job {dj}"):
                 await self.follow(dj, job[2], now)
         await self.withdraw_round_credits(now)
         return False
+
+    def unfinished_jobs(self) -> list[tuple[int, tuple]]:
+        """(id, getJob) of each decomposed job not known Completed for good. A job Completed
+        `--confirmations` deep (no transition leaves Completed) is not read again, so a round's
+        reads grow with the running jobs, not with every job ever posted."""
+        out = []
+        for dj in range(self.completed.floor + 1, self.rm.functions.jobCount().call() + 1):
+            if dj in self.completed:
+                continue
+            job = self.rm.functions.getJob(dj).call()
+            if job[1] == RJ_COMPLETED and self.holds_deep(
+                lambda block, dj=dj: (
+                    self.rm.functions.getJob(dj).call(block_identifier=block)[1] == RJ_COMPLETED
+                )
+            ):
+                self.completed.add(dj)
+                continue
+            out.append((dj, job))
+        return out
 
     async def follow(self, dj: int, r: int, now) -> None:
         """Round `r` of decomposed job `dj`: aggregate, answer or check, then finalize."""

@@ -17,7 +17,7 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -576,17 +576,17 @@ class RoleAgent:
         the live jobs, not with every job ever posted. A restart reads every job once more."""
         count = self.manager.functions.jobCount().call()
         out = []
-        safe: int | None = None  # the deepest block a reorg shorter than --confirmations keeps
         for job_id in range(self.settled.floor + 1, count + 1):
             if job_id in self.settled:
                 continue
             u = self.unit(job_id << 32)
-            if u.status in SETTLED:
-                if safe is None:
-                    safe = self.w3.eth.block_number - self.agent.config.confirmations
-                if self.settled_at(u.unit_id, safe):
-                    self.settled.add(job_id)
-                    self.forget_unit(u.unit_id)
+            if u.status in SETTLED and self.holds_deep(
+                lambda block, uid=u.unit_id: (
+                    self.manager.functions.getUnit(uid).call(block_identifier=block)[0] in SETTLED
+                )
+            ):
+                self.settled.add(job_id)
+                self.forget_unit(u.unit_id)
             out.append(u)
         return out
 
@@ -595,19 +595,19 @@ class RoleAgent:
         its commitment's locator (looked up again if ever asked, `unit`). Roles extend it."""
         self._locators.pop(unit_id, None)
 
-    def settled_at(self, unit_id: int, block: int) -> bool:
-        """The unit was settled already at `block`: a settlement seen only in the newest blocks
-        could still be undone by a reorg, and a unit no round reads again would then be left
-        unfinalized by me, so it is read again until it is this deep."""
+    def holds_deep(self, holds_at: Callable[[int], bool]) -> bool:
+        """`holds_at(block)` at the block --confirmations deep. What is seen only in the newest
+        blocks (a unit settled, a job completed) could still be undone by a reorg, and what no
+        round reads again would then be left undone by me, so it is asked again until it holds
+        this deep. False too when that block cannot be read: no contract there yet (a young
+        chain), or a node that no longer serves its state."""
+        block = self.w3.eth.block_number - self.agent.config.confirmations
         if block < 0:
             return False
         try:
-            u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+            return holds_at(block)
         except (BadFunctionCallOutput, ContractLogicError, Web3RPCError):
-            # no manager at that block yet (a young chain), or a node that no longer serves
-            # that state: not known to be settled, so it is read again next round
             return False
-        return u[0] in SETTLED
 
     # --- sending ------------------------------------------------------------------------
 

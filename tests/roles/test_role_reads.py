@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from web3.exceptions import BadFunctionCallOutput
 
+from agents.roles.aggregator import Aggregator
+from agents.roles.decomposed import RJ_COMPLETED, RJ_RUNNING
 from agents.roles.logic import SettledJobs, UnitStatus
 from agents.roles.runner import RoleAgent
 from agents.roles.verifier import Verifier
@@ -157,3 +159,34 @@ def test_a_verifier_forgets_a_units_bookkeeping_once_it_is_settled_for_good():
     v.units()
     assert v._first_miss == {f"{two}:1": 7}
     assert v._no_contest == {f"{two}:1"}
+
+
+def test_an_aggregator_reads_a_completed_decomposed_job_no_more_once_it_is_deep():
+    """The aggregator's rounds read every decomposed job not known Completed for good."""
+    status = {1: RJ_COMPLETED, 2: RJ_RUNNING, 3: RJ_COMPLETED}
+    confirmed = {3: RJ_RUNNING}  # completed in the newest blocks only
+    reads: list[int] = []
+
+    def get_job(dj: int):
+        def call(block_identifier: int | None = None) -> tuple:
+            if block_identifier is None:
+                reads.append(dj)
+                return (None, status[dj], 0)
+            assert block_identifier == HEAD - CONFIRMATIONS
+            return (None, confirmed.get(dj, status[dj]), 0)
+
+        return SimpleNamespace(call=call)
+
+    rm = SimpleNamespace(functions=SimpleNamespace(
+        jobCount=lambda: SimpleNamespace(call=lambda: len(status)), getJob=get_job))  # fmt: skip
+    a = object.__new__(Aggregator)
+    a.__dict__.update(role(Manager({})).__dict__)
+    a.rm, a.completed = rm, SettledJobs()
+    assert [dj for dj, _ in a.unfinished_jobs()] == [2, 3]
+    reads.clear()
+    assert [dj for dj, _ in a.unfinished_jobs()] == [2, 3] and reads == [2, 3]
+    del confirmed[3]
+    a.unfinished_jobs()
+    reads.clear()
+    assert [dj for dj, _ in a.unfinished_jobs()] == [2] and reads == [2]
+    assert a.completed.floor == 1
