@@ -221,6 +221,8 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
     attested = manager.events.Attested().get_logs(from_block=0)
     requested = rm.events.AggregateRevealRequested().get_logs(from_block=0)
     revealed = rm.events.AggregateLeafRevealed().get_logs(from_block=0)
+    held = rm.events.RevealBondHeld().get_logs(from_block=0)
+    returned = rm.events.RevealBondReturned().get_logs(from_block=0)
     opened = game.events.GameOpened().get_logs(from_block=0)
     ended = {
         ev["args"]["gameId"]: ev["args"] for ev in game.events.GameResolved().get_logs(from_block=0)
@@ -260,6 +262,14 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
             {k: ev["args"][k] for k in ("round", "requester", "tensor")} for ev in requested
         ],
         "reveals": [{k: ev["args"][k] for k in ("round", "tensor", "leaf")} for ev in revealed],
+        # answered requests' bonds, held with their aggregate; returned once it was overturned
+        "reveal_bonds_held": [
+            {k: ev["args"][k] for k in ("round", "attempt", "requester", "amount")} for ev in held
+        ],
+        "reveal_bonds_returned": [
+            {k: ev["args"][k] for k in ("round", "attempt", "requester", "amount")}
+            for ev in returned
+        ],
         "honest_aggregator_restarted": {"proof_sent_before_kill": proven_before_kill},
         "cheating_solver": CHEATING_SOLVER.address,
         "cheating_solver_slashed": sum(

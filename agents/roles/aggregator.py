@@ -28,7 +28,7 @@ from agents.roles.artifacts import (
     parse_locator,
     state_bytes,
 )
-from agents.roles.decomposed import R_COMMITTED, R_TRAINING, RJ_COMPLETED, RJ_RUNNING
+from agents.roles.decomposed import R_COMMITTED, R_FINAL, R_TRAINING, RJ_COMPLETED, RJ_RUNNING
 from agents.roles.jobs import JobRejected
 from agents.roles.logic import Act, SettledJobs
 from agents.roles.runner import RoleAgent, RoleError, role_parser
@@ -393,6 +393,10 @@ class Aggregator(RoleAgent):
         fn = self.rm.functions.requestAggregateReveal(
             dj, *reveal_request(layout, roots, honest, tensor)
         )
+        # Recorded before the send: the bond of an answered request is held with this aggregate
+        # (reclaim_reveal_bonds), and a kill right after the request is mined must not lose it.
+        if self.agent.store.get_record("reveal-bond", key) is None:
+            self.agent.store.put_record("reveal-bond", key, "requested", {})
         if await self.send(Act("requestAggregateReveal", f"reveal:{key}"), fn):
             self.log.info(
                 "job %d round %d: aggregate blob withheld; asked to reveal tensor %d",
@@ -448,7 +452,31 @@ class Aggregator(RoleAgent):
             return st if state_root(st) == root else None
         return None
 
+    async def reclaim_reveal_bonds(self) -> None:
+        """Take back the bonds of my answered reveal requests held with an aggregate that was
+        then overturned, by my proof or anyone's (PROTOCOL §6.9); a record is closed once its
+        aggregate is overturned (reclaimed, or nothing held: a pending request's bond is
+        credited at once) or stood (the bond went to the jackpot)."""
+        for rec in self.agent.store.list_records("reveal-bond", state="requested"):
+            dj, r, attempt = (int(x) for x in rec.record_id.split(":"))
+            status, current = self.rm.functions.getRound(dj, r).call()[:2]
+            if current > attempt:
+                held = self.rm.functions.heldBondOf(dj, r, attempt, self.me).call()
+                if held:
+                    fn = self.rm.functions.reclaimRevealBond(dj, r, attempt)
+                    act = Act("reclaimRevealBond", f"reclaim:{rec.record_id}")
+                    if not await self.send(act, fn):
+                        continue  # retried next round
+                    self.log.info(
+                        "job %d round %d: took back my reveal bond of %g tokens",
+                        dj, r, held / 1e18,
+                    )  # fmt: skip
+                self.agent.store.put_record("reveal-bond", rec.record_id, "returned", {})
+            elif status == R_FINAL:
+                self.agent.store.put_record("reveal-bond", rec.record_id, "forfeited", {})
+
     async def withdraw_round_credits(self, now) -> None:
+        await self.reclaim_reveal_bonds()
         credits = self.rm.functions.credits(self.me).call()
         if credits > 0:
             fn = self.rm.functions.withdraw()

@@ -181,6 +181,11 @@ interface IRoundManager {
     error RevealTooLate(uint256 jobId, uint256 round, uint64 deadline);
     /// @notice The pending reveal's deadline has not passed.
     error RevealWindowOpen(uint256 jobId, uint256 round, uint64 deadline);
+    /// @notice Aggregate `attempt` of the round was not overturned (it is still the current one,
+    ///         or it stood): the request bonds held for it are not returned.
+    error AggregateNotOverturned(uint256 jobId, uint256 round, uint256 attempt);
+    /// @notice `requester` has no request bond held for that aggregate.
+    error NoBondHeld(uint256 jobId, uint256 round, uint256 attempt, address requester);
     /// @notice The given data root is not tensor `tensor`'s in the committed aggregate.
     error InvalidTensorProof(uint256 tensor);
     /// @notice The requester's leaves give the committed data root: nothing is disputed.
@@ -242,6 +247,17 @@ interface IRoundManager {
         bytes chunk,
         uint64 deadline
     );
+    /// @notice The answered request's bond `amount` is held with aggregate `attempt` of the
+    ///         round: to the jackpot if that aggregate stands, back to `requester` if it is
+    ///         overturned (`reclaimRevealBond`).
+    event RevealBondHeld(
+        uint256 indexed jobId, uint32 round, uint32 attempt, address indexed requester, uint256 amount
+    );
+    /// @notice `requester` took back `amount`, its request bonds held with overturned aggregate
+    ///         `attempt` of the round (credited).
+    event RevealBondReturned(
+        uint256 indexed jobId, uint32 round, uint32 attempt, address indexed requester, uint256 amount
+    );
     /// @notice The aggregator did not reveal by the deadline: its bond is slashed as for fraud
     ///         and the round re-opens for aggregation.
     event AggregateWithheld(uint256 indexed jobId, uint32 round, address indexed aggregator, address indexed requester);
@@ -280,9 +296,10 @@ interface IRoundManager {
     ///         average of the unit elements differs from the aggregate's. Slashes the bond (the
     ///         challenger's share credited, the rest to the jackpot) and re-opens aggregation.
     ///         An element of a leaf revealed in this aggregate (`revealAggregateLeaf`) pays the
-    ///         first requester that leaf was revealed to, whoever proves it: the challenger's
-    ///         share plus its request bond (at most the whole bond), so an aggregator that proves
-    ///         its own fraud after a reveal cannot take the reward from the requester.
+    ///         first requester that leaf was revealed to, whoever proves it (the challenger's
+    ///         share), so an aggregator that proves its own fraud after a reveal cannot take the
+    ///         reward from the requester. Every request bond held with the aggregate can then be
+    ///         reclaimed (`reclaimRevealBond`), whichever element was proven.
     function proveAggregationFraud(
         uint256 jobId,
         StateLayout calldata stateLayout,
@@ -307,9 +324,10 @@ interface IRoundManager {
     ///         (for an aggregate whose blob is withheld): `dataRoot` with `listProof` must be the
     ///         tensor's in the committed aggregate, and `leaves` (the requester's leaf hashes of
     ///         the tensor, one per 64 elements) must give another data root. Pulls the request
-    ///         bond (`revealBond`), forfeited to the jackpot once answered (a fraud proven in the
-    ///         revealed leaf pays it back, `proveAggregationFraud`). One request at a time;
-    ///         the round cannot be finalized while one is pending.
+    ///         bond (`revealBond`). Once answered the bond is held with the aggregate: it goes
+    ///         to the jackpot if the aggregate stands (`finalizeRound`) and back to the requester
+    ///         if it is overturned by any fraud proof or withheld reveal (`reclaimRevealBond`).
+    ///         One request at a time; the round cannot be finalized while one is pending.
     function requestAggregateReveal(
         uint256 jobId,
         StateLayout calldata stateLayout,
@@ -338,6 +356,10 @@ interface IRoundManager {
     ///         bond is slashed as for fraud (the requester's share and its request bond
     ///         credited, the rest to the jackpot) and the round re-opens for aggregation.
     function claimAggregateWithheld(uint256 jobId) external;
+
+    /// @notice Credits the caller its request bonds held with aggregate `attempt` of round
+    ///         `round`, once that aggregate was overturned (the round's attempt moved past it).
+    function reclaimRevealBond(uint256 jobId, uint256 round, uint256 attempt) external;
 
     /// @notice Registers unit job `unitJobId`'s dispute config and placement (t0 = r·k_local,
     ///         shard s of S) with `game`, this contract being the unit's submitter. Units are
@@ -382,4 +404,14 @@ interface IRoundManager {
     function revealRequestOf(uint256 jobId, uint256 round) external view returns (RevealRequest memory);
     /// @notice The bond a reveal request pulls: REVEAL_BOND_BPS of the aggregator bond.
     function revealBond() external view returns (uint256);
+    /// @notice Request bonds of `requester` held with aggregate `attempt` of round `round`.
+    function heldBondOf(uint256 jobId, uint256 round, uint256 attempt, address requester)
+        external
+        view
+        returns (uint256);
+    /// @notice All request bonds held with aggregate `attempt` of round `round` (not yet gone to
+    ///         the jackpot at the round's finalization, nor reclaimed).
+    function heldBonds(uint256 jobId, uint256 round, uint256 attempt) external view returns (uint256);
+    /// @notice All request bonds held, over every aggregate (for the money's conservation).
+    function heldBondsTotal() external view returns (uint256);
 }

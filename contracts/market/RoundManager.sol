@@ -65,6 +65,12 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     mapping(uint256 jobId => mapping(uint256 round => RevealRequest)) private _reveals;
     /// @dev The first requester each leaf of an aggregate was revealed to (`_leafKey`).
     mapping(bytes32 leafKey => address) private _revealedTo;
+    /// @dev Answered requests' bonds, held with their aggregate (`_aggregateKey`) until it stands
+    ///      (to the jackpot) or is overturned (back to each requester): per requester, per
+    ///      aggregate, and over all of them.
+    mapping(bytes32 aggregateKey => mapping(address requester => uint256)) private _heldBondOf;
+    mapping(bytes32 aggregateKey => uint256) private _heldBonds;
+    uint256 private _heldBondsTotal;
 
     constructor(IJobManager manager, Config memory cfg) {
         if (address(manager) == address(0)) revert InvalidConfig();
@@ -171,14 +177,11 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         emit AggregationFraudProven(jobId, r, aggregator, msg.sender, tensor, element, claimed, computed);
         // A request still pending is moot once the aggregate is proven wrong: its bond returns.
         if (req.requester != address(0)) _credit(req.requester, revealBond());
-        if (revealedTo == address(0)) {
-            _slashAggregatorBond(msg.sender, 0);
-        } else {
-            // The element is in a leaf revealed to a requester: the reward is the requester's,
-            // with its forfeited request bond back, whoever proves it (the aggregator itself,
-            // or a copier of the public chunk) (PROTOCOL §6.9).
-            _slashAggregatorBond(revealedTo, revealBond());
-        }
+        // The element is in a leaf revealed to a requester: the reward is the requester's,
+        // whoever proves it (the aggregator itself, or a copier of the public chunk). Every
+        // answered request's bond is held with the aggregate, so each requester takes its own
+        // back (reclaimRevealBond), whichever element was proven first (PROTOCOL §6.9).
+        _slashAggregatorBond(revealedTo == address(0) ? msg.sender : revealedTo, 0);
     }
 
     /// @inheritdoc IRoundManager
@@ -197,8 +200,16 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         round.status = RoundStatus.Final;
         _globalRoots[jobId][r + 1] = root;
         job.escrow -= uint128(reward);
+        bytes32 aggregateKey = _aggregateKey(jobId, r, round.attempt);
+        uint256 held = _heldBonds[aggregateKey];
         emit RoundFinalized(jobId, r, root, aggregator);
         _credit(aggregator, uint256(_aggregatorBond) + reward);
+        // The aggregate stood: the bonds of the requests it answered are forfeited.
+        if (held != 0) {
+            delete _heldBonds[aggregateKey];
+            _heldBondsTotal -= held;
+            _addJackpot(held);
+        }
         if (r + 1 == job.params.rounds) {
             job.status = JobStatus.Completed;
             emit DecomposedJobCompleted(jobId, root);
@@ -282,18 +293,32 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         uint256 numel = uint256(stateLayout.rows[req.tensor]) * stateLayout.cols[req.tensor];
         (bool padded, uint256 element, uint32 word) = _nonzeroPadding(numel, leaf, chunk);
         if (!padded) {
-            // To the jackpot, not the aggregator: a cheating aggregator that requested reveals of
-            // its own aggregate to stall the round would get its bond back. A fraud proven in the
-            // revealed leaf pays it back to the first requester it was revealed to.
+            // Held, not paid to the aggregator: a cheating aggregator that requested reveals of
+            // its own aggregate to stall the round would get its bond back. The bond goes to the
+            // jackpot if the aggregate stands and back to the requester if it is overturned, by
+            // whichever proof: an aggregator that knows another wrong element of its own and
+            // proves that one first no longer costs the requester its bond.
             bytes32 key = _leafKey(jobId, r, req.tensor, leaf);
             if (_revealedTo[key] == address(0)) _revealedTo[key] = req.requester;
-            _addJackpot(revealBond());
+            _holdBond(jobId, r, req.requester);
             return;
         }
         address aggregator = _reopenAggregation(jobId, r);
         emit AggregationFraudProven(jobId, r, aggregator, req.requester, req.tensor, element, word, 0);
         _credit(req.requester, revealBond());
         _slashAggregatorBond(req.requester, 0);
+    }
+
+    /// @dev Holds an answered request's bond with round `r`'s current aggregate (see
+    ///      `_settleReveal`; released by `finalizeRound` or `reclaimRevealBond`).
+    function _holdBond(uint256 jobId, uint32 r, address requester) private {
+        uint32 attempt = _rounds[jobId][r].attempt;
+        bytes32 aggregateKey = _aggregateKey(jobId, r, attempt);
+        uint256 bond = revealBond();
+        _heldBondOf[aggregateKey][requester] += bond;
+        _heldBonds[aggregateKey] += bond;
+        _heldBondsTotal += bond;
+        emit RevealBondHeld(jobId, r, attempt, requester, bond);
     }
 
     /// @dev Checks a reveal against its request: `requested` are the requester's leaves,
@@ -326,6 +351,23 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         emit AggregateWithheld(jobId, r, aggregator, req.requester);
         _credit(req.requester, revealBond());
         _slashAggregatorBond(req.requester, 0);
+    }
+
+    /// @inheritdoc IRoundManager
+    function reclaimRevealBond(uint256 jobId, uint256 round, uint256 attempt) external nonReentrant {
+        // An aggregate is overturned exactly when its round's attempt moves past it
+        // (_reopenAggregation); one that stood leaves its round Final at its own attempt.
+        if (attempt >= _rounds[jobId][round].attempt) revert AggregateNotOverturned(jobId, round, attempt);
+        bytes32 aggregateKey = _aggregateKey(jobId, round, attempt);
+        uint256 amount = _heldBondOf[aggregateKey][msg.sender];
+        if (amount == 0) revert NoBondHeld(jobId, round, attempt, msg.sender);
+        delete _heldBondOf[aggregateKey][msg.sender];
+        _heldBonds[aggregateKey] -= amount;
+        _heldBondsTotal -= amount;
+        // both fit: attempt is below the round's uint32 attempt counter, which is 0 (and so
+        // reverted above) for every round index past the job's uint32 round count
+        emit RevealBondReturned(jobId, uint32(round), uint32(attempt), msg.sender, amount);
+        _credit(msg.sender, amount);
     }
 
     /// @inheritdoc IRoundManager
@@ -431,6 +473,25 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IRoundManager
+    function heldBondOf(uint256 jobId, uint256 round, uint256 attempt, address requester)
+        external
+        view
+        returns (uint256)
+    {
+        return _heldBondOf[_aggregateKey(jobId, round, attempt)][requester];
+    }
+
+    /// @inheritdoc IRoundManager
+    function heldBonds(uint256 jobId, uint256 round, uint256 attempt) external view returns (uint256) {
+        return _heldBonds[_aggregateKey(jobId, round, attempt)];
+    }
+
+    /// @inheritdoc IRoundManager
+    function heldBondsTotal() external view returns (uint256) {
+        return _heldBondsTotal;
+    }
+
+    /// @inheritdoc IRoundManager
     function revealBond() public view returns (uint256) {
         return MarketMath.share(_aggregatorBond, REVEAL_BOND_BPS);
     }
@@ -517,6 +578,11 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         if (paid > _aggregatorBond) paid = _aggregatorBond;
         _credit(challenger, paid);
         _addJackpot(_aggregatorBond - paid);
+    }
+
+    /// @dev Names aggregate `attempt` of round `r` of job `jobId`.
+    function _aggregateKey(uint256 jobId, uint256 r, uint256 attempt) private pure returns (bytes32) {
+        return keccak256(abi.encode(jobId, r, attempt));
     }
 
     /// @dev Names leaf `leaf` of tensor `tensor` of round `r`'s current aggregate (its attempt).

@@ -239,6 +239,9 @@ def test_cheater_proving_its_own_fraud_in_the_revealed_leaf_pays_the_requester(r
     rm_balance_accounted(d, [job_id])
     reward = BOND * BPS // 10_000
     assert d.rm.credits(cheater) == cheat_credit  # nothing for proving its own fraud
-    # the requester: the challenger's share and its request bond back
-    assert d.rm.credits(requester) == req_credit + reward + REVEAL_BOND
+    # the requester: the challenger's share, and its request bond back once it reclaims it
+    assert d.rm.credits(requester) == req_credit + reward
     assert d.token.balanceOf(requester) == req_tokens - REVEAL_BOND
+    d.rm.reclaimRevealBond(job_id, 0, 0, sender=requester)
+    assert d.rm.credits(requester) == req_credit + reward + REVEAL_BOND
+    rm_balance_accounted(d, [job_id])

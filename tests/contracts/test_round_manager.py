@@ -144,10 +144,11 @@ def commit(d, job_id: int, st: dict[str, torch.Tensor], aggregator) -> Any:
 
 def rm_balance_accounted(d, job_ids: list[int] | None = None) -> None:
     """Money conservation: every token the RoundManager holds is escrow, an aggregator bond of a
-    committed round, a pending reveal request's bond, credit or jackpot (over every job, so
-    what earlier tests left behind counts too; `job_ids` only names the jobs of the test)."""
+    committed round, a pending reveal request's bond, an answered one's held with its aggregate,
+    credit or jackpot (over every job, so what earlier tests left behind counts too; `job_ids`
+    only names the jobs of the test)."""
     accounts = [d.submitter, *d.solvers, *d.verifiers, d.whistleblower, d.other]
-    held = sum(d.rm.credits(a) for a in accounts) + d.rm.jackpot()
+    held = sum(d.rm.credits(a) for a in accounts) + d.rm.jackpot() + d.rm.heldBondsTotal()
     for j in range(1, d.rm.jobCount() + 1):
         job = d.rm.getJob(j)
         held += job.escrow
@@ -538,7 +539,13 @@ def test_withheld_wrong_aggregate_is_revealed_and_proven_wrong(rm, chain):
     assert (ev.tensor, ev.leaf) == (0, 137 // 64)
     # the window runs from the reveal's block (chain.pending_timestamp follows the wall clock)
     assert ev.deadline == d.rm.getRound(job_id, 0).deadline >= tx.timestamp + WINDOW
-    assert d.rm.jackpot() == jackpot + REVEAL_BOND  # an answered request forfeits its bond
+    # an answered request's bond is held with the aggregate, until it stands or falls
+    assert d.rm.jackpot() == jackpot
+    assert d.rm.heldBonds(job_id, 0, 0) == d.rm.heldBondOf(job_id, 0, 0, challenger) == REVEAL_BOND
+    held = tx.events.filter(d.rm.RevealBondHeld)[0]
+    assert (held.requester, held.attempt, held.amount) == (challenger.address, 0, REVEAL_BOND)
+    with reverts(d.rm, "AggregateNotOverturned", jobId=job_id, round=0, attempt=0):
+        d.rm.reclaimRevealBond(job_id, 0, 0, sender=challenger)
     assert d.rm.revealRequestOf(job_id, 0).requester == ZERO_ADDRESS
     # from the reveal alone the challenger proves element 137 wrong
     leaves, chunk = [bytes(x) for x in ev.leaves], bytes(ev.chunk)
@@ -551,8 +558,21 @@ def test_withheld_wrong_aggregate_is_revealed_and_proven_wrong(rm, chain):
     )
     assert tx.events.filter(d.rm.AggregationFraudProven)[0].element == 137
     assert d.rm.getRound(job_id, 0).status == R_TRAINING
-    # the requester of the leaf: the challenger's share and its forfeited request bond back
+    # the requester of the leaf: the challenger's share, and its held request bond to take back
+    assert d.rm.credits(challenger) == BOND * BPS // 10_000
+    rm_balance_accounted(d, [job_id])
+    tx = d.rm.reclaimRevealBond(job_id, 0, 0, sender=challenger)
+    back = tx.events.filter(d.rm.RevealBondReturned)[0]
+    assert (back.requester, back.round, back.attempt, back.amount) == (
+        challenger.address,
+        0,
+        0,
+        REVEAL_BOND,
+    )
     assert d.rm.credits(challenger) == BOND * BPS // 10_000 + REVEAL_BOND
+    assert d.rm.heldBonds(job_id, 0, 0) == 0 and d.rm.heldBondsTotal() == 0
+    with reverts(d.rm, "NoBondHeld", jobId=job_id, round=0, attempt=0, requester=challenger):
+        d.rm.reclaimRevealBond(job_id, 0, 0, sender=challenger)
     rm_balance_accounted(d, [job_id])
 
 
@@ -638,7 +658,7 @@ def test_frivolous_reveal_request_forfeits_its_bond(rm, chain):
     before, jackpot = d.rm.credits(agg), d.rm.jackpot()
     tx = d.rm.revealAggregateLeaf(job_id, *reveal_answer(honest, 0, fake), sender=agg)
     ev = tx.events.filter(d.rm.AggregateLeafRevealed)[0]
-    assert ev.leaf == 1 and d.rm.jackpot() == jackpot + REVEAL_BOND
+    assert ev.leaf == 1 and d.rm.heldBondOf(job_id, 0, 0, d.other) == REVEAL_BOND
     assert wrong_element_in_chunk(honest, 0, ev.leaf, bytes(ev.chunk)) is None
     with reverts(d.rm, "AggregateCorrect"):
         d.rm.proveAggregationFraud(
@@ -649,6 +669,42 @@ def test_frivolous_reveal_request_forfeits_its_bond(rm, chain):
     advance(chain, WINDOW + 1)
     d.rm.finalizeRound(job_id, sender=d.other)
     assert d.rm.credits(agg) == before + BOND + AGG_REWARD
+    # the aggregate stood: the request's held bond is forfeited to the jackpot
+    assert d.rm.jackpot() == jackpot + REVEAL_BOND and d.rm.heldBonds(job_id, 0, 0) == 0
+    with reverts(d.rm, "AggregateNotOverturned", jobId=job_id, round=0, attempt=0):
+        d.rm.reclaimRevealBond(job_id, 0, 0, sender=d.other)
+    rm_balance_accounted(d, [job_id])
+
+
+def test_requester_front_run_by_a_proof_of_another_wrong_element_gets_its_bond_back(rm, chain):
+    """A cheating aggregator that knows a second wrong element of its own aggregate, outside the
+    leaf it revealed, proves that one first: it takes the challenger's share of its own bond,
+    but the requester no longer loses its request bond (it was held with the aggregate, which
+    is overturned). Before, the requester netted minus its bond (PROPERTIES, known gaps)."""
+    d = rm
+    job_id = post(d, chain, rounds=1)
+    units = train_round(d, chain, job_id, 0)
+    honest = aggregate(units, WEIGHTS)
+    # wrong at element 137 (leaf 2) and at element 5 (leaf 0, the first leaf a reveal shows)
+    far = corrupt(corrupt(honest, 0, 137), 0, 5)
+    cheater, requester = d.solvers[0], d.other
+    commit(d, job_id, far, cheater)
+    roots = data_roots(far)
+    tensor = first_disputed_tensor(roots, honest)
+    args = reveal_request(LAYOUT, roots, honest, tensor)
+    tokens = d.token.balanceOf(requester)
+    d.rm.requestAggregateReveal(job_id, *args, sender=requester)
+    tx = d.rm.revealAggregateLeaf(job_id, *reveal_answer(far, tensor, args[4]), sender=cheater)
+    revealed = tx.events.filter(d.rm.AggregateLeafRevealed)[0].leaf
+    assert revealed == 0 != 137 // 64
+    # the cheater proves the element outside the revealed leaf, ahead of the requester
+    d.rm.proveAggregationFraud(
+        job_id, *fraud_proof(units, far, LAYOUT, tensor, 137), sender=cheater
+    )
+    assert d.rm.getRound(job_id, 0).attempt == 1
+    d.rm.reclaimRevealBond(job_id, 0, 0, sender=requester)
+    d.rm.withdraw(sender=requester)
+    assert d.token.balanceOf(requester) == tokens  # the bond is back: nothing lost
     rm_balance_accounted(d, [job_id])
 
 
