@@ -298,10 +298,18 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
             }
         } else {
             // The attestation stood: the entry may be challenged again (another whistleblower
-            // is not bound by how this one played); the failed bond is the verifier's.
+            // is not bound by how this one played). The failed bond: `rewardBps` of it to the
+            // verifier whose stake the case held, the rest to the jackpot, so that a sybil of the
+            // verifier holding the entry with back-to-back losing cases pays for each of them.
             challenged[c.entry] = Entry(false, uint64(block.timestamp));
-            _credit(c.verifier, c.bond);
+            uint256 kept = MarketMath.share(c.bond, rewardBps);
+            uint256 toJackpot = uint256(c.bond) - kept;
+            _credit(c.verifier, kept);
             registry.release(c.verifier, c.penalty, false);
+            if (toJackpot != 0) {
+                token.forceApprove(address(manager), toJackpot);
+                manager.fundJackpot(toJackpot);
+            }
         }
     }
 

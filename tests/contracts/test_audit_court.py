@@ -170,7 +170,9 @@ def test_false_attestation_is_challenged_again_after_a_sybil_loses_on_purpose(co
         _challenge(d, unit, liar, lie, honest_wb)
     credits = d.court.credits(liar)
     d.court_game.resolve(ev.gameId, False, sender=d.other)  # the sybil lost on time
-    assert d.court.credits(liar) == credits + ev.bond  # the failed bond is still the verifier's
+    # the verifier's share of the failed bond; the rest is the jackpot's, so each losing case
+    # costs the sybil that share of its bond (PROTOCOL §6.8)
+    assert d.court.credits(liar) == credits + ev.bond * COURT_REWARD_BPS // 10_000
 
     # the attestation stood in that case only: the honest whistleblower takes it to court
     ev = _challenge(d, unit, liar, lie, honest_wb)

@@ -136,7 +136,8 @@ def test_onDisputeResolved_attestationStands_releasesWhatWasLocked(world, chain)
     d.court_game.resolve(game, False, sender=d.other)
     assert d.registry.freeStake(v) == free
     assert d.registry.getNode(v).stake == 100 * E18
-    assert d.court.credits(v) == free * COURT_REWARD_BPS // 10_000  # the scaled bond
+    bond = free * COURT_REWARD_BPS // 10_000  # the scaled bond: rewardBps of it is the verifier's
+    assert d.court.credits(v) == bond * COURT_REWARD_BPS // 10_000
 
 
 def test_challengeAttestation_verifierUnbonding_locksItsUnbondingStake(world, chain):
@@ -267,8 +268,11 @@ def test_bondOf_smallPenalty_isTheFlatFloor(world, chain):
     assert d.court.bondOf(unit, v) == COURT_BOND
     game, penalty, bond = challenge_paid(d, unit, v, ends)
     assert (penalty, bond) == (6 * E18, COURT_BOND)
+    jackpot = d.manager.jackpot()
     d.court_game.resolve(game, False, sender=d.other)
-    assert d.court.credits(v) == COURT_BOND
+    kept = COURT_BOND * COURT_REWARD_BPS // 10_000
+    assert d.court.credits(v) == kept
+    assert d.manager.jackpot() == jackpot + COURT_BOND - kept  # the rest of the failed bond
 
 
 def test_bondOf_sAtTheFloor_isTheFlatBond(world, chain):
@@ -289,17 +293,23 @@ def test_bondOf_largeS_isTheRewardAtStake(world, chain):
     assert (penalty, bond) == (s, s * COURT_REWARD_BPS // 10_000)
 
 
-def test_bondOf_largeS_attestationStands_verifierCreditedTheScaledBond(world, chain):
+def test_bondOf_largeS_attestationStands_verifierCreditedItsShareOfTheScaledBond(world, chain):
+    """A failed bond is split: `rewardBps` of it to the verifier whose stake the case held, the
+    rest to the jackpot, so that a verifier's sybil pays for every losing case it opens to hold
+    the entry (PROTOCOL §6.8)."""
     d = world
     _, unit, [(v, ends), _] = large_s_unit(d, chain)
     game, penalty, bond = challenge_paid(d, unit, v, ends)
     assert bond > COURT_BOND
+    jackpot = d.manager.jackpot()
     d.court_game.resolve(game, False, sender=d.other)
-    assert d.court.credits(v) == bond
+    kept = bond * COURT_REWARD_BPS // 10_000
+    assert d.court.credits(v) == kept
+    assert d.manager.jackpot() == jackpot + bond - kept
     assert d.court.credits(d.whistleblower) == 0
     before = d.token.balanceOf(v)
     d.court.withdraw(sender=v)
-    assert d.token.balanceOf(v) == before + bond
+    assert d.token.balanceOf(v) == before + kept
 
 
 def test_bondOf_largeS_falseAttestation_whistleblowerGetsBondPlusReward(world, chain):
