@@ -537,3 +537,22 @@ def test_a_publisher_learns_when_readers_will_refuse_its_locators(tmp_path):
     assert "only http" in locator_problem("s3://my-bucket")
     assert locator_problem(str(tmp_path / "blobs"), local_ok=True) is None  # dev chains
     assert not (tmp_path / "blobs").exists()
+
+
+def test_rounds_keep_at_most_max_loaded_decomposed_jobs_and_reload_from_my_own_store(tmp_path):
+    """A decomposed job's spec and dataset are held to --max-loaded-jobs like any job (PROPERTIES
+    H12); the spec, first read from the submitter's store, is copied into mine (the first
+    store), so a reload after its eviction does not need the submitter's."""
+    from agents.roles.decomposed import Rounds
+
+    mine, theirs = (open_blob_store(str(tmp_path / name)) for name in ("mine", "theirs"))
+    address = theirs.put(V2.canonical_bytes())
+    base = rounds_for(tmp_path, V2)
+    rounds = Rounds(base.rm, None, None, [mine, theirs], max_loaded=1)
+    first = rounds.job_spec(1)[0]
+    assert mine.has(address)
+    rounds.job_spec(2)
+    assert rounds._specs.keys() == [2]
+    rounds.stores = [mine]  # the submitter's store is gone
+    assert rounds.job_spec(1)[0] == first
+    assert rounds._specs.keys() == [1]
