@@ -882,12 +882,14 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.stake[verifier] -= penalty  # slashed from the verifier's registry stake
             if self.held_gone[verifier]:  # a gone verifier's recalled stake (all of it locked)
                 self.held_gone[verifier] -= penalty
-        elif court is u.court:  # the attestation stood (and its attempt is still the unit's)
-            self.court_credits[verifier] += bond
-            court.discard(entry)  # it may be taken to court again
-            u.stood[entry] = self.w.now()
         else:
-            self.court_credits[verifier] += bond
+            # the failed bond: rewardBps of it to the verifier, the rest to the jackpot
+            kept = bond * COURT_CFG["reward_bps"] // BPS
+            self.court_credits[verifier] += kept
+            self.jackpot += bond - kept
+            if court is u.court:  # the attestation stood (and its attempt is still the unit's)
+                court.discard(entry)  # it may be taken to court again
+                u.stood[entry] = self.w.now()
         self.cases[game] = (self.cases[game][0], verifier, 0, 0, u, entry, court)
         self._seen(f"court ruled falseAttestation={won}")
 
