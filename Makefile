@@ -33,7 +33,7 @@ help:
 	@echo "make lint    - ruff check + format check, solhint, slither (fails on high/medium)"
 	@echo "make bench   - run bench/ and write JSON under bench/results/"
 	@echo "make fuzz    - long property-test profile"
-	@echo "make reliability - fault-injection trials (crashes, chain, transport, blobs, bad input)"
+	@echo "make reliability - fault-injection trials (crashes, chain, transport, blobs, bad input, aggregator kills)"
 	@echo "make clean   - remove build outputs (keeps .venv and node_modules)"
 
 # --- set-up -------------------------------------------------------------------------------
@@ -104,9 +104,11 @@ bench: $(ABI_STAMP)
 	$(PY) -m tools.run_bench
 
 # Seeded fault-injection trials of a real job (about 25 min on 2 cores, 4 at a time); writes
-# bench/results/reliability.json. `make test` runs a sample (tests/reliability/).
+# bench/results/reliability.json. `make test` runs a sample (tests/reliability/). Then seeded
+# kill -9 trials of a decomposed job's aggregator (bench/results/aggregator_crash.json).
 reliability: $(ABI_STAMP)
 	$(PY) -m bench.reliability_bench
+	$(PY) -m bench.aggregator_crash_bench
 
 fuzz: $(ABI_STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m tools.run_tests --provider $(PROVIDER)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 BENCH_DIR = Path("bench")
 #: Benchmarks with a target of their own (`make reliability`): run only when named.
-OWN_TARGET = {"reliability"}
+OWN_TARGET = {"reliability", "aggregator_crash"}
 
 
 def main(argv: list[str]) -> int:

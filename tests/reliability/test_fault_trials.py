@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from bench import aggregator_crash_bench as ab
 from bench import reliability_bench as rb
 from tools.faultproxy import FaultProxy, FaultRates
 
@@ -94,3 +95,15 @@ def test_fault_proxy_is_seeded_and_drop_after_still_forwards():
     finally:
         proxy.stop()
     assert forwarded == [b'{"id":1}']
+
+
+def test_aggregator_trials_kill_it_at_every_point_of_a_decomposed_job():
+    """The aggregator trials (bench/aggregator_crash_bench.py, run by `make reliability`: each is
+    a whole decomposed job) cover every point, seeded: the same seed, the same plan; only the
+    dispute points bring the cheating aggregator."""
+    plans = ab.plans(ab.FULL, SEED)
+    assert [p.point for p in plans] == list(ab.POINTS)
+    assert [p.row() for p in plans] == [p.row() for p in ab.plans(ab.FULL, SEED)]
+    assert {p.point for p in plans if p.dispute} == set(ab.DISPUTE)
+    assert all(0 <= p.delay_s <= ab.MAX_DELAY_S.get(p.point, 2.0) for p in plans)
+    assert all(0.5 <= p.down_s <= 3.0 for p in plans)
