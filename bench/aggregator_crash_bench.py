@@ -31,9 +31,7 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,7 @@ import rolekit as rk  # noqa: E402
 from web3 import Web3  # noqa: E402
 
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all  # noqa: E402
+from bench.reliability_bench import STOP, run_bench, run_side_by_side  # noqa: E402
 from scripts.demo import Processes, audit_sends, fund  # noqa: E402
 from scripts.demo_decomposed import (  # noqa: E402
     CHEATER,
@@ -71,8 +70,6 @@ MAX_DELAY_S = {"aggregating": 4.0, "committed": 3.0, "completed": 1.0}
 HONEST_SOLVERS = SOLVERS[1:]  # three: one unit of each round each
 JOB_TIMEOUT_S = 900.0
 FULL, QUICK = len(POINTS), 2
-#: Set on SIGTERM/Ctrl-C: running trials stop at their next tick and stop their processes.
-STOP = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -316,22 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     todo = plans(QUICK if args.quick else FULL, args.seed)
     local_root = local_run()["final_state_root"]
     root = Path(tempfile.mkdtemp(prefix="aggregator-crash-"))
-    rows: list[dict[str, Any]] = []
     try:
-        pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
-        try:
-            futures = [pool.submit(run_trial, p, root / f"{p.point}-{p.seed}", local_root)
-                       for p in todo]  # fmt: skip
-            for fut in futures:
-                row = fut.result()
-                rows.append(row)
-                brief = ("plan", "survived", "wall_s", "notes", "error")
-                print(json.dumps({k: row.get(k) for k in brief}), flush=True)
-        except BaseException:
-            STOP.set()  # running trials stop their processes at their next tick
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        rows = run_side_by_side(
+            todo, lambda p: run_trial(p, root / f"{p.point}-{p.seed}", local_root), args.jobs
+        )
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -357,17 +342,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if report["totals"]["survived"] == report["totals"]["trials"] else 1
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    STOP.set()
-    raise KeyboardInterrupt
-
-
 if __name__ == "__main__":
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        STOP.set()
-        print("interrupted; every process the bench started was stopped", file=sys.stderr)
-        sys.exit(130)
+    run_bench(main)

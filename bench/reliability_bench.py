@@ -779,6 +779,25 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return per
 
 
+def run_side_by_side(todo: list[Any], run: Callable[[Any], dict[str, Any]], jobs: int) -> list:
+    """`run` each of `todo`, `jobs` at a time; rows in `todo`'s order, each printed in brief as
+    it is collected. An interrupt stops the running trials' processes at their next tick."""
+    rows = []
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        for fut in [pool.submit(run, p) for p in todo]:
+            row = fut.result()
+            rows.append(row)
+            brief = ("plan", "survived", "wall_s", "notes", "error")
+            print(json.dumps({k: row.get(k) for k in brief}), flush=True)
+    except BaseException:
+        STOP.set()  # running trials stop their processes at their next tick
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few trials per class")
@@ -799,19 +818,9 @@ def main(argv: list[str] | None = None) -> int:
         # the longest classes (dispute games run to a clock) first, so the pool stays full
         order = ("adversary", "blob", "court", "transport", "chain", "crash")
         todo = sorted(plans(counts, args.seed), key=lambda p: order.index(_class_of(p)))
-        pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
-        try:
-            futures = [pool.submit(run_trial, p, root / f"{p.fault}-{p.seed}") for p in todo]
-            for fut in futures:
-                row = fut.result()
-                rows.append(row)
-                brief = ("plan", "survived", "wall_s", "notes", "error")
-                print(json.dumps({k: row.get(k) for k in brief}), flush=True)
-        except BaseException:
-            STOP.set()  # running trials stop their processes at their next tick
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        rows = run_side_by_side(
+            todo, lambda p: run_trial(p, root / f"{p.fault}-{p.seed}"), args.jobs
+        )
         inputs = bad_inputs(root / "input") if "input" in wanted else None
     finally:
         if not args.keep:
@@ -852,12 +861,17 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-if __name__ == "__main__":
+def run_bench(main_fn: Callable[[], int]) -> None:
+    """A trial bench's entry point: SIGTERM and Ctrl-C stop every process it started."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        sys.exit(main())
+        sys.exit(main_fn())
     except KeyboardInterrupt:
         STOP.set()
         print("interrupted; every process the bench started was stopped", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    run_bench(main)
