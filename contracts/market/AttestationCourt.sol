@@ -292,10 +292,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
             uint256 toJackpot = uint256(c.penalty) - reward;
             // The slashed penalty arrives here; the manager pulls its jackpot share right away.
             registry.slash(c.verifier, c.penalty, true);
-            if (toJackpot != 0) {
-                token.forceApprove(address(manager), toJackpot);
-                manager.fundJackpot(toJackpot);
-            }
+            _fundJackpot(toJackpot);
         } else {
             // The attestation stood: the entry may be challenged again (another whistleblower
             // is not bound by how this one played). The failed bond: `rewardBps` of it to the
@@ -306,10 +303,7 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
             uint256 toJackpot = uint256(c.bond) - kept;
             _credit(c.verifier, kept);
             registry.release(c.verifier, c.penalty, false);
-            if (toJackpot != 0) {
-                token.forceApprove(address(manager), toJackpot);
-                manager.fundJackpot(toJackpot);
-            }
+            _fundJackpot(toJackpot);
         }
     }
 
@@ -324,6 +318,13 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         if (amount == 0) revert NothingToWithdraw(msg.sender);
         emit Withdrawn(msg.sender, amount);
         token.safeTransfer(msg.sender, amount);
+    }
+
+    /// @dev Hands `amount` of the tokens this court holds to the manager's jackpot.
+    function _fundJackpot(uint256 amount) private {
+        if (amount == 0) return;
+        token.forceApprove(address(manager), amount);
+        manager.fundJackpot(amount);
     }
 
     function _credit(address account, uint256 amount) private {
