@@ -28,7 +28,9 @@ interface INodeRegistry {
         uint32 throughput;
     }
 
-    /// @notice A node's full record.
+    /// @notice A node's full record (`getNode`). Stored narrower: stake and locked fit 96 bits
+    ///         (SafeCast reverts above), and the track record saturates (completed at 2^24 - 1,
+    ///         failed and slashed at 2^16 - 1) instead of reverting a settlement.
     struct Node {
         Role role;
         uint16 deviceClass;
@@ -167,11 +169,31 @@ interface INodeRegistry {
 
     // ------------------------------------------------------------------ protocol contracts only
     /// @notice Checks `node` has `role`, is online, declares at least `required` and has `amount`
-    ///         free stake, then locks `amount`. Reverts with the failing check's error.
-    function lockEligible(address node, Role role, Capability calldata required, uint256 amount) external;
+    ///         free stake, then locks `amount`; returns the node's selection weight
+    ///         (`selectionWeight`) as it was before the lock. Reverts with the failing check's
+    ///         error.
+    function lockEligible(address node, Role role, Capability calldata required, uint256 amount)
+        external
+        returns (uint256 weight);
 
     /// @notice Locks `amount` of `node`'s free stake. Reverts `InsufficientFreeStake` if short.
     function lock(address node, uint256 amount) external;
+
+    /// @notice Locks `amount` of each of `nodes`' free stake (one `StakeLocked` each). Reverts
+    ///         `InsufficientFreeStake` for the first one short.
+    function lockAll(address[] calldata nodes, uint256 amount) external;
+
+    /// @notice Settles a unit in one call: releases the solver's `collateral` counting a completed
+    ///         unit, and for each of `verifiers` slashes `lockAmount` (counting a failed unit) if
+    ///         bit i of `slashMask` is set, else releases it; transfers the slashed total to the
+    ///         caller and returns it. Each node gets the event its `release` or `slash` would emit.
+    function settleUnit(
+        address solver,
+        uint256 collateral,
+        address[] calldata verifiers,
+        uint256 lockAmount,
+        uint256 slashMask
+    ) external returns (uint256 slashed);
 
     /// @notice Locks `amount` of what `node` still answers for: its free stake first, then its
     ///         unbonding stake, which is moved back into its stake, locked (`UnbondingRecalled`).
@@ -220,6 +242,19 @@ interface INodeRegistry {
         address[] calldata exclude,
         uint256 amount
     ) external view returns (address node);
+    /// @notice The draw of up to `wanted` distinct nodes of `role`'s pool: for t = 0, 1, … while
+    ///         t < `tries` and fewer than `wanted` are picked, the node `pickPoolMember` gives for
+    ///         `uint256(keccak256(abi.encode(seed, t)))`, unless it is `exclude` or picked already
+    ///         (PROTOCOL §6.5). In draw order; shorter when the tries run out.
+    function pickPoolMembers(
+        Role role,
+        bytes32 seed,
+        uint256 wanted,
+        uint256 tries,
+        uint64 joinedBefore,
+        address exclude,
+        uint256 amount
+    ) external view returns (address[] memory picked);
     /// @notice Number of entries of `role`'s pool, live or dead.
     function poolSize(Role role) external view returns (uint256);
     /// @notice Number of entries of `role`'s pool added in a block before `blockNumber`.

@@ -22,9 +22,33 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     uint64 private immutable _unbondingDelay;
     uint64 private immutable _heartbeatTtl;
 
+    /// @dev A node as stored: what eligibility reads in one slot (role, capability, heartbeat,
+    ///      pool entry), what a duty moves and the weight reads in another (stake, locked, track
+    ///      record), unbonding in a third. `Node` (the view) widens it. Stakes fit 96 bits (SafeCast
+    ///      reverts past 2^96 - 1 base units, about 7.9e10 tokens of 18 decimals); the track record
+    ///      saturates (completed at 2^24 - 1, failed and slashed at 2^16 - 1) rather than revert
+    ///      a settlement.
+    struct NodeRecord {
+        Role role;
+        uint16 deviceClass;
+        uint32 memoryMiB;
+        uint32 throughput;
+        uint64 lastHeartbeat;
+        uint32 poolSlot;
+        uint96 stake;
+        uint96 locked;
+        uint24 completed;
+        uint16 failed;
+        uint16 slashed;
+        // role == Role.None, kept beside the stake so that a release reads one slot
+        bool roleless;
+        uint128 unbonding;
+        uint64 unbondReadyAt;
+    }
+
     bool private _slashersSet;
     mapping(address account => bool) private _isSlasher;
-    mapping(address node => Node) private _nodes;
+    mapping(address node => NodeRecord) private _nodes;
     /// @dev Entries never move (PROTOCOL §6.2): an index names the same entry forever, so a draw
     ///      against the pool as it stood before a seed block cannot be moved by later joins or exits.
     mapping(Role role => PoolEntry[]) private _pools;
@@ -66,18 +90,19 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     /// @inheritdoc INodeRegistry
     function register(Role role, Capability calldata capability, uint256 amount) external nonReentrant {
         if (role == Role.None) revert InvalidRole();
-        Node storage node = _nodes[msg.sender];
+        NodeRecord storage node = _nodes[msg.sender];
         if (node.role != Role.None) revert AlreadyRegistered(msg.sender, node.role);
         if (amount < minStake(role)) revert StakeBelowMinimum(amount, minStake(role));
         if (amount == 0) revert ZeroAmount();
         node.role = role;
+        node.roleless = false;
         node.deviceClass = capability.deviceClass;
         node.memoryMiB = capability.memoryMiB;
         node.throughput = capability.throughput;
         node.lastHeartbeat = uint64(block.timestamp);
         // Added, not set: a node with no role may still hold stake the court recalled from its
         // unbonding (lockAnswerable), locked until the case ends.
-        node.stake = (node.stake + amount).toUint128();
+        node.stake = (node.stake + amount).toUint96();
         node.poolSlot = _joinPool(role, msg.sender);
         emit NodeRegistered(msg.sender, role, amount, capability);
         _token.safeTransferFrom(msg.sender, address(this), amount);
@@ -85,17 +110,17 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     /// @inheritdoc INodeRegistry
     function addStake(uint256 amount) external nonReentrant {
-        Node storage node = _registered(msg.sender);
+        NodeRecord storage node = _registered(msg.sender);
         if (amount == 0) revert ZeroAmount();
         uint256 stake = node.stake + amount;
-        node.stake = stake.toUint128();
+        node.stake = stake.toUint96();
         emit StakeAdded(msg.sender, amount, stake);
         _token.safeTransferFrom(msg.sender, address(this), amount);
     }
 
     /// @inheritdoc INodeRegistry
     function setCapability(Capability calldata capability) external {
-        Node storage node = _registered(msg.sender);
+        NodeRecord storage node = _registered(msg.sender);
         node.deviceClass = capability.deviceClass;
         node.memoryMiB = capability.memoryMiB;
         node.throughput = capability.throughput;
@@ -104,14 +129,14 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     /// @inheritdoc INodeRegistry
     function heartbeat() external {
-        Node storage node = _registered(msg.sender);
+        NodeRecord storage node = _registered(msg.sender);
         node.lastHeartbeat = uint64(block.timestamp);
         emit HeartbeatRecorded(msg.sender, uint64(block.timestamp));
     }
 
     /// @inheritdoc INodeRegistry
     function requestUnbond(uint256 amount) external {
-        Node storage node = _registered(msg.sender);
+        NodeRecord storage node = _registered(msg.sender);
         if (amount == 0) revert ZeroAmount();
         uint256 free = node.stake - node.locked;
         if (amount > free) revert InsufficientFreeStake(msg.sender, free, amount);
@@ -120,21 +145,22 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         if (left != 0 && left < minStake(role)) revert StakeBelowMinimum(left, minStake(role));
         uint256 unbonding = node.unbonding + amount;
         uint64 readyAt = uint64(block.timestamp) + _unbondingDelay;
-        // left <= stake, so it fits the uint128 the stake came from.
-        node.stake = uint128(left);
+        // left <= stake, so it fits the uint96 the stake came from.
+        node.stake = uint96(left);
         node.unbonding = unbonding.toUint128();
         node.unbondReadyAt = readyAt;
         emit UnbondRequested(msg.sender, amount, unbonding, readyAt);
         if (left == 0) {
             _leavePool(node);
             node.role = Role.None;
+            node.roleless = true;
             emit NodeExited(msg.sender, role);
         }
     }
 
     /// @inheritdoc INodeRegistry
     function withdrawUnbonded() external nonReentrant {
-        Node storage node = _nodes[msg.sender];
+        NodeRecord storage node = _nodes[msg.sender];
         uint256 amount = node.unbonding;
         if (amount == 0) revert NothingUnbonding(msg.sender);
         if (block.timestamp < node.unbondReadyAt) {
@@ -152,8 +178,9 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     function lockEligible(address nodeAddr, Role role, Capability calldata required, uint256 amount)
         external
         onlySlasher
+        returns (uint256 weight)
     {
-        Node storage node = _nodes[nodeAddr];
+        NodeRecord storage node = _nodes[nodeAddr];
         if (node.role != role) revert WrongRole(nodeAddr, role, node.role);
         if (!_online(node)) revert NodeOffline(nodeAddr, node.lastHeartbeat, _heartbeatTtl);
         if (
@@ -164,6 +191,7 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
                 nodeAddr, Capability(node.deviceClass, node.memoryMiB, node.throughput), required
             );
         }
+        weight = _weight(node);
         _lock(nodeAddr, node, amount);
     }
 
@@ -174,17 +202,17 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     /// @inheritdoc INodeRegistry
     function lockAnswerable(address nodeAddr, uint256 amount) external onlySlasher {
-        Node storage node = _nodes[nodeAddr];
+        NodeRecord storage node = _nodes[nodeAddr];
         uint256 free = node.stake - node.locked;
         uint256 unbonding = node.unbonding;
         if (free + unbonding < amount) revert InsufficientAnswerableStake(nodeAddr, free + unbonding, amount);
         if (free < amount) {
             // The shortfall comes back from unbonding: amount - free <= unbonding (checked
-            // above), and stake + that <= stake + unbonding, which both came from uint128s.
+            // above), which came from a uint128; the stake it joins is checked to fit 96 bits.
             uint256 recalled = amount - free;
             unbonding -= recalled;
             node.unbonding = uint128(unbonding);
-            node.stake += uint128(recalled);
+            node.stake = (node.stake + recalled).toUint96();
             emit UnbondingRecalled(nodeAddr, msg.sender, recalled, unbonding);
         }
         _lock(nodeAddr, node, amount);
@@ -192,41 +220,44 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     /// @inheritdoc INodeRegistry
     function release(address nodeAddr, uint256 amount, bool completed) external onlySlasher {
-        Node storage node = _nodes[nodeAddr];
-        if (node.locked < amount) revert InsufficientLockedStake(nodeAddr, node.locked, amount);
-        // amount <= locked (checked above), so the cast is exact.
-        node.locked -= uint128(amount);
-        if (completed) ++node.completed;
-        emit StakeReleased(nodeAddr, msg.sender, amount, completed);
-        if (node.role == Role.None) {
-            // Only lockAnswerable locks a node with no role (exiting needs locked == 0): the stake
-            // it recalled goes back to unbonding, the one way out of a node with no role.
-            // amount <= locked <= stake, and unbonding + amount <= the uint128s they came from.
-            node.stake -= uint128(amount);
-            uint256 unbonding = node.unbonding + amount;
-            node.unbonding = uint128(unbonding);
-            emit StakeReturnedToUnbonding(nodeAddr, amount, unbonding);
-        }
+        _release(nodeAddr, _nodes[nodeAddr], amount, completed);
     }
 
     /// @inheritdoc INodeRegistry
     function slash(address nodeAddr, uint256 amount, bool failed) external onlySlasher nonReentrant {
-        Node storage node = _nodes[nodeAddr];
-        if (node.locked < amount) revert InsufficientLockedStake(nodeAddr, node.locked, amount);
-        // amount <= locked <= stake (checked above), so the casts are exact.
-        node.locked -= uint128(amount);
-        node.stake -= uint128(amount);
-        ++node.slashed;
-        if (failed) ++node.failed;
-        // A node with no role (its stake recalled from unbonding) has no pool entry to leave.
-        if (node.stake == 0 && node.role != Role.None) {
-            Role role = node.role;
-            _leavePool(node);
-            node.role = Role.None;
-            emit NodeExited(nodeAddr, role);
-        }
-        emit NodeSlashed(nodeAddr, msg.sender, amount, failed);
+        _slash(nodeAddr, _nodes[nodeAddr], amount, failed);
         _token.safeTransfer(msg.sender, amount);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function lockAll(address[] calldata nodes, uint256 amount) external onlySlasher {
+        for (uint256 i = 0; i < nodes.length; ++i) {
+            _lock(nodes[i], _nodes[nodes[i]], amount);
+        }
+    }
+
+    /// @inheritdoc INodeRegistry
+    function settleUnit(
+        address solver,
+        uint256 collateral,
+        address[] calldata verifiers,
+        uint256 lockAmount,
+        uint256 slashMask
+    ) external onlySlasher returns (uint256 slashed) {
+        _release(solver, _nodes[solver], collateral, true);
+        for (uint256 i = 0; i < verifiers.length; ++i) {
+            address v = verifiers[i];
+            if (slashMask & (1 << i) != 0) {
+                _slash(v, _nodes[v], lockAmount, true);
+                slashed += lockAmount;
+            } else {
+                _release(v, _nodes[v], lockAmount, false);
+            }
+        }
+        // One transfer for every slashed lock (each NodeSlashed says whose), after every state
+        // change: the caller is a protocol contract and the token is fixed at deployment, so
+        // nothing is left for a reentrant call to see half done (no guard needed).
+        if (slashed != 0) _token.safeTransfer(msg.sender, slashed);
     }
 
     // ------------------------------------------------------------------ views
@@ -243,7 +274,22 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     /// @inheritdoc INodeRegistry
     function getNode(address nodeAddr) external view returns (Node memory) {
-        return _nodes[nodeAddr];
+        NodeRecord storage n = _nodes[nodeAddr];
+        return Node({
+            role: n.role,
+            deviceClass: n.deviceClass,
+            memoryMiB: n.memoryMiB,
+            throughput: n.throughput,
+            lastHeartbeat: n.lastHeartbeat,
+            completed: n.completed,
+            failed: n.failed,
+            slashed: n.slashed,
+            stake: n.stake,
+            locked: n.locked,
+            unbonding: n.unbonding,
+            unbondReadyAt: n.unbondReadyAt,
+            poolSlot: n.poolSlot
+        });
     }
 
     /// @inheritdoc INodeRegistry
@@ -253,13 +299,13 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     /// @inheritdoc INodeRegistry
     function freeStake(address nodeAddr) external view returns (uint256) {
-        Node storage node = _nodes[nodeAddr];
+        NodeRecord storage node = _nodes[nodeAddr];
         return node.stake - node.locked;
     }
 
     /// @inheritdoc INodeRegistry
     function answerableStake(address nodeAddr) external view returns (uint256) {
-        Node storage node = _nodes[nodeAddr];
+        NodeRecord storage node = _nodes[nodeAddr];
         return node.stake - node.locked + node.unbonding;
     }
 
@@ -302,19 +348,39 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         PoolEntry[] storage pool = _pools[role];
         uint256 size = _sizeBefore(pool, joinedBefore);
         if (size == 0) return address(0);
-        uint256 index = randomWord % size;
-        PoolEntry storage entry = pool[index];
-        address candidate = entry.node;
-        // A node that took the entry in or after block `joinedBefore` may have seen the seed.
-        if (entry.joinedBlock >= joinedBefore) return address(0);
-        Node storage node = _nodes[candidate];
-        if (!_onEntry(node, index)) return address(0);
+        address candidate = _eligibleAt(pool, randomWord % size, joinedBefore, amount);
         for (uint256 i = 0; i < exclude.length; ++i) {
             if (candidate == exclude[i]) return address(0);
         }
-        if (!_online(node)) return address(0);
-        if (node.stake - node.locked < amount) return address(0);
         return candidate;
+    }
+
+    /// @inheritdoc INodeRegistry
+    function pickPoolMembers(
+        Role role,
+        bytes32 seed,
+        uint256 wanted,
+        uint256 tries,
+        uint64 joinedBefore,
+        address exclude,
+        uint256 amount
+    ) external view returns (address[] memory picked) {
+        PoolEntry[] storage pool = _pools[role];
+        uint256 size = _sizeBefore(pool, joinedBefore);
+        picked = new address[](wanted);
+        uint256 count = 0;
+        for (uint256 t = 0; t < tries && count < wanted && size != 0; ++t) {
+            uint256 word = uint256(keccak256(abi.encode(seed, t)));
+            address candidate = _eligibleAt(pool, word % size, joinedBefore, amount);
+            if (candidate == address(0) || candidate == exclude) continue;
+            if (_contains(picked, count, candidate)) continue;
+            picked[count] = candidate;
+            ++count;
+        }
+        // Shrink the array to what was picked: count <= wanted, its allocated length.
+        assembly ("memory-safe") {
+            mstore(picked, count)
+        }
     }
 
     /// @inheritdoc INodeRegistry
@@ -342,32 +408,98 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
 
     // ------------------------------------------------------------------ internal
 
-    function _registered(address nodeAddr) private view returns (Node storage node) {
+    function _registered(address nodeAddr) private view returns (NodeRecord storage node) {
         node = _nodes[nodeAddr];
         if (node.role == Role.None) revert NotRegistered(nodeAddr);
     }
 
-    function _online(Node storage node) private view returns (bool) {
+    function _online(NodeRecord storage node) private view returns (bool) {
         return node.role != Role.None && block.timestamp <= uint256(node.lastHeartbeat) + _heartbeatTtl;
     }
 
-    function _lock(address nodeAddr, Node storage node, uint256 amount) private {
+    function _lock(address nodeAddr, NodeRecord storage node, uint256 amount) private {
         uint256 free = node.stake - node.locked;
         if (free < amount) revert InsufficientFreeStake(nodeAddr, free, amount);
-        // amount <= free <= stake - locked, so locked + amount <= stake fits uint128.
-        node.locked += uint128(amount);
+        // amount <= free <= stake - locked, so locked + amount <= stake fits uint96.
+        node.locked += uint96(amount);
         emit StakeLocked(nodeAddr, msg.sender, amount);
     }
 
-    function _weight(Node storage node) private view returns (uint256) {
+    function _release(address nodeAddr, NodeRecord storage node, uint256 amount, bool completed) private {
+        uint256 locked = node.locked;
+        if (locked < amount) revert InsufficientLockedStake(nodeAddr, locked, amount);
+        // amount <= locked (checked above), so the cast is exact.
+        node.locked = uint96(locked - amount);
+        // Saturates: a track record at its maximum must not block a settlement.
+        if (completed && node.completed != type(uint24).max) ++node.completed;
+        emit StakeReleased(nodeAddr, msg.sender, amount, completed);
+        if (node.roleless) {
+            // Only lockAnswerable locks a node with no role (exiting needs locked == 0): the stake
+            // it recalled goes back to unbonding, the one way out of a node with no role.
+            // amount <= locked <= stake, and unbonding + amount <= the uint128 it came from plus
+            // a uint96.
+            node.stake -= uint96(amount);
+            uint256 unbonding = node.unbonding + amount;
+            node.unbonding = unbonding.toUint128();
+            emit StakeReturnedToUnbonding(nodeAddr, amount, unbonding);
+        }
+    }
+
+    function _slash(address nodeAddr, NodeRecord storage node, uint256 amount, bool failed) private {
+        uint256 locked = node.locked;
+        if (locked < amount) revert InsufficientLockedStake(nodeAddr, locked, amount);
+        // amount <= locked <= stake (checked above), so the casts are exact.
+        node.locked = uint96(locked - amount);
+        node.stake -= uint96(amount);
+        // Saturates, as in _release.
+        if (node.slashed != type(uint16).max) ++node.slashed;
+        if (failed && node.failed != type(uint16).max) ++node.failed;
+        // A node with no role (its stake recalled from unbonding) has no pool entry to leave.
+        if (node.stake == 0 && node.role != Role.None) {
+            Role role = node.role;
+            _leavePool(node);
+            node.role = Role.None;
+            node.roleless = true;
+            emit NodeExited(nodeAddr, role);
+        }
+        emit NodeSlashed(nodeAddr, msg.sender, amount, failed);
+    }
+
+    function _weight(NodeRecord storage node) private view returns (uint256) {
         uint256 good = uint256(node.completed) + 1;
         uint256 bad = 2 * uint256(node.failed) + 4 * uint256(node.slashed);
         return uint256(node.stake) * good / (good + bad);
     }
 
+    /// @dev The node on pool entry `index` (of the `pool` entries added before `joinedBefore`) if
+    ///      it took the entry before block `joinedBefore` (a node that took it later may have seen
+    ///      the seed), is still on it, is online and has `amount` free stake; else address(0).
+    function _eligibleAt(PoolEntry[] storage pool, uint256 index, uint64 joinedBefore, uint256 amount)
+        private
+        view
+        returns (address)
+    {
+        PoolEntry storage entry = pool[index];
+        if (entry.joinedBlock >= joinedBefore) return address(0);
+        address candidate = entry.node;
+        NodeRecord storage node = _nodes[candidate];
+        if (!_onEntry(node, index)) return address(0);
+        if (!_online(node)) return address(0);
+        if (node.stake - node.locked < amount) return address(0);
+        return candidate;
+    }
+
+    /// @dev Whether `list[0 .. count)` holds `item`.
+    function _contains(address[] memory list, uint256 count, address item) private pure returns (bool) {
+        for (uint256 i = 0; i < count; ++i) {
+            if (list[i] == item) return true;
+        }
+        return false;
+    }
+
     /// @dev Whether `node` is still on pool entry `index` (the entry is live); false once the node
     ///      left the pool (`poolSlot` 0) or took another entry.
-    function _onEntry(Node storage node, uint256 index) private view returns (bool) {
+    function _onEntry(NodeRecord storage node, uint256 index) private view returns (bool) {
         return node.poolSlot == index + 1;
     }
 
@@ -396,7 +528,7 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     /// @dev Unlinks the node from its entry, which stays where it is, dead, until a registration
     ///      takes it. Moving another entry onto it (swap-and-pop) would let a node that has seen a
     ///      seed move a live entry onto or off a drawn index (PROTOCOL §6.5).
-    function _leavePool(Node storage node) private {
+    function _leavePool(NodeRecord storage node) private {
         // poolSlot >= 1 while the node has a role: register set it, and only this clears it.
         _deadEntries[node.role].push(node.poolSlot - 1);
         node.poolSlot = 0;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conftest import (
     CAP,
     E18,
@@ -15,6 +16,9 @@ from conftest import (
     advance,
     reverts,
 )
+from eth_abi import encode as abi_encode
+from eth_utils import keccak
+from hexbytes import HexBytes
 
 ZERO = "0x0000000000000000000000000000000000000000"
 ALL = 2**64 - 1  # a `joinedBefore` block no entry reaches: every entry counts
@@ -547,3 +551,120 @@ def test_pickPoolMember_takenEntry_notPickedForEarlierSeeds(staked, chain):
     assert reg.pickPoolMember(VERIFIER, 1, seed_block, [], 1) == ZERO
     assert reg.pickPoolMember(VERIFIER, 1, joined, [], 1) == ZERO
     assert reg.pickPoolMember(VERIFIER, 1, joined + 1, [], 1) == d.other.address
+
+
+# ------------------------------------------------------------------ the manager's batched calls
+
+
+def _expected_draw(reg: Any, seed: bytes, wanted: int, tries: int, exclude: str, amount: int):
+    """pickPoolMembers computed from pickPoolMember, try by try (PROTOCOL §6.5)."""
+    picked: list[str] = []
+    for t in range(tries):
+        if len(picked) == wanted:
+            break
+        word = int.from_bytes(keccak(abi_encode(["bytes32", "uint256"], [seed, t])), "big")
+        node = reg.pickPoolMember(VERIFIER, word, ALL, [exclude, *picked], amount)
+        if node != ZERO:
+            picked.append(node)
+    return picked
+
+
+def test_pickPoolMembers_isTheDrawOfPickPoolMember(project, deployment, chain):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    assert reg.pickPoolMembers(VERIFIER, b"\x01" * 32, 2, 8, ALL, ZERO, 1) == []  # empty pool
+    for v in d.verifiers:
+        reg.register(VERIFIER, CAP, 60 * E18, sender=v)
+    reg.register(VERIFIER, CAP, 60 * E18, sender=d.solvers[0])  # a fourth entry
+    reg.lock(d.verifiers[1], 55 * E18, sender=d.other)  # short of the amount below
+    for n in range(12):
+        seed = n.to_bytes(32, "big")
+        for wanted, tries in ((2, 8), (3, 12), (4, 4), (1, 1)):
+            exclude = d.verifiers[n % 3].address
+            got = reg.pickPoolMembers(VERIFIER, seed, wanted, tries, ALL, exclude, 10 * E18)
+            want = _expected_draw(reg, seed, wanted, tries, exclude, 10 * E18)
+            assert got == want, (n, wanted, tries)
+            assert len(got) <= wanted and len(set(got)) == len(got)
+            assert exclude not in got and d.verifiers[1].address not in got
+
+
+def test_lockAll_locksEachAndEmits(project, deployment):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    v, w = d.verifiers[0], d.verifiers[1]
+    reg.register(VERIFIER, CAP, 60 * E18, sender=v)
+    reg.register(VERIFIER, CAP, 60 * E18, sender=w)
+    tx = reg.lockAll([v, w], 20 * E18, sender=d.other)
+    assert [(e.node, e.slasher, e.amount) for e in tx.events.filter(reg.StakeLocked)] == [
+        (v.address, d.other.address, 20 * E18),
+        (w.address, d.other.address, 20 * E18),
+    ]
+    assert reg.getNode(v).locked == reg.getNode(w).locked == 20 * E18
+    with reverts(reg, "InsufficientFreeStake", node=w.address, free=40 * E18, amount=41 * E18):
+        reg.lockAll([w], 41 * E18, sender=d.other)
+
+
+def test_lockAll_notSlasher_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotSlasher", caller=d.other.address):
+        d.registry.lockAll([d.verifiers[0]], 1, sender=d.other)
+
+
+def test_settleUnit_releasesTheSolverAndReleasesOrSlashesEachVerifier(project, deployment):
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    s, (v, w, x) = d.solvers[0], d.verifiers
+    reg.register(SOLVER, CAP, 200 * E18, sender=s)
+    for node in (v, w, x):
+        reg.register(VERIFIER, CAP, 60 * E18, sender=node)
+    reg.lockEligible(s, SOLVER, CAP, 100 * E18, sender=d.other)
+    reg.lockAll([v, w, x], 30 * E18, sender=d.other)
+    before = d.token.balanceOf(d.other)
+    args = (s, 100 * E18, [v, w, x], 30 * E18, 0b101)
+    assert reg.settleUnit.call(*args, sender=d.other) == 60 * E18  # what it returns
+    tx = reg.settleUnit(*args, sender=d.other)
+    assert d.token.balanceOf(d.other) == before + 60 * E18  # one transfer of both slashed locks
+    released = [(e.node, e.amount, e.completed) for e in tx.events.filter(reg.StakeReleased)]
+    assert released == [(s.address, 100 * E18, True), (w.address, 30 * E18, False)]
+    slashed = [(e.node, e.amount, e.failed) for e in tx.events.filter(reg.NodeSlashed)]
+    assert slashed == [(v.address, 30 * E18, True), (x.address, 30 * E18, True)]
+    assert reg.getNode(s).completed == 1 and reg.getNode(s).locked == 0
+    for node, stake in ((v, 30 * E18), (w, 60 * E18), (x, 30 * E18)):
+        n = reg.getNode(node)
+        assert (n.stake, n.locked) == (stake, 0)
+    assert (reg.getNode(v).failed, reg.getNode(v).slashed) == (1, 1)
+    with reverts(reg, "InsufficientLockedStake", node=s.address, locked=0, amount=1):
+        reg.settleUnit(s, 1, [], 0, 0, sender=d.other)
+
+
+def test_settleUnit_notSlasher_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotSlasher", caller=d.other.address):
+        d.registry.settleUnit(d.solvers[0], 0, [], 0, 0, sender=d.other)
+
+
+def test_trackRecord_atItsMaximum_saturatesInsteadOfReverting(project, deployment, chain):
+    """A settlement never reverts on a full counter: completed (24 bits), failed and slashed
+    (16 bits) stop at their maximum (the selection weight then stays as it is)."""
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    s = d.solvers[0]
+    reg.register(SOLVER, CAP, 200 * E18, sender=s)
+    reg.lockEligible(s, SOLVER, CAP, 100 * E18, sender=d.other)
+    # NodeRecord's second slot (mapping `_nodes` at slot 2): stake 96 | locked 96 | completed 24
+    # | failed 16 | slashed 16 | roleless 8
+    base = int.from_bytes(keccak(bytes(12) + bytes.fromhex(s.address[2:]) + (2).to_bytes(32)))
+    slot = base + 1
+    word = int.from_bytes(chain.provider.web3.eth.get_storage_at(reg.address, slot), "big")
+    full = word | ((2**24 - 1) << 192) | ((2**16 - 1) << 216) | ((2**16 - 1) << 232)
+    try:
+        chain.provider.set_storage(reg.address, slot, HexBytes(full.to_bytes(32, "big")))
+    except NotImplementedError:
+        pytest.skip("the provider cannot write storage (Anvil can)")
+    node = reg.getNode(s)
+    assert (node.completed, node.failed, node.slashed) == (2**24 - 1, 2**16 - 1, 2**16 - 1)
+    reg.release(s, 10 * E18, True, sender=d.other)
+    reg.slash(s, 10 * E18, True, sender=d.other)
+    node = reg.getNode(s)
+    assert (node.completed, node.failed, node.slashed) == (2**24 - 1, 2**16 - 1, 2**16 - 1)
+    assert node.locked == 80 * E18 and node.stake == 190 * E18
