@@ -57,6 +57,10 @@ DEFAULT_MANAGER_CONFIG: dict[str, int] = {
     # drawn verifiers open their sealed attestations within this after the challenge window
     # (at once if every drawn verifier sealed): an online node (heartbeatTtl) answers in time
     "revealWindow": 1 * HOUR,
+    # a settled job's record takes a new job only this long after its deadline (PROTOCOL §6.10):
+    # longer than the attestation court's window, within which the court's first case over the
+    # unit reads it (and then keeps it)
+    "recordRetention": COURT_WINDOW + 1 * DAY,
 }
 
 #: RoundManager.Config defaults (docs/PROTOCOL.md §6.9 gives the reasons).

@@ -28,7 +28,8 @@ MAX_WIDTH = 1 << 16
 MAX_LAYERS = 16
 MAX_PARAMS = 1 << 28
 MAX_BATCH = 1 << 16
-MAX_STEPS = 1 << 32
+# JobManager keeps a job's steps in 32 bits (TooManySteps above; PROTOCOL §6.3)
+MAX_STEPS = (1 << 32) - 1
 _HEX32 = re.compile(r"^0x[0-9a-f]{8}$")
 _HEX256 = re.compile(r"^0x[0-9a-f]{64}$")
 

@@ -71,8 +71,9 @@ interface IJobManager is IDisputeCallback {
         uint32 computeTime;
     }
 
-    /// @notice A job as `getJob` returns it. `escrow` is derived there (the reward of each
-    ///         unfinalized unit while the job is open); the stored copy leaves it zero.
+    /// @notice A job as `getJob` returns it, assembled from the job's record (PROTOCOL §6.10):
+    ///         `escrow` is the reward of each unfinalized unit while the job is open, and
+    ///         `status`, `unitCount` and `unitsFinalized` follow from its one unit.
     struct Job {
         address submitter;
         uint64 steps;
@@ -100,8 +101,8 @@ interface IJobManager is IDisputeCallback {
     ///         `assigneeIndex` is the assignee's claimant index (`secretHashOf`); `assignSeed` the
     ///         low 64 bits of the assignment seed (with the solver's secret it decides whether the
     ///         round is forced); `seal` the commitment's seal; `forcedRevealed` whether the solver
-    ///         proved a forced error in this attempt. Fields are in storage order (three slots and
-    ///         the two roots and the seal).
+    ///         proved a forced error in this attempt. Assembled from the job's record (PROTOCOL
+    ///         §6.10).
     struct Unit {
         UnitStatus status;
         uint8 claimantCount;
@@ -161,6 +162,7 @@ interface IJobManager is IDisputeCallback {
         uint16 forcedErrorBps;
         uint16 lazySlashFactor;
         uint32 revealWindow;
+        uint32 recordRetention;
     }
 
     // ------------------------------------------------------------------ errors
@@ -177,6 +179,8 @@ interface IJobManager is IDisputeCallback {
     error ArbiterNotSet();
     /// @notice `steps` is zero.
     error ZeroSteps();
+    /// @notice `steps` does not fit the 32 bits a job record keeps it in.
+    error TooManySteps(uint64 steps, uint64 max);
     /// @notice `checkpointInterval` is zero.
     error ZeroCheckpointInterval();
     /// @notice `checkpointInterval` does not divide `steps`.
@@ -289,6 +293,10 @@ interface IJobManager is IDisputeCallback {
     error AttestationMismatch(uint256 unitId, address verifier);
     /// @notice Only the forced-error judge may apply a reveal.
     error NotJudge(address caller);
+    /// @notice Only a protocol contract (a registry slasher) may keep a job's record.
+    error NotProtocolContract(address caller);
+    /// @notice The manager's 2^31 recycled records, 2^31 kept records or 2^32 - 1 jobs are used up.
+    error RecordsExhausted();
     /// @notice The unit's dispute game `gameId` is still running: no result is held to settle.
     error NoHeldResult(uint256 unitId, uint256 gameId);
     /// @notice The held result may be settled only after `until`: the forced round's reveal may
@@ -405,6 +413,9 @@ interface IJobManager is IDisputeCallback {
     event DisputeResultHeld(uint256 indexed unitId, uint256 indexed gameId, uint64 until);
     /// @notice A voided game ended; nothing changes.
     event VoidedGameEnded(uint256 indexed gameId, uint256 indexed unitId, bool challengerWon);
+    /// @notice Protocol contract `by` asked that job `jobId`'s record never be recycled (the
+    ///         attestation court, at its first case over the job: later cases still read it).
+    event RecordKept(uint256 indexed jobId, address indexed by);
     /// @notice `reporter` showed the assignee's secret before the reveal phase; the solver lost
     ///         `slashed` and the unit re-opened.
     event PrematureRevealReported(
@@ -512,6 +523,13 @@ interface IJobManager is IDisputeCallback {
     /// @notice Transfers the caller's credited balance.
     function withdraw() external;
 
+    /// @notice Keeps job `jobId`'s record for good: it is never recycled (PROTOCOL §6.10). For
+    ///         protocol contracts (registry slashers) that read a job's record past
+    ///         `recordRetention` after its deadline: the attestation court, whose later cases over
+    ///         an attestation that stood may come at any time. Records of jobs that contracts
+    ///         post are kept already.
+    function keepRecord(uint256 jobId) external;
+
     /// @notice Pulls `amount` from the caller into the jackpot (needs approval). The attestation
     ///         court sends its share of each slashed verifier penalty here, so one jackpot pays
     ///         every catcher and is fed by every slash.
@@ -526,11 +544,23 @@ interface IJobManager is IDisputeCallback {
     function arbiter() external view returns (address);
     /// @notice The deployment parameters.
     function config() external view returns (Config memory);
-    /// @notice Number of jobs posted; the last job id.
+    /// @notice Number of jobs posted. Job ids are `generation << 32 | record` (`JobIds`): 1, 2, 3,
+    ///         … while no record has been recycled, and records of jobs posted by contracts are
+    ///         numbered from `KEPT_RECORDS + 1`; `JobPosted` gives every job's id.
     function jobCount() external view returns (uint256);
-    /// @notice Job `jobId` as stored.
+    /// @notice Number of records allocated: recycled ones (numbered 1 to `recycled`) and kept
+    ///         ones (numbered `KEPT_RECORDS + 1` to `KEPT_RECORDS + kept`). Every job that may
+    ///         still change lives in one of them.
+    function recordCounts() external view returns (uint256 recycled, uint256 kept);
+    /// @notice The id of the job record `record` holds now (0 for a record never used).
+    function jobAt(uint256 record) external view returns (uint256);
+    /// @notice Job `jobId` (zeros, status None, for an unknown job or one whose record was
+    ///         recycled).
     function getJob(uint256 jobId) external view returns (Job memory);
-    /// @notice Unit `unitId` as stored.
+    /// @notice Unit `unitId` (zeros, status None, for an unknown unit or one whose record was
+    ///         recycled). The assignment (assignee, its index and seed) reads zero before the
+    ///         current attempt is assigned, the commitment (both roots and the seal) before it is
+    ///         committed, and both once the unit is cancelled.
     function getUnit(uint256 unitId) external view returns (Unit memory);
     /// @notice Claimants of the unit's current attempt and their weights.
     function getClaimants(uint256 unitId) external view returns (address[] memory solvers, uint96[] memory weights);
@@ -567,8 +597,7 @@ interface IJobManager is IDisputeCallback {
     /// @notice The lock S each drawn verifier of a unit of `jobId` holds until settlement, and
     ///         loses if silent or wrong at a forced error (PROTOCOL §8): `max(verifierLock,
     ///         solverPay · (2m' − 1) · lazySlashFactor / n)`, n = steps / checkpointInterval,
-    ///         m' = min(segmentsPerVerifier, n). Reverts (division by zero) for an unknown job:
-    ///         the check would not fit the manager's code size.
+    ///         m' = min(segmentsPerVerifier, n). Reverts `UnknownJob` for an unknown job.
     function verifierLockOf(uint256 jobId) external view returns (uint256);
     /// @notice How a unit's reward of `jobId` splits: solver, verifiers, tax.
     function payoutOf(uint256 jobId) external view returns (uint256 solverPay, uint256 verifierFee, uint256 tax);

@@ -68,6 +68,9 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
     error NothingToWithdraw(address account);
     /// @notice `verifier` has no stake left for the court to lock: none free, none unbonding.
     error NoAnswerableStake(address verifier);
+    /// @notice The court's `window` is longer than the manager's `recordRetention`: a unit's record
+    ///         could be recycled while the court may still take its first case over it.
+    error WindowBeyondRetention(uint256 window, uint256 retention);
 
     /// @notice `whistleblower` took entry `segment` of `verifier`'s attestation of `unitId` to
     ///         court game `gameId` (from `startRoot`, the attested `endRoot`): `penalty` of the
@@ -109,6 +112,10 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
         uint16 rewardBps_,
         uint32 window_
     ) {
+        // The first case over a unit must find its record (PROTOCOL §6.10); keepRecord holds it
+        // for the cases after that.
+        uint256 retention = manager_.config().recordRetention;
+        if (window_ > retention) revert WindowBeyondRetention(window_, retention);
         manager = manager_;
         registry = registry_;
         token = IERC20(registry_.token());
@@ -159,6 +166,9 @@ contract AttestationCourt is IDisputeCallback, ReentrancyGuard {
             unitId, verifier, msg.sender, gameId, seg.index, startRoot, seg.endRoot, c.penalty, c.bond
         ); // forgefmt: disable-line
         registry.lockAnswerable(verifier, c.penalty);
+        // A later case over the job may come at any time (window after a case that stood): keep
+        // its record from being recycled (a no-op once kept).
+        manager.keepRecord(JobIds.jobOf(unitId));
         token.safeTransferFrom(msg.sender, address(this), c.bond);
     }
 

@@ -442,3 +442,29 @@ def test_challengeAttestation_noConfigAnywhere_copiesNothing(world, chain):
     job_id, unit, [(v, ends), _] = attested_unit(d, chain)
     take_to_court(d, unit, v, ends)
     assert d.court_game.configOf(job_id) == b"\x00" * 32
+
+
+def test_challengeAttestation_keepsTheUnitsRecord_soLaterCasesStillReadIt(world, chain):
+    """The court's first case over a job keeps its record (`keepRecord`, PROTOCOL §6.10): a later
+    case may come at any time (`window` after a case in which the attestation stood), after the
+    job's record would otherwise have been recycled."""
+    d = world
+    for v in d.verifiers:
+        d.registry.addStake(100 * E18, sender=v)
+    job_id, unit, [(v, ends), _] = attested_unit(d, chain)
+    tx = take_to_court(d, unit, v, ends)
+    kept = tx.events.filter(d.manager.RecordKept)
+    assert [(e.jobId, e.by) for e in kept] == [(job_id, d.court.address)]
+    game = tx.events.filter(d.court.AttestationChallenged)[0].gameId
+    d.court_game.resolve(game, False, sender=d.other)  # the attestation stands
+    advance(chain, MGR_CFG["verifyWindow"] + 2 * MGR_CFG["revealWindow"] + 1)
+    d.manager.finalize(unit, sender=d.solvers[0])
+    deadline = d.manager.getUnit(unit).deadline
+    advance(chain, deadline + MGR_CFG["recordRetention"] - chain.pending_timestamp + 1)
+    d.manager.postJob(
+        (b"\x01" * 32, b"\x02" * 32, b"\x03" * 32, 8, 2, (1, 8_192, 50), 100 * E18, 10 * E18,
+         chain.pending_timestamp + 600, 3_600),
+        sender=d.submitter,
+    )  # fmt: skip
+    assert d.manager.getUnit(unit).status == 7  # still Finalized: the record took no new job
+    assert d.manager.getJob(job_id).submitter == d.submitter.address

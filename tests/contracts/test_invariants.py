@@ -16,7 +16,11 @@ independent ledger (a Python model of every payout rule in docs/PROTOCOL.md §6)
   transfer exactly that amount (the court's `withdraw` too);
 - every role pool's live entries are exactly the registered nodes, each on the entry its
   poolSlot names; entries never move or lose their addedBlock; the pool grows only when no dead
-  entry is left to take (PROTOCOL §6.2, the verifier draw's basis).
+  entry is left to take (PROTOCOL §6.2, the verifier draw's basis);
+- every job gets the id (record and generation) the model's allocator predicts: a settled job's
+  record takes a new job once `recordRetention` is past its deadline, unless the court kept it
+  (PROTOCOL §6.10); a job whose record was recycled reads as unknown, and no action on its id
+  succeeds (every rule checks the model's status against what the chain accepted).
 
 A CI run must also reach every money-moving flow (REQUIRED_OUTCOMES), taking up to TOP_UPS
 extra batches of fresh sequences when the chain's randomness kept its first batch from one.
@@ -37,6 +41,7 @@ from eth_utils import keccak
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from web3.logs import DISCARD
 
 from agents.core.deploy import deploy_all
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
@@ -85,9 +90,13 @@ MGR_CFG = {
     "lazySlashFactor": 1,
     # sealed attestations are opened within this after the challenge window
     "revealWindow": 600,
+    # a settled job's record takes a new job this long after its deadline (PROTOCOL §6.10):
+    # short, so that examples recycle records (the world's seed job's among them), and longer
+    # than the court's window (the court refuses a shorter retention)
+    "recordRetention": 10_800,
 }
 SALT = b"\x5a" * 32  # the verifiers' attestation salt (the seal binds the verifier anyway)
-COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000, "window": 7 * 86_400}
+COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000, "window": 7_200}
 BPS = 10_000
 ROLES = {"solver": 1, "verifier": 2, "whistleblower": 3}
 # account index -> (role, initial stake)
@@ -247,6 +256,8 @@ class World:
         self.jump(61)
         assert self.send(0, mgr.expireAssignment(unit))
         assert self.send(0, mgr.cancelJob(mgr.jobIdOf(unit).call()))
+        # the seed job's record (record 1) takes a new job recordRetention after this deadline
+        self.seed_deadline = mgr.getUnit(unit).call()[4]
         assert self.send(0, mgr.withdraw())
         assert self.send(9, reg.requestUnbond(100 * E18))
         self.jump(REG_CFG["unbondingDelay"])
@@ -281,6 +292,7 @@ class World:
         tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
         self.nonces[who] += 1
         receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30)
+        self.last_receipt = receipt
         if DEBUG:
             print(f"  {who} {fn.fn_name}{tuple(fn.args)} -> {receipt['status']}")
         return receipt["status"] == 1
@@ -327,6 +339,12 @@ class UnitModel:
     catchers: list[int] = field(default_factory=list)  # attested right there: paid at finalize
     court: set[tuple[int, int]] = field(default_factory=set)  # (verifier, entry): open or slashed
     stood: dict[tuple[int, int], int] = field(default_factory=dict)  # entry -> its case ended at
+    # the record the job lives in and its generation there (PROTOCOL §6.10)
+    record: int = 0
+    generation: int = 0
+    settled_deadline: int = 0  # the unit's deadline once it settled: the record is free after it
+    kept: bool = False  # a court case was opened over it: its record is never recycled
+    recycled: bool = False  # its record took another job: every view reads it as unknown
 
 
 _WORLD: World | None = None
@@ -368,6 +386,12 @@ class ProtocolMachine(RuleBasedStateMachine):
         # each role pool as last read: [(node, addedBlock, joinedBlock, live)], dead entries
         self.pools: dict[int, tuple[list[tuple[int, int, int, bool]], int]] = {}
         self.rejoined: set[int] = set()  # nodes that registered again since the last check
+        # the job manager's records (PROTOCOL §6.10) as the model allocates them: record 1 holds
+        # the world's seed job (cancelled), and the cursor waits on it
+        seed = UnitModel(0, 0, 0, 0, 0, status=CANCELLED, record=1)
+        seed.settled_deadline = self.w.seed_deadline
+        self.records: dict[int, UnitModel] = {1: seed}
+        self.cursor, self.record_count = 1, 1
 
     # ------------------------------------------------------------------ helpers
     def _seen(self, what: str) -> None:
@@ -433,11 +457,42 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.w.pending_now() + window,
             1_800,
         )
+        t = self.w.pending_now()
         ok = self.w.send(who, self.m.postJob(params))
         assert ok == valid
         if ok:
-            job_id = self.m.jobCount().call()
-            self.units[job_id << UNIT_SHIFT] = UnitModel(job_id, who, reward, fee, reward)
+            record, generation = self.allocate(t)
+            job_id = generation << 32 | record
+            posted = self.w.manager.events.JobPosted().process_receipt(
+                self.w.last_receipt, errors=DISCARD
+            )
+            assert posted[0]["args"]["jobId"] == job_id, (
+                f"job id {posted[0]['args']['jobId']:#x}, model {job_id:#x}"
+            )
+            u = UnitModel(job_id, who, reward, fee, reward, record=record, generation=generation)
+            self.units[job_id << UNIT_SHIFT] = u
+            self.records[record] = u
+
+    def allocate(self, t: int) -> tuple[int, int]:
+        """The record and generation a job posted (by an account) at time `t` gets: the record
+        under the cursor if its job settled, is not kept and its deadline is recordRetention past,
+        else a new one; the cursor waits on a settled record not yet free and otherwise moves
+        on, around the records allocated before this post (JobManager._allocate)."""
+        old = self.records[self.cursor]
+        settled = old.status in (FINAL, CANCELLED) and not old.kept and old.generation < 255
+        free = settled and t > old.settled_deadline + MGR_CFG["recordRetention"]
+        if not settled or free:
+            moved = 1 if self.cursor == self.record_count else self.cursor + 1
+        if free:
+            record, generation = self.cursor, old.generation + 1
+            old.recycled = True
+            self._seen("record recycled")
+        else:
+            self.record_count += 1
+            record, generation = self.record_count, 0
+        if not settled or free:
+            self.cursor = moved
+        return record, generation
 
     def claim(self, data: st.DataObject, solver: int) -> None:
         picked = self._unit(data)
@@ -826,6 +881,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             <= max(u.stood.get((verifier, index), 0), self.m.getUnit(uid).call()[4])
             + COURT_CFG["window"]
             and answerable > 0  # nothing to lock: NoAnswerableStake
+            and not u.recycled  # its record holds another job: the court reads nothing of it
         )
         assert ok <= valid, f"court challenge accepted: {who} {verifier} {index} {flaw} {u}"
         if not ok:
@@ -856,6 +912,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             self._seen("court bond scaled with the penalty")
         self.cases[game] = (uid, verifier, bond, penalty, u, (verifier, index), u.court)
         u.court.add((verifier, index))
+        u.kept = True  # the court kept the unit's record (keepRecord): later cases read it
         self._seen("court challenged")
         # for depth, the game mostly ends at once and the winner withdraws (hypothesis often draws
         # the simplest value, 0: let it mean "rule now")
@@ -953,6 +1010,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         if not self.w.send(who, self.m.finalize(uid)):
             return
         assert u.status == VERIFYING and u.assignee is not None
+        u.settled_deadline = deadline
         reveal_slot_end = deadline + 2 * MGR_CFG["revealWindow"]
         waived = who == u.assignee or u.revealed
         assert waived or t > reveal_slot_end, f"finalized by {who} in the reveal's slot: {u}"
@@ -1017,6 +1075,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.credits[who] += u.escrow
             u.escrow = 0
             u.status = CANCELLED
+            u.settled_deadline = self.m.getUnit(uid).call()[4]
             self._seen("cancelled")
 
     @rule(who=st.sampled_from(ACCOUNTS))
@@ -1291,6 +1350,15 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.rejoined.clear()
 
     @invariant()
+    def recycled_jobs_read_unknown(self) -> None:
+        """A job whose record took another job reads as unknown (status None): no view hands out
+        the new job's values under an old id."""
+        for uid, u in self.units.items():
+            if u.recycled:
+                assert self.m.getUnit(uid).call()[0] == 0, f"recycled unit {uid:#x} still reads"
+                assert self.m.getJob(u.job_id).call()[4] == 0, f"recycled job {u.job_id:#x}"
+
+    @invariant()
     def money_is_conserved(self) -> None:
         w = self.w
         nodes = sorted(NODES)
@@ -1372,6 +1440,7 @@ REQUIRED_OUTCOMES = (
     "court ruled falseAttestation=False",
     "withdrew court credit",
     "registered again into a dead entry",
+    "record recycled",
 )
 #: Extra quarter-size batches of fresh random sequences a CI run may take to reach a missing
 #: flow: as many examples at most as two half-size ones, but a run stops at the first batch that

@@ -166,7 +166,9 @@ def rm_balance_accounted(d, job_ids: list[int] | None = None) -> None:
 def test_post_escrows_and_posts_round_zero_units(rm, chain):
     d = rm
     before_sub, before_mgr = d.token.balanceOf(d.submitter), d.token.balanceOf(d.manager)
-    jobs_before = d.manager.jobCount()
+    # the round manager is a contract: its unit jobs get kept records (PROTOCOL §6.10)
+    kept_before = d.manager.recordCounts()[1]
+    first = d.manager.KEPT_RECORDS() + kept_before + 1
     tx = d.rm.postJob(params(now(chain)), sender=d.submitter)
     job_id = tx.events.filter(d.rm.DecomposedJobPosted)[0].jobId
     escrow = 2 * (S * UNIT_REWARD + AGG_REWARD)
@@ -180,7 +182,7 @@ def test_post_escrows_and_posts_round_zero_units(rm, chain):
     assert [e.shard for e in posted] == [0, 1, 2]
     for s in range(S):
         unit_job = d.rm.unitJobOf(job_id, 0, s)
-        assert unit_job == jobs_before + 1 + s
+        assert unit_job == first + s
         assert tuple(d.rm.unitOf(unit_job)) == (job_id, 0, s)
         mj = d.manager.getJob(unit_job)
         assert mj.submitter == d.rm.address
@@ -192,7 +194,7 @@ def test_post_escrows_and_posts_round_zero_units(rm, chain):
         assert tuple(d.arbiter.placementOf(unit_job)) == (0, S, s)
     registered = tx.events.filter(d.arbiter.UnitConfigRegistered)
     assert [(e.jobId, e.shard, e.submitter) for e in registered] == [
-        (jobs_before + 1 + s, s, d.rm.address) for s in range(S)
+        (first + s, s, d.rm.address) for s in range(S)
     ]
     assert d.rm.getRound(job_id, 0).status == R_TRAINING
     assert tuple(d.rm.unitOf(12345)) == (0, 0, 0)

@@ -175,10 +175,14 @@ def test_restarted_solver_with_locked_stake_defends_its_disputed_unit(tmp_path, 
 
 # --- F3: claim only what can be trained within computeTime -------------------------------------
 
+#: An even number of steps near the most a job may have (2^32 - 1, a job record's 32 bits).
+HUGE_STEPS = (1 << 32) - 2
+
 
 def test_solver_declines_a_job_it_cannot_train_within_its_compute_time(tmp_path, caplog):
-    """2^32 digits steps take months; a claim would be slashed at the commit deadline."""
-    spec = digits(1 << 32, 1 << 31)
+    """2^32 - 2 digits steps (about as many as a job may have) take months; a claim would be
+    slashed at the commit deadline."""
+    spec = digits(HUGE_STEPS, HUGE_STEPS // 2)
     data = datasets.load_dataset(spec.dataset_name)
     s = a_solver(tmp_path, {1: (spec, job_tuple(spec, data, compute_time=60))})
     u = unit(1, UnitStatus.OPEN, NOW.timestamp + 600)
@@ -259,7 +263,7 @@ def test_default_train_speed_accepts_the_demo_jobs_and_refuses_the_impossible_on
     speed = DEFAULT_TRAIN_SPEED * 1e6
     assert training_seconds(digits(8_000, 800), speed) * CLAIM_MARGIN <= 300
     assert training_seconds(digits(12_000, 1_000), speed) * CLAIM_MARGIN <= 120
-    assert training_seconds(digits(1 << 32, 1 << 31), speed) > 3600 * 24 * 30
+    assert training_seconds(digits(HUGE_STEPS, HUGE_STEPS // 2), speed) > 3600 * 24 * 30
 
 
 # --- contract audit F7: a far claim deadline locks the collateral until then ----------------

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {IJobManager} from "../interfaces/IJobManager.sol";
+import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
+import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
+import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {JobIds} from "../libraries/JobIds.sol";
+import {MarketMath} from "../libraries/MarketMath.sol";
+import {ForcedErrors} from "../libraries/ForcedErrors.sol";
+import {ForcedErrorJudge} from "./ForcedErrorJudge.sol";
+import {JobManagerBase} from "./JobManagerBase.sol";
+
+/// @title JobManagerExtension
+/// @notice The job manager's rare paths (docs/PROTOCOL.md §6): cancelling a job, expiring an
+///         assignment, disputes and their results, forced-error reveals and keeping a record.
+///         Their documentation is `IJobManager`'s: the `JobManager` declares each of them and
+///         forwards the call here.
+/// @dev Runs only by DELEGATECALL from the JobManager that created it (`onlyDelegated`), on that
+///      manager's storage (the `JobManagerBase` layout both inherit) and with the same
+///      parameters (its own immutables, set from the same Config). Called directly it reverts:
+///      its own storage is empty and holds nothing.
+contract JobManagerExtension is JobManagerBase, IDisputeCallback {
+    using SafeERC20 for IERC20;
+
+    /// @notice Called other than by DELEGATECALL from the manager that created this extension.
+    error NotDelegated();
+
+    /// @dev The manager that created this extension: the only storage its code runs on.
+    address private immutable _manager;
+
+    constructor(address registry_, IJobManager.Config memory cfg, address judge)
+        JobManagerBase(registry_, cfg, judge)
+    {
+        _manager = msg.sender;
+    }
+
+    /// @dev Every entry point runs as the manager (by its DELEGATECALL) or not at all.
+    modifier onlyDelegated() {
+        if (address(this) != _manager) revert NotDelegated();
+        _;
+    }
+
+    function cancelJob(uint256 jobId) external onlyDelegated {
+        (Record storage r, bool live) = _job(jobId);
+        if (!live) revert IJobManager.UnknownJob(jobId);
+        if (msg.sender != r.submitter) revert IJobManager.NotSubmitter(jobId, msg.sender);
+        IJobManager.JobStatus jobStatus = _jobStatus(r.status);
+        if (jobStatus != IJobManager.JobStatus.Open) revert IJobManager.JobNotOpen(jobId, jobStatus);
+        uint256 unitId = JobIds.unitId(jobId, 0);
+        if (r.status != IJobManager.UnitStatus.Open && r.status != IJobManager.UnitStatus.Selecting) {
+            revert IJobManager.WrongUnitStatus(unitId, IJobManager.UnitStatus.Open, r.status);
+        }
+        uint256 refund = r.reward;
+        r.status = IJobManager.UnitStatus.Cancelled;
+        emit IJobManager.JobCancelled(jobId, refund);
+        _credit(msg.sender, refund);
+        _releaseClaimants(JobIds.recordOf(jobId), unitId, r.claimantCount, address(0), _collateral(r));
+    }
+
+
+    function expireAssignment(uint256 unitId) external onlyDelegated {
+        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Assigned);
+        if (block.timestamp <= r.deadline) revert IJobManager.DeadlineNotPassed(unitId, r.deadline);
+        emit IJobManager.AssignmentExpired(unitId, r.assignee, _collateral(r));
+        _slashAssignee(unitId, record, r, address(0), 0);
+    }
+
+
+    function challenge(uint256 unitId, bytes32 counterClaim)
+        external
+        onlyDelegated
+        nonReentrant
+        returns (uint256 gameId)
+    {
+        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Verifying);
+        if (block.timestamp > r.deadline) revert IJobManager.ChallengeWindowClosed(unitId, r.deadline);
+        INodeRegistry.Role role = _registry.roleOf(msg.sender);
+        if (role != INodeRegistry.Role.Verifier && role != INodeRegistry.Role.Whistleblower) {
+            revert IJobManager.NotChallenger(msg.sender, role);
+        }
+        if (counterClaim == bytes32(0)) revert IJobManager.ZeroCommitment();
+        if (counterClaim == r.checkpointRoot) revert IJobManager.ClaimMatchesCommitment(unitId, counterClaim);
+
+        // A drawn verifier that challenges still seals and opens its attestation: a challenge is
+        // public, so it cannot stand for a sealed verdict.
+        r.status = IJobManager.UnitStatus.Disputed;
+        // At most uint96.max (_bondFor clamps it), so the cast into Dispute.bond is exact.
+        uint96 bond = uint96(_bondFor(r));
+        _token.safeTransferFrom(msg.sender, address(this), bond);
+
+        // The game id is only known once the arbiter (fixed at deployment) opened the game; the
+        // dispute record is written right after, and every entry point is nonReentrant.
+        gameId = IDisputeArbiter(_arbiter).openGame(_gameRequest(unitId, r, counterClaim));
+        if (gameId == 0) revert UnknownGame(gameId, unitId);
+        if (_gameUnits[gameId] != 0) revert UnknownGame(gameId, unitId);
+        _disputes[record] = IJobManager.Dispute(gameId, msg.sender, bond);
+        _gameUnits[gameId] = unitId;
+        emit IJobManager.ChallengeOpened(unitId, msg.sender, gameId, counterClaim, bond);
+    }
+
+
+    function onDisputeResolved(uint256 gameId, uint256 unitId, bool challengerWon) external onlyDelegated {
+        if (msg.sender != _arbiter) revert NotArbiter(msg.sender);
+        if (unitId == 0) revert UnknownGame(gameId, unitId);
+        if (_gameUnits[gameId] != unitId) revert UnknownGame(gameId, unitId);
+        (Record storage r, uint256 record, bool live) = _unit(unitId);
+        if (!live || _disputes[record].gameId != gameId) {
+            // A game of a dispute voided by a forced-error reveal: its result changes nothing.
+            delete _gameUnits[gameId];
+            emit IJobManager.VoidedGameEnded(gameId, unitId, challengerWon);
+            return;
+        }
+        IJobManager.Dispute memory d = _disputes[record];
+        delete _gameUnits[gameId];
+        // A challenger that won over a round that may be forced may only have found its forced
+        // error: the solver can still reveal it (voiding the dispute), so the slash waits
+        // (`settleDispute`). The dispute record stays, its game is gone: that is the held result.
+        // The judge decides whether and until when (`holdEnd`: zero when the win applies now).
+        uint64 until = challengerWon ? ForcedErrorJudge(_judge).holdEnd(unitId) : 0;
+        if (until != 0) {
+            _holdEnds[record] = until;
+            emit IJobManager.DisputeResultHeld(unitId, gameId, until);
+            return;
+        }
+        if (challengerWon) {
+            _applyWin(unitId, record, r, d);
+        } else {
+            delete _disputes[record];
+            address solver = r.assignee;
+            uint256 toSolver = MarketMath.share(d.bond, _challengerRewardBps);
+            uint64 deadline = _backToVerifying(r);
+            emit IJobManager.DisputeResolved(unitId, gameId, false, deadline);
+            _credit(solver, toSolver);
+            _addJackpot(d.bond - toSolver);
+        }
+    }
+
+
+    function settleDispute(uint256 unitId) external onlyDelegated {
+        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
+        // A Disputed unit always has its dispute (a void returns it to Verifying), whose game is
+        // either still running (no hold end) or ended with the challenger's win held.
+        IJobManager.Dispute memory d = _disputes[record];
+        uint64 until = _holdEnds[record];
+        if (until == 0) revert IJobManager.NoHeldResult(unitId, d.gameId);
+        if (block.timestamp <= until) revert IJobManager.ResultHeldUntil(unitId, until);
+        _applyWin(unitId, record, r, d);
+    }
+
+
+    function applyForcedReveal(uint256 unitId, uint64 position, bytes32 trueRoot, uint8[] calldata verdicts)
+        external
+        onlyDelegated
+    {
+        _onlyJudge();
+        (Record storage r, uint256 record,) = _unit(unitId);
+        // An open dispute is voided: its challenger gets its bond back, but no share (a challenge
+        // is public, so a share would go to whoever copies it first; catchers are the drawn
+        // verifiers whose sealed attestations were RIGHT).
+        if (r.status == IJobManager.UnitStatus.Disputed) _voidDispute(unitId, record);
+        // The true root stands from now on; it can be challenged for at least disputeGrace.
+        uint64 deadline = _backToVerifying(r);
+        r.flags |= FORCED_REVEALED;
+        // Verifiers replayed from P and the court proves their start roots against it.
+        _publishedRoots[record] = r.checkpointRoot;
+        r.checkpointRoot = trueRoot;
+        uint256 lock = _lock(r);
+        // Nothing moves yet: the verdicts trust the solver's C, which can still be disputed.
+        // Finalize pays the catchers and slashes the WRONG verifiers' locks; a re-opened unit (C
+        // overturned) pays no catcher and releases every lock.
+        (uint256 caught, uint256 wrong) = _settleForced(unitId, record, r, verdicts, lock);
+        emit IJobManager.ForcedErrorRevealed(unitId, r.assignee, position, trueRoot, caught, wrong, deadline);
+    }
+
+
+    function applyPrematureReveal(uint256 unitId, address reporter) external onlyDelegated {
+        _onlyJudge();
+        (Record storage r, uint256 record,) = _unit(unitId);
+        // Never Disputed: the judge leaves an open dispute to its game.
+        emit IJobManager.PrematureRevealReported(unitId, r.assignee, reporter, _collateral(r));
+        _slashAssignee(unitId, record, r, reporter, 0);
+    }
+
+
+    function keepRecord(uint256 jobId) external onlyDelegated {
+        if (!_registry.isSlasher(msg.sender)) revert IJobManager.NotProtocolContract(msg.sender);
+        (Record storage r, bool live) = _job(jobId);
+        if (!live) revert IJobManager.UnknownJob(jobId);
+        if (r.flags & KEPT != 0) return;
+        r.flags |= KEPT;
+        emit IJobManager.RecordKept(jobId, msg.sender);
+    }
+
+
+    // ------------------------------------------------------------------ internal
+
+    /// @dev A new attempt: claims open for `claimWindow`. Slot 0 alone is written; the assignment,
+    ///      the commitment and the lists are the last attempt's until overwritten, and read only
+    ///      below their counts or once the status says they are this attempt's.
+    function _reopen(uint256 unitId, Record storage r) private {
+        uint40 deadline = uint40(block.timestamp) + _claimWindow;
+        uint32 attempt = r.attempt + 1;
+        r.status = IJobManager.UnitStatus.Open;
+        r.deadline = deadline;
+        r.claimantCount = 0;
+        r.verifierCount = 0;
+        r.attestCount = 0;
+        r.attempt = attempt;
+        r.verifySeed = 0;
+        r.seedBlock = 0;
+        r.flags &= ~FORCED_REVEALED;
+        emit IJobManager.UnitOpened(unitId, JobIds.jobOf(unitId), deadline, attempt);
+    }
+
+
+    function _gameRequest(uint256 unitId, Record storage r, bytes32 counterClaim)
+        private
+        view
+        returns (IDisputeArbiter.GameRequest memory req)
+    {
+        req.unitId = unitId;
+        req.solver = r.assignee;
+        req.challenger = msg.sender;
+        req.specHash = r.specHash;
+        req.datasetRoot = r.datasetRoot;
+        req.initialStateRoot = r.initialStateRoot;
+        req.steps = r.steps;
+        req.checkpointInterval = r.checkpointInterval;
+        req.checkpointRoot = r.checkpointRoot;
+        req.numCheckpoints = r.steps / r.checkpointInterval + 1;
+        req.finalStateRoot = r.finalStateRoot;
+        req.challengerClaim = counterClaim;
+    }
+
+
+    /// @dev Voids the unit's open dispute: the challenger gets its bond back and the game's result
+    ///      will be ignored.
+    function _voidDispute(uint256 unitId, uint256 record) private {
+        IJobManager.Dispute memory d = _disputes[record];
+        // _gameUnits keeps a running game until its result arrives (then ignored: no dispute
+        // matches); a held result's game is gone already.
+        delete _disputes[record];
+        delete _holdEnds[record];
+        emit IJobManager.DisputeVoided(unitId, d.gameId, d.challenger);
+        _credit(d.challenger, d.bond);
+    }
+
+
+    /// @dev Marks the RIGHT verifiers catchers (paid at finalize) and the WRONG ones Slashed: no
+    ///      fee, and their lock is slashed at finalize (released if the unit re-opens).
+    function _settleForced(
+        uint256 unitId,
+        uint256 record,
+        Record storage r,
+        uint8[] calldata verdicts,
+        uint256 lock
+    ) private returns (uint256 caught, uint256 wrong) {
+        for (uint256 i = 0; i < verdicts.length; ++i) {
+            VerifierSlot storage slot = _verifiers[record][i];
+            if (verdicts[i] == ForcedErrors.VERDICT_RIGHT) {
+                slot.caught = true;
+                ++caught;
+                emit IJobManager.AttestationJudgedRight(unitId, slot.verifier);
+            } else if (verdicts[i] == ForcedErrors.VERDICT_WRONG) {
+                slot.status = IJobManager.VerifierStatus.Slashed;
+                ++wrong;
+                emit IJobManager.AttestationJudgedWrong(unitId, slot.verifier, lock);
+            }
+        }
+        // wrong <= attestCount: only verifiers that attested get a verdict.
+        r.attestCount -= uint8(wrong);
+    }
+
+
+    function _onlyJudge() private view {
+        if (msg.sender != _judge) revert IJobManager.NotJudge(msg.sender);
+    }
+
+
+    /// @dev Applies the challenger's win of dispute `d`: slashes the assignee (the challenger gets
+    ///      its bond back and its reward) and re-opens the unit.
+    function _applyWin(uint256 unitId, uint256 record, Record storage r, IJobManager.Dispute memory d) private {
+        delete _disputes[record];
+        delete _holdEnds[record];
+        emit IJobManager.DisputeResolved(unitId, d.gameId, true, 0);
+        _slashAssignee(unitId, record, r, d.challenger, d.bond);
+    }
+
+
+    /// @dev Returns the unit to Verifying with its challenge deadline at least `disputeGrace` away.
+    function _backToVerifying(Record storage r) private returns (uint64 deadline) {
+        deadline = r.deadline;
+        uint64 graceEnd = uint64(block.timestamp) + _disputeGrace;
+        if (graceEnd > deadline) deadline = graceEnd;
+        r.status = IJobManager.UnitStatus.Verifying;
+        // At most now + disputeGrace or the deadline it was: inside 40 bits.
+        r.deadline = uint40(deadline);
+    }
+
+
+    /// @dev Slashes the assignee's collateral and re-opens the unit: `beneficiary` (if any) is
+    ///      credited `extra` plus `challengerRewardBps` of the collateral, the rest goes to the
+    ///      jackpot; the drawn verifiers' locks are released.
+    function _slashAssignee(uint256 unitId, uint256 record, Record storage r, address beneficiary, uint256 extra)
+        private
+    {
+        address solver = r.assignee;
+        uint256 verifierCount = r.verifierCount;
+        uint256 collateral = _collateral(r);
+        uint256 lock = _lock(r);
+        uint256 reward = beneficiary == address(0) ? 0 : MarketMath.share(collateral, _challengerRewardBps);
+        _credit(beneficiary, extra + reward);
+        _addJackpot(collateral - reward);
+        _reopen(unitId, r);
+        _registry.slash(solver, collateral, true);
+        for (uint256 i = 0; i < verifierCount; ++i) {
+            _registry.release(_verifiers[record][i].verifier, lock, false);
+        }
+    }
+
+
+}
