@@ -68,6 +68,31 @@ class SettledJobs:
         return len(self._above)
 
 
+class SettledRecords:
+    """The job manager's jobs whose (single) unit an agent has seen settled, so that its rounds
+    stop reading them (`SettledJobs` is for dense ids, the round manager's). A job id is
+    `generation << 32 | record` (PROTOCOL §6.10), and a record takes its next job only once the
+    last one settled, so per record it keeps the newest settled generation: every older one is
+    settled too. Memory grows with the records in use, not with every job ever posted."""
+
+    def __init__(self) -> None:
+        self._newest: dict[int, int] = {}  # record -> newest settled generation
+
+    def add(self, job_id: int) -> None:
+        record, generation = job_id & 0xFFFFFFFF, job_id >> 32
+        if generation > self._newest.get(record, -1):
+            self._newest[record] = generation
+
+    def __contains__(self, job_id: object) -> bool:
+        if not isinstance(job_id, int) or job_id <= 0:
+            return False
+        return job_id >> 32 <= self._newest.get(job_id & 0xFFFFFFFF, -1)
+
+    def records(self) -> int:
+        """How many records it keeps a generation for."""
+        return len(self._newest)
+
+
 class VerifierStatus(enum.IntEnum):
     NONE = 0
     PENDING = 1  # drawn, nothing sealed yet

@@ -46,7 +46,7 @@ from agents.roles.jobs import (
     keep_spec,
     load_job,
 )
-from agents.roles.logic import KEEPER_STEPS, SETTLED, Act, Now, SettledJobs, UnitStatus, UnitView
+from agents.roles.logic import KEEPER_STEPS, SETTLED, Act, Now, SettledRecords, UnitStatus, UnitView
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
@@ -284,6 +284,10 @@ async def _main(
 # --- the agent -------------------------------------------------------------------------------
 
 
+#: Blocks per JobPosted scan (`RoleAgent.discover_jobs`): within the ranges RPC providers serve.
+POSTED_SCAN_BLOCKS = 2_000
+
+
 class RoleAgent:
     role = "agent"
     # A long-running role outlives an unexpected error in one round (logged, retried next
@@ -349,7 +353,10 @@ class RoleAgent:
         self.jobs = LoadedJobs(self.max_loaded_jobs)
         # unit -> ((attempt, checkpoint root), (locator, published root)): its latest commitment
         self._locators: dict[int, tuple[tuple[int, bytes], tuple[str, bytes]]] = {}
-        self.settled = SettledJobs()  # jobs whose unit no round reads again (units())
+        self.settled = SettledRecords()  # jobs whose unit no round reads again (units())
+        self.live_jobs: set[int] = set()  # jobs posted (JobPosted) and not yet seen settled
+        self._posted_from = 0  # the first block the next JobPosted scan reads
+        self._posted_count = -1  # jobCount when it last scanned
         self.rounds = self._rounds(manager)
 
     def _rounds(self, manager: str):
@@ -573,22 +580,49 @@ class RoleAgent:
         """Every job's unit that may still change, and a settled one (Finalized, Cancelled) in
         the round it is first seen settled, so that every role sees it so once (a solver drops
         its account of it then). Later rounds do not read it again: a round's reads grow with
-        the live jobs, not with every job ever posted. A restart reads every job once more."""
-        count = self.manager.functions.jobCount().call()
+        the live jobs, not with every job ever posted. A job whose record has taken another job
+        since (PROTOCOL §6.10) reads as unknown: it settled long ago, and is dropped unread. A
+        restart reads every job once more."""
+        self.discover_jobs()
         out = []
-        for job_id in range(self.settled.floor + 1, count + 1):
-            if job_id in self.settled:
-                continue
+        for job_id in sorted(self.live_jobs):
             u = self.unit(job_id << 32)
-            if u.status in SETTLED and self.holds_deep(
-                lambda block, uid=u.unit_id: (
-                    self.manager.functions.getUnit(uid).call(block_identifier=block)[0] in SETTLED
+            recycled = u.status == UnitStatus.NONE
+            if recycled or (
+                u.status in SETTLED
+                and self.holds_deep(
+                    lambda block, uid=u.unit_id: (
+                        self.manager.functions.getUnit(uid).call(block_identifier=block)[0]
+                        in SETTLED
+                    )
                 )
             ):
                 self.settled.add(job_id)
+                self.live_jobs.discard(job_id)
                 self.forget_unit(u.unit_id)
-            out.append(u)
+            if not recycled:
+                out.append(u)
         return out
+
+    def discover_jobs(self) -> None:
+        """Add the jobs posted since my last scan (`JobPosted`, whose ids are not dense once
+        records are recycled), when `jobCount` says there are any. Each scan reads from the block
+        `--confirmations` below the head the last one reached, so a post re-mined by a shallow
+        reorg is still seen; one reorged away reads as unknown and is dropped (`units`)."""
+        count = int(self.manager.functions.jobCount().call())
+        if count == self._posted_count:
+            return
+        head = int(self.w3.eth.block_number)
+        start = self._posted_from
+        while start <= head:
+            end = min(head, start + POSTED_SCAN_BLOCKS - 1)
+            for log in self.manager.events.JobPosted().get_logs(from_block=start, to_block=end):
+                job_id = int(log["args"]["jobId"])
+                if job_id not in self.settled:
+                    self.live_jobs.add(job_id)
+            start = end + 1
+        self._posted_from = max(self._posted_from, head + 1 - self.agent.config.confirmations)
+        self._posted_count = count
 
     def forget_unit(self, unit_id: int) -> None:
         """Drop what I keep in memory about a unit that no round reads again (settled for good):

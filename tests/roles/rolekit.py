@@ -305,7 +305,10 @@ class Warp:
             (e["args"]["unitId"], e["args"]["verifier"], e["blockNumber"])
             for e in events.Attested().get_logs(from_block=0)
         ]
-        for job in range(1, m.jobCount().call() + 1):
+        # every job through JobPosted: ids are not dense (contracts' jobs are in the kept range,
+        # recycled records' jobs carry their generation, PROTOCOL §6.10)
+        jobs = sorted({e["args"]["jobId"] for e in events.JobPosted().get_logs(from_block=0)})
+        for job in jobs:
             j = _named(m.getJob, job)
             if j["status"] != _JOB_OPEN or job in self.skip_jobs:
                 continue

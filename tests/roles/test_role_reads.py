@@ -16,36 +16,49 @@ from web3.exceptions import BadFunctionCallOutput
 
 from agents.roles.aggregator import Aggregator
 from agents.roles.decomposed import RJ_COMPLETED, RJ_RUNNING
-from agents.roles.logic import SettledJobs, UnitStatus
-from agents.roles.runner import RoleAgent
+from agents.roles.logic import SettledJobs, SettledRecords, UnitStatus
+from agents.roles.runner import POSTED_SCAN_BLOCKS, RoleAgent
 from agents.roles.verifier import Verifier
 
 
 class Manager:
     """getUnit of job j's unit returns `status[j]`, or `confirmed[j]` when read at a past block
-    (the same status unless the test says otherwise); `reads` counts the latest-block calls."""
+    (the same status unless the test says otherwise); a job missing from `status` reads as
+    unknown (its record was recycled, PROTOCOL §6.10). `posted[j]` is the block of job j's
+    JobPosted (1 unless the test says otherwise; jobCount counts them); `reads` counts the
+    latest-block getUnit calls and `scans` the JobPosted ranges read."""
 
     def __init__(self, status: dict[int, UnitStatus]) -> None:
         self.status = status
+        self.posted: dict[int, int] = dict.fromkeys(status, 1)  # jobs ever posted, by block
         self.confirmed: dict[int, UnitStatus] = {}
         self.no_code_then: set[int] = set()  # jobs whose past-block read finds no manager
         self.reads: list[int] = []
+        self.scans: list[tuple[int, int]] = []
         self.functions = SimpleNamespace(jobCount=self._count, getUnit=self._unit)
+        self.events = SimpleNamespace(JobPosted=lambda: SimpleNamespace(get_logs=self._logs))
 
     def _count(self):
-        return SimpleNamespace(call=lambda: len(self.status))
+        return SimpleNamespace(call=lambda: len(set(self.status) | set(self.posted)))  # monotone
+
+    def _logs(self, from_block: int, to_block: int) -> list[dict]:
+        self.scans.append((from_block, to_block))
+        jobs = sorted(set(self.status) | set(self.posted))
+        return [
+            {"args": {"jobId": j}} for j in jobs if from_block <= self.posted.get(j, 1) <= to_block
+        ]
 
     def _unit(self, unit_id: int):
         def call(block_identifier: int | None = None) -> tuple:
             j = unit_id >> 32
             if block_identifier is None:
                 self.reads.append(j)
-                status = self.status[j]
+                status = self.status.get(j, UnitStatus.NONE)
             else:
                 assert block_identifier == HEAD - CONFIRMATIONS
                 if j in self.no_code_then:
                     raise BadFunctionCallOutput("Could not decode contract function call")
-                status = self.confirmed.get(j, self.status[j])
+                status = self.confirmed.get(j, self.status.get(j, UnitStatus.NONE))
             u = [0] * 16
             u[0], u[9], u[10] = int(status), "0x" + "00" * 20, 1
             u[12], u[13] = b"\x01" * 32, b"\x02" * 32
@@ -62,7 +75,8 @@ def role(manager: Manager) -> RoleAgent:
     r.manager, r.log = manager, logging.getLogger("test.role_reads")
     r.w3 = SimpleNamespace(eth=SimpleNamespace(block_number=HEAD))
     r.agent = SimpleNamespace(config=SimpleNamespace(confirmations=CONFIRMATIONS))
-    r._locators, r.settled = {}, SettledJobs()
+    r._locators, r.settled = {}, SettledRecords()
+    r.live_jobs, r._posted_from, r._posted_count = set(), 0, -1
     r.commitment = lambda unit_id: (f"http://blobs/{unit_id}", b"\x01" * 32)
     return r
 
@@ -78,15 +92,57 @@ def test_a_settled_unit_is_seen_once_then_no_longer_read():
     second = r.units()
     assert chain.reads == [7, 30]  # only the live ones are read again
     assert [u.job_id for u in second] == [7, 30]
-    assert r.settled.floor == 6 and r.settled.kept() == 33  # 8..29, 31..41 above the floor
+    assert r.settled.records() == 39 and r.live_jobs == {7, 30}
     assert set(r._locators) == {7 << 32}  # the settled ones' locators were let go
 
     chain.status[7] = UnitStatus.FINALIZED  # it settles: seen once more, then never read
     assert [u.job_id for u in r.units()] == [7, 30]
     chain.status[42] = UnitStatus.OPEN  # a new job is read from its first round
+    chain.posted[42] = HEAD
     chain.reads.clear()
     assert [u.job_id for u in r.units()] == [30, 42]
     assert chain.reads == [30, 42]
+
+
+def test_jobs_are_found_through_JobPosted_from_where_the_last_scan_left_off():
+    """Job ids are not dense once records are recycled (`generation << 32 | record`): new jobs
+    come from JobPosted, read only when jobCount moved, each scan from `--confirmations` below
+    the head the last one reached, in ranges of POSTED_SCAN_BLOCKS."""
+    chain = Manager({1: UnitStatus.OPEN})
+    r = role(chain)
+    r.units()
+    assert chain.scans == [(0, HEAD)]
+    r.units()
+    assert chain.scans == [(0, HEAD)]  # jobCount did not move: no scan
+    recycled = 1 << 32 | 2  # record 2's second job
+    chain.status[recycled] = UnitStatus.OPEN
+    chain.posted[recycled] = HEAD
+    assert [u.job_id for u in r.units()] == [1, recycled]
+    assert chain.scans[-1] == (HEAD + 1 - CONFIRMATIONS, HEAD)
+    long = role(Manager({1: UnitStatus.OPEN}))
+    long.w3.eth.block_number = 2 * POSTED_SCAN_BLOCKS + 5
+    long.units()
+    assert long.manager.scans == [
+        (0, POSTED_SCAN_BLOCKS - 1),
+        (POSTED_SCAN_BLOCKS, 2 * POSTED_SCAN_BLOCKS - 1),
+        (2 * POSTED_SCAN_BLOCKS, 2 * POSTED_SCAN_BLOCKS + 5),
+    ]
+
+
+def test_a_job_whose_record_took_another_job_is_dropped_unread():
+    """A job reads as unknown once its record was recycled (it settled long before): it is not
+    handed to the role, and never read again; the record's new job is."""
+    chain = Manager({1: UnitStatus.VERIFYING, 2: UnitStatus.OPEN})
+    r = role(chain)
+    r.units()
+    del chain.status[1]  # record 1 took another job, whose JobPosted comes next
+    chain.status[1 << 32 | 1] = UnitStatus.OPEN
+    chain.posted[1 << 32 | 1] = HEAD
+    assert [u.job_id for u in r.units()] == [2, 1 << 32 | 1]
+    assert 1 in r.settled and 1 not in r.live_jobs
+    chain.reads.clear()
+    r.units()
+    assert chain.reads == [2, 1 << 32 | 1]
 
 
 def test_a_settlement_a_reorg_could_undo_is_read_again_until_it_is_deep_enough():
@@ -145,6 +201,22 @@ def test_settled_jobs_hold_exactly_what_was_added(added):
         assert set(range(1, settled.floor + 1)) <= model
         assert settled.floor + 1 not in model
         assert settled.kept() == len(model) - settled.floor
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 4)), max_size=60))
+def test_settled_records_hold_a_record_s_generations_up_to_the_newest_added(added):
+    """A record takes its next job only once the last one settled, so a settled generation
+    means every older one of the record is settled: against a model of exactly that."""
+    settled, newest = SettledRecords(), {}
+    for record, generation in added:
+        settled.add(generation << 32 | record)
+        newest[record] = max(newest.get(record, -1), generation)
+        for r in range(0, 8):
+            for g in range(0, 6):
+                job = g << 32 | r
+                assert (job in settled) == (job > 0 and g <= newest.get(r, -1)), (r, g)
+        assert settled.records() == len(newest)
 
 
 def test_a_verifier_forgets_a_units_bookkeeping_once_it_is_settled_for_good():
