@@ -169,12 +169,8 @@ interface INodeRegistry {
 
     // ------------------------------------------------------------------ protocol contracts only
     /// @notice Checks `node` has `role`, is online, declares at least `required` and has `amount`
-    ///         free stake, then locks `amount`; returns the node's selection weight
-    ///         (`selectionWeight`) as it was before the lock. Reverts with the failing check's
-    ///         error.
-    function lockEligible(address node, Role role, Capability calldata required, uint256 amount)
-        external
-        returns (uint256 weight);
+    ///         free stake, then locks `amount`. Reverts with the failing check's error.
+    function lockEligible(address node, Role role, Capability calldata required, uint256 amount) external;
 
     /// @notice Locks `amount` of `node`'s free stake. Reverts `InsufficientFreeStake` if short.
     function lock(address node, uint256 amount) external;
@@ -186,14 +182,15 @@ interface INodeRegistry {
     /// @notice Settles a unit in one call: releases the solver's `collateral` counting a completed
     ///         unit, and for each of `verifiers` slashes `lockAmount` (counting a failed unit) if
     ///         bit i of `slashMask` is set, else releases it; transfers the slashed total to the
-    ///         caller and returns it. Each node gets the event its `release` or `slash` would emit.
+    ///         caller (its own books already count it). Each node gets the event its `release` or
+    ///         `slash` would emit.
     function settleUnit(
         address solver,
         uint256 collateral,
         address[] calldata verifiers,
         uint256 lockAmount,
         uint256 slashMask
-    ) external returns (uint256 slashed);
+    ) external;
 
     /// @notice Locks `amount` of what `node` still answers for: its free stake first, then its
     ///         unbonding stake, which is moved back into its stake, locked (`UnbondingRecalled`).

@@ -266,34 +266,18 @@ contract JobManager is JobManagerBase, IJobManager {
     /// @inheritdoc IJobManager
     function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external {
         (Record storage r, uint256 record) = _expectVerifying(unitId);
-        uint256 verifierCount = r.verifierCount;
-        uint256 index = _findVerifier(record, verifierCount, msg.sender);
+        uint256 index = _findVerifier(record, r.verifierCount, msg.sender);
         if (index == NOT_DRAWN) revert NotSelectedVerifier(unitId, msg.sender);
-        VerifierSlot storage slot = _verifiers[record][index];
         uint64[] memory segments = _sampledSegments(r, msg.sender);
         if (endRoots.length != segments.length) revert WrongAttestationLength(endRoots.length, segments.length);
         // After a forced reveal the verdicts are known: nobody still Pending may attest, and a seal
         // still closed then was judged silent (opened now it would earn the fee without the risk).
         if (r.flags & FORCED_REVEALED != 0) revert SealingClosed(unitId);
-        uint64 deadline = r.deadline;
-        uint256 unsealed = _countStatus(record, verifierCount, VerifierStatus.Pending);
+        VerifierSlot storage slot = _verifiers[record][index];
         if (slot.status == VerifierStatus.Pending) {
-            // The last drawn verifier to answer may attest in the clear, in the window: every
-            // other one is already bound by its seal, so there is nobody left to copy it.
-            if (block.timestamp > deadline) revert ChallengeWindowClosed(unitId, deadline);
-            if (unsealed != 1) revert RevealNotOpen(unitId, deadline);
-            // Nor once another's roots are public (a seal opened past a deadline since extended).
-            if (r.attestCount != 0) revert SealingClosed(unitId);
+            _expectLastInTheClear(unitId, r, record);
         } else {
-            if (slot.status != VerifierStatus.Sealed) revert NotSealed(unitId, msg.sender, slot.status);
-            // Before the window closes a seal may be opened only once nobody is left to copy it.
-            if (block.timestamp <= deadline && unsealed != 0) revert RevealNotOpen(unitId, deadline);
-            uint64 revealDeadline = deadline + _revealWindow;
-            if (block.timestamp > revealDeadline) revert RevealWindowClosed(unitId, revealDeadline);
-            bytes32 seal = _attestations[record][index];
-            if (_sealOf(unitId, r.attempt, msg.sender, endRoots, salt) != seal) {
-                revert AttestationSealMismatch(unitId, msg.sender, seal);
-            }
+            _expectOpening(unitId, r, record, index, slot.status, endRoots, salt);
         }
         slot.status = VerifierStatus.Attested;
         _attestations[record][index] = keccak256(abi.encode(endRoots));
@@ -302,6 +286,43 @@ contract JobManager is JobManagerBase, IJobManager {
             ++r.attestCount;
         }
         emit Attested(unitId, msg.sender, segments, endRoots);
+    }
+
+    /// @dev A Pending verifier attests without a seal only as the last drawn verifier to answer,
+    ///      in the window: every other one is already bound by its seal, so there is nobody left
+    ///      to copy it.
+    function _expectLastInTheClear(uint256 unitId, Record storage r, uint256 record) private view {
+        uint64 deadline = r.deadline;
+        if (block.timestamp > deadline) revert ChallengeWindowClosed(unitId, deadline);
+        if (_countStatus(record, r.verifierCount, VerifierStatus.Pending) != 1) {
+            revert RevealNotOpen(unitId, deadline);
+        }
+        // Nor once another's roots are public (a seal opened past a deadline since extended).
+        if (r.attestCount != 0) revert SealingClosed(unitId);
+    }
+
+    /// @dev A Sealed verifier opens its seal with the roots and salt it sealed, once nobody is left
+    ///      to copy it (every drawn verifier sealed) or the window closed, and within
+    ///      `revealWindow` after it.
+    function _expectOpening(
+        uint256 unitId,
+        Record storage r,
+        uint256 record,
+        uint256 index,
+        VerifierStatus status,
+        bytes32[] calldata endRoots,
+        bytes32 salt
+    ) private view {
+        if (status != VerifierStatus.Sealed) revert NotSealed(unitId, msg.sender, status);
+        uint64 deadline = r.deadline;
+        bool unsealed = _countStatus(record, r.verifierCount, VerifierStatus.Pending) != 0;
+        if (block.timestamp <= deadline && unsealed) revert RevealNotOpen(unitId, deadline);
+        uint64 revealDeadline = deadline + _revealWindow;
+        if (block.timestamp > revealDeadline) revert RevealWindowClosed(unitId, revealDeadline);
+        bytes32 seal = _attestations[record][index];
+        if (_sealOf(unitId, r.attempt, msg.sender, endRoots, salt) != seal) {
+            revert AttestationSealMismatch(unitId, msg.sender, seal);
+        }
     }
 
     /// @inheritdoc IJobManager
@@ -322,20 +343,8 @@ contract JobManager is JobManagerBase, IJobManager {
         uint64 revealSlotEnd = revealDeadline + _revealWindow;
         bool solverMayWaive = msg.sender == solver || forced;
         if (!solverMayWaive && block.timestamp <= revealSlotEnd) revert AwaitingReveals(unitId, revealSlotEnd);
-        uint256 fee = r.verificationFee;
-        (uint256 solverPay, uint256 tax) = MarketMath.payout(r.reward, fee, _taxBps);
-
         r.status = UnitStatus.Finalized;
-        emit UnitFinalized(unitId, solver, solverPay, fee, tax);
-        // A job has one unit (protocol v1): its last unit is final.
-        emit JobCompleted(JobIds.jobOf(unitId));
-        _credit(solver, solverPay);
-        uint256 lock = _lock(r);
-        (address[] memory verifiers, uint256 toJackpot, uint256 slashMask) =
-            _payVerifiers(unitId, record, verifierCount, r.attestCount, fee, lock);
-        _addJackpot(tax + toJackpot);
-        if (forced) _payCatchers(unitId, record, verifierCount, fee);
-        _registry.settleUnit(solver, _collateral(r), verifiers, lock, slashMask);
+        _settle(unitId, record, r, solver, forced);
     }
 
     // ------------------------------------------------------------------ rare paths (extension)
@@ -779,6 +788,25 @@ contract JobManager is JobManagerBase, IJobManager {
     }
 
     // ------------------------------------------------------------------ internal: transitions
+
+    /// @dev Finalize's payments (the unit is Finalized already): the solver's pay, the verifiers'
+    ///      fee, the tax and the penalised locks to the jackpot, the catchers of a revealed forced
+    ///      error; then the registry releases the collateral and each lock, or slashes the lock.
+    function _settle(uint256 unitId, uint256 record, Record storage r, address solver, bool forced) private {
+        uint256 fee = r.verificationFee;
+        (uint256 solverPay, uint256 tax) = MarketMath.payout(r.reward, fee, _taxBps);
+        emit UnitFinalized(unitId, solver, solverPay, fee, tax);
+        // A job has one unit (protocol v1): its last unit is final.
+        emit JobCompleted(JobIds.jobOf(unitId));
+        _credit(solver, solverPay);
+        uint256 lock = _lock(r);
+        uint256 verifierCount = r.verifierCount;
+        (address[] memory verifiers, uint256 toJackpot, uint256 slashMask) =
+            _payVerifiers(unitId, record, verifierCount, r.attestCount, fee, lock);
+        _addJackpot(tax + toJackpot);
+        if (forced) _payCatchers(unitId, record, verifierCount, fee);
+        _registry.settleUnit(solver, _collateral(r), verifiers, lock, slashMask);
+    }
 
     /// @dev Credits the attesting verifiers their equal share of `fee`; returns the drawn verifiers,
     ///      what goes to the jackpot instead — the division remainder (all of `fee` if nobody

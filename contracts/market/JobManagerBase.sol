@@ -113,7 +113,11 @@ abstract contract JobManagerBase is ReentrancyGuard {
     uint32 internal immutable _revealWindow;
     uint32 internal immutable _recordRetention;
 
+    // The state below is written by one half and read by the other (JobManager and
+    // JobManagerExtension share it by DELEGATECALL): slither, which analyses each contract alone,
+    // reports what one half only reads as never initialized (docs/SLITHER.md).
     // One slot, read and written by every postJob.
+    // slither-disable-next-line uninitialized-state
     address internal _arbiter;
     uint32 internal _jobCount;
     uint32 internal _recordCount;
@@ -124,17 +128,22 @@ abstract contract JobManagerBase is ReentrancyGuard {
     uint256 internal _jackpot;
 
     mapping(uint256 record => Record) internal _records;
+    // slither-disable-next-line uninitialized-state
     mapping(uint256 record => mapping(uint256 index => Claimant)) internal _claimants;
     mapping(uint256 record => mapping(uint256 index => bytes32)) internal _secretHashes;
     mapping(uint256 record => mapping(uint256 index => VerifierSlot)) internal _verifiers;
     mapping(uint256 record => mapping(uint256 index => bytes32)) internal _attestations;
+    // slither-disable-next-line uninitialized-state
     mapping(uint256 record => IJobManager.Dispute) internal _disputes;
+    // slither-disable-next-line uninitialized-state
     mapping(uint256 gameId => uint256 unitId) internal _gameUnits;
     /// @dev When a challenger's win is held (`DisputeResultHeld`), the time after which
     ///      `settleDispute` applies it.
+    // slither-disable-next-line uninitialized-state
     mapping(uint256 record => uint64 until) internal _holdEnds;
     /// @dev The published root P of a unit whose forced error was revealed (its checkpointRoot
     ///      is then C); read through `publishedRootOf` only while FORCED_REVEALED is set.
+    // slither-disable-next-line uninitialized-state
     mapping(uint256 record => bytes32) internal _publishedRoots;
     Credits.Ledger internal _credits;
 

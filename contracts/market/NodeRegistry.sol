@@ -102,7 +102,8 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         node.lastHeartbeat = uint64(block.timestamp);
         // Added, not set: a node with no role may still hold stake the court recalled from its
         // unbonding (lockAnswerable), locked until the case ends.
-        node.stake = (node.stake + amount).toUint96();
+        uint256 stake = node.stake + amount;
+        node.stake = stake.toUint96();
         node.poolSlot = _joinPool(role, msg.sender);
         emit NodeRegistered(msg.sender, role, amount, capability);
         _token.safeTransferFrom(msg.sender, address(this), amount);
@@ -178,7 +179,6 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     function lockEligible(address nodeAddr, Role role, Capability calldata required, uint256 amount)
         external
         onlySlasher
-        returns (uint256 weight)
     {
         NodeRecord storage node = _nodes[nodeAddr];
         if (node.role != role) revert WrongRole(nodeAddr, role, node.role);
@@ -191,7 +191,6 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
                 nodeAddr, Capability(node.deviceClass, node.memoryMiB, node.throughput), required
             );
         }
-        weight = _weight(node);
         _lock(nodeAddr, node, amount);
     }
 
@@ -212,7 +211,8 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
             uint256 recalled = amount - free;
             unbonding -= recalled;
             node.unbonding = uint128(unbonding);
-            node.stake = (node.stake + recalled).toUint96();
+            uint256 stake = node.stake + recalled;
+            node.stake = stake.toUint96();
             emit UnbondingRecalled(nodeAddr, msg.sender, recalled, unbonding);
         }
         _lock(nodeAddr, node, amount);
@@ -243,8 +243,9 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         address[] calldata verifiers,
         uint256 lockAmount,
         uint256 slashMask
-    ) external onlySlasher returns (uint256 slashed) {
+    ) external onlySlasher {
         _release(solver, _nodes[solver], collateral, true);
+        uint256 slashed = 0;
         for (uint256 i = 0; i < verifiers.length; ++i) {
             address v = verifiers[i];
             if (slashMask & (1 << i) != 0) {

@@ -620,9 +620,7 @@ def test_settleUnit_releasesTheSolverAndReleasesOrSlashesEachVerifier(project, d
     reg.lockEligible(s, SOLVER, CAP, 100 * E18, sender=d.other)
     reg.lockAll([v, w, x], 30 * E18, sender=d.other)
     before = d.token.balanceOf(d.other)
-    args = (s, 100 * E18, [v, w, x], 30 * E18, 0b101)
-    assert reg.settleUnit.call(*args, sender=d.other) == 60 * E18  # what it returns
-    tx = reg.settleUnit(*args, sender=d.other)
+    tx = reg.settleUnit(s, 100 * E18, [v, w, x], 30 * E18, 0b101, sender=d.other)
     assert d.token.balanceOf(d.other) == before + 60 * E18  # one transfer of both slashed locks
     released = [(e.node, e.amount, e.completed) for e in tx.events.filter(reg.StakeReleased)]
     assert released == [(s.address, 100 * E18, True), (w.address, 30 * E18, False)]
