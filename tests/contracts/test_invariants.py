@@ -93,10 +93,10 @@ MGR_CFG = {
     # a settled job's record takes a new job this long after its deadline (PROTOCOL §6.10):
     # short, so that examples recycle records (the world's seed job's among them), and longer
     # than the court's window (the court refuses a shorter retention)
-    "recordRetention": 10_800,
+    "recordRetention": 5_400,
 }
 SALT = b"\x5a" * 32  # the verifiers' attestation salt (the seal binds the verifier anyway)
-COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000, "window": 7_200}
+COURT_CFG = {"bond": 10 * E18, "penalty": 20 * E18, "reward_bps": 5_000, "window": 3_600}
 BPS = 10_000
 ROLES = {"solver": 1, "verifier": 2, "whistleblower": 3}
 # account index -> (role, initial stake)
@@ -473,6 +473,22 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.units[job_id << UNIT_SHIFT] = u
             self.records[record] = u
 
+    @rule(who=st.sampled_from(SUBMITTERS))
+    def recycle_under_the_cursor(self, who: int) -> None:
+        """Settle the job under the cursor if it can be at once (cancel it while Open), wait
+        until its record is free and post: the new job must take it (PROTOCOL §6.10), and the
+        old job's id must then read as unknown and move nothing (`recycled_jobs_read_unknown`,
+        every random action on it)."""
+        u = self.records[self.cursor]
+        if u.job_id and u.status in (OPEN, SELECTING):
+            self.cancel_job(u.job_id << UNIT_SHIFT, u.submitter)
+        if u.status not in (FINAL, CANCELLED) or u.kept:
+            return
+        wait = u.settled_deadline + MGR_CFG["recordRetention"] + 1 - self.w.pending_now()
+        if wait > 0:
+            self.w.jump(wait)
+        self.post(who, 100 * E18, 600, True)
+
     def allocate(self, t: int) -> tuple[int, int]:
         """The record and generation a job posted (by an account) at time `t` gets: the record
         under the cursor if its job settled, is not kept and its deadline is recordRetention past,
@@ -486,7 +502,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         if free:
             record, generation = self.cursor, old.generation + 1
             old.recycled = True
-            self._seen("record recycled")
+            self._seen("record recycled" if old.job_id else "seed record recycled")
         else:
             self.record_count += 1
             record, generation = self.record_count, 0
