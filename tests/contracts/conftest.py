@@ -91,9 +91,12 @@ COURT_BOND, COURT_PENALTY, COURT_REWARD_BPS = 10 * E18, 20 * E18, 5_000
 COURT_WINDOW = 7 * 24 * 3600
 
 
-def deploy_protocol(project, accounts, mgr_cfg: dict[str, int], court: bool = False) -> Protocol:
+def deploy_protocol(
+    project, accounts, mgr_cfg: dict[str, int], court: bool = False, slashers: tuple = ()
+) -> Protocol:
     """Deploy and wire the protocol with manager config `mgr_cfg`; fund and approve accounts.
-    With `court`, also an AttestationCourt (a registry slasher) playing a MockSegmentGame."""
+    With `court`, also an AttestationCourt (a registry slasher) playing a MockSegmentGame;
+    `slashers`: more registry slashers (accounts standing in for protocol contracts)."""
     deployer = accounts[0]
     token = deployer.deploy(project.TestToken)
     registry = deployer.deploy(
@@ -117,7 +120,9 @@ def deploy_protocol(project, accounts, mgr_cfg: dict[str, int], court: bool = Fa
         court_game = deployer.deploy(project.MockSegmentGame)
         court_game.wire(court_contract, sender=deployer)
         court_contract.setGame(court_game, sender=deployer)
-    registry.setSlashers([manager] + ([court_contract] if court else []), sender=deployer)
+    registry.setSlashers(
+        [manager] + ([court_contract] if court else []) + list(slashers), sender=deployer
+    )
     arbiter.wire(manager, sender=deployer)
     manager.setArbiter(arbiter, sender=deployer)
     for acct in accounts[1:10]:

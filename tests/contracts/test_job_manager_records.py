@@ -14,18 +14,15 @@ import pytest
 from conftest import (
     CAP,
     E18,
-    MANAGER_FIELDS,
     MGR_CFG,
-    REG_CFG,
-    REGISTRY_FIELDS,
     SECRET_HASH,
     U_CANCELLED,
     U_OPEN,
-    Protocol,
     advance,
     assign,
     challenger_wins,
     commit,
+    deploy_protocol,
     job_params,
     now,
     post,
@@ -141,28 +138,10 @@ def test_postJob_byAContract_getsAKeptRecordThatIsNeverRecycled(deployment, chai
 
 @pytest.fixture(scope="module")
 def keeper_market(project, accounts):
-    """A deployment whose registry lists an account (accounts[8]) as a slasher beside the
+    """A deployment whose registry lists the whistleblower account as a slasher beside the
     manager, standing in for a protocol contract (the attestation court keeps records this way,
     test_court.py)."""
-    deployer = accounts[0]
-    token = deployer.deploy(project.TestToken)
-    registry = deployer.deploy(
-        project.NodeRegistry, token, tuple(REG_CFG[k] for k in REGISTRY_FIELDS)
-    )
-    manager = deployer.deploy(
-        project.JobManager, registry, tuple(MGR_CFG[k] for k in MANAGER_FIELDS)
-    )
-    arbiter = deployer.deploy(project.MockArbiter)
-    registry.setSlashers([manager, accounts[8]], sender=deployer)
-    arbiter.wire(manager, sender=deployer)
-    manager.setArbiter(arbiter, sender=deployer)
-    token.mint(accounts[1], 10_000 * E18, sender=deployer)
-    token.approve(manager, 2**256 - 1, sender=accounts[1])
-    return Protocol(
-        token=token, registry=registry, manager=manager, arbiter=arbiter, deployer=deployer,
-        submitter=accounts[1], solvers=[], verifiers=[], whistleblower=accounts[8],
-        other=accounts[9],
-    )  # fmt: skip
+    return deploy_protocol(project, accounts, MGR_CFG, slashers=(accounts[8],))
 
 
 def test_keepRecord_byAProtocolContract_keepsTheRecordFromBeingRecycled(keeper_market, chain):
