@@ -5,7 +5,6 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {IJobManager} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
-import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {Credits} from "../libraries/Credits.sol";
 import {JobIds} from "../libraries/JobIds.sol";
@@ -709,7 +708,6 @@ contract JobManager is JobManagerBase, IJobManager {
         _cursor = uint32(cursor);
     }
 
-
     /// @dev Whether the record's job settled and it may take a new one later (`waiting`) or now
     ///      (`free`): Finalized or Cancelled, not kept, generations left, and (for `free`)
     ///      `recordRetention` past its deadline, by when the attestation court's window for it has
@@ -721,7 +719,6 @@ contract JobManager is JobManagerBase, IJobManager {
         free = block.timestamp > uint256(r.deadline) + _recordRetention;
         waiting = !free;
     }
-
 
     /// @dev Verifiers seal and open their attestations while the unit is Verifying or Disputed.
     function _expectVerifying(uint256 unitId) private view returns (Record storage r, uint256 record) {
@@ -835,5 +832,4 @@ contract JobManager is JobManagerBase, IJobManager {
             }
         }
     }
-
 }

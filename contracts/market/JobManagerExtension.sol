@@ -43,6 +43,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         _;
     }
 
+    /// @dev `IJobManager.cancelJob`, run as the manager.
     function cancelJob(uint256 jobId) external onlyDelegated {
         (Record storage r, bool live) = _job(jobId);
         if (!live) revert IJobManager.UnknownJob(jobId);
@@ -60,7 +61,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         _releaseClaimants(JobIds.recordOf(jobId), unitId, r.claimantCount, address(0), _collateral(r));
     }
 
-
+    /// @dev `IJobManager.expireAssignment`, run as the manager.
     function expireAssignment(uint256 unitId) external onlyDelegated {
         (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Assigned);
         if (block.timestamp <= r.deadline) revert IJobManager.DeadlineNotPassed(unitId, r.deadline);
@@ -68,7 +69,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         _slashAssignee(unitId, record, r, address(0), 0);
     }
 
-
+    /// @dev `IJobManager.challenge`, run as the manager.
     function challenge(uint256 unitId, bytes32 counterClaim)
         external
         onlyDelegated
@@ -101,7 +102,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         emit IJobManager.ChallengeOpened(unitId, msg.sender, gameId, counterClaim, bond);
     }
 
-
+    /// @dev `IDisputeCallback.onDisputeResolved`, run as the manager.
     function onDisputeResolved(uint256 gameId, uint256 unitId, bool challengerWon) external onlyDelegated {
         if (msg.sender != _arbiter) revert NotArbiter(msg.sender);
         if (unitId == 0) revert UnknownGame(gameId, unitId);
@@ -138,7 +139,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         }
     }
 
-
+    /// @dev `IJobManager.settleDispute`, run as the manager.
     function settleDispute(uint256 unitId) external onlyDelegated {
         (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
         // A Disputed unit always has its dispute (a void returns it to Verifying), whose game is
@@ -150,7 +151,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         _applyWin(unitId, record, r, d);
     }
 
-
+    /// @dev `IJobManager.applyForcedReveal`, run as the manager.
     function applyForcedReveal(uint256 unitId, uint64 position, bytes32 trueRoot, uint8[] calldata verdicts)
         external
         onlyDelegated
@@ -175,7 +176,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         emit IJobManager.ForcedErrorRevealed(unitId, r.assignee, position, trueRoot, caught, wrong, deadline);
     }
 
-
+    /// @dev `IJobManager.applyPrematureReveal`, run as the manager.
     function applyPrematureReveal(uint256 unitId, address reporter) external onlyDelegated {
         _onlyJudge();
         (Record storage r, uint256 record,) = _unit(unitId);
@@ -184,7 +185,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         _slashAssignee(unitId, record, r, reporter, 0);
     }
 
-
+    /// @dev `IJobManager.keepRecord`, run as the manager.
     function keepRecord(uint256 jobId) external onlyDelegated {
         if (!_registry.isSlasher(msg.sender)) revert IJobManager.NotProtocolContract(msg.sender);
         (Record storage r, bool live) = _job(jobId);
@@ -193,7 +194,6 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         r.flags |= KEPT;
         emit IJobManager.RecordKept(jobId, msg.sender);
     }
-
 
     // ------------------------------------------------------------------ internal
 
@@ -215,7 +215,6 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         emit IJobManager.UnitOpened(unitId, JobIds.jobOf(unitId), deadline, attempt);
     }
 
-
     function _gameRequest(uint256 unitId, Record storage r, bytes32 counterClaim)
         private
         view
@@ -235,7 +234,6 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         req.challengerClaim = counterClaim;
     }
 
-
     /// @dev Voids the unit's open dispute: the challenger gets its bond back and the game's result
     ///      will be ignored.
     function _voidDispute(uint256 unitId, uint256 record) private {
@@ -247,7 +245,6 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         emit IJobManager.DisputeVoided(unitId, d.gameId, d.challenger);
         _credit(d.challenger, d.bond);
     }
-
 
     /// @dev Marks the RIGHT verifiers catchers (paid at finalize) and the WRONG ones Slashed: no
     ///      fee, and their lock is slashed at finalize (released if the unit re-opens).
@@ -274,11 +271,9 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         r.attestCount -= uint8(wrong);
     }
 
-
     function _onlyJudge() private view {
         if (msg.sender != _judge) revert IJobManager.NotJudge(msg.sender);
     }
-
 
     /// @dev Applies the challenger's win of dispute `d`: slashes the assignee (the challenger gets
     ///      its bond back and its reward) and re-opens the unit.
@@ -289,7 +284,6 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         _slashAssignee(unitId, record, r, d.challenger, d.bond);
     }
 
-
     /// @dev Returns the unit to Verifying with its challenge deadline at least `disputeGrace` away.
     function _backToVerifying(Record storage r) private returns (uint64 deadline) {
         deadline = r.deadline;
@@ -299,7 +293,6 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         // At most now + disputeGrace or the deadline it was: inside 40 bits.
         r.deadline = uint40(deadline);
     }
-
 
     /// @dev Slashes the assignee's collateral and re-opens the unit: `beneficiary` (if any) is
     ///      credited `extra` plus `challengerRewardBps` of the collateral, the rest goes to the
@@ -320,6 +313,4 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
             _registry.release(_verifiers[record][i].verifier, lock, false);
         }
     }
-
-
 }
