@@ -50,6 +50,7 @@ from agents.roles.jobs import (
     load_job,
 )
 from agents.roles.logic import (
+    SEND_MARGIN_S,
     Act,
     Now,
     Side,
@@ -633,6 +634,15 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
         else:
             self.log.info("unit %d: replayed segments %s: all agree", u.unit_id, sorted(mine))
+        late = self.now().timestamp + SEND_MARGIN_S - u.deadline
+        if late > 0:
+            # an operator's machine too slow for the job's window: say so, it costs the lock
+            self.log.error(
+                "unit %d: replay finished %ds after the verify window closed: no attestation "
+                "or challenge can be sent",
+                u.unit_id,
+                late,
+            )
 
     def _no_data(self, u: UnitView, key: str, segments: list[int], ctx: JobContext) -> None:
         """Withheld or corrupt checkpoints: challenge if the roots are wrong, else attest from

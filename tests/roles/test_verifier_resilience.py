@@ -386,6 +386,27 @@ def test_drawn_verifier_seals_its_replay_of_a_job_without_a_registered_config(tm
     assert _acts(v, u) == ["seal"]
 
 
+def test_drawn_verifier_whose_replay_ends_after_the_window_says_it_can_send_nothing(
+    tmp_path, job, caplog
+):
+    with solver_data(tmp_path, job) as data:
+        v = _drawn(tmp_path, job, data, bytes(32))
+        u = unit_view(data)
+        caplog.set_level(logging.INFO, logger=v.log.name)
+        v.now = lambda: Now(10, DEADLINE)  # the replay ends on the deadline, past its margin
+        v.replay(u)
+        late = [
+            r.getMessage() for r in caplog.records if "after the verify window" in r.getMessage()
+        ]
+        assert late == [f"unit {UNIT}: replay finished 2s after the verify window closed: no "
+                        "attestation or challenge can be sent"]  # fmt: skip
+        # in time: nothing said
+        caplog.clear()
+        v.now = lambda: Now(10, DEADLINE - 100)
+        v.replay(u)
+        assert not [r for r in caplog.records if "after the verify window" in r.getMessage()]
+
+
 def test_drawn_verifier_skips_only_the_challenge_under_a_wrong_config_and_says_so_once(
     tmp_path, job, caplog
 ):
