@@ -67,7 +67,9 @@ DEPLOY_PARAMS = {
     # no forced rounds (PROTOCOL §8.1), so the scenario's outcome is fixed
     "manager_config": {
         "claimWindow": 8,
-        "verifyWindow": 20,
+        # the one verifier replays 5 segments of each of a round's units one after another: on
+        # a loaded CI machine 20 s left too little headroom (as in scripts/demo.py)
+        "verifyWindow": 45,
         "revealWindow": 15,  # the one drawn verifier opens its seal right after sealing
         "verifiersPerUnit": 1,
         # the verifier replays every segment (5 per unit), so the cheater's one wrong step is
