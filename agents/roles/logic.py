@@ -152,6 +152,12 @@ class Act:
 #: A send must be mined before its deadline: act only with this many seconds of chain time left.
 SEND_MARGIN_S = 2
 
+
+def late_by(now: Now, deadline: int) -> int:
+    """Seconds by which a send made now misses `deadline` with its margin; <= 0: still in time."""
+    return now.timestamp + SEND_MARGIN_S - deadline
+
+
 KEEPER_STEPS = frozenset(
     {"closeClaims", "selectAssignee", "drawVerifiers", "finalize", "settleDispute"}
 )
@@ -256,13 +262,13 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
     acts: list[Act] = []
     uid, a = u.unit_id, u.attempt
     mine = u.assignee.lower() == f.me.lower()
-    if u.status == UnitStatus.OPEN and now.timestamp + SEND_MARGIN_S <= u.deadline:
+    if u.status == UnitStatus.OPEN and late_by(now, u.deadline) <= 0:
         if not f.claimed and f.eligible:
             acts.append(Act("claim", f"claim:{uid}:{a}:{u.deadline}", (uid,)))
     elif u.status == UnitStatus.ASSIGNED and mine:
         if not f.trained:
             acts.append(Act("train", "", (uid, a)))
-        elif now.timestamp + SEND_MARGIN_S <= u.deadline:
+        elif late_by(now, u.deadline) <= 0:
             acts.append(Act("commit", f"commit:{uid}:{a}", (uid, a)))
     if u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) and mine and f.reveal_due:
         # prove the forced error before anything else: it voids a dispute over it
@@ -300,7 +306,7 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     acts: list[Act] = []
     uid, a = u.unit_id, u.attempt
     live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED)
-    in_window = now.timestamp + SEND_MARGIN_S <= u.deadline
+    in_window = late_by(now, u.deadline) <= 0
     drawn = f.status not in (VerifierStatus.NONE, VerifierStatus.SLASHED)
     # A challenge waits for the unit to be Verifying again; one per attempt. It goes first: the
     # unit must not be finalized before it, while the attestation may follow during the dispute.
@@ -318,7 +324,7 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
             # a dissenter attests its own (true) roots too: its public challenge is no verdict
             acts.append(Act("seal", f"seal:{uid}:{a}", (uid, a)))
         # "unavailable": the data failed its checks and the roots agree; retry the fetch later
-    reveal_left = now.timestamp + SEND_MARGIN_S <= u.deadline + f.reveal_window
+    reveal_left = late_by(now, u.deadline + f.reveal_window) <= 0
     # A seal still closed at a forced reveal was judged silent: the contract refuses to open it.
     opening = live and not u.forced_revealed and f.status == VerifierStatus.SEALED
     if opening and f.seals_open and reveal_left:
@@ -402,7 +408,7 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
     if f.verdict is None:
         return [Act("recheck", "", (key,))]
     challenge = Act("challenge", f"challenge:{u.unit_id}:{u.attempt}", (u.unit_id, u.attempt))
-    may_challenge = u.status == UnitStatus.VERIFYING and now.timestamp + SEND_MARGIN_S <= u.deadline
+    may_challenge = u.status == UnitStatus.VERIFYING and late_by(now, u.deadline) <= 0
     if f.verdict == "unavailable":
         # retried while the unit can still be challenged or is being disputed, or the court can
         # still take the attestation (from my own replay, once the data stays away)
@@ -438,7 +444,7 @@ def premature_reveal_open(u: UnitView, now: Now, statuses: list[VerifierStatus])
     still to seal (Pending, nobody's seal opened yet) while the challenge window runs. After that
     every verdict is fixed and the secret tells nobody anything; a Disputed unit is its game's
     to decide, and after a reveal the secret is public (both refused on chain)."""
-    in_window = now.timestamp + SEND_MARGIN_S <= u.deadline
+    in_window = late_by(now, u.deadline) <= 0
     if u.status == UnitStatus.ASSIGNED:
         return in_window
     if u.status == UnitStatus.COMMITTED:

@@ -50,7 +50,6 @@ from agents.roles.jobs import (
     load_job,
 )
 from agents.roles.logic import (
-    SEND_MARGIN_S,
     Act,
     Now,
     Side,
@@ -59,6 +58,7 @@ from agents.roles.logic import (
     VerifierFacts,
     VerifierStatus,
     game_act,
+    late_by,
     seals_open,
     verifier_acts,
 )
@@ -634,7 +634,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
         else:
             self.log.info("unit %d: replayed segments %s: all agree", u.unit_id, sorted(mine))
-        late = self.now().timestamp + SEND_MARGIN_S - u.deadline
+        late = late_by(self.now(), u.deadline)
         if late > 0:
             # an operator's machine too slow for the job's window: say so, it costs the lock
             self.log.error(
