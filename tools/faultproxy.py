@@ -130,3 +130,52 @@ class FaultProxy:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class SilentServer:
+    """A loopback TCP server that accepts every connection and never answers: what a withholding
+    solver puts behind its blob URL (a read of it ends only by the reader's own timeout).
+    Accepted sockets are held open, unread, until `stop`; `accepted` counts them."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(256)
+        self._held: list = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self.accepted = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        self._sock.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # the accept timeout, or the socket closed by stop
+                continue
+            self._held.append(conn)
+            self.accepted += 1
+
+    def start(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for conn in self._held:
+            conn.close()
+        self._sock.close()
+
+    def __enter__(self) -> SilentServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

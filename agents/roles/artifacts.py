@@ -198,7 +198,12 @@ class CheckpointReader:
     (unreachable, oversized, malformed, a wrong root) raises BadBlob."""
 
     def __init__(
-        self, spec: JobSpec, locator: str, checkpoint_root: bytes, local_ok: bool = False
+        self,
+        spec: JobSpec,
+        locator: str,
+        checkpoint_root: bytes,
+        local_ok: bool = False,
+        timeout_s: float = LOCATOR_TIMEOUT_S,
     ) -> None:
         self.spec = spec
         self.checkpoints = spec.steps // spec.checkpoint_every + 1
@@ -206,7 +211,7 @@ class CheckpointReader:
         base, address = parse_locator(locator)
         with _bad_blob(f"manifest {address}"):
             # the deadline grows with the largest blob read (blobs.py: at 1 MiB/s)
-            self.store: BlobStore = locator_store(base, local_ok, LOCATOR_TIMEOUT_S)
+            self.store: BlobStore = locator_store(base, local_ok, timeout_s)
             raw = self.store.get(address, max_bytes=manifest_max_bytes(self.checkpoints))
             self.manifest = Manifest.from_bytes(raw, self.checkpoints)
             cp_root = self.manifest.checkpoint_root()
@@ -235,3 +240,43 @@ class CheckpointReader:
                 f"the manifest says {self.manifest.roots[index]}"
             )
         return st
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """The part of a unit's checkpoints a role's work needs, read and checked in one go
+    (`fetch_checkpoints`): every checkpoint root of the manifest and the states asked for. The
+    same interface as `CheckpointReader`'s (`root`, `state`, `manifest`) without any I/O, so a
+    replay runs on it in the round after a background read (agents/core/fetches.py)."""
+
+    manifest: Manifest
+    states: dict[int, State]
+
+    @property
+    def checkpoints(self) -> int:
+        return len(self.manifest.roots)
+
+    def root(self, index: int) -> bytes:
+        if not 0 <= index < len(self.manifest.roots):
+            raise BadBlob(f"checkpoint {index}: the manifest has {len(self.manifest.roots)}")
+        return bytes.fromhex(self.manifest.roots[index][2:])
+
+    def state(self, index: int) -> State:
+        if index not in self.states:
+            raise BadBlob(f"checkpoint {index} was not read")
+        return self.states[index]
+
+
+def fetch_checkpoints(
+    spec: JobSpec,
+    locator: str,
+    checkpoint_root: bytes,
+    indices: list[int],
+    local_ok: bool = False,
+    timeout_s: float = LOCATOR_TIMEOUT_S,
+) -> Checkpoints:
+    """Read the manifest behind `locator` and the states at `indices`, each checked against the
+    committed `checkpoint_root` (BadBlob on anything else). Blocking: roles run it off the round
+    loop (`Reads`), with `timeout_s` no longer than their read budget."""
+    reader = CheckpointReader(spec, locator, checkpoint_root, local_ok, timeout_s)
+    return Checkpoints(reader.manifest, {i: reader.state(i) for i in sorted(set(indices))})

@@ -31,12 +31,13 @@ from agents.core.chain import ChainUnavailable, connect
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
 from agents.core.events import ReorgTooDeep
+from agents.core.fetches import DEFAULT_FETCH_WORKERS, PENDING, Failed, Reads
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget
-from agents.roles.artifacts import locator_problem
+from agents.roles.artifacts import BadBlob, Checkpoints, fetch_checkpoints, locator_problem
 from agents.roles.jobs import (
     DEFAULT_MAX_LOADED_JOBS,
     DEFAULT_MAX_PARAMS,
@@ -46,7 +47,16 @@ from agents.roles.jobs import (
     keep_spec,
     load_job,
 )
-from agents.roles.logic import KEEPER_STEPS, SETTLED, Act, Now, SettledRecords, UnitStatus, UnitView
+from agents.roles.logic import (
+    KEEPER_STEPS,
+    SETTLED,
+    Act,
+    Now,
+    SettledRecords,
+    UnitStatus,
+    UnitView,
+    read_budget_s,
+)
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
@@ -181,6 +191,14 @@ def role_parser(
         default=DEFAULT_MAX_LOADED_JOBS,
         help="how many jobs' datasets and engines I keep in memory at once (least recently used "
         "out first, loaded again when needed; default: %(default)s)",
+    )
+    p.add_argument(
+        "--fetch-workers",
+        type=int,
+        default=DEFAULT_FETCH_WORKERS,
+        help="reads of other parties' data (checkpoints) run at once, off the round loop; each "
+        "waits at most a third of its window's time left, then I replay myself "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--allow-local-locators",
@@ -459,6 +477,45 @@ class RoleAgent:
     def close(self) -> None:
         if self.blob_server is not None:
             self.blob_server.stop()
+        if "reads" in self.__dict__:
+            self.reads.close()
+
+    @functools.cached_property
+    def reads(self) -> Reads:
+        """My reads of other parties' data, on --fetch-workers threads (agents/core/fetches.py)."""
+        workers = int(getattr(self.args, "fetch_workers", None) or DEFAULT_FETCH_WORKERS)
+        return Reads(workers, self.agent.clock)
+
+    def checkpoints_read(
+        self,
+        key: str,
+        spec: Any,
+        locator: str,
+        checkpoint_root: bytes,
+        indices: list[int],
+        now: Now,
+        deadline: int,
+    ) -> Checkpoints | None:
+        """The unit's checkpoints at `indices` read off the round loop under `key`: None while
+        the read runs inside its budget (`logic.read_budget_s` of the chain time left before
+        `deadline`; ask again next round), else the checked `Checkpoints`; BadBlob when the read
+        failed or is late, so that the caller falls back at once (its own replay). The read's
+        own timeout is its budget: a server that never answers holds a worker no longer. A
+        failed read is forgotten once reported, so asking again reads again."""
+        budget = read_budget_s(now, deadline)
+        got = self.reads.ask(
+            key,
+            lambda: fetch_checkpoints(
+                spec, locator, checkpoint_root, indices, self.local_locators, budget
+            ),
+            budget,
+        )
+        if got is PENDING:
+            return None
+        if isinstance(got, Failed):
+            self.reads.forget(key)  # asked again (a later retry), it is read again
+            raise BadBlob(got.reason())
+        return got
 
     @classmethod
     def check_args(cls, args: argparse.Namespace) -> None:

@@ -41,7 +41,7 @@ from agents.core.store import Store
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
 from agents.dispute.trace import Computation, drop_computation
-from agents.roles.artifacts import BadBlob, CheckpointReader, decode_state, encode_state
+from agents.roles.artifacts import BadBlob, Checkpoints, decode_state, encode_state
 from agents.roles.jobs import (
     JobContext,
     JobRejected,
@@ -102,7 +102,7 @@ def sealed_attestation(
 
 def replay_segments(
     ctx: JobContext,
-    reader: CheckpointReader,
+    reader: Checkpoints,
     segments: list[int],
     progress: bool = False,
     keep: Callable[[int, State], None] | None = None,
@@ -178,10 +178,11 @@ class ChallengerMixin:
         segment: int,
         root: bytes,
         kept: str | None,
-        solver: Callable[[], State],
+        solver: Callable[[], State | None],
     ) -> State | None:
         """The start state of a court game over `segment`, whose state root the game fixed at
-        `root`: my own copy, kept when I replayed the segment, else the solver's checkpoint,
+        `root`: my own copy, kept when I replayed the segment, else the solver's checkpoint
+        (`solver()`: None while it is being read, off the round loop: then None, ask again),
         else my own replay from step 0 (the solver's state there whenever its checkpoint is
         right, as it is under a true attestation). None when no source has it."""
         st = kept_state(self.agent.blobs, ctx.spec, kept, root)
@@ -196,6 +197,8 @@ class ChallengerMixin:
                 exc,
             )
         else:
+            if st is None:
+                return None
             if state_root(st) == root:
                 return st
         st = self.challenger_comp(ctx).state(segment * ctx.spec.checkpoint_every)
@@ -263,7 +266,6 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
-        self._first_miss: dict[str, int] = {}  # "<unit>:<attempt>" -> chain time data failed
         self._lock_warned = SaidOnce()  # units whose verifier lock my free stake cannot cover
         self._no_contest: set[str] = set()  # "<unit>:<attempt>": judged WRONG, but C is my root
         # loaded without the dispute config check, under the same bound as `jobs`
@@ -296,8 +298,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         """A settled unit's replay bookkeeping ("<unit>:<attempt>" keys) goes with it."""
         super().forget_unit(unit_id)
         prefix = f"{unit_id}:"
-        for key in [k for k in self._first_miss if k.startswith(prefix)]:
-            del self._first_miss[key]
+        self.reads.forget(f"checkpoints:{prefix}")
         self._no_contest.difference_update({k for k in self._no_contest if k.startswith(prefix)})
 
     def warn_if_lock_uncovered(self, u: UnitView) -> None:
@@ -421,6 +422,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         view = client.view(gid)
         if view.phase == Phase.RESOLVED:
             drop_computation(self.__dict__.get("_court_comps", {}), gid)  # done with its states
+            self.reads.forget(f"court:{gid}:")
             self.agent.store.put_record("court", str(gid), "resolved", data)
             self.log.info(
                 "court game %d over my attestation resolved (winner side %d)", gid, view.winner
@@ -431,12 +433,13 @@ class Verifier(ChallengerMixin, RoleAgent):
         if ctx is None:
             return
         comps = self.__dict__.setdefault("_court_comps", {})
+        _, deadline = self.court_game.functions.turn(gid).call()
         if gid not in comps:
-            start = self.defence_start(gid, unit_id, s, int(data["block"]), ctx)
+            start = self.defence_start(gid, unit_id, s, int(data["block"]), ctx, now, deadline)
             if start is None:
                 return
             comps[gid] = self.court_comp(ctx, s, start)
-        _, deadline = self.court_game.functions.turn(gid).call()
+            self.reads.forget(f"court:{gid}:")  # the start state lives in the computation now
         act = game_act(
             gid,
             Side.DEFENDER,
@@ -455,22 +458,35 @@ class Verifier(ChallengerMixin, RoleAgent):
         )
 
     def defence_start(
-        self, gid: int, unit_id: int, s: int, block: int, ctx: JobContext
+        self,
+        gid: int,
+        unit_id: int,
+        s: int,
+        block: int,
+        ctx: JobContext,
+        now: Now,
+        deadline: int,
     ) -> State | None:
         """The start state of court game `gid` over segment `s` of my attestation, which was
-        challenged in `block` (the unit as it was then: a later attempt overwrites it)."""
+        challenged in `block` (the unit as it was then: a later attempt overwrites it); the
+        solver's checkpoint is read within the budget of my turn's `deadline`."""
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
         root = bytes(self.court_game.functions.claimOf(gid).call()[5])  # initialStateRoot
         rec = self.agent.store.get_record("verdict", f"{unit_id}:{u[10]}")
         kept = rec.data.get("starts", {}).get(str(s)) if rec is not None else None
+        reading = False
 
-        def solver() -> State:
+        def solver() -> State | None:
+            nonlocal reading
             locator = self.locator(unit_id, block)
-            reader = CheckpointReader(ctx.spec, locator, bytes(u[12]), self.local_locators)
-            return reader.state(s)
+            got = self.checkpoints_read(
+                f"court:{gid}:", ctx.spec, locator, bytes(u[12]), [s], now, deadline
+            )
+            reading = got is None
+            return None if got is None else got.state(s)
 
         start = self.court_start(ctx, s, root, kept, solver)
-        if start is None and self._undefended.first(gid):
+        if start is None and not reading and self._undefended.first(gid):
             self.log.error(
                 "court game %d: no state of segment %d has the game's start root 0x%s…: "
                 "cannot defend (will retry)",
@@ -522,7 +538,7 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     async def execute(self, act: Act, u: UnitView, now: Now) -> None:
         if act.kind == "replay":
-            self.replay(u)
+            self.replay(u, now)
         elif act.kind == "seal":
             await self.seal(act, u)
         elif act.kind == "attest":
@@ -582,7 +598,12 @@ class Verifier(ChallengerMixin, RoleAgent):
         if await self.send(act, fn) is not None:
             self.log.info("attested unit %d: opened my seal of %d end roots", u.unit_id, len(roots))
 
-    def replay(self, u: UnitView) -> None:
+    def replay(self, u: UnitView, now: Now | None = None) -> None:
+        """Decide my verdict of the unit's attempt: replay the segments from the solver's
+        checkpoints, read off the round loop (this returns at once, deciding nothing, while the
+        read runs inside its budget), or from my own replay from step 0 as soon as the data is
+        unusable or late."""
+        now = now or self.now()
         ctx = self.replay_context(u.job_id)
         if ctx is None:
             return
@@ -596,11 +617,20 @@ class Verifier(ChallengerMixin, RoleAgent):
             data = {"segments": segments, "end_roots": ends, "lazy": True}
             self.agent.store.put_record("verdict", key, "agree", data)
             return
+        check = list(range(ctx.segments)) if self.args.replay_all else segments
         try:
-            reader = CheckpointReader(ctx.spec, u.locator, u.checkpoint_root, self.local_locators)
+            # read off the round loop: None while the read runs inside its budget
+            reader = self.checkpoints_read(
+                f"checkpoints:{key}:", ctx.spec, u.locator, u.checkpoint_root, check, now,
+                u.deadline,
+            )  # fmt: skip
         except BadBlob as exc:
-            self.log.error("unit %d: checkpoints unusable: %s", u.unit_id, exc)
+            self.log.error(
+                "unit %d: checkpoints unusable: %s; replaying the job from step 0", u.unit_id, exc
+            )
             self._no_data(u, key, segments, ctx)
+            return
+        if reader is None:
             return
         if self.args.cheat_challenge:
             # disputes without replaying; it seals the published roots (so it is not silent)
@@ -608,7 +638,6 @@ class Verifier(ChallengerMixin, RoleAgent):
             data = {"segments": segments, "end_roots": ends, "wrong": []}
             self.agent.store.put_record("verdict", key, "disagree", data)
             return
-        check = list(range(ctx.segments)) if self.args.replay_all else segments
         starts: dict[str, str] = {}
 
         def keep(s: int, st: State) -> None:
@@ -617,12 +646,9 @@ class Verifier(ChallengerMixin, RoleAgent):
                 if address is not None:
                     starts[str(s)] = address
 
-        try:
-            mine = replay_segments(ctx, reader, check, self.progress, keep)
-        except BadBlob as exc:
-            self.log.error("unit %d: checkpoint data failed its check: %s", u.unit_id, exc)
-            self._no_data(u, key, segments, ctx)
-            return
+        # the states read are mine to replay now: the read's answer need not hold them longer
+        self.reads.forget(f"checkpoints:{key}:")
+        mine = replay_segments(ctx, reader, check, self.progress, keep)
         wrong = [s for s in sorted(mine) if mine[s] != reader.root(s + 1)]
         ends = ["0x" + mine[s].hex() for s in segments]
         verdict = "disagree" if wrong else "agree"
@@ -645,16 +671,13 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
 
     def _no_data(self, u: UnitView, key: str, segments: list[int], ctx: JobContext) -> None:
-        """Withheld or corrupt checkpoints: challenge if the roots are wrong, else attest from
-        our own replay (the solver's data is not needed to know the right end roots).
+        """Withheld, corrupt or late checkpoints: challenge if the roots are wrong, else attest
+        from our own replay (the solver's data is not needed to know the right end roots).
 
-        Computing our own commitment replays the whole job, so it waits until half of the
-        time left at the first miss has passed: data that is only late (a slow or briefly
-        broken store) is then fetched and checked on a later round, inside the window."""
-        now = self.now().timestamp
-        first = self._first_miss.setdefault(key, now)
-        if now - first < (u.deadline - first) / 2:
-            return
+        This replays the whole job, at once: waiting for data that may never come (a server
+        that accepts connections and never answers) is what let a cheat's window close on a
+        silent verifier, and the read's budget (a third of the time left) already gave late
+        data its chance."""
         comp = self.challenger_comp(ctx)
         # Our own replay from step 0 gives every checkpoint root: we seal what we computed
         # (right or wrong commitment) instead of being penalised as a non-responder for the

@@ -38,7 +38,7 @@ from agents.core.store import Record
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Phase
 from agents.dispute.trace import Computation, drop_computation
-from agents.roles.artifacts import BadBlob, CheckpointReader, encode_state
+from agents.roles.artifacts import BadBlob, Checkpoints, encode_state
 from agents.roles.jobs import JobContext
 from agents.roles.logic import (
     Act,
@@ -313,14 +313,23 @@ class Whistleblower(ChallengerMixin, RoleAgent):
 
     # --- attestation disputes (AttestationCourt) -------------------------------------------
 
-    def _reader_then(self, data: dict) -> tuple[JobContext, CheckpointReader] | None:
+    def read_then(
+        self, key: str, data: dict, indices: list[int], now: Now | None = None
+    ) -> Checkpoints | None:
+        """The solver's checkpoints (`indices`' states) of the attestation's unit as it was when
+        attested, read off the round loop under `key` (`RoleAgent.checkpoints_read`: None while
+        the read runs, BadBlob when it failed or is late); its budget is a share of the time
+        left to dispute the attestation (the unit's window, and the court's after it)."""
         unit_id, block = int(data["unit"]), int(data["block"])
         ctx = self.context(unit_id >> 32)
         if ctx is None:
-            return None
+            raise BadBlob(f"job {unit_id >> 32} is not one I take part in")
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-        locator = self.locator(unit_id, block)
-        return ctx, CheckpointReader(ctx.spec, locator, bytes(u[12]), self.local_locators)
+        deadline = int(u[4]) + (self.court_window() if self.court is not None else 0)
+        return self.checkpoints_read(
+            f"{key}:", ctx.spec, self.locator(unit_id, block), bytes(u[12]), indices,
+            now or self.now(), deadline,
+        )  # fmt: skip
 
     def checkpoint_roots(self, data: dict) -> list[bytes] | None:
         """The solver's checkpoint roots the attestation was made against: my copy, kept when
@@ -337,10 +346,11 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             else:
                 if merkle.checkpoint_root(roots) == bytes(u[12]):
                     return roots
-        got = self._reader_then(data)
-        if got is None:
+        if self.context(int(data["unit"]) >> 32) is None:
             return None
-        reader = got[1]
+        reader = self.read_then(f"roots:{data['unit']}:{data['block']}", data, [])
+        if reader is None:
+            return None  # still being read: asked again next round
         return [bytes.fromhex(r[2:]) for r in reader.manifest.roots]
 
     def keep_case(self, roots: list[str], starts: dict[int, bytes]) -> dict:
@@ -426,10 +436,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         if gid not in self.court_comps:
             root = bytes(self.court_game.functions.claimOf(gid).call()[5])  # initialStateRoot
 
-            def solver() -> State:
-                got = self._reader_then(data)
-                assert got is not None  # the context loaded above
-                return got[1].state(s)
+            def solver() -> State | None:
+                got = self.read_then(f"court:{gid}", data, [s])
+                return None if got is None else got.state(s)
 
             kept = data.get("starts", {}).get(str(s))
             start = self.court_start(ctx, s, root, kept, solver)
@@ -443,6 +452,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                     )
                 return
             self.court_comps[gid] = self.court_comp(ctx, s, start)
+            self.reads.forget(f"court:{gid}:")  # the start state lives in the computation now
         player = Challenger(self.court_comps[gid], ctx.jg)
         _, deadline = self.court_game.functions.turn(gid).call()
         now = self.now()
@@ -458,7 +468,11 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             Act(act.kind, f"court-{act.intent}"), getattr(self.court_game.functions, fn_name)(*args)
         )
 
-    def recheck(self, key: str, data: dict) -> None:
+    def recheck(self, key: str, data: dict, now: Now | None = None) -> None:
+        """Replay the attested segments from the solver's checkpoints, read off the round loop
+        (this returns at once, deciding nothing, while the read runs inside its budget); data
+        that failed or is late counts a try (logic.recheck_due's backoff) and, after
+        FULL_REPLAY_AFTER_TRIES, is checked from my own replay from step 0."""
         unit_id, block = int(data["unit"]), int(data["block"])
         ctx = self.context(unit_id >> 32)
         if ctx is None:
@@ -471,8 +485,10 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             starts[s] = encode_state(st)
 
         try:
-            locator = self.locator(unit_id, block)
-            reader = CheckpointReader(ctx.spec, locator, bytes(u[12]), self.local_locators)
+            reader = self.read_then(f"recheck:{key}", data, data["segments"], now)
+            if reader is None:
+                return
+            self.reads.forget(f"recheck:{key}:")  # its states are replayed now
             mine = replay_segments(ctx, reader, data["segments"], self.progress, keep)
         except BadBlob as exc:
             # retried with backoff while the unit is live (logic.recheck_due)

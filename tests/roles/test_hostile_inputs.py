@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from rolefakes import Call, FakeContract
+from rolefakes import Call, FakeContract, in_rounds
 
 from agents.core.blobs import open_blob_store, serving
 from agents.core.bounded import SaidOnce
@@ -400,7 +400,7 @@ def verifier_over(tmp_path: Path, url: str, manifest: bytes) -> tuple[Verifier, 
     v = role(Verifier, tmp_path, open_blob_store(str(tmp_path / "mine")), manager, None,
              lazy=False, cheat_challenge=False, replay_all=False)  # fmt: skip
     v.jobs.put(1, JobContext(1, DIGITS, Engine(DIGITS, data), job_graph(DIGITS, data.n), None))
-    v._first_miss, v._no_contest, v._lock_warned = {}, set(), SaidOnce()
+    v._no_contest, v._lock_warned = set(), SaidOnce()
     return v, locator
 
 
@@ -410,9 +410,14 @@ def replay_of(tmp_path: Path, obj: dict, caplog) -> str:
         v, locator = verifier_over(tmp_path, server.url, json.dumps(obj).encode())
         u = UnitView(1 << 32, 1, UnitStatus.VERIFYING, 10**12, 0, 0, "0x" + "00" * 20,
                      cp_root_of(obj), b"\x01" * 32, locator, 0)  # fmt: skip
+        fallbacks: list[int] = []
+        # the fallback (my own replay of the whole job from step 0) is tested elsewhere
+        v._no_data = lambda unit, *rest: fallbacks.append(unit.unit_id)
         with caplog.at_level(logging.ERROR, logger=v.log.name):
-            v.replay(u)  # raised TypeError / IndexError / AttributeError before the fix
-    assert v.agent.store.get_record("verdict", f"{u.unit_id}:0") is None  # no data: no verdict
+            # raised TypeError / IndexError / AttributeError before the fix
+            in_rounds(v, lambda: v.replay(u), lambda: bool(fallbacks))
+    assert fallbacks == [u.unit_id]  # the data is unusable: my own replay, at once
+    assert v.agent.store.get_record("verdict", f"{u.unit_id}:0") is None  # none from the data
     return caplog.text
 
 

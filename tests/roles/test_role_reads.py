@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from web3.exceptions import BadFunctionCallOutput
 
+from agents.core.fetches import Reads
 from agents.roles.aggregator import Aggregator
 from agents.roles.decomposed import RJ_COMPLETED, RJ_RUNNING
 from agents.roles.logic import SettledJobs, SettledRecords, UnitStatus
@@ -220,16 +221,25 @@ def test_settled_records_hold_a_record_s_generations_up_to_the_newest_added(adde
 
 
 def test_a_verifier_forgets_a_units_bookkeeping_once_it_is_settled_for_good():
-    """What the verifier keeps per unit attempt (when its data first failed, a verdict it does
-    not contest) goes when the unit settles for good; other units' stay."""
+    """What the verifier keeps per unit attempt (the answers of its checkpoint reads, a verdict
+    it does not contest) goes when the unit settles for good; other units' stay."""
     chain = Manager({1: UnitStatus.FINALIZED, 2: UnitStatus.VERIFYING})
     v = object.__new__(Verifier)
     v.__dict__.update(role(chain).__dict__)
     one, two = 1 << 32, 2 << 32
-    v._first_miss = {f"{one}:1": 5, f"{one}:2": 6, f"{two}:1": 7}
+    v.reads = Reads(1)
+    keys = [f"checkpoints:{one}:1:", f"checkpoints:{one}:2:", f"checkpoints:{two}:1:"]
+    for key in keys:
+        v.reads.ask(key, lambda: "old", 60)
+    assert v.reads.wait(10)
     v._no_contest = {f"{one}:1", f"{two}:1"}
     v.units()
-    assert v._first_miss == {f"{two}:1": 7}
+    # unit one's answers are gone (asked again, read again); unit two's stay
+    assert [v.reads.ask(key, lambda: "new", 60) for key in keys[2:]] == ["old"]
+    for key in keys[:2]:
+        v.reads.ask(key, lambda: "new", 60)
+    assert v.reads.wait(10)
+    assert [v.reads.ask(key, lambda: "none", 60) for key in keys[:2]] == ["new", "new"]
     assert v._no_contest == {f"{two}:1"}
 
 

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
-from rolefakes import FakeContract
+from rolefakes import FakeContract, in_rounds, recheck_now
 
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
@@ -218,7 +218,7 @@ def verifier(tmp_path: Path, store: Store | None = None, chain=None, **parts) ->
              lazy=False, cheat_challenge=False, replay_all=False)  # fmt: skip
     v.manager, v.game = parts.get("manager"), parts.get("game")
     v.court, v.court_game = parts.get("court"), parts.get("court_game")
-    v._first_miss, v._lock_warned, v._no_contest = {}, SaidOnce(), set()
+    v._lock_warned, v._no_contest = SaidOnce(), set()
     v._replay_jobs, v._no_game, v._undefended = LoadedJobs(), SaidOnce(), SaidOnce()
     v._court_stream = None
     return v
@@ -232,6 +232,11 @@ def whistleblower(tmp_path: Path, store: Store | None = None, chain=None, **part
     w.court_comps, w.bad_leaks = {}, SaidOnce()
     w._attested_stream, w._no_start = None, SaidOnce()
     return w
+
+
+def verdict_of(v: Verifier, u: UnitView) -> str | None:
+    rec = v.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
+    return None if rec is None else rec.state
 
 
 def court_game(start_root: bytes, phase: int = Phase.POST_CHECKPOINTS) -> FakeContract:
@@ -267,8 +272,9 @@ def _replayed_verifier(tmp_path: Path, job: Job, data: SolverData, start_root: b
 
 
 def _defence(v: Verifier) -> list:
+    """Two rounds of the defence (the first may only start the read of the solver's data)."""
     case = {"unit": UNIT, "segment": SEGMENT, "block": 9}
-    asyncio.run(v.defend_one(GAME, case, Now(10, 1_000)))
+    in_rounds(v, lambda: asyncio.run(v.defend_one(GAME, case, Now(10, 1_000))), lambda: v.sent, 2)
     return [sent for _, sent in v.sent]
 
 
@@ -278,7 +284,8 @@ def test_verifier_defends_a_true_attestation_from_its_kept_start_state_once_the_
     with solver_data(tmp_path, job) as data:
         v = _replayed_verifier(tmp_path, job, data, data.roots[SEGMENT])
         v.agent.blobs.put(job.spec.canonical_bytes())
-        v.replay(unit_view(data))
+        u = unit_view(data)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
         assert v.agent.store.get_record("verdict", f"{UNIT}:0").state == "agree"
         data.take_down()
 
@@ -318,7 +325,9 @@ def _false_attestation(tmp_path: Path, job: Job, data: SolverData):
     manager = FakeContract(getUnit=lambda u: unit_tuple(data.checkpoint_root))
     manager.events = committed_events(data.locator, data.checkpoint_root)
     court = FakeContract(
-        bondOf=lambda u, who: 10, challengeAttestation=lambda *a: ("challengeAttestation", a)
+        bondOf=lambda u, who: 10,
+        window=lambda: 86_400,
+        challengeAttestation=lambda *a: ("challengeAttestation", a),
     )
     w = whistleblower(tmp_path, manager=manager, court=court,
                       court_game=court_game(data.roots[SEGMENT]))  # fmt: skip
@@ -340,7 +349,7 @@ def test_whistleblower_disputes_and_plays_a_false_attestation_once_the_solver_is
 ):
     with solver_data(tmp_path, job) as data:
         w, key = _false_attestation(tmp_path, job, data)
-        w.recheck(key, dict(w.agent.store.get_record("attestation", key).data))
+        recheck_now(w, key)
         assert w.agent.store.get_record("attestation", key).state == "false"
         data.take_down()
         rec = w.agent.store.get_record("attestation", key)
@@ -382,7 +391,7 @@ def test_drawn_verifier_seals_its_replay_of_a_job_without_a_registered_config(tm
     with solver_data(tmp_path, job) as data:
         v = _drawn(tmp_path, job, data, bytes(32))  # none registered
         u = unit_view(data)
-        v.replay(u)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
     assert _acts(v, u) == ["seal"]
 
 
@@ -394,7 +403,7 @@ def test_drawn_verifier_whose_replay_ends_after_the_window_says_it_can_send_noth
         u = unit_view(data)
         caplog.set_level(logging.INFO, logger=v.log.name)
         v.now = lambda: Now(10, DEADLINE)  # the replay ends on the deadline, past its margin
-        v.replay(u)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
         late = [
             r.getMessage() for r in caplog.records if "after the verify window" in r.getMessage()
         ]
@@ -403,7 +412,7 @@ def test_drawn_verifier_whose_replay_ends_after_the_window_says_it_can_send_noth
         # in time: nothing said
         caplog.clear()
         v.now = lambda: Now(10, DEADLINE - 100)
-        v.replay(u)
+        in_rounds(v, lambda: v.replay(u), lambda: "all agree" in caplog.text)
         assert not [r for r in caplog.records if "after the verify window" in r.getMessage()]
 
 
@@ -413,7 +422,7 @@ def test_drawn_verifier_skips_only_the_challenge_under_a_wrong_config_and_says_s
     with solver_data(tmp_path, job, faulty(job)) as data:
         v = _drawn(tmp_path, job, data, b"\x33" * 32)  # not the spec's
         u = unit_view(data)
-        v.replay(u)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
     assert _acts(v, u) == ["challenge", "seal"]
     challenges: list[int] = []
 
@@ -458,7 +467,7 @@ def test_whistleblower_counts_a_failed_recheck_and_finds_the_false_attestation_l
         w, key = _false_attestation(tmp_path, job, data)
         folder, aside = tmp_path / "solver-blobs", tmp_path / "solver-blobs-away"
         folder.rename(aside)  # the solver's server is up, its files are not (404)
-        w.recheck(key, dict(w.agent.store.get_record("attestation", key).data))
+        recheck_now(w, key)
         rec = w.agent.store.get_record("attestation", key)
         assert rec.state == "unavailable"
         assert (rec.data["tries"], rec.data["last_try"]) == (1, 1_000)
@@ -467,7 +476,7 @@ def test_whistleblower_counts_a_failed_recheck_and_finds_the_false_attestation_l
         u = unit_view(data)
         facts = AttestationFacts("unavailable", False, False, True, 0, False, 1, 1_000)
         assert [a.kind for a in whistleblower_acts(u, w.now(), key, facts)] == ["recheck"]
-        w.recheck(key, dict(rec.data))
+        recheck_now(w, key)
     assert w.agent.store.get_record("attestation", key).state == "false"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from rolefakes import FakeContract
+from rolefakes import FakeContract, recheck_now
 from test_verifier_resilience import (  # noqa: F401  (job is a fixture)
     GAME,
     OTHER,
@@ -42,7 +42,7 @@ def _recheck_until_settled(w, key: str) -> list[str]:
     states the record went through."""
     states = []
     for _ in range(FULL_REPLAY_AFTER_TRIES):
-        w.recheck(key, dict(w.agent.store.get_record("attestation", key).data))
+        recheck_now(w, key)
         states.append(w.agent.store.get_record("attestation", key).state)
     return states
 
