@@ -160,18 +160,18 @@ def late_by(now: Now, deadline: int) -> int:
 
 #: The most a role waits (wall seconds) for a peer's data before it falls back to its own
 #: replay (agents/core/fetches.py); less when the window has less left (`read_budget_s`).
-READ_BUDGET_S = 15.0
+READ_BUDGET_S = 10.0
 #: The least: a healthy blob server answers a checkpoint read well within it.
 READ_BUDGET_MIN_S = 2.0
 
 
 def read_budget_s(now: Now, deadline: int) -> float:
-    """How long a read of a peer's data for work due by `deadline` may take: a third of the
+    """How long a read of a peer's data for work due by `deadline` may take: a quarter of the
     chain time left (with the send margin), so that the fallback, my own replay from step 0,
     and its send still fit after a read that never answers; within [READ_BUDGET_MIN_S,
     READ_BUDGET_S]."""
     left = -late_by(now, deadline)
-    return max(READ_BUDGET_MIN_S, min(READ_BUDGET_S, left / 3))
+    return max(READ_BUDGET_MIN_S, min(READ_BUDGET_S, left / 4))
 
 
 KEEPER_STEPS = frozenset(

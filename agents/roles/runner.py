@@ -197,7 +197,7 @@ def role_parser(
         type=int,
         default=DEFAULT_FETCH_WORKERS,
         help="reads of other parties' data (checkpoints) run at once, off the round loop; each "
-        "waits at most a third of its window's time left, then I replay myself "
+        "waits at most a quarter of its window's time left, then I replay myself "
         "(default: %(default)s)",
     )
     p.add_argument(

@@ -676,7 +676,7 @@ class Verifier(ChallengerMixin, RoleAgent):
 
         This replays the whole job, at once: waiting for data that may never come (a server
         that accepts connections and never answers) is what let a cheat's window close on a
-        silent verifier, and the read's budget (a third of the time left) already gave late
+        silent verifier, and the read's budget (a quarter of the time left) already gave late
         data its chance."""
         comp = self.challenger_comp(ctx)
         # Our own replay from step 0 gives every checkpoint root: we seal what we computed

@@ -10,6 +10,8 @@ import pytest
 from agents.dispute.player import Move, Phase
 from agents.roles.logic import (
     BACKUP_DELAY,
+    READ_BUDGET_MIN_S,
+    READ_BUDGET_S,
     SEND_MARGIN_S,
     AttestationFacts,
     LeakFacts,
@@ -28,6 +30,7 @@ from agents.roles.logic import (
     leak_acts,
     parse_leak,
     premature_reveal_open,
+    read_budget_s,
     seals_open,
     solver_acts,
     verifier_acts,
@@ -473,3 +476,16 @@ def test_judged_checkpoints_are_each_perturbed_touch_and_the_end_of_a_perturbed_
     assert judged_checkpoints([[0, 2], [4, 7]], {2, 5}) == [2, 3, 5]
     assert judged_checkpoints([[1], [1]], {1, 2}) == [1, 2]  # twice drawn, read once
     assert judged_checkpoints([[], [0]], {3}) == []
+
+
+def test_a_read_of_a_peers_data_gets_a_quarter_of_the_window_left_within_its_bounds():
+    """The budget leaves three quarters of the window for the fallback (my own replay) and its
+    send; never more than READ_BUDGET_S, never less than READ_BUDGET_MIN_S (a read made at or
+    past the deadline still gets a healthy server's time)."""
+    deadline = 1_000
+    at = lambda left: read_budget_s(Now(1, deadline - SEND_MARGIN_S - left), deadline)  # noqa: E731
+    assert at(20) == 5.0
+    assert at(40) == READ_BUDGET_S == 10.0
+    assert at(400) == READ_BUDGET_S
+    assert at(8) == READ_BUDGET_MIN_S == 2.0
+    assert at(0) == at(-50) == READ_BUDGET_MIN_S
