@@ -60,6 +60,7 @@ from agents.core.chain import (  # noqa: E402
     connect,
     free_port,
 )
+from bench import hanging_units  # noqa: E402
 from scripts.demo import audit_sends  # noqa: E402
 from tools.faultproxy import FaultProxy, FaultRates  # noqa: E402
 
@@ -804,7 +805,9 @@ def run_side_by_side(todo: list[Any], run: Callable[[Any], dict[str, Any]], jobs
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few trials per class")
-    parser.add_argument("--only", nargs="*", choices=[*PLANS, "input"], help="fault classes")
+    parser.add_argument(
+        "--only", nargs="*", choices=[*PLANS, "input", "hanging"], help="fault classes"
+    )
     parser.add_argument("--seed", type=int, default=20261129, help="base seed")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--keep", action="store_true", help="keep the trials' work folders")
@@ -813,7 +816,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     counts = dict(QUICK if args.quick else FULL)
-    wanted = set(args.only or [*PLANS, "input"])
+    wanted = set(args.only or [*PLANS, "input", "hanging"])
     counts = {k: min(v, args.trials or v) for k, v in counts.items() if k in wanted}
     root = Path(tempfile.mkdtemp(prefix="reliability-"))
     rows = []
@@ -825,6 +828,8 @@ def main(argv: list[str] | None = None) -> int:
             todo, lambda p: run_trial(p, root / f"{p.fault}-{p.seed}"), args.jobs
         )
         inputs = bad_inputs(root / "input") if "input" in wanted else None
+        # one verifier drawn to twenty units whose blob servers never answer (issue #23)
+        hanging = hanging_units.run(root / "hanging") if "hanging" in wanted else None
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -847,8 +852,13 @@ def main(argv: list[str] | None = None) -> int:
             else {k: inputs[k] for k in ("tried", "clear")} | {"cases": inputs["cases"]}
         ),
         "trials": rows,
+        "hanging_units": hanging,
         "wall_time_s": round(time.monotonic() - started, 1),
     }
+    if wanted == {"hanging"} and args.out.exists():
+        # the hanging-units trial alone: the other classes' figures stay those of their last run
+        kept = json.loads(args.out.read_text())
+        report = kept | {"hanging_units": hanging}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({"per_fault_class": per, "bad_inputs": report["bad_inputs"] and
@@ -856,6 +866,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {args.out} in {report['wall_time_s']} s")
     ok = report["totals"]["duplicate_transactions"] == 0
     ok = ok and report["totals"]["tokens_lost_by_honest"] == 0
+    ok = ok and (hanging is None or hanging_units.survived(hanging))
     return 0 if ok else 1
 
 
