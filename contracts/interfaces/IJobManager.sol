@@ -4,6 +4,10 @@ pragma solidity 0.8.37;
 import {INodeRegistry} from "./INodeRegistry.sol";
 import {IDisputeCallback} from "./IDisputeCallback.sol";
 
+// The most 256-byte chunks one `IJobManager.postData` call may post (16 KiB): its gas is bounded
+// whatever the tensor's size (PROTOCOL §6.11).
+uint256 constant MAX_DATA_CHUNKS = 64;
+
 /// @title IJobManager
 /// @notice Job escrow, scheduling, checkpoint commitments, verification and settlement
 ///         (docs/PROTOCOL.md §6). Events are the agents' API; every value has a view.
@@ -145,6 +149,23 @@ interface IJobManager is IDisputeCallback {
         uint256 gameId;
         address challenger;
         uint96 bond;
+    }
+
+    /// @notice An open data request over a unit (PROTOCOL §6.11): `requester` (zero when none is
+    ///         open) demands the whole state at checkpoint `checkpoint`, to be posted on chain by
+    ///         `answerDeadline`; `bond` is what it posted (zero for the submitter). `stateRoot` is
+    ///         zero until `openDataState` proved it is that checkpoint's entry, and `tensorCount`
+    ///         its number of tensors; the next post must carry tensor `nextTensor` from chunk
+    ///         `nextChunk`.
+    struct DataRequest {
+        address requester;
+        uint32 checkpoint;
+        uint40 answerDeadline;
+        uint96 bond;
+        bytes32 stateRoot;
+        uint32 tensorCount;
+        uint32 nextTensor;
+        uint32 nextChunk;
     }
 
     /// @notice Deployment parameters (PROTOCOL §6.4 lists defaults and reasons).
@@ -303,6 +324,43 @@ interface IJobManager is IDisputeCallback {
     ///         still void the dispute until then.
     error ResultHeldUntil(uint256 unitId, uint64 until);
 
+    /// @notice A data request names checkpoint `checkpoint`, but the unit has `numCheckpoints`.
+    error CheckpointOutOfRange(uint256 unitId, uint32 checkpoint, uint64 numCheckpoints);
+    /// @notice Only a verifier drawn for the unit's current attempt or the job's submitter may
+    ///         request data.
+    error NotDataRequester(uint256 unitId, address caller);
+    /// @notice The submitter may request the final checkpoint `finalCheckpoint` only.
+    error SubmitterFinalCheckpointOnly(uint256 unitId, uint32 checkpoint, uint32 finalCheckpoint);
+    /// @notice `requester` already requested data in attempt `attempt` of the unit.
+    error DataAlreadyRequested(uint256 unitId, uint32 attempt, address requester);
+    /// @notice The unit has no open data request.
+    error NoDataRequest(uint256 unitId);
+    /// @notice The request's state was opened already, with root `stateRoot`.
+    error DataStateAlreadyOpened(uint256 unitId, bytes32 stateRoot);
+    /// @notice `postData` needs the request's state opened first (`openDataState`).
+    error DataStateNotOpened(uint256 unitId);
+    /// @notice A state has at least one tensor.
+    error EmptyDataState(uint256 unitId);
+    /// @notice `stateRoot` is not entry `checkpoint` of the unit's checkpoint root.
+    error BadDataStateProof(uint256 unitId, uint32 checkpoint, bytes32 stateRoot);
+    /// @notice The request could be answered until `answerDeadline` only.
+    error DataAnswerWindowClosed(uint256 unitId, uint64 answerDeadline);
+    /// @notice The request can still be answered until `answerDeadline`: it cannot expire yet.
+    error DataAnswerWindowOpen(uint256 unitId, uint64 answerDeadline);
+    /// @notice The post must start at chunk `expected` of the current tensor.
+    error WrongFirstChunk(uint256 unitId, uint32 given, uint32 expected);
+    /// @notice The tensor entry is not entry `tensor` of the request's state root `stateRoot`.
+    error BadDataEntryProof(uint256 unitId, uint32 tensor, bytes32 stateRoot);
+    /// @notice `length` bytes are not a positive whole number of 256-byte chunks.
+    error DataNotWholeChunks(uint256 unitId, uint256 length);
+    /// @notice One post carries at most `max` (`MAX_DATA_CHUNKS`) chunks.
+    error TooManyDataChunks(uint256 unitId, uint256 given, uint256 max);
+    /// @notice The chunks would end at chunk `end` (exclusive), past the tensor's `leafCount`.
+    error DataPastTensorEnd(uint256 unitId, uint32 tensor, uint256 end, uint256 leafCount);
+    /// @notice The range proof of the chunks from `firstChunk` fails against the tensor's data
+    ///         root.
+    error BadDataRangeProof(uint256 unitId, uint32 tensor, uint32 firstChunk);
+
     // ------------------------------------------------------------------ events
     /// @notice The dispute arbiter was wired.
     event ArbiterSet(address indexed arbiter);
@@ -421,6 +479,39 @@ interface IJobManager is IDisputeCallback {
     event PrematureRevealReported(
         uint256 indexed unitId, address indexed solver, address indexed reporter, uint256 slashed
     );
+    /// @notice `requester` (a drawn verifier, bond `bond`, or the submitter, bond 0) demanded the
+    ///         whole state at checkpoint `checkpoint` on chain by `answerDeadline`; the unit is
+    ///         Disputed until it is answered, expires or is voided (PROTOCOL §6.11).
+    event DataRequested(
+        uint256 indexed unitId, address indexed requester, uint32 checkpoint, uint96 bond, uint64 answerDeadline
+    );
+    /// @notice The requested checkpoint's state root `stateRoot`, of `tensorCount` tensors, was
+    ///         proved against the checkpoint root.
+    event DataStateOpened(uint256 indexed unitId, bytes32 stateRoot, uint32 tensorCount);
+    /// @notice Chunks `firstChunk`, … of tensor `tensor` (state order; name hash, dtype and shape
+    ///         as committed) were posted: `chunks` is their concatenated 256-byte chunks (§3).
+    event DataPosted(
+        uint256 indexed unitId,
+        uint32 tensor,
+        bytes32 nameHash,
+        uint8 dtype,
+        uint32 rows,
+        uint32 cols,
+        uint32 firstChunk,
+        bytes chunks
+    );
+    /// @notice The whole requested state was posted: the requester's bond was forfeited as a
+    ///         failed challenge's, and the unit is Verifying until `deadline`.
+    event DataRequestAnswered(
+        uint256 indexed unitId, address indexed requester, uint32 checkpoint, uint64 deadline
+    );
+    /// @notice The request was not answered in time: the solver lost as in a lost dispute game
+    ///         (collateral slashed, `requester` credited its bond and its reward, the drawn
+    ///         verifiers' locks released) and the unit re-opened (`UnitOpened` follows; no
+    ///         `DisputeResolved`: there was no game).
+    event DataRequestExpired(uint256 indexed unitId, address indexed requester, uint32 checkpoint);
+    /// @notice A forced-error reveal voided the open data request: `requester` got its bond back.
+    event DataRequestVoided(uint256 indexed unitId, address indexed requester, uint32 checkpoint);
 
     // ------------------------------------------------------------------ wiring
     /// @notice Sets the dispute arbiter. Deployer only, once.
@@ -513,6 +604,55 @@ interface IJobManager is IDisputeCallback {
     ///         verifiers' locks are released and the unit re-opens. Anyone may call.
     function settleDispute(uint256 unitId) external;
 
+    // ------------------------------------------------------------------ data requests (§6.11)
+    /// @notice Demands the whole state at checkpoint `checkpoint` on chain (a data-availability
+    ///         challenge): the unit Verifying, `now ≤ deadline`, `checkpoint < numCheckpoints`;
+    ///         the caller a verifier drawn for the current attempt, which posts
+    ///         `bond = challengeBondOf(unitId)` (pulled, needs approval), or the job's submitter,
+    ///         bond 0, for the final checkpoint only; once per requester per attempt. The unit
+    ///         becomes Disputed (no finalize, no challenge) until the request is answered
+    ///         (`postData`), expires (`expireDataRequest`) or a forced reveal voids it; the
+    ///         answer is due by `now + revealWindow`.
+    function requestData(uint256 unitId, uint32 checkpoint) external returns (uint96 bond);
+
+    /// @notice Opens the requested checkpoint's state (anyone, once, by the answer deadline):
+    ///         `stateRoot = keccak256(abi.encode(STATE_DOMAIN, tensorCount, stateTree))` (§3)
+    ///         must be entry `checkpoint` of the unit's checkpoint root (`checkpointProof`: the
+    ///         §3 root-list siblings, bottom-up, of a list of `numCheckpoints`), `tensorCount > 0`.
+    function openDataState(uint256 unitId, uint32 tensorCount, bytes32 stateTree, bytes32[] calldata checkpointProof)
+        external;
+
+    /// @notice Posts the next 1 to `MAX_DATA_CHUNKS` whole 256-byte chunks of the requested state
+    ///         (anyone, state opened, by the answer deadline): tensor `nextTensor` from chunk
+    ///         `firstChunk == nextChunk`. `entryProof` proves
+    ///         `keccak256(abi.encode(nameHash, tensorRoot(dtype, rows, cols, dataRoot)))` is
+    ///         entry `nextTensor` of the state root; `rangeProof` proves the chunks are leaves
+    ///         `firstChunk…` of `dataRoot` (§3 range proof), within the tensor's
+    ///         `ceil(rows·cols / 64)` leaves. Emits `DataPosted`; the post that completes the
+    ///         last tensor answers the request (`DataRequestAnswered`): the requester's bond is
+    ///         forfeited as a failed challenge's (`challengerRewardBps` of it to the solver, the
+    ///         rest to the jackpot) and the unit returns to Verifying with its deadline at least
+    ///         `disputeGrace` away.
+    function postData(
+        uint256 unitId,
+        bytes32 nameHash,
+        uint8 dtype,
+        uint32 rows,
+        uint32 cols,
+        bytes32 dataRoot,
+        bytes32[] calldata entryProof,
+        uint32 firstChunk,
+        bytes calldata chunks,
+        bytes32[] calldata rangeProof
+    ) external;
+
+    /// @notice After the answer deadline of an unanswered request (anyone): the solver loses as
+    ///         in a lost dispute game — its collateral is slashed, the requester is credited its
+    ///         bond plus `challengerRewardBps` of the collateral, the rest goes to the jackpot,
+    ///         the drawn verifiers' locks are released — and the unit re-opens. Never held for a
+    ///         forced round's reveal: a forced round must serve its data too.
+    function expireDataRequest(uint256 unitId) external;
+
     /// @notice After the challenge window (and, while a seal is still closed, the reveal window),
     ///         with no dispute open: pays the solver, the attesting verifiers and the tax;
     ///         penalises silent verifiers (no seal, or a seal never opened). The solver may call
@@ -576,6 +716,8 @@ interface IJobManager is IDisputeCallback {
     function sampledSegments(uint256 unitId, address verifier) external view returns (uint64[] memory);
     /// @notice The unit's open dispute (zeros if none).
     function getDispute(uint256 unitId) external view returns (Dispute memory);
+    /// @notice The unit's open data request (zeros, `requester` zero, if none).
+    function dataRequestOf(uint256 unitId) external view returns (DataRequest memory);
     /// @notice When the challenger's win over the unit is held (`DisputeResultHeld`), the time
     ///         after which `settleDispute` applies it; zero when no result is held.
     function heldUntil(uint256 unitId) external view returns (uint64);

@@ -17,10 +17,11 @@ import {JobManagerExtension} from "./JobManagerExtension.sol";
 /// @title JobManager
 /// @notice Job escrow, scheduling, checkpoint commitments, verification and settlement
 ///         (docs/PROTOCOL.md §6).
-/// @dev Token balance == Σ job escrow + Σ open dispute bonds + Σ credits + jackpot.
+/// @dev Token balance == Σ job escrow + Σ open dispute bonds + Σ open data-request bonds
+///      + Σ credits + jackpot.
 ///      Storage, parameters and the rules both halves share are in `JobManagerBase` (records
 ///      recycled, PROTOCOL §6.10). This contract runs the job's life cycle and the views; the
-///      rare paths (cancel, expiry, disputes, forced reveals, `keepRecord`) run on this storage
+///      rare paths (cancel, expiry, disputes, data requests, forced reveals, `keepRecord`) run on this storage
 ///      from the `JobManagerExtension` it creates, by DELEGATECALL (`_delegate`), so that the whole
 ///      fits the 24 KiB code size limit with room to spare.
 ///      Checks-effects-interactions throughout: every state change precedes the calls to the
@@ -388,6 +389,37 @@ contract JobManager is JobManagerBase, IJobManager {
         _delegate();
     }
 
+    /// @inheritdoc IJobManager
+    function requestData(uint256, uint32) external returns (uint96) {
+        _delegate();
+    }
+
+    /// @inheritdoc IJobManager
+    function openDataState(uint256, uint32, bytes32, bytes32[] calldata) external {
+        _delegate();
+    }
+
+    /// @inheritdoc IJobManager
+    function postData(
+        uint256,
+        bytes32,
+        uint8,
+        uint32,
+        uint32,
+        bytes32,
+        bytes32[] calldata,
+        uint32,
+        bytes calldata,
+        bytes32[] calldata
+    ) external {
+        _delegate();
+    }
+
+    /// @inheritdoc IJobManager
+    function expireDataRequest(uint256) external {
+        _delegate();
+    }
+
     /// @dev Runs this call's calldata on the extension's code and this contract's storage
     ///      (DELEGATECALL: same msg.sender, same storage, the `JobManagerBase` layout both share),
     ///      and returns or reverts with exactly what it returned. Never returns to its caller.
@@ -586,6 +618,16 @@ contract JobManager is JobManagerBase, IJobManager {
     function getDispute(uint256 unitId) external view returns (Dispute memory d) {
         (, uint256 record, bool live) = _unit(unitId);
         if (live) d = _disputes[record];
+    }
+
+    /// @inheritdoc IJobManager
+    function dataRequestOf(uint256 unitId) external view returns (DataRequest memory d) {
+        (, uint256 record, bool live) = _unit(unitId);
+        if (!live) return d;
+        DataRequestSlot memory q = _dataRequests[record];
+        return DataRequest(
+            q.requester, q.checkpoint, q.answerDeadline, q.bond, q.stateRoot, q.tensorCount, q.nextTensor, q.nextChunk
+        );
     }
 
     /// @inheritdoc IJobManager

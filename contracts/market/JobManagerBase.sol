@@ -147,6 +147,33 @@ abstract contract JobManagerBase is ReentrancyGuard {
     mapping(uint256 record => bytes32) internal _publishedRoots;
     Credits.Ledger internal _credits;
 
+    /// @dev A unit's open data request (PROTOCOL §6.11), packed in three slots: who and until
+    ///      when (read by every call), then the bond with the posting cursor (written by every
+    ///      `postData`), then the state root. Cleared when the request is answered, expires or
+    ///      is voided; `requester` is zero when none is open.
+    struct DataRequestSlot {
+        // slot 0
+        address requester;
+        uint32 checkpoint;
+        uint40 answerDeadline;
+        // slot 1
+        uint96 bond;
+        uint32 tensorCount;
+        uint32 nextTensor;
+        uint32 nextChunk;
+        // slot 2
+        bytes32 stateRoot;
+    }
+
+    // slither-disable-next-line uninitialized-state
+    mapping(uint256 record => DataRequestSlot) internal _dataRequests;
+    /// @dev Whether `requester` requested data in `attempt` of `unitId` (once per requester per
+    ///      attempt). Keyed by the unit id, which names the record's generation: a recycled
+    ///      record's new job starts with no marks.
+    // slither-disable-next-line uninitialized-state
+    mapping(uint256 unitId => mapping(uint32 attempt => mapping(address requester => bool))) internal
+        _dataRequested;
+
     constructor(address registry_, IJobManager.Config memory cfg, address judge) {
         if (registry_ == address(0)) revert IJobManager.ZeroAddress();
         if (cfg.taxBps + uint256(cfg.challengerRewardBps) > 2 * MarketMath.BPS) revert IJobManager.InvalidConfig();

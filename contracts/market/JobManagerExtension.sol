@@ -3,10 +3,11 @@ pragma solidity 0.8.37;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
-import {IJobManager} from "../interfaces/IJobManager.sol";
+import {IJobManager, MAX_DATA_CHUNKS} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
+import {DataRequests} from "../libraries/DataRequests.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
 import {ForcedErrors} from "../libraries/ForcedErrors.sol";
@@ -15,7 +16,8 @@ import {JobManagerBase} from "./JobManagerBase.sol";
 
 /// @title JobManagerExtension
 /// @notice The job manager's rare paths (docs/PROTOCOL.md §6): cancelling a job, expiring an
-///         assignment, disputes and their results, forced-error reveals and keeping a record.
+///         assignment, disputes and their results, data requests (§6.11), forced-error reveals
+///         and keeping a record.
 ///         Their documentation is `IJobManager`'s: the `JobManager` declares each of them and
 ///         forwards the call here.
 /// @dev Runs only by DELEGATECALL from the JobManager that created it (`onlyDelegated`), on that
@@ -142,8 +144,9 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
     /// @dev `IJobManager.settleDispute`, run as the manager.
     function settleDispute(uint256 unitId) external onlyDelegated {
         (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
-        // A Disputed unit always has its dispute (a void returns it to Verifying), whose game is
-        // either still running (no hold end) or ended with the challenger's win held.
+        // A Disputed unit has either its dispute (a void returns it to Verifying), whose game is
+        // either still running (no hold end) or ended with the challenger's win held, or an open
+        // data request (no dispute, no hold end: NoHeldResult with game 0; §6.11).
         IJobManager.Dispute memory d = _disputes[record];
         uint64 until = _holdEnds[record];
         if (until == 0) revert IJobManager.NoHeldResult(unitId, d.gameId);
@@ -161,7 +164,15 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         // An open dispute is voided: its challenger gets its bond back, but no share (a challenge
         // is public, so a share would go to whoever copies it first; catchers are the drawn
         // verifiers whose sealed attestations were RIGHT).
-        if (r.status == IJobManager.UnitStatus.Disputed) _voidDispute(unitId, record);
+        // An open data request is voided alike (the requester's bond back): a unit is Disputed by
+        // a game or by a data request, never both.
+        if (r.status == IJobManager.UnitStatus.Disputed) {
+            if (_dataRequests[record].requester != address(0)) {
+                _voidDataRequest(unitId, record, r.attempt);
+            } else {
+                _voidDispute(unitId, record);
+            }
+        }
         // The true root stands from now on; it can be challenged for at least disputeGrace.
         uint64 deadline = _backToVerifying(r);
         r.flags |= FORCED_REVEALED;
@@ -183,6 +194,137 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         // Never Disputed: the judge leaves an open dispute to its game.
         emit IJobManager.PrematureRevealReported(unitId, r.assignee, reporter, _collateral(r));
         _slashAssignee(unitId, record, r, reporter, 0);
+    }
+
+    // ------------------------------------------------------------------ data requests (§6.11)
+
+    /// @dev `IJobManager.requestData`, run as the manager.
+    function requestData(uint256 unitId, uint32 checkpoint) external onlyDelegated nonReentrant returns (uint96 bond) {
+        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Verifying);
+        uint64 deadline = r.deadline;
+        if (block.timestamp > deadline) revert IJobManager.ChallengeWindowClosed(unitId, deadline);
+        // steps < 2^32 and checkpointInterval > 0: T / k + 1 fits 64 bits.
+        uint64 numCheckpoints = uint64(r.steps / r.checkpointInterval) + 1;
+        if (checkpoint >= numCheckpoints) revert IJobManager.CheckpointOutOfRange(unitId, checkpoint, numCheckpoints);
+        // A drawn verifier posts the challenge bond; the submitter (a caller that is both counts
+        // as the verifier) posts none and may ask for the final checkpoint only: the result it
+        // paid for.
+        bool drawn = _findVerifier(record, r.verifierCount, msg.sender) != NOT_DRAWN;
+        if (!drawn) {
+            if (msg.sender != r.submitter) revert IJobManager.NotDataRequester(unitId, msg.sender);
+            // numCheckpoints - 1 = T / k < 2^32.
+            uint32 finalCheckpoint = uint32(numCheckpoints - 1);
+            if (checkpoint != finalCheckpoint) {
+                revert IJobManager.SubmitterFinalCheckpointOnly(unitId, checkpoint, finalCheckpoint);
+            }
+        }
+        uint32 attempt = r.attempt;
+        // INVARIANT: one request per requester per attempt, so a requester cannot hold the unit
+        // Disputed forever by asking again once answered.
+        if (_dataRequested[unitId][attempt][msg.sender]) {
+            revert IJobManager.DataAlreadyRequested(unitId, attempt, msg.sender);
+        }
+        // At most uint96.max (_bondFor clamps it).
+        bond = drawn ? uint96(_bondFor(r)) : 0;
+        // An online node answers within revealWindow; now < 2^40.
+        uint40 answerDeadline = uint40(block.timestamp) + _revealWindow;
+        // INVARIANT: a request opens only on a Verifying unit, so a unit holds a game's dispute
+        // or a data request, never both; Disputed, it can neither finalize nor be challenged.
+        r.status = IJobManager.UnitStatus.Disputed;
+        _dataRequested[unitId][attempt][msg.sender] = true;
+        _dataRequests[record] = DataRequestSlot(msg.sender, checkpoint, answerDeadline, bond, 0, 0, 0, bytes32(0));
+        emit IJobManager.DataRequested(unitId, msg.sender, checkpoint, bond, answerDeadline);
+        if (bond != 0) _token.safeTransferFrom(msg.sender, address(this), bond);
+    }
+
+    /// @dev `IJobManager.openDataState`, run as the manager.
+    function openDataState(uint256 unitId, uint32 tensorCount, bytes32 stateTree, bytes32[] calldata checkpointProof)
+        external
+        onlyDelegated
+    {
+        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
+        DataRequestSlot storage q = _dataRequests[record];
+        if (q.requester == address(0)) revert IJobManager.NoDataRequest(unitId);
+        if (q.stateRoot != bytes32(0)) revert IJobManager.DataStateAlreadyOpened(unitId, q.stateRoot);
+        uint40 answerDeadline = q.answerDeadline;
+        if (block.timestamp > answerDeadline) revert IJobManager.DataAnswerWindowClosed(unitId, answerDeadline);
+        if (tensorCount == 0) revert IJobManager.EmptyDataState(unitId);
+        bytes32 stateRoot = DataRequests.stateRootOf(tensorCount, stateTree);
+        uint32 checkpoint = q.checkpoint;
+        uint256 numCheckpoints = uint256(r.steps / r.checkpointInterval) + 1;
+        // INVARIANT: the posted state is the committed one: its root is the checkpoint's entry.
+        if (!DataRequests.stateHolds(r.checkpointRoot, numCheckpoints, checkpoint, stateRoot, checkpointProof)) {
+            revert IJobManager.BadDataStateProof(unitId, checkpoint, stateRoot);
+        }
+        q.stateRoot = stateRoot;
+        q.tensorCount = tensorCount;
+        emit IJobManager.DataStateOpened(unitId, stateRoot, tensorCount);
+    }
+
+    /// @dev `IJobManager.postData`, run as the manager.
+    function postData(
+        uint256 unitId,
+        bytes32 nameHash,
+        uint8 dtype,
+        uint32 rows,
+        uint32 cols,
+        bytes32 dataRoot,
+        bytes32[] calldata entryProof,
+        uint32 firstChunk,
+        bytes calldata chunks,
+        bytes32[] calldata rangeProof
+    ) external onlyDelegated {
+        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
+        DataRequestSlot storage q = _dataRequests[record];
+        if (q.requester == address(0)) revert IJobManager.NoDataRequest(unitId);
+        bytes32 stateRoot = q.stateRoot;
+        if (stateRoot == bytes32(0)) revert IJobManager.DataStateNotOpened(unitId);
+        uint40 answerDeadline = q.answerDeadline;
+        if (block.timestamp > answerDeadline) revert IJobManager.DataAnswerWindowClosed(unitId, answerDeadline);
+        uint32 tensor = q.nextTensor;
+        uint32 nextChunk = q.nextChunk;
+        // INVARIANT: the state is posted in order, each chunk once: the cursor only advances.
+        if (firstChunk != nextChunk) revert IJobManager.WrongFirstChunk(unitId, firstChunk, nextChunk);
+        uint256 length = chunks.length;
+        if (length == 0) revert IJobManager.DataNotWholeChunks(unitId, length);
+        if (length % 256 != 0) revert IJobManager.DataNotWholeChunks(unitId, length);
+        uint256 count = length / 256;
+        // INVARIANT: a post's gas is bounded whatever the tensor's size.
+        if (count > MAX_DATA_CHUNKS) revert IJobManager.TooManyDataChunks(unitId, count, MAX_DATA_CHUNKS);
+        if (!DataRequests.entryHolds(stateRoot, q.tensorCount, tensor, nameHash, dtype, rows, cols, dataRoot, entryProof)) {
+            revert IJobManager.BadDataEntryProof(unitId, tensor, stateRoot);
+        }
+        uint256 leaves = DataRequests.leafCount(rows, cols);
+        uint256 end = uint256(firstChunk) + count;
+        if (end > leaves) revert IJobManager.DataPastTensorEnd(unitId, tensor, end, leaves);
+        if (!DataRequests.rangeHolds(dataRoot, leaves, firstChunk, chunks, rangeProof)) {
+            revert IJobManager.BadDataRangeProof(unitId, tensor, firstChunk);
+        }
+        bool answered = false;
+        if (end == leaves) {
+            // The tensor is complete: the next one starts at chunk 0 (tensor < tensorCount < 2^32).
+            q.nextTensor = tensor + 1;
+            q.nextChunk = 0;
+            answered = tensor + 1 == q.tensorCount;
+        } else {
+            // end < leaves. Only a tensor of over 2^38 elements has chunk indices past 32 bits; no
+            // 2^26 posts could complete it by the deadline, so the truncation never pays.
+            q.nextChunk = uint32(end);
+        }
+        emit IJobManager.DataPosted(unitId, tensor, nameHash, dtype, rows, cols, firstChunk, chunks);
+        if (answered) _answerDataRequest(unitId, record, r);
+    }
+
+    /// @dev `IJobManager.expireDataRequest`, run as the manager.
+    function expireDataRequest(uint256 unitId) external onlyDelegated {
+        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
+        DataRequestSlot memory q = _dataRequests[record];
+        if (q.requester == address(0)) revert IJobManager.NoDataRequest(unitId);
+        if (block.timestamp <= q.answerDeadline) revert IJobManager.DataAnswerWindowOpen(unitId, q.answerDeadline);
+        delete _dataRequests[record];
+        emit IJobManager.DataRequestExpired(unitId, q.requester, q.checkpoint);
+        // A lost game for the solver, never held: a forced round must serve its data too.
+        _slashAssignee(unitId, record, r, q.requester, q.bond);
     }
 
     /// @dev `IJobManager.keepRecord`, run as the manager.
@@ -244,6 +386,31 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         delete _holdEnds[record];
         emit IJobManager.DisputeVoided(unitId, d.gameId, d.challenger);
         _credit(d.challenger, d.bond);
+    }
+
+    /// @dev The last post answered the request: the unit returns to Verifying (its deadline at
+    ///      least `disputeGrace` away) and the requester's bond is forfeited as a failed
+    ///      challenge's: `challengerRewardBps` of it to the solver, the rest to the jackpot. The
+    ///      requester's once-per-attempt mark stays.
+    function _answerDataRequest(uint256 unitId, uint256 record, Record storage r) private {
+        DataRequestSlot memory q = _dataRequests[record];
+        delete _dataRequests[record];
+        uint64 deadline = _backToVerifying(r);
+        emit IJobManager.DataRequestAnswered(unitId, q.requester, q.checkpoint, deadline);
+        uint256 toSolver = MarketMath.share(q.bond, _challengerRewardBps);
+        _credit(r.assignee, toSolver);
+        _addJackpot(q.bond - toSolver);
+    }
+
+    /// @dev Voids the unit's open data request (a forced reveal replaced the checkpoint root): the
+    ///      requester gets its bond back and may request again in this attempt (against the true
+    ///      root).
+    function _voidDataRequest(uint256 unitId, uint256 record, uint32 attempt) private {
+        DataRequestSlot memory q = _dataRequests[record];
+        delete _dataRequests[record];
+        _dataRequested[unitId][attempt][q.requester] = false;
+        emit IJobManager.DataRequestVoided(unitId, q.requester, q.checkpoint);
+        _credit(q.requester, q.bond);
     }
 
     /// @dev Marks the RIGHT verifiers catchers (paid at finalize) and the WRONG ones Slashed: no
