@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from web3 import Web3
 from web3.providers.rpc import HTTPProvider
@@ -64,6 +65,14 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def named_call(fn: Any) -> dict[str, Any]:
+    """The result of a view that returns one struct, as {field name: value}, named from the
+    function's ABI: no positional reads of a struct, which a new field would shift."""
+    (out,) = fn.abi["outputs"]
+    values = fn.call()
+    return {c["name"]: v for c, v in zip(out["components"], values, strict=True)}
 
 
 def connect(rpc_url: str, timeout_s: float = 5.0, attempts: int = 1) -> Web3:

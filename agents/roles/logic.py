@@ -116,6 +116,22 @@ class Now:
 
 
 @dataclass(frozen=True)
+class DataRequest:
+    """An open data request on a unit (JobManager.dataRequestOf, PROTOCOL §6.11): `requester`
+    demands the state at checkpoint `checkpoint`, which must be posted on chain, piece by piece
+    (`next_tensor`, `next_chunk` mark the next piece), by `answer_deadline`."""
+
+    requester: str
+    checkpoint: int
+    answer_deadline: int
+    bond: int = 0
+    state_opened: bool = False
+    tensor_count: int = 0
+    next_tensor: int = 0
+    next_chunk: int = 0
+
+
+@dataclass(frozen=True)
 class UnitView:
     unit_id: int
     job_id: int
@@ -138,6 +154,8 @@ class UnitView:
     result_held: bool = False
     # when result_held: the time after which settleDispute applies it (JobManager.heldUntil)
     held_until: int = 0
+    # Disputed by a data request instead of a game (PROTOCOL §6.11): what is asked, by when
+    data_request: DataRequest | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +193,14 @@ def read_budget_s(now: Now, deadline: int) -> float:
 
 
 KEEPER_STEPS = frozenset(
-    {"closeClaims", "selectAssignee", "drawVerifiers", "finalize", "settleDispute"}
+    {
+        "closeClaims",
+        "selectAssignee",
+        "drawVerifiers",
+        "finalize",
+        "settleDispute",
+        "expireDataRequest",
+    }
 )
 SOLVER_KEEPS = frozenset({"closeClaims", "selectAssignee"})
 #: Seconds (or blocks) a backup keeper waits before taking a step the submitter has not taken.
@@ -215,6 +240,11 @@ def _keeper_acts(u: UnitView, now: Now, delay: int, reveal_slot: int = 0) -> lis
         return [Act("finalize", f"finalize:{uid}:{a}:{u.deadline}", (uid,))]
     if held_result_due(u, now, reveal_slot, delay):
         return [settle_act(u)]
+    req = u.data_request
+    if u.status == UnitStatus.DISPUTED and req and now.timestamp > req.answer_deadline + delay:
+        # unanswered: the solver loses as in a lost game (PROTOCOL §6.11)
+        intent = f"expire-data:{uid}:{a}:{req.requester.lower()}"
+        return [Act("expireDataRequest", intent, (uid,))]
     return []
 
 
@@ -234,6 +264,19 @@ def held_result_due(u: UnitView, now: Now, reveal_slot: int, delay: int = 0) -> 
 def settle_act(u: UnitView) -> Act:
     """settleDispute of the unit's held result: one per attempt (a held result ends it)."""
     return Act("settleDispute", f"settle:{u.unit_id}:{u.attempt}", (u.unit_id,))
+
+
+def final_data_acts(u: UnitView, now: Now, final_read: str, checkpoints: int) -> list[Act]:
+    """The submitter's keeper demands the final checkpoint's data on chain (requestData, PROTOCOL
+    §6.11) when its read of the solver's copy failed (`final_read` "failed"; "ok" when it holds
+    the checked state, "pending" while the read runs), while the unit is Verifying and its
+    window is open: the request keeps the unit from being finalized until the state is posted,
+    or slashes the solver if it never is, so a job never completes on data its submitter cannot
+    have. One request per attempt (the contract takes one per requester)."""
+    if u.status != UnitStatus.VERIFYING or final_read != "failed" or late_by(now, u.deadline) > 0:
+        return []
+    uid, a = u.unit_id, u.attempt
+    return [Act("requestData", f"request-data:{uid}:{a}", (uid, checkpoints - 1))]
 
 
 # --- sealed attestations (commit-reveal) ---------------------------------------------------------
@@ -291,6 +334,10 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
         acts.append(Act("reveal", f"reveal:{uid}:{a}", (uid, a)))
     elif u.status == UnitStatus.DISPUTED and mine and f.game_id and not u.result_held:
         acts.append(Act("defend", "", (f.game_id,)))
+    req = u.data_request
+    if u.status == UnitStatus.DISPUTED and mine and req and late_by(now, req.answer_deadline) <= 0:
+        # post the asked checkpoint's state on chain, the pieces not yet posted
+        acts.append(Act("answerData", "", (uid, a)))
     # Keeper steps: solvers move selection along; the assignee finalizes its own unit.
     steps = SOLVER_KEEPS | ({"finalize", "drawVerifiers"} if mine else set())
     return acts + keeper_acts(u, now, frozenset(steps), BACKUP_DELAY)

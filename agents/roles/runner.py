@@ -27,7 +27,7 @@ from web3.exceptions import BadFunctionCallOutput, ContractLogicError, Web3RPCEr
 
 from agents.core.blobs import BlobServer, BlobStore, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
-from agents.core.chain import ChainUnavailable, connect
+from agents.core.chain import ChainUnavailable, connect, named_call
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
 from agents.core.events import ReorgTooDeep
@@ -51,6 +51,7 @@ from agents.roles.logic import (
     KEEPER_STEPS,
     SETTLED,
     Act,
+    DataRequest,
     Now,
     SettledRecords,
     UnitStatus,
@@ -611,9 +612,10 @@ class RoleAgent:
             locator, published = kept[1]
         # A Disputed unit whose challenger's win is held (JobManager.DisputeResultHeld) for the
         # forced round's reveal: heldUntil is its end, zero while the game runs.
-        held_until = 0
+        held_until, data_request = 0, None
         if u[0] == UnitStatus.DISPUTED:
             held_until = int(self.manager.functions.heldUntil(unit_id).call())
+            data_request = self.data_request(unit_id)
         return UnitView(
             unit_id=unit_id,
             job_id=unit_id >> 32,
@@ -631,6 +633,23 @@ class RoleAgent:
             published_root=published,
             result_held=held_until != 0,
             held_until=held_until,
+            data_request=data_request,
+        )
+
+    def data_request(self, unit_id: int) -> DataRequest | None:
+        """The unit's open data request (PROTOCOL §6.11), None when none is open."""
+        r = named_call(self.manager.functions.dataRequestOf(unit_id))
+        if int(r["requester"], 16) == 0:
+            return None
+        return DataRequest(
+            requester=r["requester"],
+            checkpoint=int(r["checkpoint"]),
+            answer_deadline=int(r["answerDeadline"]),
+            bond=int(r["bond"]),
+            state_opened=any(bytes(r["stateRoot"])),
+            tensor_count=int(r["tensorCount"]),
+            next_tensor=int(r["nextTensor"]),
+            next_chunk=int(r["nextChunk"]),
         )
 
     def units(self) -> list[UnitView]:

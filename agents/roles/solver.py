@@ -31,6 +31,7 @@ import torch
 from eth_utils import keccak
 
 from agents.core.bounded import BoundedCache, SaidOnce
+from agents.dispute.availability import encode_answer
 from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
 from agents.dispute.trace import FAULT_KINDS, Computation, Fault, drop_computation
@@ -384,6 +385,8 @@ class Solver(RoleAgent):
             await self.defend(act.args[0], u, now)
         elif act.kind == "reveal":
             await self.reveal(act, u)
+        elif act.kind == "answerData":
+            await self.answer_data(u)
         else:
             await self.keeper(act)
 
@@ -655,6 +658,54 @@ class Solver(RoleAgent):
         )
         if await self.send(act, fn) is not None:
             self.log.info("committed unit %d: checkpoint root 0x%s…", u.unit_id, cp_root.hex()[:16])
+
+    # --- data requests (PROTOCOL §6.11) ----------------------------------------------------------
+
+    def committed_checkpoint(self, u: UnitView, c: int) -> tuple[list[bytes], State]:
+        """The state roots I committed for the unit's attempt and my state at checkpoint `c`:
+        the published ones, a forced round's perturbed ones at its perturbed checkpoints, a
+        cheat's faulty run (what its commitment binds)."""
+        ctx = self.job_context(u.job_id)
+        if self.fault is not None:
+            comp = self.computation(u)
+            return comp.checkpoint_roots(), comp.state(c * ctx.spec.checkpoint_every)
+        key = f"{u.unit_id}:{u.attempt}"
+        rec = self.agent.store.get_record("train", key)
+        assert rec is not None, f"unit {u.unit_id}: committed without a training record"
+        roots = [bytes.fromhex(r[2:]) for r in rec.data["roots"]]
+        st = decode_state(ctx.spec, self.agent.blobs.get(rec.data["states"][c]))
+        forced = self.agent.store.get_record("forced", key)
+        if forced is not None:
+            roots = [bytes.fromhex(r[2:]) for r in forced.data["roots"]]
+            if c in forced.data["perturbed"]:
+                st = perturbed(st, self.secret(u), c)
+        return roots, st
+
+    async def answer_data(self, u: UnitView) -> None:
+        """Post the requested checkpoint's state on chain: open it, then every piece not yet
+        posted, in order (each piece its own intent, so a restart resumes where the chain is)."""
+        req = u.data_request
+        assert req is not None
+        roots, st = self.committed_checkpoint(u, req.checkpoint)
+        answer = encode_answer(st, roots, req.checkpoint)
+        tag = f"{u.unit_id}:{u.attempt}:{req.requester.lower()}"
+        if not req.state_opened:
+            o = answer.open_state
+            fn = self.manager.functions.openDataState(
+                u.unit_id, o.tensor_count, o.state_tree, o.checkpoint_proof
+            )
+            if await self.send(Act("openDataState", f"open-data:{tag}"), fn) is None:
+                return
+            self.log.info(
+                "unit %d: answering %s's data request for checkpoint %d on chain (%d posts)",
+                u.unit_id, req.requester, req.checkpoint, len(answer.posts),
+            )  # fmt: skip
+        for post in answer.posts:
+            if (post.tensor, post.first_chunk) < (req.next_tensor, req.next_chunk):
+                continue  # on chain already
+            act = Act("postData", f"post-data:{tag}:{post.tensor}:{post.first_chunk}")
+            if await self.send(act, self.manager.functions.postData(*post.args(u.unit_id))) is None:
+                return
 
     # --- disputes -----------------------------------------------------------------------------
 

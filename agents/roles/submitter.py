@@ -19,15 +19,16 @@ from web3.logs import DISCARD
 
 from agents.core.blobs import BlobError
 from agents.core.tx import TxError, TxFailed, TxOutcome
+from agents.dispute.availability import DataMismatch, decode_answer
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.decomposed import follow_decomposed, post_decomposed
-from agents.roles.logic import Act, UnitStatus, keeper_acts
+from agents.roles.logic import Act, Now, UnitStatus, UnitView, final_data_acts, keeper_acts
 from agents.roles.runner import RoleAgent, RoleError
 from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.engine import Engine
-from agents.training.state import state_root
+from agents.training.state import State, state_names, state_root
 
 TOKEN = 10**18
 POST_ATTEMPTS = 5
@@ -60,6 +61,10 @@ class Submitter(RoleAgent):
         self.result: dict = {}
         self.seen: set[tuple] = set()  # decomposed jobs: unit and round states already logged
         self.configured = False  # every game holds the job's dispute config (ensure_configs)
+        # the final state of an attempt ("<unit>:<attempt>"), read and checked while the unit is
+        # verified; an attempt whose read failed is demanded on chain (PROTOCOL §6.11)
+        self.finals: dict[str, State] = {}
+        self.final_failed: set[str] = set()
 
     async def setup(self) -> None:
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
@@ -184,21 +189,110 @@ class Submitter(RoleAgent):
             raise RoleError(f"job {self.job_id} was cancelled")
         await self.ensure_configs()
         acts = keeper_acts(u, now, reveal_slot=2 * self.reveal_window)
+        checkpoints = self.spec.steps // self.spec.checkpoint_every + 1
+        acts += final_data_acts(u, now, self.final_read(u, now), checkpoints)
         for act in acts:
-            await self.keeper(act)
+            if act.kind == "requestData":
+                await self.request_data(act, u)
+            else:
+                await self.keeper(act)
         if not acts:
             # An automining dev chain makes no blocks while nobody sends: its clock and block
             # number stand still, and with them every deadline this job waits for.
             self.mine_if_idle()
         return False
 
-    def finish(self, u) -> bool:
+    # --- the final checkpoint's data (PROTOCOL §6.11) -------------------------------------------
+
+    def final_read(self, u: UnitView, now: Now) -> str:
+        """My read of the attempt's final state while the unit is verified: "ok" (held and
+        checked), "pending" (read off the round loop, within its budget), "failed" (unusable
+        or late: demand it on chain), "requested" (demanded; it comes from the chain), or ""
+        (nothing to read)."""
+        key = f"{u.unit_id}:{u.attempt}"
+        if u.status != UnitStatus.VERIFYING or key in self.finals:
+            return "ok" if key in self.finals else ""
+        if self.agent.store.get_intent(f"request-data:{key}") is not None:
+            st = self.final_from_chain(u)
+            return "ok" if st is not None else "requested"
+        if key in self.final_failed:
+            return "failed"
+        last = self.spec.steps // self.spec.checkpoint_every
+        root = u.published_root or u.checkpoint_root
         try:
-            # the published data (after a forced error's reveal it differs from the true root at
-            # the perturbed checkpoints only, never at the final state)
-            root = u.published_root or u.checkpoint_root
-            reader = CheckpointReader(self.spec, u.locator, root, self.local_locators)
-            final = reader.state(len(reader.manifest.roots) - 1)
+            got = self.checkpoints_read(
+                f"final:{key}:", self.spec, u.locator, root, [last], now, u.deadline
+            )
+        except BadBlob as exc:
+            self.log.error("unit %d: final checkpoint unavailable: %s", u.unit_id, exc)
+            self.final_failed.add(key)
+            return "failed"
+        if got is None:
+            return "pending"
+        st = got.state(last)
+        if state_root(st) != u.final_root:
+            self.log.error("unit %d: the final checkpoint's root is not committed", u.unit_id)
+            self.final_failed.add(key)
+            return "failed"
+        self.finals[key] = st
+        return "ok"
+
+    async def request_data(self, act: Act, u: UnitView) -> None:
+        """Demand the final checkpoint's state on chain (my bond as submitter is zero)."""
+        unit_id, checkpoint = act.args
+        fn = self.manager.functions.requestData(unit_id, checkpoint)
+        if await self.send(act, fn) is not None:
+            self.log.warning(
+                "unit %d: demanded checkpoint %d's data on chain: the solver must post it or "
+                "lose its collateral",
+                unit_id,
+                checkpoint,
+            )
+
+    def final_from_chain(self, u: UnitView) -> State | None:
+        """The final state posted on chain in answer to my request of this attempt, checked
+        against the committed final root; None until the request is answered."""
+        key = f"{u.unit_id}:{u.attempt}"
+        if key in self.finals:
+            return self.finals[key]
+        sent = self.agent.store.get_intent(f"request-data:{key}")
+        if sent is None or sent.block_number is None:
+            return None
+        ev = self.manager.events
+        filters = {"unitId": u.unit_id}
+        first = sent.block_number
+        answered = [
+            e
+            for e in ev.DataRequestAnswered().get_logs(from_block=first, argument_filters=filters)
+            if e["args"]["requester"].lower() == self.me.lower()
+        ]
+        if not answered:
+            return None
+        last = answered[0]["blockNumber"]
+        posted = ev.DataPosted().get_logs(from_block=first, to_block=last, argument_filters=filters)
+        try:
+            st = decode_answer(
+                [e["args"] for e in posted], state_names(self.spec.widths), u.final_root
+            )
+        except DataMismatch as exc:
+            self.log.error("unit %d: the posted final state does not check: %s", u.unit_id, exc)
+            return None
+        self.log.info("unit %d: final state received on chain and checked", u.unit_id)
+        self.finals[key] = dict(st)
+        return self.finals[key]
+
+    def finish(self, u) -> bool:
+        key = f"{u.unit_id}:{u.attempt}"
+        losses = None
+        final = self.finals.get(key) or self.final_from_chain(u)
+        try:
+            if final is None:
+                # the published data (after a forced error's reveal it differs from the true
+                # root at the perturbed checkpoints only, never at the final state)
+                root = u.published_root or u.checkpoint_root
+                reader = CheckpointReader(self.spec, u.locator, root, self.local_locators)
+                final = reader.state(len(reader.manifest.roots) - 1)
+                losses = reader.manifest.losses
         except (BadBlob, BlobError) as exc:
             self.log.error("final model unavailable (will retry): %s", exc)
             return False
@@ -214,7 +308,7 @@ class Submitter(RoleAgent):
             "final_state_root": "0x" + u.final_root.hex(),
             "checkpoint_root": "0x" + u.checkpoint_root.hex(),
             "test_accuracy": acc,
-            "checkpoint_losses": reader.manifest.losses,
+            "checkpoint_losses": losses,
             "attempts": u.attempt + 1,
             "gas_used": self.gas_used,
         }

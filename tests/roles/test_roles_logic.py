@@ -14,6 +14,7 @@ from agents.roles.logic import (
     READ_BUDGET_S,
     SEND_MARGIN_S,
     AttestationFacts,
+    DataRequest,
     LeakFacts,
     Now,
     Side,
@@ -23,6 +24,7 @@ from agents.roles.logic import (
     VerifierFacts,
     VerifierStatus,
     attestation_done,
+    final_data_acts,
     forced_reveal_open,
     game_act,
     held_result_due,
@@ -489,3 +491,47 @@ def test_a_read_of_a_peers_data_gets_a_quarter_of_the_window_left_within_its_bou
     assert at(400) == READ_BUDGET_S
     assert at(8) == READ_BUDGET_MIN_S == 2.0
     assert at(0) == at(-50) == READ_BUDGET_MIN_S
+
+
+# --- data requests (PROTOCOL §6.11) --------------------------------------------------------------
+
+
+def _requested(answer_deadline: int = 1100, **kw) -> UnitView:
+    req = DataRequest(requester=OTHER, checkpoint=10, answer_deadline=answer_deadline)
+    return replace(unit(UnitStatus.DISPUTED, assignee=ME, **kw), data_request=req)
+
+
+def test_the_assignee_answers_a_data_request_until_its_deadline_and_never_expires_it():
+    u = _requested()
+    assert kinds(solver_acts(u, Now(1, 1000), facts())) == ["answerData"]
+    assert solver_acts(u, Now(1, 1100 - SEND_MARGIN_S + 1), facts()) == []  # too late to land
+    assert solver_acts(u, Now(1, 1101), facts()) == []  # the solver never expires its own
+    # not mine, or a game's dispute (no data request): nothing to post
+    assert "answerData" not in kinds(solver_acts(u, Now(1, 1000), facts(me=OTHER)))
+    plain = unit(UnitStatus.DISPUTED, assignee=ME)
+    assert kinds(solver_acts(plain, Now(1, 1000), facts(game_id=5))) == ["defend"]
+
+
+def test_a_keeper_expires_an_unanswered_data_request_once_per_requester():
+    u = _requested()
+    assert keeper_acts(u, Now(1, 1100)) == []
+    (act,) = keeper_acts(u, Now(1, 1101))
+    assert act.kind == "expireDataRequest" and act.args == (UID,)
+    assert keeper_acts(u, Now(1, 1101), delay=BACKUP_DELAY) == []  # a backup waits
+    # the verifier's keeper steps do not include it: the submitter's keeper and anyone else do
+    assert keeper_acts(u, Now(1, 1101), frozenset({"drawVerifiers"})) == []
+    again = _requested(attempt=1)
+    assert keeper_acts(again, Now(1, 1101))[0].intent != act.intent
+
+
+def test_the_submitter_demands_the_final_checkpoint_only_when_its_read_failed_in_the_window():
+    u = unit(UnitStatus.VERIFYING)
+    (act,) = final_data_acts(u, Now(1, 900), "failed", 11)
+    assert act.kind == "requestData" and act.args == (UID, 10)  # the last of 11 checkpoints
+    for read in ("ok", "pending", "requested", ""):
+        assert final_data_acts(u, Now(1, 900), read, 11) == []
+    assert final_data_acts(u, Now(1, 1000 - SEND_MARGIN_S + 1), "failed", 11) == []
+    for s in (UnitStatus.COMMITTED, UnitStatus.DISPUTED, UnitStatus.FINALIZED):
+        assert final_data_acts(unit(s), Now(1, 900), "failed", 11) == []
+    other = final_data_acts(unit(UnitStatus.VERIFYING, attempt=1), Now(1, 900), "failed", 11)
+    assert other[0].intent != act.intent

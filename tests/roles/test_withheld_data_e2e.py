@@ -11,7 +11,14 @@ the window left), the honest verifier replays the job itself at once, and:
 * a cheat behind the silent server is challenged and slashed, the honest retrain completes
   the job, the honest verifier loses nothing, and the lazy verifier is caught in the court;
 * an honest solver behind it is paid: its roots are the honest verifier's own replay, which
-  attests from it; the lazy verifier is caught by the whistleblower's own replay.
+  attests from it; the lazy verifier is caught by the whistleblower's own replay; and the
+  submitter, which cannot read the final checkpoint either, demands it on chain (a data
+  request, PROTOCOL §6.11), which the solver answers before the unit may be finalized: the
+  submitter gets its trained model and its accuracy.
+
+The answer window of a data request is `revealWindow`; posting the digits MLP's state takes
+nine transactions (open, then eight posts of at most 64 chunks), about 9-18 s at one block a
+second, so these runs give it 40 s where the demo has 15 (the demo's solvers serve their data).
 """
 
 from __future__ import annotations
@@ -46,7 +53,10 @@ def _run(tmp_path, cheat: bool) -> dict:
     with SilentServer() as silent, rk.chain() as (url, w3):
         parties = _parties(silent.url, cheat)
         addrs = rk.deploy(
-            w3, MANAGER_CONFIG, clock_budget=CLOCK_BUDGET, court_clock_budget=COURT_CLOCK_BUDGET
+            w3,
+            {**MANAGER_CONFIG, "revealWindow": 40},
+            clock_budget=CLOCK_BUDGET,
+            court_clock_budget=COURT_CLOCK_BUDGET,
         )
         rk.fund(w3, addrs["Token"], rk.dev_private_key(0), list(parties.values()))
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
@@ -77,7 +87,9 @@ def _run(tmp_path, cheat: bool) -> dict:
                 )
                 ag.start(parties["honest"], "--court", addrs["AttestationCourt"])
                 names += (parties["honest"].name,)
-            job = int(manager.events.JobPosted().get_logs(from_block=0)[0]["args"]["jobId"])
+            posted = manager.events.JobPosted()
+            rk.wait_for("the job posted", lambda: posted.get_logs(from_block=0), 90, ag, names)
+            job = int(posted.get_logs(from_block=0)[0]["args"]["jobId"])
             rk.wait_for(
                 "the job completed on chain",
                 lambda: manager.functions.getJob(job).call()[4] == COMPLETED,
@@ -92,6 +104,13 @@ def _run(tmp_path, cheat: bool) -> dict:
                 return len(opened) >= 1 and len(ruled) == len(opened)
 
             rk.wait_for("the lazy attestation's court case", court_ruled, 150, ag, names)
+            rk.wait_for(
+                "the submitter's trained model",
+                lambda: "test accuracy" in ag.log(parties["submitter"].name),
+                60,
+                ag,
+                names,
+            )
             logs = {name: ag.log(p.name) for name, p in parties.items()}
         # everything the tests check, read while the chain still runs
         return {
@@ -124,6 +143,15 @@ def _run(tmp_path, cheat: bool) -> dict:
                 for e in court.events.AttestationRuled().get_logs(from_block=0)
                 if e["args"]["falseAttestation"]
             ],
+            "data_requested": [
+                (e["args"]["requester"], e["args"]["checkpoint"])
+                for e in manager.events.DataRequested().get_logs(from_block=0)
+            ],
+            "data_answered": [
+                e["args"]["requester"]
+                for e in manager.events.DataRequestAnswered().get_logs(from_block=0)
+            ],
+            "data_expired": manager.events.DataRequestExpired().get_logs(from_block=0),
             "logs": logs,
         }
 
@@ -144,6 +172,9 @@ def test_a_cheat_behind_a_silent_blob_server_is_slashed_and_no_honest_party_lose
     assert p["lazy"].address in r["court_losers"]
     assert "checkpoints unusable" in r["logs"]["verifier"]
     assert "Traceback" not in r["logs"]["verifier"]
+    # a data request the submitter may have made of the cheat's attempt was answered (with the
+    # cheat's own states, which its commitment binds): the game, not the data, caught it
+    assert r["data_expired"] == []
 
 
 def test_an_honest_solver_behind_a_silent_blob_server_is_paid_and_no_honest_party_loses(
@@ -159,3 +190,9 @@ def test_an_honest_solver_behind_a_silent_blob_server_is_paid_and_no_honest_part
     assert not set(honest) & set(r["penalised"] + r["slashed"])
     assert p["lazy"].address in r["court_losers"]
     assert "own replay matches the commitment" in r["logs"]["verifier"]
+    # the submitter could not read the final checkpoint, demanded it on chain and got it
+    submitter = p["submitter"].address
+    assert r["data_requested"] == [(submitter, 10)]  # the last of the 11 checkpoints
+    assert r["data_answered"] == [submitter] and r["data_expired"] == []
+    assert "final state received on chain and checked" in r["logs"]["submitter"]
+    assert "Traceback" not in r["logs"]["submitter"] + r["logs"]["solver"]
