@@ -34,6 +34,7 @@ import rolekit as rk  # noqa: E402
 from agents.core.blobs import BlobStore, LocalDirBackend  # noqa: E402
 from agents.core.chain import dev_private_key  # noqa: E402
 from agents.dispute.graph import job_graph  # noqa: E402
+from agents.dispute.trace import Computation  # noqa: E402
 from agents.training import data as datasets  # noqa: E402
 from agents.training import spec as specs  # noqa: E402
 from agents.training.engine import Engine  # noqa: E402
@@ -89,6 +90,16 @@ def _specs(units: int) -> list[specs.JobSpec]:
         obj = dict(base, steps=STEPS, checkpoint_every=EVERY, seed=1000 + i)
         out.append(specs.parse_spec(obj))
     return out
+
+
+def honest_roots(units: int) -> list[bytes]:
+    """The checkpoint root an honest run of each job commits (what a cheat's must differ from:
+    a flipped element can vanish, e.g. behind a ReLU, and leave the run right)."""
+    data = datasets.load_dataset(json.loads(rk.SPEC.read_text())["dataset"]["name"])
+    return [
+        Computation(Engine(spec, data), spec.steps, spec.checkpoint_every).checkpoint_commit()
+        for spec in _specs(units)
+    ]
 
 
 def post_jobs(w3: Web3, addrs: dict, blobs: Path, units: int) -> list[int]:
@@ -160,14 +171,17 @@ def run(work: Path, units: int = UNITS, cheats: int = CHEATS, timeout_s: float =
                 ag,
                 names,
             )
-            row = _figures(manager, registry, game, parties, jobs, silent.accepted)
+            honest = dict(zip(jobs, honest_roots(units), strict=True))
+            row = _figures(manager, registry, game, parties, honest, silent.accepted)
             row["tracebacks"] = [p.name for p in parties.values() if "Traceback" in ag.log(p.name)]
     row["wall_s"] = round(time.monotonic() - started, 1)
     return row
 
 
-def _figures(manager, registry, game, parties, jobs, accepted) -> dict[str, Any]:
-    verifier = parties["verifier"].address
+def _figures(manager, registry, game, parties, honest_root, accepted) -> dict[str, Any]:
+    """The trial's figures; `honest_root` maps each job to its honest checkpoint root."""
+    verifier, cheat = parties["verifier"].address, parties["cheat"].address
+    jobs = list(honest_root)
 
     def logs(contract, name: str) -> list:
         return list(getattr(contract.events, name)().get_logs(from_block=0))
@@ -179,6 +193,14 @@ def _figures(manager, registry, game, parties, jobs, accepted) -> dict[str, Any]
         int(e["args"]["gameId"]): e["args"]["challengerWon"]
         for e in logs(manager, "DisputeResolved")
     }
+    # the attempts the cheat committed wrong work in (unit id, attempt's commitment)
+    wrong = {
+        (int(e["args"]["unitId"]), bytes(e["args"]["checkpointRoot"]))
+        for e in logs(manager, "CheckpointsCommitted")
+        if e["args"]["solver"] == cheat
+        and bytes(e["args"]["checkpointRoot"]) != honest_root[int(e["args"]["unitId"]) >> 32]
+    }
+    wrong_units = {uid for uid, _ in wrong}
     finals = logs(manager, "UnitFinalized")
     slashed = [e["args"]["node"] for e in logs(registry, "NodeSlashed")]
     penalised = [e["args"]["verifier"] for e in logs(manager, "VerifierPenalised")]
@@ -187,11 +209,11 @@ def _figures(manager, registry, game, parties, jobs, accepted) -> dict[str, Any]
     honest = {parties["honest"].address, verifier}
     return {
         "units": len(jobs),
-        "cheats": sum(
-            1
-            for e in logs(manager, "UnitAssigned")
-            if e["args"]["solver"] == parties["cheat"].address
+        "cheat_assignments": sum(
+            1 for e in logs(manager, "UnitAssigned") if e["args"]["solver"] == cheat
         ),
+        # the cheat's flipped element changed its commitment in these (else it did right work)
+        "cheats": len(wrong),
         "jobs_completed": sum(
             1 for j in jobs if manager.functions.getJob(j).call()[4] == COMPLETED
         ),
@@ -207,8 +229,17 @@ def _figures(manager, registry, game, parties, jobs, accepted) -> dict[str, Any]
         "games_won_on_the_cheats_clock": sum(
             1 for g in ended if g["byTimeout"] and g["challengerWon"]
         ),
-        "cheat_paid": sum(1 for e in finals if e["args"]["solver"] == parties["cheat"].address),
-        "cheat_slashed": slashed.count(parties["cheat"].address),
+        "cheat_paid_for_right_work": sum(
+            1
+            for e in finals
+            if e["args"]["solver"] == cheat and int(e["args"]["unitId"]) not in wrong_units
+        ),
+        "cheat_paid_for_wrong_work": sum(
+            1
+            for e in finals
+            if e["args"]["solver"] == cheat and int(e["args"]["unitId"]) in wrong_units
+        ),
+        "cheat_slashed": slashed.count(cheat),
         "honest_slashed_or_penalised": sorted(honest & set(slashed + penalised)),
         "silent_connections_accepted": accepted,
     }
@@ -221,7 +252,7 @@ def survived(row: dict[str, Any]) -> bool:
         and row["verifier_penalised"] == 0
         and row["games_won_by_the_verifier"] == row["games_opened_by_the_verifier"] == row["cheats"]
         and row["games_lost_by_the_verifiers_clock"] == 0
-        and row["cheat_paid"] == 0
+        and row["cheat_paid_for_wrong_work"] == 0
         and not row["honest_slashed_or_penalised"]
         and not row["tracebacks"]
     )
