@@ -16,6 +16,8 @@ uint256 constant MAX_DATA_CHUNKS = 64;
 ///      (⇄ Disputed) → Finalized; Open/Selecting → Cancelled by the submitter; Assigned → Open on
 ///      a missed commit deadline; Disputed → Open when the challenger wins (with forced errors
 ///      on, a win before the end of the round's reveal slot is held until then: `settleDispute`).
+///      A data request (`requestData`, PROTOCOL §6.11) also makes a unit Disputed, until it is
+///      answered (→ Verifying), expires (→ Open, as a lost game) or a forced reveal voids it.
 ///      Money: this contract holds escrows, challenge bonds, credits and the jackpot; payouts are
 ///      credited and pulled with `withdraw`.
 interface IJobManager is IDisputeCallback {
@@ -562,8 +564,9 @@ interface IJobManager is IDisputeCallback {
     ///         marked catchers and paid their share of the jackpot at finalize, once C has stood
     ///         (nothing if a dispute overturns it), an open dispute is voided (its challenger gets
     ///         its bond back: a challenge is public, so paying it would pay whoever copies it
-    ///         first), and `trueRoot` replaces the published checkpoint root (which
-    ///         `publishedRootOf` keeps).
+    ///         first; an open data request likewise, `DataRequestVoided`: its bond back, and
+    ///         its requester may ask again), and `trueRoot` replaces the published checkpoint
+    ///         root (which `publishedRootOf` keeps).
     function applyForcedReveal(uint256 unitId, uint64 position, bytes32 trueRoot, uint8[] calldata verdicts)
         external;
 
