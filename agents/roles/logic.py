@@ -272,11 +272,13 @@ def final_data_acts(u: UnitView, now: Now, final_read: str, checkpoints: int) ->
     the checked state, "pending" while the read runs), while the unit is Verifying and its
     window is open: the request keeps the unit from being finalized until the state is posted,
     or slashes the solver if it never is, so a job never completes on data its submitter cannot
-    have. One request per attempt (the contract takes one per requester)."""
+    have. The contract takes one request per requester and attempt; the intent also names the
+    window, so a request that lost a race on chain (the unit was disputed first) is sent again
+    once the unit is Verifying with its new deadline."""
     if u.status != UnitStatus.VERIFYING or final_read != "failed" or late_by(now, u.deadline) > 0:
         return []
     uid, a = u.unit_id, u.attempt
-    return [Act("requestData", f"request-data:{uid}:{a}", (uid, checkpoints - 1))]
+    return [Act("requestData", f"request-data:{uid}:{a}:{u.deadline}", (uid, checkpoints - 1))]
 
 
 # --- sealed attestations (commit-reveal) ---------------------------------------------------------

@@ -6,7 +6,8 @@ Persistent memory: kind "post", id = the spec hash — the job id once posted, s
 submitter follows its job instead of posting it again. The dispute config is registered whenever
 the chain shows none (at start-up and every round until the job is done), so a submitter killed,
 or cut off from its node, between postJob and registerConfig still registers it: without it no
-solver takes the job.
+solver takes the job. Kind "final-request", id "<unit>:<attempt>" — the block of my mined data
+request for the attempt's final checkpoint (PROTOCOL §6.11), where the answer's logs start.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ class Submitter(RoleAgent):
         key = f"{u.unit_id}:{u.attempt}"
         if u.status != UnitStatus.VERIFYING or key in self.finals:
             return "ok" if key in self.finals else ""
-        if self.agent.store.get_intent(f"request-data:{key}") is not None:
+        if self.agent.store.get_record("final-request", key) is not None:
             st = self.final_from_chain(u)
             return "ok" if st is not None else "requested"
         if key in self.final_failed:
@@ -241,7 +242,11 @@ class Submitter(RoleAgent):
         """Demand the final checkpoint's state on chain (my bond as submitter is zero)."""
         unit_id, checkpoint = act.args
         fn = self.manager.functions.requestData(unit_id, checkpoint)
-        if await self.send(act, fn) is not None:
+        out = await self.send(act, fn)
+        if out is not None:
+            # where the answer's logs start (kept: a restarted submitter still finds them)
+            key = f"{unit_id}:{u.attempt}"
+            self.agent.store.put_record("final-request", key, "mined", {"block": out.block_number})
             self.log.warning(
                 "unit %d: demanded checkpoint %d's data on chain: the solver must post it or "
                 "lose its collateral",
@@ -255,12 +260,12 @@ class Submitter(RoleAgent):
         key = f"{u.unit_id}:{u.attempt}"
         if key in self.finals:
             return self.finals[key]
-        sent = self.agent.store.get_intent(f"request-data:{key}")
-        if sent is None or sent.block_number is None:
+        sent = self.agent.store.get_record("final-request", key)
+        if sent is None:
             return None
         ev = self.manager.events
         filters = {"unitId": u.unit_id}
-        first = sent.block_number
+        first = int(sent.data["block"])
         answered = [
             e
             for e in ev.DataRequestAnswered().get_logs(from_block=first, argument_filters=filters)
