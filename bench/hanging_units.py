@@ -205,6 +205,23 @@ def _figures(manager, registry, game, parties, honest_root, accepted) -> dict[st
     slashed = [e["args"]["node"] for e in logs(registry, "NodeSlashed")]
     penalised = [e["args"]["verifier"] for e in logs(manager, "VerifierPenalised")]
     games = {int(e["args"]["gameId"]) for e in opened}
+    # how much of its window the verifier had left when it answered an undisputed attempt
+    disputed = {int(e["args"]["unitId"]) for e in opened}
+    margins = []
+    for a in attested:
+        uid = int(a["args"]["unitId"])
+        if uid in disputed:
+            continue
+        draw = max(
+            (
+                d
+                for d in drawn
+                if int(d["args"]["unitId"]) == uid and d["blockNumber"] <= a["blockNumber"]
+            ),
+            key=lambda d: d["blockNumber"],
+        )
+        at = manager.w3.eth.get_block(a["blockNumber"])["timestamp"]
+        margins.append(int(draw["args"]["challengeDeadline"]) - at)
     ended = [e["args"] for e in logs(game, "GameResolved") if int(e["args"]["gameId"]) in games]
     honest = {parties["honest"].address, verifier}
     return {
@@ -219,6 +236,15 @@ def _figures(manager, registry, game, parties, honest_root, accepted) -> dict[st
         ),
         "unit_attempts_drawn_to_the_verifier": len(drawn),
         "attested_in_window": len(attested),
+        "window_left_at_attestation_s": (
+            {
+                "min": min(margins),
+                "median": sorted(margins)[len(margins) // 2],
+                "of": MANAGER_CONFIG["verifyWindow"],
+            }
+            if margins
+            else None
+        ),
         "verifier_penalised": penalised.count(verifier),
         "games_opened_by_the_verifier": len(games),
         "games_won_by_the_verifier": sum(1 for g in games if resolved.get(g) is True),
