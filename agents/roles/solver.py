@@ -662,9 +662,9 @@ class Solver(RoleAgent):
     # --- data requests (PROTOCOL §6.11) ----------------------------------------------------------
 
     def committed_checkpoint(self, u: UnitView, c: int) -> tuple[list[bytes], State]:
-        """The state roots I committed for the unit's attempt and my state at checkpoint `c`:
-        the published ones, a forced round's perturbed ones at its perturbed checkpoints, a
-        cheat's faulty run (what its commitment binds)."""
+        """The state roots the unit's checkpoint root binds now and my state at checkpoint `c`:
+        the published ones, a forced round's perturbed ones at its perturbed checkpoints until
+        its reveal (then the true ones, the chain's root), a cheat's faulty run."""
         ctx = self.job_context(u.job_id)
         if self.fault is not None:
             comp = self.computation(u)
@@ -675,7 +675,8 @@ class Solver(RoleAgent):
         roots = [bytes.fromhex(r[2:]) for r in rec.data["roots"]]
         st = decode_state(ctx.spec, self.agent.blobs.get(rec.data["states"][c]))
         forced = self.agent.store.get_record("forced", key)
-        if forced is not None:
+        if forced is not None and not u.forced_revealed:
+            # published perturbed; once revealed the chain's root is the true one (§8.1)
             roots = [bytes.fromhex(r[2:]) for r in forced.data["roots"]]
             if c in forced.data["perturbed"]:
                 st = perturbed(st, self.secret(u), c)
