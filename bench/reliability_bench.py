@@ -861,8 +861,10 @@ def main(argv: list[str] | None = None) -> int:
         report = kept | {"hanging_units": hanging}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({"per_fault_class": per, "bad_inputs": report["bad_inputs"] and
-                      {k: inputs[k] for k in ("tried", "clear")}}, indent=1))  # fmt: skip
+    bad = report["bad_inputs"]
+    brief = {k: bad[k] for k in ("tried", "clear")} if bad else None
+    print(json.dumps({"per_fault_class": report["per_fault_class"], "bad_inputs": brief,
+                      "hanging_units": hanging}, indent=1))  # fmt: skip
     print(f"wrote {args.out} in {report['wall_time_s']} s")
     ok = report["totals"]["duplicate_transactions"] == 0
     ok = ok and report["totals"]["tokens_lost_by_honest"] == 0
