@@ -103,8 +103,10 @@ format: setup
 bench: $(ABI_STAMP)
 	$(PY) -m tools.run_bench
 
-# Seeded fault-injection trials of a real job (about 25 min on 2 cores, 4 at a time); writes
-# bench/results/reliability.json. `make test` runs a sample (tests/reliability/). Then seeded
+# Seeded fault-injection trials of a real job (about 25 min on 2 cores, 4 at a time), then one
+# verifier drawn to twenty units behind never-answering blob servers (about 5 min; alone:
+# `--only hanging`); writes bench/results/reliability.json. `make test` runs a sample
+# (tests/reliability/). Then seeded
 # kill -9 trials of a decomposed job's aggregator (bench/results/aggregator_crash.json).
 reliability: $(ABI_STAMP)
 	$(PY) -m bench.reliability_bench
