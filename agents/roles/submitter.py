@@ -210,9 +210,11 @@ class Submitter(RoleAgent):
         checked), "pending" (read off the round loop, within its budget), "failed" (unusable
         or late: demand it on chain), "requested" (demanded; it comes from the chain), or ""
         (nothing to read)."""
+        if u.status != UnitStatus.VERIFYING:
+            return ""
         key = f"{u.unit_id}:{u.attempt}"
-        if u.status != UnitStatus.VERIFYING or key in self.finals:
-            return "ok" if key in self.finals else ""
+        if key in self.finals:
+            return "ok"
         if self.agent.store.get_record("final-request", key) is not None:
             st = self.final_from_chain(u)
             return "ok" if st is not None else "requested"

@@ -1,5 +1,7 @@
-"""A running verifier whose checkpoints are missing, then fail their root check, logs an error
-and retries (no hang, no crash); once the right data appears it attests and the job completes."""
+"""A running verifier whose checkpoints fail their root check, or are never published, logs an
+error and falls back at once to its own replay from step 0 (no hang, no crash, never the bad
+data): it attests the roots it computed and the job completes. The submitter, which cannot read
+the final checkpoint either, demands it on chain and the solver posts it (PROTOCOL §6.11)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def _copy_blobs(src, dst, corrupt: bool) -> int:
     return n
 
 
-def test_verifier_logs_and_retries_bad_blobs_then_attests(tmp_path):
+def test_verifier_refuses_corrupt_blobs_and_attests_from_its_own_replay(tmp_path):
     published = tmp_path / "published"  # where the solver says its checkpoints are
     submitter = rk.Party("submitter", "submitter", 1)
     solver = rk.Party(
@@ -39,6 +41,7 @@ def test_verifier_logs_and_retries_bad_blobs_then_attests(tmp_path):
         rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, verifier])
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
         registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
+        committed = manager.events.CheckpointsCommitted()
         # one solver and the only verifier: the claim window's and the challenge window's
         # waits after everyone acted are skipped on chain (rk.Warp)
         with rk.agents(tmp_path, url, addrs["JobManager"]) as ag, rk.Warp(url, addrs, claimants=1):
@@ -50,26 +53,24 @@ def test_verifier_logs_and_retries_bad_blobs_then_attests(tmp_path):
             def logged(text: str) -> bool:
                 return any(text in m for m in ag.messages("verifier"))
 
-            # 1. nothing published where the locator points: an error, and the verifier retries
+            # corrupt state blobs where the locator points, published as the commitment lands
+            # (the verifiers are drawn a block later, and only then read)
             rk.wait_for(
-                "a missing-data error",
-                lambda: logged("checkpoints unusable"),
-                120,
-                ag,
-                ("verifier",),
+                "the commitment", lambda: committed.get_logs(from_block=0), 120, ag, ("solver",)
             )
-            # 2. corrupt state blobs: the root check fails, logged, retried
             assert _copy_blobs(tmp_path / "blobs", published, corrupt=True) >= 2
+            # the root check fails, logged; the verifier replays the job itself and attests
             rk.wait_for(
                 "a failed root check", lambda: logged("failed its check"), 60, ag, ("verifier",)
             )
-            assert ag.procs["verifier"].poll() is None  # still running
-            # 3. the right data: it replays, attests, and the job completes
-            _copy_blobs(tmp_path / "blobs", published, corrupt=False)
             rk.wait_job_completed(ag, 150, ("verifier", "solver"))
+            assert logged("own replay matches the commitment")
+            # the submitter could not read the final state either: it was posted on chain
+            assert any("final state received on chain" in m for m in ag.messages("submitter"))
         attested = manager.events.Attested().get_logs(from_block=0)
         assert [e["args"]["verifier"] for e in attested] == [verifier.address]
         assert manager.functions.getJob(1).call()[4] == 2  # Completed
+        assert manager.events.VerifierPenalised().get_logs(from_block=0) == []
         assert "Traceback" not in ag.log("verifier")
     shutil.rmtree(published, ignore_errors=True)
 
@@ -82,9 +83,8 @@ def test_verifier_attests_from_own_replay_when_checkpoints_are_withheld(tmp_path
     solver = rk.Party("solver", "solver", 2, ["--stake", "200", "--public-blob-url", str(withheld)])
     verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
     with rk.chain() as (url, w3):
-        # the verifier replays the job itself once half the window left at its first miss has
-        # passed (data only late is fetched before then): 40 s leaves about 20 s for the
-        # 400-step replay and the attestation
+        # the verifier's read of the missing data fails at once and it replays the job itself:
+        # 40 s is ample for the 400-step replay and the attestation
         addrs = rk.deploy(w3, {"verifyWindow": 40})
         rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, solver, verifier])
         manager = rk.contract(w3, "JobManager", addrs["JobManager"])
@@ -104,6 +104,14 @@ def test_verifier_attests_from_own_replay_when_checkpoints_are_withheld(tmp_path
                 ("verifier", "solver"),
             )
             assert any("checkpoints withheld" in m for m in ag.messages("verifier"))
+            # nor could the submitter read its final checkpoint: it demanded it on chain
+            rk.wait_for(
+                "the submitter's model",
+                lambda: any("final state received on chain" in m for m in ag.messages("submitter")),
+                60,
+                ag,
+                ("submitter",),
+            )
         attested = manager.events.Attested().get_logs(from_block=0)
         assert [e["args"]["verifier"] for e in attested] == [verifier.address]
         assert manager.events.VerifierPenalised().get_logs(from_block=0) == []
