@@ -3,7 +3,7 @@ and the state rebuilt from the posted chunks.
 
 A data request demands the state at checkpoint `checkpoint` of a unit: whoever holds it calls
 `JobManager.openDataState(unitId, tensorCount, stateTree, checkpointProof)` once, then
-`JobManager.postData(unitId, nameHash, dtype, rows, cols, dataRoot, entryProof, firstChunk,
+`JobManager.postData(unitId, (nameHash, dtype, rows, cols, dataRoot), entryProof, firstChunk,
 chunks, rangeProof)` for each run of at most MAX_DATA_CHUNKS 256-byte chunks of each tensor, in
 state order. `encode_answer` builds those arguments from the state (named tensors in state-root
 order, as agents.training.state keeps them); `decode_answer` rebuilds the state from the
@@ -60,14 +60,14 @@ class PostDataArgs:
     chunks: bytes
     range_proof: list[bytes]
 
+    def header(self) -> tuple[bytes, int, int, int, bytes]:
+        """`IJobManager.TensorHeader`: the tensor as the state root's entry commits it."""
+        return (self.name_hash, self.dtype, self.rows, self.cols, self.data_root)
+
     def args(self, unit_id: int) -> tuple[Any, ...]:
         return (
             unit_id,
-            self.name_hash,
-            self.dtype,
-            self.rows,
-            self.cols,
-            self.data_root,
+            self.header(),
             self.entry_proof,
             self.first_chunk,
             self.chunks,

@@ -65,6 +65,9 @@ class Submitter(RoleAgent):
         # the final state of an attempt ("<unit>:<attempt>"), read and checked while the unit is
         # verified; an attempt whose read failed is demanded on chain (PROTOCOL §6.11)
         self.finals: dict[str, State] = {}
+        # the manifest's per-checkpoint losses of an attempt read from the solver (a state posted
+        # on chain comes without them)
+        self.losses: dict[str, list] = {}
         self.final_failed: set[str] = set()
 
     async def setup(self) -> None:
@@ -238,6 +241,7 @@ class Submitter(RoleAgent):
             self.final_failed.add(key)
             return "failed"
         self.finals[key] = st
+        self.losses[key] = list(got.manifest.losses)
         return "ok"
 
     async def request_data(self, act: Act, u: UnitView) -> None:
@@ -290,7 +294,7 @@ class Submitter(RoleAgent):
 
     def finish(self, u) -> bool:
         key = f"{u.unit_id}:{u.attempt}"
-        losses = None
+        losses = self.losses.get(key, [])
         final = self.finals.get(key) or self.final_from_chain(u)
         try:
             if final is None:

@@ -153,6 +153,17 @@ interface IJobManager is IDisputeCallback {
         uint96 bond;
     }
 
+    /// @notice A tensor of a posted state (`postData`, PROTOCOL §6.11), as the state root's entry
+    ///         commits it: `keccak256(abi.encode(nameHash, tensorRoot(dtype, rows, cols,
+    ///         dataRoot)))`; `nameHash` is `keccak256(bytes(name))`.
+    struct TensorHeader {
+        bytes32 nameHash;
+        uint8 dtype;
+        uint32 rows;
+        uint32 cols;
+        bytes32 dataRoot;
+    }
+
     /// @notice An open data request over a unit (PROTOCOL §6.11): `requester` (zero when none is
     ///         open) demands the whole state at checkpoint `checkpoint`, to be posted on chain by
     ///         `answerDeadline`; `bond` is what it posted (zero for the submitter). `stateRoot` is
@@ -626,7 +637,8 @@ interface IJobManager is IDisputeCallback {
         external;
 
     /// @notice Posts the next 1 to `MAX_DATA_CHUNKS` whole 256-byte chunks of the requested state
-    ///         (anyone, state opened, by the answer deadline): tensor `nextTensor` from chunk
+    ///         (anyone, state opened, by the answer deadline): tensor `nextTensor` (its `tensor`
+    ///         header: nameHash, dtype, rows, cols, dataRoot) from chunk
     ///         `firstChunk == nextChunk`. `entryProof` proves
     ///         `keccak256(abi.encode(nameHash, tensorRoot(dtype, rows, cols, dataRoot)))` is
     ///         entry `nextTensor` of the state root; `rangeProof` proves the chunks are leaves
@@ -638,11 +650,7 @@ interface IJobManager is IDisputeCallback {
     ///         `disputeGrace` away.
     function postData(
         uint256 unitId,
-        bytes32 nameHash,
-        uint8 dtype,
-        uint32 rows,
-        uint32 cols,
-        bytes32 dataRoot,
+        TensorHeader calldata tensor,
         bytes32[] calldata entryProof,
         uint32 firstChunk,
         bytes calldata chunks,

@@ -38,21 +38,23 @@ library DataRequests {
         );
     }
 
-    /// @notice Whether the tensor (`nameHash`, `dtype`, `rows`, `cols`, `dataRoot`) is entry
-    ///         `tensor` of the `tensorCount`-entry state root `stateRoot`: its value is
+    /// @notice The state-list value of the tensor (`nameHash`, `dtype`, `rows`, `cols`, `dataRoot`):
     ///         `keccak256(abi.encode(nameHash, tensorRoot(dtype, rows, cols, dataRoot)))`.
-    function entryHolds(
-        bytes32 stateRoot,
-        uint256 tensorCount,
-        uint256 tensor,
-        bytes32 nameHash,
-        uint256 dtype,
-        uint256 rows,
-        uint256 cols,
-        bytes32 dataRoot,
-        bytes32[] calldata proof
-    ) internal pure returns (bool) {
-        bytes32 entry = keccak256(abi.encode(nameHash, TensorMerkle.tensorRoot(dtype, rows, cols, dataRoot)));
+    function entryOf(bytes32 nameHash, uint256 dtype, uint256 rows, uint256 cols, bytes32 dataRoot)
+        internal
+        pure
+        returns (bytes32)
+    {
+        return keccak256(abi.encode(nameHash, TensorMerkle.tensorRoot(dtype, rows, cols, dataRoot)));
+    }
+
+    /// @notice Whether `entry` (`entryOf` a tensor) is entry `tensor` of the `tensorCount`-entry
+    ///         state root `stateRoot`.
+    function entryHolds(bytes32 stateRoot, uint256 tensorCount, uint256 tensor, bytes32 entry, bytes32[] calldata proof)
+        internal
+        pure
+        returns (bool)
+    {
         return TensorMerkle.verifyListEntry(stateRoot, TensorMerkle.STATE_DOMAIN, tensorCount, tensor, entry, proof);
     }
 
@@ -61,12 +63,12 @@ library DataRequests {
     ///         (§3 range proof `proof`). The caller checks the range lies within the leaves.
     function rangeHolds(
         bytes32 dataRoot,
-        uint256 leafCount,
+        uint256 leaves,
         uint256 firstChunk,
         bytes calldata chunks,
         bytes32[] calldata proof
     ) internal pure returns (bool) {
-        (bool ok, bytes32 root) = TensorMerkle.rangeRoot(firstChunk, chunks, proof, TensorMerkle.depthFor(leafCount));
+        (bool ok, bytes32 root) = TensorMerkle.rangeRoot(firstChunk, chunks, proof, TensorMerkle.depthFor(leaves));
         return ok && root == dataRoot;
     }
 

@@ -400,18 +400,9 @@ contract JobManager is JobManagerBase, IJobManager {
     }
 
     /// @inheritdoc IJobManager
-    function postData(
-        uint256,
-        bytes32,
-        uint8,
-        uint32,
-        uint32,
-        bytes32,
-        bytes32[] calldata,
-        uint32,
-        bytes calldata,
-        bytes32[] calldata
-    ) external {
+    function postData(uint256, TensorHeader calldata, bytes32[] calldata, uint32, bytes calldata, bytes32[] calldata)
+        external
+    {
         _delegate();
     }
 

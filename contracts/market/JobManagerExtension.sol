@@ -261,58 +261,108 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         emit IJobManager.DataStateOpened(unitId, stateRoot, tensorCount);
     }
 
+    /// @dev A post's tensor and position, gathered in memory: with the three calldata arrays on
+    ///      the stack too, the checks would reach past the 16 slots the legacy code generator
+    ///      (which slither compiles with) can address; the tensor's header is one calldata struct
+    ///      for the same reason (ten loose arguments are past its ABI decoder's reach).
+    struct Post {
+        uint256 unitId;
+        bytes32 nameHash;
+        uint8 dtype;
+        uint32 rows;
+        uint32 cols;
+        bytes32 dataRoot;
+        uint32 firstChunk;
+    }
+
     /// @dev `IJobManager.postData`, run as the manager.
     function postData(
         uint256 unitId,
-        bytes32 nameHash,
-        uint8 dtype,
-        uint32 rows,
-        uint32 cols,
-        bytes32 dataRoot,
+        IJobManager.TensorHeader calldata tensor,
         bytes32[] calldata entryProof,
         uint32 firstChunk,
         bytes calldata chunks,
         bytes32[] calldata rangeProof
     ) external onlyDelegated {
-        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
+        Post memory p = Post(unitId, tensor.nameHash, tensor.dtype, tensor.rows, tensor.cols, tensor.dataRoot, firstChunk);
+        _postData(p, entryProof, chunks, rangeProof);
+    }
+
+    /// @dev `postData`: the checks, then the cursor's advance, the event and, on the last chunk
+    ///      of the last tensor, the answer. Split in steps that each keep few values live.
+    function _postData(
+        Post memory p,
+        bytes32[] calldata entryProof,
+        bytes calldata chunks,
+        bytes32[] calldata rangeProof
+    ) private {
+        (, uint256 record) = _expect(p.unitId, IJobManager.UnitStatus.Disputed);
         DataRequestSlot storage q = _dataRequests[record];
-        if (q.requester == address(0)) revert IJobManager.NoDataRequest(unitId);
-        bytes32 stateRoot = q.stateRoot;
-        if (stateRoot == bytes32(0)) revert IJobManager.DataStateNotOpened(unitId);
-        uint40 answerDeadline = q.answerDeadline;
-        if (block.timestamp > answerDeadline) revert IJobManager.DataAnswerWindowClosed(unitId, answerDeadline);
-        uint32 tensor = q.nextTensor;
-        uint32 nextChunk = q.nextChunk;
-        // INVARIANT: the state is posted in order, each chunk once: the cursor only advances.
-        if (firstChunk != nextChunk) revert IJobManager.WrongFirstChunk(unitId, firstChunk, nextChunk);
-        uint256 length = chunks.length;
-        if (length == 0) revert IJobManager.DataNotWholeChunks(unitId, length);
-        if (length % 256 != 0) revert IJobManager.DataNotWholeChunks(unitId, length);
-        uint256 count = length / 256;
-        // INVARIANT: a post's gas is bounded whatever the tensor's size.
-        if (count > MAX_DATA_CHUNKS) revert IJobManager.TooManyDataChunks(unitId, count, MAX_DATA_CHUNKS);
-        if (!DataRequests.entryHolds(stateRoot, q.tensorCount, tensor, nameHash, dtype, rows, cols, dataRoot, entryProof)) {
-            revert IJobManager.BadDataEntryProof(unitId, tensor, stateRoot);
-        }
-        uint256 leaves = DataRequests.leafCount(rows, cols);
-        uint256 end = uint256(firstChunk) + count;
-        if (end > leaves) revert IJobManager.DataPastTensorEnd(unitId, tensor, end, leaves);
-        if (!DataRequests.rangeHolds(dataRoot, leaves, firstChunk, chunks, rangeProof)) {
-            revert IJobManager.BadDataRangeProof(unitId, tensor, firstChunk);
-        }
-        bool answered = false;
+        uint32 tensor = _expectPost(p, q, chunks.length, entryProof);
+        (uint256 end, uint256 leaves) = _expectRange(p, tensor, chunks, rangeProof);
         if (end == leaves) {
             // The tensor is complete: the next one starts at chunk 0 (tensor < tensorCount < 2^32).
             q.nextTensor = tensor + 1;
             q.nextChunk = 0;
-            answered = tensor + 1 == q.tensorCount;
         } else {
             // end < leaves. Only a tensor of over 2^38 elements has chunk indices past 32 bits; no
             // 2^26 posts could complete it by the deadline, so the truncation never pays.
             q.nextChunk = uint32(end);
         }
-        emit IJobManager.DataPosted(unitId, tensor, nameHash, dtype, rows, cols, firstChunk, chunks);
-        if (answered) _answerDataRequest(unitId, record, r);
+        _emitPosted(p, tensor, chunks);
+        // The post that completes the last tensor answers the request.
+        if (end == leaves && tensor + 1 == q.tensorCount) _answerDataRequest(p.unitId, record);
+    }
+
+    /// @dev `DataPosted` of a post (its own frame: the event's nine words and the caller's
+    ///      values do not fit the legacy code generator's reach together).
+    function _emitPosted(Post memory p, uint32 tensor, bytes calldata chunks) private {
+        emit IJobManager.DataPosted(p.unitId, tensor, p.nameHash, p.dtype, p.rows, p.cols, p.firstChunk, chunks);
+    }
+
+    /// @dev `postData`'s checks of the request and the post's place in it: a request open, its
+    ///      state opened, its window running, the post at the cursor, 1 to MAX_DATA_CHUNKS whole
+    ///      chunks, and the tensor the entry of the state root at the cursor. Returns that tensor.
+    function _expectPost(Post memory p, DataRequestSlot storage q, uint256 length, bytes32[] calldata entryProof)
+        private
+        view
+        returns (uint32 tensor)
+    {
+        if (q.requester == address(0)) revert IJobManager.NoDataRequest(p.unitId);
+        bytes32 stateRoot = q.stateRoot;
+        if (stateRoot == bytes32(0)) revert IJobManager.DataStateNotOpened(p.unitId);
+        uint40 answerDeadline = q.answerDeadline;
+        if (block.timestamp > answerDeadline) revert IJobManager.DataAnswerWindowClosed(p.unitId, answerDeadline);
+        uint32 nextChunk = q.nextChunk;
+        // INVARIANT: the state is posted in order, each chunk once: the cursor only advances.
+        if (p.firstChunk != nextChunk) revert IJobManager.WrongFirstChunk(p.unitId, p.firstChunk, nextChunk);
+        if (length == 0) revert IJobManager.DataNotWholeChunks(p.unitId, length);
+        if (length % 256 != 0) revert IJobManager.DataNotWholeChunks(p.unitId, length);
+        uint256 count = length / 256;
+        // INVARIANT: a post's gas is bounded whatever the tensor's size.
+        if (count > MAX_DATA_CHUNKS) revert IJobManager.TooManyDataChunks(p.unitId, count, MAX_DATA_CHUNKS);
+        tensor = q.nextTensor;
+        bytes32 entry = DataRequests.entryOf(p.nameHash, p.dtype, p.rows, p.cols, p.dataRoot);
+        // INVARIANT: every tensor posted is the committed state's, in state order.
+        if (!DataRequests.entryHolds(stateRoot, q.tensorCount, tensor, entry, entryProof)) {
+            revert IJobManager.BadDataEntryProof(p.unitId, tensor, stateRoot);
+        }
+    }
+
+    /// @dev `postData`'s check of the chunks: within the tensor, and its leaves at their place
+    ///      under its data root. Returns the chunk after the post and the tensor's leaf count.
+    function _expectRange(Post memory p, uint32 tensor, bytes calldata chunks, bytes32[] calldata rangeProof)
+        private
+        pure
+        returns (uint256 end, uint256 leaves)
+    {
+        leaves = DataRequests.leafCount(p.rows, p.cols);
+        end = uint256(p.firstChunk) + chunks.length / 256;
+        if (end > leaves) revert IJobManager.DataPastTensorEnd(p.unitId, tensor, end, leaves);
+        // INVARIANT: every chunk posted is the committed tensor's, at its place.
+        if (!DataRequests.rangeHolds(p.dataRoot, leaves, p.firstChunk, chunks, rangeProof)) {
+            revert IJobManager.BadDataRangeProof(p.unitId, tensor, p.firstChunk);
+        }
     }
 
     /// @dev `IJobManager.expireDataRequest`, run as the manager.
@@ -392,7 +442,8 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
     ///      least `disputeGrace` away) and the requester's bond is forfeited as a failed
     ///      challenge's: `challengerRewardBps` of it to the solver, the rest to the jackpot. The
     ///      requester's once-per-attempt mark stays.
-    function _answerDataRequest(uint256 unitId, uint256 record, Record storage r) private {
+    function _answerDataRequest(uint256 unitId, uint256 record) private {
+        Record storage r = _records[record];
         DataRequestSlot memory q = _dataRequests[record];
         delete _dataRequests[record];
         uint64 deadline = _backToVerifying(r);

@@ -327,16 +327,20 @@ def test_postData_badPosts_revert(staked, chain):
     a = encode_answer(STATES[2], ROOTS, 2)
     d.manager.openDataState(*a.open_state.args(unit), sender=d.other)
     first = a.posts[0]  # w0's chunks 0..63
-    args = list(first.args(unit))  # unitId, nameHash, dtype, rows, cols, dataRoot, entryProof,
-    # firstChunk, chunks, rangeProof
+    header_keys = ["nameHash", "dtype", "rows", "cols", "dataRoot"]
+    keys = ["entryProof", "firstChunk", "chunks", "rangeProof"]
 
     def post(**changes: Any) -> Any:
-        keys = ["nameHash", "dtype", "rows", "cols", "dataRoot", "entryProof", "firstChunk"]
-        keys += ["chunks", "rangeProof"]
-        call = list(args)
+        # unitId, TensorHeader(nameHash, dtype, rows, cols, dataRoot), entryProof, firstChunk,
+        # chunks, rangeProof
+        _, header, *rest = first.args(unit)
+        header, rest = list(header), list(rest)
         for k, val in changes.items():
-            call[1 + keys.index(k)] = val
-        return d.manager.postData(*call, sender=d.other)
+            if k in header_keys:
+                header[header_keys.index(k)] = val
+            else:
+                rest[keys.index(k)] = val
+        return d.manager.postData(unit, tuple(header), *rest, sender=d.other)
 
     with reverts(d.manager, "WrongFirstChunk", unitId=unit, given=64, expected=0):
         post(firstChunk=64)
@@ -372,7 +376,7 @@ def test_postData_badPosts_revert(staked, chain):
     # chunks 64..71 of 72, then past the end
     second = a.posts[1]
     with reverts(d.manager, "DataPastTensorEnd", unitId=unit, tensor=0, end=73, leafCount=72):
-        d.manager.postData(*second.args(unit)[:8], second.chunks + b"\x00" * 256,
+        d.manager.postData(*second.args(unit)[:4], second.chunks + b"\x00" * 256,
                            second.range_proof, sender=d.other)  # fmt: skip
     # a post repeated: the cursor moved on
     with reverts(d.manager, "WrongFirstChunk", unitId=unit, given=0, expected=64):
