@@ -12,7 +12,8 @@ import {AttestationCourt} from "../market/AttestationCourt.sol";
 ///      needs one `eth_call` per check instead of dozens.
 contract LedgerLens {
     /// @notice One flat array: [registry balance, manager balance, (stake, unbonding) of each
-    ///         node, escrow of each job, bond of each unit, credit of each account, jackpot].
+    ///         node, escrow of each job, bond of each unit (its open dispute's plus its open data
+    ///         request's: a unit has one at most), credit of each account, jackpot].
     function read(
         INodeRegistry registry,
         IJobManager manager,
@@ -35,7 +36,7 @@ contract LedgerLens {
             out[k++] = manager.getJob(jobIds[i]).escrow;
         }
         for (uint256 i = 0; i < unitIds.length; ++i) {
-            out[k++] = manager.getDispute(unitIds[i]).bond;
+            out[k++] = uint256(manager.getDispute(unitIds[i]).bond) + manager.dataRequestOf(unitIds[i]).bond;
         }
         for (uint256 i = 0; i < accounts.length; ++i) {
             out[k++] = manager.credits(accounts[i]);

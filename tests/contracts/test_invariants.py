@@ -7,7 +7,9 @@ short. After every step the test checks, against the contracts' views and agains
 independent ledger (a Python model of every payout rule in docs/PROTOCOL.md §6):
 
 - registry token balance == Σ stake + Σ unbonding;
-- job-manager token balance == Σ job escrow + Σ open dispute bonds + Σ credits + jackpot;
+- job-manager token balance == Σ job escrow + Σ open dispute bonds + Σ open data-request bonds
+  + Σ credits + jackpot (data requests, PROTOCOL §6.11: requested by a drawn verifier or the
+  submitter, answered on chain from real small states, expired, or voided by a forced reveal);
 - attestation-court token balance == Σ open case bonds + Σ court credits (PROTOCOL §7.1: a
   whistleblower's bond, and the penalty slashed from a verifier's registry stake when the
   whistleblower wins, end up credited or, through `fundJackpot`, in the manager's jackpot);
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from eth_account import Account
 from eth_utils import keccak
 from hypothesis import event, settings
@@ -44,8 +47,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from web3.logs import DISCARD
 
 from agents.core.deploy import deploy_all
+from agents.dispute.availability import DataAnswer, encode_answer
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
-from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
+from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof, state_root
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 EXAMPLES = int(
@@ -121,7 +125,20 @@ OPEN, SELECTING, ASSIGNED, COMMITTED, VERIFYING, DISPUTED, FINAL, CANCELLED = ra
 # (the anchor, and each other one of 1..3 with probability 1/3).
 SECRET = b"\x5e" * 32
 SEGMENTS = 4
-TRUE = [bytes([0x40 + i]) * 32 for i in range(SEGMENTS + 1)]
+# The true checkpoints are real small states (two tensors, 3 + 1 chunks), so that a data
+# request over one (PROTOCOL §6.11) can be answered on chain; a perturbed checkpoint's
+# published value (LAZY_END) is no state's root, and a request over it cannot be answered.
+STATES = [
+    {
+        "w0": torch.arange(130, dtype=torch.float32).reshape(1, 130) * (i + 1),
+        "b0": torch.full((1, 3), float(i), dtype=torch.float32),
+    }
+    for i in range(SEGMENTS + 1)
+]
+TRUE = [state_root(list(st_.items())) for st_ in STATES]
+# postData carries at most 2 chunks here: w0 takes two posts, so the cursor also moves within a
+# tensor (the 64-chunk limit is tests/contracts/test_data_requests.py's)
+DATA_CHUNKS = 2
 TRUE_ROOT = checkpoint_root(TRUE)
 SEAL = keccak(TRUE_ROOT + SECRET)
 LAZY_END = b"\xee" * 32  # the perturbed value a forced round publishes
@@ -131,6 +148,18 @@ REPLAYED = b"\xdd" * 32  # an honest replay's end root from a perturbed start st
 def published(perturbed: tuple[int, ...]) -> list[bytes]:
     """The checkpoint list a round publishes: TRUE, with the `perturbed` checkpoints replaced."""
     return [LAZY_END if i in perturbed else r for i, r in enumerate(TRUE)]
+
+
+_ANSWERS: dict[tuple[bytes, int], DataAnswer] = {}
+
+
+def data_answer(roots: list[bytes], checkpoint: int) -> DataAnswer:
+    """The openDataState / postData arguments of STATES[checkpoint] under the checkpoint list
+    `roots` (cached: a few lists and five checkpoints in all)."""
+    key = (b"".join(roots), checkpoint)
+    if key not in _ANSWERS:
+        _ANSWERS[key] = encode_answer(STATES[checkpoint], roots, checkpoint, DATA_CHUNKS)
+    return _ANSWERS[key]
 
 
 def _keys() -> list[str]:
@@ -347,6 +376,15 @@ class UnitModel:
     settled_deadline: int = 0  # the unit's deadline once it settled: the record is free after it
     kept: bool = False  # a court case was opened over it: its record is never recycled
     recycled: bool = False  # its record took another job: every view reads it as unknown
+    # an open data request (PROTOCOL §6.11): its requester (None: none open), checkpoint and
+    # answer deadline, whether its state was opened and how many posts were made; its bond is
+    # `bond` (a unit has a game's dispute or a data request, never both)
+    data_requester: int | None = None
+    data_checkpoint: int = 0
+    data_deadline: int = 0
+    data_opened: bool = False
+    data_posts: int = 0
+    data_requested: set[int] = field(default_factory=set)  # requesters of this attempt
 
 
 _WORLD: World | None = None
@@ -436,6 +474,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         u.catchers = []  # C was overturned (or never revealed): no catcher is paid
         u.court = set()  # a new attempt: its attestations can be taken to court afresh
         u.stood = {}
+        u.data_requester, u.data_requested = None, set()
 
     # ------------------------------------------------------------------ rules
     @rule(
@@ -822,7 +861,13 @@ class ProtocolMachine(RuleBasedStateMachine):
         u.slashed.update(wrong)
         u.catchers = right  # a voided dispute's challenger gets its bond back, no share
         voided = None
-        if u.status == DISPUTED:
+        if u.status == DISPUTED and u.data_requester is not None:
+            # an open data request is voided: its bond back, and its requester may ask again
+            self.credits[u.data_requester] += u.bond
+            u.data_requested.discard(u.data_requester)
+            u.data_requester, u.bond = None, 0
+            self._seen("data request voided by the reveal")
+        elif u.status == DISPUTED:
             assert u.challenger is not None
             self.credits[u.challenger] += u.bond
             if u.held_until:
@@ -1221,6 +1266,7 @@ class ProtocolMachine(RuleBasedStateMachine):
                     # way to the forced-error payouts, checked only when the unit finalizes)
                     st.sampled_from(
                         ["reveal", "attest", "challenge", "finalize", "attest", "premature"]
+                        + ["request data"]
                     )
                 )
                 # draw counts must not depend on the chain's randomness (the draw, the seed)
@@ -1251,6 +1297,17 @@ class ProtocolMachine(RuleBasedStateMachine):
                             self.resolve_unit(uid, data.draw(st.booleans()))
                 elif action == "premature":
                     self.premature_unit(uid, 8)
+                elif action == "request data":
+                    # a drawn verifier (any checkpoint) or the submitter (the final one)
+                    slot = data.draw(st.sampled_from([0, 1, 2]))
+                    if slot == 2:
+                        who, checkpoint = u.submitter, SEGMENTS
+                    else:
+                        who = u.verifiers[slot] if slot < len(u.verifiers) else 6 + slot
+                        checkpoint = data.draw(st.integers(0, SEGMENTS))
+                    self.request_data_unit(uid, who, checkpoint)
+                    if u.data_requester is not None:
+                        self.follow_data_request(uid, data)
                 elif action == "challenge":
                     self.challenge_unit(uid, data.draw(st.sampled_from([6, 7, 8])))
                     # for depth, the game mostly ends at once, either way
@@ -1274,6 +1331,8 @@ class ProtocolMachine(RuleBasedStateMachine):
                         self.withdraw(u.assignee)
             elif u.status == DISPUTED and u.held_until:
                 self.follow_held_win(uid, data)
+            elif u.status == DISPUTED and u.data_requester is not None:
+                self.follow_data_request(uid, data)
             elif u.status == DISPUTED:
                 reveal, lazy, resolve_voided, won = (data.draw(st.booleans()) for _ in range(4))
                 if reveal and u.perturbed:
@@ -1288,8 +1347,9 @@ class ProtocolMachine(RuleBasedStateMachine):
     def challenge_fresh_unit(self, data: st.DataObject, solver: int, challenger: int) -> None:
         """Drive a fresh unit with the right actors to a challenge and end its game, mostly with
         the challenger's win: before the reveal's slot ends it is held, and later steps reveal
-        or settle it. (A random sequence of 8 steps rarely took a unit that far: 100 random
-        examples reached no held win at all.)"""
+        or settle it; or, a third of the time, to a data request and its answer, expiry or void.
+        (A random sequence of 8 steps rarely took a unit that far: 100 random examples reached
+        no held win at all.)"""
         self.post(1, 100 * E18, 600, True)
         uid = max(self.units)
         u = self.units[uid]
@@ -1306,6 +1366,15 @@ class ProtocolMachine(RuleBasedStateMachine):
                 self.heartbeat(v)
         self.draw_unit(uid)
         if u.status != VERIFYING:
+            return
+        if data.draw(st.integers(0, 2)) == 0:
+            # a data request instead (PROTOCOL §6.11): mostly by a drawn verifier
+            by_submitter = data.draw(st.integers(0, 3)) == 0 or not u.verifiers
+            who = u.submitter if by_submitter else u.verifiers[0]
+            checkpoint = SEGMENTS if by_submitter else data.draw(st.integers(0, SEGMENTS))
+            self.request_data_unit(uid, who, checkpoint)
+            if u.data_requester is not None:
+                self.follow_data_request(uid, data)
             return
         self.challenge_unit(uid, challenger)
         if u.status == DISPUTED:
@@ -1333,6 +1402,148 @@ class ProtocolMachine(RuleBasedStateMachine):
             if step == "settle":
                 self.w.jump(max(0, u.held_until - self.w.pending_now() + 1))
             self.settle_unit(uid)
+
+    # ------------------------------------------------------------------ data requests (§6.11)
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(["request", "answer", "expire"]),
+        who=st.sampled_from([6, 7, 1, 2, 8]),
+        checkpoint=st.integers(0, SEGMENTS + 1),
+    )
+    def data_request(self, data: st.DataObject, kind: str, who: int, checkpoint: int) -> None:
+        """A random data-request action: a request by a random account (drawn verifiers and the
+        submitter may; the whistleblower, an undrawn verifier or another submitter may not), an
+        answer or an expiry of a unit's open request (of any unit when none is open: refused)."""
+        open_ = sorted(uid for uid, u in self.units.items() if u.data_requester is not None)
+        verifying = sorted(uid for uid, u in self.units.items() if u.status == VERIFYING)
+        if kind != "request" and open_:
+            uid = data.draw(st.sampled_from(open_))
+        elif kind == "request" and verifying:
+            uid = data.draw(st.sampled_from(verifying))
+        else:
+            picked = self._unit(data)
+            if not picked:
+                return
+            uid = picked[0]
+        if kind == "request":
+            self.request_data_unit(uid, who, checkpoint)
+        elif kind == "answer":
+            self.answer_data_unit(uid, partial=data.draw(st.booleans()))
+        else:
+            self.expire_data_unit(uid, wait=data.draw(st.booleans()))
+
+    def request_data_unit(self, uid: int, who: int, checkpoint: int) -> None:
+        """requestData: a drawn verifier (the challenge bond) or the submitter (no bond, the
+        final checkpoint only), once per attempt each, on a Verifying unit in its window."""
+        u = self.units[uid]
+        t, deadline = self.w.pending_now(), self.m.getUnit(uid).call()[4]
+        ok = self.w.send(who, self.m.requestData(uid, checkpoint))
+        drawn = who in u.verifiers
+        allowed = drawn or (who == u.submitter and checkpoint == SEGMENTS)
+        expected = (
+            u.status == VERIFYING
+            and t <= deadline
+            and checkpoint <= SEGMENTS
+            and allowed
+            and who not in u.data_requested
+        )
+        assert ok == expected, f"requestData({uid}, {checkpoint}) by {who} at {t}: {ok} {u}"
+        if not ok:
+            self._seen("data request refused")
+            return
+        share = self._collateral(u) * MGR_CFG["challengerRewardBps"] // BPS
+        u.bond = max(MGR_CFG["challengeBond"], share) if drawn else 0
+        u.status = DISPUTED
+        u.data_requester, u.data_checkpoint = who, checkpoint
+        u.data_deadline = t + MGR_CFG["revealWindow"]
+        u.data_opened, u.data_posts = False, 0
+        u.data_requested.add(who)
+        got = self.m.dataRequestOf(uid).call()
+        assert tuple(got[:4]) == (self.w.addr[who], checkpoint, u.data_deadline, u.bond), got
+        self._seen("data requested by a verifier" if drawn else "data requested by the submitter")
+
+    def follow_data_request(self, uid: int, data: st.DataObject) -> None:
+        """An open data request: mostly answered (in time, or partly then late), else left to
+        expire, or voided by the forced round's reveal."""
+        u = self.units[uid]
+        step = data.draw(st.sampled_from(["answer", "expire", "answer", "reveal", "partly"]))
+        if step == "reveal":
+            self.attest_unit(uid, u.verifiers, data.draw(st.booleans()))
+            self.reveal_unit(uid, data.draw(st.booleans()), data.draw(st.booleans()))
+        elif step == "expire":
+            self.expire_data_unit(uid, wait=True)
+        else:
+            self.answer_data_unit(uid, partial=step == "partly")
+        if u.data_requester is not None and step != "expire":
+            # unanswerable (a perturbed checkpoint) or partly answered: it expires
+            self.expire_data_unit(uid, wait=True)
+
+    def answer_data_unit(self, uid: int, partial: bool = False) -> None:
+        """The solver posts the requested state: the opening, then each post in order (with
+        `partial`, all but the last). A checkpoint whose committed root is no state's (a forced
+        round's perturbed value) cannot be opened; anything past the deadline is refused."""
+        u = self.units[uid]
+        who = u.assignee if u.assignee is not None else 5
+        c = u.data_checkpoint
+        roots = TRUE if u.revealed else published(u.perturbed)
+        if u.data_requester is None:
+            a = data_answer(TRUE, SEGMENTS)
+            assert not self.w.send(who, self.m.openDataState(*a.open_state.args(uid)))
+            return
+        if roots[c] != TRUE[c]:
+            a = data_answer(TRUE, c)  # the true state does not open the published root
+            assert not self.w.send(who, self.m.openDataState(*a.open_state.args(uid)))
+            self._seen("data state refused (perturbed checkpoint)")
+            return
+        a = data_answer(roots, c)
+        if not u.data_opened:
+            t = self.w.pending_now()
+            ok = self.w.send(who, self.m.openDataState(*a.open_state.args(uid)))
+            assert ok == (t <= u.data_deadline), f"openDataState at {t}: {ok} {u}"
+            if not ok:
+                self._seen("data answer late")
+                return
+            u.data_opened = True
+        last = len(a.posts) - 1 if partial else len(a.posts)
+        while u.data_posts < last:
+            t = self.w.pending_now()
+            ok = self.w.send(who, self.m.postData(*a.posts[u.data_posts].args(uid)))
+            assert ok == (t <= u.data_deadline), f"postData at {t}: {ok} {u}"
+            if not ok:
+                self._seen("data answer late")
+                return
+            u.data_posts += 1
+        if u.data_posts < len(a.posts):
+            self._seen("data partly posted")
+            return
+        # answered: the bond is forfeited as a failed challenge's
+        assert u.assignee is not None and u.data_requester is not None
+        to_solver = u.bond * MGR_CFG["challengerRewardBps"] // BPS
+        self.credits[u.assignee] += to_solver
+        self.jackpot += u.bond - to_solver
+        u.status, u.bond, u.data_requester = VERIFYING, 0, None
+        assert self.m.getUnit(uid).call()[0] == VERIFYING
+        self._seen("data answered")
+
+    def expire_data_unit(self, uid: int, wait: bool = False) -> None:
+        """expireDataRequest after the answer deadline: exactly a lost game for the solver."""
+        u = self.units[uid]
+        if wait and u.data_requester is not None:
+            self.w.jump(max(0, u.data_deadline - self.w.pending_now() + 1))
+        t = self.w.pending_now()
+        ok = self.w.send(4, self.m.expireDataRequest(uid))
+        expected = u.data_requester is not None and t > u.data_deadline
+        assert ok == expected, f"expireDataRequest({uid}) at {t}: {ok} {u}"
+        if not ok:
+            return
+        assert u.assignee is not None and u.data_requester is not None
+        collateral = self._collateral(u)
+        reward = collateral * MGR_CFG["challengerRewardBps"] // BPS
+        self.credits[u.data_requester] += u.bond + reward
+        self.jackpot += collateral - reward
+        self.stake[u.assignee] -= collateral
+        self._reopen(u)
+        self._seen("data request expired")
 
     @rule(seconds=st.sampled_from([30, 700, 2_000, 4_000, 8_000]))
     def time_passes(self, seconds: int) -> None:
@@ -1466,6 +1677,10 @@ REQUIRED_OUTCOMES = (
     "withdrew court credit",
     "registered again into a dead entry",
     "record recycled",
+    "data requested by a verifier",
+    "data requested by the submitter",
+    "data answered",
+    "data request expired",
 )
 #: Extra quarter-size batches of fresh random sequences a CI run may take to reach a missing
 #: flow: as many examples at most as two half-size ones, but a run stops at the first batch that
