@@ -284,8 +284,12 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         bytes calldata chunks,
         bytes32[] calldata rangeProof
     ) external onlyDelegated {
-        Post memory p = Post(unitId, tensor.nameHash, tensor.dtype, tensor.rows, tensor.cols, tensor.dataRoot, firstChunk);
-        _postData(p, entryProof, chunks, rangeProof);
+        _postData(
+            Post(unitId, tensor.nameHash, tensor.dtype, tensor.rows, tensor.cols, tensor.dataRoot, firstChunk),
+            entryProof,
+            chunks,
+            rangeProof
+        );
     }
 
     /// @dev `postData`: the checks, then the cursor's advance, the event and, on the last chunk
