@@ -48,6 +48,12 @@ def _parties(silent_url: str, cheat: bool) -> dict[str, rk.Party]:
     return out
 
 
+def _field(contract, event: str, name: str | None = None) -> list:
+    """Every `event` the contract emitted: its argument `name`, or all its arguments."""
+    logs = getattr(contract.events, event)().get_logs(from_block=0)
+    return [e["args"][name] if name else e["args"] for e in logs]
+
+
 def _run(tmp_path, cheat: bool) -> dict:
     """Run the job with its solver behind a silent server; what the chain says afterwards."""
     with SilentServer() as silent, rk.chain() as (url, w3):
@@ -117,41 +123,20 @@ def _run(tmp_path, cheat: bool) -> dict:
             "parties": parties,
             "silent": silent.accepted,
             "job_status": manager.functions.getJob(job).call()[4],
-            "opened": [
-                e["args"]["challenger"]
-                for e in manager.events.ChallengeOpened().get_logs(from_block=0)
-            ],
-            "resolved": [
-                e["args"]["challengerWon"]
-                for e in manager.events.DisputeResolved().get_logs(from_block=0)
-            ],
-            "finalized": [
-                e["args"]["solver"] for e in manager.events.UnitFinalized().get_logs(from_block=0)
-            ],
-            "attested": {
-                e["args"]["verifier"] for e in manager.events.Attested().get_logs(from_block=0)
-            },
-            "slashed": [
-                e["args"]["node"] for e in registry.events.NodeSlashed().get_logs(from_block=0)
-            ],
-            "penalised": [
-                e["args"]["verifier"]
-                for e in manager.events.VerifierPenalised().get_logs(from_block=0)
-            ],
+            "opened": _field(manager, "ChallengeOpened", "challenger"),
+            "resolved": _field(manager, "DisputeResolved", "challengerWon"),
+            "finalized": _field(manager, "UnitFinalized", "solver"),
+            "attested": set(_field(manager, "Attested", "verifier")),
+            "slashed": _field(registry, "NodeSlashed", "node"),
+            "penalised": _field(manager, "VerifierPenalised", "verifier"),
             "court_losers": [
-                e["args"]["verifier"]
-                for e in court.events.AttestationRuled().get_logs(from_block=0)
-                if e["args"]["falseAttestation"]
+                r["verifier"] for r in _field(court, "AttestationRuled") if r["falseAttestation"]
             ],
             "data_requested": [
-                (e["args"]["requester"], e["args"]["checkpoint"])
-                for e in manager.events.DataRequested().get_logs(from_block=0)
+                (r["requester"], r["checkpoint"]) for r in _field(manager, "DataRequested")
             ],
-            "data_answered": [
-                e["args"]["requester"]
-                for e in manager.events.DataRequestAnswered().get_logs(from_block=0)
-            ],
-            "data_expired": manager.events.DataRequestExpired().get_logs(from_block=0),
+            "data_answered": _field(manager, "DataRequestAnswered", "requester"),
+            "data_expired": _field(manager, "DataRequestExpired"),
             "logs": logs,
         }
 
