@@ -8,8 +8,16 @@ example count per profile read `EXAMPLES[profile]`-style values from their own c
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+
+# The repository root on sys.path, for every test directory: tests use `bench`, `scripts` and
+# `tools`, which are not part of the installed `agents` package.
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 settings.register_profile(
     "ci",

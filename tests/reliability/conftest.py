@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-for path in (REPO, REPO / "tests" / "roles"):  # bench.*, scripts.demo and rolekit
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+ROLES = Path(__file__).resolve().parents[1] / "roles"
+if str(ROLES) not in sys.path:  # rolekit (the repository root is tests/conftest.py's)
+    sys.path.insert(0, str(ROLES))
