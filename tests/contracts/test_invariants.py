@@ -1406,7 +1406,10 @@ class ProtocolMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ data requests (§6.11)
     @rule(
         data=st.data(),
-        kind=st.sampled_from(["request", "answer", "expire"]),
+        # answers outweigh expiries: an expiry re-opens the unit and drops its attestations,
+        # and at one in three the court's flows (which need attested units) became too rare to
+        # reach in a CI run
+        kind=st.sampled_from(["request", "answer", "answer", "answer", "expire"]),
         who=st.sampled_from([6, 7, 1, 2, 8]),
         checkpoint=st.integers(0, SEGMENTS + 1),
     )

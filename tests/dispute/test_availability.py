@@ -85,7 +85,13 @@ def test_round_trip_of_a_state_whose_large_tensor_takes_several_posts():
     for name, t in state.items():
         assert torch.equal(rebuilt[name], t)
     assert rebuilt["w0"].dtype == torch.float32
-    assert len(answer.posts[0].args(9)) == 10 and answer.posts[0].args(9)[0] == 9
+    # unitId, TensorHeader(nameHash, dtype, rows, cols, dataRoot), entryProof, firstChunk, chunks,
+    # rangeProof
+    first = answer.posts[0]
+    assert first.args(9) == (
+        9, first.header(), first.entry_proof, 0, first.chunks, first.range_proof
+    )  # fmt: skip
+    assert first.header() == (first.name_hash, first.dtype, first.rows, first.cols, first.data_root)
     assert answer.open_state.args(9) == (9, 3, answer.open_state.state_tree, proof.siblings)
 
 
