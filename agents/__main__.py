@@ -15,6 +15,7 @@ from agents.cli_errors import UserError
 
 COMMANDS = (
     "train",
+    "job",
     "graph",
     "submitter",
     "solver",
@@ -26,10 +27,11 @@ COMMANDS = (
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
+    from agents.model.registry import GraphError
     from agents.training.data import DatasetError
     from agents.training.spec import JobSpecError
 
-    return (UserError, JobSpecError, DatasetError)
+    return (UserError, JobSpecError, DatasetError, GraphError)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk", type=int, default=0, help="torch matmul row chunk (0 = off)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (torch kernels on cuda)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--blob-url", help="version 3: the job's blob store (default <spec>.blobs)")
+    p.add_argument("--out-state", help="version 3: write the final state to this file")
     p.set_defaults(func=run)
 
 
@@ -34,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
     from agents.training.engine import Engine, EngineConfig, checkpoint_root
 
     job = spec.load(args.spec)
+    if job.version == spec.SPEC_VERSION_MODEL:
+        return _run_model(args)
+    if args.out_state or args.blob_url:
+        raise UserError("--out-state and --blob-url apply to version-3 specs")
     if job.version != spec.SPEC_VERSION and (args.steps is not None or args.every is not None):
         raise UserError(
             "--steps and --every apply to version-1 specs (a decomposed job runs whole)"
@@ -101,6 +107,56 @@ def _run_decomposed(job, ds, cfg, out) -> int:
         summary["test_accuracy"] = round(eng.accuracy(final, test), 6)
     summary["train_accuracy"] = round(eng.accuracy(final, ds), 6)
     summary["spec_hash"] = _hex(job.spec_hash())
+    out(summary)
+    return 0
+
+
+def _check_run_args(args, steps_max: int) -> None:
+    import torch
+
+    if args.threads < 1 or args.chunk < 0:
+        raise UserError("--threads must be >= 1 and --chunk >= 0")
+    if args.steps is not None and not 1 <= args.steps <= steps_max:
+        raise UserError(f"--steps must be in [1, {steps_max}] (the spec's T), got {args.steps}")
+    if args.every is not None and args.every < 1:
+        raise UserError(f"--every must be >= 1, got {args.every}")
+    if args.device not in ("cpu", "cuda") and not args.device.startswith("cuda:"):
+        raise UserError(f"--device must be cpu or cuda, got {args.device!r}")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("--device cuda: no CUDA device is available here")
+
+
+def _run_model(args) -> int:
+    """A version-3 job: checkpoint roots and batch losses, then the held-out metric."""
+    from agents.cli_job import load_job
+    from agents.model.job import encode_state
+    from agents.model.run import RunConfig
+    from agents.training.engine import checkpoint_root
+
+    cfg = RunConfig(args.kernels, args.threads, args.device)
+    job, st = load_job(args.spec, args.blob_url, cfg)
+    _check_run_args(args, job.spec.steps)
+    steps = job.spec.steps if args.steps is None else args.steps
+    every = job.spec.checkpoint_every if args.every is None else args.every
+    out = _printer(args.json)
+    t0, roots = time.perf_counter(), []
+    for t, r, s, loss in job.train(st, steps, every):
+        roots.append(r)
+        st = s
+        line = {"step": t, "root": _hex(r)}
+        if loss is not None:
+            line["loss"] = round(loss, 6)
+        out(line)
+    seconds = time.perf_counter() - t0
+    summary: dict = {"steps": steps, "seconds": round(seconds, 3)}
+    if steps == job.spec.steps and every == job.spec.checkpoint_every:
+        summary["checkpoint_root"] = _hex(checkpoint_root(roots))
+    summary |= {k: round(v, 6) for k, v in job.evaluate(st).items()}
+    summary["spec_hash"] = _hex(job.spec.spec_hash())
+    if args.out_state:
+        with open(args.out_state, "wb") as f:
+            f.write(encode_state(st))
+        summary["state"] = args.out_state
     out(summary)
     return 0
 

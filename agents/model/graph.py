@@ -53,8 +53,9 @@ class Graph:
     def to_obj(self) -> dict:
         return {
             "inputs": [[v.name, list(v.shape), v.dtype] for v in self.inputs],
-            "nodes": [[n.op, list(n.inputs), list(n.attrs), list(n.shape), n.dtype]
-                      for n in self.nodes],  # fmt: skip
+            "nodes": [
+                [n.op, list(n.inputs), list(n.attrs), list(n.shape), n.dtype] for n in self.nodes
+            ],  # fmt: skip
             "outputs": [[k, vid] for k, vid in self.outputs],
         }
 

@@ -741,7 +741,7 @@ def _conv_args(a):
 def _r_conv(b, a, kw, meta):
     x, w, bias, stride, padding, dilation = _conv_args(a)
     N = b.shape(x)[0]
-    O, C, KH, KW = b.shape(w)
+    O, C, KH, KW = b.shape(w)  # noqa: E741
     cols, OH, OW = _im2col(b, x, KH, KW, stride, padding, dilation)
     wt = b.permute(b.reshape(w, (O, C * KH * KW)), (1, 0))
     y = b.add("matmul", (cols, wt), (N * OH * OW, O), "f32")
@@ -759,7 +759,7 @@ def _r_conv_bwd(b, a, kw, meta):
         raise LoweringError("only ungrouped, non-transposed convolutions are supported")
     mask = a[10]
     N, C, H, W = b.shape(x)
-    O, _, KH, KW = b.shape(w)
+    O, _, KH, KW = b.shape(w)  # noqa: E741
     _, _, OH, OW = b.shape(g)
     L = OH * OW
     g2 = b.reshape(b.permute(b.reshape(g, (N, O, L)), (0, 2, 1)), (N * L, O))
@@ -953,7 +953,12 @@ class Lowered:
 
 
 def build_bundle(
-    module: nn.Module, opt: Optimizer, batch: int, task: str, item_shape: Shape, classes: int,
+    module: nn.Module,
+    opt: Optimizer,
+    batch: int,
+    task: str,
+    item_shape: Shape,
+    classes: int,
     meta: dict | None = None,
 ) -> Lowered:
     """Lower `module`'s training step for batches of `batch` examples of `item_shape`."""
@@ -980,8 +985,10 @@ def build_bundle(
         try:
             logits = module(x)
         except Exception as e:  # the user's forward on a batch of the dataset's shape
-            raise LoweringError(f"the model's forward failed on a batch of shape "
-                                f"{tuple(x.shape)}: {type(e).__name__}: {e}"[:400]) from None
+            raise LoweringError(
+                f"the model's forward failed on a batch of shape "
+                f"{tuple(x.shape)}: {type(e).__name__}: {e}"[:400]
+            ) from None
     want_rank = 3 if task == "lm" else 2
     if not isinstance(logits, torch.Tensor) or logits.dim() != want_rank:
         raise LoweringError(f"the model must return logits of rank {want_rank} for this dataset "

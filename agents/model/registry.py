@@ -183,10 +183,20 @@ _binary(64, "add", "fl(a + b)", torch.add, _s(lambda a, b: a + b))
 _binary(65, "sub", "fl(a - b)", torch.sub, _s(lambda a, b: a - b))
 _binary(66, "mul", "fl(a * b)", torch.mul, _s(lambda a, b: a * b))
 _binary(67, "div", "fl(a / b) (f32 only)", torch.div, _s(lambda a, b: a / b))
-_binary(68, "maximum", "NaN if a or b is NaN; else a > b ? a : b (a tie gives b)", t_maximum,
-        _s(lambda a, b: f32("nan") if np.isnan(a) or np.isnan(b) else (a if a > b else b)))
-_binary(69, "minimum", "NaN if a or b is NaN; else a < b ? a : b (a tie gives b)", t_minimum,
-        _s(lambda a, b: f32("nan") if np.isnan(a) or np.isnan(b) else (a if a < b else b)))
+_binary(
+    68,
+    "maximum",
+    "NaN if a or b is NaN; else a > b ? a : b (a tie gives b)",
+    t_maximum,
+    _s(lambda a, b: f32("nan") if np.isnan(a) or np.isnan(b) else (a if a > b else b)),
+)
+_binary(
+    69,
+    "minimum",
+    "NaN if a or b is NaN; else a < b ? a : b (a tie gives b)",
+    t_minimum,
+    _s(lambda a, b: f32("nan") if np.isnan(a) or np.isnan(b) else (a if a < b else b)),
+)
 for _code, _name, _fn, _py in (
     (70, "gt", torch.gt, lambda a, b: a > b),
     (71, "ge", torch.ge, lambda a, b: a >= b),
@@ -195,8 +205,13 @@ for _code, _name, _fn, _py in (
     (74, "eq", torch.eq, lambda a, b: a == b),
     (75, "ne", torch.ne, lambda a, b: a != b),
 ):
-    _binary(_code, _name, f"i32 1 if IEEE a {_name} b else 0 (NaN compares unordered)",
-            _cmp(_fn), (lambda p: _s(lambda a, b: np.int32(1 if p(a, b) else 0)))(_py))
+    _binary(
+        _code,
+        _name,
+        f"i32 1 if IEEE a {_name} b else 0 (NaN compares unordered)",
+        _cmp(_fn),
+        (lambda p: _s(lambda a, b: np.int32(1 if p(a, b) else 0)))(_py),
+    )
 
 
 def t_where(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -216,8 +231,14 @@ _unary(80, "neg", "flip the sign bit (NaN payloads too)", torch.neg, lambda a: -
 _unary(81, "exp", "exp32 (PROTOCOL §2.1)", ops.exp, lambda a: F_exp32(a), fastops.exp)
 _unary(82, "log", "log32 (PROTOCOL §2.2)", ops.log, lambda a: F_log32(a), fastops.log)
 _unary(83, "sqrt", "IEEE square root, correctly rounded", torch.sqrt, _s(lambda a: np.sqrt(a)))
-_unary(84, "relu", "x <= 0 ? +0 : x (NaN stays NaN; -0 becomes +0)", t_relu,
-       lambda a: a if (np.isnan(a) or a > 0) else f32(0.0), fastops.relu)
+_unary(
+    84,
+    "relu",
+    "x <= 0 ? +0 : x (NaN stays NaN; -0 becomes +0)",
+    t_relu,
+    lambda a: a if (np.isnan(a) or a > 0) else f32(0.0),
+    fastops.relu,
+)
 
 
 def F_exp32(a: np.float32) -> np.float32:
@@ -236,8 +257,9 @@ def F_log32(a: np.float32) -> np.float32:
 # the C, torch and Solidity paths agree bit for bit. Their constants, as binary32 bits:
 TANH_BIG = F.bits(f32(9.0))  # |x| > 9: tanh rounds to +-1 in binary32
 ERF_P = F.bits(f32(0.3275911))  # Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7
-ERF_A = tuple(F.bits(f32(c)) for c in (1.061405429, -1.453152027, 1.421413741,
-                                         -0.284496736, 0.254829592))  # a5 first: Horner order
+ERF_A = tuple(
+    F.bits(f32(c)) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
+)  # a5 first: Horner order
 ERF_BIG = F.bits(f32(4.0))  # |x| >= 4: erf rounds to +-1
 
 
@@ -297,17 +319,44 @@ def s_erf(x: np.float32) -> np.float32:
         return f32(-r) if np.signbit(x) else r
 
 
-_unary(85, "tanh", "a = |x|; a > 9 ? 1 : fl(1 - fl(2 / fl(exp32(fl(a + a)) + 1))); the sign of x "
-       "copied on; NaN stays", t_tanh, s_tanh)
-_unary(86, "erf", "a = |x|; a >= 4 ? 1 : t = fl(1 / fl(1 + fl(p * a))), poly = Horner over "
-       "a5..a1 in t times t, fl(1 - fl(poly * exp32(-fl(a * a)))); sign of x copied on; NaN "
-       "stays (ERF_P, ERF_A)", t_erf, s_erf)
-_unary(87, "cast_f32", "i32 -> f32, round to nearest even", lambda x: x.to(torch.float32),
-       lambda a: f32(a))
-_unary(88, "cast_i32", "f32 -> i32, toward zero (the value must be finite and in range)",
-       lambda x: x.to(torch.int32), lambda a: np.int32(np.trunc(a)))
-_unary(89, "logical_not", "i32 x == 0 ? 1 : 0", lambda x: (x == 0).to(torch.int32),
-       lambda a: np.int32(1 if a == 0 else 0))
+_unary(
+    85,
+    "tanh",
+    "a = |x|; a > 9 ? 1 : fl(1 - fl(2 / fl(exp32(fl(a + a)) + 1))); the sign of x "
+    "copied on; NaN stays",
+    t_tanh,
+    s_tanh,
+)
+_unary(
+    86,
+    "erf",
+    "a = |x|; a >= 4 ? 1 : t = fl(1 / fl(1 + fl(p * a))), poly = Horner over "
+    "a5..a1 in t times t, fl(1 - fl(poly * exp32(-fl(a * a)))); sign of x copied on; NaN "
+    "stays (ERF_P, ERF_A)",
+    t_erf,
+    s_erf,
+)
+_unary(
+    87,
+    "cast_f32",
+    "i32 -> f32, round to nearest even",
+    lambda x: x.to(torch.float32),
+    lambda a: f32(a),
+)
+_unary(
+    88,
+    "cast_i32",
+    "f32 -> i32, toward zero (the value must be finite and in range)",
+    lambda x: x.to(torch.int32),
+    lambda a: np.int32(np.trunc(a)),
+)
+_unary(
+    89,
+    "logical_not",
+    "i32 x == 0 ? 1 : 0",
+    lambda x: (x == 0).to(torch.int32),
+    lambda a: np.int32(1 if a == 0 else 0),
+)
 
 
 # -- reductions over the last axis ------------------------------------------------------------
@@ -390,11 +439,33 @@ def s_argmax(*xs):
 _register(Op(96, "sum_last", 1, "acc = 0; acc = fl(acc + x[..., j]) for j ascending",
              _reduce_last, lambda a, n: t_sum_last(a[0]), _last_deps,
              lambda a, n: n_sum_last(a[0]), s_sum))  # fmt: skip
-_register(Op(97, "max_last", 1, "NaN if the row holds a NaN; else m = x[0]; m = x[j] > m ? "
-             "x[j] : m for j ascending (the first of equal maxima)", _reduce_last,
-             lambda a, n: t_max_last(a[0]), _last_deps, lambda a, n: n_max_last(a[0]), s_max))
-_register(Op(98, "argmax_last", 1, "i32 index of the first NaN, else of the first maximum",
-             _reduce_last, lambda a, n: t_argmax_last(a[0]), _last_deps, None, s_argmax))
+_register(
+    Op(
+        97,
+        "max_last",
+        1,
+        "NaN if the row holds a NaN; else m = x[0]; m = x[j] > m ? "
+        "x[j] : m for j ascending (the first of equal maxima)",
+        _reduce_last,
+        lambda a, n: t_max_last(a[0]),
+        _last_deps,
+        lambda a, n: n_max_last(a[0]),
+        s_max,
+    )
+)
+_register(
+    Op(
+        98,
+        "argmax_last",
+        1,
+        "i32 index of the first NaN, else of the first maximum",
+        _reduce_last,
+        lambda a, n: t_argmax_last(a[0]),
+        _last_deps,
+        None,
+        s_argmax,
+    )
+)
 
 
 # -- matmul ----------------------------------------------------------------------------------
@@ -435,9 +506,19 @@ def n_matmul(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.Tensor
     return torch.stack(out).reshape(*lead, M, N)
 
 
-_register(Op(100, "matmul", 2, "C[..., i, j]: acc = +0; acc = fl(acc + fl(A[..., i, k] * "
-             "B[..., k, j])) for k ascending", _matmul_shape, lambda a, n: t_matmul(a[0], a[1]),
-             _matmul_deps, lambda a, n, th=1: n_matmul(a[0], a[1], th), s_sum))
+_register(
+    Op(
+        100,
+        "matmul",
+        2,
+        "C[..., i, j]: acc = +0; acc = fl(acc + fl(A[..., i, k] * B[..., k, j])) for k ascending",
+        _matmul_shape,
+        lambda a, n: t_matmul(a[0], a[1]),
+        _matmul_deps,
+        lambda a, n, th=1: n_matmul(a[0], a[1], th),
+        s_sum,
+    )
+)
 
 
 # -- data movement (bit copies: no arithmetic, so no scalar reference) ------------------------
@@ -479,8 +560,11 @@ def _slice_shape(n: Node, s: list[Shape]) -> None:
     dim, start, step = n.attrs
     size = s[0][dim]
     last = start + step * (n.shape[dim] - 1)
-    if step < 1 or start < 0 or last >= size or n.shape[:dim] + n.shape[dim + 1 :] != (
-        s[0][:dim] + s[0][dim + 1 :]
+    if (
+        step < 1
+        or start < 0
+        or last >= size
+        or n.shape[:dim] + n.shape[dim + 1 :] != (s[0][:dim] + s[0][dim + 1 :])
     ):
         raise GraphError(f"slice {n.attrs} of {s[0]} cannot give {n.shape}")
 
@@ -531,20 +615,72 @@ def t_const(n: Node, device) -> torch.Tensor:
     return t.reshape(n.shape).to(device)
 
 
-_register(Op(112, "const", 0, "the node's words (binary32 bits or i32), one word repeated "
-             "when only one is given", _const_shape, lambda a, n: t_const(n, "cpu"),
-             lambda n, s, e: []))
-_register(Op(113, "reshape", 1, "the same row-major elements under a new shape",
-             _reshape_shape, lambda a, n: a[0].reshape(n.shape), _copy_deps))
-_register(Op(114, "permute", 1, "out[i_p0, i_p1, ...] = x[i_0, i_1, ...] (attrs: the dims)",
-             _permute_shape, lambda a, n: a[0].permute(*n.attrs).contiguous(), _permute_deps))
-_register(Op(115, "expand", 1, "broadcast to the node's shape (a bit copy)", _expand_shape,
-             lambda a, n: a[0].expand(n.shape).contiguous(), _expand_deps))
-_register(Op(116, "slice", 1, "attrs (dim, start, step): out[.., i, ..] = x[.., start + "
-             "step * i, ..]", _slice_shape, lambda a, n: t_slice(a[0], n).contiguous(),
-             _slice_deps))
-_register(Op(117, "cat", -1, "concatenation along attrs[0], inputs in order", _cat_shape,
-             lambda a, n: torch.cat(a, dim=n.attrs[0]), _cat_deps))
+_register(
+    Op(
+        112,
+        "const",
+        0,
+        "the node's words (binary32 bits or i32), one word repeated when only one is given",
+        _const_shape,
+        lambda a, n: t_const(n, "cpu"),
+        lambda n, s, e: [],
+    )
+)
+_register(
+    Op(
+        113,
+        "reshape",
+        1,
+        "the same row-major elements under a new shape",
+        _reshape_shape,
+        lambda a, n: a[0].reshape(n.shape),
+        _copy_deps,
+    )
+)
+_register(
+    Op(
+        114,
+        "permute",
+        1,
+        "out[i_p0, i_p1, ...] = x[i_0, i_1, ...] (attrs: the dims)",
+        _permute_shape,
+        lambda a, n: a[0].permute(*n.attrs).contiguous(),
+        _permute_deps,
+    )
+)
+_register(
+    Op(
+        115,
+        "expand",
+        1,
+        "broadcast to the node's shape (a bit copy)",
+        _expand_shape,
+        lambda a, n: a[0].expand(n.shape).contiguous(),
+        _expand_deps,
+    )
+)
+_register(
+    Op(
+        116,
+        "slice",
+        1,
+        "attrs (dim, start, step): out[.., i, ..] = x[.., start + step * i, ..]",
+        _slice_shape,
+        lambda a, n: t_slice(a[0], n).contiguous(),
+        _slice_deps,
+    )
+)
+_register(
+    Op(
+        117,
+        "cat",
+        -1,
+        "concatenation along attrs[0], inputs in order",
+        _cat_shape,
+        lambda a, n: torch.cat(a, dim=n.attrs[0]),
+        _cat_deps,
+    )
+)
 
 
 # -- indexing --------------------------------------------------------------------------------
@@ -558,9 +694,17 @@ def t_index_rows(w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return w.index_select(0, idx.reshape(-1).to(torch.int64)).reshape(*idx.shape, *w.shape[1:])
 
 
-_register(Op(121, "index_rows", 2, "out[i, ...] = W[idx[i], ...] (embedding lookup)",
-             _rows_shape, lambda a, n: t_index_rows(a[0], a[1]), lambda n, s, e: [
-                 (1, [e // max(1, prod(s[0][1:]))])]))
+_register(
+    Op(
+        121,
+        "index_rows",
+        2,
+        "out[i, ...] = W[idx[i], ...] (embedding lookup)",
+        _rows_shape,
+        lambda a, n: t_index_rows(a[0], a[1]),
+        lambda n, s, e: [(1, [e // max(1, prod(s[0][1:]))])],
+    )
+)
 
 
 def _index_add_shape(n: Node, s: list[Shape]) -> Shape:
@@ -589,19 +733,35 @@ def t_index_add_rows(dest: torch.Tensor, idx: torch.Tensor, src: torch.Tensor) -
     return out
 
 
-_register(Op(122, "index_add_rows", 3, "out = dest; out[idx[j], ...] = fl(out[idx[j], ...] + "
-             "src[j, ...]) for j ascending (embedding gradient)", _index_add_shape,
-             lambda a, n: t_index_add_rows(a[0], a[1], a[2]),
-             lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))]))
+_register(
+    Op(
+        122,
+        "index_add_rows",
+        3,
+        "out = dest; out[idx[j], ...] = fl(out[idx[j], ...] + "
+        "src[j, ...]) for j ascending (embedding gradient)",
+        _index_add_shape,
+        lambda a, n: t_index_add_rows(a[0], a[1], a[2]),
+        lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))],
+    )
+)
 
 
 def _gather_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
     return [(1, [e])]  # and x at the gathered position: data-dependent
 
 
-_register(Op(123, "gather", 2, "torch.gather along attrs[0]: out[.., i, ..] = x[.., idx[.., i, "
-             "..], ..]", lambda n, s: s[1],
-             lambda a, n: torch.gather(a[0], n.attrs[0], a[1].to(torch.int64)), _gather_deps))
+_register(
+    Op(
+        123,
+        "gather",
+        2,
+        "torch.gather along attrs[0]: out[.., i, ..] = x[.., idx[.., i, ..], ..]",
+        lambda n, s: s[1],
+        lambda a, n: torch.gather(a[0], n.attrs[0], a[1].to(torch.int64)),
+        _gather_deps,
+    )
+)
 
 
 def t_scatter_value(x: torch.Tensor, idx: torch.Tensor, n: Node) -> torch.Tensor:
@@ -611,10 +771,17 @@ def t_scatter_value(x: torch.Tensor, idx: torch.Tensor, n: Node) -> torch.Tensor
     return x.scatter(dim, idx.to(torch.int64), v)
 
 
-_register(Op(124, "scatter_value", 2, "out = x; out[.., idx[.., i, ..], ..] = the word "
-             "attrs[1] along attrs[0]", lambda n, s: s[0],
-             lambda a, n: t_scatter_value(a[0], a[1], n),
-             lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))]))
+_register(
+    Op(
+        124,
+        "scatter_value",
+        2,
+        "out = x; out[.., idx[.., i, ..], ..] = the word attrs[1] along attrs[0]",
+        lambda n, s: s[0],
+        lambda a, n: t_scatter_value(a[0], a[1], n),
+        lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))],
+    )
+)
 
 
 # -- running one node ------------------------------------------------------------------------

@@ -146,6 +146,14 @@ def load_dataset(name: str) -> Dataset:
     raise _unknown(name)
 
 
+def item_shape(name: str) -> tuple[int, ...]:
+    """One example as a model reads it: digits are 1 x 8 x 8 images (channels first), a
+    synthetic set's examples are vectors of its F features."""
+    if name in (DIGITS_TRAIN, DIGITS_TEST):
+        return (1, 8, 8)
+    return (shape(name)[1],)
+
+
 def test_split_for(name: str) -> Dataset | None:
     """The held-out split that goes with a training set, if it has one."""
     return _digits_split(test=True) if name == DIGITS_TRAIN else None

@@ -5,7 +5,9 @@ spec hash is keccak-256 of them. Hyper-parameters are binary32 *bit patterns* wr
 "0x" + 8 hex digits, so no decimal parser anywhere can round them differently. Version 1 has
 exactly the fields below (one worker, T steps) and keeps rejecting unknown fields; version 2 adds
 the task decomposition (`rounds` R x `shards` S units of `local_steps` k_local steps each, with
-T = R * k_local; decompose.py runs it). A version-1 spec's bytes and hash never change.
+T = R * k_local; decompose.py runs it); version 3 (`ModelSpec`) trains a general model given as
+{graph, state} with an optimizer object (agents/model). A version-1 or -2 spec's bytes and hash
+never change.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ from agents.training.keccak import keccak256
 
 SPEC_VERSION = 1  # the single-worker job (kept: importers compare against it)
 SPEC_VERSION_DECOMPOSED = 2
+SPEC_VERSION_MODEL = 3  # a general model: {graph, state} (agents/model)
+# Hyper-parameters of each optimizer, in the step graph's input order ("clip_norm" is optional
+# and comes last); PROTOCOL §5.3 states each one's range.
+OPTIMIZER_HYPER = {
+    "sgd": ("lr", "momentum"),
+    "adamw": ("lr", "beta1", "beta2", "eps", "weight_decay"),
+}
 DECOMPOSITION_FIELDS = ("rounds", "shards", "local_steps")
 MAX_SHARDS = 1 << 24  # no dataset has more examples (synthetic n <= 2^24); S <= N is checked too
 MAX_WIDTH = 1 << 16
@@ -102,6 +111,100 @@ class JobSpec:
         return keccak256(self.canonical_bytes())
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """A version-3 job: the model is the keccak-256 of its bundle (graph blob) and the root of
+    its initial state; the optimizer's hyper-parameters are binary32 bits."""
+
+    graph: str  # "0x" + 64 hex: keccak-256 of the model bundle's canonical bytes
+    state: str  # "0x" + 64 hex: the state root of S_0
+    dataset_name: str
+    dataset_root: str
+    optimizer: str  # "sgd" | "adamw"
+    hyper_bits: tuple[tuple[str, int], ...]  # (name, binary32 bits) in graph input order
+    batch: int
+    seed: int
+    steps: int
+    checkpoint_every: int
+    version: int = SPEC_VERSION_MODEL
+    shards: int = 1  # decomposition is not defined for version 3 yet (one unit, T steps)
+    rounds: int = 1
+
+    @property
+    def k_local(self) -> int:
+        return self.steps
+
+    def hyper(self) -> dict[str, np.float32]:
+        return {k: F.f32(b) for k, b in self.hyper_bits}
+
+    def to_obj(self) -> dict:
+        return {
+            "version": self.version,
+            "model": {"graph": self.graph, "state": self.state},
+            "dataset": {"name": self.dataset_name, "root": self.dataset_root},
+            "optimizer": {"kind": self.optimizer} | {k: f"0x{b:08x}" for k, b in self.hyper_bits},
+            "batch": self.batch,
+            "seed": self.seed,
+            "steps": self.steps,
+            "checkpoint_every": self.checkpoint_every,
+        }
+
+    def canonical_bytes(self) -> bytes:
+        return canonical_json(self.to_obj())
+
+    def spec_hash(self) -> bytes:
+        return keccak256(self.canonical_bytes())
+
+
+def _hyper_range(name: str, bits: int) -> None:
+    v = F.f32(bits)
+    ok = {
+        "lr": v > 0,
+        "momentum": 0 <= v < 1,
+        "beta1": 0 <= v < 1,
+        "beta2": 0 <= v < 1,
+        "eps": v > 0,
+        "weight_decay": v >= 0,
+        "clip_norm": v > 0,
+    }[name]
+    if not ok:
+        rule = {"lr": "> 0", "eps": "> 0", "clip_norm": "> 0", "weight_decay": ">= 0"}
+        raise JobSpecError(f"optimizer.{name}", f"must be {rule.get(name, 'in [0, 1)')}, got {v}")
+
+
+def _parse_model_spec(obj: dict) -> ModelSpec:
+    keys = {"version", "model", "dataset", "optimizer", "batch", "seed", "steps"}
+    o = _obj(obj, "", keys | {"checkpoint_every"})
+    model = _obj(o["model"], "model", {"graph", "state"})
+    for k in ("graph", "state"):
+        if not isinstance(model[k], str) or not _HEX256.match(model[k]):
+            raise JobSpecError(f"model.{k}", 'must be "0x" + 64 lowercase hex digits')
+    ds = _obj(o["dataset"], "dataset", {"name", "root"})
+    if not isinstance(ds["name"], str) or not 0 < len(ds["name"]) <= 200:
+        raise JobSpecError("dataset.name", "must be a non-empty string of at most 200 chars")
+    if not isinstance(ds["root"], str) or not _HEX256.match(ds["root"]):
+        raise JobSpecError("dataset.root", 'must be "0x" + 64 lowercase hex digits')
+    opt = o["optimizer"]
+    kind = opt.get("kind") if isinstance(opt, dict) else None
+    if kind not in OPTIMIZER_HYPER:
+        raise JobSpecError("optimizer.kind", f"must be one of {sorted(OPTIMIZER_HYPER)}")
+    names = OPTIMIZER_HYPER[kind] + (("clip_norm",) if "clip_norm" in opt else ())
+    _obj(opt, "optimizer", {"kind", *names})
+    hyper = []
+    for name in names:
+        bits = _bits(opt[name], f"optimizer.{name}")
+        _hyper_range(name, bits)
+        hyper.append((name, bits))
+    batch = _int(o["batch"], "batch", 1, MAX_BATCH)
+    seed = _int(o["seed"], "seed", 0, 2**256 - 1)
+    steps = _int(o["steps"], "steps", 1, MAX_STEPS)
+    every = _int(o["checkpoint_every"], "checkpoint_every", 1, steps)
+    if steps % every:
+        raise JobSpecError("checkpoint_every", f"must divide steps ({steps}), got {every}")
+    return ModelSpec(model["graph"], model["state"], ds["name"], ds["root"], kind, tuple(hyper),
+                     batch, seed, steps, every)  # fmt: skip
+
+
 def canonical_json(obj: dict) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
@@ -133,13 +236,15 @@ def _bits(v, field: str) -> int:
     return b
 
 
-def parse_spec(obj) -> JobSpec:
+def parse_spec(obj) -> JobSpec | ModelSpec:
     """Validate a decoded JSON object; raises JobSpecError naming the first bad field."""
     keys = {"version", "model", "dataset", "lr", "momentum", "batch", "seed", "steps"}
     keys |= {"checkpoint_every"}
     version = SPEC_VERSION
     if isinstance(obj, dict) and "version" in obj:
-        version = _int(obj["version"], "version", SPEC_VERSION, SPEC_VERSION_DECOMPOSED)
+        version = _int(obj["version"], "version", SPEC_VERSION, SPEC_VERSION_MODEL)
+        if version == SPEC_VERSION_MODEL:
+            return _parse_model_spec(obj)
         if version == SPEC_VERSION_DECOMPOSED:
             if not obj.keys() & set(DECOMPOSITION_FIELDS):
                 # a version-1 object with only its number bumped: the number is the mistake
@@ -196,7 +301,7 @@ def parse_spec(obj) -> JobSpec:
     return spec
 
 
-def loads(text: str | bytes) -> JobSpec:
+def loads(text: str | bytes) -> JobSpec | ModelSpec:
     try:
         obj = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
@@ -204,7 +309,7 @@ def loads(text: str | bytes) -> JobSpec:
     return parse_spec(obj)
 
 
-def load(path: str | Path) -> JobSpec:
+def load(path: str | Path) -> JobSpec | ModelSpec:
     try:
         text = Path(path).read_bytes()
     except OSError as e:

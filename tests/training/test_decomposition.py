@@ -70,7 +70,7 @@ BAD_V2 = [
     ({"checkpoint_every": 400}, "checkpoint_every"),  # > k_local
     ({"rounds": KeyError}, "rounds"),
     ({"rounds": KeyError, "shards": KeyError, "local_steps": KeyError}, "version"),
-    ({"version": 3}, "version"),
+    ({"version": 4}, "version"),
     ({"aggregator": 1}, "aggregator"),
 ]
 

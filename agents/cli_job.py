@@ -1,0 +1,272 @@
+"""`python -m agents job build|weights`: bring a PyTorch model, get a version-3 job spec; get the
+trained weights back as a `state_dict` file.
+
+`job build` seeds torch, calls the factory in the model file, lowers one whole training step
+(agents/model/lower.py) and writes the spec plus two content-addressed blobs — the model bundle
+(addressed by keccak-256) and the initial state (addressed by its state root) — to the blob
+store (`--blob-url`; default: the folder `<spec>.blobs` beside the spec). Every check runs
+before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+from agents.cli_errors import UserError
+
+DEFAULT_MAX_PARAMS = 1 << 24
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("job", help="build a version-3 job spec from a PyTorch model; get weights")
+    jsub = p.add_subparsers(dest="job_command", required=True, metavar="JOB_COMMAND")
+    b = jsub.add_parser("build", help="lower a model's training step into a job spec + blobs")
+    b.add_argument("--model", required=True, help="FILE.py:FACTORY (FACTORY() returns the module)")
+    b.add_argument("--dataset", required=True, help="a built-in dataset name")
+    b.add_argument("--optimizer", choices=("sgd", "adamw"), required=True)
+    b.add_argument("--lr", type=float, required=True)
+    b.add_argument("--momentum", type=float, help="sgd: momentum (default 0)")
+    b.add_argument("--betas", help="adamw: B1,B2 (default 0.9,0.999)")
+    b.add_argument("--eps", type=float, help="adamw: epsilon (default 1e-8)")
+    b.add_argument("--weight-decay", type=float, help="adamw: decoupled weight decay (default 0)")
+    b.add_argument("--clip-norm", type=float, help="clip the global gradient norm to this")
+    b.add_argument("--batch", type=int, required=True)
+    b.add_argument("--steps", type=int, required=True)
+    b.add_argument("--checkpoint-every", type=int, required=True)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--max-params", type=int, default=DEFAULT_MAX_PARAMS)
+    b.add_argument("--out", required=True, help="the spec file to write (job.json)")
+    b.add_argument("--blob-url", help="blob store for the bundle and state (default <out>.blobs)")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.set_defaults(func=run_build)
+    w = jsub.add_parser("weights", help="write a trained state as the module's state_dict")
+    w.add_argument("--spec", required=True)
+    w.add_argument("--state", required=True, help="a state file (train --out-state) or a root")
+    w.add_argument("--out", required=True, help="model.safetensors")
+    w.add_argument("--blob-url", help="blob store (default <spec>.blobs)")
+    w.set_defaults(func=run_weights)
+
+
+def default_blobs(spec_path: str) -> str:
+    return str(Path(spec_path).with_suffix(".blobs"))
+
+
+def _optimizer(args):
+    from agents.model.lower import Optimizer
+
+    sgd_only = {"--momentum": args.momentum}
+    adam_only = {"--betas": args.betas, "--eps": args.eps, "--weight-decay": args.weight_decay}
+    wrong = sgd_only if args.optimizer == "adamw" else adam_only
+    for flag, v in wrong.items():
+        if v is not None:
+            raise UserError(f"{flag} does not apply to --optimizer {args.optimizer}")
+    if args.optimizer == "sgd":
+        return Optimizer("sgd", args.lr, momentum=args.momentum or 0.0, clip_norm=args.clip_norm)
+    betas = (0.9, 0.999)
+    if args.betas is not None:
+        try:
+            b1, b2 = (float(v) for v in args.betas.split(","))
+        except ValueError:
+            raise UserError(f"--betas must be two numbers B1,B2, got {args.betas!r}") from None
+        betas = (b1, b2)
+    return Optimizer("adamw", args.lr, betas=betas, eps=1e-8 if args.eps is None else args.eps,
+                     weight_decay=args.weight_decay or 0.0, clip_norm=args.clip_norm)  # fmt: skip
+
+
+def load_factory(ref: str):
+    """FILE.py:FACTORY -> the callable; UserError for anything the user got wrong."""
+    path, sep, name = ref.rpartition(":")
+    if not sep or not path or not name.isidentifier():
+        raise UserError(f"--model must be FILE.py:FACTORY, got {ref!r}")
+    if not Path(path).is_file():
+        raise UserError(f"--model: no file {path}")
+    spec = importlib.util.spec_from_file_location(f"vtp_user_model_{abs(hash(path))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # the user's file: any error is theirs, reported in one line
+        raise UserError(
+            f"--model: {path} failed to import: {type(e).__name__}: {e}"[:400]
+        ) from None
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise UserError(f"--model: {path} has no callable {name}")
+    return fn
+
+
+def run_build(args: argparse.Namespace) -> int:
+    import numpy as np
+    import torch
+
+    from agents.core.blobs import BlobStore, open_blob_store
+    from agents.model import job as mj
+    from agents.model.lower import LoweringError, build_bundle
+    from agents.training import data as cdata
+    from agents.training import float32 as F
+    from agents.training import spec as sp
+    from agents.training import tokens
+
+    t0 = time.perf_counter()
+    for flag, v in (("--batch", args.batch), ("--steps", args.steps),
+                    ("--checkpoint-every", args.checkpoint_every),
+                    ("--max-params", args.max_params)):  # fmt: skip
+        if v < 1:
+            raise UserError(f"{flag} must be >= 1, got {v}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    opt = _optimizer(args)
+    hyper_bits = tuple((k, F.bits(np.float32(v))) for k, v in opt.hyper().items())
+    ds = mj.load_data(args.dataset)
+    if isinstance(ds, tokens.TokenDataset):
+        task, classes = "lm", ds.classes
+    else:
+        task, classes = "classify", ds.classes
+    factory = load_factory(args.model)
+    torch.manual_seed(args.seed % (1 << 63))
+    try:
+        module = factory()
+    except Exception as e:  # the user's code
+        raise UserError(f"--model: {args.model} raised {type(e).__name__}: {e}"[:400]) from None
+    if not isinstance(module, torch.nn.Module):
+        raise UserError(f"--model: {args.model} returned {type(module).__name__}, not a Module")
+    n = sum(p.numel() for p in module.parameters())
+    if n > args.max_params:
+        raise UserError(f"the model has {n} parameters, over --max-params {args.max_params}")
+    context = _context(module, task)
+    item = (context,) if task == "lm" else cdata.item_shape(args.dataset)
+    # the optimizer the graph is lowered with holds the binary32 values the spec will carry
+    opt = type(opt)(**{**opt.__dict__, **{k: float(F.f32(b)) for k, b in hyper_bits
+                                           if k in ("lr", "momentum", "eps", "weight_decay",
+                                                    "clip_norm")}})  # fmt: skip
+    try:
+        lowered = build_bundle(module, opt, args.batch, task, item, classes,
+                               meta={"model": Path(args.model.rpartition(":")[0]).name,
+                                     "factory": args.model.rpartition(":")[2]})  # fmt: skip
+    except LoweringError as e:
+        raise UserError(str(e)) from None
+    st = dict(lowered.state)
+    spec = sp.ModelSpec(
+        graph="0x" + lowered.bundle.hash().hex(),
+        state="0x" + mj.state_root(st).hex(),
+        dataset_name=args.dataset,
+        dataset_root=mj.dataset_root(ds),
+        optimizer=opt.kind,
+        hyper_bits=hyper_bits,
+        batch=args.batch,
+        seed=args.seed,
+        steps=args.steps,
+        checkpoint_every=args.checkpoint_every,
+    )
+    sp.parse_spec(json.loads(spec.canonical_bytes()))  # every range check the spec has
+    if args.steps % args.checkpoint_every:
+        raise UserError(f"--checkpoint-every must divide --steps ({args.steps})")
+    url = args.blob_url or default_blobs(args.out)
+    store = open_blob_store(url)
+    graph_addr = store.put(lowered.bundle.to_bytes())
+    bundle = lowered.bundle
+    state_store = BlobStore(store.backend, lambda d: "0x" + mj.state_root(
+        mj.decode_state(bundle, d)).hex())  # fmt: skip
+    state_addr = state_store.put(mj.encode_state(st))
+    assert graph_addr == spec.graph and state_addr == spec.state
+    Path(args.out).write_bytes(spec.canonical_bytes() + b"\n")
+    out = {
+        "spec": args.out,
+        "spec_hash": "0x" + spec.spec_hash().hex(),
+        "graph": graph_addr,
+        "state": state_addr,
+        "blob_url": url,
+        "params": n,
+        "nodes": len(bundle.step.nodes),
+        "graph_bytes": len(bundle.to_bytes()),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print("  ".join(f"{k}={v}" for k, v in out.items()))
+    return 0
+
+
+def _context(module, task: str) -> int:
+    """A language model's context length: its `block_size` / `context` attribute."""
+    if task != "lm":
+        return 0
+    for attr in ("block_size", "context", "context_length"):
+        v = getattr(module, attr, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    raise UserError("a language model must say its context length as a `block_size` attribute")
+
+
+def load_job(spec_path: str, blob_url: str | None, cfg=None):
+    """(spec, bundle, initial state, dataset) of a version-3 spec, every hash checked."""
+    from agents.core.blobs import BlobError, open_blob_store
+    from agents.model import job as mj
+    from agents.model.graph import bundle_from_bytes
+    from agents.model.run import RunConfig
+    from agents.training import spec as sp
+
+    spec = sp.load(spec_path)
+    if spec.version != sp.SPEC_VERSION_MODEL:
+        raise UserError(f"{spec_path} is a version-{spec.version} spec; this needs version 3")
+    store = open_blob_store(blob_url or default_blobs(spec_path))
+    try:
+        bundle = bundle_from_bytes(store.get(spec.graph))
+        blob = store.get(spec.state, address_fn=lambda d: "0x" + mj.state_root(
+            mj.decode_state(bundle, d)).hex())  # fmt: skip
+    except BlobError as e:
+        raise UserError(f"cannot read the job's blobs: {e}"[:400]) from None
+    st = mj.decode_state(bundle, blob)
+    ds = mj.load_data(spec.dataset_name)
+    root = mj.dataset_root(ds)
+    if root != spec.dataset_root:
+        raise UserError(f"dataset {spec.dataset_name} has root {root}, spec says "
+                        f"{spec.dataset_root}")  # fmt: skip
+    job = mj.ModelJob(spec, bundle, ds, cfg or RunConfig())
+    return job, st
+
+
+def read_state(job, state_arg: str, blob_url: str | None, spec_path: str):
+    import re
+
+    from agents.core.blobs import BlobError, open_blob_store
+    from agents.model import job as mj
+
+    if re.fullmatch(r"0x[0-9a-fA-F]{64}", state_arg):
+        store = open_blob_store(blob_url or default_blobs(spec_path))
+        try:
+            blob = store.get(state_arg.lower(), address_fn=lambda d: "0x" + mj.state_root(
+                mj.decode_state(job.bundle, d)).hex())  # fmt: skip
+        except BlobError as e:
+            raise UserError(f"cannot read state {state_arg}: {e}"[:400]) from None
+    else:
+        try:
+            blob = Path(state_arg).read_bytes()
+        except OSError as e:
+            raise UserError(f"cannot read --state {state_arg}: {e.strerror}") from None
+    return mj.decode_state(job.bundle, blob)
+
+
+def run_weights(args: argparse.Namespace) -> int:
+    import numpy as np
+    import torch
+    from safetensors.torch import save_file
+
+    from agents.model.job import state_root
+
+    job, _ = load_job(args.spec, args.blob_url)
+    st = read_state(job, args.state, args.blob_url, args.spec)
+    out = {job.bundle.params[k]: v.contiguous() for k, v in st.items() if k in job.bundle.params}
+    for name, b in job.bundle.buffers.items():
+        words = np.array(b["words"], dtype=np.uint32)
+        arr = words.view(np.float32) if b["dtype"].startswith("float") else words.view(np.int32)
+        t = torch.from_numpy(arr.copy()).reshape(b["shape"])
+        out[name] = t.to(getattr(torch, b["dtype"]))
+    save_file(out, args.out)
+    root = "0x" + state_root(st).hex()
+    print(json.dumps({"out": args.out, "tensors": len(out), "state_root": root}))
+    return 0

@@ -1,0 +1,178 @@
+"""A version-3 job on the reproducible engine: its blobs, its batches, its steps, its metrics.
+
+`ModelJob` binds a `ModelSpec` to the bundle and initial state its hashes name (checked on
+load), and to its dataset. `step` / `trace_step` run the committed step graph; `train` yields
+(t, state root, S_t, loss); `evaluate` reports held-out accuracy (classification) or
+validation loss (language models) with the committed forward graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+import torch
+
+from agents.model.graph import Bundle
+from agents.model.registry import GraphError
+from agents.model.run import RunConfig, run_graph
+from agents.training import data as classify_data
+from agents.training import merkle, tokens
+from agents.training.spec import JobSpecError, ModelSpec
+
+State = dict[str, torch.Tensor]
+MAX_PARAMS = 1 << 28
+
+
+def view2d(t: torch.Tensor) -> torch.Tensor:
+    """How an N-d tensor is committed: 0-d -> (1, 1), (n,) -> (1, n), (d0, ...) -> (d0, rest)."""
+    if t.dim() == 0:
+        return t.reshape(1, 1)
+    if t.dim() == 1:
+        return t.reshape(1, -1)
+    return t.reshape(t.shape[0], -1)
+
+
+def state_root(st: State) -> bytes:
+    return merkle.state_root([(k, view2d(v)) for k, v in st.items()])
+
+
+def encode_state(st: State) -> bytes:
+    """Every tensor's float32 little-endian bytes, row-major, in state order."""
+    return b"".join(v.detach().cpu().contiguous().numpy().astype("<f4").tobytes()
+                    for v in st.values())  # fmt: skip
+
+
+def decode_state(bundle: Bundle, blob: bytes) -> State:
+    st: State = {}
+    off = 0
+    for v in bundle.state:
+        n = 4 * prod(v.shape)
+        if off + n > len(blob):
+            raise GraphError(f"state blob of {len(blob)} bytes is too short for {v.name}")
+        arr = np.frombuffer(blob[off : off + n], dtype="<f4").astype(np.float32)
+        st[v.name] = torch.from_numpy(arr.reshape(v.shape).copy())
+        off += n
+    if off != len(blob):
+        raise GraphError(f"state blob has {len(blob) - off} trailing bytes")
+    return st
+
+
+def n_params(bundle: Bundle) -> int:
+    return sum(prod(v.shape) for v in bundle.state if v.name in bundle.params)
+
+
+def load_data(name: str):
+    """The dataset a version-3 spec names: a token stream or a classification set."""
+    if tokens.is_token_dataset(name):
+        return tokens.load_tokens(name)
+    return classify_data.load_dataset(name)
+
+
+def held_out(name: str):
+    if name == tokens.TRAIN:
+        return tokens.load_tokens(tokens.VAL)
+    return classify_data.test_split_for(name)
+
+
+def dataset_root(ds) -> str:
+    return "0x" + ds.root().hex()
+
+
+@dataclass
+class ModelJob:
+    spec: ModelSpec
+    bundle: Bundle
+    data: object  # classify_data.Dataset | tokens.TokenDataset
+    cfg: RunConfig = RunConfig()
+
+    def __post_init__(self):
+        b, s = self.bundle, self.spec
+        if "0x" + b.hash().hex() != s.graph:
+            raise JobSpecError("model.graph", f"the bundle hashes to 0x{b.hash().hex()}")
+        if tuple(b.hyper) != tuple(k for k, _ in s.hyper_bits):
+            raise JobSpecError("optimizer", f"the graph takes hyper-parameters {list(b.hyper)}")
+        x_in = b.step.inputs[len(b.state) + len(b.hyper)]
+        if x_in.shape[0] != s.batch:
+            raise JobSpecError("batch", f"the graph was lowered for batches of {x_in.shape[0]}")
+        is_lm = isinstance(self.data, tokens.TokenDataset)
+        if is_lm != (b.task == "lm"):
+            raise JobSpecError("dataset.name", f"a {b.task} model cannot train on {s.dataset_name}")
+        if n_params(b) > MAX_PARAMS:
+            raise JobSpecError("model.graph", f"{n_params(b)} parameters exceed {MAX_PARAMS}")
+        self._hyper = [torch.tensor(float(v), dtype=torch.float32)
+                       for v in s.hyper().values()]  # fmt: skip
+
+    # -- batches and steps ---------------------------------------------------------------------
+
+    def batch(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        s, b = self.spec, self.bundle
+        if b.task == "lm":
+            return self.data.batch(s.seed, t, s.batch, b.item_shape[0])
+        idx = torch.from_numpy(classify_data.batch_indices(s.seed, t, s.batch, self.data.n))
+        x = self.data.x.index_select(0, idx).reshape(s.batch, *b.item_shape)
+        return x, self.data.y.reshape(-1).index_select(0, idx)
+
+    def _inputs(self, st: State, t: int) -> list[torch.Tensor]:
+        x, y = self.batch(t)
+        return [st[v.name] for v in self.bundle.state] + self._hyper + [x, y]
+
+    def step(self, st: State, t: int) -> tuple[State, float]:
+        out, _ = run_graph(self.bundle.step, self._inputs(st, t), self.cfg)
+        return {v.name: out[v.name] for v in self.bundle.state}, float(out["loss"])
+
+    def trace_step(self, st: State, t: int) -> tuple[State, list[torch.Tensor]]:
+        """S_{t+1} and every node's output in node order (the op trace of step t)."""
+        out, trace = run_graph(self.bundle.step, self._inputs(st, t), self.cfg, keep_trace=True)
+        return {v.name: out[v.name] for v in self.bundle.state}, trace
+
+    def train(
+        self, st: State, steps: int | None = None, every: int | None = None
+    ) -> Iterator[tuple[int, bytes, State, float | None]]:
+        """Yields (t, root of S_t, S_t, loss of the step that made it) at t = 0, k, 2k, ..."""
+        steps = self.spec.steps if steps is None else steps
+        every = self.spec.checkpoint_every if every is None else every
+        yield 0, state_root(st), st, None
+        for t in range(steps):
+            st, loss = self.step(st, t)
+            if (t + 1) % every == 0 or t + 1 == steps:
+                yield t + 1, state_root(st), st, loss
+
+    # -- evaluation ------------------------------------------------------------------------------
+
+    def logits(self, st: State, x: torch.Tensor) -> torch.Tensor:
+        """The committed forward graph over any number of examples, in batches of B (the last
+        one padded by repeating its first example)."""
+        g = self.bundle.forward
+        B = g.inputs[-1].shape[0]
+        params = [st[v.name] for v in g.inputs[:-1]]
+        out = []
+        for i in range(0, x.shape[0], B):
+            chunk = x[i : i + B]
+            n = chunk.shape[0]
+            if n < B:
+                chunk = torch.cat([chunk, chunk[:1].expand(B - n, *chunk.shape[1:])])
+            res, _ = run_graph(g, params + [chunk], self.cfg)
+            out.append(res["logits"][:n])
+        return torch.cat(out)
+
+    def evaluate(self, st: State, split=None) -> dict[str, float]:
+        """{"test_accuracy": ...} (classification) or {"val_loss": ...} (language models) on the
+        dataset's held-out split (or `split`); {} when there is none."""
+        ds = held_out(self.spec.dataset_name) if split is None else split
+        if ds is None:
+            return {}
+        if self.bundle.task == "lm":
+            x, y = ds.eval_windows(self.bundle.item_shape[0])
+            return {"val_loss": lm_loss(self.logits(st, x), y)}
+        x = ds.x.reshape(ds.n, *self.bundle.item_shape)
+        pred = torch.argmax(self.logits(st, x), dim=-1)
+        return {"test_accuracy": float((pred == ds.y.reshape(-1)).double().mean())}
+
+
+def lm_loss(logits: torch.Tensor, y: torch.Tensor) -> float:
+    """Mean next-token cross-entropy in float64 (a reported metric, not a committed value)."""
+    lg = logits.double().reshape(-1, logits.shape[-1])
+    return float(torch.nn.functional.cross_entropy(lg, y.reshape(-1)))
