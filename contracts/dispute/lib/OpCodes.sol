@@ -27,6 +27,46 @@ library OpCodes {
     uint8 internal constant MOMENTUM = 21;
     uint8 internal constant SGD = 22;
 
+    // Version-3 graph operators: agents/model/registry.py is their source and a test checks
+    // these numbers against it. The one-step prover does not evaluate them yet.
+    uint8 internal constant V3_ADD = 64;
+    uint8 internal constant V3_SUB = 65;
+    uint8 internal constant V3_MUL = 66;
+    uint8 internal constant V3_DIV = 67;
+    uint8 internal constant V3_MAXIMUM = 68;
+    uint8 internal constant V3_MINIMUM = 69;
+    uint8 internal constant V3_GT = 70;
+    uint8 internal constant V3_GE = 71;
+    uint8 internal constant V3_LT = 72;
+    uint8 internal constant V3_LE = 73;
+    uint8 internal constant V3_EQ = 74;
+    uint8 internal constant V3_NE = 75;
+    uint8 internal constant V3_WHERE = 76;
+    uint8 internal constant V3_NEG = 80;
+    uint8 internal constant V3_EXP = 81;
+    uint8 internal constant V3_LOG = 82;
+    uint8 internal constant V3_SQRT = 83;
+    uint8 internal constant V3_RELU = 84;
+    uint8 internal constant V3_TANH = 85;
+    uint8 internal constant V3_ERF = 86;
+    uint8 internal constant V3_CAST_F32 = 87;
+    uint8 internal constant V3_CAST_I32 = 88;
+    uint8 internal constant V3_LOGICAL_NOT = 89;
+    uint8 internal constant V3_SUM_LAST = 96;
+    uint8 internal constant V3_MAX_LAST = 97;
+    uint8 internal constant V3_ARGMAX_LAST = 98;
+    uint8 internal constant V3_MATMUL = 100;
+    uint8 internal constant V3_CONST = 112;
+    uint8 internal constant V3_RESHAPE = 113;
+    uint8 internal constant V3_PERMUTE = 114;
+    uint8 internal constant V3_EXPAND = 115;
+    uint8 internal constant V3_SLICE = 116;
+    uint8 internal constant V3_CAT = 117;
+    uint8 internal constant V3_INDEX_ROWS = 121;
+    uint8 internal constant V3_INDEX_ADD_ROWS = 122;
+    uint8 internal constant V3_GATHER = 123;
+    uint8 internal constant V3_SCATTER_VALUE = 124;
+
     uint8 internal constant KIND_STATE = 1;
     uint8 internal constant KIND_NODE = 2;
     uint8 internal constant KIND_DATA_X = 3;

@@ -1,0 +1,182 @@
+"""The operator registry: every kernel against the scalar reference through the dependency rule,
+native against portable bit for bit, and the codes against contracts/dispute/lib/OpCodes.sol."""
+
+from __future__ import annotations
+
+import re
+from math import prod
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents.model import registry as R
+from agents.model.registry import Node
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECIALS = np.array(
+    [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-38, 3.4e38, -3.4e38,
+     88.7, -103.9, 0.5, 2.0, 1e-7, 9.0, 9.5, 3.99, 4.0],
+    dtype=np.float32,
+)  # fmt: skip
+
+
+def _f32(shape, seed, specials=True) -> torch.Tensor:
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(prod(shape)) * rng.choice([0.01, 1, 5, 50], prod(shape))).astype(
+        np.float32
+    )
+    if specials and a.size >= SPECIALS.size:
+        pos = rng.choice(a.size, SPECIALS.size, replace=False)
+        a[pos] = SPECIALS
+    return torch.from_numpy(a.reshape(shape))
+
+
+def _i32(shape, seed, hi=2) -> torch.Tensor:
+    rng = np.random.default_rng(seed)
+    return torch.from_numpy(rng.integers(0, hi, prod(shape)).astype(np.int32).reshape(shape))
+
+
+def _bits(t: torch.Tensor) -> np.ndarray:
+    a = t.contiguous().numpy()
+    return a.view(np.uint32) if a.dtype == np.float32 else a.astype(np.int64)
+
+
+def _scalar_bits(v) -> int:
+    v = np.asarray(v)
+    if v.dtype == np.float32:
+        return int(v.reshape(1).view(np.uint32)[0])
+    return int(v)
+
+
+def _canon(bits: int) -> int:
+    """NaN payloads are canonical in commitments; compare NaN as NaN."""
+    return 0x7FC00000 if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF else bits
+
+
+# (node, inputs): one case per arithmetic operator, broadcasting where the operator allows it
+def _cases():
+    a, b = _f32((4, 6), 1), _f32((1, 6), 2)
+    out = []
+    for name in ("add", "sub", "mul", "div", "maximum", "minimum"):
+        out.append((Node(name, (0, 1), (), (4, 6), "f32"), [a, b]))
+    for name in ("gt", "ge", "lt", "le", "eq", "ne"):
+        out.append((Node(name, (0, 1), (), (4, 6), "i32"), [a, _f32((4, 6), 3)]))
+    out.append((Node("where", (0, 1, 2), (), (4, 6), "f32"), [_i32((4, 1), 4), a, b]))
+    big = _f32((8, 40), 5)
+    for name in ("neg", "exp", "log", "sqrt", "relu", "tanh", "erf"):
+        out.append((Node(name, (0,), (), (8, 40), "f32"), [big]))
+    out.append((Node("cast_f32", (0,), (), (3, 5), "f32"), [_i32((3, 5), 6, 1 << 30)]))
+    out.append((Node("cast_i32", (0,), (), (3, 5), "i32"), [_f32((3, 5), 7, specials=False)]))
+    out.append((Node("logical_not", (0,), (), (3, 5), "i32"), [_i32((3, 5), 8)]))
+    for name, dt in (("sum_last", "f32"), ("max_last", "f32"), ("argmax_last", "i32")):
+        out.append((Node(name, (0,), (), (3, 4), dt), [_f32((3, 4, 33), 9)]))
+    out.append((Node("sum_last", (0,), (), (5,), "i32"), [_i32((5, 7), 10, 100)]))
+    out.append((Node("matmul", (0, 1), (), (2, 3, 5), "f32"), [_f32((2, 3, 17), 11),
+                                                               _f32((2, 17, 5), 12)]))  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("node,inputs", _cases(), ids=lambda c: getattr(c, "op", None))
+def test_kernel_equals_scalar_reference_on_every_element(node, inputs):
+    op = R.OPS[node.op]
+    R.check_node(node, [tuple(t.shape) for t in inputs], [])
+    shapes = [tuple(t.shape) for t in inputs]
+    flats = [t.reshape(-1) for t in inputs]
+    for use_native in (False, True):
+        out = R.run_node(node, inputs, use_native, "cpu")
+        assert tuple(out.shape) == node.shape
+        got = out.reshape(-1)
+        for e in range(prod(node.shape)):
+            deps = op.deps(node, shapes, e)
+            args = [flats[k][i].numpy()[()] for k, idx in deps for i in idx]
+            want = _scalar_bits(op.scalar(*args))
+            assert _canon(_scalar_bits(got[e].numpy()[()])) == _canon(want), (node.op, e, args)
+
+
+def test_data_movement_copies_the_element_its_rule_names():
+    x = _f32((2, 3, 4), 20)
+    y = _f32((2, 5, 4), 21)
+    cases = [
+        (Node("reshape", (0,), (), (6, 4), "f32"), [x]),
+        (Node("permute", (0,), (2, 0, 1), (4, 2, 3), "f32"), [x]),
+        (Node("expand", (0,), (), (3, 2, 3, 4), "f32"), [x]),
+        (Node("slice", (0,), (2, 1, 2), (2, 3, 2), "f32"), [x]),
+        (Node("cat", (0, 1), (1,), (2, 8, 4), "f32"), [x, y]),
+    ]
+    for node, inputs in cases:
+        shapes = [tuple(t.shape) for t in inputs]
+        R.check_node(node, shapes, [])
+        out = R.run_node(node, inputs, False, "cpu").reshape(-1)
+        for e in range(out.numel()):
+            ((k, (i,)),) = R.OPS[node.op].deps(node, shapes, e)
+            assert _bits(out[e : e + 1]) == _bits(inputs[k].reshape(-1)[i : i + 1]), node.op
+
+
+def test_index_add_rows_adds_in_source_order():
+    # three rows into index 1: fl(fl(fl(0 + a) + b) + c) in that order, which differs from
+    # any other order for these values
+    dest = torch.zeros(3, 1)
+    src = torch.tensor([[1e8], [1.0], [-1e8], [5.0]], dtype=torch.float32)
+    idx = torch.tensor([1, 1, 1, 0], dtype=torch.int32)
+    node = Node("index_add_rows", (0, 1, 2), (), (3, 1), "f32")
+    out = R.run_node(node, [dest, idx, src], False, "cpu")
+    want = np.float32(np.float32(np.float32(0 + np.float32(1e8)) + 1) - np.float32(1e8))
+    assert out[1, 0].item() == want == 0.0 and out[0, 0].item() == 5.0
+
+
+def test_native_kernels_equal_portable_on_odd_shapes_and_threads():
+    for node, inputs in [
+        (Node("matmul", (0, 1), (), (3, 7, 9), "f32"), [_f32((3, 7, 65), 30),
+                                                         _f32((3, 65, 9), 31)]),
+        (Node("sum_last", (0,), (), (5, 3), "f32"), [_f32((5, 3, 130), 32)]),
+        (Node("max_last", (0,), (), (5, 3), "f32"), [_f32((5, 3, 130), 33)]),
+        (Node("exp", (0,), (), (77,), "f32"), [_f32((77,), 34)]),
+        (Node("log", (0,), (), (77,), "f32"), [_f32((77,), 35)]),
+        (Node("relu", (0,), (), (77,), "f32"), [_f32((77,), 36)]),
+    ]:  # fmt: skip
+        portable = R.run_node(node, inputs, False, "cpu")
+        for threads in (1, 2, 3):
+            native = R.run_node(node, inputs, True, "cpu", threads)
+            assert np.array_equal(_bits(native), _bits(portable)), (node.op, threads)
+
+
+def test_tanh_and_erf_are_accurate():
+    x = torch.linspace(-6, 6, 20001, dtype=torch.float32)
+    xd = x.double()
+    tanh = R.OPS["tanh"].torch([x], Node("tanh", (0,), (), (20001,), "f32")).double()
+    erf = R.OPS["erf"].torch([x], Node("erf", (0,), (), (20001,), "f32")).double()
+    assert (tanh - torch.tanh(xd)).abs().max() < 3e-7
+    assert (erf - torch.erf(xd)).abs().max() < 5e-7  # A&S 7.1.26: 1.5e-7, plus binary32 rounding
+
+
+def test_shape_rules_refuse_bad_nodes():
+    bad = [
+        (Node("matmul", (0, 1), (), (2, 2), "f32"), [(2, 3), (4, 2)]),
+        (Node("add", (0, 1), (), (2, 3), "f32"), [(2, 3), (3, 2)]),
+        (Node("reshape", (0,), (), (5,), "f32"), [(2, 3)]),
+        (Node("permute", (0,), (0, 0), (2, 2), "f32"), [(2, 2)]),
+        (Node("slice", (0,), (0, 1, 1), (3, 2), "f32"), [(3, 2)]),
+        (Node("nope", (), (), (1,), "f32"), []),
+        (Node("add", (0,), (), (1,), "f32"), [(1,)]),
+        (Node("add", (0, 1), (), (1,), "f64"), [(1,), (1,)]),
+    ]
+    for node, shapes in bad:
+        with pytest.raises(R.GraphError):
+            R.check_node(node, shapes, [])
+
+
+def test_codes_are_unique_and_match_the_solidity_op_codes():
+    codes = R.op_codes()
+    assert len(set(codes.values())) == len(codes)
+    sol = (ROOT / "contracts/dispute/lib/OpCodes.sol").read_text()
+    declared = {m[0].lower(): int(m[1]) for m in re.findall(r"V3_(\w+) = (\d+);", sol)}
+    assert declared == codes
+    v1 = {int(c) for c in re.findall(r"constant (?!V3_|KIND_)\w+ = (\d+);", sol)}
+    assert not v1 & set(codes.values()), "version-3 codes must not reuse version-1 codes"
+
+
+def test_every_operator_states_its_order_and_rules():
+    for name, op in R.OPS.items():
+        assert op.order and op.shape and op.torch and op.deps, name
