@@ -10,7 +10,10 @@ merkle_ratio: state-commitment throughput (state root of a 64 MB state) / raw si
 keccak-256 streaming throughput over a 64 MB buffer, using the fastest raw keccak-256 here.
 Also: time to commit a 1M- and a 10M-parameter state (parameters + momentum buffers).
 
-Run: .venv/bin/python bench/engine_bench.py  (about 1-2 minutes on 2 cores)
+Also the bring-your-own-model examples under `cnn`, `mlp_adamw`, `gpt` (bench/models.py).
+
+Run: .venv/bin/python -m bench.engine_bench  (about 4 minutes on 2 cores; `--only models`
+refreshes just the model figures)
 """
 
 from __future__ import annotations
@@ -187,6 +190,13 @@ def _lanes() -> int:
 
 
 def main() -> None:
+    from bench.models import bench_models
+
+    if sys.argv[1:] == ["--only", "models"]:  # refresh the model figures, keep the rest
+        res = json.loads(OUT.read_text())
+        res.update(bench_models())
+        OUT.write_text(json.dumps(res, indent=2) + "\n")
+        return
     torch.set_num_threads(THREADS)
     t0 = time.time()
     res: dict = {
@@ -221,6 +231,7 @@ def main() -> None:
     res["merkle"] = bench_merkle()
     print("merkle", res["merkle"], flush=True)
     res["merkle_ratio"] = res["merkle"]["merkle_ratio"]
+    res.update(bench_models())  # cnn, mlp_adamw, gpt: bench/models.py
     res["bench_seconds"] = round(time.time() - t0, 1)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(res, indent=2) + "\n")

@@ -82,6 +82,10 @@ def fetch_spec(
         raise JobRejected(f"{what}: spec 0x{spec_hash.hex()} not found in any blob store")
     with rejecting(f"{what}: published spec is invalid"):
         spec = specs.loads(raw)
+    if spec.version == specs.SPEC_VERSION_MODEL:
+        # Its graph's operators have no one-step proof on chain yet (PROTOCOL §2.5): taking part
+        # would leave a lie in it unprovable, so no role takes part.
+        raise JobRejected(f"{what}: version-3 (general model) jobs are not disputable yet")
     if spec.n_params > max_params:
         raise JobRejected(
             f"{what}: the model has {spec.n_params} parameters, over --max-params {max_params}"
