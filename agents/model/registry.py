@@ -333,6 +333,7 @@ _unary(
     "copied on; NaN stays",
     t_tanh,
     s_tanh,
+    fastops.tanh,
 )
 _unary(
     86,
@@ -342,6 +343,7 @@ _unary(
     "stays (ERF_P, ERF_A)",
     t_erf,
     s_erf,
+    fastops.erf,
 )
 _unary(
     87,
@@ -518,9 +520,8 @@ def n_matmul(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.Tensor
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     lead = a.shape[:-2]
     a3 = a.reshape(-1, M, K).contiguous()
-    bt = b.reshape(-1, K, N).transpose(1, 2).contiguous()
-    out = [fastops.matmul_nt(a3[i], bt[i], threads) for i in range(a3.shape[0])]
-    return torch.stack(out).reshape(*lead, M, N)
+    b3 = b.reshape(-1, K, N).contiguous()
+    return fastops.matmul_batch(a3, b3, threads).reshape(*lead, M, N)
 
 
 _register(
@@ -760,6 +761,7 @@ _register(
         _index_add_shape,
         lambda a, n: t_index_add_rows(a[0], a[1], a[2]),
         lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))],
+        lambda a, n: fastops.index_add_rows(a[0], a[1], a[2]),
     )
 )
 

@@ -43,6 +43,29 @@ def _last_uses(g: Graph) -> list[list[int]]:
     return free
 
 
+@dataclass(frozen=True)
+class _Plan:
+    consts: dict[int, torch.Tensor]  # constant nodes' tensors: kernels never write into inputs
+    frees: list[list[int]]
+
+
+# Per graph and device, built once: a step's constants (index maps, scalars) never change.
+_PLANS: dict[tuple[int, str], tuple[Graph, _Plan]] = {}
+
+
+def _plan(g: Graph, device: str) -> _Plan:
+    key = (id(g), device)
+    hit = _PLANS.get(key)
+    if hit is None or hit[0] is not g:  # an id can be reused once its graph is gone
+        if len(_PLANS) >= 64:
+            _PLANS.clear()
+        consts = {
+            i: run_node(n, [], False, device) for i, n in enumerate(g.nodes) if n.op == "const"
+        }
+        hit = _PLANS[key] = (g, _Plan(consts, _last_uses(g)))
+    return hit[1]
+
+
 def run_graph(
     g: Graph, inputs: list[torch.Tensor], cfg: RunConfig = RunConfig(), keep_trace: bool = False
 ) -> tuple[dict[str, torch.Tensor], list[torch.Tensor]]:
@@ -61,14 +84,17 @@ def run_graph(
         want = torch.float32 if spec.dtype == "f32" else torch.int32
         vals[i] = t.to(cfg.device, want).contiguous()
     base = len(g.inputs)
-    frees = [] if keep_trace else _last_uses(g)
+    plan = _plan(g, cfg.device)
+    consts = plan.consts
     trace: list[torch.Tensor] = []
     for i, n in enumerate(g.nodes):
-        out = run_node(n, [vals[v] for v in n.inputs], use_native, cfg.device, cfg.threads)
+        out = consts.get(i)
+        if out is None:
+            out = run_node(n, [vals[v] for v in n.inputs], use_native, cfg.device, cfg.threads)
         vals[base + i] = out
         if keep_trace:
             trace.append(out)
         else:
-            for v in frees[i]:
+            for v in plan.frees[i]:
                 vals.pop(v, None)
     return {name: vals[vid] for name, vid in g.outputs}, trace

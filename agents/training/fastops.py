@@ -33,6 +33,38 @@ def matmul_nt(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.Tenso
     return c
 
 
+def matmul_batch(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.Tensor:
+    """(batch, M, K) @ (batch, K, N): each product as matmul_nt, B read through its strides."""
+    _check(a)
+    _check(b)
+    batch, M, K = a.shape
+    batch2, K2, N = b.shape
+    if K != K2 or batch != batch2:
+        raise ValueError(f"matmul_batch: shapes {tuple(a.shape)} @ {tuple(b.shape)}")
+    c = torch.empty((batch, M, N), dtype=torch.float32)
+    sa, sb = a.stride(), b.stride()
+    native.lib().vtp_matmul_nt_batch(
+        a.data_ptr(), batch, sa[0], sa[1], sa[2], b.data_ptr(), sb[0], sb[2], sb[1],
+        c.data_ptr(), M, N, K, threads,
+    )  # fmt: skip
+    return c
+
+
+def index_add_rows(dest: torch.Tensor, idx: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """dest with src's rows added to rows idx, in source order (one sequential pass)."""
+    _check(dest)
+    _check(src)
+    rows = dest.shape[0]
+    i = idx.reshape(-1).to(torch.int32).contiguous()
+    if i.numel() and (int(i.min()) < 0 or int(i.max()) >= rows):
+        raise IndexError(f"index_add_rows: an index is outside [0, {rows})")
+    out = dest.contiguous().clone()
+    s = src.contiguous()
+    D = out.numel() // max(1, rows)
+    native.lib().vtp_index_add_rows(out.data_ptr(), i.data_ptr(), s.data_ptr(), i.numel(), D)
+    return out
+
+
 def row_sum(a: torch.Tensor) -> torch.Tensor:
     _check(a)
     out = torch.empty((1, a.shape[0]), dtype=torch.float32)
@@ -62,6 +94,22 @@ def log(x: torch.Tensor) -> torch.Tensor:
     x = x.contiguous()
     y = torch.empty_like(x)
     native.lib().vtp_log32(x.data_ptr(), y.data_ptr(), x.numel())
+    return y
+
+
+def tanh(x: torch.Tensor) -> torch.Tensor:
+    _check(x)
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    native.lib().vtp_tanh32(x.data_ptr(), y.data_ptr(), x.numel())
+    return y
+
+
+def erf(x: torch.Tensor) -> torch.Tensor:
+    _check(x)
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    native.lib().vtp_erf32(x.data_ptr(), y.data_ptr(), x.numel())
     return y
 
 

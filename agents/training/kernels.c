@@ -409,6 +409,16 @@ void vtp_matmul_nt(const float *A, long sam, long sak, const float *B, long sbn,
     free(Ap);
 }
 
+/* `batch` independent products C[b] = A[b] B[b]^T (batch strides sab, sbb; C contiguous): the
+ * version-3 batched matmul (attention) without a Python call per batch element. */
+void vtp_matmul_nt_batch(const float *A, long batch, long sab, long sam, long sak, const float *B,
+                         long sbb, long sbn, long sbk, float *C, long M, long N, long K,
+                         int nthreads) {
+    for (long b = 0; b < batch; b++)
+        vtp_matmul_nt(A + b * sab, sam, sak, B + b * sbb, sbn, sbk, C + b * M * N, M, N, K,
+                      nthreads);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Row reductions (PROTOCOL §2): left to right from +0 (sum) or from the first element (max). */
 
@@ -510,6 +520,57 @@ void vtp_exp32(const float *x, float *y, long n) {
 
 void vtp_log32(const float *x, float *y, long n) {
     for (long i = 0; i < n; i++) y[i] = log32(x[i]);
+}
+
+/* tanh32 / erf32 exactly as PROTOCOL §2.6 (agents/model/registry.py t_tanh / t_erf). */
+static float tanh32(float x) {
+    if (isnan(x)) return x;
+    float a = fabsf(x);
+    float r;
+    if (a > f_of(0x41100000)) { /* |x| > 9 */
+        r = 1.0f;
+    } else {
+        float e = exp32(a + a);
+        r = 1.0f - 2.0f / (e + 1.0f);
+    }
+    return signbit(x) ? -r : r;
+}
+
+static float erf32(float x) {
+    if (isnan(x)) return x;
+    float a = fabsf(x);
+    float r;
+    if (a >= 4.0f) {
+        r = 1.0f;
+    } else {
+        float t = 1.0f / (1.0f + f_of(0x3EA7BA05) * a);
+        float p = f_of(0x3F87DC22);
+        p = p * t + f_of(0xBFBA00E3);
+        p = p * t + f_of(0x3FB5F0E3);
+        p = p * t + f_of(0xBE91A98E);
+        p = p * t + f_of(0x3E827906);
+        p = p * t;
+        r = 1.0f - p * exp32(-(a * a));
+    }
+    return signbit(x) ? -r : r;
+}
+
+void vtp_tanh32(const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) y[i] = tanh32(x[i]);
+}
+
+void vtp_erf32(const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) y[i] = erf32(x[i]);
+}
+
+/* index_add_rows (PROTOCOL §2.6): out[idx[j], :] += src[j, :] for j ascending; out holds
+ * dest already. Indices are checked by the caller. */
+void vtp_index_add_rows(float *out, const int32_t *idx, const float *src, long n, long D) {
+    for (long j = 0; j < n; j++) {
+        float *row = out + (long)idx[j] * D;
+        const float *s = src + j * D;
+        for (long d = 0; d < D; d++) row[d] = row[d] + s[d];
+    }
 }
 
 /* relu / relu_bwd (PROTOCOL §2): pure selects, no arithmetic. */
