@@ -129,6 +129,39 @@ class Bundle:
         return keccak256(self.to_bytes())
 
 
+def check_interface(b: Bundle) -> None:
+    """The step graph reads S_t, the hyper-parameters, x and y and writes S_{t+1} and the loss;
+    the forward graph reads the parameters and x and writes the logits (PROTOCOL §2.7)."""
+    state = [(v.name, v.shape, v.dtype) for v in b.state]
+    if any(dt != "f32" for _, _, dt in state) or len({n for n, _, _ in state}) != len(state):
+        raise GraphError("model bundle state must be distinct f32 tensors")
+    step_in = [(v.name, v.shape, v.dtype) for v in b.step.inputs]
+    n = len(state) + len(b.hyper)
+    if (
+        step_in[: len(state)] != state
+        or [v[0] for v in step_in[len(state) : n]] != [f"hp.{h}" for h in b.hyper]
+        or [v[0] for v in step_in[n:]] != ["x", "y"]
+    ):
+        raise GraphError("step graph inputs must be the state, hp.<hyper> and x, y in order")
+    if any(v[1] != () or v[2] != "f32" for v in step_in[len(state) : n]):
+        raise GraphError("hyper-parameter inputs must be f32 scalars")
+    outs = {k: b.step.value(vid) for k, vid in b.step.outputs}
+    for name, shape, dt in state:
+        if outs.get(name) != (shape, dt):
+            raise GraphError(f"step graph must output {name} of shape {shape}")
+    if outs.get("loss") != ((), "f32"):
+        raise GraphError("step graph must output an f32 scalar loss")
+    params = [s_ for s_ in state if s_[0] in b.params]
+    f_in = [(v.name, v.shape, v.dtype) for v in b.forward.inputs]
+    if f_in[:-1] != params or f_in[-1][0] != "x" or f_in[-1][1:] != step_in[-2][1:]:
+        raise GraphError("forward graph inputs must be the parameters and x")
+    if [k for k, _ in b.forward.outputs] != ["logits"]:
+        raise GraphError("forward graph must output the logits")
+    x_shape = step_in[-2][1]
+    if b.task == "lm" and tuple(x_shape[1:]) != tuple(b.item_shape):
+        raise GraphError(f"a language model's x must be (B, {b.item_shape}), got {x_shape}")
+
+
 def bundle_from_bytes(blob: bytes) -> Bundle:
     if len(blob) > MAX_BUNDLE_BYTES:
         raise GraphError(f"model bundle of {len(blob)} bytes exceeds {MAX_BUNDLE_BYTES}")
@@ -154,6 +187,7 @@ def bundle_from_bytes(blob: bytes) -> Bundle:
         raise GraphError(f"malformed model bundle: {e!r}"[:300]) from None
     if b.task not in ("classify", "lm"):
         raise GraphError(f"model bundle task must be classify or lm, got {b.task!r}")
+    check_interface(b)
     if b.to_bytes() != blob:
         raise GraphError("model bundle bytes are not canonical JSON")
     return b

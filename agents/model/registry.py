@@ -806,11 +806,16 @@ _register(
 # -- running one node ------------------------------------------------------------------------
 
 
+MAX_ELEMENTS = 1 << 28  # the largest tensor a node may declare (a graph is anyone's data)
+
+
 def check_node(n: Node, in_shapes: list[Shape], in_dtypes: list[str]) -> None:
     """Raise GraphError unless the node obeys its operator's arity and shape rules."""
     op = OPS.get(n.op)
     if op is None:
         raise GraphError(f"unknown operator {n.op!r}")
+    if any(d < 0 for d in n.shape) or prod(n.shape) > MAX_ELEMENTS:
+        raise GraphError(f"{n.op}: shape {n.shape} is negative or over {MAX_ELEMENTS} elements")
     if n.dtype not in ("f32", "i32"):
         raise GraphError(f"{n.op}: dtype must be f32 or i32, got {n.dtype!r}")
     if (op.arity >= 0 and len(in_shapes) != op.arity) or (op.arity < 0 and not in_shapes):

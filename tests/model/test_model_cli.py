@@ -176,3 +176,26 @@ def test_train_without_the_blobs_is_one_line(specs, tmp_path, capsys):
     assert main(["train", "--spec", str(specs["cnn"]), "--blob-url", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "cannot read the job's blobs" in err and err.count("\n") == 1
+
+
+def test_a_bundle_that_breaks_the_step_interface_is_refused_in_one_line(specs, tmp_path, capsys):
+    from agents.core.blobs import open_blob_store
+    from agents.training.spec import canonical_json
+
+    spec_obj = json.loads(specs["cnn"].read_text())
+    store = open_blob_store(str(specs["cnn"].with_suffix(".blobs")))
+    bundle = json.loads(store.get(spec_obj["model"]["graph"]))
+    bundle["step"]["outputs"] = [o for o in bundle["step"]["outputs"] if o[0] != "loss"]
+    spec_obj["model"]["graph"] = store.put(canonical_json(bundle))
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(canonical_json(spec_obj))
+    argv = ["train", "--spec", str(bad), "--blob-url", str(specs["cnn"].with_suffix(".blobs"))]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "step graph must output an f32 scalar loss" in err and err.count("\n") == 1
+
+
+def test_graph_prints_a_version_3_step(specs, capsys):
+    assert main(["graph", "--spec", str(specs["gpt"])]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(" erf " in line for line in out) and out[-1].startswith("outputs: p.wte.weight")

@@ -188,3 +188,8 @@ def test_codes_are_unique_and_match_the_solidity_op_codes():
 def test_every_operator_states_its_order_and_rules():
     for name, op in R.OPS.items():
         assert op.order and op.shape and op.torch and op.deps, name
+
+
+def test_a_node_may_not_declare_a_huge_tensor():
+    with pytest.raises(R.GraphError, match="elements"):
+        R.check_node(Node("const", (), (0,), (1 << 20, 1 << 20), "f32"), [], [])
