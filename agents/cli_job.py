@@ -38,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--steps", type=int, required=True)
     b.add_argument("--checkpoint-every", type=int, required=True)
     b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--rounds", type=int, help="decompose: R rounds of steps/R local steps")
+    b.add_argument("--shards", type=int, help="decompose: S shards a round, averaged after it")
     b.add_argument("--max-params", type=int, default=DEFAULT_MAX_PARAMS)
     b.add_argument("--out", required=True, help="the spec file to write (job.json)")
     b.add_argument("--blob-url", help="blob store for the bundle and state (default <out>.blobs)")
@@ -118,6 +120,10 @@ def run_build(args: argparse.Namespace) -> int:
             raise UserError(f"{flag} must be >= 1, got {v}")
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
+    decomposed = args.rounds is not None or args.shards is not None
+    rounds, shards = args.rounds or 1, args.shards or 1
+    if decomposed and (rounds < 1 or shards < 1 or args.steps % rounds):
+        raise UserError(f"--rounds must divide --steps ({args.steps}) and --shards be >= 1")
     opt = _optimizer(args)
     hyper_bits = tuple((k, F.bits(np.float32(v))) for k, v in opt.hyper().items())
     ds = mj.load_data(args.dataset)
@@ -160,10 +166,12 @@ def run_build(args: argparse.Namespace) -> int:
         seed=args.seed,
         steps=args.steps,
         checkpoint_every=args.checkpoint_every,
+        rounds=rounds,
+        shards=shards,
+        local_steps=args.steps // rounds if decomposed else None,
     )
     sp.parse_spec(json.loads(spec.canonical_bytes()))  # every range check the spec has
-    if args.steps % args.checkpoint_every:
-        raise UserError(f"--checkpoint-every must divide --steps ({args.steps})")
+    mj.ModelJob(spec, lowered.bundle, ds).positions()  # the interface and the batch source
     url = args.blob_url or default_blobs(args.out)
     store = open_blob_store(url)
     graph_addr = store.put(lowered.bundle.to_bytes())

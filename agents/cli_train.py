@@ -136,9 +136,13 @@ def _run_model(args) -> int:
     cfg = RunConfig(args.kernels, args.threads, args.device)
     job, st = load_job(args.spec, args.blob_url, cfg)
     _check_run_args(args, job.spec.steps)
+    out = _printer(args.json)
+    if job.spec.shards > 1 or job.spec.rounds > 1:
+        if args.steps is not None or args.every is not None:
+            raise UserError("--steps and --every apply to undecomposed specs")
+        return _run_model_rounds(job, st, out, args)
     steps = job.spec.steps if args.steps is None else args.steps
     every = job.spec.checkpoint_every if args.every is None else args.every
-    out = _printer(args.json)
     t0, roots = time.perf_counter(), []
     for t, r, s, loss in job.train(st, steps, every):
         roots.append(r)
@@ -159,6 +163,40 @@ def _run_model(args) -> int:
         summary["state"] = args.out_state
     out(summary)
     return 0
+
+
+def _run_model_rounds(job, st, out, args) -> int:
+    from agents.model.job import RoundRun, encode_state
+    from agents.training.decompose import rounds_root
+
+    t0, g_roots = time.perf_counter(), [job_root(st)]
+    for ev in job.run_rounds(st):
+        if isinstance(ev, RoundRun):
+            g_roots.append(ev.state_root)
+            st = ev.state
+            out({"round": ev.round, "aggregation_root": _hex(ev.aggregation_root),
+                 "state_root": _hex(ev.state_root)})  # fmt: skip
+        else:
+            out({"round": ev.round, "shard": ev.shard, "checkpoint_root": _hex(ev.checkpoint_root),
+                 "final_root": _hex(ev.roots[-1]), "loss": round(ev.loss, 6)})  # fmt: skip
+    s = job.spec
+    summary: dict = {"rounds": s.rounds, "shards": s.shards, "local_steps": s.k_local}
+    summary["seconds"] = round(time.perf_counter() - t0, 3)
+    summary["rounds_root"] = _hex(rounds_root(g_roots))
+    summary |= {k: round(v, 6) for k, v in job.evaluate(st).items()}
+    summary["spec_hash"] = _hex(s.spec_hash())
+    if args.out_state:
+        with open(args.out_state, "wb") as f:
+            f.write(encode_state(st))
+        summary["state"] = args.out_state
+    out(summary)
+    return 0
+
+
+def job_root(st) -> bytes:
+    from agents.model.job import state_root
+
+    return state_root(st)
 
 
 def _hex(b: bytes) -> str:

@@ -19,7 +19,7 @@ from agents.model.graph import Bundle
 from agents.model.registry import GraphError
 from agents.model.run import RunConfig, run_graph
 from agents.training import data as classify_data
-from agents.training import merkle, tokens
+from agents.training import decompose, merkle, tokens
 from agents.training.spec import JobSpecError, ModelSpec
 
 State = dict[str, torch.Tensor]
@@ -81,6 +81,27 @@ def dataset_root(ds) -> str:
     return "0x" + ds.root().hex()
 
 
+@dataclass(frozen=True)
+class UnitRun:
+    round: int
+    shard: int
+    roots: list[bytes]  # S_0 of the unit (G_r), then every checkpoint_every steps
+    final: State
+    loss: float | None
+
+    @property
+    def checkpoint_root(self) -> bytes:
+        return merkle.checkpoint_root(self.roots)
+
+
+@dataclass(frozen=True)
+class RoundRun:
+    round: int
+    aggregation_root: bytes
+    state_root: bytes  # G_{r+1}
+    state: State
+
+
 @dataclass
 class ModelJob:
     spec: ModelSpec
@@ -107,31 +128,48 @@ class ModelJob:
 
     # -- batches and steps ---------------------------------------------------------------------
 
-    def batch(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
-        s, b = self.spec, self.bundle
-        if b.task == "lm":
-            return self.data.batch(s.seed, t, s.batch, b.item_shape[0])
-        idx = torch.from_numpy(classify_data.batch_indices(s.seed, t, s.batch, self.data.n))
-        x = self.data.x.index_select(0, idx).reshape(s.batch, *b.item_shape)
-        return x, self.data.y.reshape(-1).index_select(0, idx)
+    def positions(self) -> int:
+        """How many examples (classification) or window starts (tokens) batches draw from."""
+        if self.bundle.task == "lm":
+            return self.data.n - self.bundle.item_shape[0]
+        return self.data.n
 
-    def _inputs(self, st: State, t: int) -> list[torch.Tensor]:
-        x, y = self.batch(t)
+    def batch(self, t: int, shard: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """Step t's batch (of shard `shard` in a decomposed job): version 2's unit schedule
+        (decompose.unit_batch_indices), which with one shard is exactly §4's batch."""
+        s, b = self.spec, self.bundle
+        if not 0 <= shard < s.shards:
+            raise ValueError(f"shard {shard} of a job of {s.shards} shards")
+        n = self.positions()
+        if n < 1:
+            raise JobSpecError("dataset.name", f"{s.dataset_name} is shorter than one window")
+        pick = torch.from_numpy(decompose.unit_batch_indices(s.seed, t, s.batch, n, s.shards,
+                                                             shard))  # fmt: skip
+        if b.task == "lm":
+            return self.data.windows(pick, b.item_shape[0])
+        x = self.data.x.index_select(0, pick).reshape(s.batch, *b.item_shape)
+        return x, self.data.y.reshape(-1).index_select(0, pick)
+
+    def _inputs(self, st: State, t: int, shard: int) -> list[torch.Tensor]:
+        x, y = self.batch(t, shard)
         return [st[v.name] for v in self.bundle.state] + self._hyper + [x, y]
 
-    def step(self, st: State, t: int) -> tuple[State, float]:
-        out, _ = run_graph(self.bundle.step, self._inputs(st, t), self.cfg)
+    def step(self, st: State, t: int, shard: int = 0) -> tuple[State, float]:
+        out, _ = run_graph(self.bundle.step, self._inputs(st, t, shard), self.cfg)
         return {v.name: out[v.name] for v in self.bundle.state}, float(out["loss"])
 
-    def trace_step(self, st: State, t: int) -> tuple[State, list[torch.Tensor]]:
+    def trace_step(self, st: State, t: int, shard: int = 0) -> tuple[State, list[torch.Tensor]]:
         """S_{t+1} and every node's output in node order (the op trace of step t)."""
-        out, trace = run_graph(self.bundle.step, self._inputs(st, t), self.cfg, keep_trace=True)
+        out, trace = run_graph(self.bundle.step, self._inputs(st, t, shard), self.cfg,
+                               keep_trace=True)  # fmt: skip
         return {v.name: out[v.name] for v in self.bundle.state}, trace
 
     def train(
         self, st: State, steps: int | None = None, every: int | None = None
     ) -> Iterator[tuple[int, bytes, State, float | None]]:
         """Yields (t, root of S_t, S_t, loss of the step that made it) at t = 0, k, 2k, ..."""
+        if self.spec.shards > 1 or self.spec.rounds > 1:
+            raise ValueError("a decomposed job runs with run_rounds")
         steps = self.spec.steps if steps is None else steps
         every = self.spec.checkpoint_every if every is None else every
         yield 0, state_root(st), st, None
@@ -139,6 +177,30 @@ class ModelJob:
             st, loss = self.step(st, t)
             if (t + 1) % every == 0 or t + 1 == steps:
                 yield t + 1, state_root(st), st, loss
+
+    def run_rounds(self, g: State) -> Iterator[UnitRun | RoundRun]:
+        """A decomposed job (PROTOCOL §5.1, version 2's rules on a general model): round r's
+        units s = 0..S-1 each run k_local steps (global steps r*k_local + i) from G_r on shard
+        s's batches; G_{r+1} = decompose.aggregate of their final states, w_s = fl(N_s / N)
+        over the batch positions. Yields every unit, then the round."""
+        s = self.spec
+        weights = decompose.aggregation_weights(self.positions(), s.shards)
+        if s.shards > self.positions():
+            raise JobSpecError("shards", f"must be <= the dataset's {self.positions()} positions")
+        for r in range(s.rounds):
+            units = []
+            for shard in range(s.shards):
+                st, roots, loss = g, [state_root(g)], None
+                for i in range(s.k_local):
+                    st, loss = self.step(st, r * s.k_local + i, shard)
+                    if (i + 1) % s.checkpoint_every == 0:
+                        roots.append(state_root(st))
+                units.append(UnitRun(r, shard, roots, st, loss))
+                yield units[-1]
+            g = decompose.aggregate([u.final for u in units], weights)
+            root = state_root(g)
+            agg = decompose.aggregation_root([u.roots[-1] for u in units], root)
+            yield RoundRun(r, agg, root, g)
 
     # -- evaluation ------------------------------------------------------------------------------
 

@@ -127,12 +127,14 @@ class ModelSpec:
     steps: int
     checkpoint_every: int
     version: int = SPEC_VERSION_MODEL
-    shards: int = 1  # decomposition is not defined for version 3 yet (one unit, T steps)
+    # decomposition, as version 2's: R rounds x S shards of k_local steps (absent: one unit)
     rounds: int = 1
+    shards: int = 1
+    local_steps: int | None = None
 
     @property
     def k_local(self) -> int:
-        return self.steps
+        return self.steps if self.local_steps is None else self.local_steps
 
     def hyper(self) -> dict[str, np.float32]:
         return {k: F.f32(b) for k, b in self.hyper_bits}
@@ -147,7 +149,11 @@ class ModelSpec:
             "seed": self.seed,
             "steps": self.steps,
             "checkpoint_every": self.checkpoint_every,
-        }
+        } | (
+            {}
+            if self.local_steps is None
+            else {"rounds": self.rounds, "shards": self.shards, "local_steps": self.local_steps}
+        )
 
     def canonical_bytes(self) -> bytes:
         return canonical_json(self.to_obj())
@@ -174,7 +180,9 @@ def _hyper_range(name: str, bits: int) -> None:
 
 def _parse_model_spec(obj: dict) -> ModelSpec:
     keys = {"version", "model", "dataset", "optimizer", "batch", "seed", "steps"}
-    o = _obj(obj, "", keys | {"checkpoint_every"})
+    keys |= {"checkpoint_every"}
+    decomposed = bool(obj.keys() & set(DECOMPOSITION_FIELDS))
+    o = _obj(obj, "", keys | (set(DECOMPOSITION_FIELDS) if decomposed else set()))
     model = _obj(o["model"], "model", {"graph", "state"})
     for k in ("graph", "state"):
         if not isinstance(model[k], str) or not _HEX256.match(model[k]):
@@ -198,11 +206,23 @@ def _parse_model_spec(obj: dict) -> ModelSpec:
     batch = _int(o["batch"], "batch", 1, MAX_BATCH)
     seed = _int(o["seed"], "seed", 0, 2**256 - 1)
     steps = _int(o["steps"], "steps", 1, MAX_STEPS)
-    every = _int(o["checkpoint_every"], "checkpoint_every", 1, steps)
-    if steps % every:
-        raise JobSpecError("checkpoint_every", f"must divide steps ({steps}), got {every}")
+    rounds, shards, local = 1, 1, None
+    if decomposed:
+        rounds = _int(o["rounds"], "rounds", 1, MAX_STEPS)
+        shards = _int(o["shards"], "shards", 1, MAX_SHARDS)
+        local = _int(o["local_steps"], "local_steps", 1, MAX_STEPS)
+        if rounds * local != steps:
+            raise JobSpecError(
+                "steps", f"must equal rounds x local_steps = {rounds * local}, got {steps}"
+            )
+    span = steps if local is None else local
+    every = _int(o["checkpoint_every"], "checkpoint_every", 1, span)
+    if span % every:
+        what = "steps" if local is None else "local_steps"
+        raise JobSpecError("checkpoint_every", f"must divide {what} ({span}), got {every}")
     return ModelSpec(model["graph"], model["state"], ds["name"], ds["root"], kind, tuple(hyper),
-                     batch, seed, steps, every)  # fmt: skip
+                     batch, seed, steps, every, rounds=rounds, shards=shards,
+                     local_steps=local)  # fmt: skip
 
 
 def canonical_json(obj: dict) -> bytes:
