@@ -91,8 +91,7 @@ def _run_decomposed(job, ds, cfg, out) -> int:
         if isinstance(ev, RoundResult):
             g_roots.append(ev.state_root)
             final = ev.state
-            out({"round": ev.round, "aggregation_root": _hex(ev.aggregation_root),
-                 "state_root": _hex(ev.state_root)})  # fmt: skip
+            out(_round_line(ev))
         else:
             if not g_roots:  # G_0: unit (0, 0) starts from it
                 g_roots.append(ev.roots[0])
@@ -129,7 +128,6 @@ def _check_run_args(args, steps_max: int) -> None:
 def _run_model(args) -> int:
     """A version-3 job: checkpoint roots and batch losses, then the held-out metric."""
     from agents.cli_job import load_job
-    from agents.model.job import encode_state
     from agents.model.run import RunConfig
     from agents.training.engine import checkpoint_root
 
@@ -155,18 +153,11 @@ def _run_model(args) -> int:
     summary: dict = {"steps": steps, "seconds": round(seconds, 3)}
     if steps == job.spec.steps and every == job.spec.checkpoint_every:
         summary["checkpoint_root"] = _hex(checkpoint_root(roots))
-    summary |= {k: round(v, 6) for k, v in job.evaluate(st).items()}
-    summary["spec_hash"] = _hex(job.spec.spec_hash())
-    if args.out_state:
-        with open(args.out_state, "wb") as f:
-            f.write(encode_state(st))
-        summary["state"] = args.out_state
-    out(summary)
-    return 0
+    return _finish_model(job, st, summary, args, out)
 
 
 def _run_model_rounds(job, st, out, args) -> int:
-    from agents.model.job import RoundRun, encode_state
+    from agents.model.job import RoundRun
     from agents.training.decompose import rounds_root
 
     t0, g_roots = time.perf_counter(), [job_root(st)]
@@ -174,8 +165,7 @@ def _run_model_rounds(job, st, out, args) -> int:
         if isinstance(ev, RoundRun):
             g_roots.append(ev.state_root)
             st = ev.state
-            out({"round": ev.round, "aggregation_root": _hex(ev.aggregation_root),
-                 "state_root": _hex(ev.state_root)})  # fmt: skip
+            out(_round_line(ev))
         else:
             out({"round": ev.round, "shard": ev.shard, "checkpoint_root": _hex(ev.checkpoint_root),
                  "final_root": _hex(ev.roots[-1]), "loss": round(ev.loss, 6)})  # fmt: skip
@@ -183,8 +173,15 @@ def _run_model_rounds(job, st, out, args) -> int:
     summary: dict = {"rounds": s.rounds, "shards": s.shards, "local_steps": s.k_local}
     summary["seconds"] = round(time.perf_counter() - t0, 3)
     summary["rounds_root"] = _hex(rounds_root(g_roots))
+    return _finish_model(job, st, summary, args, out)
+
+
+def _finish_model(job, st, summary: dict, args, out) -> int:
+    """The held-out metric, the spec hash and (--out-state) the final state, then the summary."""
+    from agents.model.job import encode_state
+
     summary |= {k: round(v, 6) for k, v in job.evaluate(st).items()}
-    summary["spec_hash"] = _hex(s.spec_hash())
+    summary["spec_hash"] = _hex(job.spec.spec_hash())
     if args.out_state:
         with open(args.out_state, "wb") as f:
             f.write(encode_state(st))
@@ -197,6 +194,12 @@ def job_root(st) -> bytes:
     from agents.model.job import state_root
 
     return state_root(st)
+
+
+def _round_line(ev) -> dict:
+    """A round's line (either kind of round result): its aggregation root and G_{r+1}."""
+    return {"round": ev.round, "aggregation_root": _hex(ev.aggregation_root),
+            "state_root": _hex(ev.state_root)}  # fmt: skip
 
 
 def _hex(b: bytes) -> str:

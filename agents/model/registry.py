@@ -270,14 +270,18 @@ ERF_A = tuple(
 ERF_BIG = F.bits(f32(4.0))  # |x| >= 4: erf rounds to +-1
 
 
+def _odd(x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """An odd function's value r at |x|, given x's sign; a NaN x stays itself."""
+    r = torch.where(torch.signbit(x), torch.neg(r), r)
+    return torch.where(torch.isnan(x), x, r)
+
+
 def t_tanh(x: torch.Tensor) -> torch.Tensor:
     c = lambda b: ops.const(b, x)  # noqa: E731
     a = torch.abs(x)  # clears the sign bit: exact
     e = ops.exp(torch.add(a, a))
     r = torch.sub(c(0x3F800000), torch.div(c(0x40000000), torch.add(e, c(0x3F800000))))
-    r = torch.where(a > c(TANH_BIG), c(0x3F800000).expand_as(x), r)
-    r = torch.where(torch.signbit(x), torch.neg(r), r)
-    return torch.where(torch.isnan(x), x, r)
+    return _odd(x, torch.where(a > c(TANH_BIG), c(0x3F800000).expand_as(x), r))
 
 
 def s_tanh(x: np.float32) -> np.float32:
@@ -303,9 +307,7 @@ def t_erf(x: torch.Tensor) -> torch.Tensor:
     p = torch.mul(p, t)
     e = ops.exp(torch.neg(torch.mul(a, a)))
     r = torch.sub(c(0x3F800000), torch.mul(p, e))
-    r = torch.where(a >= c(ERF_BIG), c(0x3F800000).expand_as(x), r)
-    r = torch.where(torch.signbit(x), torch.neg(r), r)
-    return torch.where(torch.isnan(x), x, r)
+    return _odd(x, torch.where(a >= c(ERF_BIG), c(0x3F800000).expand_as(x), r))
 
 
 def s_erf(x: np.float32) -> np.float32:

@@ -81,36 +81,29 @@ def row_max(a: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def exp(x: torch.Tensor) -> torch.Tensor:
+def _elementwise(kernel: str, x: torch.Tensor) -> torch.Tensor:
+    """y[i] = kernel(x[i]) over a contiguous copy of x (one C loop, no arithmetic here)."""
     _check(x)
     x = x.contiguous()
     y = torch.empty_like(x)
-    native.lib().vtp_exp32(x.data_ptr(), y.data_ptr(), x.numel())
+    getattr(native.lib(), kernel)(x.data_ptr(), y.data_ptr(), x.numel())
     return y
+
+
+def exp(x: torch.Tensor) -> torch.Tensor:
+    return _elementwise("vtp_exp32", x)
 
 
 def log(x: torch.Tensor) -> torch.Tensor:
-    _check(x)
-    x = x.contiguous()
-    y = torch.empty_like(x)
-    native.lib().vtp_log32(x.data_ptr(), y.data_ptr(), x.numel())
-    return y
+    return _elementwise("vtp_log32", x)
 
 
 def tanh(x: torch.Tensor) -> torch.Tensor:
-    _check(x)
-    x = x.contiguous()
-    y = torch.empty_like(x)
-    native.lib().vtp_tanh32(x.data_ptr(), y.data_ptr(), x.numel())
-    return y
+    return _elementwise("vtp_tanh32", x)
 
 
 def erf(x: torch.Tensor) -> torch.Tensor:
-    _check(x)
-    x = x.contiguous()
-    y = torch.empty_like(x)
-    native.lib().vtp_erf32(x.data_ptr(), y.data_ptr(), x.numel())
-    return y
+    return _elementwise("vtp_erf32", x)
 
 
 def relu(x: torch.Tensor) -> torch.Tensor:

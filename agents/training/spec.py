@@ -178,6 +178,18 @@ def _hyper_range(name: str, bits: int) -> None:
         raise JobSpecError(f"optimizer.{name}", f"must be {rule.get(name, 'in [0, 1)')}, got {v}")
 
 
+def _decomposition(o: dict, steps: int) -> tuple[int, int, int]:
+    """(R, S, k_local) of a decomposed spec (versions 2 and 3), with R * k_local = T."""
+    rounds = _int(o["rounds"], "rounds", 1, MAX_STEPS)
+    shards = _int(o["shards"], "shards", 1, MAX_SHARDS)
+    local = _int(o["local_steps"], "local_steps", 1, MAX_STEPS)
+    if rounds * local != steps:
+        raise JobSpecError(
+            "steps", f"must equal rounds x local_steps = {rounds * local}, got {steps}"
+        )
+    return rounds, shards, local
+
+
 def _parse_model_spec(obj: dict) -> ModelSpec:
     keys = {"version", "model", "dataset", "optimizer", "batch", "seed", "steps"}
     keys |= {"checkpoint_every"}
@@ -206,15 +218,7 @@ def _parse_model_spec(obj: dict) -> ModelSpec:
     batch = _int(o["batch"], "batch", 1, MAX_BATCH)
     seed = _int(o["seed"], "seed", 0, 2**256 - 1)
     steps = _int(o["steps"], "steps", 1, MAX_STEPS)
-    rounds, shards, local = 1, 1, None
-    if decomposed:
-        rounds = _int(o["rounds"], "rounds", 1, MAX_STEPS)
-        shards = _int(o["shards"], "shards", 1, MAX_SHARDS)
-        local = _int(o["local_steps"], "local_steps", 1, MAX_STEPS)
-        if rounds * local != steps:
-            raise JobSpecError(
-                "steps", f"must equal rounds x local_steps = {rounds * local}, got {steps}"
-            )
+    rounds, shards, local = _decomposition(o, steps) if decomposed else (1, 1, None)
     span = steps if local is None else local
     every = _int(o["checkpoint_every"], "checkpoint_every", 1, span)
     if span % every:
@@ -300,13 +304,7 @@ def parse_spec(obj) -> JobSpec | ModelSpec:
             raise JobSpecError("checkpoint_every", f"must divide steps ({steps}), got {every}")
         spec = JobSpec(widths, ds["name"], ds["root"], lr, mom, batch, seed, steps, every)
     else:
-        rounds = _int(o["rounds"], "rounds", 1, MAX_STEPS)
-        shards = _int(o["shards"], "shards", 1, MAX_SHARDS)
-        local = _int(o["local_steps"], "local_steps", 1, MAX_STEPS)
-        if rounds * local != steps:
-            raise JobSpecError(
-                "steps", f"must equal rounds x local_steps = {rounds * local}, got {steps}"
-            )
+        rounds, shards, local = _decomposition(o, steps)
         every = _int(o["checkpoint_every"], "checkpoint_every", 1, local)
         if local % every:
             raise JobSpecError(
