@@ -35,6 +35,19 @@ def view2d(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(t.shape[0], -1)
 
 
+def commit_view(t: torch.Tensor) -> torch.Tensor:
+    """The 2-D tensor a value is committed as: view2d, and i32 values as their two's-complement
+    uint32 words (merkle's DTYPE_U32)."""
+    v = view2d(t)
+    return v if v.is_floating_point() else v.to(torch.int64) & 0xFFFFFFFF
+
+
+def trace_root(trace: list[torch.Tensor]) -> bytes:
+    """Op-trace root of a version-3 step: root list under vtp.trace.v1 of every node output's
+    tensor root, in node order (PROTOCOL §2.7)."""
+    return merkle.trace_root([merkle.tensor_root(commit_view(t)) for t in trace])
+
+
 def state_root(st: State) -> bytes:
     return merkle.state_root([(k, view2d(v)) for k, v in st.items()])
 

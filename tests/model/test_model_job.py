@@ -1,6 +1,7 @@
-"""Decomposition of a version-3 job (R rounds x S shards, version 2's rules on a general model):
-one round of one shard is the undecomposed job; shards draw only their own examples or window
-starts; the aggregate is decompose.aggregate of the units; roots do not depend on kernels."""
+"""A version-3 job: its op trace, and its decomposition (R rounds x S shards, version 2's rules
+on a general model): one round of one shard is the undecomposed job; shards draw only their own
+examples or window starts; the aggregate is decompose.aggregate of the units; roots and the op
+trace do not depend on kernels."""
 
 from __future__ import annotations
 
@@ -111,3 +112,19 @@ def test_bad_decompositions_are_refused(tmp_path, capsys):
     assert main(argv) == 2
     assert "--rounds must divide --steps" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_op_trace_commits_every_node_the_same_on_every_kernel(tmp_path, capsys):
+    from agents.model.job import trace_root
+
+    spec = build(tmp_path, "trace", "--steps", "2", model="digits_cnn.py")
+    capsys.readouterr()
+    roots = set()
+    for cfg in (RunConfig("native"), RunConfig("torch", threads=2)):
+        job, st = load_job(str(spec), None, cfg)
+        nxt, trace = job.trace_step(st, 1)
+        assert len(trace) == len(job.bundle.step.nodes)
+        assert state_root(nxt) == state_root(job.step(st, 1)[0])
+        assert any(t.dtype == torch.int32 and (t < 0).any() for t in trace)  # i32 words too
+        roots.add(trace_root(trace))
+    assert len(roots) == 1
