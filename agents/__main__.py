@@ -27,8 +27,8 @@ COMMANDS = (
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
-    from agents.model.registry import GraphError
     from agents.training.data import DatasetError
+    from agents.training.registry import GraphError
     from agents.training.spec import JobSpecError
 
     return (UserError, JobSpecError, DatasetError, GraphError)

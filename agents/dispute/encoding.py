@@ -11,35 +11,13 @@ from eth_abi import encode
 
 from agents.training import merkle
 from agents.training.keccak import keccak256
+from agents.training.registry import v1_codes
 
 GRAPH_DOMAIN = keccak256(b"vtp.graph.v1")
 STEPS_DOMAIN = keccak256(b"vtp.steps.v1")
 
-# Operator codes (contracts/dispute/lib/OpCodes.sol).
-OPS: dict[str, int] = {
-    "matmul_nt": 1,
-    "transpose": 2,
-    "add": 3,
-    "sub": 4,
-    "mul": 5,
-    "div": 6,
-    "add_row": 7,
-    "sub_col": 8,
-    "div_col": 9,
-    "relu": 10,
-    "relu_bwd": 11,
-    "row_sum": 12,
-    "row_max": 13,
-    "exp": 14,
-    "log": 15,
-    "gather_rows": 16,
-    "gather_labels": 17,
-    "xent_grad": 18,
-    "nll": 19,
-    "mean": 20,
-    "momentum": 21,
-    "sgd": 22,
-}
+# Operator codes (contracts/dispute/lib/OpCodes.sol), from the registry.
+OPS: dict[str, int] = v1_codes()
 OP_NAMES = {v: k for k, v in OPS.items()}
 
 # Operand kinds.

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from agents.model.registry import GraphError, Node, Shape, check_node
 from agents.training.keccak import keccak256
+from agents.training.registry import GraphError, Node, Shape, check_node
 from agents.training.spec import canonical_json
 
 BUNDLE_FORMAT = "vtp.model.v1"

@@ -16,10 +16,10 @@ import numpy as np
 import torch
 
 from agents.model.graph import Bundle
-from agents.model.registry import GraphError
 from agents.model.run import RunConfig, run_graph
 from agents.training import data as classify_data
 from agents.training import decompose, merkle, tokens
+from agents.training.registry import GraphError
 from agents.training.spec import JobSpecError, ModelSpec
 
 State = dict[str, torch.Tensor]

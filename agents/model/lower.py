@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from agents.model.graph import Bundle, Graph, Value
-from agents.model.registry import GraphError, Node, Shape, check_node
 from agents.training import float32 as F
+from agents.training.registry import GraphError, Node, Shape, check_node
 
 aten = torch.ops.aten
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 
 from agents.model.graph import Graph
-from agents.model.registry import run_node
 from agents.training import float32 as F
+from agents.training.registry import run_node
 
 KERNELS = ("native", "torch")
 

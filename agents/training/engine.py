@@ -18,6 +18,7 @@ from agents.training import fastops, merkle, native, ops
 from agents.training import float32 as F
 from agents.training.data import Dataset, batch_indices
 from agents.training.graph import StepGraph, build_step_graph
+from agents.training.registry import V1Context, v1_kernels
 from agents.training.spec import JobSpec, JobSpecError
 from agents.training.state import State, init_state, state_root
 
@@ -56,17 +57,15 @@ class Engine:
         self.y = data.y.to(dev)
         self.lr = torch.tensor(spec.lr, dtype=torch.float32, device=dev)
         self.mu = torch.tensor(spec.momentum, dtype=torch.float32, device=dev)
-        if cfg.kernels == "native":
+        self._ctx = V1Context(self.mu, self.lr, max(1, cfg.threads), cfg.chunk)
+        self._kernels = v1_kernels(cfg.kernels == "native")
+        if cfg.kernels == "native":  # predict's forward ops, as the step runs them
             th = max(1, cfg.threads)
             self._mm = lambda a, b: fastops.matmul_nt(a, b, th)
-            self._rsum, self._rmax = fastops.row_sum, fastops.row_max
-            self._exp, self._log = fastops.exp, fastops.log
-            self._relu, self._relu_bwd = fastops.relu, fastops.relu_bwd
+            self._relu = fastops.relu
         else:
             self._mm = lambda a, b: ops.matmul_nt(a, b, cfg.chunk)
-            self._rsum, self._rmax = ops.row_sum, ops.row_max
-            self._exp, self._log = ops.exp, ops.log
-            self._relu, self._relu_bwd = ops.relu, ops.relu_bwd
+            self._relu = ops.relu
 
     # -- one step ----------------------------------------------------------------------------
 
@@ -77,43 +76,10 @@ class Engine:
         return torch.from_numpy(idx.reshape(1, -1)).to(self.cfg.device)
 
     def _op(self, op: str, a: list[torch.Tensor]) -> torch.Tensor:
-        if op == "matmul_nt":
-            return self._mm(a[0], a[1])
-        if op == "add_row":
-            return ops.add_row(a[0], a[1])
-        if op == "relu":
-            return self._relu(a[0])
-        if op == "row_max":
-            return self._rmax(a[0])
-        if op == "sub_col":
-            return ops.sub_col(a[0], a[1])
-        if op == "exp":
-            return self._exp(a[0])
-        if op == "row_sum":
-            return self._rsum(a[0])
-        if op == "div_col":
-            return ops.div_col(a[0], a[1])
-        if op == "log":
-            return self._log(a[0])
-        if op == "nll":
-            return ops.nll(a[0], a[1], a[2].reshape(-1))
-        if op == "mean":
-            return ops.mean(a[0], self._rsum)
-        if op == "xent_grad":
-            return ops.xent_grad(a[0], a[1].reshape(-1))
-        if op == "transpose":
-            return a[0].t()  # a view: a bit copy, materialised only when committed
-        if op == "relu_bwd":
-            return self._relu_bwd(a[0], a[1])
-        if op == "momentum":
-            return ops.momentum(a[0], a[1], self.mu)
-        if op == "sgd":
-            return ops.sgd(a[0], a[1], self.lr)
-        if op == "gather_rows":
-            return ops.gather_rows(a[0], a[1].reshape(-1))
-        if op == "gather_labels":
-            return a[0].reshape(-1).index_select(0, a[1].reshape(-1)).reshape(1, -1)
-        raise ValueError(f"unknown op {op}")
+        kernel = self._kernels.get(op)
+        if kernel is None:
+            raise ValueError(f"unknown op {op}")
+        return kernel(a, self._ctx)
 
     def _run(self, st: State, t: int, keep: bool) -> tuple[State, list[torch.Tensor]]:
         env: dict[str, torch.Tensor] = dict(st)

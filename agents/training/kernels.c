@@ -522,7 +522,7 @@ void vtp_log32(const float *x, float *y, long n) {
     for (long i = 0; i < n; i++) y[i] = log32(x[i]);
 }
 
-/* tanh32 / erf32 exactly as PROTOCOL §2.6 (agents/model/registry.py t_tanh / t_erf). */
+/* tanh32 / erf32 exactly as PROTOCOL §2.6 (agents/training/registry.py t_tanh / t_erf). */
 static float tanh32(float x) {
     if (isnan(x)) return x;
     float a = fabsf(x);

@@ -244,32 +244,3 @@ def average(Ps, w) -> np.ndarray:
             acc = f32(acc + f32(f32(w[s]) * f32(P[idx])))
         out[idx] = acc
     return out
-
-
-def run_step_graph(graph, state: dict, X, Y, idx, lr, mu) -> tuple[dict, list]:
-    """Scalar reference of one whole step: interprets a graph.StepGraph node by node with the
-    functions above. Returns (S_{t+1}, trace) like engine.Engine.trace_step (numpy arrays)."""
-    env = {k: np.asarray(v) for k, v in state.items()}
-    env["X"], env["Y"] = np.asarray(X, np.float32), np.asarray(Y).reshape(1, -1)
-    env["idx"] = np.asarray(idx).reshape(1, -1)
-    trace = []
-    for node in graph.nodes:
-        a = [env[r] for r in node.inputs]
-        op = node.op
-        if op == "gather_rows":
-            out = gather_rows(a[0], a[1].reshape(-1))
-        elif op == "gather_labels":
-            out = a[0].reshape(-1)[a[1].reshape(-1)].reshape(1, -1)
-        elif op in ("nll",):
-            out = nll(a[0], a[1], a[2].reshape(-1))
-        elif op == "xent_grad":
-            out = xent_grad(a[0], a[1].reshape(-1))
-        elif op == "momentum":
-            out = momentum(a[0], a[1], mu)
-        elif op == "sgd":
-            out = sgd(a[0], a[1], lr)
-        else:
-            out = globals()[op](*a)
-        env[node.name] = out
-        trace.append(out)
-    return {name: env[n] for name, n in graph.next_state.items()}, trace

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from agents.model import registry as R
-from agents.model.registry import Node
+from agents.training import registry as R
+from agents.training.registry import Node
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECIALS = np.array(
@@ -193,3 +193,13 @@ def test_every_operator_states_its_order_and_rules():
 def test_a_node_may_not_declare_a_huge_tensor():
     with pytest.raises(R.GraphError, match="elements"):
         R.check_node(Node("const", (), (0,), (1 << 20, 1 << 20), "f32"), [], [])
+
+
+def test_version_1_codes_match_the_solidity_op_codes_and_the_dispute_encoding():
+    from agents.dispute.encoding import OPS as ENCODED
+
+    sol = (ROOT / "contracts/dispute/lib/OpCodes.sol").read_text()
+    declared = {m[0].lower(): int(m[1]) for m in re.findall(r"constant (?!V3_|KIND_)(\w+) = (\d+);",
+                                                             sol)}  # fmt: skip
+    assert declared == R.v1_codes() == ENCODED
+    assert all(op.order for op in R.V1_OPS.values())

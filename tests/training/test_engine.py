@@ -15,9 +15,9 @@ import torch
 from training_support import assert_bits_equal
 
 from agents.training import data, merkle, native
-from agents.training import reference as R
 from agents.training import spec as S
 from agents.training.engine import Engine, EngineConfig, trace_root, trace_tensor_roots
+from agents.training.registry import v1_reference_step as run_step_graph
 from agents.training.state import state_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def test_traced_step_matches_scalar_reference(cfg):
     for t in range(3):
         nxt, trace = eng.trace_step(st, t)
         idx = eng.batch(t).numpy()
-        ref_next, ref_trace = R.run_step_graph(
+        ref_next, ref_trace = run_step_graph(
             eng.graph,
             {k: v.numpy() for k, v in st.items()},
             ds.x.numpy(),

@@ -27,7 +27,7 @@ library OpCodes {
     uint8 internal constant MOMENTUM = 21;
     uint8 internal constant SGD = 22;
 
-    // Version-3 graph operators: agents/model/registry.py is their source and a test checks
+    // Version-3 graph operators: agents/training/registry.py is their source and a test checks
     // these numbers against it. The one-step prover does not evaluate them yet.
     uint8 internal constant V3_ADD = 64;
     uint8 internal constant V3_SUB = 65;

@@ -1,4 +1,8 @@
-"""The operator registry of version-3 graphs (PROTOCOL §2.6): every operator once.
+"""The operator registry (PROTOCOL §2, §2.6): every operator of the protocol, once.
+
+`OPS` holds the operators of version-3 graphs (general models); `V1_OPS` the 2-D operators of
+version-1/2 MLP graphs (agents/training/graph.py), whose codes 1..22 the one-step prover
+evaluates. Both code sets are checked against contracts/dispute/lib/OpCodes.sol.
 
 Each `Op` entry holds everything the protocol knows about one operator:
 
@@ -28,7 +32,7 @@ from math import prod
 import numpy as np
 import torch
 
-from agents.training import fastops, native, ops
+from agents.training import fastops, native, ops, reference
 from agents.training import float32 as F
 
 Shape = tuple[int, ...]
@@ -249,14 +253,10 @@ def t_sqrt(x: torch.Tensor) -> torch.Tensor:
 
 
 def F_exp32(a: np.float32) -> np.float32:
-    from agents.training import reference
-
     return reference.exp32(f32(a))
 
 
 def F_log32(a: np.float32) -> np.float32:
-    from agents.training import reference
-
     return reference.log32(f32(a))
 
 
@@ -803,6 +803,125 @@ _register(
         lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))],
     )
 )
+
+
+# -- version-1 operators (2-D MLP graphs, PROTOCOL §2; the one-step prover's codes 1..22) -----
+
+
+@dataclass(frozen=True)
+class V1Context:
+    """What a version-1 kernel needs besides its inputs: the step's momentum and learning rate
+    (0-d tensors) and the speed knobs (threads, matmul row chunk), which never change a bit."""
+
+    mu: torch.Tensor
+    lr: torch.Tensor
+    threads: int = 1
+    chunk: int = 0
+
+
+V1Kernel = Callable[[list[torch.Tensor], V1Context], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class V1Op:
+    code: int
+    order: str
+    portable: V1Kernel  # agents/training/ops.py
+    native: V1Kernel | None  # agents/training/fastops.py (C)
+    reference: Callable[..., np.ndarray]  # (inputs as numpy, lr, mu): agents/training/reference.py
+
+
+def _v1_table() -> dict[str, V1Op]:
+    ref = reference
+
+    def flat(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(-1)
+
+    def labels(a):
+        return a[0].reshape(-1).index_select(0, flat(a[1])).reshape(1, -1)
+
+    return {
+        "matmul_nt": V1Op(1, "C[i,j]: acc = +0; acc = fl(acc + fl(A[i,k] * B[j,k])), k ascending",
+                          lambda a, c: ops.matmul_nt(a[0], a[1], c.chunk),
+                          lambda a, c: fastops.matmul_nt(a[0], a[1], c.threads),
+                          lambda a, lr, mu: ref.matmul_nt(*a)),
+        "transpose": V1Op(2, "out[j,i] = A[i,j] (a bit copy)", lambda a, c: a[0].t(),
+                          lambda a, c: a[0].t(), lambda a, lr, mu: ref.transpose(a[0])),
+        "add": V1Op(3, "fl(a + b)", lambda a, c: ops.add(*a), None,
+                    lambda a, lr, mu: ref.add(*a)),
+        "sub": V1Op(4, "fl(a - b)", lambda a, c: ops.sub(*a), None,
+                    lambda a, lr, mu: ref.sub(*a)),
+        "mul": V1Op(5, "fl(a * b)", lambda a, c: ops.mul(*a), None,
+                    lambda a, lr, mu: ref.mul(*a)),
+        "div": V1Op(6, "fl(a / b)", lambda a, c: ops.div(*a), None,
+                    lambda a, lr, mu: ref.div(*a)),
+        "add_row": V1Op(7, "fl(A[i,j] + b[0,j])", lambda a, c: ops.add_row(*a), None,
+                        lambda a, lr, mu: ref.add_row(*a)),
+        "sub_col": V1Op(8, "fl(A[i,j] - c[0,i])", lambda a, c: ops.sub_col(*a), None,
+                        lambda a, lr, mu: ref.sub_col(*a)),
+        "div_col": V1Op(9, "fl(A[i,j] / c[0,i])", lambda a, c: ops.div_col(*a), None,
+                        lambda a, lr, mu: ref.div_col(*a)),
+        "relu": V1Op(10, "x <= 0 ? +0 : x (NaN stays)", lambda a, c: ops.relu(a[0]),
+                     lambda a, c: fastops.relu(a[0]), lambda a, lr, mu: ref.relu(a[0])),
+        "relu_bwd": V1Op(11, "x > 0 ? g : relu(x)", lambda a, c: ops.relu_bwd(*a),
+                         lambda a, c: fastops.relu_bwd(*a), lambda a, lr, mu: ref.relu_bwd(*a)),
+        "row_sum": V1Op(12, "(M,N) -> (1,M): acc = +0; acc = fl(acc + A[i,j]), j ascending",
+                        lambda a, c: ops.row_sum(a[0]), lambda a, c: fastops.row_sum(a[0]),
+                        lambda a, lr, mu: ref.row_sum(a[0])),
+        "row_max": V1Op(13, "(M,N) -> (1,M): NaN if the row has one, else the first maximum",
+                        lambda a, c: ops.row_max(a[0]), lambda a, c: fastops.row_max(a[0]),
+                        lambda a, lr, mu: ref.row_max(a[0])),
+        "exp": V1Op(14, "exp32 (PROTOCOL §2.1)", lambda a, c: ops.exp(a[0]),
+                    lambda a, c: fastops.exp(a[0]), lambda a, lr, mu: ref.exp(a[0])),
+        "log": V1Op(15, "log32 (PROTOCOL §2.2)", lambda a, c: ops.log(a[0]),
+                    lambda a, c: fastops.log(a[0]), lambda a, lr, mu: ref.log(a[0])),
+        "gather_rows": V1Op(16, "out[b,:] = D[idx[b],:]",
+                            lambda a, c: ops.gather_rows(a[0], flat(a[1])), None,
+                            lambda a, lr, mu: ref.gather_rows(a[0], a[1].reshape(-1))),
+        "gather_labels": V1Op(17, "out[0,b] = Y[0, idx[b]]", lambda a, c: labels(a), None,
+                              lambda a, lr, mu: a[0].reshape(-1)[a[1].reshape(-1)].reshape(1, -1)),
+        "xent_grad": V1Op(18, "fl(fl(P[b,c] - onehot(y)[b,c]) / B)",
+                          lambda a, c: ops.xent_grad(a[0], flat(a[1])), None,
+                          lambda a, lr, mu: ref.xent_grad(a[0], a[1].reshape(-1))),
+        "nll": V1Op(19, "fl(L[0,b] - S[b, y[b]])",
+                    lambda a, c: ops.nll(a[0], a[1], flat(a[2])), None,
+                    lambda a, lr, mu: ref.nll(a[0], a[1], a[2].reshape(-1))),
+        "mean": V1Op(20, "fl(row_sum(A) / N) over a (1,N) row",
+                     lambda a, c: ops.mean(a[0], ops.row_sum),
+                     lambda a, c: ops.mean(a[0], fastops.row_sum),
+                     lambda a, lr, mu: ref.mean(a[0])),
+        "momentum": V1Op(21, "fl(fl(mu * v) + g)", lambda a, c: ops.momentum(a[0], a[1], c.mu),
+                         None, lambda a, lr, mu: ref.momentum(a[0], a[1], mu)),
+        "sgd": V1Op(22, "fl(w - fl(lr * v))", lambda a, c: ops.sgd(a[0], a[1], c.lr), None,
+                    lambda a, lr, mu: ref.sgd(a[0], a[1], lr)),
+    }  # fmt: skip
+
+
+V1_OPS: dict[str, V1Op] = _v1_table()
+
+
+def v1_reference_step(graph, state: dict, X, Y, idx, lr, mu) -> tuple[dict, list]:
+    """Scalar reference of one whole version-1 step: interprets a graph.StepGraph node by node
+    with each operator's reference (agents/training/reference.py). Returns (S_{t+1}, trace)
+    like engine.Engine.trace_step (numpy arrays)."""
+    env = {k: np.asarray(v) for k, v in state.items()}
+    env["X"], env["Y"] = np.asarray(X, np.float32), np.asarray(Y).reshape(1, -1)
+    env["idx"] = np.asarray(idx).reshape(1, -1)
+    trace = []
+    for node in graph.nodes:
+        out = V1_OPS[node.op].reference([env[r] for r in node.inputs], lr, mu)
+        env[node.name] = out
+        trace.append(out)
+    return {name: env[n] for name, n in graph.next_state.items()}, trace
+
+
+def v1_codes() -> dict[str, int]:
+    return {name: op.code for name, op in V1_OPS.items()}
+
+
+def v1_kernels(native_ok: bool) -> dict[str, V1Kernel]:
+    """The kernel each version-1 operator runs with: native where it has one and native_ok."""
+    return {n: (op.native if native_ok and op.native else op.portable) for n, op in V1_OPS.items()}
 
 
 # -- running one node ------------------------------------------------------------------------
