@@ -745,8 +745,9 @@ def t_index_add_rows(dest: torch.Tensor, idx: torch.Tensor, src: torch.Tensor) -
         # rank of each j among the entries of its index: pass r adds every index's r-th entry
         first = torch.ones_like(si, dtype=torch.bool)
         first[1:] = si[1:] != si[:-1]
-        start = torch.cummax(torch.where(first, torch.arange(si.numel()), 0), 0).values
-        rank = torch.arange(si.numel()) - start
+        pos = torch.arange(si.numel(), device=si.device)
+        start = torch.cummax(torch.where(first, pos, 0), 0).values
+        rank = pos - start
         for r in range(int(rank.max()) + 1):
             sel = rank == r
             out[si[sel]] = torch.add(out[si[sel]], sr[sel])
