@@ -918,7 +918,9 @@ def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module) -
                 continue
             fn = _RULES.get(n.target)
             if fn is None:
-                raise LoweringError(unsupported_message(_name_of(n.target), module))
+                raise LoweringError(
+                    unsupported_message(f"unsupported operator {_name_of(n.target)}", module)
+                )
             meta = n.meta.get("val")
             try:
                 env[n] = fn(b, arg(n.args), arg(dict(n.kwargs)), meta)
@@ -930,10 +932,21 @@ def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module) -
     return flat, b
 
 
-def unsupported_message(aten_name: str, module: nn.Module) -> str:
+def _checked_trace(module: nn.Module, fn: Callable, args: tuple) -> torch.fx.GraphModule:
+    """_trace, with torch's own refusals (a layer that updates a buffer in place, as
+    BatchNorm's running statistics do, data-dependent control flow, ...) as one line."""
+    try:
+        return _trace(fn, args)
+    except Exception as e:  # torch.func / make_fx refusing the user's module
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise LoweringError(unsupported_message(f"cannot trace the training step ({first})",
+                                                module)) from None  # fmt: skip
+
+
+def unsupported_message(problem: str, module: nn.Module) -> str:
     layers = sorted({type(m).__name__ for _, m in module.named_modules()} - _KNOWN_MODULES)
-    where = f" (used by layer {', '.join(layers)})" if layers else ""
-    return (f"unsupported operator {aten_name}{where}; supported layers: "
+    where = f" (layers outside the supported set: {', '.join(layers)})" if layers else ""
+    return (f"{problem}{where}; supported layers: "
             f"{', '.join(SUPPORTED_LAYERS)}")  # fmt: skip
 
 
@@ -1000,7 +1013,7 @@ def build_bundle(
     hyper = opt.hyper()
     hyper_t = [torch.tensor(v, dtype=torch.float32) for v in hyper.values()]
     step = make_step(module, pnames, opt)
-    gm = _trace(step, (params, state0, hyper_t, x, y))
+    gm = _checked_trace(module, step, (params, state0, hyper_t, x, y))
     snames = [f"p.{n}" for n in pnames] + _opt_state_names(opt.kind, pnames)
     inames = snames + [f"hp.{h}" for h in hyper] + ["x", "y"]
     flat, b = lower(gm, inames, module)
@@ -1013,7 +1026,7 @@ def build_bundle(
 
         return functional_call(module, dict(zip(pnames, ps, strict=True)), (xx,))
 
-    fgm = _trace(fwd, (params, x))
+    fgm = _checked_trace(module, fwd, (params, x))
     fflat, fb = lower(fgm, [f"p.{n}" for n in pnames] + ["x"], module)
     fwd_graph = fb.graph([("logits", fflat[0])])
     all_state = params + state0

@@ -133,6 +133,10 @@ def test_the_registered_mask_buffer_and_positions_are_constants_of_the_graph():
         (lambda: nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.Sigmoid()), "aten.sigmoid"),
         (lambda: nn.Sequential(nn.Flatten(), nn.Dropout(0.5), nn.Linear(4, 3)), "Dropout"),
         (lambda: nn.Sequential(nn.Flatten(), nn.Linear(4, 3)).double(), "float32"),
+        (
+            lambda: nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.BatchNorm1d(3)),
+            "cannot trace the training step",
+        ),
     ],
 )
 def test_unsupported_modules_are_refused_by_name(make, needle):
@@ -140,7 +144,9 @@ def test_unsupported_modules_are_refused_by_name(make, needle):
         build_bundle(make(), GRAD, 2, "classify", (4,), 3)
     assert "\n" not in str(e.value)
     if needle == "aten.sigmoid":
-        assert "Sigmoid" in str(e.value) and "Linear" in str(e.value)
+        assert "outside the supported set: Sigmoid)" in str(e.value)
+    if needle.startswith("cannot trace"):
+        assert "outside the supported set: BatchNorm1d)" in str(e.value)
 
 
 def _example(file: str, factory: str):
