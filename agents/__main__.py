@@ -28,10 +28,10 @@ COMMANDS = (
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from agents.training.data import DatasetError
-    from agents.training.registry import GraphError
+    from agents.training.registry import GraphError, TritonUnavailable
     from agents.training.spec import JobSpecError
 
-    return (UserError, JobSpecError, DatasetError, GraphError)
+    return (UserError, JobSpecError, DatasetError, GraphError, TritonUnavailable)
 
 
 class _Parser(argparse.ArgumentParser):

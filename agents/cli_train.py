@@ -20,7 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--every", type=int, help="print a root every K steps (default: spec k; v1)")
     p.add_argument("--threads", type=int, default=1, help="CPU threads (never changes bits)")
-    p.add_argument("--kernels", choices=("native", "torch"), default="native")
+    p.add_argument(
+        "--kernels",
+        choices=("native", "torch", "triton"),
+        default="native",
+        help="native: C on the CPU; torch: portable; triton: the device kernels (CUDA)",
+    )
     p.add_argument("--chunk", type=int, default=0, help="torch matmul row chunk (0 = off)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (torch kernels on cuda)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -56,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--device must be cpu or cuda, got {args.device!r}")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda: no CUDA device is available here")
+    _check_kernels(args)
     ds = data.load_dataset(job.dataset_name)
     root = "0x" + ds.root().hex()
     if root != job.dataset_root:
@@ -123,6 +129,14 @@ def _check_run_args(args, steps_max: int) -> None:
         raise UserError(f"--device must be cpu or cuda, got {args.device!r}")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda: no CUDA device is available here")
+    _check_kernels(args)
+
+
+def _check_kernels(args) -> None:
+    from agents.training.registry import triton_problem
+
+    if args.kernels == "triton" and (problem := triton_problem(args.device)):
+        raise UserError(f"--kernels triton: {problem}")
 
 
 def _run_model(args) -> int:

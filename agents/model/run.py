@@ -13,14 +13,16 @@ import torch
 
 from agents.model.graph import Graph
 from agents.training import float32 as F
-from agents.training.registry import run_node
+from agents.training.registry import TritonUnavailable, run_node, triton_problem
 
-KERNELS = ("native", "torch")
+KERNELS = ("native", "torch", "triton")
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    kernels: str = "native"  # "native" (C where an operator has it, CPU only) or "torch"
+    # "native" (C where an operator has it, CPU only), "torch" (portable) or "triton" (the
+    # device kernels, agents/training/triton_ops.py; CUDA, or interpreted on the CPU)
+    kernels: str = "native"
     threads: int = 1
     device: str = "cpu"
 
@@ -76,6 +78,9 @@ def run_graph(
     torch.set_flush_denormal(False)
     F.check_no_flush_denormal()
     use_native = cfg.kernels == "native" and cfg.device == "cpu"
+    use_gpu = cfg.kernels == "triton"
+    if use_gpu and (problem := triton_problem(cfg.device)):
+        raise TritonUnavailable(problem)
     vals: dict[int, torch.Tensor] = {}
     for i, (spec, t) in enumerate(zip(g.inputs, inputs, strict=True)):
         if tuple(t.shape) != spec.shape:
@@ -90,7 +95,9 @@ def run_graph(
     for i, n in enumerate(g.nodes):
         out = consts.get(i)
         if out is None:
-            out = run_node(n, [vals[v] for v in n.inputs], use_native, cfg.device, cfg.threads)
+            out = run_node(
+                n, [vals[v] for v in n.inputs], use_native, cfg.device, cfg.threads, use_gpu
+            )
         vals[base + i] = out
         if keep_trace:
             trace.append(out)

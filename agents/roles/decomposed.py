@@ -44,6 +44,7 @@ from agents.training.decompose import (
     aggregation_weights,
     check_shards,
 )
+from agents.training.engine import EngineConfig
 from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
 
@@ -74,9 +75,10 @@ class Rounds:
     def __init__(
         self, rm: Contract, manager: Contract, game: Contract, stores: list[BlobStore],
         local_locators: bool = False, max_params: int = DEFAULT_MAX_PARAMS,
-        max_loaded: int = DEFAULT_MAX_LOADED_JOBS,
+        max_loaded: int = DEFAULT_MAX_LOADED_JOBS, engine_cfg: EngineConfig = EngineConfig(),
     ) -> None:  # fmt: skip
         self.rm, self.manager, self.game, self.stores = rm, manager, game, stores
+        self.engine_cfg = engine_cfg  # --device
         self.local_locators = local_locators  # --allow-local-locators (dev chains)
         self.max_params = max_params  # --max-params
         # --max-loaded-jobs bounds both: a decomposed job's spec and dataset are loaded again
@@ -195,7 +197,7 @@ class Rounds:
         if state_root(start) != bytes(job[15]):
             raise JobRejected(f"job {job_id}: initial state is not G_{r}")
         with rejecting(f"job {job_id}"):
-            engine = RoundUnitEngine(spec, data, s, t0, start)
+            engine = RoundUnitEngine(spec, data, s, t0, start, self.engine_cfg)
         return JobContext(job_id, uspec, engine, jg, datasets.test_split_for(spec.dataset_name))
 
     # --- scheduling policy ------------------------------------------------------------------

@@ -19,7 +19,7 @@ from agents.core.bounded import BoundedCache
 from agents.dispute.graph import JobGraph, job_graph
 from agents.training import data as datasets
 from agents.training import spec as specs
-from agents.training.engine import Engine
+from agents.training.engine import Engine, EngineConfig
 from agents.training.spec import JobSpec
 from agents.training.state import state_root
 
@@ -112,6 +112,7 @@ def load_job(
     stores: list[BlobStore],
     config_hash: bytes | None,
     max_params: int = DEFAULT_MAX_PARAMS,
+    engine_cfg: EngineConfig = EngineConfig(),
 ) -> JobContext:
     """`job` is IJobManager.getJob's tuple; `config_hash` the game's registered config (None: not
     checked, for a drawn verifier's replay: only a dispute game needs the config)."""
@@ -133,7 +134,7 @@ def load_job(
         data = datasets.load_dataset(spec.dataset_name)
         if data.root() != bytes(job[14]):
             raise JobRejected(f"{what}: dataset root differs from the chain's")
-        engine = Engine(spec, data)
+        engine = Engine(spec, data, engine_cfg)
         if state_root(engine.initial_state()) != bytes(job[15]):
             raise JobRejected(f"{what}: initial state root differs from the chain's")
         return JobContext(job_id, spec, engine, jg, datasets.test_split_for(spec.dataset_name))

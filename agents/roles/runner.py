@@ -58,6 +58,7 @@ from agents.roles.logic import (
     UnitView,
     read_budget_s,
 )
+from agents.training.engine import EngineConfig
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
@@ -173,6 +174,13 @@ def role_parser(
         "so deadlines pass on an automining Anvil",
     )
     p.add_argument(
+        "--device",
+        default="cpu",
+        help="where I train and replay: cpu (the native kernels) or cuda (the device kernels of "
+        "agents/training/triton_ops.py, the same bits); without CUDA it says so in one line "
+        "and runs on the CPU (default: %(default)s)",
+    )
+    p.add_argument(
         "--max-params",
         type=int,
         default=DEFAULT_MAX_PARAMS,
@@ -253,6 +261,22 @@ def court_address(args: argparse.Namespace, manager: str) -> str | None:
     return companion_address(args, manager, "court", "AttestationCourt")
 
 
+def engine_config(device: str, log: logging.Logger) -> EngineConfig:
+    """The engine settings of --device: on CUDA the Triton device kernels (the portable torch
+    ops where Triton is absent), else the native CPU kernels. A CUDA request on a machine
+    without CUDA is said once and runs on the CPU: the bits are the same either way."""
+    import torch
+
+    from agents.training.registry import triton_problem
+
+    if not device.startswith("cuda"):
+        return EngineConfig()
+    if not torch.cuda.is_available():
+        log.warning("--device %s: no CUDA device here; training on the CPU", device)
+        return EngineConfig()
+    return EngineConfig("triton" if triton_problem(device) is None else "torch", device=device)
+
+
 def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
     """Entry point of a role subcommand: config, logging, the loop, one-line fatal errors."""
     log = setup_logging(f"{cls.role}", args.json_logs, args.verbose)
@@ -319,6 +343,7 @@ class RoleAgent:
         self.agent = agent
         self.args = args
         self.log = log
+        self.engine_cfg = engine_config(getattr(args, "device", "cpu"), log)
         self.me = agent.account.address
         self.progress = not args.no_progress
         # open_agent already reached the node: a failure now is transient, so retry it
@@ -390,7 +415,7 @@ class RoleAgent:
             return None
         return Rounds(
             rm, self.manager, self.game, self.spec_stores(), self.local_locators, self.max_params,
-            self.max_loaded_jobs,
+            self.max_loaded_jobs, self.engine_cfg,
         )  # fmt: skip
 
     def spec_stores(self) -> list[BlobStore]:
@@ -453,7 +478,7 @@ class RoleAgent:
                     "is no round manager's unit"
                 )
             cfg = bytes(self.game.functions.configOf(job_id).call())
-            ctx = load_job(job_id, job, self.spec_stores(), cfg, self.max_params)
+            ctx = load_job(job_id, job, self.spec_stores(), cfg, self.max_params, self.engine_cfg)
             keep_spec(ctx.spec, self.agent.blobs, self.log)
         self.jobs.put(job_id, ctx)
         return ctx

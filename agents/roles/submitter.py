@@ -56,7 +56,7 @@ class Submitter(RoleAgent):
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
         self.spec, self.data = load_spec(self.args.spec)
-        self.engine = Engine(self.spec, self.data)
+        self.engine = Engine(self.spec, self.data, self.engine_cfg)
         self.job_id = 0
         self.last_status: UnitStatus | None = None
         self.result: dict = {}

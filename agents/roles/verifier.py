@@ -330,7 +330,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         if self.rounds is not None and self.rounds.is_unit_job(job):
             return self.context(job_id)
         try:
-            ctx = load_job(job_id, job, self.spec_stores(), None, self.max_params)
+            ctx = load_job(job_id, job, self.spec_stores(), None, self.max_params, self.engine_cfg)
         except JobRejected as exc:
             self.log.warning("job %d: %s", job_id, exc)
             return None

@@ -18,16 +18,23 @@ from agents.training import fastops, merkle, native, ops
 from agents.training import float32 as F
 from agents.training.data import Dataset, batch_indices
 from agents.training.graph import StepGraph, build_step_graph
-from agents.training.registry import V1Context, v1_kernels
+from agents.training.registry import (
+    TritonUnavailable,
+    V1Context,
+    triton_problem,
+    v1_kernels,
+)
 from agents.training.spec import JobSpec, JobSpecError
 from agents.training.state import State, init_state, state_root
 
-KERNELS = ("native", "torch")
+KERNELS = ("native", "torch", "triton")
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    kernels: str = "native"  # "native" (C, CPU only) or "torch" (portable, any device)
+    # "native" (C, CPU only), "torch" (portable, any device) or "triton" (the device kernels of
+    # agents/training/triton_ops.py: CUDA, or the CPU under TRITON_INTERPRET=1)
+    kernels: str = "native"
     threads: int = 1  # torch intra-op threads and C matmul threads
     chunk: int = 0  # torch matmul_nt: output rows per chunk (0 = all at once)
     device: str = "cpu"
@@ -58,7 +65,9 @@ class Engine:
         self.lr = torch.tensor(spec.lr, dtype=torch.float32, device=dev)
         self.mu = torch.tensor(spec.momentum, dtype=torch.float32, device=dev)
         self._ctx = V1Context(self.mu, self.lr, max(1, cfg.threads), cfg.chunk)
-        self._kernels = v1_kernels(cfg.kernels == "native")
+        if cfg.kernels == "triton" and (problem := triton_problem(cfg.device)):
+            raise TritonUnavailable(problem)
+        self._kernels = v1_kernels(cfg.kernels == "native", cfg.kernels == "triton")
         if cfg.kernels == "native":  # predict's forward ops, as the step runs them
             th = max(1, cfg.threads)
             self._mm = lambda a, b: fastops.matmul_nt(a, b, th)

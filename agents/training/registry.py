@@ -25,6 +25,7 @@ are 0/1). Elementwise operators broadcast as NumPy does. Adding an operator is a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
@@ -920,9 +921,11 @@ def v1_codes() -> dict[str, int]:
     return {name: op.code for name, op in V1_OPS.items()}
 
 
-def v1_kernels(native_ok: bool) -> dict[str, V1Kernel]:
-    """The kernel each version-1 operator runs with: native where it has one and native_ok."""
-    return {n: (op.native if native_ok and op.native else op.portable) for n, op in V1_OPS.items()}
+def v1_kernels(native_ok: bool, gpu_ok: bool = False) -> dict[str, V1Kernel]:
+    """The kernel each version-1 operator runs with: Triton (gpu_ok) or native (native_ok) where
+    it has one, else portable."""
+    table = {n: (op.native if native_ok and op.native else op.portable) for n, op in V1_OPS.items()}
+    return table | (v1_gpu_kernels() if gpu_ok else {})
 
 
 # -- running one node ------------------------------------------------------------------------
@@ -948,11 +951,74 @@ def check_node(n: Node, in_shapes: list[Shape], in_dtypes: list[str]) -> None:
 
 
 def run_node(
-    n: Node, args: list[torch.Tensor], use_native: bool, device, threads: int = 1
+    n: Node,
+    args: list[torch.Tensor],
+    use_native: bool,
+    device,
+    threads: int = 1,
+    use_gpu: bool = False,
 ) -> torch.Tensor:
     op = OPS[n.op]
     if n.op == "const":
         return t_const(n, device)
+    if use_gpu:
+        kernel = gpu_kernels().get(n.op)
+        if kernel is not None:
+            return kernel(args, n)
     if use_native and op.native is not None and native.available():
         return op.native(args, n, threads) if n.op == "matmul" else op.native(args, n)
     return op.torch(args, n)
+
+
+class TritonUnavailable(RuntimeError):
+    """The Triton kernels cannot run here (no triton, or no GPU and no TRITON_INTERPRET=1)."""
+
+
+def triton_problem(device: str) -> str | None:
+    """Why the Triton kernels cannot run on `device`, or None when they can."""
+    import os
+
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return "the triton package is not installed"
+    interpreted = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    if str(device).startswith("cuda") or interpreted:
+        return None
+    return "Triton kernels need a CUDA device (or TRITON_INTERPRET=1 to interpret on the CPU)"
+
+
+@functools.cache
+def gpu_kernels() -> dict[str, Kernel]:
+    """The Triton kernel of each operator that has one (agents/training/triton_ops.py): the
+    device path, with the registry's evaluation orders. Operators without one run portable."""
+    from agents.training import triton_ops as T
+
+    def f32_only(kernel, fallback):
+        return lambda a, n: kernel(a) if a[0].dtype == torch.float32 else fallback(a, n)
+
+    table: dict[str, Kernel] = {
+        name: (lambda fn: lambda a, n: T.unary(fn, a[0]))(name)
+        for name in ("exp", "log", "tanh", "erf", "relu")
+    }
+    table["sum_last"] = f32_only(lambda a: T.reduce_last(a[0], "sum"), OPS["sum_last"].torch)
+    table["max_last"] = f32_only(lambda a: T.reduce_last(a[0], "max"), OPS["max_last"].torch)
+    table["matmul"] = lambda a, n: T.matmul(a[0], a[1])
+    table["index_add_rows"] = lambda a, n: T.index_add_rows(a[0], a[1], a[2])
+    return table
+
+
+@functools.cache
+def v1_gpu_kernels() -> dict[str, V1Kernel]:
+    """The version-1 operators' Triton kernels: the same kernels as version 3's."""
+    from agents.training import triton_ops as T
+
+    return {
+        "matmul_nt": lambda a, c: T.matmul(a[0], a[1].t()),
+        "row_sum": lambda a, c: T.reduce_last(a[0], "sum").reshape(1, -1),
+        "row_max": lambda a, c: T.reduce_last(a[0], "max").reshape(1, -1),
+        "exp": lambda a, c: T.unary("exp", a[0]),
+        "log": lambda a, c: T.unary("log", a[0]),
+        "relu": lambda a, c: T.unary("relu", a[0]),
+        "mean": lambda a, c: ops.mean(a[0], lambda x: T.reduce_last(x, "sum").reshape(1, -1)),
+    }
