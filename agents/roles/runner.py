@@ -343,7 +343,7 @@ class RoleAgent:
         self.agent = agent
         self.args = args
         self.log = log
-        self.engine_cfg = engine_config(getattr(args, "device", "cpu"), log)
+        _ = self.engine_cfg  # --device: said once at start-up when CUDA is missing
         self.me = agent.account.address
         self.progress = not args.no_progress
         # open_agent already reached the node: a failure now is transient, so retry it
@@ -430,6 +430,13 @@ class RoleAgent:
         job as posted would lose its games."""
         placement = tuple(self.game.functions.placementOf(job_id).call())
         return placement if any(placement) else None
+
+    @functools.cached_property
+    def engine_cfg(self) -> EngineConfig:
+        """--device's engine settings (engine_config), worked out once."""
+        args = getattr(self, "args", None)
+        log = getattr(self, "log", None) or logging.getLogger(f"vtp.{self.role}")
+        return engine_config(getattr(args, "device", None) or "cpu", log)
 
     @property
     def max_params(self) -> int:
