@@ -7,7 +7,12 @@ bench/results/dispute.json with:
   last step: moves played, total gas (all moves, receipts' gasUsed), the largest single move,
   and the issue's move bound ceil(log2(T/k)) + ceil(log2 k) + ceil(log2 nodes) + 3;
 - `one_step_matmul`: gas of the one-step-proof transaction (proveElement) for one element of
-  a matmul_nt with K = 64, 256, 1024 (first layer, K = input features), and of its whole game;
+  a matmul_nt with K = 64, 256, 1024 (first layer, K = input features), and of its whole game,
+  when the challenger proves the element directly (it grows with K: the reason for the next);
+- `reduction`: the same dispute with K = 256, 4,096, 65,536 and 1,048,576 when the challenger
+  bisects the element's accumulator chain (PROTOCOL §7.10, the honest challenger's policy above
+  64 terms): moves, bisection rounds, the costliest single move (and which), total gas, wall
+  time;
 - `digits`: a full dispute over examples/digits-mlp.json (T = 400, k = 40, 35 nodes) on Anvil:
   wall time from the challenger's decision to dispute to the result (both parties' replays of
   400 steps included), moves and total gas;
@@ -23,13 +28,18 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
 from agents.dispute.harness import Deployment, Job, deploy_game, make_job, open_game
-from agents.dispute.player import Challenger, Defender
+from agents.dispute.player import DIRECT_TERMS, Challenger, Defender
 from agents.dispute.trace import Fault
-from agents.training.data import load_dataset
+from agents.training.data import Dataset, _stream_words, load_dataset, unit_floats
 from agents.training.spec import parse_spec
 
+REDUCTION_K = (256, 4096, 65536, 1 << 20)
+BISECTION_MOVES = ("openReduction", "postAccumulators", "pickAccumulators", "proveAccumulation")
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "dispute.json"
 NETWORK = "ethereum:local:foundry"
@@ -40,7 +50,15 @@ def bound(segments: int, interval: int, nodes: int) -> int:
     return lg(segments) + lg(interval) + lg(nodes) + 3
 
 
-def dispute(dep: Deployment, chain, job: Job, steps: int, interval: int, fault: Fault):
+def dispute(
+    dep: Deployment,
+    chain,
+    job: Job,
+    steps: int,
+    interval: int,
+    fault: Fault,
+    direct_terms: int = DIRECT_TERMS,
+):
     honest = job.honest(steps, interval)
     liar = job.party(steps, interval, fault)
     started = time.perf_counter()
@@ -52,8 +70,9 @@ def dispute(dep: Deployment, chain, job: Job, steps: int, interval: int, fault: 
     rec = run_game(
         gid,
         (Defender(liar, job.jg), dep.defender),
-        (Challenger(honest, job.jg), dep.challenger),
+        (Challenger(honest, job.jg, direct_terms=direct_terms), dep.challenger),
         lambda s: chain.mine(1, deltatime=int(s)),
+        max_moves=128,
     )
     wall = time.perf_counter() - started
     if not rec.challenger_won or rec.by_timeout:
@@ -75,6 +94,14 @@ def middle_fault(job: Job, step: int) -> Fault:
     layer: a live node in the middle of the graph whose every element reaches S_{t+1}."""
     node = job.jg.graph.index_of("bwd0.dw")
     return Fault("element", step=step, node=node, element=0, mask=0x40000000)
+
+
+def dot_dataset(k: int) -> Dataset:
+    """Two examples of K features (the synthetic generator's words; its size limits are for
+    learnable tasks, this one only has to be large): the first layer's matmul then holds dot
+    products of length K."""
+    x = unit_floats(_stream_words(b"vtp.bench.reduction.v1", 5, 2 * k)).reshape(2, k)
+    return Dataset(f"bench/dot,K={k}", torch.from_numpy(x), torch.tensor([[0, 1]]))
 
 
 def main() -> int:
@@ -117,12 +144,41 @@ def main() -> int:
             mm = job.jg.graph.index_of("fwd0.mm")
             fault = Fault("element", step=0, node=mm, mask=0x80000000)
             sid = chain.snapshot()
-            rec, _ = dispute(dep, chain, job, 1, 1, fault)
+            rec, _ = dispute(dep, chain, job, 1, 1, fault, direct_terms=k)
             chain.restore(sid)
             prove = dict(rec.moves)["proveElement"]
             one_step.append({"K": k, "prove_element_gas": prove, "game_total_gas": rec.gas})
             print(json.dumps(one_step[-1]), flush=True)
         results["one_step_matmul"] = one_step
+
+        bisected = []
+        for k in REDUCTION_K:
+            job = make_job((k, 2, 2), 1, 2, 5, 1, 1, dot_dataset(k))
+            mm = job.jg.graph.index_of("fwd0.mm")
+            fault = Fault("element", step=0, node=mm, mask=0x80000000)
+            sid = chain.snapshot()
+            rec, wall = dispute(dep, chain, job, 1, 1, fault)
+            chain.restore(sid)
+            fns = [fn for fn, _ in rec.moves]
+            costliest = max(rec.moves, key=lambda m: m[1])
+            row = {
+                "K": k,
+                "moves": len(rec.moves),
+                "rounds": fns.count("pickAccumulators"),
+                "ceil_log16(K+1)": reduction.rounds(k),
+                "max_move_gas": costliest[1],
+                "max_move": costliest[0],
+                "max_bisection_move_gas": max(g for fn, g in rec.moves if fn in BISECTION_MOVES),
+                "bisection_gas": {
+                    fn: max(g for f, g in rec.moves if f == fn) for fn in BISECTION_MOVES
+                },
+                "total_gas": rec.gas,
+                "wall_s": round(wall, 2),
+            }
+            bisected.append(row)
+            print(json.dumps(row), flush=True)
+            del job, rec
+        results["reduction"] = bisected
 
         spec = parse_spec(json.loads((ROOT / "examples" / "digits-mlp.json").read_text()))
         data = load_dataset(spec.dataset_name)
@@ -161,6 +217,14 @@ def main() -> int:
             "met": digits["total_gas"] <= 5_000_000,
         },
         "one-step proof at K = 256 <= 1,500,000": {"measured": k256, "met": k256 <= 1_500_000},
+        "costliest move of a bisected dot product <= 500,000 gas for every K": {
+            "measured": {r["K"]: r["max_move_gas"] for r in bisected},
+            "met": all(r["max_move_gas"] <= 500_000 for r in bisected),
+        },
+        "bisection rounds <= ceil(log16(K + 1))": {
+            "measured": {r["K"]: r["rounds"] for r in bisected},
+            "met": all(r["rounds"] <= r["ceil_log16(K+1)"] for r in bisected),
+        },
         "digits dispute on Anvil < 60 s": {
             "measured_s": digits["wall_s"],
             "met": digits["wall_s"] < 60,

@@ -60,11 +60,14 @@ class GameClient:
     # -- reading ----------------------------------------------------------------------------
 
     def view(self, game_id: int, from_block: int = 0) -> GameView:
-        c = self.game.functions.claimOf(game_id).call()
-        p = self.game.functions.progressOf(game_id).call()
-        v = GameView(game_id=game_id, step_offset=c[8], steps=c[9], interval=c[10])
-        v.phase, v.winner, v.moves = p[0], p[1], p[2]
-        v.segment, v.step, v.node, v.leaf = p[5], p[6], p[7], p[8]
+        c = self.read_struct("claimOf", game_id)
+        p = self.read_struct("progressOf", game_id)
+        v = GameView(
+            game_id=game_id, step_offset=c["stepOffset"], steps=c["steps"], interval=c["interval"]
+        )
+        v.phase, v.winner, v.moves = p["phase"], p["winner"], p["moves"]
+        v.segment, v.step, v.node, v.leaf = p["segment"], p["step"], p["node"], p["leaf"]
+        v.element, v.lo, v.hi = p["element"], p["lo"], p["hi"]
         logs = self.w3.eth.get_logs(
             {
                 "address": self.game.address,
@@ -89,7 +92,21 @@ class GameClient:
                 ]
             elif name == "TracePosted":
                 v.node_roots = _norm(args["roots"])
+            elif name == "AccumulatorsPosted":
+                v.cut_values = [int(x) for x in args["values"]]
         return v
+
+    def read_struct(self, fn: str, *args: Any) -> dict[str, Any]:
+        """A view returning one struct, as a dict keyed by the ABI's component names."""
+        result = getattr(self.game.functions, fn)(*args).call()
+        names = [c["name"] for c in self._outputs(fn)[0]["components"]]
+        return dict(zip(names, result, strict=True))
+
+    def _outputs(self, fn: str) -> list[dict]:
+        for item in self.game.abi:
+            if item.get("type") == "function" and item["name"] == fn:
+                return item["outputs"]
+        raise KeyError(fn)
 
     def deadline(self, game_id: int) -> int:
         return int(self.game.functions.turn(game_id).call()[1])
@@ -197,8 +214,8 @@ def run_game(
         receipt = other[1].claim_timeout(game_id)
         rec.moves.append(("claimTimeout", int(receipt["gasUsed"])))
         rec.by_timeout = True
-    p = reader.game.functions.progressOf(game_id).call()
-    if p[0] != Phase.RESOLVED:
+    p = reader.read_struct("progressOf", game_id)
+    if p["phase"] != Phase.RESOLVED:
         raise RuntimeError(f"game {game_id} did not end in {max_moves} moves")
-    rec.winner = int(p[1])
+    rec.winner = int(p["winner"])
     return rec

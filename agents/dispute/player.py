@@ -6,7 +6,9 @@ question from its own `Computation`; with a faulty computation it is a cheater, 
 are exactly what that cheater would post (the chain rejects the ones that cannot be posted, and
 a defender that cannot move loses on time). The honest challenger always names the *first*
 disagreement (segment, step, node, leaf, element), so everything before it is agreed and the
-last move's inputs can be opened from its own data. `LyingChallenger` disputes a true claim.
+last move's inputs can be opened from its own data; an element of a reduction longer than
+`DIRECT_TERMS` terms it disputes through the element's accumulator chain (PROTOCOL §7.10), naming
+the first disputed cut each round. `LyingChallenger` disputes a true claim.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from agents.dispute import reduction
 from agents.dispute.encoding import (
     GRAPH_DOMAIN,
     KIND_BATCH,
@@ -45,7 +48,10 @@ class Phase:
     PICK_LEAF = 8
     REVEAL_CHUNK = 9
     PROVE_ELEMENT = 10
-    RESOLVED = 11
+    POST_ACCUMULATORS = 11
+    PICK_ACCUMULATORS = 12
+    PROVE_ACCUMULATION = 13
+    RESOLVED = 14
 
 
 DEFENDER_PHASES = {
@@ -54,7 +60,13 @@ DEFENDER_PHASES = {
     Phase.POST_TRACE,
     Phase.POST_LEAVES,
     Phase.REVEAL_CHUNK,
+    Phase.POST_ACCUMULATORS,
 }
+
+# Reductions of up to this many terms are proved in one move (proveElement reads all K inputs:
+# about 161k + 3,240·K gas, 369k at K = 64); longer ones are bisected through their chain, whose
+# every move is bounded whatever K (bench/results/dispute.json, `reduction`).
+DIRECT_TERMS = 64
 
 
 # -- the game as a party sees it ----------------------------------------------------------------
@@ -80,6 +92,10 @@ class GameView:
     chunk: bytes | None = None
     winner: int = 0
     moves: int = 0
+    element: int = 0  # the disputed element of a reduction (row-major), once opened
+    lo: int = 0  # the accumulator span (lo, hi): acc_lo agreed, acc_hi disputed
+    hi: int = 0
+    cut_values: list[int] | None = None  # the defender's cut values of the current round
 
     @property
     def global_step(self) -> int:
@@ -159,6 +175,9 @@ class Defender:
         t = v.global_step
         if v.phase == Phase.POST_TRACE:
             return Move("postTrace", (c.trace_roots(t), _cfg(self.jg)))
+        if v.phase == Phase.POST_ACCUMULATORS:
+            acc = element_chain(c, self.jg, t, v.node, v.element)
+            return Move("postAccumulators", ([int(acc[j]) for j in reduction.cuts(v.lo, v.hi)],))
         out = c.node_output(t, v.node)
         if v.phase == Phase.POST_LEAVES:
             return Move("postLeaves", (tensor_leaves(out),))
@@ -182,6 +201,7 @@ class Challenger:
     comp: Computation  # an honest computation of the claim
     jg: JobGraph
     stop_at: int | None = None
+    direct_terms: int = DIRECT_TERMS  # longer reductions are bisected (PROTOCOL §7.10)
 
     def disputes(self, checkpoint_commit: bytes, final_root: bytes) -> bool:
         """Whether a claim (its checkpoint root and final state root) is wrong."""
@@ -201,6 +221,11 @@ class Challenger:
             return self._pick_node(v)
         if v.phase == Phase.PICK_LEAF:
             return self._pick_leaf(v)
+        if v.phase == Phase.PICK_ACCUMULATORS:
+            acc = element_chain(self.comp, self.jg, v.global_step, v.node, v.element)
+            return pick_accumulators(v, _first_diff_part(v, acc))
+        if v.phase == Phase.PROVE_ACCUMULATION:
+            return prove_accumulation(self.comp, self.jg, v)
         return self._prove(v)
 
     def _pick_segment(self, v: GameView) -> Move | None:
@@ -230,7 +255,10 @@ class Challenger:
         offsets = [e for e in range(LEAF) if chunk[4 * e : 4 * e + 4] != mine[4 * e : 4 * e + 4]]
         if not offsets:
             return None
-        return prove_element(self.comp, self.jg, v, offsets[0])
+        offset = offsets[0]
+        if bisects(self.jg, v, offset, self.direct_terms):
+            return Move("openReduction", (offset, chunk, self.jg.nodes[v.node].encode()))
+        return prove_element(self.comp, self.jg, v, offset)
 
 
 def pick_segment(cps: list[bytes], s: int) -> Move:
@@ -268,10 +296,88 @@ def prove_element(comp: Computation, jg: JobGraph, v: GameView, offset: int) -> 
     return Move("proveElement", (offset, v.chunk, desc.encode(), _cfg(jg), openings))
 
 
+# -- the accumulator bisection (PROTOCOL §7.10) ---------------------------------------------------
+
+
+def reduction_terms(jg: JobGraph, node: int) -> int:
+    """K of a reduction node's elements (0 for any other operator)."""
+    if reduction.chain_of(jg.graph.nodes[node].op) is None:
+        return 0
+    return int(jg.nodes[node].inputs[0].cols)
+
+
+def bisects(jg: JobGraph, v: GameView, offset: int, direct_terms: int) -> bool:
+    """Whether to dispute element `offset` of the revealed chunk through its chain: a real
+    (not padding) element of a reduction longer than `direct_terms`."""
+    desc = jg.nodes[v.node]
+    return v.leaf * LEAF + offset < desc.numel and reduction_terms(jg, v.node) > direct_terms
+
+
+def element_chain(comp: Computation, jg: JobGraph, t: int, node: int, element: int) -> np.ndarray:
+    """acc_0 … acc_{K+1} of element `element` of node `node` at step t, from `comp`'s inputs."""
+    g = jg.graph
+    chain = reduction.chain_of(g.nodes[node].op)
+    if chain is None:
+        raise ValueError(f"node {node} ({g.nodes[node].op}) is not a reduction")
+    r, c = divmod(element, jg.nodes[node].cols)
+    rows = []
+    for d in element_deps(g, node, r, c):
+        x = _input_tensor(comp, jg, t, d.ref).reshape(-1, _cols(jg, node, d.ref))
+        rows.append(x[d.row, d.cols.start : d.cols.stop])
+    return reduction.accumulators(chain, rows)
+
+
+def _input_tensor(comp: Computation, jg: JobGraph, t: int, ref: str) -> np.ndarray:
+    st = comp.state(t)
+    x = st[ref] if ref in st else comp.node_output(t, jg.graph.index_of(ref))
+    return x.detach().cpu().contiguous().numpy()
+
+
+def _cols(jg: JobGraph, node: int, ref: str) -> int:
+    k = jg.graph.nodes[node].inputs.index(ref)
+    return int(jg.nodes[node].inputs[k].cols)
+
+
+def _first_diff_part(v: GameView, mine: np.ndarray) -> int:
+    """The part whose end is the first cut value differing from `mine` (the last part, whose end
+    is the disputed acc_hi, when every posted cut value agrees)."""
+    values = v.cut_values or []
+    for i, (pos, value) in enumerate(zip(reduction.cuts(v.lo, v.hi), values, strict=True)):
+        if int(mine[pos]) != value:
+            return i
+    return len(values)
+
+
+def pick_accumulators(v: GameView, part: int) -> Move:
+    return Move("pickAccumulators", (part, list(v.cut_values or [])))
+
+
+def prove_accumulation(comp: Computation, jg: JobGraph, v: GameView) -> Move:
+    """The proof of accumulation step `v.hi` of the disputed element: the openings of term
+    hi's input elements (none for the finishing step hi = K + 1)."""
+    desc = jg.nodes[v.node]
+    openings: list[tuple] = []
+    terms = reduction_terms(jg, v.node)
+    if v.hi <= terms:
+        r, c = divmod(v.element, desc.cols)
+        openings = element_openings(
+            comp, jg, v.node_roots or [], v.global_step, v.node, r, c, term=v.hi - 1
+        )
+    return Move("proveAccumulation", (desc.encode(), _cfg(jg), openings))
+
+
 def element_openings(
-    comp: Computation, jg: JobGraph, node_roots: list[bytes], t: int, i: int, r: int, c: int
+    comp: Computation,
+    jg: JobGraph,
+    node_roots: list[bytes],
+    t: int,
+    i: int,
+    r: int,
+    c: int,
+    term: int | None = None,
 ) -> list[tuple]:
-    """Openings of every input element output (r, c) of node i at step t depends on."""
+    """Openings of every input element output (r, c) of node i at step t depends on (with
+    `term`: only those of the reduction's term `term`, 0-based)."""
     g = jg.graph
     node, desc = g.nodes[i], jg.nodes[i]
     idx = comp.batch_indices(t)
@@ -285,7 +391,10 @@ def element_openings(
             continue
         tensor, list_proof = _source(comp, jg, node_roots, t, operand, ref)
         cols = operand.cols
-        elems = {d.row * cols + x for d in deps if d.ref == ref for x in d.cols}
+        picked = [d.cols if term is None else d.cols[term : term + 1] for d in deps]
+        elems = {
+            d.row * cols + x for d, xs in zip(deps, picked, strict=True) if d.ref == ref for x in xs
+        }
         leaves = sorted({e // LEAF for e in elems})
         chunks = []
         for leaf in leaves:
@@ -326,6 +435,7 @@ class LyingChallenger:
     segment: int | None = None  # dispute this segment rather than a random one
     node: int | None = None  # and this node
     element: int | None = None  # and this element of it (row-major index)
+    direct_terms: int = DIRECT_TERMS  # bisect longer reductions, as the honest challenger does
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -348,18 +458,23 @@ class LyingChallenger:
         if v.phase == Phase.PICK_LEAF:
             leaf = rnd(len(v.leaves or [])) if self.element is None else self.element // LEAF
             return pick_leaf(v.leaves or [], leaf)
+        if v.phase == Phase.PICK_ACCUMULATORS:
+            return pick_accumulators(v, rnd(len(v.cut_values or []) + 1))
+        if v.phase == Phase.PROVE_ACCUMULATION:
+            move = prove_accumulation(self.comp, self.jg, v)
+            return _forged_accumulation(move) if self.forge else move
         desc = self.jg.nodes[v.node]
         in_range = min(LEAF, desc.numel - v.leaf * LEAF)
         offset = rnd(in_range) if self.element is None else self.element % LEAF
+        if bisects(self.jg, v, offset, self.direct_terms):
+            return Move("openReduction", (offset, v.chunk, desc.encode()))
         move = prove_element(self.comp, self.jg, v, offset)
         if self.forge:
             move = _forged(move)
         return move
 
 
-def _forged(move: Move) -> Move:
-    """The same proof with one opened input word flipped (a lie about an input)."""
-    offset, chunk, desc, cfg, openings = move.args
+def _forged_openings(openings: list[tuple]) -> list[tuple]:
     for k, (troot, proof, droot, chunks) in enumerate(openings):
         if chunks:
             leaf, data, sib = chunks[0]
@@ -367,4 +482,16 @@ def _forged(move: Move) -> Move:
             openings = list(openings)
             openings[k] = (troot, proof, droot, [(leaf, data, sib), *chunks[1:]])
             break
-    return Move(move.fn, (offset, chunk, desc, cfg, openings))
+    return openings
+
+
+def _forged_accumulation(move: Move) -> Move:
+    """The accumulation proof with one opened input word flipped (the prover rejects it)."""
+    desc, cfg, openings = move.args
+    return Move(move.fn, (desc, cfg, _forged_openings(openings)))
+
+
+def _forged(move: Move) -> Move:
+    """The same proof with one opened input word flipped (a lie about an input)."""
+    offset, chunk, desc, cfg, openings = move.args
+    return Move(move.fn, (offset, chunk, desc, cfg, _forged_openings(openings)))

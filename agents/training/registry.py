@@ -825,12 +825,32 @@ V1Kernel = Callable[[list[torch.Tensor], V1Context], torch.Tensor]
 
 
 @dataclass(frozen=True)
+class Chain:
+    """The accumulator chain of one output element of a reduction (PROTOCOL §7.10), the
+    positions a dispute bisects: acc_0 = `init` (binary32 bits); for j = 1 … K,
+    acc_j = combine(acc_{j-1}, term_j) with term_j = fl(a_j × b_j) of the element's two
+    dependency rows (`product`) or a_j of its one row, combine fl(+) (`"add"`) or Float32.max
+    (`"max"`: canonical NaN if either is NaN, else the later term only if strictly greater); the
+    element is acc_{K+1} = finish(acc_K): fl(acc_K / K) for `mean`, else acc_K. The chain's
+    end is the operator's `order` bit for bit (tested), so no new arithmetic is defined here."""
+
+    init: int
+    combine: str  # "add" | "max"
+    product: bool
+    mean: bool = False
+
+
+_SUM_CHAIN = Chain(init=0x00000000, combine="add", product=False)
+
+
+@dataclass(frozen=True)
 class V1Op:
     code: int
     order: str
     portable: V1Kernel  # agents/training/ops.py
     native: V1Kernel | None  # agents/training/fastops.py (C)
     reference: Callable[..., np.ndarray]  # (inputs as numpy, lr, mu): agents/training/reference.py
+    chain: Chain | None = None  # reductions only: how a dispute bisects one output element
 
 
 def _v1_table() -> dict[str, V1Op]:
@@ -846,7 +866,8 @@ def _v1_table() -> dict[str, V1Op]:
         "matmul_nt": V1Op(1, "C[i,j]: acc = +0; acc = fl(acc + fl(A[i,k] * B[j,k])), k ascending",
                           lambda a, c: ops.matmul_nt(a[0], a[1], c.chunk),
                           lambda a, c: fastops.matmul_nt(a[0], a[1], c.threads),
-                          lambda a, lr, mu: ref.matmul_nt(*a)),
+                          lambda a, lr, mu: ref.matmul_nt(*a),
+                          Chain(init=0x00000000, combine="add", product=True)),
         "transpose": V1Op(2, "out[j,i] = A[i,j] (a bit copy)", lambda a, c: a[0].t(),
                           lambda a, c: a[0].t(), lambda a, lr, mu: ref.transpose(a[0])),
         "add": V1Op(3, "fl(a + b)", lambda a, c: ops.add(*a), None,
@@ -869,10 +890,11 @@ def _v1_table() -> dict[str, V1Op]:
                          lambda a, c: fastops.relu_bwd(*a), lambda a, lr, mu: ref.relu_bwd(*a)),
         "row_sum": V1Op(12, "(M,N) -> (1,M): acc = +0; acc = fl(acc + A[i,j]), j ascending",
                         lambda a, c: ops.row_sum(a[0]), lambda a, c: fastops.row_sum(a[0]),
-                        lambda a, lr, mu: ref.row_sum(a[0])),
+                        lambda a, lr, mu: ref.row_sum(a[0]), _SUM_CHAIN),
         "row_max": V1Op(13, "(M,N) -> (1,M): NaN if the row has one, else the first maximum",
                         lambda a, c: ops.row_max(a[0]), lambda a, c: fastops.row_max(a[0]),
-                        lambda a, lr, mu: ref.row_max(a[0])),
+                        lambda a, lr, mu: ref.row_max(a[0]),
+                        Chain(init=0xFF800000, combine="max", product=False)),
         "exp": V1Op(14, "exp32 (PROTOCOL §2.1)", lambda a, c: ops.exp(a[0]),
                     lambda a, c: fastops.exp(a[0]), lambda a, lr, mu: ref.exp(a[0])),
         "log": V1Op(15, "log32 (PROTOCOL §2.2)", lambda a, c: ops.log(a[0]),
@@ -891,7 +913,8 @@ def _v1_table() -> dict[str, V1Op]:
         "mean": V1Op(20, "fl(row_sum(A) / N) over a (1,N) row",
                      lambda a, c: ops.mean(a[0], ops.row_sum),
                      lambda a, c: ops.mean(a[0], fastops.row_sum),
-                     lambda a, lr, mu: ref.mean(a[0])),
+                     lambda a, lr, mu: ref.mean(a[0]),
+                     Chain(init=0x00000000, combine="add", product=False, mean=True)),
         "momentum": V1Op(21, "fl(fl(mu * v) + g)", lambda a, c: ops.momentum(a[0], a[1], c.mu),
                          None, lambda a, lr, mu: ref.momentum(a[0], a[1], mu)),
         "sgd": V1Op(22, "fl(w - fl(lr * v))", lambda a, c: ops.sgd(a[0], a[1], c.lr), None,

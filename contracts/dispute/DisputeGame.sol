@@ -20,12 +20,15 @@ import {
 import {Clocks} from "./lib/Clocks.sol";
 import {Positions} from "./lib/Positions.sol";
 import {DisputeMerkle} from "./lib/DisputeMerkle.sol";
+import {Spans} from "./lib/Spans.sol";
 
 /// @title DisputeGame — the Truebit-style arbiter of the protocol (docs/PROTOCOL.md §7)
 /// @notice Narrows a disputed claim "state root A at step t0, `steps` steps later (checkpoints
 ///         every `interval` steps) the state is B" down to one element of one operator of one
 ///         step, in at most 10 moves, and recomputes that element on chain through the one-step
-///         prover. Implements the job manager's dispute hook (`IDisputeArbiter`) and reports the
+///         prover; an element of a long reduction is narrowed further, to one step of its
+///         accumulator chain, in 2·ceil(log_16(K + 1)) + 1 more moves (PROTOCOL §7.10).
+///         Implements the job manager's dispute hook (`IDisputeArbiter`) and reports the
 ///         result through `IDisputeCallback.onDisputeResolved`. It holds no money: bonds and
 ///         stakes live with the job manager and registry (PROTOCOL §6.6).
 contract DisputeGame is IDisputeArbiter, IDisputeGame {
@@ -375,12 +378,83 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         _checkConfig(c, cfg);
         _checkChunk(p, chunk);
         if (offset >= Positions.LEAF_ELEMS) revert IndexOutOfRange(offset, Positions.LEAF_ELEMS);
-        bytes32 descHash = keccak256(nodeDesc);
-        if (descHash != p.descHash) revert RootMismatch(p.descHash, descHash);
+        _checkDesc(p, nodeDesc);
         uint256 element = Positions.elementIndex(p.leaf, offset);
         uint32 claimed = Positions.word(chunk, offset);
         uint32 correct = _correctValue(c, p, cfg, element, nodeDesc, openings);
         emit ElementProved(gameId, element, claimed, correct);
+        _resolve(gameId, c, p, claimed != correct, false);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function openReduction(uint256 gameId, uint8 offset, bytes calldata chunk, bytes calldata nodeDesc)
+        external
+    {
+        (, GameProgress storage p) = _move(gameId, Phase.ProveElement);
+        _checkChunk(p, chunk);
+        if (offset >= Positions.LEAF_ELEMS) revert IndexOutOfRange(offset, Positions.LEAF_ELEMS);
+        _checkDesc(p, nodeDesc);
+        uint256 element = Positions.elementIndex(p.leaf, offset);
+        uint256 numel = uint256(p.rows) * uint256(p.cols);
+        // INVARIANT: a disputed padding element is proved by proveElement (it must be zero).
+        if (element >= numel) revert IndexOutOfRange(element, numel);
+        (uint256 terms, uint32 init) = prover.reduction(nodeDesc);
+        uint32 claimed = Positions.word(chunk, offset);
+        p.element = uint64(element);
+        p.lo = 0;
+        p.hi = uint64(terms + 1);
+        p.loValue = init;
+        p.hiValue = claimed;
+        _advance(p, Phase.PostAccumulators);
+        emit ReductionOpened(gameId, element, terms, init, claimed);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function postAccumulators(uint256 gameId, uint32[] calldata values) external {
+        (, GameProgress storage p) = _move(gameId, Phase.PostAccumulators);
+        uint256 cuts = Spans.parts(p.lo, p.hi) - 1;
+        if (values.length != cuts) revert LengthMismatch(cuts, values.length);
+        p.cutsHash = Spans.commit(values);
+        _advance(p, Phase.PickAccumulators);
+        emit AccumulatorsPosted(gameId, p.lo, p.hi, values);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function pickAccumulators(uint256 gameId, uint8 part, uint32[] calldata values) external {
+        (, GameProgress storage p) = _move(gameId, Phase.PickAccumulators);
+        bytes32 h = Spans.commit(values);
+        if (h != p.cutsHash) revert CutsMismatch(p.cutsHash, h);
+        uint64 lo = p.lo;
+        uint64 hi = p.hi;
+        uint256 n = Spans.parts(lo, hi);
+        if (part >= n) revert IndexOutOfRange(part, n);
+        // The part's ends: the span's own ends, or the defender's posted cut values.
+        if (part > 0) p.loValue = values[part - 1];
+        if (part + 1 < n) p.hiValue = values[part];
+        uint64 newLo = Spans.cut(lo, hi, part, n);
+        uint64 newHi = Spans.cut(lo, hi, part + 1, n);
+        p.lo = newLo;
+        p.hi = newHi;
+        _advance(p, newHi - newLo == 1 ? Phase.ProveAccumulation : Phase.PostAccumulators);
+        emit AccumulatorsPicked(gameId, part, newLo, newHi, p.loValue, p.hiValue);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function proveAccumulation(
+        uint256 gameId,
+        bytes calldata nodeDesc,
+        DisputeConfig calldata cfg,
+        Opening[] calldata openings
+    ) external {
+        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.ProveAccumulation);
+        _checkConfig(c, cfg);
+        _checkDesc(p, nodeDesc);
+        ProofContext memory ctx = _proofContext(c, p, cfg);
+        uint256 e = p.element;
+        uint32 correct =
+            prover.accumulate(ctx, nodeDesc, e / p.cols, e % p.cols, p.hi, p.loValue, openings);
+        uint32 claimed = p.hiValue;
+        emit AccumulationProved(gameId, p.hi, p.loValue, claimed, correct);
         _resolve(gameId, c, p, claimed != correct, false);
     }
 
@@ -490,6 +564,11 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         }
         bytes32 h = keccak256(chunk);
         if (h != p.leafHash) revert RootMismatch(p.leafHash, h);
+    }
+
+    function _checkDesc(GameProgress storage p, bytes calldata nodeDesc) internal view {
+        bytes32 descHash = keccak256(nodeDesc);
+        if (descHash != p.descHash) revert RootMismatch(p.descHash, descHash);
     }
 
     function _checkOneSegment(GameClaim storage c, GameProgress storage p) internal {

@@ -34,6 +34,77 @@ contract OneStepProver is IOneStepProver {
         bits = _eval(ctx, d, row, col, openings);
     }
 
+    /// @inheritdoc IOneStepProver
+    function reduction(bytes calldata nodeDesc) external pure returns (uint256 terms, uint32 init) {
+        NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
+        return _reduction(d);
+    }
+
+    /// @inheritdoc IOneStepProver
+    function accumulate(
+        ProofContext calldata ctx,
+        bytes calldata nodeDesc,
+        uint256 row,
+        uint256 col,
+        uint256 position,
+        uint32 acc,
+        Opening[] calldata openings
+    ) external pure returns (uint32 bits) {
+        NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
+        if (row >= d.rows || col >= d.cols) revert OutOfRange(row, col);
+        (uint256 terms,) = _reduction(d);
+        if (position == 0 || position > terms + 1) revert PositionOutOfRange(position, terms + 1);
+        if (position == terms + 1) return _finish(d.op, acc, terms);
+        uint256 n = d.inputs.length;
+        if (openings.length != n) revert BadOperand(openings.length);
+        for (uint256 k = 0; k < n; ++k) {
+            _verify(ctx, d.inputs[k], openings[k], k);
+        }
+        bits = _accumulate(ctx, d, row, col, position - 1, acc, openings);
+    }
+
+    // ------------------------------------------------------------------ reductions
+
+    /// @dev The chain of PROTOCOL §7.10 for each reduction, matching `_eval`'s RepOps calls:
+    ///      matmul_nt, row_sum and mean start at +0 and add (mean's finish divides by K);
+    ///      row_max starts at -inf and takes Float32.max (max(-inf, x) = x bit for bit for every
+    ///      non-NaN x, so the chain's end is RepOps.rowMax's m; its finish is canonical()).
+    function _reduction(NodeDesc memory d) internal pure returns (uint256 terms, uint32 init) {
+        uint8 op = d.op;
+        if (op == OpCodes.MATMUL_NT || op == OpCodes.ROW_SUM || op == OpCodes.MEAN) {
+            return (d.inputs[0].cols, 0);
+        }
+        if (op == OpCodes.ROW_MAX) return (d.inputs[0].cols, Float32.NEG_INF);
+        revert NotAReduction(op);
+    }
+
+    /// @dev One step acc_{k+1} = combine(acc_k, term_{k+1}); term index k is 0-based.
+    function _accumulate(
+        ProofContext calldata ctx,
+        NodeDesc memory d,
+        uint256 r,
+        uint256 c,
+        uint256 k,
+        uint32 acc,
+        Opening[] calldata o
+    ) internal pure returns (uint32) {
+        uint8 op = d.op;
+        Operand[] memory in_ = d.inputs;
+        if (op == OpCodes.MATMUL_NT) {
+            return acc.add(_at(ctx, in_[0], o[0], 0, r, k).mul(_at(ctx, in_[1], o[1], 1, c, k)));
+        }
+        // row_sum / row_max reduce row c of the input into output (0, c); mean reduces row r.
+        uint32 x = _at(ctx, in_[0], o[0], 0, op == OpCodes.MEAN ? r : c, k);
+        if (op == OpCodes.ROW_MAX) return acc.max(x);
+        return acc.add(x);
+    }
+
+    function _finish(uint8 op, uint32 acc, uint256 terms) internal pure returns (uint32) {
+        if (op == OpCodes.MEAN) return acc.div(Float32.fromUint(terms));
+        if (op == OpCodes.ROW_MAX) return acc.canonical();
+        return acc;
+    }
+
     // ------------------------------------------------------------------ evaluation
 
     function _eval(

@@ -28,6 +28,9 @@ from agents.training.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = make_job((70, 6, 3), batch=4, n=24, seed=5, steps=2, interval=1)  # w0 has 7 leaves
+# Every node's element proved in one move (proveElement), K = 70 included: the bisection of long
+# reductions has its own tests (test_reduction_game.py).
+DIRECT = 1 << 32
 
 
 @pytest.mark.parametrize("node", range(len(JOB.jg.nodes)), ids=lambda i: JOB.jg.graph.nodes[i].name)
@@ -44,7 +47,7 @@ def test_fault_in_every_node_is_caught_by_its_one_step_proof(dep, chain, snapsho
     rec = run_game(
         gid,
         (Defender(liar, JOB.jg), dep.defender),
-        (Challenger(honest, JOB.jg), dep.challenger),
+        (Challenger(honest, JOB.jg, direct_terms=DIRECT), dep.challenger),
         advance(chain),
     )
     assert rec.challenger_won and not rec.by_timeout, rec
@@ -63,7 +66,9 @@ def test_true_element_of_every_node_stands_its_one_step_proof(dep, chain, snapsh
     # The last element: the largest row and column, so an index mix-up in a reference shows.
     last = JOB.jg.nodes[node].numel - 1
     # Step 1 (segment 1), where biases and momenta are no longer all zero.
-    liar = LyingChallenger(honest, JOB.jg, seed=node, segment=1, node=node, element=last)
+    liar = LyingChallenger(
+        honest, JOB.jg, seed=node, segment=1, node=node, element=last, direct_terms=DIRECT
+    )
     gid = open_game(dep, JOB, honest, honest)
     rec = run_game(
         gid, (Defender(honest, JOB.jg), dep.defender), (liar, dep.challenger), advance(chain)

@@ -9,19 +9,12 @@ each bad move is the honest move of some phase with one thing changed.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from dispute_fixtures import CLOCK_BUDGET, Job, advance, make_job, open_game
-from eth_abi import decode
-from web3 import Web3
-from web3.contract import Contract
+from dispute_fixtures import CLOCK_BUDGET, Job, advance, make_job, open_game, reverts, what
 
-from agents.dispute.client import MoveRejected
 from agents.dispute.encoding import KIND_BATCH, DisputeConfig, NodeDesc, Operand
 from agents.dispute.player import DEFENDER_PHASES, Challenger, Defender, GameView, Move, Phase
 from agents.dispute.trace import Fault
@@ -35,52 +28,6 @@ LIAR = JOB.party(STEPS, INTERVAL, FAULT)
 CFG = JOB.jg.config
 OTHER_CFG = dataclasses.replace(CFG, seed=CFG.seed + 1)
 ZERO = b"\x00" * 32
-
-
-# -- asserting a custom error -------------------------------------------------------------------
-
-
-def _revert_data(exc: BaseException) -> bytes:
-    """The revert data behind a rejected move or a failed call: web3 keeps it as hex on Anvil;
-    py-evm's TransactionFailed has only its repr in the message."""
-    err = exc.__cause__ if isinstance(exc, MoveRejected) and exc.__cause__ else exc
-    data = getattr(err, "data", None)
-    if isinstance(data, str) and data.startswith("0x"):
-        return bytes.fromhex(data[2:])
-    tail = str(err).rsplit("execution reverted: ", 1)[-1]
-    if type(err).__name__ == "TransactionFailed" and tail[:2] in ("b'", 'b"'):
-        return ast.literal_eval(tail)
-    raise AssertionError(f"no revert data in {type(err).__name__}: {err}")
-
-
-@contextmanager
-def reverts(contract: Contract, name: str, **inputs: Any) -> Iterator[None]:
-    """Asserts the block reverts with custom error `name` declared in `contract`'s ABI: the
-    selector must be that error's (so an error bubbling up from a called contract counts) and
-    every given input must equal the decoded argument."""
-    abi = [e for e in contract.abi if e["type"] == "error" and e["name"] == name]
-    assert len(abi) == 1, f"{name} is not an error of this contract"
-    types = [i["type"] for i in abi[0]["inputs"]]  # all elementary (enums are uint8)
-    names = [i["name"] for i in abi[0]["inputs"]]
-    selector = Web3.keccak(text=f"{name}({','.join(types)})")[:4]
-    try:
-        yield
-    except Exception as exc:  # noqa: BLE001 - MoveRejected, or web3's errors on a plain call
-        data = _revert_data(exc)
-        assert data[:4] == selector, f"expected {name}, got revert data 0x{data.hex()}"
-        actual = dict(zip(names, decode(types, data[4:]), strict=True))
-        for key, want in inputs.items():
-            got = actual[key]
-            if isinstance(want, str) and isinstance(got, str):
-                got, want = got.lower(), want.lower()
-            assert got == want, f"{name}.{key}: {got!r} != {want!r}"
-    else:
-        raise AssertionError(f"did not revert (expected {name})")
-
-
-def what(label: str) -> bytes:
-    """The bytes32 `what` of InvalidProof: a short string literal, right-padded with zeros."""
-    return label.encode().ljust(32, b"\x00")
 
 
 # -- playing the game up to a phase --------------------------------------------------------------

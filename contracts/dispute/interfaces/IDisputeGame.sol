@@ -43,6 +43,8 @@ interface IDisputeGame {
     error InvalidPlacement(uint32 shards, uint32 shard);
     /// @notice The claim's step count and checkpoint interval are unusable.
     error InvalidClaim(uint256 steps, uint256 interval);
+    /// @notice The resubmitted cut values are not the ones the defender posted this round.
+    error CutsMismatch(bytes32 expected, bytes32 actual);
 
     // ------------------------------------------------------------------ events
     /// @notice The job's dispute config was registered (PROTOCOL §7.2) by `registrant`: the job's
@@ -98,6 +100,25 @@ interface IDisputeGame {
     /// @notice The chain recomputed element `element` of the node: `claimed` (the defender's)
     ///         against `correct` (the reference).
     event ElementProved(uint256 indexed gameId, uint256 element, uint32 claimed, uint32 correct);
+    /// @notice The challenger opened the reduction behind element `element` of the node
+    ///         (PROTOCOL §7.10): `terms` terms, accumulator span (0, terms + 1) with acc_0 = `init`
+    ///         agreed and acc_{terms+1} = `claimed` (the defender's element) disputed.
+    event ReductionOpened(
+        uint256 indexed gameId, uint256 element, uint256 terms, uint32 init, uint32 claimed
+    );
+    /// @notice The defender posted the accumulators at the interior cut points of span
+    ///         (lo, hi) (`Spans.cut`, in order).
+    event AccumulatorsPosted(uint256 indexed gameId, uint64 lo, uint64 hi, uint32[] values);
+    /// @notice The challenger named part `part` of the span: the new span (lo, hi), agreeing
+    ///         with acc_lo = `loValue` and disputing acc_hi = `hiValue`.
+    event AccumulatorsPicked(
+        uint256 indexed gameId, uint8 part, uint64 lo, uint64 hi, uint32 loValue, uint32 hiValue
+    );
+    /// @notice The chain recomputed accumulation step `position` from the agreed `loValue`:
+    ///         `claimed` (the defender's acc at `position`) against `correct`.
+    event AccumulationProved(
+        uint256 indexed gameId, uint64 position, uint32 loValue, uint32 claimed, uint32 correct
+    );
     /// @notice The game ended; `byTimeout` when the loser's clock ran out.
     event GameResolved(uint256 indexed gameId, Side winner, bool challengerWon, bool byTimeout);
 
@@ -145,6 +166,13 @@ interface IDisputeGame {
         bytes32 descHash;
         bytes32 dataRoot;
         bytes32 leafHash;
+        // The accumulator bisection of a disputed reduction (PROTOCOL §7.10); zero until opened.
+        uint64 element; //  row-major index of the disputed element of the node
+        uint64 lo; //       agreed accumulator position
+        uint64 hi; //       disputed accumulator position
+        uint32 loValue; //  acc_lo (agreed)
+        uint32 hiValue; //  acc_hi (the defender's, disputed)
+        bytes32 cutsHash; // Spans.commit of the defender's cut values of this round
     }
 
     function claimOf(uint256 gameId) external view returns (GameClaim memory);
@@ -226,6 +254,31 @@ interface IDisputeGame {
         uint256 gameId,
         uint8 offset,
         bytes calldata chunk,
+        bytes calldata nodeDesc,
+        DisputeConfig calldata cfg,
+        Opening[] calldata openings
+    ) external;
+
+    /// @notice Instead of `proveElement` (phase ProveElement), the challenger disputes element
+    ///         `offset` of the revealed chunk of a reduction node (matmul_nt, row_sum, row_max,
+    ///         mean) through its accumulator chain (PROTOCOL §7.10), so that no move reads the K
+    ///         inputs the element depends on. Reverts with `NotAReduction` for other operators.
+    function openReduction(uint256 gameId, uint8 offset, bytes calldata chunk, bytes calldata nodeDesc)
+        external;
+
+    /// @notice The defender's accumulators at the `Spans.parts(lo, hi) - 1` interior cut points
+    ///         of the disputed span, in order.
+    function postAccumulators(uint256 gameId, uint32[] calldata values) external;
+
+    /// @notice The challenger names the first part of the span whose end it disputes; `values`
+    ///         are the defender's posted cut values of this round (checked against their hash).
+    function pickAccumulators(uint256 gameId, uint8 part, uint32[] calldata values) external;
+
+    /// @notice Decisive: recomputes accumulation step `hi` from the agreed acc_lo and the opened
+    ///         input elements of term hi (none for the finishing step hi = K + 1); the challenger
+    ///         wins iff the result differs from the defender's acc_hi.
+    function proveAccumulation(
+        uint256 gameId,
         bytes calldata nodeDesc,
         DisputeConfig calldata cfg,
         Opening[] calldata openings

@@ -19,12 +19,34 @@ interface IOneStepProver {
     error ElementNotOpened(uint256 operand, uint256 element);
     /// @notice The element (row, col) is outside the node's output.
     error OutOfRange(uint256 row, uint256 col);
+    /// @notice The node's operator is not a reduction (no accumulator chain, PROTOCOL §7.10).
+    error NotAReduction(uint8 op);
+    /// @notice An accumulation step outside 1 … terms + 1.
+    error PositionOutOfRange(uint256 position, uint256 last);
 
     function evaluate(
         ProofContext calldata ctx,
         bytes calldata nodeDesc,
         uint256 row,
         uint256 col,
+        Opening[] calldata openings
+    ) external view returns (uint32 bits);
+
+    /// @notice The accumulator chain of a reduction node's output elements (PROTOCOL §7.10):
+    ///         `terms` = K and acc_0 = `init`. Reverts `NotAReduction` for other operators.
+    function reduction(bytes calldata nodeDesc) external pure returns (uint256 terms, uint32 init);
+
+    /// @notice Accumulation step `position` of output element (row, col): for 1 <= position <= K,
+    ///         combine(`acc`, term_position) with the term's input elements opened (each input
+    ///         in `openings` as for `evaluate`); for position = K + 1, finish(`acc`), which reads
+    ///         no input (`openings` is ignored).
+    function accumulate(
+        ProofContext calldata ctx,
+        bytes calldata nodeDesc,
+        uint256 row,
+        uint256 col,
+        uint256 position,
+        uint32 acc,
         Opening[] calldata openings
     ) external view returns (uint32 bits);
 }

@@ -18,7 +18,10 @@ enum Phase {
     PostLeaves, //      defender posts the leaf hashes of that node's output tensor
     PickLeaf, //        challenger names the first disputed leaf (256-byte chunk)
     RevealChunk, //     defender reveals that chunk
-    ProveElement, //    challenger runs the one-step proof of one element of the chunk
+    ProveElement, //    challenger proves one element of the chunk, or opens its reduction
+    PostAccumulators, // defender posts the accumulators at the cut points of the disputed span
+    PickAccumulators, // challenger names the first disputed part of the span
+    ProveAccumulation, // challenger recomputes one accumulation step of the reduction
     Resolved //         over; `winner` says who won
 }
 

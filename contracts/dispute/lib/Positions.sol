@@ -22,6 +22,7 @@ library Positions {
         if (
             phase == Phase.PostCheckpoints || phase == Phase.OpenSegment || phase == Phase.PostTrace
                 || phase == Phase.PostLeaves || phase == Phase.RevealChunk
+                || phase == Phase.PostAccumulators
         ) return Side.Defender;
         return Side.Challenger;
     }
