@@ -195,6 +195,23 @@ def wait_job_completed(agents: Agents, timeout: float, keep_alive: tuple[str, ..
     assert agents.procs["submitter"].returncode == 0, agents.log("submitter")[-2000:]
 
 
+def jump_past(w3: Web3, when: int) -> None:
+    """Move chain time just past `when` and mine (the agents then see the deadline passed)."""
+    now = w3.eth.get_block("latest")["timestamp"]
+    if when >= now:
+        w3.provider.make_request("evm_increaseTime", [when + 1 - now])
+    w3.provider.make_request("evm_mine", [])
+
+
+def attested_after_second_draw(manager) -> bool:
+    """Whether a verifier attested after the unit's second draw (a redone unit's attestation)."""
+    draws = manager.events.VerifiersDrawn().get_logs(from_block=0)
+    if len(draws) < 2:
+        return False
+    since = draws[-1]["blockNumber"]
+    return any(e["blockNumber"] >= since for e in manager.events.Attested().get_logs(from_block=0))
+
+
 def count_files(path: Path) -> int:
     """Files below `path` (0 if it does not exist): what an agent's data folder holds."""
     return sum(1 for p in path.rglob("*") if p.is_file()) if path.exists() else 0

@@ -20,22 +20,6 @@ pytestmark = pytest.mark.timeout(420)
 CHEAT = "element:step=217,node=2,element=5,mask=0x40000000"
 
 
-def _jump_past(w3: Web3, when: int) -> None:
-    """Move chain time just past `when` and mine (the agents then see the deadline passed)."""
-    now = w3.eth.get_block("latest")["timestamp"]
-    if when >= now:
-        w3.provider.make_request("evm_increaseTime", [when + 1 - now])
-    w3.provider.make_request("evm_mine", [])
-
-
-def _attested_after_second_draw(manager) -> bool:
-    draws = manager.events.VerifiersDrawn().get_logs(from_block=0)
-    if len(draws) < 2:
-        return False
-    since = draws[-1]["blockNumber"]
-    return any(e["blockNumber"] >= since for e in manager.events.Attested().get_logs(from_block=0))
-
-
 def test_a_held_win_is_settled_by_the_agents_and_the_unit_redone(tmp_path):
     spec = rk.write_spec(tmp_path / "spec.json", steps=400, every=200)
     submitter = rk.Party("submitter", "submitter", 1)
@@ -74,7 +58,7 @@ def test_a_held_win_is_settled_by_the_agents_and_the_unit_redone(tmp_path):
             assert manager.functions.getUnit(unit).call()[0] == 6  # still Disputed
             # nothing is settled before the slot ends; then the agents settle it
             assert not manager.events.DisputeResolved().get_logs(from_block=0)
-            _jump_past(w3, until)
+            rk.jump_past(w3, until)
             rk.wait_for(
                 "the settlement",
                 lambda: bool(manager.events.DisputeResolved().get_logs(from_block=0)),
@@ -85,12 +69,12 @@ def test_a_held_win_is_settled_by_the_agents_and_the_unit_redone(tmp_path):
             # the honest solver redoes the unit; the verifier attests; skip the challenge window
             rk.wait_for(
                 "the second draw's attestation",
-                lambda: _attested_after_second_draw(manager),
+                lambda: rk.attested_after_second_draw(manager),
                 180,
                 ag,
                 ("solver", "verifier", "submitter"),
             )
-            _jump_past(w3, manager.functions.getUnit(unit).call()[4])
+            rk.jump_past(w3, manager.functions.getUnit(unit).call()[4])
             rk.wait_job_completed(ag, 120, ("solver",))
 
         (resolved,) = manager.events.DisputeResolved().get_logs(from_block=0)
