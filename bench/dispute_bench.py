@@ -9,10 +9,18 @@ bench/results/dispute.json with:
 - `one_step_matmul`: gas of the one-step-proof transaction (proveElement) for one element of
   a matmul_nt with K = 64, 256, 1024 (first layer, K = input features), and of its whole game,
   when the challenger proves the element directly (it grows with K: the reason for the next);
+- `per_operator`: for every operator of the version-1 graph (a (70, 6, 3) MLP, batch 4), the
+  gas of each move of a dispute over the last element of one node with that operator, proved
+  directly (`proveElement`), and, for the reductions, bisected (`proveAccumulation` at a term
+  step);
+- `large_tensor`: a dispute over one element of the weight update of a (2, K) layer, K = 2^16 and
+  2^20 (2,048 and 32,768 leaves): the defender walks its leaf tree 64 nodes a round
+  (`postSubtree` / `pickSubtree`, PROTOCOL §7.3) instead of posting every leaf;
 - `reduction`: the same dispute with K = 256, 4,096, 65,536 and 1,048,576 when the challenger
   bisects the element's accumulator chain (PROTOCOL §7.10, the honest challenger's policy above
-  64 terms): moves, bisection rounds, the costliest single move (and which), total gas, wall
-  time;
+  64 terms), against a cheater that also lies inside the chain from position K/2 + 1 on (so the
+  last move is a term step that opens both inputs, the costliest kind): moves, bisection rounds,
+  the costliest single move (and which), gas per bisection move, total gas, wall time;
 - `digits`: a full dispute over examples/digits-mlp.json (T = 400, k = 40, 35 nodes) on Anvil:
   wall time from the challenger's decision to dispute to the result (both parties' replays of
   400 steps included), moves and total gas;
@@ -33,6 +41,7 @@ import torch
 from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
 from agents.dispute.harness import Deployment, Job, deploy_game, make_job, open_game
+from agents.dispute.liars import ChainLiar
 from agents.dispute.player import DIRECT_TERMS, Challenger, Defender
 from agents.dispute.trace import Fault
 from agents.training.data import Dataset, _stream_words, load_dataset, unit_floats
@@ -58,6 +67,7 @@ def dispute(
     interval: int,
     fault: Fault,
     direct_terms: int = DIRECT_TERMS,
+    lie_from: int | None = None,
 ):
     honest = job.honest(steps, interval)
     liar = job.party(steps, interval, fault)
@@ -69,7 +79,10 @@ def dispute(
     gid = open_game(dep, job, liar, honest)
     rec = run_game(
         gid,
-        (Defender(liar, job.jg), dep.defender),
+        (
+            Defender(liar, job.jg) if lie_from is None else ChainLiar(liar, job.jg, lie_from),
+            dep.defender,
+        ),
         (Challenger(honest, job.jg, direct_terms=direct_terms), dep.challenger),
         lambda s: chain.mine(1, deltatime=int(s)),
         max_moves=128,
@@ -151,18 +164,51 @@ def main() -> int:
             print(json.dumps(one_step[-1]), flush=True)
         results["one_step_matmul"] = one_step
 
+        per_op: dict[str, dict] = {}
+        job = make_job((70, 6, 3), 4, 24, 5, 1, 1)
+        truth = job.honest(1, 1).final_root()
+        for node in job.jg.graph.nodes:
+            if node.op in per_op or node.name in ("loss.logsum", "loss.nll", "loss.mean"):
+                continue  # one node per operator; the loss feeds nothing (no dispute)
+            numel = job.jg.nodes[node.index].numel
+            row = None
+            for element in reversed(range(numel)):  # the last element whose fault shows
+                fault = Fault("element", step=0, node=node.index, element=element, mask=1 << 30)
+                liar = job.party(1, 1, fault)
+                if liar.final_root() == truth:
+                    continue
+                sid = chain.snapshot()
+                rec, _ = dispute(dep, chain, job, 1, 1, fault, direct_terms=1 << 32)
+                chain.restore(sid)
+                row = {"node": node.name, "moves": dict(rec.moves)}
+                if reduction.chain_of(node.op) is not None:
+                    sid = chain.snapshot()
+                    terms = job.jg.nodes[node.index].inputs[0].cols
+                    rec, _ = dispute(dep, chain, job, 1, 1, fault, 0, lie_from=terms // 2 + 1)
+                    chain.restore(sid)
+                    row["bisected"] = {fn: g for fn, g in rec.moves if fn in BISECTION_MOVES}
+                break
+            if row is not None:
+                per_op[node.op] = row
+                print(json.dumps({node.op: row}), flush=True)
+        results["per_operator"] = per_op
+
         bisected = []
         for k in REDUCTION_K:
             job = make_job((k, 2, 2), 1, 2, 5, 1, 1, dot_dataset(k))
             mm = job.jg.graph.index_of("fwd0.mm")
             fault = Fault("element", step=0, node=mm, mask=0x80000000)
             sid = chain.snapshot()
-            rec, wall = dispute(dep, chain, job, 1, 1, fault)
+            # The cheater also lies inside the chain from its middle on, so that the last move
+            # is a term step that opens both inputs (a sign-flipped element alone would end at
+            # the finishing step, which opens nothing).
+            rec, wall = dispute(dep, chain, job, 1, 1, fault, lie_from=k // 2 + 1)
             chain.restore(sid)
             fns = [fn for fn, _ in rec.moves]
             costliest = max(rec.moves, key=lambda m: m[1])
             row = {
                 "K": k,
+                "last_step": k // 2 + 1,
                 "moves": len(rec.moves),
                 "rounds": fns.count("pickAccumulators"),
                 "ceil_log16(K+1)": reduction.rounds(k),
@@ -179,6 +225,35 @@ def main() -> int:
             print(json.dumps(row), flush=True)
             del job, rec
         results["reduction"] = bisected
+
+        walked = []
+        for k in (1 << 16, 1 << 20):
+            job = make_job((k, 2, 2), 1, 2, 5, 1, 1, dot_dataset(k))
+            upd = job.jg.graph.index_of("upd.w0")
+            fault = Fault("element", step=0, node=upd, element=2 * k - 1, mask=0x40000000)
+            sid = chain.snapshot()
+            rec, wall = dispute(dep, chain, job, 1, 1, fault)
+            chain.restore(sid)
+            fns = [fn for fn, _ in rec.moves]
+            costliest = max(rec.moves, key=lambda m: m[1])
+            row = {
+                "tensor": [2, k],
+                "leaves": 2 * k // 64,
+                "moves": len(rec.moves),
+                "walk_rounds": fns.count("pickSubtree"),
+                "max_move_gas": costliest[1],
+                "max_move": costliest[0],
+                "walk_gas": {
+                    fn: max(g for f, g in rec.moves if f == fn)
+                    for fn in ("postSubtree", "pickSubtree")
+                },
+                "total_gas": rec.gas,
+                "wall_s": round(wall, 2),
+            }
+            walked.append(row)
+            print(json.dumps(row), flush=True)
+            del job, rec
+        results["large_tensor"] = walked
 
         spec = parse_spec(json.loads((ROOT / "examples" / "digits-mlp.json").read_text()))
         data = load_dataset(spec.dataset_name)
@@ -220,6 +295,10 @@ def main() -> int:
         "costliest move of a bisected dot product <= 500,000 gas for every K": {
             "measured": {r["K"]: r["max_move_gas"] for r in bisected},
             "met": all(r["max_move_gas"] <= 500_000 for r in bisected),
+        },
+        "costliest move over a (2, 2^20) tensor's element <= 500,000 gas": {
+            "measured": walked[-1]["max_move_gas"],
+            "met": walked[-1]["max_move_gas"] <= 500_000,
         },
         "bisection rounds <= ceil(log16(K + 1))": {
             "measured": {r["K"]: r["rounds"] for r in bisected},

@@ -68,6 +68,7 @@ class GameClient:
         v.phase, v.winner, v.moves = p["phase"], p["winner"], p["moves"]
         v.segment, v.step, v.node, v.leaf = p["segment"], p["step"], p["node"], p["leaf"]
         v.element, v.lo, v.hi = p["element"], p["lo"], p["hi"]
+        v.walk_height, v.walk_index = p["walkHeight"], p["walkIndex"]
         logs = self.w3.eth.get_logs(
             {
                 "address": self.game.address,
@@ -94,6 +95,9 @@ class GameClient:
                 v.node_roots = _norm(args["roots"])
             elif name == "AccumulatorsPosted":
                 v.cut_values = [int(x) for x in args["values"]]
+            elif name == "SubtreePosted":
+                v.subtree = _norm(args["nodes"])
+                v.subtree_height, v.subtree_index = int(args["height"]), int(args["index"])
         return v
 
     def read_struct(self, fn: str, *args: Any) -> dict[str, Any]:

@@ -67,6 +67,10 @@ DEFENDER_PHASES = {
 # about 161k + 3,240·K gas, 369k at K = 64); longer ones are bisected through their chain, whose
 # every move is bounded whatever K (bench/results/dispute.json, `reduction`).
 DIRECT_TERMS = 64
+# Tensors of more leaves are walked down their leaf tree 6 levels a round (Walks.sol) rather than
+# posted whole.
+POST_LEAVES = 64
+WALK_STRIDE = 6
 
 
 # -- the game as a party sees it ----------------------------------------------------------------
@@ -96,6 +100,11 @@ class GameView:
     lo: int = 0  # the accumulator span (lo, hi): acc_lo agreed, acc_hi disputed
     hi: int = 0
     cut_values: list[int] | None = None  # the defender's cut values of the current round
+    walk_height: int = 0  # the disputed subtree of a large tensor's leaf tree (0: none yet)
+    walk_index: int = 0
+    subtree: list[bytes] | None = None  # the nodes the defender posted last (SubtreePosted)
+    subtree_height: int = 0  # their height above the leaves and the index of the first
+    subtree_index: int = 0
 
     @property
     def global_step(self) -> int:
@@ -180,7 +189,10 @@ class Defender:
             return Move("postAccumulators", ([int(acc[j]) for j in reduction.cuts(v.lo, v.hi)],))
         out = c.node_output(t, v.node)
         if v.phase == Phase.POST_LEAVES:
-            return Move("postLeaves", (tensor_leaves(out),))
+            leaves = tensor_leaves(out)
+            if len(leaves) > POST_LEAVES:
+                return Move("postSubtree", (subtree_nodes(leaves, v)[2],))
+            return Move("postLeaves", (leaves,))
         return Move("revealChunk", (tensor_chunk(out, v.leaf),))
 
 
@@ -245,6 +257,13 @@ class Challenger:
 
     def _pick_leaf(self, v: GameView) -> Move | None:
         mine = tensor_leaves(self.comp.node_output(v.global_step, v.node))
+        if len(mine) > POST_LEAVES and v.subtree is not None:
+            theirs = v.subtree
+            width = len(theirs)
+            level = merkle_level(mine, v.subtree_height)
+            ours = [level[v.subtree_index + j] for j in range(width)]
+            j = _first_diff(ours, theirs)
+            return None if j is None else Move("pickSubtree", (j, theirs))
         leaves = v.leaves or []
         j = _first_diff(mine, leaves)
         return None if j is None else pick_leaf(leaves, j)
@@ -279,6 +298,22 @@ def pick_node(jg: JobGraph, roots: list[bytes], i: int) -> Move:
     desc = jg.nodes[i]
     gproof = _list_siblings(GRAPH_DOMAIN, [n.hash() for n in jg.nodes], i)
     return Move("pickNode", (i, roots[i], proof, desc.encode(), gproof, _cfg(jg)))
+
+
+def merkle_level(leaves: list[bytes], height: int) -> list[bytes]:
+    """The nodes `height` levels above the leaves of the padded tree over leaf hashes."""
+    arr = np.frombuffer(b"".join(leaves), dtype=np.uint8).reshape(-1, 32)
+    return [row.tobytes() for row in merkle.levels(arr)[height]]
+
+
+def subtree_nodes(leaves: list[bytes], v: GameView) -> tuple[int, int, list[bytes]]:
+    """(height, first index, nodes) of the next round of the walk down the leaf tree: the 2^m
+    nodes m = min(6, h) levels below the disputed subtree (the whole tree at first)."""
+    h = v.walk_height or merkle.depth_for(len(leaves))
+    stride = min(WALK_STRIDE, h)
+    first = v.walk_index << stride
+    level = merkle_level(leaves, h - stride)
+    return h - stride, first, level[first : first + (1 << stride)]
 
 
 def pick_leaf(leaves: list[bytes], j: int) -> Move:
@@ -455,6 +490,18 @@ class LyingChallenger:
         if v.phase == Phase.PICK_NODE:
             i = rnd(len(self.jg.nodes)) if self.node is None else self.node
             return pick_node(self.jg, v.node_roots or [], i)
+        if v.phase == Phase.PICK_LEAF and v.leaves is None and v.subtree is not None:
+            # a walk: a random child that still holds tensor leaves (or this element's leaf)
+            num_leaves = -(-self.jg.nodes[v.node].numel // LEAF)
+            span = 1 << v.subtree_height
+            if self.element is None:
+                live = [
+                    j for j in range(len(v.subtree)) if (v.subtree_index + j) * span < num_leaves
+                ]
+                child = live[rnd(len(live))]
+            else:
+                child = self.element // LEAF // span - v.subtree_index
+            return Move("pickSubtree", (child, v.subtree))
         if v.phase == Phase.PICK_LEAF:
             leaf = rnd(len(v.leaves or [])) if self.element is None else self.element // LEAF
             return pick_leaf(v.leaves or [], leaf)

@@ -21,6 +21,7 @@ import {Clocks} from "./lib/Clocks.sol";
 import {Positions} from "./lib/Positions.sol";
 import {DisputeMerkle} from "./lib/DisputeMerkle.sol";
 import {Spans} from "./lib/Spans.sol";
+import {Walks} from "./lib/Walks.sol";
 
 /// @title DisputeGame — the Truebit-style arbiter of the protocol (docs/PROTOCOL.md §7)
 /// @notice Narrows a disputed claim "state root A at step t0, `steps` steps later (checkpoints
@@ -353,6 +354,62 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         p.leafHash = leafHash;
         _advance(p, Phase.RevealChunk);
         emit LeafPicked(gameId, leaf, leafHash);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function postSubtree(uint256 gameId, bytes32[] calldata nodes) external {
+        (, GameProgress storage p) = _move(gameId, Phase.PostLeaves);
+        uint256 numLeaves = Positions.leafCount(uint256(p.rows) * uint256(p.cols));
+        // INVARIANT: tensors of up to POST_LEAVES leaves are posted whole (postLeaves).
+        if (numLeaves <= Walks.POST_LEAVES) revert NotAWalk(numLeaves);
+        bytes32 root = Walks.rootOf(nodes);
+        if (p.walkRoot == bytes32(0)) {
+            // The first round: the whole leaf tree, whose root the header must turn into the
+            // node's root (as postLeaves checks).
+            bytes32 tRoot = DisputeMerkle.tensorRoot(p.dtype, p.rows, p.cols, root);
+            if (tRoot != p.nodeRoot) revert RootMismatch(p.nodeRoot, tRoot);
+            p.dataRoot = root;
+            p.walkRoot = root;
+            p.walkHeight = uint8(Positions.depth(numLeaves));
+        } else if (root != p.walkRoot) {
+            revert RootMismatch(p.walkRoot, root);
+        }
+        uint256 stride = Walks.stride(p.walkHeight);
+        uint256 width = uint256(1) << stride;
+        if (nodes.length != width) revert LengthMismatch(width, nodes.length);
+        _advance(p, Phase.PickLeaf);
+        emit SubtreePosted(gameId, uint8(p.walkHeight - stride), p.walkIndex << stride, nodes);
+    }
+
+    /// @inheritdoc IDisputeGame
+    function pickSubtree(uint256 gameId, uint8 child, bytes32[] calldata nodes) external {
+        (, GameProgress storage p) = _move(gameId, Phase.PickLeaf);
+        bytes32 parent = p.walkRoot;
+        uint256 numLeaves = Positions.leafCount(uint256(p.rows) * uint256(p.cols));
+        // INVARIANT: a walk was started by postSubtree (after postLeaves, pickLeaf names a leaf).
+        if (parent == bytes32(0)) revert NotAWalk(numLeaves);
+        uint256 stride = Walks.stride(p.walkHeight);
+        uint256 width = uint256(1) << stride;
+        if (nodes.length != width) revert LengthMismatch(width, nodes.length);
+        bytes32 root = Walks.rootOf(nodes);
+        if (root != parent) revert RootMismatch(parent, root);
+        if (child >= width) revert IndexOutOfRange(child, width);
+        uint64 index = uint64((uint256(p.walkIndex) << stride) + child);
+        uint8 height = uint8(p.walkHeight - stride);
+        bytes32 picked = nodes[child];
+        p.walkRoot = picked;
+        p.walkIndex = index;
+        p.walkHeight = height;
+        if (height == 0) {
+            // INVARIANT: padding leaves are zero on both sides; only a tensor leaf is disputed.
+            if (index >= numLeaves) revert IndexOutOfRange(index, numLeaves);
+            p.leaf = uint32(index);
+            p.leafHash = picked;
+            _advance(p, Phase.RevealChunk);
+        } else {
+            _advance(p, Phase.PostLeaves);
+        }
+        emit SubtreePicked(gameId, height, index, picked);
     }
 
     /// @inheritdoc IDisputeGame

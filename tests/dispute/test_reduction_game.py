@@ -11,8 +11,6 @@ narrowed to one accumulation step, which the one-step prover recomputes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 from dispute_fixtures import advance, examples, make_job, open_game, reverts
@@ -21,6 +19,7 @@ from hypothesis import strategies as st
 
 from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
+from agents.dispute.liars import ChainLiar
 from agents.dispute.player import (
     DEFENDER_PHASES,
     Challenger,
@@ -29,33 +28,12 @@ from agents.dispute.player import (
     LyingChallenger,
     Move,
     Phase,
-    element_chain,
 )
 from agents.dispute.trace import Fault
 
 SETTINGS = dict(suppress_health_check=list(HealthCheck), deadline=None)
 BISECTION = ("openReduction", "postAccumulators", "pickAccumulators", "proveAccumulation")
 LIVE_REDUCTIONS = ("fwd0.mm", "bwd0.dw", "bwd0.db", "loss.max", "loss.sum", "bwd1.da", "fwd1.mm")
-
-
-@dataclass
-class ChainLiar(Defender):
-    """A cheating defender that also lies inside the chain: from position `from_pos` on it
-    posts its claimed (wrong) element, as if the chain had reached it early."""
-
-    from_pos: int = 1
-
-    def next_move(self, v: GameView) -> Move | None:
-        move = super().next_move(v)
-        if move is None or move.fn != "postAccumulators":
-            return move
-        acc = element_chain(self.comp, self.jg, v.global_step, v.node, v.element)
-        out = self.comp.node_output(v.global_step, v.node).contiguous().reshape(-1)
-        claimed = int(out.numpy().view(np.uint32)[v.element])  # its (wrong) element
-        values = [
-            claimed if p >= self.from_pos else int(acc[p]) for p in reduction.cuts(v.lo, v.hi)
-        ]
-        return Move("postAccumulators", (values,))
 
 
 def bisected(rec: GameRecord) -> bool:

@@ -43,6 +43,9 @@ interface IDisputeGame {
     error InvalidPlacement(uint32 shards, uint32 shard);
     /// @notice The claim's step count and checkpoint interval are unusable.
     error InvalidClaim(uint256 steps, uint256 interval);
+    /// @notice `postSubtree` on a tensor of at most Walks.POST_LEAVES leaves, or `pickSubtree`
+    ///         when no walk was started.
+    error NotAWalk(uint256 numLeaves);
     /// @notice The resubmitted cut values are not the ones the defender posted this round.
     error CutsMismatch(bytes32 expected, bytes32 actual);
 
@@ -100,6 +103,12 @@ interface IDisputeGame {
     /// @notice The chain recomputed element `element` of the node: `claimed` (the defender's)
     ///         against `correct` (the reference).
     event ElementProved(uint256 indexed gameId, uint256 element, uint32 claimed, uint32 correct);
+    /// @notice The defender posted the 2^m nodes `height` levels above the leaves under the
+    ///         disputed subtree (the first of them is node `index` of that height).
+    event SubtreePosted(uint256 indexed gameId, uint8 height, uint64 index, bytes32[] nodes);
+    /// @notice The challenger named the first disputed node of the posted subtree level: node
+    ///         `index` at `height` (a leaf when `height` is 0), whose hash is `root`.
+    event SubtreePicked(uint256 indexed gameId, uint8 height, uint64 index, bytes32 root);
     /// @notice The challenger opened the reduction behind element `element` of the node
     ///         (PROTOCOL §7.10): `terms` terms, accumulator span (0, terms + 1) with acc_0 = `init`
     ///         agreed and acc_{terms+1} = `claimed` (the defender's element) disputed.
@@ -173,6 +182,10 @@ interface IDisputeGame {
         uint32 loValue; //  acc_lo (agreed)
         uint32 hiValue; //  acc_hi (the defender's, disputed)
         bytes32 cutsHash; // Spans.commit of the defender's cut values of this round
+        // The subtree walk down a large tensor's leaf tree (PROTOCOL §7.3); zero until started.
+        bytes32 walkRoot; //  root of the disputed subtree
+        uint64 walkIndex; //  its index among the nodes of its height
+        uint8 walkHeight; //  its height above the leaves
     }
 
     function claimOf(uint256 gameId) external view returns (GameClaim memory);
@@ -247,6 +260,16 @@ interface IDisputeGame {
 
     function pickLeaf(uint256 gameId, uint32 leaf, bytes32 leafHash, bytes32[] calldata siblings)
         external;
+
+    /// @notice Instead of `postLeaves` (phase PostLeaves), for a tensor of more than
+    ///         `Walks.POST_LEAVES` leaves: the 2^m nodes m = min(6, h) levels below the disputed
+    ///         subtree's root of height h (the whole leaf tree at first, whose root the header
+    ///         must turn into the node's root), so that no move posts more than 64 hashes.
+    function postSubtree(uint256 gameId, bytes32[] calldata nodes) external;
+
+    /// @notice Instead of `pickLeaf` after a `postSubtree`: names the first disputed of the posted
+    ///         `nodes` (resubmitted, checked against the subtree root); a leaf ends the walk.
+    function pickSubtree(uint256 gameId, uint8 child, bytes32[] calldata nodes) external;
 
     function revealChunk(uint256 gameId, bytes calldata chunk) external;
 
