@@ -2,17 +2,29 @@
 
 Reads ape's build manifest (`.build/__local__.json`) and writes, per contract,
 `<out>/<ContractName>.json` = {contractName, sourceId, abi, bytecode, deployedBytecode}, plus an
-`index.json` listing them. Non-Python clients need nothing but these files.
+`index.json` listing them, and `enums.json`: every enum the protocol's sources declare, by
+qualified name (`IJobManager.UnitStatus`, or `Phase` for a file-level enum), as
+{member: number}. Non-Python clients need nothing but these files.
+
+ape keeps no AST in its manifest (ape-solidity asks solc for one but drops it), so the enums come
+from solc itself: the manifest's own source texts, parsed only (`stopAfter: parsing`, which needs
+no import resolution and takes seconds), through the same compiler command ape uses.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 MANIFEST = Path(".build/__local__.json")
+# The solc shim (tools/solc/solc); `SOLC` overrides it, for a native solc.
+SOLC = Path(os.environ.get("SOLC", Path(__file__).resolve().parent / "solc" / "solc"))
 
 
 def _hex(code: dict | None) -> str:
@@ -36,7 +48,58 @@ def export(manifest_path: Path, out_dir: Path) -> list[str]:
         (out_dir / f"{name}.json").write_text(json.dumps(artifact, indent=1) + "\n")
         names.append(name)
     (out_dir / "index.json").write_text(json.dumps({"contracts": names}, indent=1) + "\n")
+    enums = compiled_enums(manifest["sources"])
+    (out_dir / "enums.json").write_text(json.dumps(enums, indent=1) + "\n")
     return names
+
+
+def _enum_nodes(node: Any, scope: str | None = None) -> Iterator[tuple[str | None, dict]]:
+    """(enclosing contract or None, EnumDefinition node) for every enum under an AST node."""
+    if isinstance(node, list):
+        for child in node:
+            yield from _enum_nodes(child, scope)
+    elif isinstance(node, dict):
+        if node.get("nodeType") == "EnumDefinition":
+            yield scope, node
+            return
+        if node.get("nodeType") == "ContractDefinition":
+            scope = node["name"]
+        for child in node.values():
+            yield from _enum_nodes(child, scope)
+
+
+def enums_of_asts(asts: dict[str, dict]) -> dict[str, dict[str, int]]:
+    """Qualified enum name -> {member: number} over solc ASTs by source id. A Solidity enum's
+    numbers are its members' positions (the ABI encodes an enum as that uint8)."""
+    enums: dict[str, dict[str, int]] = {}
+    for source_id in sorted(asts):
+        for scope, node in _enum_nodes(asts[source_id]):
+            name = f"{scope}.{node['name']}" if scope else node["name"]
+            if name in enums:
+                raise ValueError(f"enum {name} is declared twice ({source_id})")
+            enums[name] = {m["name"]: i for i, m in enumerate(node["members"])}
+    return dict(sorted(enums.items()))
+
+
+def compiled_enums(sources: dict[str, dict]) -> dict[str, dict[str, int]]:
+    """The enums of the manifest's sources (the protocol's own: dependencies are not in it)."""
+    request = {
+        "language": "Solidity",
+        "sources": {sid: {"content": src["content"]} for sid, src in sources.items()},
+        "settings": {"stopAfter": "parsing", "outputSelection": {"*": {"": ["ast"]}}},
+    }
+    done = subprocess.run(
+        [str(SOLC), "--standard-json"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    output = json.loads(done.stdout)
+    errors = [e for e in output.get("errors", []) if e.get("severity") == "error"]
+    if errors:
+        raise RuntimeError("solc could not parse the sources: " + errors[0]["formattedMessage"])
+    return enums_of_asts({sid: src["ast"] for sid, src in output["sources"].items()})
 
 
 def main() -> int:
@@ -48,7 +111,7 @@ def main() -> int:
         print(f"error: {args.manifest} not found; run `make compile` first", file=sys.stderr)
         return 2
     names = export(args.manifest, args.out)
-    print(f"exported {len(names)} contract ABIs to {args.out}/")
+    print(f"exported {len(names)} contract ABIs and their enums to {args.out}/")
     return 0
 
 

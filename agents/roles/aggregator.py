@@ -18,6 +18,7 @@ from eth_abi import encode
 
 from agents.core.blobs import BlobError
 from agents.core.bounded import BoundedCache
+from agents.core.enums import Role, RoundJobStatus, RoundStatus
 from agents.dispute.player import leaf_siblings, tensor_chunk, tensor_leaves
 from agents.roles.artifacts import (
     BadBlob,
@@ -28,7 +29,6 @@ from agents.roles.artifacts import (
     parse_locator,
     state_bytes,
 )
-from agents.roles.decomposed import R_COMMITTED, R_FINAL, R_TRAINING, RJ_COMPLETED, RJ_RUNNING
 from agents.roles.jobs import JobRejected
 from agents.roles.logic import Act, SettledJobs
 from agents.roles.runner import RoleAgent, RoleError, role_parser
@@ -38,7 +38,6 @@ from agents.training.float32 import tensor_bits
 from agents.training.keccak import keccak256
 from agents.training.state import State, state_root
 
-ROLE_SOLVER = 1
 TOKEN = 10**18
 
 LAYOUT_ABI = "(bytes32[],uint32[],uint32[])"
@@ -219,14 +218,14 @@ class Aggregator(RoleAgent):
 
     async def setup(self) -> None:
         # RoundManager aggregators are registered solvers (PROTOCOL §6.9).
-        await self.ensure_registered(ROLE_SOLVER, int(self.args.stake * TOKEN), (0, 0, 0))
+        await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), (0, 0, 0))
         if self.args.cheat:
             self.log.warning("CHEATING: will commit aggregates with one element changed")
 
     async def round(self) -> bool:
         now = self.now()
         for dj, job in self.unfinished_jobs():
-            if job[1] != RJ_RUNNING:
+            if job[1] != RoundJobStatus.RUNNING:
                 continue
             with self.isolated(f"decomposed job {dj}"):
                 await self.follow(dj, job[2], now)
@@ -242,9 +241,10 @@ class Aggregator(RoleAgent):
             if dj in self.completed:
                 continue
             job = self.rm.functions.getJob(dj).call()
-            if job[1] == RJ_COMPLETED and self.holds_deep(
+            if job[1] == RoundJobStatus.COMPLETED and self.holds_deep(
                 lambda block, dj=dj: (
-                    self.rm.functions.getJob(dj).call(block_identifier=block)[1] == RJ_COMPLETED
+                    self.rm.functions.getJob(dj).call(block_identifier=block)[1]
+                    == RoundJobStatus.COMPLETED
                 )
             ):
                 self.completed.add(dj)
@@ -255,9 +255,9 @@ class Aggregator(RoleAgent):
     async def follow(self, dj: int, r: int, now) -> None:
         """Round `r` of decomposed job `dj`: aggregate, answer or check, then finalize."""
         status, attempt, deadline, aggregator, root = self.rm.functions.getRound(dj, r).call()
-        if status == R_TRAINING:
+        if status == RoundStatus.TRAINING:
             await self.aggregate(dj, r, attempt)
-        elif status != R_COMMITTED:
+        elif status != RoundStatus.COMMITTED:
             return
         elif aggregator.lower() == self.me.lower():
             if not await self.answer_reveal(dj, r, attempt, bytes(root)):
@@ -472,7 +472,7 @@ class Aggregator(RoleAgent):
                         dj, r, held / 1e18,
                     )  # fmt: skip
                 self.agent.store.put_record("reveal-bond", rec.record_id, "returned", {})
-            elif status == R_FINAL:
+            elif status == RoundStatus.FINAL:
                 self.agent.store.put_record("reveal-bond", rec.record_id, "forfeited", {})
 
     async def withdraw_round_credits(self, now) -> None:

@@ -22,6 +22,7 @@ from web3.contract import Contract
 
 from agents.core.blobs import BlobStore
 from agents.core.bounded import BoundedCache
+from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.jobs import (
@@ -49,12 +50,6 @@ from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
 
 log = logging.getLogger(__name__)
-
-# IRoundManager enums
-RJ_RUNNING, RJ_COMPLETED = 1, 2
-R_TRAINING, R_COMMITTED, R_FINAL = 1, 2, 3
-# IJobManager.JobStatus.Completed
-JOB_COMPLETED = 2
 
 
 def round_manager_address(args: argparse.Namespace, manager: str) -> str | None:
@@ -122,7 +117,7 @@ class Rounds:
         out = []
         for s in range(spec.shards):
             unit_job = self.rm.functions.unitJobOf(dj, r, s).call()
-            if self.manager.functions.getJob(unit_job).call()[4] != JOB_COMPLETED:
+            if self.manager.functions.getJob(unit_job).call()[4] != JobStatus.COMPLETED:
                 raise JobRejected(f"unit ({r}, {s}) of job {dj} not found finalized yet")
             u = self.manager.functions.getUnit(unit_job << 32).call()
             locator = self.locator(unit_job << 32)
@@ -306,7 +301,7 @@ async def follow_decomposed(sub) -> bool:
 
     rm, dj, now = sub.rounds.rm, sub.job_id, sub.now()
     job = rm.functions.getJob(dj).call()
-    if job[1] == RJ_COMPLETED:
+    if job[1] == RoundJobStatus.COMPLETED:
         return finish_decomposed(sub)
     r = job[2]
     status, attempt, deadline, aggregator, _ = rm.functions.getRound(dj, r).call()
@@ -328,7 +323,7 @@ async def follow_decomposed(sub) -> bool:
     if ("round", r, status, attempt) not in sub.seen:
         sub.seen.add(("round", r, status, attempt))
         sub.log.info("round %d: aggregation %s (attempt %d)", r, _ROUND[status], attempt)
-    if status == R_COMMITTED and now.timestamp > deadline:
+    if status == RoundStatus.COMMITTED and now.timestamp > deadline:
         fn = rm.functions.finalizeRound(dj)
         await sub.send(Act("finalizeRound", f"finalizeRound:{dj}:{r}:{attempt}"), fn)
         acted = True
@@ -337,7 +332,12 @@ async def follow_decomposed(sub) -> bool:
     return False
 
 
-_ROUND = {0: "none", R_TRAINING: "open", R_COMMITTED: "committed", R_FINAL: "final"}
+_ROUND = {
+    RoundStatus.NONE: "none",
+    RoundStatus.TRAINING: "open",
+    RoundStatus.COMMITTED: "committed",
+    RoundStatus.FINAL: "final",
+}
 
 
 def finish_decomposed(sub) -> bool:

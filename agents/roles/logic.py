@@ -17,22 +17,14 @@ particular party.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
+from agents.core.enums import Side, UnitStatus, VerifierStatus
 from agents.dispute.player import DEFENDER_PHASES, Move, Phase
 
-
-class UnitStatus(enum.IntEnum):
-    NONE = 0
-    OPEN = 1
-    SELECTING = 2
-    ASSIGNED = 3
-    COMMITTED = 4
-    VERIFYING = 5
-    DISPUTED = 6
-    FINALIZED = 7
-    CANCELLED = 8
+# UnitStatus, VerifierStatus and Side are the protocol's one copy (agents/core/enums.py, tested
+# against the compiler's); Phase stays the dispute player's until the player switches to
+# enums.Phase together with the contracts whose numbers it has.
 
 
 #: No transition leaves these (PROTOCOL §6.5): a unit seen in one never changes again.
@@ -91,20 +83,6 @@ class SettledRecords:
     def records(self) -> int:
         """How many records it keeps a generation for."""
         return len(self._newest)
-
-
-class VerifierStatus(enum.IntEnum):
-    NONE = 0
-    PENDING = 1  # drawn, nothing sealed yet
-    ATTESTED = 2  # its seal opened: the end roots are public
-    SEALED = 3  # its end roots sealed (commit-reveal), not yet opened
-    SLASHED = 4  # attested a wrong root at a forced round's perturbed checkpoints
-
-
-class Side(enum.IntEnum):
-    NONE = 0
-    DEFENDER = 1
-    CHALLENGER = 2
 
 
 @dataclass(frozen=True)

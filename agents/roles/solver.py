@@ -31,6 +31,7 @@ import torch
 from eth_utils import keccak
 
 from agents.core.bounded import BoundedCache, SaidOnce
+from agents.core.enums import Role
 from agents.dispute.availability import encode_answer
 from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
@@ -56,7 +57,6 @@ from agents.training.merkle import checkpoint_root
 from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
 
-ROLE_SOLVER = 1
 TOKEN = 10**18
 
 # --- the cost model of a claim -----------------------------------------------------------------
@@ -195,7 +195,7 @@ class Solver(RoleAgent):
         self.held: dict[int, float] | None = None  # unit -> training left (held_seconds)
 
     async def setup(self) -> None:
-        await self.ensure_registered(ROLE_SOLVER, int(self.args.stake * TOKEN), self.capability)
+        await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), self.capability)
         if self.fault is not None:
             self.log.warning("CHEATING: will commit a run with fault %s", self.fault)
 

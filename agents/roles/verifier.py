@@ -36,6 +36,7 @@ from eth_utils import keccak
 
 from agents.core.blobs import BlobError, BlobStore
 from agents.core.bounded import BoundedCache, SaidOnce
+from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
 from agents.dispute.client import GameClient
@@ -66,7 +67,6 @@ from agents.roles.runner import RoleAgent, progress_bar
 from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
 
-ROLE_VERIFIER = 2
 TOKEN = 10**18
 
 
@@ -275,7 +275,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         self._court_stream: EventStream | None = None
 
     async def setup(self) -> None:
-        await self.ensure_registered(ROLE_VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
+        await self.ensure_registered(Role.VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
         if self.args.lazy:
             self.log.warning("LAZY: will attest without replaying")
 

@@ -33,6 +33,7 @@ from web3.logs import DISCARD
 
 from agents.core.blobs import BlobError
 from agents.core.bounded import SaidOnce
+from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Record
 from agents.dispute.client import GameClient
@@ -63,7 +64,6 @@ from agents.roles.verifier import ChallengerMixin, replay_segments
 from agents.training import merkle
 from agents.training.state import State
 
-ROLE_WHISTLEBLOWER = 3
 TOKEN = 10**18
 #: failed fetches of an attestation's data after which it is checked from my own replay from
 #: step 0 (a whole job's training, once per job: late data gets a few backoff rounds first)
@@ -89,7 +89,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         self._no_start = SaidOnce()  # court games whose missing start state I logged
 
     async def setup(self) -> None:
-        await self.ensure_registered(ROLE_WHISTLEBLOWER, int(self.args.stake * TOKEN), (0, 0, 0))
+        await self.ensure_registered(Role.WHISTLEBLOWER, int(self.args.stake * TOKEN), (0, 0, 0))
 
     def attested_events(self) -> EventStream:
         """The manager's Attested events, read `--confirmations` blocks deep through the core's

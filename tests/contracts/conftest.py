@@ -26,17 +26,21 @@ from agents.core.deploy import (
     MANAGER_FIELDS,
     REGISTRY_FIELDS,
 )
+from agents.core.enums import JobStatus, Role, UnitStatus, VerifierStatus
 
 E18 = 10**18
-SOLVER, VERIFIER, WHISTLEBLOWER = 1, 2, 3
-# UnitStatus
-U_OPEN, U_SELECTING, U_ASSIGNED, U_COMMITTED, U_VERIFYING, U_DISPUTED, U_FINAL, U_CANCELLED = range(
-    1, 9
+# Short names of the protocol's enums (agents/core/enums.py, the one copy) for the scenarios
+SOLVER, VERIFIER, WHISTLEBLOWER = Role.SOLVER, Role.VERIFIER, Role.WHISTLEBLOWER
+U_OPEN, U_SELECTING, U_ASSIGNED = UnitStatus.OPEN, UnitStatus.SELECTING, UnitStatus.ASSIGNED
+U_COMMITTED, U_VERIFYING, U_DISPUTED = (
+    UnitStatus.COMMITTED,
+    UnitStatus.VERIFYING,
+    UnitStatus.DISPUTED,
 )
-# JobStatus
-J_OPEN, J_COMPLETED, J_CANCELLED = 1, 2, 3
-# VerifierStatus
-V_PENDING, V_ATTESTED, V_SEALED, V_SLASHED = 1, 2, 3, 4
+U_FINAL, U_CANCELLED = UnitStatus.FINALIZED, UnitStatus.CANCELLED
+J_OPEN, J_COMPLETED, J_CANCELLED = JobStatus.OPEN, JobStatus.COMPLETED, JobStatus.CANCELLED
+V_PENDING, V_ATTESTED = VerifierStatus.PENDING, VerifierStatus.ATTESTED
+V_SEALED, V_SLASHED = VerifierStatus.SEALED, VerifierStatus.SLASHED
 
 REG_CFG = dict(DEFAULT_REGISTRY_CONFIG)
 # The flat verifierLock (lazySlashFactor 0) so that the scenarios' 100-token verifiers can be

@@ -18,6 +18,7 @@ from web3 import Web3
 
 from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all, load_artifact
+from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus, UnitStatus
 from scripts.demo import Party, fund
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,9 +241,11 @@ def successful_calls(w3: Web3, sender: str) -> list[tuple[str, str]]:
 
 
 # IJobManager / IRoundManager enum values the warp reads
-_JOB_OPEN, _UNIT_OPEN, _UNIT_ASSIGNED, _UNIT_VERIFYING = 1, 1, 3, 5
-_UNIT_DONE = (7, 8)  # Finalized, Cancelled
-_RM_JOB_RUNNING, _ROUND_TRAINING, _ROUND_COMMITTED = 1, 1, 2
+_JOB_OPEN, _UNIT_OPEN = JobStatus.OPEN, UnitStatus.OPEN
+_UNIT_ASSIGNED, _UNIT_VERIFYING = UnitStatus.ASSIGNED, UnitStatus.VERIFYING
+_UNIT_DONE = (UnitStatus.FINALIZED, UnitStatus.CANCELLED)
+_RM_JOB_RUNNING = RoundJobStatus.RUNNING
+_ROUND_TRAINING, _ROUND_COMMITTED = RoundStatus.TRAINING, RoundStatus.COMMITTED
 
 
 def _named(fn, *args) -> dict:

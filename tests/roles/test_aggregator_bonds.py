@@ -9,8 +9,8 @@ import asyncio
 from rolefakes import FakeContract
 from test_verifier_resilience import bare, new_store
 
+from agents.core.enums import RoundStatus
 from agents.roles.aggregator import Aggregator
-from agents.roles.decomposed import R_COMMITTED, R_FINAL, R_TRAINING
 
 ME_HELD = 4 * 10**18
 
@@ -33,7 +33,11 @@ def aggregator(tmp_path, rounds: dict[tuple[int, int], tuple[int, int]], held: d
 
 
 def test_a_held_bond_is_reclaimed_once_its_aggregate_is_overturned(tmp_path):
-    rounds = {(1, 0): (R_COMMITTED, 0), (2, 3): (R_COMMITTED, 1), (3, 0): (R_FINAL, 0)}
+    rounds = {
+        (1, 0): (RoundStatus.COMMITTED, 0),
+        (2, 3): (RoundStatus.COMMITTED, 1),
+        (3, 0): (RoundStatus.FINAL, 0),
+    }
     held = {(2, 3, 0): ME_HELD}
     a = aggregator(tmp_path, rounds, held)
     for key in ("1:0:0", "2:3:0", "3:0:0"):
@@ -44,7 +48,10 @@ def test_a_held_bond_is_reclaimed_once_its_aggregate_is_overturned(tmp_path):
     # 1:0:0 still challenged, 2:3:0 overturned and reclaimed, 3:0:0 stood (bond forfeited)
     assert state == {"1:0:0": "requested", "2:3:0": "returned", "3:0:0": "forfeited"}
     # the next rounds read only the request still open
-    rounds[(1, 0)] = (R_TRAINING, 1)  # overturned; its request was pending, credited at once
+    rounds[(1, 0)] = (
+        RoundStatus.TRAINING,
+        1,
+    )  # overturned; its request was pending, credited at once
     asyncio.run(a.reclaim_reveal_bonds())
     assert len(a.sent) == 1
     assert a.agent.store.get_record("reveal-bond", "1:0:0").state == "returned"

@@ -467,8 +467,9 @@ def test_checkpoint_reader_turns_every_read_error_into_bad_blob(tmp_path):
 def test_aggregator_survives_a_hostile_unit_manifest(tmp_path):
     """Rounds.unit_states reads each finalized unit through CheckpointReader: a unit solver's
     manifest with int roots is a JobRejected ("not found yet") for the aggregator."""
+    from agents.core.enums import JobStatus
     from agents.roles.aggregator import Aggregator
-    from agents.roles.decomposed import JOB_COMPLETED, Rounds
+    from agents.roles.decomposed import Rounds
 
     data = datasets.load_dataset(V2.dataset_name)
     solver_store = open_blob_store(str(tmp_path / "solver"))
@@ -477,7 +478,7 @@ def test_aggregator_survives_a_hostile_unit_manifest(tmp_path):
     with serving(tmp_path / "solver") as server:
         locator = make_locator(server.url, solver_store.put(bad))
         job = [0] * 17
-        job[4] = JOB_COMPLETED
+        job[4] = JobStatus.COMPLETED
         unit = [0] * 14
         unit[12], unit[13] = b"\x05" * 32, b"\x06" * 32
         manager = FakeContract(getJob=lambda j: tuple(job), getUnit=lambda u: tuple(unit))

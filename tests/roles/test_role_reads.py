@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from web3.exceptions import BadFunctionCallOutput
 
+from agents.core.enums import RoundJobStatus
 from agents.core.fetches import Reads
 from agents.roles.aggregator import Aggregator
-from agents.roles.decomposed import RJ_COMPLETED, RJ_RUNNING
 from agents.roles.logic import SettledJobs, SettledRecords, UnitStatus
 from agents.roles.runner import POSTED_SCAN_BLOCKS, RoleAgent
 from agents.roles.verifier import Verifier
@@ -245,8 +245,8 @@ def test_a_verifier_forgets_a_units_bookkeeping_once_it_is_settled_for_good():
 
 def test_an_aggregator_reads_a_completed_decomposed_job_no_more_once_it_is_deep():
     """The aggregator's rounds read every decomposed job not known Completed for good."""
-    status = {1: RJ_COMPLETED, 2: RJ_RUNNING, 3: RJ_COMPLETED}
-    confirmed = {3: RJ_RUNNING}  # completed in the newest blocks only
+    status = {1: RoundJobStatus.COMPLETED, 2: RoundJobStatus.RUNNING, 3: RoundJobStatus.COMPLETED}
+    confirmed = {3: RoundJobStatus.RUNNING}  # completed in the newest blocks only
     reads: list[int] = []
 
     def get_job(dj: int):

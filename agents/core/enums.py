@@ -1,0 +1,118 @@
+"""The protocol's Solidity enums, the one Python copy of each (chain values are their numbers).
+
+Every member is written out by name so that a reader sees the numbers the chain uses;
+tests/core/test_enums_abi.py compares each enum here with the compiler's (`build/abi/enums.json`,
+written by tools/export_abi.py from the AST), so a member added, renamed or moved on either side
+fails the tests instead of shifting a number silently. Names are the Solidity members' in
+UPPER_SNAKE case (`PostCheckpoints` -> `POST_CHECKPOINTS`).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class JobStatus(IntEnum):
+    """IJobManager.JobStatus."""
+
+    NONE = 0
+    OPEN = 1
+    COMPLETED = 2
+    CANCELLED = 3
+
+
+class UnitStatus(IntEnum):
+    """IJobManager.UnitStatus (life cycle: PROTOCOL §6.5, agents/roles/logic.py)."""
+
+    NONE = 0
+    OPEN = 1
+    SELECTING = 2
+    ASSIGNED = 3
+    COMMITTED = 4
+    VERIFYING = 5
+    DISPUTED = 6
+    FINALIZED = 7
+    CANCELLED = 8
+
+
+class VerifierStatus(IntEnum):
+    """IJobManager.VerifierStatus."""
+
+    NONE = 0
+    PENDING = 1  # drawn, nothing sealed yet
+    ATTESTED = 2  # its seal opened: the end roots are public
+    SEALED = 3  # its end roots sealed (commit-reveal), not yet opened
+    SLASHED = 4  # attested a wrong root at a forced round's perturbed checkpoints
+
+
+class Role(IntEnum):
+    """INodeRegistry.Role; NONE marks an unregistered (or fully exited) address."""
+
+    NONE = 0
+    SOLVER = 1
+    VERIFIER = 2
+    WHISTLEBLOWER = 3
+
+
+class RoundJobStatus(IntEnum):
+    """IRoundManager.JobStatus (a decomposed job's; not IJobManager's JobStatus)."""
+
+    NONE = 0
+    RUNNING = 1
+    COMPLETED = 2
+
+
+class RoundStatus(IntEnum):
+    """IRoundManager.RoundStatus."""
+
+    NONE = 0
+    TRAINING = 1  # units posted; aggregation may be committed once all S are finalized
+    COMMITTED = 2  # an aggregate is in its challenge window
+    FINAL = 3  # G_{r+1} is final
+
+
+class Phase(IntEnum):
+    """DisputeTypes.sol's Phase: the move a dispute game expects next, in the order of play.
+
+    Includes the reduction phases (POST_ACCUMULATORS .. PROVE_ACCUMULATION) of the dispute-game
+    change in progress, so RESOLVED is 14 here; contracts compiled without them end at
+    PROVE_ELEMENT 10, RESOLVED 11 (agents/dispute/player.py's numbers until that change lands),
+    and the AST test skips Phase for them."""
+
+    NONE = 0
+    POST_CHECKPOINTS = 1
+    PICK_SEGMENT = 2
+    OPEN_SEGMENT = 3
+    PICK_STEP = 4
+    POST_TRACE = 5
+    PICK_NODE = 6
+    POST_LEAVES = 7
+    PICK_LEAF = 8
+    REVEAL_CHUNK = 9
+    PROVE_ELEMENT = 10
+    POST_ACCUMULATORS = 11
+    PICK_ACCUMULATORS = 12
+    PROVE_ACCUMULATION = 13
+    RESOLVED = 14
+
+
+class Side(IntEnum):
+    """DisputeTypes.sol's Side: the two parties of a game."""
+
+    NONE = 0
+    DEFENDER = 1
+    CHALLENGER = 2
+
+
+#: Each enum's qualified Solidity name, as `build/abi/enums.json` keys it (contract.Enum, or the
+#: bare name of a file-level enum).
+SOLIDITY: dict[str, type[IntEnum]] = {
+    "IJobManager.JobStatus": JobStatus,
+    "IJobManager.UnitStatus": UnitStatus,
+    "IJobManager.VerifierStatus": VerifierStatus,
+    "INodeRegistry.Role": Role,
+    "IRoundManager.JobStatus": RoundJobStatus,
+    "IRoundManager.RoundStatus": RoundStatus,
+    "Phase": Phase,
+    "Side": Side,
+}
