@@ -30,7 +30,7 @@ help:
 	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
 	@echo "               DEMO=decomposed: a 2-round x 3-shard job (RoundManager, aggregation fraud proof)"
 	@echo "make test    - the whole test suite (PROVIDER=test to run contract tests on py-evm)"
-	@echo "make lint    - ruff check + format check, solhint, slither (fails on high/medium)"
+	@echo "make lint    - ruff check + format check, import layering, solhint, slither (fails on high/medium)"
 	@echo "make bench   - run bench/ and write JSON under bench/results/"
 	@echo "make fuzz    - long property-test profile"
 	@echo "make reliability - fault-injection trials (crashes, chain, transport, blobs, bad input, aggregator kills)"
@@ -89,6 +89,8 @@ test: $(ABI_STAMP)
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	@# The agents' import layering and no import cycles ([tool.importlinter] in pyproject.toml).
+	$(VENV)/bin/lint-imports
 	@# Solidity style (errors fail; warnings are printed). Soft-float routines are long by nature,
 	@# so function length is not checked (.solhint.json).
 	node_modules/.bin/solhint --disc -f unix 'contracts/**/*.sol' | grep -v '^\s*$$' || true

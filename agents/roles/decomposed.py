@@ -24,7 +24,10 @@ from agents.core.blobs import BlobStore
 from agents.core.bounded import BoundedCache
 from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus
 from agents.dispute.graph import job_graph
+from agents.roles.addresses import companion_address
+from agents.roles.aggregation import layout_of
 from agents.roles.artifacts import BadBlob, CheckpointReader
+from agents.roles.errors import RoleError
 from agents.roles.jobs import (
     DEFAULT_MAX_LOADED_JOBS,
     DEFAULT_MAX_PARAMS,
@@ -35,6 +38,7 @@ from agents.roles.jobs import (
     keep_spec,
     rejecting,
 )
+from agents.roles.logic import Act, UnitStatus, keeper_acts
 from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.data import Dataset
@@ -54,8 +58,6 @@ log = logging.getLogger(__name__)
 
 def round_manager_address(args: argparse.Namespace, manager: str) -> str | None:
     """--round-manager, else the deployment file's RoundManager (if it is this JobManager's)."""
-    from agents.roles.runner import companion_address
-
     return companion_address(args, manager, "round_manager", "RoundManager")
 
 
@@ -235,10 +237,6 @@ async def post_decomposed(sub) -> None:
     Submitter; its --reward is the reward of one unit."""
     from web3.logs import DISCARD
 
-    from agents.roles.aggregator import layout_of
-    from agents.roles.logic import Act
-    from agents.roles.runner import RoleError
-
     if sub.rounds is None:
         raise RoleError("a version-2 spec needs a RoundManager (--round-manager or --deployment)")
     spec, data, rm = sub.spec, sub.data, sub.rounds.rm
@@ -297,8 +295,6 @@ async def follow_decomposed(sub) -> bool:
     """One round of the submitter of a decomposed job: keeper steps of the current round's unit
     jobs (a missed commit deadline re-opens the unit: expireAssignment), finalizing the round
     after its aggregation window; at the end, G_R from the units, checked, and its accuracy."""
-    from agents.roles.logic import Act, UnitStatus, keeper_acts
-
     rm, dj, now = sub.rounds.rm, sub.job_id, sub.now()
     job = rm.functions.getJob(dj).call()
     if job[1] == RoundJobStatus.COMPLETED:

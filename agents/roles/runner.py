@@ -37,7 +37,10 @@ from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget
+from agents.roles.addresses import court_address, manager_address
 from agents.roles.artifacts import BadBlob, Checkpoints, fetch_checkpoints, locator_problem
+from agents.roles.decomposed import Rounds, round_manager_address
+from agents.roles.errors import RoleError
 from agents.roles.jobs import (
     DEFAULT_MAX_LOADED_JOBS,
     DEFAULT_MAX_PARAMS,
@@ -61,10 +64,6 @@ from agents.roles.logic import (
 from agents.training.engine import EngineConfig
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
-
-
-class RoleError(RuntimeError):
-    """A fatal problem a role reports in one line (exit code 2)."""
 
 
 # The node or the network failed: the whole round is retried after the poll interval.
@@ -218,49 +217,6 @@ def role_parser(
     return p
 
 
-def manager_address(args: argparse.Namespace) -> str:
-    if args.manager:
-        if not Web3.is_address(args.manager):
-            raise RoleError(f"--manager {args.manager!r} is not an address")
-        return Web3.to_checksum_address(args.manager)
-    path = Path(args.deployment)
-    if not path.exists():
-        raise RoleError(
-            f"no --manager given and {path} does not exist (run `make demo` or pass --manager 0x…)"
-        )
-    try:
-        return Web3.to_checksum_address(json.loads(path.read_text())["contracts"]["JobManager"])
-    except (ValueError, KeyError) as exc:
-        raise RoleError(f"{path}: no contracts.JobManager address ({exc})") from None
-
-
-def companion_address(
-    args: argparse.Namespace, manager: str, flag: str, contract: str
-) -> str | None:
-    """A contract wired to this JobManager: `--<flag>` if given, else the deployment file's
-    `contract` entry when that file describes this manager."""
-    given = getattr(args, flag, None)
-    if given:
-        if not Web3.is_address(given):
-            raise RoleError(f"--{flag.replace('_', '-')} {given!r} is not an address")
-        return Web3.to_checksum_address(given)
-    path = Path(getattr(args, "deployment", "") or "")
-    if not path.is_file():
-        return None
-    try:
-        contracts = json.loads(path.read_text())["contracts"]
-    except (ValueError, KeyError):
-        return None
-    if contracts.get("JobManager", "").lower() != manager.lower():
-        return None
-    address = contracts.get(contract)
-    return Web3.to_checksum_address(address) if address else None
-
-
-def court_address(args: argparse.Namespace, manager: str) -> str | None:
-    return companion_address(args, manager, "court", "AttestationCourt")
-
-
 def engine_config(device: str, log: logging.Logger) -> EngineConfig:
     """The engine settings of --device: on CUDA the Triton device kernels (the portable torch
     ops where Triton is absent), else the native CPU kernels. A CUDA request on a machine
@@ -405,8 +361,6 @@ class RoleAgent:
 
     def _rounds(self, manager: str):
         """The RoundManager's view (decomposed jobs, agents/roles/decomposed.py), or None."""
-        from agents.roles.decomposed import Rounds, round_manager_address
-
         address = round_manager_address(self.args, manager)
         if address is None or not self.w3.eth.get_code(address):
             return None

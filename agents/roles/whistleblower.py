@@ -40,6 +40,7 @@ from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Phase
 from agents.dispute.trace import Computation, drop_computation
 from agents.roles.artifacts import BadBlob, Checkpoints, encode_state
+from agents.roles.challenge import ChallengerMixin, replay_segments
 from agents.roles.jobs import JobContext
 from agents.roles.logic import (
     Act,
@@ -60,7 +61,6 @@ from agents.roles.logic import (
     whistleblower_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError
-from agents.roles.verifier import ChallengerMixin, replay_segments
 from agents.training import merkle
 from agents.training.state import State
 

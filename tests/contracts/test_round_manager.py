@@ -15,7 +15,7 @@ import torch
 from conftest import E18, J_COMPLETED, SEAL, SECRET_HASH, SOLVER, U_FINAL, advance, now, reverts
 from web3.exceptions import ContractCustomError
 
-from agents.roles.aggregator import (
+from agents.roles.aggregation import (
     corrupt,
     data_roots,
     first_disputed_tensor,

@@ -1,0 +1,174 @@
+"""What the verifier and the whistleblower share as challengers: the replay of sampled segments,
+the start states a court defence keeps, and `ChallengerMixin`, which plays the dispute game as the
+honest challenger from a full computation of the job. Its own module so that neither role
+imports the other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from agents.core.blobs import BlobError, BlobStore
+from agents.core.bounded import BoundedCache
+from agents.dispute.client import GameClient
+from agents.dispute.player import Challenger, LyingChallenger
+from agents.dispute.trace import Computation
+from agents.roles.artifacts import BadBlob, Checkpoints, decode_state, encode_state
+from agents.roles.jobs import JobContext
+from agents.roles.logic import Act, Now, Side, UnitView, game_act
+from agents.roles.runner import progress_bar
+from agents.training.spec import JobSpec
+from agents.training.state import State, state_root
+
+
+def replay_segments(
+    ctx: JobContext,
+    reader: Checkpoints,
+    segments: list[int],
+    progress: bool = False,
+    keep: Callable[[int, State], None] | None = None,
+) -> dict[int, bytes]:
+    """My end root of each segment, replayed from the solver's start checkpoint; `keep(s, state)`
+    is shown each start state (checked against the solver's root) before it is replayed."""
+    k = ctx.spec.checkpoint_every
+    ends: dict[int, bytes] = {}
+    todo = sorted(set(segments))
+    with progress_bar("replay", len(todo) * k, progress) as advance:
+        for s in todo:
+            st = reader.state(s)
+            if keep is not None:
+                keep(s, st)
+            for t in range(s * k, (s + 1) * k):
+                st = ctx.engine.step(st, t)
+                advance(1)
+            ends[s] = state_root(st)
+    return ends
+
+
+def keep_state(blobs: BlobStore, st: State, log: logging.Logger) -> str | None:
+    """Copy a state into my own blob store (content-addressed) and return its address: a court
+    game over a segment I replayed starts from it, and the solver may stop serving its copy.
+    None (logged) when my store refuses it: the defence then falls back to a replay from step 0."""
+    try:
+        return blobs.put(encode_state(st))
+    except (BlobError, OSError) as exc:
+        log.warning("could not keep a start state in my blob store: %s", exc)
+        return None
+
+
+def kept_state(blobs: BlobStore, spec: JobSpec, address: str | None, root: bytes) -> State | None:
+    """The state I kept at `address`, if it is still there and has state root `root`."""
+    if not address:
+        return None
+    try:
+        st = decode_state(spec, blobs.get(address))
+    except (BlobError, BadBlob):
+        return None
+    return st if state_root(st) == root else None
+
+
+class ChallengerMixin:
+    """Plays dispute games as the honest challenger, from its own full computation."""
+
+    def challenger_comp(self, ctx: JobContext) -> Computation:
+        """My own account of job `ctx` from step 0 (a replay of the whole job, a challenge, a
+        court defence without a kept start). One per job, for at most --max-loaded-jobs jobs:
+        an evicted account gives its states back and, asked again, computes them again (the
+        same: the engine is deterministic); until then it holds its job's engine."""
+        comps = self.__dict__.get("_comps")
+        if comps is None:
+            comps = self.__dict__["_comps"] = BoundedCache(
+                self.max_loaded_jobs, on_evict=Computation.release
+            )
+        comp = comps.get(ctx.job_id)
+        if comp is None:
+            comp = Computation(
+                ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every, budget=self.state_budget
+            )
+            comps.put(ctx.job_id, comp)
+        return comp
+
+    def court_comp(self, ctx: JobContext, segment: int, start: State) -> Computation:
+        """My account of a court game's claim: segment `segment` replayed from `start`."""
+        k = ctx.spec.checkpoint_every
+        return Computation(ctx.engine, k, k, t0=segment * k, start=start, budget=self.state_budget)
+
+    def court_start(
+        self,
+        ctx: JobContext,
+        segment: int,
+        root: bytes,
+        kept: str | None,
+        solver: Callable[[], State | None],
+    ) -> State | None:
+        """The start state of a court game over `segment`, whose state root the game fixed at
+        `root`: my own copy, kept when I replayed the segment, else the solver's checkpoint
+        (`solver()`: None while it is being read, off the round loop: then None, ask again),
+        else my own replay from step 0 (the solver's state there whenever its checkpoint is
+        right, as it is under a true attestation). None when no source has it."""
+        st = kept_state(self.agent.blobs, ctx.spec, kept, root)
+        if st is not None:
+            return st
+        try:
+            st = solver()
+        except BadBlob as exc:
+            self.log.warning(
+                "segment %d: the solver's checkpoint is unusable (%s); replaying from step 0",
+                segment,
+                exc,
+            )
+        else:
+            if st is None:
+                return None
+            if state_root(st) == root:
+                return st
+        st = self.challenger_comp(ctx).state(segment * ctx.spec.checkpoint_every)
+        return st if state_root(st) == root else None
+
+    async def play(self, game_id: int, ctx: JobContext, now: Now) -> None:
+        client = GameClient(self.w3, self.game, "0x" + bytes(self.agent.account.key).hex())
+        view = client.view(game_id)
+        _, deadline = self.game.functions.turn(game_id).call()
+        comp = self.challenger_comp(ctx)
+        lying = getattr(self.args, "cheat_challenge", False)
+        player = LyingChallenger(comp, ctx.jg, seed=game_id) if lying else Challenger(comp, ctx.jg)
+        move = player.next_move(view)
+        act = game_act(game_id, Side.CHALLENGER, view.phase, view.moves, deadline, now, move)
+        if act is None:
+            return
+        if act.kind == "move":
+            m = act.args[0]
+            await self.send(act, getattr(self.game.functions, m.fn)(*m.call_args(game_id)))
+        else:
+            await self.send(act, self.game.functions.claimTimeout(game_id))
+
+    async def open_challenge(self, act: Act, u: UnitView, ctx: JobContext) -> bool:
+        """Challenge the unit with the checkpoint root of my own full replay. Returns False,
+        sending nothing, when that root is the unit's (the caller says what that means)."""
+        if getattr(self.args, "cheat_challenge", False):
+            counter = bytes(32 - 1) + b"\x01"  # a made-up counter-claim: any nonzero other root
+        else:
+            counter = self.challenger_comp(ctx).checkpoint_commit()
+        if counter == u.checkpoint_root:
+            return False
+        # The bond scales with the job's collateral (at least the flat `challengeBond`): quote it
+        # from the chain just before the challenge, as the manager will take it.
+        bond = int(self.manager.functions.challengeBondOf(u.unit_id).call())
+        await self.approve_at_least(act.intent, self.manager.address, bond)
+        out = await self.send(act, self.manager.functions.challenge(u.unit_id, counter))
+        if out is not None:
+            gid, _, paid = self.manager.functions.getDispute(u.unit_id).call()
+            self.log.info(
+                "challenged unit %d: dispute game %d opened, bond %d paid", u.unit_id, gid, paid
+            )
+        return True
+
+    def roots_are_right(self, u: UnitView) -> None:
+        """open_challenge found the unit's root right after a replay that disagreed: the data
+        failed its checks, not the roots."""
+        self.log.error(
+            "unit %d: the data failed its checks but the roots are right; "
+            "not challenging (will retry the fetch)",
+            u.unit_id,
+        )
