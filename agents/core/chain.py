@@ -75,6 +75,16 @@ def named_call(fn: Any) -> dict[str, Any]:
     return {c["name"]: v for c, v in zip(out["components"], values, strict=True)}
 
 
+def named_outputs(fn: Any) -> dict[str, Any]:
+    """The result of a view with several outputs, as {output name: value} (named_call is for
+    a view returning one struct): verifierStatus -> {"status": .., "attestationHash": ..}."""
+    outputs = fn.abi["outputs"]
+    if len(outputs) < 2 or not all(o["name"] for o in outputs):
+        raise ValueError(f"{fn.abi['name']}: not a view with several named outputs")
+    values = fn.call()
+    return {o["name"]: v for o, v in zip(outputs, values, strict=True)}
+
+
 def connect(rpc_url: str, timeout_s: float = 5.0, attempts: int = 1) -> Web3:
     """A connected Web3 for `rpc_url`, or ChainUnavailable naming the URL and the reason.
 

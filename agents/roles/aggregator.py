@@ -13,6 +13,7 @@ import argparse
 
 from agents.core.blobs import BlobError
 from agents.core.bounded import BoundedCache
+from agents.core.chain import named_call
 from agents.core.enums import Role, RoundJobStatus, RoundStatus
 from agents.roles.aggregation import (
     corrupt,
@@ -149,7 +150,7 @@ class Aggregator(RoleAgent):
         if got is None:
             return
         g = corrupt(got[1], 0, 5) if self.args.cheat else got[1]
-        bond = self.rm.functions.config().call()[1]
+        bond = named_call(self.rm.functions.config())["aggregatorBond"]
         if self.token.functions.allowance(self.me, self.rm.address).call() < bond:
             fn = self.token.functions.approve(self.rm.address, bond)
             await self.send(Act("approve", f"aggregate:{dj}:{r}:{attempt}:approve"), fn)

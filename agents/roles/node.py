@@ -20,6 +20,7 @@ import json
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 
+from agents.core.chain import named_call
 from agents.core.tx import TxError, TxFailed, TxRequest, TxReverted
 from agents.roles.runner import RoleAgent, RoleError, revert_text
 
@@ -145,22 +146,22 @@ class NodeCommand(RoleAgent):
                 raise RoleError("node add-stake needs an amount of tokens, not `all`")
 
     def status(self) -> NodeStatus:
-        n = self.registry.functions.getNode(self.me).call()
+        n = named_call(self.registry.functions.getNode(self.me))  # INodeRegistry.Node
         court = self.court.functions.credits(self.me).call() if self.court is not None else 0
         return NodeStatus(
             address=self.me,
-            role_id=n[0],
-            stake=n[8],
-            locked=n[9],
-            unbonding=n[10],
-            unbond_ready_at=n[11],
-            last_heartbeat=n[4],
+            role_id=n["role"],
+            stake=n["stake"],
+            locked=n["locked"],
+            unbonding=n["unbonding"],
+            unbond_ready_at=n["unbondReadyAt"],
+            last_heartbeat=n["lastHeartbeat"],
             online=self.registry.functions.isOnline(self.me).call(),
-            completed=n[5],
-            failed=n[6],
-            slashed=n[7],
+            completed=n["completed"],
+            failed=n["failed"],
+            slashed=n["slashed"],
             selection_weight=self.registry.functions.selectionWeight(self.me).call(),
-            pool_entry=n[12] - 1 if n[12] else None,
+            pool_entry=n["poolSlot"] - 1 if n["poolSlot"] else None,
             credits=self.manager.functions.credits(self.me).call(),
             court_credits=court,
             balance=self.token.functions.balanceOf(self.me).call(),

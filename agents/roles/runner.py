@@ -566,7 +566,7 @@ class RoleAgent:
     def reveal_window(self) -> int:
         """JobManager.Config.revealWindow (immutable): drawn verifiers open their sealed
         attestations until a unit's deadline + this."""
-        return int(self.manager.functions.config().call()[12])
+        return int(named_call(self.manager.functions.config())["revealWindow"])
 
     def now(self) -> Now:
         b = self.w3.eth.get_block("latest")

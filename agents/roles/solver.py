@@ -31,6 +31,7 @@ import torch
 from eth_utils import keccak
 
 from agents.core.bounded import BoundedCache, SaidOnce
+from agents.core.chain import named_outputs
 from agents.core.enums import Role
 from agents.dispute.availability import encode_answer
 from agents.dispute.client import GameClient
@@ -256,7 +257,9 @@ class Solver(RoleAgent):
         if self.agent.store.get_record("forced", f"{u.unit_id}:{u.attempt}") is None:
             return False
         statuses = [
-            VerifierStatus(self.manager.functions.verifierStatus(u.unit_id, v).call()[0])
+            VerifierStatus(
+                named_outputs(self.manager.functions.verifierStatus(u.unit_id, v))["status"]
+            )
             for v in self.manager.functions.getVerifiers(u.unit_id).call()
         ]
         return forced_reveal_open(statuses, self.now(), u.deadline, self.reveal_window)
@@ -594,7 +597,7 @@ class Solver(RoleAgent):
         for v in self.manager.functions.getVerifiers(u.unit_id).call():
             samples.append(self.manager.functions.sampledSegments(u.unit_id, v).call())
             ends: list[bytes] = []
-            status = self.manager.functions.verifierStatus(u.unit_id, v).call()[0]
+            status = named_outputs(self.manager.functions.verifierStatus(u.unit_id, v))["status"]
             if status == VerifierStatus.ATTESTED:
                 logs = self.manager.events.Attested().get_logs(
                     argument_filters={"unitId": u.unit_id, "verifier": v}, from_block=0

@@ -33,6 +33,7 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from agents.core.bounded import SaidOnce
+from agents.core.chain import named_outputs
 from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
@@ -379,7 +380,8 @@ class Verifier(ChallengerMixin, RoleAgent):
         )
 
     def status_of(self, u: UnitView, verifier: str) -> VerifierStatus:
-        return VerifierStatus(self.manager.functions.verifierStatus(u.unit_id, verifier).call()[0])
+        fn = self.manager.functions.verifierStatus(u.unit_id, verifier)
+        return VerifierStatus(named_outputs(fn)["status"])
 
     async def execute(self, act: Act, u: UnitView, now: Now) -> None:
         if act.kind == "replay":

@@ -33,6 +33,7 @@ from web3.logs import DISCARD
 
 from agents.core.blobs import BlobError
 from agents.core.bounded import SaidOnce
+from agents.core.chain import named_outputs
 from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Record
@@ -292,7 +293,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             index = self.manager.functions.getUnit(unit_id).call()[7]  # assigneeIndex
             expected = bytes(self.manager.functions.secretHashOf(unit_id, index).call())
             statuses = [
-                VerifierStatus(self.manager.functions.verifierStatus(unit_id, v).call()[0])
+                VerifierStatus(
+                    named_outputs(self.manager.functions.verifierStatus(unit_id, v))["status"]
+                )
                 for v in self.manager.functions.getVerifiers(unit_id).call()
             ]
             # ForcedErrors.secretHash: keccak256(abi.encode(r))
