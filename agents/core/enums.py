@@ -72,12 +72,9 @@ class RoundStatus(IntEnum):
 
 
 class Phase(IntEnum):
-    """DisputeTypes.sol's Phase: the move a dispute game expects next, in the order of play.
-
-    Includes the reduction phases (POST_ACCUMULATORS .. PROVE_ACCUMULATION) of the dispute-game
-    change in progress, so RESOLVED is 14 here; contracts compiled without them end at
-    PROVE_ELEMENT 10, RESOLVED 11 (agents/dispute/player.py's numbers until that change lands),
-    and the AST test skips Phase for them."""
+    """DisputeTypes.sol's Phase: the move a dispute game expects next, in the order of play
+    (the bisection of a reduction, POST_ACCUMULATORS … PROVE_ACCUMULATION, after PROVE_ELEMENT:
+    PROTOCOL §7.10)."""
 
     NONE = 0
     POST_CHECKPOINTS = 1

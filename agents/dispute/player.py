@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from agents.core.enums import Phase
 from agents.dispute import reduction
 from agents.dispute.encoding import (
     GRAPH_DOMAIN,
@@ -34,24 +35,6 @@ from agents.training import merkle
 from agents.training.graph import element_deps
 
 LEAF = merkle.LEAF_ELEMS
-
-
-class Phase:
-    NONE = 0
-    POST_CHECKPOINTS = 1
-    PICK_SEGMENT = 2
-    OPEN_SEGMENT = 3
-    PICK_STEP = 4
-    POST_TRACE = 5
-    PICK_NODE = 6
-    POST_LEAVES = 7
-    PICK_LEAF = 8
-    REVEAL_CHUNK = 9
-    PROVE_ELEMENT = 10
-    POST_ACCUMULATORS = 11
-    PICK_ACCUMULATORS = 12
-    PROVE_ACCUMULATION = 13
-    RESOLVED = 14
 
 
 DEFENDER_PHASES = {

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.core.enums import Side, UnitStatus, VerifierStatus
-from agents.dispute.player import DEFENDER_PHASES, Move, Phase
+from agents.core.enums import Phase, Side, UnitStatus, VerifierStatus
+from agents.dispute.player import DEFENDER_PHASES, Move
 
 # UnitStatus, VerifierStatus and Side are the protocol's one copy (agents/core/enums.py, tested
 # against the compiler's); Phase stays the dispute player's until the player switches to
