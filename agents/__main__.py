@@ -23,6 +23,7 @@ COMMANDS = (
     "whistleblower",
     "aggregator",
     "node",
+    "deploy",
 )
 
 

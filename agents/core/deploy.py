@@ -6,12 +6,19 @@ the NodeRegistry and the JobManager, authorises the JobManager as the registry's
 wires the dispute arbiter: a given address, or a MockArbiter when `mock_arbiter` is asked for
 (tests and demos only: anyone can resolve its games). Every transaction is signed locally, sent,
 and waited for; a reverted one raises `DeploymentError` naming the step.
+
+With a `Journal` the deployment is resumable: each step's signed transaction hash is recorded
+before it is sent and its result (an address, or "done") once mined, so a deployment cut off at
+any point is finished by running it again with the same journal — a mined step is never sent
+twice (a one-shot call such as `setSlashers` would revert if it were), and a step whose
+transaction never reached the chain is sent again (`python -m agents deploy`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,17 +92,49 @@ def load_artifact(name: str, abi_dir: Path = DEFAULT_ABI_DIR) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-class _Sender:
-    """Signs and sends one account's transactions in order, tracking the nonce locally."""
+@dataclass
+class Journal:
+    """What a deployment has done, step by step: `sent[step]` is the hash of the transaction
+    signed for it (recorded before sending), `done[step]` its result once mined (the deployed
+    address, or "done" for a call). `save` is called after every change (the CLI writes the
+    deployment file there), so a crash between any two lines leaves a journal to resume from."""
 
-    def __init__(self, w3: Web3, private_key: str) -> None:
+    sent: dict[str, str] = field(default_factory=dict)
+    done: dict[str, str] = field(default_factory=dict)
+    save: Callable[[Journal], None] = lambda journal: None
+
+
+class _Sender:
+    """Signs and sends one account's transactions in order, tracking the nonce locally; with a
+    journal, skips the steps it records as done and recovers the ones it records as sent."""
+
+    def __init__(self, w3: Web3, private_key: str, journal: Journal | None = None) -> None:
         self.w3 = w3
         self.account: LocalAccount = Account.from_key(private_key)
         self.nonce = w3.eth.get_transaction_count(self.account.address, "pending")
         self.chain_id = w3.eth.chain_id
+        self.journal = journal or Journal()
+
+    def _recovered(self, step: str) -> dict[str, Any] | None:
+        """The receipt of a step's transaction sent before a crash, if it was mined."""
+        tx_hash = self.journal.sent.get(step)
+        if tx_hash is None:
+            return None
+        try:
+            self.w3.eth.get_transaction(tx_hash)
+        except Exception:  # noqa: BLE001 - unknown to the node: it never got out, send again
+            return None
+        # Mined, or still pending (then waiting for it, not sending a second transaction).
+        receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120)
+        if receipt["status"] != 1:
+            raise DeploymentError(f"{step}: transaction {tx_hash} reverted")
+        return receipt
 
     def _send(self, tx: dict[str, Any], step: str) -> dict[str, Any]:
         signed = self.account.sign_transaction(tx)
+        # INVARIANT: the hash is on record before the transaction can reach the chain.
+        self.journal.sent[step] = "0x" + bytes(signed.hash).hex()
+        self.journal.save(self.journal)
         try:
             tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
         except Exception as exc:
@@ -109,21 +148,37 @@ class _Sender:
     def _base(self) -> dict[str, Any]:
         return {"from": self.account.address, "nonce": self.nonce, "chainId": self.chain_id}
 
-    def deploy(self, artifact: Mapping[str, Any], *args: Any, step: str) -> str:
-        factory = self.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
-        try:
-            tx = factory.constructor(*args).build_transaction(self._base())
-        except Exception as exc:  # gas estimation runs the constructor: a revert lands here
-            raise DeploymentError(f"{step}: constructor would fail: {exc}") from exc
-        receipt = self._send(tx, step)
-        return Web3.to_checksum_address(receipt["contractAddress"])
+    def _finish(self, step: str, result: str) -> str:
+        self.journal.done[step] = result
+        self.journal.save(self.journal)
+        return result
 
-    def call(self, fn: ContractFunction, step: str) -> dict[str, Any]:
-        try:
-            tx = fn.build_transaction(self._base())
-        except Exception as exc:
-            raise DeploymentError(f"{step}: call would fail: {exc}") from exc
-        return self._send(tx, step)
+    def deploy(self, artifact: Mapping[str, Any], *args: Any, step: str) -> str:
+        if step in self.journal.done:
+            address = self.journal.done[step]
+            if not self.w3.eth.get_code(address):
+                raise DeploymentError(f"{step}: the journal's {address} has no code on this chain")
+            return address
+        receipt = self._recovered(step)
+        if receipt is None:
+            factory = self.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+            try:
+                tx = factory.constructor(*args).build_transaction(self._base())
+            except Exception as exc:  # gas estimation runs the constructor: a revert lands here
+                raise DeploymentError(f"{step}: constructor would fail: {exc}") from exc
+            receipt = self._send(tx, step)
+        return self._finish(step, Web3.to_checksum_address(receipt["contractAddress"]))
+
+    def call(self, fn: ContractFunction, step: str) -> None:
+        if step in self.journal.done:
+            return
+        if self._recovered(step) is None:
+            try:
+                tx = fn.build_transaction(self._base())
+            except Exception as exc:
+                raise DeploymentError(f"{step}: call would fail: {exc}") from exc
+            self._send(tx, step)
+        self._finish(step, "done")
 
 
 def deploy_contract(
@@ -147,8 +202,10 @@ def deploy_all(
     deployer_private_key: str,
     abi_dir: Path = DEFAULT_ABI_DIR,
     params: dict[str, Any] | None = None,
+    journal: Journal | None = None,
 ) -> dict[str, str]:
-    """Deploy every protocol contract and wire them; return contract name -> address.
+    """Deploy every protocol contract and wire them; return contract name -> address. With a
+    `journal`, resumable: the steps it records are not sent again (module docstring).
 
     Keys: ``Token`` (the payment token; also ``TestToken`` when one was deployed),
     ``NodeRegistry``, ``JobManager``, ``Arbiter`` (when wired) and ``MockArbiter`` (when deployed).
@@ -175,7 +232,7 @@ def deploy_all(
     """
     params = dict(params or {})
     abi_dir = Path(abi_dir)
-    sender = _Sender(w3, deployer_private_key)
+    sender = _Sender(w3, deployer_private_key, journal)
     out: dict[str, str] = {}
 
     token = params.get("token")

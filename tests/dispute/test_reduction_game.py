@@ -11,6 +11,8 @@ narrowed to one accumulation step, which the one-step prover recomputes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from dispute_fixtures import advance, examples, make_job, open_game, reverts
@@ -267,3 +269,68 @@ def test_prover_accumulate_positionOutOfRange_reverts(dep):
         dep.prover.functions.accumulate(ctx, desc, 0, 0, 42, 0, []).call()
     # The finishing step of matmul_nt is the identity and reads no input.
     assert dep.prover.functions.accumulate(ctx, desc, 0, 0, 41, 0x3F800000, []).call() == 0x3F800000
+
+
+# -- every reduction's term step and finishing step decide (deterministic) ------------------------
+
+
+@dataclass
+class PartPicker(LyingChallenger):
+    """Disputes a true element and always names part `part` of the span (0: the first, -1: the
+    last), so the game ends at accumulation step 1 (the first term) or K + 1 (the finish)."""
+
+    part: int = 0
+
+    def next_move(self, v: GameView) -> Move | None:
+        if v.phase == Phase.PICK_ACCUMULATORS:
+            n = len(v.cut_values or []) + 1
+            return Move("pickAccumulators", (self.part % n, list(v.cut_values or [])))
+        return super().next_move(v)
+
+
+TERM_JOB = make_job((20, 6, 3), batch=3, n=12, seed=21, steps=2, interval=1)
+TERM_HONEST = TERM_JOB.honest(2, 1)
+
+
+@pytest.mark.parametrize("part", [0, 1, -1], ids=["first-term", "second-part", "finish"])
+@pytest.mark.parametrize("node_name", [*LIVE_REDUCTIONS, "loss.mean"])
+def test_each_reductions_steps_stand_for_an_honest_defender(dep, chain, snapshot, node_name, part):
+    node = TERM_JOB.jg.graph.index_of(node_name)
+    last = TERM_JOB.jg.nodes[node].numel - 1
+    liar = PartPicker(
+        TERM_HONEST, TERM_JOB.jg, seed=1, segment=1, node=node, element=last, direct_terms=0,
+        part=part,
+    )  # fmt: skip
+    gid = open_game(dep, TERM_JOB, TERM_HONEST, TERM_HONEST)
+    rec = run_game(
+        gid, (Defender(TERM_HONEST, TERM_JOB.jg), dep.defender), (liar, dep.challenger),
+        advance(chain), max_moves=96,
+    )  # fmt: skip
+    assert not rec.challenger_won and not rec.by_timeout, rec
+    (proved,) = dep.game.events.AccumulationProved().get_logs(
+        from_block=0, argument_filters={"gameId": gid}
+    )
+    terms = TERM_JOB.jg.nodes[node].inputs[0].cols
+    assert proved["args"]["position"] == {0: 1, -1: terms + 1}.get(part, proved["args"]["position"])
+    assert proved["args"]["claimed"] == proved["args"]["correct"]
+
+
+@pytest.mark.parametrize("node_name", LIVE_REDUCTIONS)
+def test_each_reductions_term_step_catches_a_chain_liar(dep, chain, snapshot, node_name):
+    node = TERM_JOB.jg.graph.index_of(node_name)
+    for element in reversed(range(TERM_JOB.jg.nodes[node].numel)):  # an unmasked fault
+        fault = Fault("element", step=1, node=node, element=element, mask=0x40000000)
+        liar = TERM_JOB.party(2, 1, fault)
+        if liar.final_root() != TERM_HONEST.final_root():
+            break
+    gid = open_game(dep, TERM_JOB, liar, TERM_HONEST)
+    rec = run_game(
+        gid, (ChainLiar(liar, TERM_JOB.jg, from_pos=2), dep.defender),
+        (Challenger(TERM_HONEST, TERM_JOB.jg, direct_terms=0), dep.challenger),
+        advance(chain), max_moves=96,
+    )  # fmt: skip
+    assert rec.challenger_won and not rec.by_timeout, rec
+    (proved,) = dep.game.events.AccumulationProved().get_logs(
+        from_block=0, argument_filters={"gameId": gid}
+    )
+    assert proved["args"]["position"] == 2  # a term step, not the finish
