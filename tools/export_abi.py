@@ -2,9 +2,12 @@
 
 Reads ape's build manifest (`.build/__local__.json`) and writes, per contract,
 `<out>/<ContractName>.json` = {contractName, sourceId, abi, bytecode, deployedBytecode}, plus an
-`index.json` listing them, and `enums.json`: every enum the protocol's sources declare, by
+`index.json` listing them, `enums.json`: every enum the protocol's sources declare, by
 qualified name (`IJobManager.UnitStatus`, or `Phase` for a file-level enum), as
-{member: number}. Non-Python clients need nothing but these files.
+{member: number}, and `errors.json`: one ABI holding every custom error and event of every
+protocol contract (test contracts and harnesses left out), so a client decodes any revert or log
+of the protocol with one file, with `selectors` (error selector -> signature). Non-Python clients
+need nothing but these files.
 
 ape keeps no AST in its manifest (ape-solidity asks solc for one but drops it), so the enums come
 from solc itself: the manifest's own source texts, parsed only (`stopAfter: parsing`, which needs
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = Path(".build/__local__.json")
+# Test contracts and float32 harnesses: tools of the tests, not the protocol.
+NOT_PROTOCOL = ("contracts/test/", "contracts/dispute/test/", "contracts/harness/")
 # The solc shim (tools/solc/solc); `SOLC` overrides it, for a native solc.
 SOLC = Path(os.environ.get("SOLC", Path(__file__).resolve().parent / "solc" / "solc"))
 
@@ -50,7 +55,44 @@ def export(manifest_path: Path, out_dir: Path) -> list[str]:
     (out_dir / "index.json").write_text(json.dumps({"contracts": names}, indent=1) + "\n")
     enums = compiled_enums(manifest["sources"])
     (out_dir / "enums.json").write_text(json.dumps(enums, indent=1) + "\n")
+    protocol = {
+        name: ctype["abi"]
+        for name, ctype in manifest["contractTypes"].items()
+        if not str(ctype.get("sourceId", "")).startswith(NOT_PROTOCOL)
+    }
+    (out_dir / "errors.json").write_text(json.dumps(errors_and_events(protocol), indent=1) + "\n")
     return names
+
+
+def _signature(item: dict) -> str:
+    def kind(i: dict) -> str:
+        t = i["type"]
+        if t.startswith("tuple"):
+            return "(" + ",".join(kind(c) for c in i["components"]) + ")" + t[5:]
+        return t
+
+    return f"{item['name']}({','.join(kind(i) for i in item['inputs'])})"
+
+
+def errors_and_events(abis: dict[str, list[dict]]) -> dict[str, Any]:
+    """One ABI with every error and event of `abis` (contract name -> ABI), each signature
+    once; an error selector shared by two different errors would make a revert ambiguous to
+    decode, so it is refused."""
+    from eth_utils import keccak
+
+    items: dict[str, dict] = {}
+    selectors: dict[str, str] = {}
+    for name in sorted(abis):
+        for item in abis[name]:
+            if item.get("type") not in ("error", "event"):
+                continue
+            sig = _signature(item)
+            items.setdefault(f"{item['type']}:{sig}", item)
+            if item["type"] == "error":
+                selector = "0x" + keccak(text=sig)[:4].hex()
+                if selectors.setdefault(selector, sig) != sig:
+                    raise ValueError(f"errors {selectors[selector]} and {sig} share {selector}")
+    return {"abi": [items[k] for k in sorted(items)], "selectors": dict(sorted(selectors.items()))}
 
 
 def _enum_nodes(node: Any, scope: str | None = None) -> Iterator[tuple[str | None, dict]]:
