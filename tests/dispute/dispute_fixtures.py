@@ -28,6 +28,7 @@ from agents.dispute.harness import (  # noqa: F401 - re-exported for the tests
     open_game,
     open_segment_game,
 )
+from agents.dispute.player import DEFENDER_PHASES
 
 EXAMPLES = {"ci": 1, "fuzz": 10}  # multiplier of each property test's CI example count
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
@@ -102,3 +103,16 @@ def reverts(contract: Contract, name: str, **inputs: Any) -> Iterator[None]:
 def what(label: str) -> bytes:
     """The bytes32 `what` of InvalidProof: a short string literal, right-padded with zeros."""
     return label.encode().ljust(32, b"\x00")
+
+
+def play_to(dep, gid: int, phase: int, defender, challenger):
+    """Plays both players' moves until the game expects `phase`; returns the view there."""
+    for _ in range(64):
+        v = dep.defender.view(gid)
+        if v.phase == phase:
+            return v
+        if v.phase in DEFENDER_PHASES:
+            dep.defender.play(defender.next_move(v), gid)
+        else:
+            dep.challenger.play(challenger.next_move(v), gid)
+    raise AssertionError(f"the game never reached phase {phase}")

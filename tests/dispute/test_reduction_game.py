@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from dispute_fixtures import advance, examples, make_job, open_game, reverts
+from dispute_fixtures import advance, examples, make_job, open_game, play_to, reverts
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +23,6 @@ from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
 from agents.dispute.liars import ChainLiar
 from agents.dispute.player import (
-    DEFENDER_PHASES,
     Challenger,
     Defender,
     GameView,
@@ -165,18 +164,6 @@ SMALL_HONEST = SMALL.honest(1, 1)
 SMALL_LIAR = SMALL.party(1, 1, Fault("element", step=0, node=MM, element=0, mask=0x40000000))
 
 
-def _play_to(dep, gid: int, phase: int, defender, challenger) -> GameView:
-    for _ in range(64):
-        v = dep.defender.view(gid)
-        if v.phase == phase:
-            return v
-        if v.phase in DEFENDER_PHASES:
-            dep.defender.play(defender.next_move(v), gid)
-        else:
-            dep.challenger.play(challenger.next_move(v), gid)
-    raise AssertionError(f"the game never reached phase {phase}")
-
-
 @pytest.fixture
 def small_game(dep, snapshot):
     gid = open_game(dep, SMALL, SMALL_LIAR, SMALL_HONEST)
@@ -185,7 +172,7 @@ def small_game(dep, snapshot):
 
 def test_openReduction_opensTheSpanOfTheElement(dep, small_game):
     gid, d, c = small_game
-    v = _play_to(dep, gid, Phase.POST_ACCUMULATORS, d, c)
+    v = play_to(dep, gid, Phase.POST_ACCUMULATORS, d, c)
     assert (v.element, v.lo, v.hi) == (0, 0, 41)  # K = 40 terms and the finishing step
     p = dep.defender.read_struct("progressOf", gid)
     claimed = SMALL_LIAR.node_output(0, MM).contiguous().reshape(-1).numpy().view(np.uint32)[0]
@@ -198,7 +185,7 @@ def test_openReduction_notAReduction_reverts(dep, snapshot):
     liar = job.party(1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
     honest = job.honest(1, 1)
     gid = open_game(dep, job, liar, honest)
-    v = _play_to(dep, gid, Phase.PROVE_ELEMENT, Defender(liar, job.jg), Challenger(honest, job.jg))
+    v = play_to(dep, gid, Phase.PROVE_ELEMENT, Defender(liar, job.jg), Challenger(honest, job.jg))
     desc = job.jg.nodes[v.node]
     with reverts(dep.prover, "NotAReduction", op=desc.op):
         dep.challenger.play(Move("openReduction", (0, v.chunk, desc.encode())), gid)
@@ -206,7 +193,7 @@ def test_openReduction_notAReduction_reverts(dep, snapshot):
 
 def test_openReduction_paddingElement_reverts(dep, small_game):
     gid, d, c = small_game
-    v = _play_to(dep, gid, Phase.PROVE_ELEMENT, d, c)
+    v = play_to(dep, gid, Phase.PROVE_ELEMENT, d, c)
     desc = SMALL.jg.nodes[MM]  # (2, 5): 10 elements in leaf 0, offsets 10.. are padding
     with reverts(dep.game, "IndexOutOfRange", index=10, bound=10):
         dep.challenger.play(Move("openReduction", (10, v.chunk, desc.encode())), gid)
@@ -214,7 +201,7 @@ def test_openReduction_paddingElement_reverts(dep, small_game):
 
 def test_postAccumulators_wrongCount_reverts(dep, small_game):
     gid, d, c = small_game
-    v = _play_to(dep, gid, Phase.POST_ACCUMULATORS, d, c)
+    v = play_to(dep, gid, Phase.POST_ACCUMULATORS, d, c)
     values = d.next_move(v).args[0]
     assert len(values) == 15
     with reverts(dep.game, "LengthMismatch", expected=15, actual=14):
@@ -223,7 +210,7 @@ def test_postAccumulators_wrongCount_reverts(dep, small_game):
 
 def test_pickAccumulators_tamperedValues_cutsMismatch(dep, small_game):
     gid, d, c = small_game
-    v = _play_to(dep, gid, Phase.PICK_ACCUMULATORS, d, c)
+    v = play_to(dep, gid, Phase.PICK_ACCUMULATORS, d, c)
     tampered = list(v.cut_values)
     tampered[3] ^= 1
     with reverts(dep.game, "CutsMismatch"):
@@ -232,14 +219,14 @@ def test_pickAccumulators_tamperedValues_cutsMismatch(dep, small_game):
 
 def test_pickAccumulators_partOutOfRange_reverts(dep, small_game):
     gid, d, c = small_game
-    v = _play_to(dep, gid, Phase.PICK_ACCUMULATORS, d, c)
+    v = play_to(dep, gid, Phase.PICK_ACCUMULATORS, d, c)
     with reverts(dep.game, "IndexOutOfRange", index=16, bound=16):
         dep.challenger.play(Move("pickAccumulators", (16, v.cut_values)), gid)
 
 
 def test_proveAccumulation_beforeTheLastStep_wrongPhase(dep, small_game):
     gid, d, c = small_game
-    _play_to(dep, gid, Phase.POST_ACCUMULATORS, d, c)
+    play_to(dep, gid, Phase.POST_ACCUMULATORS, d, c)
     desc = SMALL.jg.nodes[MM]
     with reverts(dep.game, "WrongPhase", expected=Phase.PROVE_ACCUMULATION):
         dep.challenger.play(

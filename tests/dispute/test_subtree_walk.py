@@ -11,16 +11,14 @@ challenger names one, down to a leaf.
 from __future__ import annotations
 
 import pytest
-from dispute_fixtures import advance, examples, make_job, open_game, reverts
+from dispute_fixtures import advance, examples, make_job, open_game, play_to, reverts
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agents.dispute.client import run_game
 from agents.dispute.player import (
-    DEFENDER_PHASES,
     Challenger,
     Defender,
-    GameView,
     LyingChallenger,
     Move,
     Phase,
@@ -85,21 +83,6 @@ def _honest_wins(dep, chain, seed, chosen, forge):
 # -- reverts ---------------------------------------------------------------------------------
 
 
-def _play_to(dep, gid: int, phase: int, defender, challenger, skip: int = 0) -> GameView:
-    """Plays honest moves until the game expects `phase` for the (skip + 1)-th time."""
-    for _ in range(64):
-        v = dep.defender.view(gid)
-        if v.phase == phase:
-            if skip == 0:
-                return v
-            skip -= 1
-        if v.phase in DEFENDER_PHASES:
-            dep.defender.play(defender.next_move(v), gid)
-        else:
-            dep.challenger.play(challenger.next_move(v), gid)
-    raise AssertionError(f"the game never reached phase {phase}")
-
-
 @pytest.fixture
 def walk(dep, snapshot):
     liar = _liar(NUMEL - 1)
@@ -109,7 +92,7 @@ def walk(dep, snapshot):
 
 def test_postSubtree_firstRound_postsTheTopSixLevels(dep, walk):
     gid, d, c = walk
-    v = _play_to(dep, gid, Phase.PICK_LEAF, d, c)
+    v = play_to(dep, gid, Phase.PICK_LEAF, d, c)
     assert len(v.subtree) == 64 and (v.subtree_height, v.subtree_index) == (1, 0)
     p = dep.defender.read_struct("progressOf", gid)
     assert (p["walkHeight"], p["walkIndex"]) == (7, 0)
@@ -121,7 +104,7 @@ def test_postSubtree_smallTensor_notAWalk(dep, snapshot):
     liar = job.party(1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
     honest = job.honest(1, 1)
     gid = open_game(dep, job, liar, honest)
-    _play_to(dep, gid, Phase.POST_LEAVES, Defender(liar, job.jg), Challenger(honest, job.jg))
+    play_to(dep, gid, Phase.POST_LEAVES, Defender(liar, job.jg), Challenger(honest, job.jg))
     with reverts(dep.game, "NotAWalk", numLeaves=1):
         dep.defender.play(Move("postSubtree", ([b"\x00" * 32],)), gid)
 
@@ -132,19 +115,19 @@ def test_pickSubtree_afterPostLeaves_notAWalk(dep, snapshot):
     liar = job.party(1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
     honest = job.honest(1, 1)
     gid = open_game(dep, job, liar, honest)
-    v = _play_to(dep, gid, Phase.PICK_LEAF, Defender(liar, job.jg), Challenger(honest, job.jg))
+    v = play_to(dep, gid, Phase.PICK_LEAF, Defender(liar, job.jg), Challenger(honest, job.jg))
     with reverts(dep.game, "NotAWalk", numLeaves=5):
         dep.challenger.play(Move("pickSubtree", (0, v.leaves)), gid)
 
 
 def test_postSubtree_wrongCountOrWrongRoot_reverts(dep, walk):
     gid, d, c = walk
-    v = _play_to(dep, gid, Phase.POST_LEAVES, d, c)
+    v = play_to(dep, gid, Phase.POST_LEAVES, d, c)
     nodes = d.next_move(v).args[0]
     with reverts(dep.game, "RootMismatch"):  # 32 nodes hash to another root
         dep.defender.play(Move("postSubtree", (nodes[:32],)), gid)
     dep.defender.play(Move("postSubtree", (nodes,)), gid)
-    v = _play_to(dep, gid, Phase.POST_LEAVES, d, c)  # the second round: 2 leaves under a node
+    v = play_to(dep, gid, Phase.POST_LEAVES, d, c)  # the second round: 2 leaves under a node
     nodes = d.next_move(v).args[0]
     assert len(nodes) == 2
     with reverts(dep.game, "RootMismatch"):
@@ -153,7 +136,7 @@ def test_postSubtree_wrongCountOrWrongRoot_reverts(dep, walk):
 
 def test_pickSubtree_tamperedNodes_childOutOfRange_paddingLeaf_revert(dep, walk):
     gid, d, c = walk
-    v = _play_to(dep, gid, Phase.PICK_LEAF, d, c)
+    v = play_to(dep, gid, Phase.PICK_LEAF, d, c)
     tampered = [v.subtree[1], *v.subtree[1:]]
     with reverts(dep.game, "RootMismatch"):
         dep.challenger.play(Move("pickSubtree", (0, tampered)), gid)
@@ -163,6 +146,6 @@ def test_pickSubtree_tamperedNodes_childOutOfRange_paddingLeaf_revert(dep, walk)
         dep.challenger.play(Move("pickSubtree", (0, v.subtree[:63])), gid)
     # Node 34 at height 1 covers leaves 68 and 69; leaf 69 is padding (69 leaves: 0 … 68).
     dep.challenger.play(Move("pickSubtree", (34, v.subtree)), gid)
-    v = _play_to(dep, gid, Phase.PICK_LEAF, d, c)
+    v = play_to(dep, gid, Phase.PICK_LEAF, d, c)
     with reverts(dep.game, "IndexOutOfRange", index=69, bound=69):
         dep.challenger.play(Move("pickSubtree", (1, v.subtree)), gid)
