@@ -16,6 +16,7 @@ from agents.cli_errors import UserError
 COMMANDS = (
     "train",
     "job",
+    "dataset",
     "graph",
     "submitter",
     "solver",

@@ -26,7 +26,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     jsub = p.add_subparsers(dest="job_command", required=True, metavar="JOB_COMMAND")
     b = jsub.add_parser("build", help="lower a model's training step into a job spec + blobs")
     b.add_argument("--model", required=True, help="FILE.py:FACTORY (FACTORY() returns the module)")
-    b.add_argument("--dataset", required=True, help="a built-in dataset name")
+    b.add_argument("--dataset", required=True,
+                   help="a built-in dataset name, or a packed dataset's manifest.json")  # fmt: skip
+    b.add_argument(
+        "--data-store",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="where a packed dataset's chunks are (beside its manifest: tried first)",
+    )
     b.add_argument("--optimizer", choices=("sgd", "adamw"), required=True)
     b.add_argument("--lr", type=float, required=True)
     b.add_argument("--momentum", type=float, help="sgd: momentum (default 0)")
@@ -126,7 +134,7 @@ def run_build(args: argparse.Namespace) -> int:
         raise UserError(f"--rounds must divide --steps ({args.steps}) and --shards be >= 1")
     opt = _optimizer(args)
     hyper_bits = tuple((k, F.bits(np.float32(v))) for k, v in opt.hyper().items())
-    ds = mj.load_data(args.dataset)
+    dataset_name, ds, manifest = _dataset(args.dataset, args.data_store)
     if isinstance(ds, tokens.TokenDataset):
         task, classes = "lm", ds.classes
     else:
@@ -143,7 +151,10 @@ def run_build(args: argparse.Namespace) -> int:
     if n > args.max_params:
         raise UserError(f"the model has {n} parameters, over --max-params {args.max_params}")
     context = _context(module, task)
-    item = (context,) if task == "lm" else cdata.item_shape(args.dataset)
+    if task == "lm":
+        item = (context,)
+    else:
+        item = manifest.item_shape if manifest else cdata.item_shape(dataset_name)
     # the optimizer the graph is lowered with holds the binary32 values the spec will carry
     opt = type(opt)(**{**opt.__dict__, **{k: float(F.f32(b)) for k, b in hyper_bits
                                            if k in ("lr", "momentum", "eps", "weight_decay",
@@ -158,7 +169,7 @@ def run_build(args: argparse.Namespace) -> int:
     spec = sp.ModelSpec(
         graph="0x" + lowered.bundle.hash().hex(),
         state="0x" + mj.state_root(st).hex(),
-        dataset_name=args.dataset,
+        dataset_name=dataset_name,
         dataset_root=mj.dataset_root(ds),
         optimizer=opt.kind,
         hyper_bits=hyper_bits,
@@ -180,6 +191,8 @@ def run_build(args: argparse.Namespace) -> int:
         mj.decode_state(bundle, d)).hex())  # fmt: skip
     state_addr = state_store.put(mj.encode_state(st))
     assert graph_addr == spec.graph and state_addr == spec.state
+    if manifest is not None:  # the spec names it by address: the job's store holds it too
+        store.put(manifest.canonical_bytes())
     Path(args.out).write_bytes(spec.canonical_bytes() + b"\n")
     out = {
         "spec": args.out,
@@ -197,6 +210,18 @@ def run_build(args: argparse.Namespace) -> int:
     else:
         print("  ".join(f"{k}={v}" for k, v in out.items()))
     return 0
+
+
+def _dataset(arg: str, data_stores: list[str]):
+    """(spec dataset name, dataset, manifest or None) of --dataset: a built-in name, or the path
+    of a packed dataset's manifest (its chunks fetched and checked, PROTOCOL §4.4)."""
+    from agents.model import job as mj
+    from agents.training import chunks
+
+    if not Path(arg).is_file():
+        return arg, mj.load_data(arg), None
+    fetcher = chunks.open_packed(arg, chunks.FetchConfig(tuple(data_stores)))
+    return fetcher.manifest.name(), fetcher.load(), fetcher.manifest
 
 
 def _context(module, task: str) -> int:

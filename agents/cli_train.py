@@ -31,7 +31,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--blob-url", help="version 3: the job's blob store (default <spec>.blobs)")
     p.add_argument("--out-state", help="version 3: write the final state to this file")
+    p.add_argument("--data-store", action="append", default=[], metavar="URL",
+                   help="a packed dataset's store (repeatable, tried in order; version 3 also "
+                        "tries the job's blob store)")  # fmt: skip
+    p.add_argument("--data-cache", help="a folder caching fetched dataset chunks")
+    p.add_argument("--data-cache-mib", type=int, default=1024, help="the cache's disk budget")
     p.set_defaults(func=run)
+
+
+def configure_data(args: argparse.Namespace, extra: tuple[str, ...] = ()) -> None:
+    """Where a packed dataset's manifest and chunks come from (agents/training/chunks.py)."""
+    from agents.training import chunks
+
+    if args.data_cache_mib < 1:
+        raise UserError(f"--data-cache-mib must be >= 1, got {args.data_cache_mib}")
+    chunks.configure(chunks.FetchConfig((*args.data_store, *extra), args.data_cache,
+                                        args.data_cache_mib << 20))  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +57,11 @@ def run(args: argparse.Namespace) -> int:
 
     job = spec.load(args.spec)
     if job.version == spec.SPEC_VERSION_MODEL:
+        from agents.cli_job import default_blobs
+
+        configure_data(args, (args.blob_url or default_blobs(args.spec),))
         return _run_model(args)
+    configure_data(args)
     if args.out_state or args.blob_url:
         raise UserError("--out-state and --blob-url apply to version-3 specs")
     if job.version != spec.SPEC_VERSION and (args.steps is not None or args.every is not None):

@@ -113,9 +113,23 @@ def synthetic(n: int, f: int, c: int, seed: int) -> Dataset:
     return Dataset(name, torch.from_numpy(x), torch.from_numpy(y.reshape(1, -1)))
 
 
+def _packed():
+    # a packed dataset (manifest:0x...) is resolved by chunks.py, which imports this module
+    from agents.training import chunks
+
+    return chunks
+
+
+def _is_packed(name: str) -> bool:
+    return name.startswith("manifest:")
+
+
 def shape(name: str) -> tuple[int, int]:
     """(examples N, features F) of a named dataset, without building it; DatasetError for a
     name that is unknown or too large to build."""
+    if _is_packed(name):
+        m = _packed().open_packed(name).manifest
+        return m.splits[0].n, int(np.prod(m.item_shape, dtype=np.int64)) if m.item_shape else 1
     if name in (DIGITS_TRAIN, DIGITS_TEST):
         n = _digits()[0].shape[0]
         test = len(range(4, n, 5))
@@ -131,11 +145,15 @@ def shape(name: str) -> tuple[int, int]:
 def _unknown(name: str) -> DatasetError:
     return DatasetError(
         f"unknown dataset {name[:200]!r} (known: {DIGITS_TRAIN}, {DIGITS_TEST}, "
-        "synthetic/n=N,f=F,c=C,seed=S)"
+        "synthetic/n=N,f=F,c=C,seed=S, manifest:0x<address> of a packed dataset)"
     )
 
 
 def load_dataset(name: str) -> Dataset:
+    """A named dataset; `manifest:0x<address>` is a packed one's training split (PROTOCOL §4.4;
+    a token stream's comes back as a tokens.TokenDataset), fetched and checked chunk by chunk."""
+    if _is_packed(name):
+        return _packed().load_named(name)
     if name == DIGITS_TRAIN:
         return _digits_split(test=False)
     if name == DIGITS_TEST:
@@ -151,11 +169,16 @@ def item_shape(name: str) -> tuple[int, ...]:
     synthetic set's examples are vectors of its F features."""
     if name in (DIGITS_TRAIN, DIGITS_TEST):
         return (1, 8, 8)
+    if _is_packed(name):
+        return _packed().open_packed(name).manifest.item_shape
     return (shape(name)[1],)
 
 
 def test_split_for(name: str) -> Dataset | None:
     """The held-out split that goes with a training set, if it has one."""
+    if _is_packed(name):
+        fetcher = _packed().open_packed(name)
+        return fetcher.load("validation") if fetcher.manifest.split("validation") else None
     return _digits_split(test=True) if name == DIGITS_TRAIN else None
 
 

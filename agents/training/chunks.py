@@ -1,0 +1,311 @@
+"""Partial, checked fetches of a packed dataset (PROTOCOL §4.4): which chunks a piece of work
+needs, fetching each from a list of stores with fallback, checking it before use, and a disk
+cache within a byte budget.
+
+Trust: nothing fetched is trusted. A manifest is addressed by keccak-256 of its bytes (the blob
+store checks it) and checked on parse (its chunk roots fold to each tensor's data root, its
+tensor roots give the dataset root the spec carries). A chunk blob is checked by its store
+against its keccak address, then here against its subtree root and length; a chunk that fails
+anything is dropped (and deleted from the cache) and the next store is asked. A role's dataset
+root check (the spec's root against the materialised split) closes the loop.
+
+Where a process gets chunks from: `configure(FetchConfig(...))` (the CLI does, from its flags),
+else the environment: VTP_DATASET_STORES (blob URLs, comma separated, tried in order),
+VTP_DATASET_CACHE (a folder) and VTP_DATASET_CACHE_MIB (its budget).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from agents.core.blobs import BlobError, BlobStore, open_blob_store
+from agents.training import packed
+from agents.training.data import Dataset, DatasetError
+from agents.training.keccak import keccak256
+
+DEFAULT_CACHE_BYTES = 1 << 30
+MAX_MANIFEST_BYTES = 1 << 28  # 2^22 chunk entries: a 4 TiB dataset at 1 MiB chunks
+
+
+class ChunkUnavailable(DatasetError):
+    """No store had a good copy of a chunk (or of the manifest)."""
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    stores: tuple[str, ...] = ()  # blob URLs, tried in order
+    cache_dir: str | None = None  # None: no disk cache
+    cache_bytes: int = DEFAULT_CACHE_BYTES
+    timeout_s: float = 30.0
+
+
+@dataclass
+class FetchStats:
+    chunks: int = 0  # chunks taken from stores
+    bytes: int = 0  # their bytes
+    cache_hits: int = 0
+    rejected: list[str] = field(default_factory=list)  # one line per bad or missing copy
+
+
+_CONFIG: FetchConfig | None = None
+
+
+def configure(cfg: FetchConfig | None) -> None:
+    """Set where this process fetches packed datasets from (None: back to the environment)."""
+    global _CONFIG
+    _CONFIG = cfg
+
+
+def current_config() -> FetchConfig:
+    if _CONFIG is not None:
+        return _CONFIG
+    stores = tuple(s for s in os.environ.get("VTP_DATASET_STORES", "").split(",") if s)
+    mib = os.environ.get("VTP_DATASET_CACHE_MIB")
+    return FetchConfig(stores, os.environ.get("VTP_DATASET_CACHE") or None,
+                       int(mib) << 20 if mib else DEFAULT_CACHE_BYTES)  # fmt: skip
+
+
+class DiskCache:
+    """Chunk blobs by address in one folder, least recently used evicted beyond `budget`.
+    Entries are re-checked on every read (a disk may rot); a bad one is deleted."""
+
+    def __init__(self, folder: str | Path, budget: int) -> None:
+        self.folder = Path(folder)
+        self.budget = budget
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.used = sum(p.stat().st_size for p in self._entries())
+
+    def _entries(self) -> list[Path]:
+        return [p for p in self.folder.iterdir() if p.name.startswith("0x") and p.is_file()]
+
+    def get(self, address: str) -> bytes | None:
+        p = self.folder / address
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            return None
+        os.utime(p)  # recency for eviction
+        return data
+
+    def drop(self, address: str) -> None:
+        p = self.folder / address
+        with contextlib.suppress(FileNotFoundError):
+            self.used -= p.stat().st_size
+            p.unlink()
+
+    def put(self, address: str, data: bytes) -> None:
+        if len(data) > self.budget or (self.folder / address).exists():
+            return
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, self.folder / address)
+        self.used += len(data)
+        if self.used > self.budget:
+            self._evict()
+
+    def _evict(self) -> None:
+        for p in sorted(self._entries(), key=lambda p: p.stat().st_mtime):
+            if self.used <= self.budget:
+                return
+            self.drop(p.name)
+
+
+class ChunkFetcher:
+    """Checked chunk reads of one manifest from stores in order, through an optional cache."""
+
+    def __init__(self, manifest: packed.Manifest, stores: Sequence[BlobStore],
+                 cache: DiskCache | None = None) -> None:  # fmt: skip
+        self.manifest = manifest
+        self.stores = list(stores)
+        self.cache = cache
+        self.stats = FetchStats()
+
+    def _check(self, t: packed.TensorEntry, i: int, blob: bytes) -> str | None:
+        """Why `blob` is not chunk i of t (None: it is)."""
+        first, end = t.chunk_span(i)
+        if len(blob) != 4 * (end - first):
+            return f"{len(blob)} bytes, not {4 * (end - first)}"
+        if "0x" + keccak256(blob).hex() != t.chunks[i].address:
+            return "wrong content address"
+        root = packed.chunk_root_of_blob(blob, t.is_f32, t.chunk_leaves)
+        if "0x" + root.hex() != t.chunks[i].root:
+            return "subtree root does not match the manifest"
+        return None
+
+    def chunk(self, split: str, tensor: str, i: int) -> np.ndarray:
+        """Chunk i of a tensor as uint32 words, checked; ChunkUnavailable if no store has it."""
+        t = self._tensor(split, tensor)
+        ref = t.chunks[i]
+        if self.cache is not None and (blob := self.cache.get(ref.address)) is not None:
+            if self._check(t, i, blob) is None:
+                self.stats.cache_hits += 1
+                return packed.blob_words(blob)
+            self.stats.rejected.append(f"cache: chunk {ref.address} failed its check")
+            self.cache.drop(ref.address)
+        first, end = t.chunk_span(i)
+        for store in self.stores:
+            try:
+                blob = store.get(ref.address, max_bytes=4 * (end - first))
+            except (BlobError, OSError) as e:
+                self.stats.rejected.append(f"{store.backend!r}: {str(e).splitlines()[0][:200]}")
+                continue
+            why = self._check(t, i, blob)
+            if why is not None:
+                self.stats.rejected.append(f"{store.backend!r}: chunk {ref.address}: {why}")
+                continue
+            self.stats.chunks += 1
+            self.stats.bytes += len(blob)
+            if self.cache is not None:
+                self.cache.put(ref.address, blob)
+            return packed.blob_words(blob)
+        raise ChunkUnavailable(
+            f"chunk {i} of {split}.{tensor} ({ref.address}) is in none of the "
+            f"{len(self.stores)} dataset stores with the right content"
+        )
+
+    def _tensor(self, split: str, tensor: str) -> packed.TensorEntry:
+        s = self.manifest.split(split)
+        if s is None:
+            raise DatasetError(f"the packed dataset has no {split} split")
+        return s.tensor(tensor)
+
+    def tensor_words(self, split: str, tensor: str) -> np.ndarray:
+        t = self._tensor(split, tensor)
+        return np.concatenate([self.chunk(split, tensor, i) for i in range(len(t.chunks))])
+
+    # -- what a piece of work needs ------------------------------------------------------
+
+    def chunks_for_examples(self, split: str, indices: Iterable[int]) -> set[tuple[str, int]]:
+        """(tensor, chunk) pairs holding these examples' features and labels."""
+        x, y = self._tensor(split, "x"), self._tensor(split, "y")
+        per_x, per_y = x.chunk_leaves * 64, y.chunk_leaves * 64
+        out: set[tuple[str, int]] = set()
+        for i in {int(i) for i in indices}:
+            a, b = i * x.cols, (i + 1) * x.cols - 1
+            out.update(("x", c) for c in range(a // per_x, b // per_x + 1))
+            out.add(("y", i // per_y))
+        return out
+
+    def chunks_for_windows(self, split: str, offsets: Iterable[int],
+                           context: int) -> set[tuple[str, int]]:  # fmt: skip
+        """(tensor, chunk) pairs holding the windows tok[off .. off + context] (§4.3)."""
+        t = self._tensor(split, "tokens")
+        per = t.chunk_leaves * 64
+        out: set[tuple[str, int]] = set()
+        for off in {int(o) for o in offsets}:
+            out.update(("tokens", c) for c in range(off // per, (off + context) // per + 1))
+        return out
+
+    def fetch(
+        self, split: str, needed: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], np.ndarray]:  # noqa: E501
+        return {k: self.chunk(split, *k) for k in sorted(needed)}
+
+    def examples(self, split: str, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(x rows, labels) of these examples from only the chunks they touch, all checked."""
+        got = self.fetch(split, self.chunks_for_examples(split, indices))
+        x, y = self._tensor(split, "x"), self._tensor(split, "y")
+        per_x, per_y = x.chunk_leaves * 64, y.chunk_leaves * 64
+
+        def word(tensor: str, per: int, e: int) -> int:
+            return int(got[(tensor, e // per)][e % per])
+
+        rows = np.array([[word("x", per_x, i * x.cols + j) for j in range(x.cols)]
+                         for i in indices], dtype=np.uint32)  # fmt: skip
+        labels = np.array([word("y", per_y, i) for i in indices], dtype=np.int64)
+        return torch.from_numpy(rows.view(np.float32)), torch.from_numpy(labels)
+
+    # -- a whole split ---------------------------------------------------------------------
+
+    def load(self, split: str = "train"):
+        """The split as the engine's Dataset (classification) or TokenDataset (tokens)."""
+        from agents.training.tokens import TokenDataset
+
+        m, s = self.manifest, self.manifest.split(split)
+        if s is None:
+            raise DatasetError(f"the packed dataset has no {split} split")
+        name = m.name() if split == "train" else f"{m.name()}/{split}"
+        if m.kind == "tokens":
+            toks = self.tensor_words(split, "tokens").astype(np.int64)
+            return TokenDataset(
+                name, torch.from_numpy(toks), tuple(str(v) for v in range(m.classes))
+            )
+        x = self.tensor_words(split, "x").view(np.float32).reshape(s.n, -1)
+        y = self.tensor_words(split, "y").astype(np.int64).reshape(1, -1)
+        return PackedDataset(name, torch.from_numpy(x), torch.from_numpy(y), m.classes)
+
+
+@dataclass(frozen=True)
+class PackedDataset(Dataset):
+    """A classification split of a packed dataset: its class count is the manifest's (a split
+    need not hold every class), not the largest label + 1."""
+
+    declared_classes: int = 0
+
+    @property
+    def classes(self) -> int:
+        return self.declared_classes
+
+
+# -- opening a manifest by name or path ------------------------------------------------------
+
+
+def _stores(urls: Iterable[str], timeout_s: float) -> list[BlobStore]:
+    out = []
+    for u in urls:
+        try:
+            out.append(open_blob_store(u, timeout_s=timeout_s))
+        except ValueError as e:
+            raise DatasetError(f"dataset store: {e}") from None
+    return out
+
+
+def open_packed(ref: str, cfg: FetchConfig | None = None) -> ChunkFetcher:
+    """A fetcher for `manifest:0x<address>` (the manifest read from the stores) or a manifest
+    file's path (its folder's `blobs/` store is tried first: what `dataset pack --out` wrote)."""
+    cfg = cfg or current_config()
+    urls = list(cfg.stores)
+    if ref.startswith(packed.NAME_PREFIX):
+        address = ref[len(packed.NAME_PREFIX) :].lower()
+        stores = _stores(urls, cfg.timeout_s)
+        raw, why = None, []
+        for store in stores:
+            try:
+                raw = store.get(address, max_bytes=MAX_MANIFEST_BYTES)
+                break
+            except (BlobError, ValueError, OSError) as e:
+                why.append(str(e).splitlines()[0][:200])
+        if raw is None:
+            raise ChunkUnavailable(
+                f"dataset manifest {address} is in none of the dataset stores"
+                f" ({len(stores)}: {'; '.join(why) or 'none configured'})"
+            )
+    else:
+        path = Path(ref)
+        try:
+            raw = path.read_bytes()
+        except OSError as e:
+            raise DatasetError(f"cannot read dataset manifest {ref}: {e.strerror}") from None
+        local = path.parent / "blobs"
+        stores = _stores([str(local)] if local.is_dir() else [], cfg.timeout_s)
+        stores += _stores(urls, cfg.timeout_s)
+    manifest = packed.manifest_from_bytes(raw)
+    cache = DiskCache(cfg.cache_dir, cfg.cache_bytes) if cfg.cache_dir else None
+    return ChunkFetcher(manifest, stores, cache)
+
+
+def is_packed_ref(name: str) -> bool:
+    return name.startswith(packed.NAME_PREFIX)
+
+
+def load_named(name: str, split: str = "train"):
+    return open_packed(name).load(split)
