@@ -207,7 +207,7 @@ class ChunkFetcher:
 
     def fetch(
         self, split: str, needed: Iterable[tuple[str, int]]
-    ) -> dict[tuple[str, int], np.ndarray]:  # noqa: E501
+    ) -> dict[tuple[str, int], np.ndarray]:
         return {k: self.chunk(split, *k) for k in sorted(needed)}
 
     def examples(self, split: str, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
