@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--tokens", help="an integer token stream (1-D)")
     b.add_argument("--vocab", type=int, help="vocabulary size: every token is below it")
     b.add_argument("--validation", default="0.1", help="held-out share, e.g. 0.1 or 1/5 (0: none)")
-    b.add_argument("--chunk-bytes", type=int, default=1 << 20, help="chunk size, a power of two")
+    b.add_argument("--chunk-bytes", type=int, help="chunk size, a power of two (default 64 KiB)")
     b.add_argument("--max-dataset-mib", type=int, default=DEFAULT_MAX_DATASET_MIB)
     b.add_argument("--out", required=True, help="the folder to write (must not exist or be empty)")
     b.add_argument("--blob-url", help="also publish the manifest and chunks to this blob store")
@@ -96,7 +96,8 @@ def run_pack(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"--out {out} exists and is not an empty folder")
-    cfg = packed.PackConfig(packed.parse_validation(args.validation), args.chunk_bytes,
+    chunk_bytes = packed.DEFAULT_CHUNK_BYTES if args.chunk_bytes is None else args.chunk_bytes
+    cfg = packed.PackConfig(packed.parse_validation(args.validation), chunk_bytes,
                             args.max_dataset_mib << 20)  # fmt: skip
     # every check before anything is written
     if classify:
