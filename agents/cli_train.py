@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "tries the job's blob store)")  # fmt: skip
     p.add_argument("--data-cache", help="a folder caching fetched dataset chunks")
     p.add_argument("--data-cache-mib", type=int, default=1024, help="the cache's disk budget")
+    p.add_argument("--max-dataset-mib", type=int, help="refuse a packed dataset larger than this")
     p.set_defaults(func=run)
 
 
@@ -45,8 +46,10 @@ def configure_data(args: argparse.Namespace, extra: tuple[str, ...] = ()) -> Non
 
     if args.data_cache_mib < 1:
         raise UserError(f"--data-cache-mib must be >= 1, got {args.data_cache_mib}")
-    chunks.configure(chunks.FetchConfig((*args.data_store, *extra), args.data_cache,
-                                        args.data_cache_mib << 20))  # fmt: skip
+    most = None if args.max_dataset_mib is None else args.max_dataset_mib << 20
+    stores = (*args.data_store, *extra)
+    cache = args.data_cache_mib << 20
+    chunks.configure(chunks.FetchConfig(stores, args.data_cache, cache, max_dataset_bytes=most))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,8 @@ root check (the spec's root against the materialised split) closes the loop.
 
 Where a process gets chunks from: `configure(FetchConfig(...))` (the CLI does, from its flags),
 else the environment: VTP_DATASET_STORES (blob URLs, comma separated, tried in order),
-VTP_DATASET_CACHE (a folder) and VTP_DATASET_CACHE_MIB (its budget).
+VTP_DATASET_CACHE (a folder), VTP_DATASET_CACHE_MIB (its budget) and VTP_MAX_DATASET_MIB (the
+largest dataset this process materialises: a manifest over it is refused before any chunk).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class FetchConfig:
     cache_dir: str | None = None  # None: no disk cache
     cache_bytes: int = DEFAULT_CACHE_BYTES
     timeout_s: float = 30.0
+    max_dataset_bytes: int | None = None  # a role's --max-dataset-mib: larger ones are refused
 
 
 @dataclass
@@ -69,8 +71,10 @@ def current_config() -> FetchConfig:
         return _CONFIG
     stores = tuple(s for s in os.environ.get("VTP_DATASET_STORES", "").split(",") if s)
     mib = os.environ.get("VTP_DATASET_CACHE_MIB")
+    most = os.environ.get("VTP_MAX_DATASET_MIB")
     return FetchConfig(stores, os.environ.get("VTP_DATASET_CACHE") or None,
-                       int(mib) << 20 if mib else DEFAULT_CACHE_BYTES)  # fmt: skip
+                       int(mib) << 20 if mib else DEFAULT_CACHE_BYTES,
+                       max_dataset_bytes=int(most) << 20 if most else None)  # fmt: skip
 
 
 class DiskCache:
@@ -299,6 +303,10 @@ def open_packed(ref: str, cfg: FetchConfig | None = None) -> ChunkFetcher:
         stores = _stores([str(local)] if local.is_dir() else [], cfg.timeout_s)
         stores += _stores(urls, cfg.timeout_s)
     manifest = packed.manifest_from_bytes(raw)
+    if cfg.max_dataset_bytes is not None and manifest.data_bytes() > cfg.max_dataset_bytes:
+        mib = manifest.data_bytes() / 2**20
+        raise DatasetError(f"dataset {ref[:120]}: {mib:.1f} MiB of data, over "
+                           f"--max-dataset-mib {cfg.max_dataset_bytes >> 20}")  # fmt: skip
     cache = DiskCache(cfg.cache_dir, cfg.cache_bytes) if cfg.cache_dir else None
     return ChunkFetcher(manifest, stores, cache)
 

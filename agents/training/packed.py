@@ -123,6 +123,29 @@ def chunk_root_of_blob(blob: bytes, is_f32: bool, chunk_leaves: int) -> bytes:
     return merkle.root_of_leaves(padded)
 
 
+def element_proof_from_chunk(t: TensorEntry, i: int, words: np.ndarray,
+                             element: int) -> merkle.ElementProof:  # fmt: skip
+    """The §3 element proof of `element` (what the one-step proof of the batch gather opens
+    against the dataset root) from chunk i's words and the manifest alone: the siblings inside
+    the chunk's subtree, then the chunk's siblings above it. No other chunk is needed."""
+    first, end = t.chunk_span(i)
+    if not first <= element < end:
+        raise IndexError(f"element {element} is not in chunk {i} ([{first}, {end}))")
+    padded = np.zeros((t.chunk_leaves, 32), dtype=np.uint8)
+    lh = merkle.leaves(np.ascontiguousarray(words, dtype=np.uint32), t.is_f32)
+    padded[: lh.shape[0]] = lh
+    local = (element - first) // merkle.LEAF_ELEMS
+    sib, idx = [], local
+    for level in merkle.levels(padded)[:-1]:
+        sib.append(level[idx ^ 1].tobytes())
+        idx //= 2
+    roots = [bytes.fromhex(c.root[2:]) for c in t.chunks]
+    sib += chunk_proof(roots, i, t.chunk_leaves, t.numel)
+    lo = local * merkle.LEAF_ELEMS
+    chunk = merkle.encode_chunk(words[lo : lo + merkle.LEAF_ELEMS], t.is_f32)
+    return merkle.ElementProof(element // merkle.LEAF_ELEMS, chunk, sib)
+
+
 # -- the manifest --------------------------------------------------------------------------
 
 
@@ -205,6 +228,10 @@ class Manifest:
 
     def split(self, name: str) -> SplitEntry | None:
         return next((s for s in self.splits if s.name == name), None)
+
+    def data_bytes(self) -> int:
+        """Bytes of every split's elements (what materialising the whole dataset holds)."""
+        return sum(4 * t.numel for s in self.splits for t in s.tensors)
 
     def to_obj(self) -> dict:
         return {

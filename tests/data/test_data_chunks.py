@@ -14,7 +14,7 @@ import pytest
 
 from agents.__main__ import main
 from agents.core.blobs import LocalDirBackend, open_blob_store, serving
-from agents.training import chunks, data, packed
+from agents.training import chunks, data, merkle, packed
 
 N, F, CHUNK = 300, 10, 1024  # x: 3000 elements = 47 leaves -> 12 chunks of 4 leaves
 
@@ -156,3 +156,29 @@ def test_load_dataset_by_name_reads_the_configured_stores(ds, tmp_path):
         chunks.configure(None)
     with pytest.raises(chunks.ChunkUnavailable, match="none of the dataset stores"):
         data.load_dataset(m.name())
+
+
+def test_a_data_element_is_opened_against_the_dataset_root_from_its_chunk_alone(ds):
+    """The one-step proof of the batch gather opens one element of X or Y (§3 element proof):
+    from one fetched chunk and the manifest it is the proof the whole tensor would give."""
+    folder, m, x, y = ds
+    f = _fetcher(m, folder / "blobs")
+    for tensor, arr in (("x", x), ("y", y.reshape(1, -1))):
+        t = m.splits[0].tensor(tensor)
+        droot = bytes.fromhex(t.data_root[2:])
+        for e in (0, t.numel // 2 + 3, t.numel - 1):
+            i = e // (t.chunk_leaves * 64)
+            got = packed.element_proof_from_chunk(t, i, f.chunk("train", tensor, i), e)
+            assert got == merkle.element_proof(arr, e)
+            assert merkle.verify_element_proof(droot, t.numel, got)
+            want = arr.reshape(-1).view(np.uint32)[e] if tensor == "x" else arr[0, e]
+            assert merkle.element_value_bits(got, e) == int(want)
+    assert f.stats.chunks <= 6
+
+
+def test_a_dataset_over_the_max_is_refused_before_any_chunk(ds, tmp_path):
+    folder, m, _, _ = ds
+    cfg = chunks.FetchConfig((str(folder / "blobs"),), max_dataset_bytes=m.data_bytes() - 1)
+    with pytest.raises(data.DatasetError, match=r"over --max-dataset-mib"):
+        chunks.open_packed(m.name(), cfg)
+    assert chunks.open_packed(m.name(), dataclasses.replace(cfg, max_dataset_bytes=None))
