@@ -5,6 +5,8 @@ Datasets are named, deterministic functions of their name: `sklearn-digits/train
 exact in binary32 — split by example index: i % 5 == 4 is test), and
 `synthetic/n=N,f=F,c=C,seed=S` (integer-only generation, identical on every machine). A job
 spec names one and carries its root; the engine recomputes the root and refuses a mismatch.
+`manifest:0x<address>` names a packed user dataset (PROTOCOL §4.4), resolved by chunks.py from
+the stores the process is configured with.
 
 A name is anyone's (a job spec's), so `shape` answers (N, F) without building anything, and a
 synthetic set is bounded in total, not only per dimension: N·F + F·C + N·C words at most
