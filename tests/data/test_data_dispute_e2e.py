@@ -1,0 +1,109 @@
+"""A job on a packed dataset through the agents on Anvil, with a dispute that ends in the
+one-step proof of the batch gather — a data element opened against the dataset root
+(PROTOCOL §4.4, §7.5).
+
+The sklearn digits are packed from `.npy` (the built-in split, so the root is
+`sklearn-digits/train`'s) and published to a store; every role reads `manifest:0x…` through
+VTP_DATASET_STORES, whose first store holds a corrupted and a missing chunk (a role that used
+either would refuse the job: its dataset root would differ from the chain's). The cheating
+solver flips one element of the gather's output (node 0: the batch rows read from X) at step
+217; the verifier challenges, the game bisects to node 0 and the element is proven on chain; the
+cheater is slashed, an honest solver redoes the unit and the job completes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "roles"))
+
+import rolekit as rk  # noqa: E402
+
+from agents.__main__ import main  # noqa: E402
+from agents.core.blobs import LocalDirBackend  # noqa: E402
+from agents.training import packed  # noqa: E402
+
+pytestmark = [pytest.mark.timeout(480), pytest.mark.chain]
+CHEAT = "element:step=217,node=0,element=5,mask=0x40000000"
+
+
+def _jump_past(w3, when: int) -> None:
+    now = w3.eth.get_block("latest")["timestamp"]
+    if when >= now:
+        w3.provider.make_request("evm_increaseTime", [when + 1 - now])
+    w3.provider.make_request("evm_mine", [])
+
+
+def _pack_digits(tmp: Path) -> tuple[packed.Manifest, Path, Path]:
+    from sklearn.datasets import load_digits
+
+    raw = load_digits()
+    np.save(tmp / "x.npy", (raw.data.astype(np.float32) / np.float32(16.0)).astype(np.float32))
+    np.save(tmp / "y.npy", raw.target)
+    good = tmp / "datastore"
+    assert main(["dataset", "pack", "--features", str(tmp / "x.npy"), "--labels",
+                 str(tmp / "y.npy"), "--validation", "0.2", "--chunk-bytes", "8192",
+                 "--out", str(tmp / "ds"), "--blob-url", str(good)]) == 0  # fmt: skip
+    m = packed.manifest_from_bytes((tmp / "ds" / "manifest.json").read_bytes())
+    bad = tmp / "badstore"
+    shutil.copytree(good, bad)
+    store = LocalDirBackend(bad)
+    x, y = m.splits[0].tensors
+    store.path(x.chunks[1].address).write_bytes(b"\0" * 8192)
+    store.path(y.chunks[0].address).unlink()
+    return m, bad, good
+
+
+def test_a_packed_dataset_job_with_a_data_element_dispute_completes(tmp_path, monkeypatch):
+    m, bad, good = _pack_digits(tmp_path)
+    builtin = json.loads(rk.SPEC.read_text())
+    assert m.root == builtin["dataset"]["root"]
+    spec = tmp_path / "spec.json"
+    obj = builtin | {"dataset": {"name": m.name(), "root": m.root}}
+    spec.write_text(json.dumps(obj | {"steps": 400, "checkpoint_every": 200}))
+    monkeypatch.setenv("VTP_DATASET_STORES", f"{bad},{good}")
+    submitter = rk.Party("submitter", "submitter", 1)
+    cheater = rk.Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", CHEAT])
+    honest = rk.Party("solver", "solver", 3, ["--stake", "200"])
+    verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
+    with rk.chain() as (url, w3):
+        addrs = rk.deploy(w3, {"verifyWindow": 120})
+        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, cheater, honest, verifier])
+        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
+        registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
+        game = rk.contract(w3, "DisputeGame", addrs["DisputeGame"])
+        unit = 1 << 32
+        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
+            ag.start(cheater)
+            ag.start(verifier)
+            rk.wait_registered(registry, ag, [cheater, verifier])
+            ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
+            rk.wait_for("the cheater's assignment",
+                        lambda: manager.functions.getUnit(unit).call()[0] >= 3, 120, ag,
+                        ("solver-cheat", "verifier", "submitter"))  # fmt: skip
+            ag.start(honest)
+            rk.wait_for("the dispute's resolution",
+                        lambda: bool(manager.events.DisputeResolved().get_logs(from_block=0)),
+                        300, ag, ("verifier", "submitter"))  # fmt: skip
+            rk.wait_for("the honest solver's unit",
+                        lambda: bool(manager.events.Attested().get_logs(from_block=0))
+                        and manager.functions.getUnit(unit).call()[10] == 1, 240, ag,
+                        ("solver", "verifier", "submitter"))  # fmt: skip
+            _jump_past(w3, manager.functions.getUnit(unit).call()[4])
+            rk.wait_job_completed(ag, 180, ("solver",))
+
+        (resolved,) = manager.events.DisputeResolved().get_logs(from_block=0)
+        assert resolved["args"]["challengerWon"] is True
+        picked = [e["args"]["node"] for e in game.events.NodePicked().get_logs(from_block=0)]
+        assert picked == [0]  # the gather: its one-step proof opens X against the dataset root
+        assert game.events.ElementProved().get_logs(from_block=0)
+        slashed = [e["args"]["node"] for e in registry.events.NodeSlashed().get_logs(from_block=0)]
+        assert slashed == [cheater.address]
+        (final,) = manager.events.UnitFinalized().get_logs(from_block=0)
+        assert final["args"]["solver"] == honest.address
