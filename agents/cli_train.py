@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--device cuda: no CUDA device is available here")
     _check_kernels(args)
     ds = data.load_dataset(job.dataset_name)
+    if not isinstance(ds, data.Dataset):  # a packed token stream: only a version-3 model reads it
+        raise UserError(f"dataset {job.dataset_name} is a token stream: it needs a version-3 spec")
     root = "0x" + ds.root().hex()
     if root != job.dataset_root:
         raise UserError(f"dataset {job.dataset_name} has root {root}, spec says {job.dataset_root}")

@@ -196,3 +196,24 @@ def test_an_existing_out_folder_is_refused(digits, tmp_path, capsys):
     assert main(args) == 2
     assert "not an empty folder" in capsys.readouterr().err
     assert [p.name for p in (tmp_path / "ds").iterdir()] == ["keep"]
+
+
+def test_a_version_1_spec_on_a_token_stream_is_one_line(tmp_path, capsys):
+    np.save(tmp_path / "t.npy", np.arange(500) % 5)
+    out = _pack(["--tokens", str(tmp_path / "t.npy"), "--vocab", "5", "--out",
+                 str(tmp_path / "ds")], capsys)  # fmt: skip
+    spec = json.loads(
+        (Path(__file__).resolve().parents[2] / "examples/digits-mlp.json").read_text()
+    )
+    spec["dataset"] = {"name": out["name"], "root": out["root"]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    args = [
+        "train",
+        "--spec",
+        str(tmp_path / "spec.json"),
+        "--data-store",
+        str(tmp_path / "ds/blobs"),
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "token stream" in err and "version-3" in err
