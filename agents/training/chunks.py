@@ -117,7 +117,13 @@ class DiskCache:
             self._evict()
 
     def _evict(self) -> None:
-        for p in sorted(self._entries(), key=lambda p: p.stat().st_mtime):
+        def mtime(p: Path) -> float:
+            try:
+                return p.stat().st_mtime
+            except FileNotFoundError:  # another process sharing the folder evicted it
+                return 0.0
+
+        for p in sorted(self._entries(), key=mtime):
             if self.used <= self.budget:
                 return
             self.drop(p.name)
@@ -220,12 +226,17 @@ class ChunkFetcher:
         x, y = self._tensor(split, "x"), self._tensor(split, "y")
         per_x, per_y = x.chunk_leaves * 64, y.chunk_leaves * 64
 
-        def word(tensor: str, per: int, e: int) -> int:
-            return int(got[(tensor, e // per)][e % per])
+        def gather(tensor: str, per: int, elems: np.ndarray) -> np.ndarray:
+            out, where = np.empty(elems.size, np.uint32), elems // per
+            for c in np.unique(where):
+                sel = where == c
+                out[sel] = got[(tensor, int(c))][elems[sel] - int(c) * per]
+            return out
 
-        rows = np.array([[word("x", per_x, i * x.cols + j) for j in range(x.cols)]
-                         for i in indices], dtype=np.uint32)  # fmt: skip
-        labels = np.array([word("y", per_y, i) for i in indices], dtype=np.int64)
+        idx = np.asarray(indices, dtype=np.int64)
+        cells = (idx[:, None] * x.cols + np.arange(x.cols)[None, :]).reshape(-1)
+        rows = gather("x", per_x, cells).reshape(idx.size, x.cols)
+        labels = gather("y", per_y, idx).astype(np.int64)
         return torch.from_numpy(rows.view(np.float32)), torch.from_numpy(labels)
 
     # -- a whole split ---------------------------------------------------------------------

@@ -294,7 +294,10 @@ def manifest_from_bytes(raw: bytes) -> Manifest:
         raise DatasetError("dataset manifest: item_shape must be a list")
     item = tuple(_pos_int(d, "item_shape", 1, 1 << 24) for d in shape)
     split = o.get("split") or {}
-    val = split.get("validation") if isinstance(split, dict) else None
+    rule = "interleaved" if kind == "classification" else "tail"
+    if not isinstance(split, dict) or split.get("rule") != rule:
+        raise DatasetError(f"dataset manifest: split.rule of a {kind} dataset is {rule!r}")
+    val = split.get("validation")
     if not (isinstance(val, list) and len(val) == 2):
         raise DatasetError("dataset manifest: split.validation must be [p, q]")
     q = _pos_int(val[1], "split.validation q", 1, MAX_VALIDATION_DENOMINATOR)

@@ -182,3 +182,32 @@ def test_a_dataset_over_the_max_is_refused_before_any_chunk(ds, tmp_path):
     with pytest.raises(data.DatasetError, match=r"over --max-dataset-mib"):
         chunks.open_packed(m.name(), cfg)
     assert chunks.open_packed(m.name(), dataclasses.replace(cfg, max_dataset_bytes=None))
+
+
+def _chunk0(o: dict) -> None:
+    c = o["splits"]["train"]["tensors"][0]["chunks"][0]
+    c[0] = "0x" + "11" * 32
+
+
+TAMPER = {
+    "format": (lambda o: o.update(format="vtp.dataset.v0"), "format"),
+    "kind": (lambda o: o.update(kind="images"), "kind"),
+    "rule": (lambda o: o["split"].update(rule="tail"), "split.rule"),
+    "chunk_root": (_chunk0, "chunk roots do not give its data root"),
+    "data_root": (lambda o: o["splits"]["train"]["tensors"][1].update(
+        data_root="0x" + "22" * 32), "chunk roots do not give"),
+    "split_root": (lambda o: o["splits"]["train"].update(root="0x" + "33" * 32), "its tensors"),
+    "root": (lambda o: o.update(root="0x" + "44" * 32), "training split's root"),
+    "rows": (lambda o: o["splits"]["train"]["tensors"][0].update(rows=299), "wrong shape"),
+    "chunk_bytes": (lambda o: o.update(chunk_bytes=3000), "chunk_bytes"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(TAMPER))
+def test_a_tampered_manifest_is_refused_on_parse(ds, case):
+    _, m, _, _ = ds
+    obj = json.loads(m.canonical_bytes())
+    edit, needle = TAMPER[case]
+    edit(obj)
+    with pytest.raises(data.DatasetError, match=needle):
+        packed.manifest_from_bytes(json.dumps(obj).encode())
