@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="where a packed dataset's chunks are (beside its manifest: tried first)",
+        help="a packed dataset's store (manifest:0x… or a manifest file's chunks; the file's "
+        "own blobs/ folder is tried first)",
     )
     b.add_argument("--optimizer", choices=("sgd", "adamw"), required=True)
     b.add_argument("--lr", type=float, required=True)
@@ -218,7 +219,7 @@ def _dataset(arg: str, data_stores: list[str]):
     from agents.model import job as mj
     from agents.training import chunks
 
-    if not Path(arg).is_file():
+    if not Path(arg).is_file() and not chunks.is_packed_ref(arg):
         return arg, mj.load_data(arg), None
     fetcher = chunks.open_packed(arg, chunks.FetchConfig(tuple(data_stores)))
     return fetcher.manifest.name(), fetcher.load(), fetcher.manifest

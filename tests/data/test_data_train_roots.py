@@ -83,9 +83,13 @@ def test_version_3_model_built_from_the_manifest_path(digits_pack, tmp_path, cap
         out = tmp_path / f"{key}.json"
         assert main(["job", "build", *common, "--dataset", ds, "--out", str(out)]) == 0
         specs[key] = out
+    by_name = tmp_path / "by-name.json"
+    assert main(["job", "build", *common, "--dataset", m.name(), "--data-store",
+                 str(folder / "blobs"), "--out", str(by_name)]) == 0  # fmt: skip
     capsys.readouterr()
     sp = json.loads(specs["packed"].read_text())
     assert sp["dataset"] == {"name": m.name(), "root": m.root}
+    assert by_name.read_bytes() == specs["packed"].read_bytes()
     # the job's blob store holds the manifest; the chunks come from the dataset stores
     bad = _damaged_copy(folder, m, tmp_path / "bad")
     want = _train(capsys, specs["builtin"])
@@ -133,3 +137,42 @@ def _damaged_copy_tokens(folder: Path, m: packed.Manifest, dst: Path) -> Path:
     store.path(refs[0].address).write_bytes(b"\1" * len(store.read(refs[0].address)))
     store.path(refs[-1].address).unlink()
     return dst
+
+
+def test_a_segment_replays_to_the_same_root_from_only_the_chunks_its_batches_touch(tmp_path):
+    """A verifier's replay of steps [20, 30) from S_20: the partial split (touched chunks only)
+    gives the full run's S_30, and fetches a fraction of the dataset."""
+    from agents.core.blobs import open_blob_store
+    from agents.training import chunks
+    from agents.training import spec as sp
+    from agents.training.engine import Engine
+    from agents.training.state import state_root
+
+    full = data.synthetic(4096, 16, 4, 3)
+    np.save(tmp_path / "x.npy", full.x.numpy())
+    np.save(tmp_path / "y.npy", full.y.numpy()[0])
+    assert main(["dataset", "pack", "--features", str(tmp_path / "x.npy"), "--labels",
+                 str(tmp_path / "y.npy"), "--classes", "4", "--validation", "0",
+                 "--chunk-bytes", "1024", "--out", str(tmp_path / "ds")]) == 0  # fmt: skip
+    m = packed.manifest_from_bytes((tmp_path / "ds" / "manifest.json").read_bytes())
+    assert m.root == "0x" + full.root().hex()
+    obj = json.loads((ROOT / "examples" / "digits-mlp.json").read_text())
+    obj |= {"model": {"arch": "mlp", "widths": [16, 32, 4]}, "batch": 8, "steps": 40,
+            "checkpoint_every": 10, "dataset": {"name": m.name(), "root": m.root}}  # fmt: skip
+    spec = sp.parse_spec(obj)
+    eng = Engine(spec, full)
+    states = {t: st for t, _, st in eng.train()}
+    f = chunks.ChunkFetcher(m, [open_blob_store(str(tmp_path / "ds" / "blobs"))])
+    part = f.load_partial("train", chunks.step_indices(spec.seed, range(20, 30), 8, 4096))
+    assert part.root() == full.root() and part.covered.sum() <= 80
+    st = states[20]
+    replay = Engine(spec, part)
+    for t in range(20, 30):
+        st = replay.step(st, t)
+    assert state_root(st) == state_root(states[30])
+    # exactly the chunks the 80 draws touch (of 256 feature + 16 label chunks), nothing else
+    need = f.chunks_for_examples("train", chunks.step_indices(spec.seed, range(20, 30), 8, 4096))
+    assert f.stats.chunks == len(need) <= 80 + 16
+    assert f.stats.bytes == 1024 * len(need) < sum(4 * t.numel for t in m.splits[0].tensors) / 2
+    # a step outside the fetched segment reads zeros: the partial split is no stand-in for it
+    assert state_root(replay.step(states[0], 0)) != state_root(eng.step(states[0], 0))
