@@ -18,7 +18,9 @@ Run: `python -m bench.data_bench` (about 1-2 minutes on one core; needs ~4 GiB o
 - Verifier: a job of T = 1000 steps, batch 32, a checkpoint every 10 steps; 2 segments drawn by
   a seeded RNG; the batches of their 20 steps are the §4.1 schedule (data.batch_indices). The
   verifier asks a ChunkFetcher (through an HTTP blob server over the pack's folder) for exactly
-  `chunks_for_examples` of those indices, each checked against its subtree root. Reported:
+  `chunks_for_examples` of those indices (`load_partial`), each checked against its subtree
+  root, then replays both segments from their start states on that partial split alone and
+  compares the end roots with the full run's (`replay_roots_match`). Reported:
   bytes fetched vs the dataset's bytes and vs the bytes of the chunks the batches touch (equal:
   nothing else is fetched), and the examples' own bytes (the floor any chunking has).
 """
@@ -35,6 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -75,6 +78,48 @@ def _replay_indices() -> tuple[list[int], list[int]]:
     return segs, idx
 
 
+def _span_bytes(t: packed.TensorEntry, c: int) -> int:
+    first, end = t.chunk_span(c)
+    return 4 * (end - first)
+
+
+def _full_run(x: np.ndarray, y: np.ndarray, root: str, segs: list[int]):
+    """The job's spec and the full run's states at the sampled segments' ends."""
+    from agents.training import spec as sp
+    from agents.training.engine import Engine
+
+    obj = json.loads((ROOT / "examples" / "digits-mlp.json").read_text())
+    obj |= {"model": {"arch": "mlp", "widths": [F, 64, 10]}, "batch": BATCH, "seed": SEED,
+            "steps": STEPS, "checkpoint_every": EVERY,
+            "dataset": {"name": "bench", "root": root}}  # fmt: skip
+    spec = sp.parse_spec(obj)
+    ds = data.Dataset("bench", torch.from_numpy(x), torch.from_numpy(y.reshape(1, -1)))
+    eng = Engine(spec, ds)
+    st, states = eng.initial_state(), {}
+    for t in range((segs[-1] + 1) * EVERY):
+        if t % EVERY == 0:
+            states[t] = st
+        st = eng.step(st, t)
+    states[(segs[-1] + 1) * EVERY] = st
+    return spec, states
+
+
+def _replays_match(spec, part, states: dict, segs: list[int]) -> bool:
+    """Each sampled segment replayed from its start state on the partial split alone ends at
+    the full run's state root (what the verifier attests or challenges)."""
+    from agents.training.engine import Engine
+    from agents.training.state import state_root
+
+    eng = Engine(spec, part)
+    for s in segs:
+        st = states[s * EVERY]
+        for t in range(s * EVERY, (s + 1) * EVERY):
+            st = eng.step(st, t)
+        if state_root(st) != state_root(states[(s + 1) * EVERY]):
+            return False
+    return True
+
+
 def main() -> int:
     if not native.available():
         print("error: the C hashers are unavailable (gcc?)", file=sys.stderr)
@@ -111,6 +156,7 @@ def main() -> int:
                        "segments": segs, "examples_drawn": len(idx),
                        "distinct_examples": len(set(idx)),
                        "example_bytes": len(set(idx)) * (F * 4 + 4)}  # fmt: skip
+    spec, states = _full_run(x, y, root, segs)
     for chunk_bytes in CHUNK_SIZES:
         tmp = Path(tempfile.mkdtemp(prefix="vtp-data-bench-"))
         try:
@@ -136,10 +182,10 @@ def main() -> int:
             with serving(tmp / "blobs") as server:
                 f = chunks.ChunkFetcher(m, [open_blob_store(server.url)])
                 t0 = time.perf_counter()
-                need = f.chunks_for_examples("train", idx)
-                got = f.fetch("train", need)
+                part = f.load_partial("train", idx)
                 fetch_s = time.perf_counter() - t0
-            touched = sum(got[k].nbytes for k in need)
+            need = f.chunks_for_examples("train", idx)
+            touched = sum(_span_bytes(m.splits[0].tensor(t), c) for t, c in need)
             run["verifier"] = {
                 "chunks_touched": len(need),
                 "bytes_touched": touched,
@@ -148,6 +194,7 @@ def main() -> int:
                 "fetched_vs_dataset": round(f.stats.bytes / dataset_bytes, 6),
                 "rejected": len(f.stats.rejected),
                 "fetch_and_check_s": round(fetch_s, 3),
+                "replay_roots_match": _replays_match(spec, part, states, segs),
             }
             out["runs"].append(run)
             print(json.dumps(run), flush=True)
