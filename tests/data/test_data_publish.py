@@ -96,3 +96,18 @@ def test_publish_to_s3(tmp_path, capsys, moto_endpoint, monkeypatch):
     x, _ = _arrays(tmp_path)
     out = _pack_to(tmp_path, url, capsys)
     _read_back(out, url, x)
+
+
+def test_check_fetches_and_verifies_every_chunk_and_names_a_missing_one(tmp_path, capsys):
+    _arrays(tmp_path)
+    out = _pack_to(tmp_path, str(tmp_path / "pub"), capsys)
+    args = ["dataset", "check", "--dataset", out["name"], "--data-store", str(tmp_path / "pub")]
+    assert main([*args, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["root"] == out["root"] and got["chunks"] == out["chunks"] and not got["rejected"]
+    victim = sorted(p for p in (tmp_path / "pub").rglob("*") if p.is_file()
+                    and p.name != out["name"].removeprefix("manifest:0x"))[0]  # fmt: skip
+    victim.unlink()  # a chunk (the manifest itself is kept)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and victim.name in err and "none of the 1 dataset stores" in err
