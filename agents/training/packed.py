@@ -72,34 +72,41 @@ def tree_of_words(w: np.ndarray, is_f32: bool, chunk_leaves: int) -> tuple[list[
     return [level[i].tobytes() for i in range(n_chunks)], lv[-1][0].tobytes()
 
 
+def _slots(chunk_leaves: int, numel: int) -> tuple[int, int, int]:
+    """(height h of a chunk's subtree, levels above the chunks, chunk count) of a tensor."""
+    n_leaves = -(-numel // merkle.LEAF_ELEMS)
+    height = chunk_leaves.bit_length() - 1
+    return height, merkle.depth_for(n_leaves) - height, -(-n_leaves // chunk_leaves)
+
+
+def _up(cur: list[bytes], pad: bytes) -> list[bytes]:
+    """One level up; an odd last node pairs with the all-padding subtree of its height. The
+    padding is never materialised: a (hostile) manifest's claimed size costs nothing."""
+    if len(cur) % 2:
+        cur = [*cur, pad]
+    return [keccak256(cur[i] + cur[i + 1]) for i in range(0, len(cur), 2)]
+
+
 def fold_chunk_roots(roots: list[bytes], chunk_leaves: int, numel: int) -> bytes:
     """The data root from every chunk's subtree root: the tree above the chunks, padded with
     all-padding subtrees (zero_root), exactly as the full tree is padded."""
-    n_leaves = -(-numel // merkle.LEAF_ELEMS)
-    height = chunk_leaves.bit_length() - 1
-    width = 1 << (merkle.depth_for(n_leaves) - height)
-    if len(roots) != -(-n_leaves // chunk_leaves) or len(roots) > width:
+    height, above, count = _slots(chunk_leaves, numel)
+    if len(roots) != count:
         raise DatasetError(f"{len(roots)} chunk roots do not cover {numel} elements")
     cur, pad = list(roots), zero_root(height)
-    cur += [pad] * (width - len(cur))
-    while len(cur) > 1:
-        cur = [keccak256(cur[i] + cur[i + 1]) for i in range(0, len(cur), 2)]
-        pad = keccak256(pad + pad)
+    for _ in range(above):
+        cur, pad = _up(cur, pad), keccak256(pad + pad)
     return cur[0]
 
 
 def chunk_proof(roots: list[bytes], index: int, chunk_leaves: int, numel: int) -> list[bytes]:
     """Sibling hashes (bottom-up) opening chunk `index` against the data root: log2(#chunk
     slots) hashes, what a party holding only the dataset root needs beside the chunk."""
-    n_leaves = -(-numel // merkle.LEAF_ELEMS)
-    height = chunk_leaves.bit_length() - 1
-    width = 1 << (merkle.depth_for(n_leaves) - height)
+    height, above, _ = _slots(chunk_leaves, numel)
     cur, pad, sib, idx = list(roots), zero_root(height), [], index
-    cur += [pad] * (width - len(cur))
-    while len(cur) > 1:
-        sib.append(cur[idx ^ 1])
-        cur = [keccak256(cur[i] + cur[i + 1]) for i in range(0, len(cur), 2)]
-        idx //= 2
+    for _ in range(above):
+        sib.append(cur[idx ^ 1] if idx ^ 1 < len(cur) else pad)
+        cur, pad, idx = _up(cur, pad), keccak256(pad + pad), idx // 2
     return sib
 
 
@@ -269,6 +276,8 @@ def _hex32(v, where: str) -> str:
 
 
 def _pos_int(v, where: str, lo: int = 1, hi: int = 1 << 40) -> int:
+    """An int in [lo, hi] (rows x cols < 2^80): parsing a manifest never allocates by a size it
+    claims (see _up); what it claims is checked against its chunk list."""
     if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
         raise DatasetError(f"dataset manifest: {where} must be an integer in [{lo}, {hi}]")
     return v

@@ -199,6 +199,7 @@ TAMPER = {
     "split_root": (lambda o: o["splits"]["train"].update(root="0x" + "33" * 32), "its tensors"),
     "root": (lambda o: o.update(root="0x" + "44" * 32), "training split's root"),
     "rows": (lambda o: o["splits"]["train"]["tensors"][0].update(rows=299), "wrong shape"),
+    "huge": (lambda o: o["splits"]["train"]["tensors"][0].update(rows=1 << 40), "do not cover"),
     "chunk_bytes": (lambda o: o.update(chunk_bytes=3000), "chunk_bytes"),
 }  # fmt: skip
 
