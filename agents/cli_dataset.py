@@ -87,7 +87,7 @@ def load_array(ref: str, flag: str):
 def run_check(args: argparse.Namespace) -> int:
     """What a data owner runs after publishing: every chunk of every split is fetched from the
     stores and checked, and the roots are recomputed; exit 2 if any chunk is unavailable."""
-    from agents.training import chunks
+    from agents.core import chunks
 
     t0 = time.perf_counter()
     fetcher = chunks.open_packed(args.dataset, chunks.FetchConfig(tuple(args.data_store)))

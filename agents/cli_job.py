@@ -216,8 +216,8 @@ def run_build(args: argparse.Namespace) -> int:
 def _dataset(arg: str, data_stores: list[str]):
     """(spec dataset name, dataset, manifest or None) of --dataset: a built-in name, or the path
     of a packed dataset's manifest (its chunks fetched and checked, PROTOCOL §4.4)."""
+    from agents.core import chunks
     from agents.model import job as mj
-    from agents.training import chunks
 
     if not Path(arg).is_file() and not chunks.is_packed_ref(arg):
         return arg, mj.load_data(arg), None

@@ -41,8 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def configure_data(args: argparse.Namespace, extra: tuple[str, ...] = ()) -> None:
-    """Where a packed dataset's manifest and chunks come from (agents/training/chunks.py)."""
-    from agents.training import chunks
+    """Where a packed dataset's manifest and chunks come from (agents/core/chunks.py)."""
+    from agents.core import chunks
 
     if args.data_cache_mib < 1:
         raise UserError(f"--data-cache-mib must be >= 1, got {args.data_cache_mib}")
@@ -55,7 +55,8 @@ def configure_data(args: argparse.Namespace, extra: tuple[str, ...] = ()) -> Non
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from agents.training import data, spec
+    from agents.core import datasets as data
+    from agents.training import spec
     from agents.training.engine import Engine, EngineConfig, checkpoint_root
 
     job = spec.load(args.spec)
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_decomposed(job, ds, cfg, out) -> int:
-    from agents.training import data
+    from agents.core import datasets as data
     from agents.training.decompose import RoundResult, UnitEngine, rounds_root, run_job
 
     t0, g_roots, final = time.perf_counter(), [], None

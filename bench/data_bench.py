@@ -43,8 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from agents.core import chunks  # noqa: E402
 from agents.core.blobs import LocalDirBackend, open_blob_store, serving  # noqa: E402
-from agents.training import chunks, data, merkle, native, packed  # noqa: E402
+from agents.training import data, merkle, native, packed  # noqa: E402
 from agents.training.keccak import keccak256_py  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "data.json"

@@ -15,9 +15,9 @@ from math import prod
 import numpy as np
 import torch
 
+from agents.core import datasets as classify_data
 from agents.model.graph import Bundle
 from agents.model.run import RunConfig, run_graph
-from agents.training import data as classify_data
 from agents.training import decompose, merkle, tokens
 from agents.training.registry import GraphError
 from agents.training.spec import JobSpecError, ModelSpec

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from web3.contract import Contract
 
+from agents.core import datasets
 from agents.core.blobs import BlobStore
 from agents.core.bounded import BoundedCache
 from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus
@@ -39,7 +40,6 @@ from agents.roles.jobs import (
     rejecting,
 )
 from agents.roles.logic import Act, UnitStatus, keeper_acts
-from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.data import Dataset
 from agents.training.decompose import (

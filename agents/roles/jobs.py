@@ -14,10 +14,10 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from agents.core import datasets
 from agents.core.blobs import BlobError, BlobStore
 from agents.core.bounded import BoundedCache
 from agents.dispute.graph import JobGraph, job_graph
-from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.engine import Engine, EngineConfig
 from agents.training.spec import JobSpec

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from web3.logs import DISCARD
 
+from agents.core import datasets
 from agents.core.blobs import BlobError
 from agents.core.tx import TxError, TxFailed, TxOutcome
 from agents.dispute.availability import DataMismatch, decode_answer
@@ -26,7 +27,6 @@ from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.logic import Act, Now, UnitStatus, UnitView, final_data_acts, keeper_acts
 from agents.roles.runner import RoleAgent, RoleError
-from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.engine import Engine
 from agents.training.state import State, state_names, state_root

@@ -5,8 +5,8 @@ Datasets are named, deterministic functions of their name: `sklearn-digits/train
 exact in binary32 — split by example index: i % 5 == 4 is test), and
 `synthetic/n=N,f=F,c=C,seed=S` (integer-only generation, identical on every machine). A job
 spec names one and carries its root; the engine recomputes the root and refuses a mismatch.
-`manifest:0x<address>` names a packed user dataset (PROTOCOL §4.4), resolved by chunks.py from
-the stores the process is configured with.
+`manifest:0x<address>` names a packed user dataset (PROTOCOL §4.4), fetched and checked by
+agents/core/datasets.py (which resolves every name; this module does no I/O).
 
 A name is anyone's (a job spec's), so `shape` answers (N, F) without building anything, and a
 synthetic set is bounded in total, not only per dimension: N·F + F·C + N·C words at most
@@ -115,23 +115,9 @@ def synthetic(n: int, f: int, c: int, seed: int) -> Dataset:
     return Dataset(name, torch.from_numpy(x), torch.from_numpy(y.reshape(1, -1)))
 
 
-def _packed():
-    # a packed dataset (manifest:0x...) is resolved by chunks.py, which imports this module
-    from agents.training import chunks
-
-    return chunks
-
-
-def _is_packed(name: str) -> bool:
-    return name.startswith("manifest:")
-
-
 def shape(name: str) -> tuple[int, int]:
     """(examples N, features F) of a named dataset, without building it; DatasetError for a
     name that is unknown or too large to build."""
-    if _is_packed(name):
-        m = _packed().open_packed(name).manifest
-        return m.splits[0].n, int(np.prod(m.item_shape, dtype=np.int64)) if m.item_shape else 1
     if name in (DIGITS_TRAIN, DIGITS_TEST):
         n = _digits()[0].shape[0]
         test = len(range(4, n, 5))
@@ -152,10 +138,8 @@ def _unknown(name: str) -> DatasetError:
 
 
 def load_dataset(name: str) -> Dataset:
-    """A named dataset; `manifest:0x<address>` is a packed one's training split (PROTOCOL §4.4;
-    a token stream's comes back as a tokens.TokenDataset), fetched and checked chunk by chunk."""
-    if _is_packed(name):
-        return _packed().load_named(name)
+    """A built-in dataset by name (packed ones, `manifest:0x<address>`, are fetched by
+    agents/core/datasets.py: the engine does no I/O)."""
     if name == DIGITS_TRAIN:
         return _digits_split(test=False)
     if name == DIGITS_TEST:
@@ -171,16 +155,11 @@ def item_shape(name: str) -> tuple[int, ...]:
     synthetic set's examples are vectors of its F features."""
     if name in (DIGITS_TRAIN, DIGITS_TEST):
         return (1, 8, 8)
-    if _is_packed(name):
-        return _packed().open_packed(name).manifest.item_shape
     return (shape(name)[1],)
 
 
 def test_split_for(name: str) -> Dataset | None:
     """The held-out split that goes with a training set, if it has one."""
-    if _is_packed(name):
-        fetcher = _packed().open_packed(name)
-        return fetcher.load("validation") if fetcher.manifest.split("validation") else None
     return _digits_split(test=True) if name == DIGITS_TRAIN else None
 
 

@@ -1,5 +1,5 @@
 """Packed-dataset tests: `train` and `configure` set where this process fetches packed datasets
-from (a module global, agents/training/chunks.py); each test starts from the environment's."""
+from (a module global, agents/core/chunks.py); each test starts from the environment's."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.training import chunks
+from agents.core import chunks
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Partial, checked chunk fetches (agents/training/chunks.py, PROTOCOL §4.4): only the chunks a
+"""Partial, checked chunk fetches (agents/core/chunks.py, PROTOCOL §4.4): only the chunks a
 piece of work touches; a corrupted or missing chunk is detected, fetched from the next store and
 never used; the disk cache keeps to its budget and re-checks what it holds."""
 
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from agents.__main__ import main
+from agents.core import chunks, datasets
 from agents.core.blobs import LocalDirBackend, open_blob_store, serving
-from agents.training import chunks, data, merkle, packed
+from agents.training import data, merkle, packed
 
 N, F, CHUNK = 300, 10, 1024  # x: 3000 elements = 47 leaves -> 12 chunks of 4 leaves
 
@@ -149,13 +150,13 @@ def test_load_dataset_by_name_reads_the_configured_stores(ds, tmp_path):
     folder, m, x, _ = ds
     chunks.configure(chunks.FetchConfig((str(tmp_path / "nowhere"), str(folder / "blobs"))))
     try:
-        got = data.load_dataset(m.name())
-        assert np.array_equal(got.x.numpy(), x) and data.shape(m.name()) == (N, F)
-        assert data.test_split_for(m.name()) is None  # packed with --validation 0
+        got = datasets.load_dataset(m.name())
+        assert np.array_equal(got.x.numpy(), x) and datasets.shape(m.name()) == (N, F)
+        assert datasets.test_split_for(m.name()) is None  # packed with --validation 0
     finally:
         chunks.configure(None)
     with pytest.raises(chunks.ChunkUnavailable, match="none of the dataset stores"):
-        data.load_dataset(m.name())
+        datasets.load_dataset(m.name())
 
 
 def test_a_data_element_is_opened_against_the_dataset_root_from_its_chunk_alone(ds):

@@ -33,13 +33,6 @@ pytestmark = [pytest.mark.timeout(480), pytest.mark.chain]
 CHEAT = "element:step=217,node=0,element=5,mask=0x40000000"
 
 
-def _jump_past(w3, when: int) -> None:
-    now = w3.eth.get_block("latest")["timestamp"]
-    if when >= now:
-        w3.provider.make_request("evm_increaseTime", [when + 1 - now])
-    w3.provider.make_request("evm_mine", [])
-
-
 def _pack_digits(tmp: Path) -> tuple[packed.Manifest, Path, Path]:
     from sklearn.datasets import load_digits
 
@@ -95,7 +88,7 @@ def test_a_packed_dataset_job_with_a_data_element_dispute_completes(tmp_path, mo
                         lambda: bool(manager.events.Attested().get_logs(from_block=0))
                         and manager.functions.getUnit(unit).call()[10] == 1, 240, ag,
                         ("solver", "verifier", "submitter"))  # fmt: skip
-            _jump_past(w3, manager.functions.getUnit(unit).call()[4])
+            rk.jump_past(w3, manager.functions.getUnit(unit).call()[4])
             rk.wait_job_completed(ag, 180, ("solver",))
 
         (resolved,) = manager.events.DisputeResolved().get_logs(from_block=0)
