@@ -90,13 +90,25 @@ contract OneStepProver is IOneStepProver {
     ) internal pure returns (uint32) {
         uint8 op = d.op;
         Operand[] memory in_ = d.inputs;
-        if (op == OpCodes.MATMUL_NT) {
-            return acc.add(_at(ctx, in_[0], o[0], 0, r, k).mul(_at(ctx, in_[1], o[1], 1, c, k)));
-        }
+        if (op == OpCodes.MATMUL_NT) return acc.add(_product(ctx, in_, o, r, c, k));
         // row_sum / row_max reduce row c of the input into output (0, c); mean reduces row r.
         uint32 x = _at(ctx, in_[0], o[0], 0, op == OpCodes.MEAN ? r : c, k);
         if (op == OpCodes.ROW_MAX) return acc.max(x);
         return acc.add(x);
+    }
+
+    /// @dev Term k of matmul_nt's element (r, c): fl(A[r, k] × B[c, k]) (its own frame: the
+    ///      legacy code generator slither compiles with runs out of stack inline).
+    function _product(
+        ProofContext calldata ctx,
+        Operand[] memory in_,
+        Opening[] calldata o,
+        uint256 r,
+        uint256 c,
+        uint256 k
+    ) internal pure returns (uint32) {
+        uint32 a = _at(ctx, in_[0], o[0], 0, r, k);
+        return a.mul(_at(ctx, in_[1], o[1], 1, c, k));
     }
 
     function _finish(uint8 op, uint32 acc, uint256 terms) internal pure returns (uint32) {
