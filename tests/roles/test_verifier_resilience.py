@@ -33,6 +33,7 @@ from rolefakes import FakeContract, in_rounds, recheck_now
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
 from agents.core.clock import RealClock
+from agents.core.deploy import load_artifact
 from agents.core.events import AbiDecoder, EventStream, RawLog
 from agents.core.store import Store
 from agents.dispute.graph import job_graph
@@ -242,19 +243,32 @@ def verdict_of(v: Verifier, u: UnitView) -> str | None:
 def court_game(start_root: bytes, phase: int = Phase.POST_CHECKPOINTS) -> FakeContract:
     """A segment game over SEGMENT (k steps) from `start_root`, waiting in `phase`; its move
     functions return (name, args) so a test can read what was sent."""
-    claim = [0] * 11
-    claim[5] = start_root  # initialStateRoot
-    claim[8], claim[9], claim[10] = SEGMENT * 40, 40, 40  # stepOffset, steps, interval
+    claim = _game_struct(
+        "claimOf", initialStateRoot=start_root, stepOffset=SEGMENT * 40, steps=40, interval=40
+    )
+    progress = _game_struct("progressOf", phase=phase)
     moves = {
         name: (lambda n: lambda *a: (n, a))(name)
         for name in ("postCheckpoints", "pickSegment", "openSegment", "claimTimeout")
     }
     return FakeContract(
+        GAME_ABI,
         claimOf=lambda g: claim,
-        progressOf=lambda g: [phase, 0, 0, 0, 0, 0, 0, 0, 0],
+        progressOf=lambda g: progress,
         turn=lambda g: (1, 10**9),
         **moves,
     )
+
+
+GAME_ABI = load_artifact("DisputeGame")["abi"]
+
+
+def _game_struct(fn: str, **fields) -> list:
+    """The struct view `fn` of the game returns, as the ABI orders it (other fields zero)."""
+    (item,) = [i for i in GAME_ABI if i.get("type") == "function" and i["name"] == fn]
+    names = [c["name"] for c in item["outputs"][0]["components"]]
+    assert set(fields) <= set(names), f"{fn} has no field {set(fields) - set(names)}"
+    return [fields.get(name, 0) for name in names]
 
 
 # --- F11: defending a true attestation once the solver's data is gone ------------------------
