@@ -26,11 +26,7 @@ contract OneStepProver is IOneStepProver {
     ) external pure returns (uint32 bits) {
         NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
         if (row >= d.rows || col >= d.cols) revert OutOfRange(row, col);
-        uint256 n = d.inputs.length;
-        if (openings.length != n) revert BadOperand(openings.length);
-        for (uint256 k = 0; k < n; ++k) {
-            _verify(ctx, d.inputs[k], openings[k], k);
-        }
+        _verifyAll(ctx, d, openings);
         bits = _eval(ctx, d, row, col, openings);
     }
 
@@ -55,11 +51,7 @@ contract OneStepProver is IOneStepProver {
         (uint256 terms,) = _reduction(d);
         if (position == 0 || position > terms + 1) revert PositionOutOfRange(position, terms + 1);
         if (position == terms + 1) return _finish(d.op, acc, terms);
-        uint256 n = d.inputs.length;
-        if (openings.length != n) revert BadOperand(openings.length);
-        for (uint256 k = 0; k < n; ++k) {
-            _verify(ctx, d.inputs[k], openings[k], k);
-        }
+        _verifyAll(ctx, d, openings);
         bits = _accumulate(ctx, d, row, col, position - 1, acc, openings);
     }
 
@@ -295,6 +287,18 @@ contract OneStepProver is IOneStepProver {
     }
 
     // ------------------------------------------------------------------ verifying openings
+
+    /// @dev One opening per input of the node, each verified (`_verify`).
+    function _verifyAll(ProofContext calldata ctx, NodeDesc memory d, Opening[] calldata openings)
+        internal
+        pure
+    {
+        uint256 n = d.inputs.length;
+        if (openings.length != n) revert BadOperand(openings.length);
+        for (uint256 k = 0; k < n; ++k) {
+            _verify(ctx, d.inputs[k], openings[k], k);
+        }
+    }
 
     /// @dev Checks that operand `k`'s tensor root is in its list (state S_t, the trace before the
     ///      disputed node, or the dataset), that its data root and header give that tensor root,
