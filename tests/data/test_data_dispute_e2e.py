@@ -61,42 +61,13 @@ def test_a_packed_dataset_job_with_a_data_element_dispute_completes(tmp_path, mo
     obj = builtin | {"dataset": {"name": m.name(), "root": m.root}}
     spec.write_text(json.dumps(obj | {"steps": 400, "checkpoint_every": 200}))
     monkeypatch.setenv("VTP_DATASET_STORES", f"{bad},{good}")
-    submitter = rk.Party("submitter", "submitter", 1)
-    cheater = rk.Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", CHEAT])
-    honest = rk.Party("solver", "solver", 3, ["--stake", "200"])
-    verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
-    with rk.chain() as (url, w3):
-        addrs = rk.deploy(w3, {"verifyWindow": 120})
-        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, cheater, honest, verifier])
-        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
-        registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
-        game = rk.contract(w3, "DisputeGame", addrs["DisputeGame"])
-        unit = 1 << 32
-        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
-            ag.start(cheater)
-            ag.start(verifier)
-            rk.wait_registered(registry, ag, [cheater, verifier])
-            ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
-            rk.wait_for("the cheater's assignment",
-                        lambda: manager.functions.getUnit(unit).call()[0] >= 3, 120, ag,
-                        ("solver-cheat", "verifier", "submitter"))  # fmt: skip
-            ag.start(honest)
-            rk.wait_for("the dispute's resolution",
-                        lambda: bool(manager.events.DisputeResolved().get_logs(from_block=0)),
-                        300, ag, ("verifier", "submitter"))  # fmt: skip
-            rk.wait_for("the honest solver's unit",
-                        lambda: bool(manager.events.Attested().get_logs(from_block=0))
-                        and manager.functions.getUnit(unit).call()[10] == 1, 240, ag,
-                        ("solver", "verifier", "submitter"))  # fmt: skip
-            rk.jump_past(w3, manager.functions.getUnit(unit).call()[4])
-            rk.wait_job_completed(ag, 180, ("solver",))
-
-        (resolved,) = manager.events.DisputeResolved().get_logs(from_block=0)
+    with rk.cheat_caught_and_redone(tmp_path, spec, CHEAT, {"verifyWindow": 120}) as run:
+        (resolved,) = run.manager.events.DisputeResolved().get_logs(from_block=0)
         assert resolved["args"]["challengerWon"] is True
-        picked = [e["args"]["node"] for e in game.events.NodePicked().get_logs(from_block=0)]
+        picked = [e["args"]["node"] for e in run.game.events.NodePicked().get_logs(from_block=0)]
         assert picked == [0]  # the gather: its one-step proof opens X against the dataset root
-        assert game.events.ElementProved().get_logs(from_block=0)
-        slashed = [e["args"]["node"] for e in registry.events.NodeSlashed().get_logs(from_block=0)]
-        assert slashed == [cheater.address]
-        (final,) = manager.events.UnitFinalized().get_logs(from_block=0)
-        assert final["args"]["solver"] == honest.address
+        assert run.game.events.ElementProved().get_logs(from_block=0)
+        slashed = run.registry.events.NodeSlashed().get_logs(from_block=0)
+        assert [e["args"]["node"] for e in slashed] == [run.cheater.address]
+        (final,) = run.manager.events.UnitFinalized().get_logs(from_block=0)
+        assert final["args"]["solver"] == run.honest.address

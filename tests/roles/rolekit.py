@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from web3 import Web3
@@ -211,6 +212,70 @@ def attested_after_second_draw(manager) -> bool:
         return False
     since = draws[-1]["blockNumber"]
     return any(e["blockNumber"] >= since for e in manager.events.Attested().get_logs(from_block=0))
+
+
+@dataclass
+class CaughtCheat:
+    """What `cheat_caught_and_redone` leaves to assert on: the chain and the contracts."""
+
+    w3: Web3
+    manager: object
+    registry: object
+    game: object
+    cheater: Party
+    honest: Party
+
+
+@contextlib.contextmanager
+def cheat_caught_and_redone(
+    run_dir: Path, spec: Path, cheat: str, manager_config: dict
+) -> Iterator[CaughtCheat]:
+    """The cheat scenario of the dispute e2e tests: a cheating solver (`--cheat cheat`) alone
+    online when the job of `spec` is posted, one honest verifier; once the cheater holds the unit
+    an honest solver joins. Waits for the dispute's result, the redone unit's attestation and
+    (chain time skipped past its challenge window) the job's completion, then yields the chain,
+    still up, for the test's checks."""
+    submitter = Party("submitter", "submitter", 1)
+    cheater = Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", cheat])
+    honest = Party("solver", "solver", 3, ["--stake", "200"])
+    verifier = Party("verifier", "verifier", 5, ["--stake", "100"])
+    with chain() as (url, w3):
+        addrs = deploy(w3, manager_config)
+        fund(w3, addrs["Token"], dev_private_key(0), [submitter, cheater, honest, verifier])
+        manager = contract(w3, "JobManager", addrs["JobManager"])
+        registry = contract(w3, "NodeRegistry", addrs["NodeRegistry"])
+        game = contract(w3, "DisputeGame", addrs["DisputeGame"])
+        unit = 1 << 32
+        with agents(run_dir, url, addrs["JobManager"]) as ag:
+            ag.start(cheater)
+            ag.start(verifier)
+            wait_registered(registry, ag, [cheater, verifier])
+            ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
+            wait_for(
+                "the cheater's assignment",
+                lambda: manager.functions.getUnit(unit).call()[0] >= UnitStatus.ASSIGNED,
+                120,
+                ag,
+                ("solver-cheat", "verifier", "submitter"),
+            )
+            ag.start(honest)
+            wait_for(
+                "the dispute's result",
+                lambda: bool(manager.events.DisputeResolved().get_logs(from_block=0)),
+                300,
+                ag,
+                ("verifier", "submitter"),
+            )
+            wait_for(
+                "the second draw's attestation",
+                lambda: attested_after_second_draw(manager),
+                240,
+                ag,
+                ("solver", "verifier", "submitter"),
+            )
+            jump_past(w3, manager.functions.getUnit(unit).call()[4])
+            wait_job_completed(ag, 180, ("solver",))
+        yield CaughtCheat(w3, manager, registry, game, cheater, honest)
 
 
 def count_files(path: Path) -> int:

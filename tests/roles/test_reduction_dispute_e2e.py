@@ -40,59 +40,17 @@ def _spec(path):
 
 def test_a_cheat_in_a_long_dot_product_is_bisected_and_slashed(tmp_path):
     spec = _spec(tmp_path / "spec.json")
-    submitter = rk.Party("submitter", "submitter", 1)
-    cheater = rk.Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", CHEAT])
-    honest = rk.Party("solver", "solver", 3, ["--stake", "200"])
-    verifier = rk.Party("verifier", "verifier", 5, ["--stake", "100"])
-    with rk.chain() as (url, w3):
-        addrs = rk.deploy(w3, {"verifyWindow": 300})
-        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter, cheater, honest, verifier])
-        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
-        registry = rk.contract(w3, "NodeRegistry", addrs["NodeRegistry"])
-        game = rk.contract(w3, "DisputeGame", addrs["DisputeGame"])
-        unit = 1 << 32
-        with rk.agents(tmp_path, url, addrs["JobManager"]) as ag:
-            # the cheater is the only solver online when the job is posted
-            ag.start(cheater)
-            ag.start(verifier)
-            rk.wait_registered(registry, ag, [cheater, verifier])
-            ag.start(submitter, "--spec", str(spec), "--claim-window", "8", "--compute-time", "300")
-            rk.wait_for(
-                "the cheater's assignment",
-                lambda: manager.functions.getUnit(unit).call()[0] >= 3,  # Assigned or later
-                120,
-                ag,
-                ("solver-cheat", "verifier", "submitter"),
-            )
-            ag.start(honest)
-            rk.wait_for(
-                "the dispute's result",
-                lambda: bool(manager.events.DisputeResolved().get_logs(from_block=0)),
-                240,
-                ag,
-                ("verifier", "submitter"),
-            )
-            # the honest solver redoes the unit; the verifier attests; skip the challenge window
-            rk.wait_for(
-                "the second draw's attestation",
-                lambda: rk.attested_after_second_draw(manager),
-                180,
-                ag,
-                ("solver", "verifier", "submitter"),
-            )
-            rk.jump_past(w3, manager.functions.getUnit(unit).call()[4])
-            rk.wait_job_completed(ag, 120, ("solver",))
-
-        (resolved,) = manager.events.DisputeResolved().get_logs(from_block=0)
+    with rk.cheat_caught_and_redone(tmp_path, spec, CHEAT, {"verifyWindow": 300}) as run:
+        (resolved,) = run.manager.events.DisputeResolved().get_logs(from_block=0)
         assert resolved["args"]["challengerWon"] is True
-        (opened,) = game.events.ReductionOpened().get_logs(from_block=0)
+        (opened,) = run.game.events.ReductionOpened().get_logs(from_block=0)
         assert (opened["args"]["element"], opened["args"]["terms"]) == (5, 100)
-        picks = game.events.AccumulatorsPicked().get_logs(from_block=0)
+        picks = run.game.events.AccumulatorsPicked().get_logs(from_block=0)
         assert len(picks) == 2  # 101 positions: 16 parts of 6 or 7, then single steps
-        (proved,) = game.events.AccumulationProved().get_logs(from_block=0)
+        (proved,) = run.game.events.AccumulationProved().get_logs(from_block=0)
         assert proved["args"]["claimed"] != proved["args"]["correct"]
-        assert not game.events.ElementProved().get_logs(from_block=0)
-        slashed = [e["args"]["node"] for e in registry.events.NodeSlashed().get_logs(from_block=0)]
-        assert slashed == [cheater.address]
-        (final,) = manager.events.UnitFinalized().get_logs(from_block=0)
-        assert final["args"]["solver"] == honest.address
+        assert not run.game.events.ElementProved().get_logs(from_block=0)
+        slashed = run.registry.events.NodeSlashed().get_logs(from_block=0)
+        assert [e["args"]["node"] for e in slashed] == [run.cheater.address]
+        (final,) = run.manager.events.UnitFinalized().get_logs(from_block=0)
+        assert final["args"]["solver"] == run.honest.address
