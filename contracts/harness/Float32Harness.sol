@@ -104,7 +104,8 @@ contract Float32Harness {
     }
 
     /// @notice Element-wise binary library function selected by `op`: 0 add, 1 sub, 2 mul,
-    ///         3 div, 4 max (row_max step), 5 gt, 6 lt, 7 ge, 8 le, 9 eq (booleans as 0/1).
+    ///         3 div, 4 max (row_max step), 5 gt, 6 lt, 7 ge, 8 le, 9 eq (booleans as 0/1),
+    ///         10 maximum, 11 minimum (the v3 operators).
     /// @param op The function selector.
     /// @param a Left operands.
     /// @param b Right operands (same length).
@@ -119,12 +120,12 @@ contract Float32Harness {
 
     /// @notice Element-wise unary library function selected by `op`: 0 isNaN, 1 isInf,
     ///         2 isSubnormal, 3 canonical, 4 neg, 5 abs, 6 rint, 7 exponentField,
-    ///         8 mantissaField (booleans as 0/1).
+    ///         8 mantissaField (booleans as 0/1), 9 sqrt, 10 toI32, 11 fromI32.
     /// @param op The function selector.
     /// @param a Operands.
     /// @return r The results.
     function unaryMany(uint256 op, uint32[] calldata a) external pure returns (uint32[] memory r) {
-        if (op > 8) revert UnknownOp(op);
+        if (op > 11) revert UnknownOp(op);
         r = new uint32[](a.length);
         for (uint256 i = 0; i < a.length; ++i) {
             uint32 x = a[i];
@@ -137,7 +138,10 @@ contract Float32Harness {
             else if (op == 5) y = Float32.abs(x);
             else if (op == 6) y = Float32.rint(x);
             else if (op == 7) y = Float32.exponentField(x);
-            else y = Float32.mantissaField(x);
+            else if (op == 8) y = Float32.mantissaField(x);
+            else if (op == 9) y = Float32.sqrt(x);
+            else if (op == 10) y = Float32.toI32(x);
+            else y = Float32.fromI32(x);
             r[i] = y;
         }
     }
@@ -173,9 +177,9 @@ contract Float32Harness {
     }
 
     /// @notice Gas used by each call of a binary library function (op as in binaryMany,
-    ///         0..3), measured with gasleft() immediately around the library call, minus the
-    ///         cost of an empty gasleft() pair measured in the same loop (see bench/).
-    /// @param op 0 add, 1 sub, 2 mul, 3 div.
+    ///         0..3, 10, 11), measured with gasleft() immediately around the library call, minus
+    ///         the cost of an empty gasleft() pair measured in the same loop (see bench/).
+    /// @param op 0 add, 1 sub, 2 mul, 3 div, 10 maximum, 11 minimum.
     /// @param a Left operands.
     /// @param b Right operands (same length).
     /// @return gasUsed The per-call gas.
@@ -186,7 +190,7 @@ contract Float32Harness {
         returns (uint256[] memory gasUsed, uint32 sink)
     {
         if (a.length != b.length) revert RepOps.LengthMismatch(a.length, b.length);
-        if (op > 3) revert UnknownOp(op);
+        if (op > 3 && op != 10 && op != 11) revert UnknownOp(op);
         gasUsed = new uint256[](a.length);
         for (uint256 i = 0; i < a.length; ++i) {
             uint32 x = a[i];
@@ -210,13 +214,63 @@ contract Float32Harness {
                 g1 = gasleft();
                 r = Float32.mul(x, y);
                 g2 = gasleft();
-            } else {
+            } else if (op == 3) {
                 g0 = gasleft();
                 g1 = gasleft();
                 r = Float32.div(x, y);
                 g2 = gasleft();
+            } else if (op == 10) {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = Float32.maximum(x, y);
+                g2 = gasleft();
+            } else {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = Float32.minimum(x, y);
+                g2 = gasleft();
             }
             // (g1 - g2) includes one gasleft() plus the call; (g0 - g1) is one bare gasleft().
+            gasUsed[i] = (g1 - g2) - (g0 - g1);
+            sink ^= r;
+        }
+    }
+
+    /// @notice Gas used by each call of a unary library function (op as in unaryMany: 9 sqrt,
+    ///         10 toI32, 11 fromI32), measured as gasOfMany does.
+    /// @param op The function selector (9..11).
+    /// @param a Operands.
+    /// @return gasUsed The per-call gas.
+    /// @return sink XOR of all results (keeps the calls observable to the optimizer).
+    function gasOfUnaryMany(uint256 op, uint32[] calldata a)
+        external
+        view
+        returns (uint256[] memory gasUsed, uint32 sink)
+    {
+        if (op < 9 || op > 11) revert UnknownOp(op);
+        gasUsed = new uint256[](a.length);
+        for (uint256 i = 0; i < a.length; ++i) {
+            uint32 x = a[i];
+            uint32 r;
+            uint256 g0;
+            uint256 g1;
+            uint256 g2;
+            if (op == 9) {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = Float32.sqrt(x);
+                g2 = gasleft();
+            } else if (op == 10) {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = Float32.toI32(x);
+                g2 = gasleft();
+            } else {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = Float32.fromI32(x);
+                g2 = gasleft();
+            }
             gasUsed[i] = (g1 - g2) - (g0 - g1);
             sink ^= r;
         }
@@ -248,7 +302,7 @@ contract Float32Harness {
         returns (uint32[] memory r)
     {
         if (a.length != b.length) revert RepOps.LengthMismatch(a.length, b.length);
-        if (op > 9) revert UnknownOp(op);
+        if (op > 11) revert UnknownOp(op);
         r = new uint32[](a.length);
         for (uint256 i = 0; i < a.length; ++i) {
             uint32 x = a[i];
@@ -263,7 +317,9 @@ contract Float32Harness {
             else if (op == 6) z = Float32.lt(x, y) ? 1 : 0;
             else if (op == 7) z = Float32.ge(x, y) ? 1 : 0;
             else if (op == 8) z = Float32.le(x, y) ? 1 : 0;
-            else z = Float32.eq(x, y) ? 1 : 0;
+            else if (op == 9) z = Float32.eq(x, y) ? 1 : 0;
+            else if (op == 10) z = Float32.maximum(x, y);
+            else z = Float32.minimum(x, y);
             r[i] = z;
         }
     }

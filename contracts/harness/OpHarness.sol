@@ -97,21 +97,38 @@ contract OpHarness {
         return RepOps.log32(x);
     }
 
-    /// @notice Element-wise unary operator: 0 exp32, 1 log32, 2 relu.
+    /// @notice RepOps.tanh32.
+    /// @param x Operand.
+    /// @return tanh32(x).
+    function tanh32(uint32 x) external pure returns (uint32) {
+        return RepOps.tanh32(x);
+    }
+
+    /// @notice RepOps.erf32.
+    /// @param x Operand.
+    /// @return erf32(x).
+    function erf32(uint32 x) external pure returns (uint32) {
+        return RepOps.erf32(x);
+    }
+
+    /// @notice Element-wise unary operator: 0 exp32, 1 log32, 2 relu, 3 tanh32, 4 erf32.
     /// @param op The operator selector.
     /// @param x Operands.
     /// @return r Results.
     function unaryMany(uint256 op, uint32[] calldata x) external pure returns (uint32[] memory r) {
-        if (op > 2) revert UnknownOp(op);
+        if (op > 4) revert UnknownOp(op);
         r = new uint32[](x.length);
         for (uint256 i = 0; i < x.length; ++i) {
             if (op == 0) r[i] = RepOps.exp32(x[i]);
             else if (op == 1) r[i] = RepOps.log32(x[i]);
-            else r[i] = RepOps.relu(x[i]);
+            else if (op == 2) r[i] = RepOps.relu(x[i]);
+            else if (op == 3) r[i] = RepOps.tanh32(x[i]);
+            else r[i] = RepOps.erf32(x[i]);
         }
     }
 
-    /// @notice Gas of each unary operator call (op as in unaryMany: 0 exp32, 1 log32, 2 relu),
+    /// @notice Gas of each unary operator call (op as in unaryMany: 0 exp32, 1 log32, 2 relu,
+    ///         3 tanh32, 4 erf32),
     ///         measured with gasleft() around the library call minus one bare gasleft().
     /// @param op The operator selector.
     /// @param x Operands.
@@ -122,7 +139,7 @@ contract OpHarness {
         view
         returns (uint256[] memory gasUsed, uint32 sink)
     {
-        if (op > 2) revert UnknownOp(op);
+        if (op > 4) revert UnknownOp(op);
         gasUsed = new uint256[](x.length);
         for (uint256 i = 0; i < x.length; ++i) {
             uint32 v = x[i];
@@ -140,10 +157,20 @@ contract OpHarness {
                 g1 = gasleft();
                 r = RepOps.log32(v);
                 g2 = gasleft();
-            } else {
+            } else if (op == 2) {
                 g0 = gasleft();
                 g1 = gasleft();
                 r = RepOps.relu(v);
+                g2 = gasleft();
+            } else if (op == 3) {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = RepOps.tanh32(v);
+                g2 = gasleft();
+            } else {
+                g0 = gasleft();
+                g1 = gasleft();
+                r = RepOps.erf32(v);
                 g2 = gasleft();
             }
             gasUsed[i] = (g1 - g2) - (g0 - g1);

@@ -380,6 +380,76 @@ library Float32 {
         }
     }
 
+    /// @notice IEEE square root, correctly rounded (ties to even; a tie cannot occur), exact on
+    ///         subnormal operands: sqrt(±0) = ±0, sqrt(+inf) = +inf, and a NaN or any operand
+    ///         below zero (−inf included) gives the canonical NaN.
+    /// @dev Bounded: a fixed four-step integer Newton iteration, no loop over data. A positive
+    ///      finite operand is m·2^(e−150) with m normalised into [2^23, 2^24) (a subnormal is
+    ///      shifted up and e lowered to match), then m doubled and e lowered by one if e − 150 is
+    ///      odd, so that sqrt = sqrt(m·2^28)·2^((e−150)/2 − 14) with n = m·2^28 in [2^51, 2^53).
+    ///      y = floor(sqrt(n)) (27 bits at most) and x = 2y + (y² < n) is the exact root scaled
+    ///      by 2 with a sticky bit below the 3–4 bits that rounding drops, so rounding x is
+    ///      rounding the exact root. The root of a finite binary32 lies in [2^−74.5, 2^64): always
+    ///      normal, never overflowing, so the packing needs no subnormal or infinity case.
+    /// @param a Operand (binary32 bits).
+    /// @return r The binary32 square root.
+    function sqrt(uint32 a) internal pure returns (uint32 r) {
+        if (a & ABS_MASK == 0) return a; // ±0 keeps its sign (IEEE 754 §6.3)
+        if (a > POS_INF) return NAN; // a NaN, or the sign bit set on a nonzero operand
+        if (a == POS_INF) return POS_INF;
+        assembly ("memory-safe") {
+            let e := shr(23, a) // 0..254: a is positive and finite here
+            let m := and(a, 0x7FFFFF)
+            switch e
+            case 0 {
+                // subnormal (m > 0): p = floor(log2 m) in [0, 22] by binary search
+                let y := m
+                let f := shl(4, gt(y, 0xFFFF))
+                y := shr(f, y)
+                let p := f
+                f := shl(3, gt(y, 0xFF))
+                y := shr(f, y)
+                p := or(p, f)
+                f := shl(2, gt(y, 0xF))
+                y := shr(f, y)
+                p := or(p, f)
+                f := shl(1, gt(y, 0x3))
+                y := shr(f, y)
+                p := or(p, or(f, gt(y, 1)))
+                m := shl(sub(23, p), m) // now in [2^23, 2^24), the value is m 2^(e - 150)
+                e := sub(p, 22) // with e = 1 - (23 - p) in [-22, 0] (two's complement)
+            }
+            default { m := or(m, 0x800000) }
+            let odd := and(e, 1) // parity of e − 150 (two's complement keeps the low bit)
+            m := shl(odd, m) // [2^23, 2^25)
+            e := sub(e, odd) // even
+            let n := shl(28, m) // [2^51, 2^53)
+            // floor(sqrt(n)): Newton steps y <- floor((y + floor(n / y)) / 2) from y = 2^26.
+            // Every step after the first is >= floor(sqrt(n)); 2^26 / sqrt(n) lies in
+            // (2^-0.5, 2^0.5], so the exact iteration's relative error after four steps is below
+            // 1.2e-12 (< 1e-4 absolute), the integer one is then floor(sqrt(n)) or one above,
+            // and one downward correction makes it exact.
+            let y := shl(26, 1)
+            y := shr(1, add(y, div(n, y)))
+            y := shr(1, add(y, div(n, y)))
+            y := shr(1, add(y, div(n, y)))
+            y := shr(1, add(y, div(n, y)))
+            if gt(mul(y, y), n) { y := sub(y, 1) }
+            // x = 2y + sticky in [2^26, 2^28): its top bit is 26 + c, so s = 3 + c bits drop
+            let x := or(shl(1, y), lt(mul(y, y), n))
+            let s := add(3, shr(27, x))
+            // round-half-even shift (x + 2^(s-1) - 1 + bit s of x) >> s, in [2^23, 2^24]
+            // Yul shl(shift, value) is 1 << (s - 1); slither misreads the operand order.
+            // slither-disable-next-line incorrect-shift
+            x := shr(s, add(x, add(sub(shl(sub(s, 1), 1), 1), and(shr(s, x), 1))))
+            // x weighs 2^((e − 150)/2 − 15 + s): the biased exponent field is
+            // (e − 150)/2 + 135 + s = (e + 120)/2 + s; adding x (implicit bit included, a
+            // rounding carry to 2^24 bumps the exponent) means field − 1 = (e + 118)/2 + s.
+            // e + 118 >= 96 > 0, so the halving is an unsigned shift.
+            r := add(shl(23, add(shr(1, add(e, 118)), s)), x)
+        }
+    }
+
     // ---------------------------------------------------------------------------------------
     // Classification and comparison
     // ---------------------------------------------------------------------------------------
@@ -488,6 +558,27 @@ library Float32 {
     function max(uint32 m, uint32 b) internal pure returns (uint32) {
         if (isNaN(m) || isNaN(b)) return NAN;
         return _key(b) > _key(m) ? b : m;
+    }
+
+    /// @notice The v3 `maximum` operator (PROTOCOL §2.6): NaN if a or b is NaN, else
+    ///         `a > b ? a : b`, so a tie gives b (maximum(+0, −0) = −0, maximum(−0, +0) = +0).
+    /// @dev This is `max` with its operands swapped (max(m, b) keeps m on a tie); one rule,
+    ///      not two copies of it.
+    /// @param a Left operand.
+    /// @param b Right operand.
+    /// @return The maximum (canonical NaN for a NaN operand).
+    function maximum(uint32 a, uint32 b) internal pure returns (uint32) {
+        return max(b, a);
+    }
+
+    /// @notice The v3 `minimum` operator (PROTOCOL §2.6): NaN if a or b is NaN, else
+    ///         `a < b ? a : b`, so a tie gives b (minimum(+0, −0) = −0, minimum(−0, +0) = +0).
+    /// @param a Left operand.
+    /// @param b Right operand.
+    /// @return The minimum (canonical NaN for a NaN operand).
+    function minimum(uint32 a, uint32 b) internal pure returns (uint32) {
+        if (isNaN(a) || isNaN(b)) return NAN;
+        return _key(a) < _key(b) ? a : b;
     }
 
     // ---------------------------------------------------------------------------------------
@@ -606,6 +697,28 @@ library Float32 {
             // maps to inf like any magnitude >= 2^128.
             return fromUint(uint256(-(n + 1)) + 1) | SIGN_MASK;
         }
+    }
+
+    /// @notice The v3 `cast_i32` operator: f32 → i32 truncating toward zero, as the
+    ///         two's-complement word. NaN, ±inf and every value whose truncation is outside
+    ///         [−2^31, 2^31 − 1] give 0x80000000, the "integer indefinite" of x86's cvttss2si
+    ///         that torch's `.to(torch.int32)` returns there (PROTOCOL §2.6).
+    /// @param a Operand (binary32 bits).
+    /// @return The i32 word.
+    function toI32(uint32 a) internal pure returns (uint32) {
+        if (isNaN(a)) return SIGN_MASK; // toInt maps NaN to 0; cast_i32 does not
+        int256 n = toInt(a); // ±inf come back as ±2^128: out of range below
+        if (n < type(int32).min) return SIGN_MASK;
+        if (n > type(int32).max) return SIGN_MASK;
+        return uint32(int32(n));
+    }
+
+    /// @notice The v3 `cast_f32` operator: the i32 held in a two's-complement word → binary32,
+    ///         round to nearest even (exact for |n| <= 2^24).
+    /// @param word The i32 as a uint32 word (0x80000000 is −2^31).
+    /// @return The binary32 bits.
+    function fromI32(uint32 word) internal pure returns (uint32) {
+        return fromInt(int32(word));
     }
 
     /// @notice 2^n exactly: for n in [−126, 127] the pattern (n + 127) << 23 (PROTOCOL §1);

@@ -50,6 +50,15 @@ library RepOps {
     uint32 internal constant L2 = 0x3ECCCCCD;
     uint32 internal constant L3 = 0x3E924925;
     uint32 internal constant L4 = 0x3E638E39;
+    // tanh32 / erf32 constants (agents/training/registry.py TANH_BIG, ERF_*), bit patterns
+    uint32 internal constant TANH_BIG = 0x41100000; // 9.0
+    uint32 internal constant ERF_BIG = 0x40800000; // 4.0
+    uint32 internal constant ERF_P = 0x3EA7BA05; // 0.3275911
+    uint32 internal constant ERF_A5 = 0x3F87DC22; // 1.061405429
+    uint32 internal constant ERF_A4 = 0xBFBA00E3; // −1.453152027
+    uint32 internal constant ERF_A3 = 0x3FB5F0E3; // 1.421413741
+    uint32 internal constant ERF_A2 = 0xBE91A98E; // −0.284496736
+    uint32 internal constant ERF_A1 = 0x3E827906; // 0.254829592
 
     // ---------------------------------------------------------------------------------------
     // Reductions
@@ -265,6 +274,48 @@ library RepOps {
         // slither-disable-end divide-before-multiply
         uint32 ef = Float32.fromInt(e); // |e| <= 150: exact
         return ef.mul(LN2_HI).add(lm.add(ef.mul(LN2_LO)));
+    }
+
+    /// @notice The v3 `tanh` operator exactly as the registry's order (PROTOCOL §2.6):
+    ///         a = |x|; a > 9 ? 1 : fl(1 − fl(2 / fl(exp32(fl(a + a)) + 1))); the sign of x
+    ///         copied on (tanh(−0) = −0); NaN gives the canonical NaN.
+    /// @param x Operand.
+    /// @return The binary32 result.
+    function tanh32(uint32 x) internal pure returns (uint32) {
+        if (x.isNaN()) return Float32.NAN;
+        uint32 a = x & Float32.ABS_MASK;
+        uint32 r = Float32.ONE;
+        if (!a.gt(TANH_BIG)) {
+            // a <= 9: exp32(2a) is in [1, 6.6e7], so r is finite
+            r = Float32.ONE.sub(Float32.TWO.div(exp32(a.add(a)).add(Float32.ONE)));
+        }
+        return r ^ (x & Float32.SIGN_MASK); // −r for a negative x (r is never NaN here)
+    }
+
+    /// @notice The v3 `erf` operator exactly as the registry's order (PROTOCOL §2.6,
+    ///         Abramowitz & Stegun 7.1.26): a = |x|; a >= 4 ? 1 :
+    ///         t = fl(1 / fl(1 + fl(p · a))), poly = Horner over a5..a1 in t, times t,
+    ///         fl(1 − fl(poly · exp32(−fl(a · a)))); the sign of x copied on; NaN gives the
+    ///         canonical NaN.
+    /// @param x Operand.
+    /// @return The binary32 result.
+    function erf32(uint32 x) internal pure returns (uint32) {
+        if (x.isNaN()) return Float32.NAN;
+        uint32 a = x & Float32.ABS_MASK;
+        uint32 r = Float32.ONE;
+        if (a.lt(ERF_BIG)) {
+            // Soft-float ops, not integer arithmetic: the registry fixes this order.
+            // slither-disable-next-line divide-before-multiply
+            uint32 t = Float32.ONE.div(Float32.ONE.add(ERF_P.mul(a)));
+            uint32 p = ERF_A5.mul(t).add(ERF_A4);
+            p = p.mul(t).add(ERF_A3);
+            p = p.mul(t).add(ERF_A2);
+            p = p.mul(t).add(ERF_A1);
+            p = p.mul(t);
+            // a < 4: t in (0.43, 1] and exp32 in (0, 1]: r is finite
+            r = Float32.ONE.sub(p.mul(exp32(a.mul(a) ^ Float32.SIGN_MASK)));
+        }
+        return r ^ (x & Float32.SIGN_MASK); // −r for a negative x (r is never NaN here)
     }
 
     // ---------------------------------------------------------------------------------------

@@ -17,12 +17,18 @@ def test_float32_harness_length_mismatch(f32h, fn: str) -> None:
 
 
 def test_float32_harness_selectors(f32h) -> None:
-    with ape.reverts(f32h.UnknownOp, op=10):
-        f32h.binaryMany(10, [ONE], [ONE])
-    with ape.reverts(f32h.UnknownOp, op=9):
-        f32h.unaryMany(9, [ONE])
+    with ape.reverts(f32h.UnknownOp, op=12):
+        f32h.binaryMany(12, [ONE], [ONE])
+    with ape.reverts(f32h.UnknownOp, op=12):
+        f32h.unaryMany(12, [ONE])
     with ape.reverts(f32h.UnknownOp, op=4):
         f32h.gasOfMany(4, [ONE], [ONE])
+    with ape.reverts(f32h.UnknownOp, op=12):
+        f32h.gasOfMany(12, [ONE], [ONE])
+    with ape.reverts(f32h.UnknownOp, op=8):
+        f32h.gasOfUnaryMany(8, [ONE])
+    with ape.reverts(f32h.UnknownOp, op=12):
+        f32h.gasOfUnaryMany(12, [ONE])
     with ape.reverts(f32h.LengthMismatch, lengthA=1, lengthB=2):
         f32h.binaryMany(0, [ONE], [ONE, ONE])
 
@@ -46,8 +52,10 @@ def test_repops_errors(ops_h) -> None:
         ops_h.binaryMany(0, [ONE], [])
     with ape.reverts(ops_h.LengthMismatch, lengthA=3, lengthB=2):
         ops_h.matmulNt([ONE] * 3, [ONE] * 2, 2)
-    with ape.reverts(ops_h.UnknownOp, op=3):
-        ops_h.unaryMany(3, [ONE])
+    with ape.reverts(ops_h.UnknownOp, op=5):
+        ops_h.unaryMany(5, [ONE])
+    with ape.reverts(ops_h.UnknownOp, op=5):
+        ops_h.gasOfUnaryMany(5, [ONE])
     with ape.reverts(ops_h.UnknownOp, op=5):
         ops_h.binaryMany(5, [ONE], [ONE])
     with ape.reverts(ops_h.EmptyRow):
