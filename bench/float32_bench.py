@@ -1,4 +1,5 @@
-"""Gas of the Float32 library: add/sub/mul/div per call and RepOps.dot at K = 64, 256, 1024.
+"""Gas of the Float32 library: add/sub/mul/div per call, RepOps.dot at K = 64, 256, 1024, and
+the version-3 elementwise scalars (sqrt, tanh32, erf32, toI32, fromI32, maximum, minimum).
 
 Run: `python bench/float32_bench.py` (starts a local Anvil through ape, ~1 minute). Writes
 bench/results/float32.json.
@@ -8,8 +9,9 @@ internal library call and subtract the cost of one bare gasleft() pair measured 
 loop iteration (so loop, calldata decoding and result storage are excluded). The figure is the
 gas a contract pays for the call itself, including the internal JUMP in and out and argument
 passing. For dot the figure also includes copying both calldata vectors into memory (RepOps.dot
-takes memory arrays). exp32/log32 use OpHarness.gasOfUnaryMany the same way. The calls are made
-with eth_call (no intrinsic transaction gas involved).
+takes memory arrays). exp32/log32/tanh32/erf32 use OpHarness.gasOfUnaryMany and
+sqrt/toI32/fromI32 Float32Harness.gasOfUnaryMany the same way. The calls are made with eth_call
+(no intrinsic transaction gas involved).
 """
 
 from __future__ import annotations
@@ -112,14 +114,24 @@ def main() -> int:
         "ops": {},
         "dot": {},
         "goals": {"add_avg": 800, "mul_avg": 600, "dot_K256": 600_000},
-        "notes": "exp32: x uniform in [-30, 30]; log32: positive normals of every binade",
+        "notes": "exp32: x uniform in [-30, 30]; log32: positive normals of every binade; "
+        "tanh32/erf32: x uniform in [-5, 5]; sqrt: positive patterns of every binade and "
+        "subnormals; toI32: x uniform in [-1e6, 1e6]; fromI32: uniform 32-bit words; "
+        "maximum/minimum: the add sample",
     }
     t0 = time.time()
     with networks.parse_network_choice(NETWORK):
         sender = accounts.test_accounts[0]
         h = sender.deploy(project.Float32Harness)
         chunk = 200
-        for op_id, op in enumerate(["add", "sub", "mul", "div"]):
+        for op_id, op in [
+            (0, "add"),
+            (1, "sub"),
+            (2, "mul"),
+            (3, "div"),
+            (10, "maximum"),
+            (11, "minimum"),
+        ]:
             gas: list[int] = []
             for i in range(0, len(a), chunk):
                 res = h.gasOfMany(op_id, a[i : i + chunk], b[i : i + chunk])
@@ -135,8 +147,22 @@ def main() -> int:
         ops_h = sender.deploy(project.OpHarness)
         xs = [_f32_bits(rng.uniform(-30.0, 30.0)) for _ in range(300)]  # softmax-range inputs
         pos = [_pattern(rng, "wide") & 0x7FFFFFFF for _ in range(300)]  # positive, any binade
-        for op_id, (name, args) in enumerate([("exp32", xs), ("log32", pos)]):
-            gas = [int(g) for g in ops_h.gasOfUnaryMany(op_id, args)[0]]
+        v3 = random.Random(SEED + 3)  # its own stream: the earlier samples stay as they were
+        act = [_f32_bits(v3.uniform(-5.0, 5.0)) for _ in range(300)]  # activation inputs
+        roots = pos[:250] + [_pattern(v3, "subnormal") & 0x7FFFFFFF for _ in range(50)]
+        ints = [_f32_bits(v3.uniform(-1e6, 1e6)) for _ in range(300)]
+        words = [v3.getrandbits(32) for _ in range(300)]
+        unary = [
+            (ops_h, 0, "exp32", xs),
+            (ops_h, 1, "log32", pos),
+            (ops_h, 3, "tanh32", act),
+            (ops_h, 4, "erf32", act),
+            (h, 9, "sqrt", roots),
+            (h, 10, "toI32", ints),
+            (h, 11, "fromI32", words),
+        ]
+        for harness, op_id, name, args in unary:
+            gas = [int(g) for g in harness.gasOfUnaryMany(op_id, args)[0]]
             results["ops"][name] = {
                 "avg": round(statistics.fmean(gas), 1),
                 "max": max(gas),

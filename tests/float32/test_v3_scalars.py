@@ -71,7 +71,10 @@ def registry_results(name: str, args: list[list[int]], dtype: str = "f32") -> li
     op = OPS[name]
     tensors = [_to_tensor(a, dtype) for a in args]
     with np.errstate(all="ignore"):  # cast_i32's reference casts NaN / out-of-range values
-        ref = [_scalar_word(op.scalar(*(_scalar_arg(w, dtype) for w in ws))) for ws in zip(*args)]
+        ref = [
+            _scalar_word(op.scalar(*(_scalar_arg(w, dtype) for w in ws)))
+            for ws in zip(*args, strict=True)
+        ]
         outs = [ref, _tensor_words(op.torch(tensors, None))]
     if op.native is not None and native.available():
         outs.append(_tensor_words(op.native(tensors, None)))
@@ -82,7 +85,8 @@ def agree(name: str, args: list[list[int]], got: list[int], dtype: str = "f32") 
     ref, *kernels = registry_results(name, args, dtype)
     for k in kernels:
         assert k == ref, f"{name}: the registry's kernels disagree with its scalar reference"
-    for i, ws in enumerate(zip(*args)):
+    assert len(got) == len(ref), f"{name}: {len(got)} results for {len(ref)} operands"
+    for i, ws in enumerate(zip(*args, strict=True)):
         operands = ", ".join(f"{w:#010x}" for w in ws)
         assert got[i] == ref[i], f"{name}({operands}) = {got[i]:#010x}, want {ref[i]:#010x}"
 
