@@ -425,10 +425,10 @@ library Float32 {
             e := sub(e, odd) // even
             let n := shl(28, m) // [2^51, 2^53)
             // floor(sqrt(n)): Newton steps y <- floor((y + floor(n / y)) / 2) from y = 2^26.
-            // Every step after the first is >= floor(sqrt(n)); 2^26 / sqrt(n) lies in
-            // (2^-0.5, 2^0.5], so the exact iteration's relative error after four steps is below
-            // 1.2e-12 (< 1e-4 absolute), the integer one is then floor(sqrt(n)) or one above,
-            // and one downward correction makes it exact.
+            // Every step gives y >= floor(sqrt(n)) (AM-GM), and from floor(sqrt(n)) at most one
+            // above; 2^26 / sqrt(n) lies in (2^-0.5, 2^0.5], so the exact iteration's relative
+            // error after four steps is below 1.2e-12 (< 1e-4 absolute): y is then
+            // floor(sqrt(n)) or one above, and one downward correction makes it exact.
             let y := shl(26, 1)
             y := shr(1, add(y, div(n, y)))
             y := shr(1, add(y, div(n, y)))
