@@ -18,6 +18,7 @@ COMMANDS = (
     "job",
     "dataset",
     "graph",
+    "submit",
     "submitter",
     "solver",
     "verifier",

@@ -22,7 +22,9 @@ DEFAULT_MAX_PARAMS = 1 << 24
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("job", help="build a version-3 job spec from a PyTorch model; get weights")
+    p = sub.add_parser(
+        "job", help="build a job spec from a PyTorch model; read a job on chain; get its weights"
+    )
     jsub = p.add_subparsers(dest="job_command", required=True, metavar="JOB_COMMAND")
     b = jsub.add_parser("build", help="lower a model's training step into a job spec + blobs")
     b.add_argument("--model", required=True, help="FILE.py:FACTORY (FACTORY() returns the module)")
@@ -60,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--out", required=True, help="model.safetensors")
     w.add_argument("--blob-url", help="blob store (default <spec>.blobs)")
     w.set_defaults(func=run_weights)
+    from agents.cli_job_chain import register_chain
+
+    register_chain(jsub)
 
 
 def default_blobs(spec_path: str) -> str:
@@ -288,8 +293,8 @@ def read_state(job, state_arg: str, blob_url: str | None, spec_path: str):
 def run_weights(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
-    from safetensors.torch import save_file
 
+    from agents.cli_job_chain import write_weights
     from agents.model.job import state_root
 
     job, _ = load_job(args.spec, args.blob_url)
@@ -300,7 +305,7 @@ def run_weights(args: argparse.Namespace) -> int:
         arr = words.view(np.float32) if b["dtype"].startswith("float") else words.view(np.int32)
         t = torch.from_numpy(arr.copy()).reshape(b["shape"])
         out[name] = t.to(getattr(torch, b["dtype"]))
-    save_file(out, args.out)
+    write_weights(out, args.out)
     root = "0x" + state_root(st).hex()
     print(json.dumps({"out": args.out, "tensors": len(out), "state_root": root}))
     return 0

@@ -53,3 +53,15 @@ def companion_address(
 
 def court_address(args: argparse.Namespace, manager: str) -> str | None:
     return companion_address(args, manager, "court", "AttestationCourt")
+
+
+def deployment_block(path: str | Path, manager: str) -> int:
+    """The block the deployment file at `path` was started at (`deploy` records it) when it
+    describes this manager: no job of it is older, so event scans start there. 0 otherwise."""
+    try:
+        record = json.loads(Path(path).read_text())
+        if record["contracts"]["JobManager"].lower() == manager.lower():
+            return int(record.get("block", 0))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return 0

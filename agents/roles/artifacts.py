@@ -280,3 +280,24 @@ def fetch_checkpoints(
     loop (`Reads`), with `timeout_s` no longer than their read budget."""
     reader = CheckpointReader(spec, locator, checkpoint_root, local_ok, timeout_s)
     return Checkpoints(reader.manifest, {i: reader.state(i) for i in sorted(set(indices))})
+
+
+def read_final_state(
+    spec: JobSpec,
+    locator: str,
+    published_root: bytes,
+    final_root: bytes,
+    local_ok: bool = False,
+) -> tuple[State, list[float]]:
+    """A unit's trained model: the last checkpoint behind `locator` and the manifest's losses,
+    every root checked — the manifest's against the `published_root` the data was committed
+    under, the state's against its manifest root, and that root against the unit's committed
+    `final_root`. BadBlob for any failure: nothing unchecked is returned."""
+    reader = CheckpointReader(spec, locator, published_root, local_ok)
+    st = reader.state(reader.checkpoints - 1)
+    if state_root(st) != final_root:
+        raise BadBlob(
+            f"the final checkpoint's state root 0x{state_root(st).hex()} is not the committed "
+            f"final state root 0x{final_root.hex()}"
+        )
+    return st, list(reader.manifest.losses)

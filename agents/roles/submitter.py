@@ -23,7 +23,7 @@ from agents.core.blobs import BlobError
 from agents.core.tx import TxError, TxFailed, TxOutcome
 from agents.dispute.availability import DataMismatch, decode_answer
 from agents.dispute.graph import job_graph
-from agents.roles.artifacts import BadBlob, CheckpointReader
+from agents.roles.artifacts import BadBlob, read_final_state
 from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.logic import Act, Now, UnitStatus, UnitView, final_data_acts, keeper_acts
 from agents.roles.runner import RoleAgent, RoleError
@@ -301,13 +301,13 @@ class Submitter(RoleAgent):
                 # the published data (after a forced error's reveal it differs from the true
                 # root at the perturbed checkpoints only, never at the final state)
                 root = u.published_root or u.checkpoint_root
-                reader = CheckpointReader(self.spec, u.locator, root, self.local_locators)
-                final = reader.state(len(reader.manifest.roots) - 1)
-                losses = reader.manifest.losses
+                final, losses = read_final_state(
+                    self.spec, u.locator, root, u.final_root, self.local_locators
+                )
         except (BadBlob, BlobError) as exc:
             self.log.error("final model unavailable (will retry): %s", exc)
             return False
-        if state_root(final) != u.final_root:
+        if state_root(final) != u.final_root:  # a state read earlier, or posted on chain
             self.log.error("final model's root differs from the committed one (will retry)")
             return False
         test = datasets.test_split_for(self.spec.dataset_name)
@@ -361,6 +361,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from agents.roles.runner import role_parser
 
     p = role_parser(sub, "submitter", "post a training job, follow it, fetch and check the model")
+    add_job_args(p)
+    return p
+
+
+def add_job_args(p: argparse.ArgumentParser) -> None:
+    """The flags of posting a job (the submitter role's and `submit`'s)."""
     p.add_argument("--spec", required=True, help="job spec JSON file (PROTOCOL §5)")
     p.add_argument(
         "--reward",
@@ -393,5 +399,3 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--memory-mib", type=int, default=0, help="minimum solver memory (MiB)")
     p.add_argument("--throughput", type=int, default=0, help="minimum solver throughput")
     p.add_argument("--out", help="write the result JSON here too")
-
-    return p

@@ -63,3 +63,15 @@ def init_state(widths: tuple[int, ...], seed: int, device: str = "cpu") -> State
 
 def state_root(st: State) -> bytes:
     return merkle.state_root(list(st.items()))
+
+
+def torch_state_dict(st: State, widths: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    """The model's parameters as the `state_dict` of the plain PyTorch MLP the protocol trains:
+    `nn.Sequential(nn.Linear(d0, d1), nn.ReLU(), ..., nn.Linear(d{L-1}, dL))`, layer l at index
+    2l (`w_l` is already (out, in), `nn.Linear.weight`'s layout; `b_l` (1, out) becomes (out,)).
+    The momentum buffers are the optimizer's, not the model's: they are left out."""
+    out: dict[str, torch.Tensor] = {}
+    for layer in range(len(widths) - 1):
+        out[f"{2 * layer}.weight"] = st[f"w{layer}"].detach().cpu().contiguous()
+        out[f"{2 * layer}.bias"] = st[f"b{layer}"].detach().cpu().reshape(-1).contiguous()
+    return out
