@@ -59,10 +59,8 @@ class FollowedSubmitter(Submitter):
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             # R x S unit jobs through the RoundManager: the role's log is the view
             return
-        print(
-            f"job {self.job_id} posted: `python -m agents job status {self.job_id}` reads it",
-            flush=True,
-        )
+        status = f"python -m agents job status {self.job_id} --deployment {self.args.deployment}"
+        print(f"job {self.job_id} posted: `{status}` reads it", flush=True)
         start = deployment_block(self.args.deployment, self.manager.address)
         self.reader = JobReader(self.w3, self.manager, self.job_id, start)
 
