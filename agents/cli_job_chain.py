@@ -115,6 +115,7 @@ def run_fetch(args: argparse.Namespace) -> int:
     from agents.roles.errors import RoleError
     from agents.roles.jobs import JobRejected, fetch_spec
     from agents.training.engine import Engine
+    from agents.training.spec import SPEC_VERSION
     from agents.training.state import state_root, torch_state_dict
 
     w3, reader = open_reader(args)
@@ -137,6 +138,8 @@ def run_fetch(args: argparse.Namespace) -> int:
         except BadBlob as exc:
             raise UserError(f"{what}: {exc}") from None
         spec = fetch_spec(bytes(job["specHash"]), stores, what)
+        if spec.version != SPEC_VERSION:
+            raise UserError(f"{what} runs a version-{spec.version} spec: fetch reads version 1")
         st, losses = read_final_state(
             spec, c.locator, c.published_root, c.final_root, args.allow_local_locators
         )
