@@ -137,3 +137,38 @@ def test_job_fetch_refuses_a_tampered_checkpoint_and_writes_nothing(completed, c
     assert len(err.strip().splitlines()) == 1, err
     assert "the final checkpoint does not check against the chain" in err
     assert not out.exists()
+
+
+def test_submit_no_follow_posts_and_exits_and_status_shows_the_claim_window(tmp_path, capsys):
+    spec = rk.write_spec(tmp_path / "spec.json", steps=120, every=40)
+    submitter = rk.Party("submitter", "submit", 1)
+    with rk.chain() as (url, w3):
+        addrs = rk.deploy(w3)
+        rk.fund(w3, addrs["Token"], rk.dev_private_key(0), [submitter])
+        deployment = tmp_path / "deployment.json"
+        deployment.write_text(json.dumps({"rpc_url": url, "contracts": addrs}))
+        common = ["--deployment", str(deployment), "--rpc-url", url, "--key", "dev:1",
+                  "--data-dir", str(tmp_path / "sub"), "--blob-url", str(tmp_path / "blobs"),
+                  "--poll-interval", "0.2", "--no-progress", "--spec", str(spec)]  # fmt: skip
+        code, out, err = _run(capsys, "submit", *common, "--reward", "0")
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "--reward" in err
+        code, out, err = _run(capsys, "submit", *common, "--claim-window", "600", "--no-follow")
+        assert code == 0, err
+        assert out.startswith(f"job {JOB} posted: `python -m agents job status {JOB} ")
+        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
+        game = rk.contract(w3, "DisputeGame", addrs["DisputeGame"])
+        assert any(bytes(game.functions.configOf(JOB).call()))  # solvers can take it
+        code, out, _ = _run(capsys, "job", "status", str(JOB), "--deployment", str(deployment),
+                            "--json")  # fmt: skip
+        got = json.loads(out)
+        assert code == 0 and got["status"] == "open" and got["escrow"] == 100 * 10**18
+        (unit,) = got["units"]
+        assert unit["status"] == "open" and unit["window"] == "claim window"
+        assert unit["time_left"].endswith(" left")
+        # a second submit of the same spec from the same data folder follows it, posts nothing
+        code, out, _ = _run(capsys, "submit", *common, "--no-follow")
+        assert code == 0 and out.startswith(f"job {JOB} posted")
+        assert manager.functions.jobCount().call() == 1
+        code, _, err = _run(capsys, "job", "fetch", str(JOB), "--deployment", str(deployment),
+                            "--out", str(tmp_path / "m.safetensors"))  # fmt: skip
+        assert code == 2 and err.strip() == f"error: job {JOB} is open: it has no final model"
