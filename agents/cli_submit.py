@@ -6,7 +6,8 @@ model — and this command adds what a person at a terminal wants to see: after 
 job as `job status` shows it (each unit's phase, the disputes and their winners, the chain time
 left in the window), redrawn in place on a terminal, printed again whenever something changed
 otherwise. Exit 0 when the job completed; a cancelled job or any other end is one error line
-(exit 2). `--no-follow` posts and exits; `job status ID` follows up later.
+(exit 2). `--no-follow` posts and exits; `job status ID` follows up later. A version-2 spec
+(R x S unit jobs through the RoundManager) is followed by the role's log alone.
 """
 
 from __future__ import annotations
