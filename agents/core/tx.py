@@ -42,6 +42,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils import keccak, to_checksum_address
 
 from agents.core.clock import Clock, RealClock, backoff_delays
+from agents.core.rpc_errors import SendError, classify_send_error, revert_data
 from agents.core.store import Intent, Store
 
 log = logging.getLogger(__name__)
@@ -143,15 +144,7 @@ class ErrorDecoder:
 
 
 def _revert_data(exc: Exception) -> bytes:
-    data = getattr(exc, "data", None)
-    if isinstance(data, dict):
-        data = data.get("data")
-    if isinstance(data, str) and data.startswith("0x"):
-        try:
-            return bytes.fromhex(data[2:])
-        except ValueError:
-            return b""
-    return data if isinstance(data, bytes) else b""
+    return revert_data(getattr(exc, "data", None))
 
 
 def revert_error(exc: Exception, decoder: ErrorDecoder, what: str) -> TxReverted:
@@ -230,18 +223,6 @@ def next_nonce(chain_pending: int, local_next: int | None, highest_pending: int 
     if highest_pending is not None:
         candidates.append(highest_pending + 1)
     return max(candidates)
-
-
-def classify_send_error(message: str) -> str:
-    """'known' (already in the pool), 'nonce_low', 'underpriced' or 'other'."""
-    m = message.lower()
-    if "already known" in m or "known transaction" in m or "already imported" in m:
-        return "known"
-    if "nonce too low" in m or "nonce is too low" in m or "invalid nonce" in m:
-        return "nonce_low"
-    if "underpriced" in m:
-        return "underpriced"
-    return "other"
 
 
 # --- nonce manager ---------------------------------------------------------------------------
@@ -497,19 +478,28 @@ class TxSender:
             return
         except Exception as exc:
             kind = classify_send_error(str(exc))
-            if kind == "known":
-                pass
-            elif kind == "nonce_low":
+            if kind is SendError.NONCE_LOW:
                 # Observed "nonce consumed" first; now check whether it was consumed by us.
                 if await self._receipt(intent.tx_hash) is None:
                     await self._resign_locked(intent, request_for_resign, gas)
                 return
-            elif kind == "underpriced":
+            if kind is SendError.NONCE_HIGH:
+                # A node without a queue (Hardhat's automine, Ganache) refuses a nonce past the
+                # account's: one of ours before it never reached the node. The next send puts
+                # our lost transactions back in nonce order (_replay_lost_locked), and waiting
+                # on this one re-broadcasts it (_heal), so it is left pending.
+                (await self._manager()).resync()
+                log.warning("intent %s: nonce %d is past the node's; an earlier tx of ours is "
+                            "missing", intent_id, intent.nonce)  # fmt: skip
+                return
+            if kind is SendError.UNDERPRICED:
                 # Another pool tx holds our nonce: if it mines, _heal sees the nonce taken.
                 log.warning("intent %s: nonce %d held by another pool tx", intent_id, intent.nonce)
                 return
-            else:
+            if kind is SendError.OTHER:
                 raise TxError(f"intent {intent_id}: node refused the transaction: {exc}") from exc
+            # KNOWN: already in the pool; MINED_FAILED: mined (a client that answers the send
+            # with the failure), so its receipt (status 0) settles it as TxFailed while waiting
         self.store.count_broadcast(intent_id)
 
     async def _replay_lost_locked(self, manager: NonceManager, force: bool = False) -> None:
