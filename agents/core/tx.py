@@ -167,6 +167,9 @@ class TxRequest:
     data: bytes = b""
     value: int = 0
     gas: int | None = None  # None: estimate (with a margin)
+    # The least gas to give it whatever the estimate says: a call whose cost depends on state a
+    # rival may change between my estimate and my inclusion (gas_limit)
+    gas_floor: int = 0
 
     def digest(self, sender: str) -> str:
         """What an intent id is bound to: reusing the id for something else is an error."""
@@ -174,10 +177,11 @@ class TxRequest:
         return hashlib.sha256(body.encode()).hexdigest()
 
     @classmethod
-    def call(cls, contract_function: Any, value: int = 0, gas: int | None = None) -> TxRequest:
+    def call(cls, contract_function: Any, value: int = 0, gas: int | None = None,
+             gas_floor: int = 0) -> TxRequest:  # fmt: skip
         """From a web3 ContractFunction (sync or async contract object)."""
         data = contract_function._encode_transaction_data()
-        return cls(contract_function.address, bytes.fromhex(data[2:]), value, gas)
+        return cls(contract_function.address, bytes.fromhex(data[2:]), value, gas, gas_floor)
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,15 @@ def next_nonce(chain_pending: int, local_next: int | None, highest_pending: int 
     if highest_pending is not None:
         candidates.append(highest_pending + 1)
     return max(candidates)
+
+
+def gas_limit(estimate: int, margin: float, floor: int = 0) -> int:
+    """The gas to give a call estimated at `estimate`: the estimate with its margin, and never
+    less than `floor`. An estimate holds for the state it ran on; a call that a rival's
+    transaction makes dearer (a claim that lands after another claim reads one more claimant
+    and fills slots nobody filled before) needs gas for the worst state it can meet, which no
+    margin on the estimate bounds. Unused gas is not paid for."""
+    return max(int(estimate * margin) + 10_000, floor)
 
 
 # --- nonce manager ---------------------------------------------------------------------------
@@ -392,7 +405,7 @@ class TxSender:
             )
         except ContractLogicError as exc:
             raise revert_error(exc, self.errors, "gas estimation") from None
-        return int(est * self.gas_margin) + 10_000
+        return gas_limit(int(est), self.gas_margin, request.gas_floor)
 
     async def _sign(self, request: TxRequest, nonce: int, gas: int) -> tuple[str, str]:
         latest = await self._rpc("latest block", lambda: self.w3.eth.get_block("latest"))

@@ -41,6 +41,7 @@ from agents.roles.addresses import court_address, manager_address
 from agents.roles.artifacts import BadBlob, Checkpoints, fetch_checkpoints, locator_problem
 from agents.roles.decomposed import Rounds, round_manager_address
 from agents.roles.errors import RoleError
+from agents.roles.gas_floors import gas_floor
 from agents.roles.jobs import (
     DEFAULT_MAX_LOADED_JOBS,
     DEFAULT_MAX_PARAMS,
@@ -716,7 +717,8 @@ class RoleAgent:
         if recorded is not None and recorded.status == "failed":
             return None
         try:
-            out = await self.agent.sender.send(act.intent, TxRequest.call(fn))
+            request = TxRequest.call(fn, gas_floor=gas_floor(fn))
+            out = await self.agent.sender.send(act.intent, request)
         except TxReverted as exc:
             text = revert_text(exc)
             if self._warned.first((act.intent, text)):  # the same refusal is logged once
