@@ -94,6 +94,29 @@ class Now:
 
 
 @dataclass(frozen=True)
+class IdleBlock:
+    """The empty block I last mined (--mine-when-idle): the chain's latest timestamp right after
+    it, and my monotonic clock then."""
+
+    chain_ts: int
+    at_s: float
+
+
+def idle_block_due(chain_ts: int, last: IdleBlock | None, now_s: float) -> bool:
+    """Mine an empty block now (--mine-when-idle), pacing chain time by the wall clock: the block
+    is due when, with it, the chain will have moved no more than the wall clock since my last
+    one. A client that never repeats a timestamp (Hardhat: every block a second after the one
+    before) runs ahead of the wall clock when blocks come faster than one a second, from me
+    or from anyone's transactions; one that may repeat it (Anvil) stays with the wall clock
+    anyway, and is then asked for a block at most once a second. Counting blocks instead made
+    Hardhat's chain time run 2.4 times as fast as the wall clock, and every window shrink by
+    as much."""
+    if last is None:
+        return True
+    return chain_ts + 1 - last.chain_ts <= now_s - last.at_s
+
+
+@dataclass(frozen=True)
 class DataRequest:
     """An open data request on a unit (JobManager.dataRequestOf, PROTOCOL §6.11): `requester`
     demands the state at checkpoint `checkpoint`, which must be posted on chain, piece by piece

@@ -56,10 +56,12 @@ from agents.roles.logic import (
     SETTLED,
     Act,
     DataRequest,
+    IdleBlock,
     Now,
     SettledRecords,
     UnitStatus,
     UnitView,
+    idle_block_due,
     read_budget_s,
 )
 from agents.training.engine import EngineConfig
@@ -171,7 +173,8 @@ def role_parser(
         "--mine-when-idle",
         action="store_true",
         help="dev chains only: mine an empty block (evm_mine) each round nothing else happens, "
-        "so deadlines pass on an automining Anvil",
+        "so deadlines pass on an automining chain; paced so that chain time does not run ahead "
+        "of the wall clock",
     )
     p.add_argument(
         "--device",
@@ -458,9 +461,17 @@ class RoleAgent:
         return self.w3.eth.contract(address=Web3.to_checksum_address(address), abi=abi)
 
     def mine_if_idle(self) -> None:
-        """On a dev chain with --mine-when-idle: mine one empty block (chain time moves on)."""
-        if getattr(self.args, "mine_when_idle", False):
-            self.w3.provider.make_request("evm_mine", [])
+        """On a dev chain with --mine-when-idle: mine one empty block (chain time moves on), when
+        chain time is not ahead of the wall clock (logic.idle_block_due)."""
+        if not getattr(self.args, "mine_when_idle", False):
+            return
+        clock = self.agent.clock
+        latest = int(self.w3.eth.get_block("latest")["timestamp"])
+        if not idle_block_due(latest, self.__dict__.get("_idle_block"), clock.monotonic()):
+            return
+        self.w3.provider.make_request("evm_mine", [])
+        mined = int(self.w3.eth.get_block("latest")["timestamp"])
+        self._idle_block = IdleBlock(mined, clock.monotonic())
 
     def close(self) -> None:
         if self.blob_server is not None:
