@@ -40,7 +40,9 @@ from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, loa
 from agents.core.keys import DEV_CHAIN_IDS
 
 REPO = Path(__file__).resolve().parents[1]
-REPORT_DIR = Path("build/demo")
+# Absolute: the agents run in the checkout (cwd=REPO) while the demo may be started elsewhere,
+# and both must mean the same folders.
+REPORT_DIR = REPO / "build" / "demo"
 SPEC = REPO / "examples" / "digits-mlp.json"
 TOKEN = 10**18
 #: The cheat: PROTOCOL §7.8's worked example (bit 30 of element 5 of node 2 at step 217).
@@ -116,12 +118,26 @@ class Processes:
     """The agent processes, each in its own process group; `stop_all` ends every one."""
 
     def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
+        self.run_dir = run_dir.resolve()
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs: dict[str, Any] = {}
 
     def start(self, p: Party, url: str, manager: str, *args: str) -> None:
-        cmd = [
+        log = open(self.run_dir / f"{p.name}.log", "ab")  # noqa: SIM115 - closed in stop_all
+        env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+        self.logs[p.name] = log
+        self.procs[p.name] = subprocess.Popen(
+            self.command(p, url, manager, *args),
+            stdout=log,
+            stderr=log,
+            cwd=REPO,
+            env=env,
+            start_new_session=True,
+        )
+
+    def command(self, p: Party, url: str, manager: str, *args: str) -> list[str]:
+        """The agent's command line; it runs in the checkout, so its paths are absolute."""
+        return [
             sys.executable,
             "-m",
             "agents",
@@ -144,12 +160,6 @@ class Processes:
             *p.extra,
             *args,
         ]
-        log = open(self.run_dir / f"{p.name}.log", "ab")  # noqa: SIM115 - closed in stop_all
-        env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
-        self.logs[p.name] = log
-        self.procs[p.name] = subprocess.Popen(
-            cmd, stdout=log, stderr=log, cwd=REPO, env=env, start_new_session=True
-        )
 
     def check_alive(self) -> None:
         for name, proc in self.procs.items():
