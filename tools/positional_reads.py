@@ -30,7 +30,7 @@ KNOWN: dict[str, int] = {
     "agents/roles/runner.py": 18,
     "agents/roles/solver.py": 6,
     "agents/roles/verifier.py": 4,
-    "agents/roles/whistleblower.py": 9,
+    "agents/roles/whistleblower.py": 7,
 }
 
 

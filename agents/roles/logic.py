@@ -434,6 +434,9 @@ class AttestationFacts:
     tries: int = 0  # re-checks that found the data unusable ("unavailable")
     last_try: int = 0  # chain time of the last of them
     court_open: bool = False  # the court still takes this attestation (its unit final, in window)
+    # the unit's attempt the attestation was made on (None: not known yet): `commitment_wrong`
+    # is about that attempt's commitment, and says nothing of a later attempt's
+    attested_attempt: int | None = None
 
 
 def recheck_due(tries: int, last_try: int, now: Now) -> bool:
@@ -474,7 +477,12 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
     if f.verdict is None:
         return [Act("recheck", "", (key,))]
     challenge = Act("challenge", f"challenge:{u.unit_id}:{u.attempt}", (u.unit_id, u.attempt))
-    may_challenge = u.status == UnitStatus.VERIFYING and late_by(now, u.deadline) <= 0
+    # the unit is challenged over the attempt attested only: a re-opened unit's new commitment
+    # is the new attempt's verifiers' (and my other records') to judge
+    same_attempt = f.attested_attempt is None or f.attested_attempt == u.attempt
+    may_challenge = (
+        u.status == UnitStatus.VERIFYING and late_by(now, u.deadline) <= 0 and same_attempt
+    )
     if f.verdict == "unavailable":
         # retried while the unit can still be challenged or is being disputed, or the court can
         # still take the attestation (from my own replay, once the data stays away)

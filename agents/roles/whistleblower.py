@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from eth_abi import encode
 from eth_utils import keccak
@@ -193,6 +194,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             int(rec.data.get("tries", 0)),
             int(rec.data.get("last_try", 0)),
             self.court_open_for_recheck(u, rec.state, rec.data, now),
+            rec.data.get("attempt"),
         )
         window = self.court_window() if self.court is not None else None
         if u.job_id in self.settled and attestation_done(u, now, facts, window):
@@ -220,10 +222,16 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         the re-check only needs the first)."""
         if self.court is None or u.status != UnitStatus.FINALIZED:
             return False
-        then = self.manager.functions.getUnit(u.unit_id).call(block_identifier=int(data["block"]))
-        if int(then[10]) != u.attempt:
+        if int(self.unit_at(u.unit_id, int(data["block"]))["attempt"]) != u.attempt:
             return False
         return now.timestamp <= u.deadline + self.court_window()
+
+    def unit_at(self, unit_id: int, block: int) -> dict[str, Any]:
+        """IJobManager.getUnit as it was at `block`, by field name (the manager's ABI)."""
+        values = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+        (item,) = [i for i in self.manager.abi if i.get("name") == "getUnit"]
+        (out,) = item["outputs"]
+        return {c["name"]: v for c, v in zip(out["components"], values, strict=True)}
 
     def court_window(self) -> int:
         """The court's window (seconds after a unit's challenge deadline), read once."""
@@ -480,8 +488,10 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         ctx = self.context(unit_id >> 32)
         if ctx is None:
             return
-        # The unit as it was when the attestation was made (a later attempt overwrites it).
-        u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+        # The unit as it was when the attestation was made (a later attempt overwrites it); my
+        # verdict is about that attempt (logic.AttestationFacts.attested_attempt).
+        u = self.unit_at(unit_id, block)
+        data["attempt"] = int(u["attempt"])
         starts: dict[int, bytes] = {}  # each attested segment's start, as a state blob
 
         def keep(s: int, st: State) -> None:
@@ -498,7 +508,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             data["tries"] = int(data.get("tries", 0)) + 1
             data["last_try"] = self.now().timestamp
             if data["tries"] >= FULL_REPLAY_AFTER_TRIES and self.check_from_own_replay(
-                key, data, ctx, bytes(u[12])
+                key, data, ctx, bytes(u["checkpointRoot"])
             ):
                 return
             self.log.error(

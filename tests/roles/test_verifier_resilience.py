@@ -164,11 +164,10 @@ def unit_view(data: SolverData | None, status: UnitStatus = UnitStatus.VERIFYING
     return UnitView(UNIT, 1, status, DEADLINE, 0, 0, SOLVER, root, b"\x01" * 32, locator, 0)
 
 
-def unit_tuple(checkpoint_root: bytes) -> tuple:
-    """IJobManager.getUnit: attempt 0, the committed checkpoint root."""
-    t = [0] * 14
-    t[12] = checkpoint_root
-    return tuple(t)
+def unit_tuple(checkpoint_root: bytes, **fields) -> list:
+    """IJobManager.getUnit as the ABI orders it: the committed checkpoint root, attempt 0 unless
+    `fields` say otherwise (other fields zero)."""
+    return _struct(MANAGER_ABI, "getUnit", checkpointRoot=checkpoint_root, **fields)
 
 
 def new_store(tmp_path: Path, name: str) -> Store:
@@ -261,14 +260,20 @@ def court_game(start_root: bytes, phase: int = Phase.POST_CHECKPOINTS) -> FakeCo
 
 
 GAME_ABI = load_artifact("DisputeGame")["abi"]
+MANAGER_ABI = load_artifact("JobManager")["abi"]
+
+
+def _struct(abi: list, fn: str, **fields) -> list:
+    """The struct view `fn` of a contract returns, as its ABI orders it (other fields zero)."""
+    (item,) = [i for i in abi if i.get("type") == "function" and i["name"] == fn]
+    names = [c["name"] for c in item["outputs"][0]["components"]]
+    assert set(fields) <= set(names), f"{fn} has no field {set(fields) - set(names)}"
+    return [fields.get(name, 0) for name in names]
 
 
 def _game_struct(fn: str, **fields) -> list:
     """The struct view `fn` of the game returns, as the ABI orders it (other fields zero)."""
-    (item,) = [i for i in GAME_ABI if i.get("type") == "function" and i["name"] == fn]
-    names = [c["name"] for c in item["outputs"][0]["components"]]
-    assert set(fields) <= set(names), f"{fn} has no field {set(fields) - set(names)}"
-    return [fields.get(name, 0) for name in names]
+    return _struct(GAME_ABI, fn, **fields)
 
 
 # --- F11: defending a true attestation once the solver's data is gone ------------------------
@@ -336,7 +341,7 @@ def test_verifier_does_not_defend_from_a_state_that_is_not_the_games_start(tmp_p
 
 
 def _false_attestation(tmp_path: Path, job: Job, data: SolverData):
-    manager = FakeContract(getUnit=lambda u: unit_tuple(data.checkpoint_root))
+    manager = FakeContract(MANAGER_ABI, getUnit=lambda u: unit_tuple(data.checkpoint_root))
     manager.events = committed_events(data.locator, data.checkpoint_root)
     court = FakeContract(
         bondOf=lambda u, who: 10,

@@ -215,3 +215,34 @@ def test_a_record_nothing_more_can_come_of_is_closed_and_no_longer_read(tmp_path
         asyncio.run(w.follow(rec, Now(1, 1_101)))
     assert w.attestations() == [] and len(reads) == 1
     assert store.get_record("attestation", "b").data["verdict"] == "unavailable"
+
+
+def test_a_wrong_commitment_of_an_earlier_attempt_does_not_judge_the_current_one(tmp_path, job):
+    """An attestation of attempt 0 sampled the cheated segment (its commitment was wrong); the
+    unit was disputed, re-opened and is now Verifying attempt 1 with another commitment. My
+    record of that attestation says nothing about attempt 1: it must not challenge the unit
+    (before, it did so every round, and the replay of attempt 1's data, finding its roots right,
+    logged "the data failed its checks but the roots are right; not challenging")."""
+    with solver_data(tmp_path, job, faulty(job)) as data:
+        w, key = _false_attestation(tmp_path, job, data)
+        recheck_now(w, key)
+    rec = w.agent.store.get_record("attestation", key)
+    assert rec.data["commitment_wrong"] and rec.data["attempt"] == 0
+    decided: list[str] = []
+
+    async def execute(act, u, key) -> None:
+        decided.append(act.kind)
+
+    w.execute = execute
+    w.court_window = lambda: 100
+
+    def follow(attempt: int) -> list[str]:
+        live = unit_view(data, UnitStatus.VERIFYING)
+        object.__setattr__(live, "attempt", attempt)
+        w.unit = lambda unit_id: live
+        decided.clear()
+        asyncio.run(w.follow(rec, Now(10, live.deadline - 60)))
+        return decided
+
+    assert "challenge" in follow(0)  # the attempt attested: its wrong commitment is challenged
+    assert "challenge" not in follow(1)  # a later attempt is not judged by that record
