@@ -9,8 +9,9 @@ the honest solvers join once it is assigned (so the demo always shows the cheat)
 verifier replays, challenges, and wins the dispute game; the cheater is slashed, the unit
 re-opens, an honest solver trains it, both verifiers attest and the job completes; the
 whistleblower re-checks every attestation and reports the lazy verifier's as false. The demo
-prints a summary table and writes build/demo/report.json, build/demo/demo.png and the agents'
-logs under build/demo/run/. Every process it started is stopped, also on failure or Ctrl-C.
+prints a summary table and writes build/demo/report.json, build/demo/demo.png (scripts/plots.py:
+loss curve, timeline, gas per phase) and the agents' logs under build/demo/run/. Every process
+it started is stopped, also on failure or Ctrl-C.
 
 Exit codes: 0 success, 1 the job did not complete, 2 a user error (unreachable RPC, missing
 build, not a dev chain) printed as one line.
@@ -375,6 +376,7 @@ def collect(
     # gas and transactions per address, from every block of the run
     gas: dict[str, int] = {}
     txs: dict[str, int] = {}
+    spent: list[tuple[int, int]] = []  # (block timestamp, gas) of every transaction
     for n in range(first, w3.eth.block_number + 1):
         block = w3.eth.get_block(n, full_transactions=True)
         for tx in block["transactions"]:
@@ -382,6 +384,7 @@ def collect(
             rc = w3.eth.get_transaction_receipt(tx["hash"])
             gas[sender] = gas.get(sender, 0) + int(rc["gasUsed"])
             txs[sender] = txs.get(sender, 0) + 1
+            spent.append((int(block["timestamp"]), int(rc["gasUsed"])))
     duplicates = audit_sends(w3, first, {p.address: run_dir / p.name for p in PARTIES})
     slashed: dict[str, int] = {}
     for ev in _events(registry, "NodeSlashed", first):
@@ -469,6 +472,10 @@ def collect(
         o = outcomes[p.name]
         o["outcome"] = "slashed" if o["slashed"] else ("paid" if o["paid"] else "-")
     timeline = _timeline(w3, manager, game, first)
+    posted = _events(manager, "JobPosted", first)
+    if posted:
+        t0 = int(w3.eth.get_block(posted[0]["blockNumber"])["timestamp"])
+        timeline = phase_gas(timeline, [(ts - t0, g) for ts, g in spent])
     return {
         "outcomes": outcomes,
         "disputes": games,
@@ -562,6 +569,19 @@ def _timeline(w3: Web3, manager, game, first: int) -> list[dict]:
     return [{"phase": n, "start_s": s - t0, "end_s": e - t0} for n, s, e in phases]
 
 
+def phase_gas(timeline: list[dict], spent: list[tuple[int, int]]) -> list[dict]:
+    """The timeline's phases, each with the gas of the transactions mined in it (`spent`: chain
+    time after posting, gas); a transaction at a boundary counts in the first phase holding it,
+    one outside every phase (registration, staking, withdrawals) in none."""
+    out = [dict(ph, gas=0) for ph in timeline]
+    for t, g in spent:
+        for ph in out:
+            if ph["start_s"] <= t <= ph["end_s"]:
+                ph["gas"] += g
+                break
+    return out
+
+
 # --- output ----------------------------------------------------------------------------------
 
 
@@ -615,17 +635,14 @@ def summary_table(report: dict) -> str:
 
 
 def write_outputs(report: dict) -> None:
-    from scripts.png import demo_plot
+    from scripts.plots import demo_figure
 
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     k = 40
     with contextlib.suppress(ValueError, OSError):
         k = json.loads(SPEC.read_text())["checkpoint_every"]
-    losses = [(i * k, v) for i, v in enumerate(report["job"].get("checkpoint_losses", []))]
-    phases = [(p["phase"], p["start_s"], p["end_s"]) for p in report["timeline"]]
-    total = max([p[2] for p in phases] + [1])
-    demo_plot(REPORT_DIR / "demo.png", losses, phases, total)
+    demo_figure(report, REPORT_DIR / "demo.png", k)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
