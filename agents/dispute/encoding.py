@@ -123,3 +123,81 @@ def step_list_root(roots: list[bytes]) -> bytes:
 
 def name_hash(name: str) -> bytes:
     return keccak256(name.encode())
+
+
+# -- version-3 graph nodes (GraphNode / TensorInput, PROTOCOL §7.2) --------------------------
+
+# Operand kinds of version-3 nodes (contracts/dispute/lib/OpCodes.sol KIND_*).
+KIND_WORD = 6  # a hyper-parameter: the binary32 word in `key`
+KIND_BATCH_X = 7  # the step's batch rows of dataset X
+KIND_BATCH_Y = 8  # the step's batch labels of dataset Y
+KIND_WINDOW_X = 9  # the step's token windows (inputs) of a token stream
+KIND_WINDOW_Y = 10  # the step's token windows (targets, shifted by one)
+KIND_CONST = 11  # a constant tensor, its tensor root in `key`
+
+FIRST_V3 = 64  # a descriptor whose op code is at least this is a GraphNode
+INPUT_T = "(uint8,uint32,bytes32,uint8,uint32[])"
+GRAPH_NODE_T = f"(uint8,uint8,uint32[],uint256[],{INPUT_T}[])"
+
+
+@dataclass(frozen=True)
+class TensorInput:
+    """One input of a version-3 node: kind, state position / node index, key, N-d header."""
+
+    kind: int
+    index: int
+    key: bytes
+    dtype: int
+    shape: tuple[int, ...]
+
+    def as_tuple(self) -> tuple:
+        return (self.kind, self.index, self.key, self.dtype, list(self.shape))
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """A version-3 node as the chain sees it (a registry operator, code 64 and up)."""
+
+    op: int
+    dtype: int
+    shape: tuple[int, ...]
+    attrs: tuple[int, ...]
+    inputs: tuple[TensorInput, ...]
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def rows(self) -> int:
+        return view2d_shape(self.shape)[0]
+
+    @property
+    def cols(self) -> int:
+        return view2d_shape(self.shape)[1]
+
+    def as_tuple(self) -> tuple:
+        ins = [i.as_tuple() for i in self.inputs]
+        return (self.op, self.dtype, list(self.shape), list(self.attrs), ins)
+
+    def encode(self) -> bytes:
+        """abi.encode(GraphNode) as Solidity computes it."""
+        return encode([GRAPH_NODE_T], [self.as_tuple()])
+
+    def hash(self) -> bytes:
+        return keccak256(self.encode())
+
+
+def view2d_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """The committed 2-D view of an N-d shape (agents/model/job.py view2d; Shapes.view2d)."""
+    if not shape:
+        return 1, 1
+    if len(shape) == 1:
+        return 1, shape[0]
+    cols = 1
+    for s in shape[1:]:
+        cols *= s
+    return shape[0], cols

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.training.float32 import CANONICAL_NAN
-from agents.training.registry import V1_OPS, Chain
+from agents.training.registry import OPS, V1_OPS, Chain
 
 FANOUT = 16  # Spans.FANOUT
 
@@ -20,6 +20,11 @@ FANOUT = 16  # Spans.FANOUT
 def chain_of(op: str) -> Chain | None:
     """The chain of operator `op` (version-1 codes), or None if it is not a reduction."""
     return V1_OPS[op].chain
+
+
+def graph_chain_of(op: str) -> Chain | None:
+    """The chain of version-3 operator `op` (registry.OPS), or None if it has none."""
+    return OPS[op].chain
 
 
 def parts(lo: int, hi: int) -> int:
@@ -79,10 +84,12 @@ def accumulators(chain: Chain, rows: list[np.ndarray]) -> np.ndarray:
     out = np.empty(k + 2, dtype=np.uint32)
     out[0] = chain.init
     if chain.combine == "add":
-        # acc_0 = +0 is summed explicitly: a row of -0 terms gives +0, as fl(+0 + -0) = +0.
-        # ufunc.accumulate adds strictly left to right in float32 (no pairwise summation).
+        # acc_0 (+0, or index_add_rows' -0) is summed explicitly: a row of -0 terms from +0
+        # gives +0, as fl(+0 + -0) = +0. ufunc.accumulate adds strictly left to right in float32
+        # (no pairwise summation).
+        init = np.array([chain.init], np.uint32).view(np.float32)
         with np.errstate(all="ignore"):
-            acc = np.add.accumulate(np.concatenate([np.zeros(1, np.float32), terms]))[1:]
+            acc = np.add.accumulate(np.concatenate([init, terms]))[1:]
         out[1 : k + 1] = _canonical(acc.view(np.uint32))
     elif chain.combine == "max":
         out[1 : k + 1] = _max_chain(terms)

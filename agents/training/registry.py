@@ -60,6 +60,26 @@ Deps = Callable[[Node, list[Shape], int], list[tuple[int, list[int]]]]
 
 
 @dataclass(frozen=True)
+class Chain:
+    """The accumulator chain of one output element of a reduction (PROTOCOL §7.10), the
+    positions a dispute bisects: acc_0 = `init` (binary32 bits); for j = 1 … K,
+    acc_j = combine(acc_{j-1}, term_j) with term_j = fl(a_j × b_j) of the element's two
+    dependency rows (`product`) or a_j of its one row, combine fl(+) (`"add"`) or Float32.max
+    (`"max"`: canonical NaN if either is NaN, else the later term only if strictly greater); the
+    element is acc_{K+1} = finish(acc_K): fl(acc_K / K) for `mean`, else acc_K. The chain's
+    end is the operator's `order` bit for bit (tested), so no new arithmetic is defined here.
+    `indexed` (index_add_rows): K = J + 1 terms from acc_0 = -0; term 1 is dest[e] (-0 + d = d
+    bit for bit) and term j + 1 is src row j's element when idx[j] is e's row, else skipped
+    (acc_{j+1} = acc_j)."""
+
+    init: int
+    combine: str  # "add" | "max"
+    product: bool
+    mean: bool = False
+    indexed: bool = False
+
+
+@dataclass(frozen=True)
 class Op:
     code: int
     name: str
@@ -70,6 +90,7 @@ class Op:
     deps: Deps
     native: Kernel | None = None
     scalar: Callable[..., np.float32] | None = None
+    chain: Chain | None = None  # f32 reductions: how a dispute bisects one output element
 
 
 OPS: dict[str, Op] = {}
@@ -460,7 +481,7 @@ def s_argmax(*xs):
 
 _register(Op(96, "sum_last", 1, "acc = 0; acc = fl(acc + x[..., j]) for j ascending",
              _reduce_last, lambda a, n: t_sum_last(a[0]), _last_deps,
-             lambda a, n: n_sum_last(a[0]), s_sum))  # fmt: skip
+             lambda a, n: n_sum_last(a[0]), s_sum, Chain(0x00000000, "add", False)))  # fmt: skip
 _register(
     Op(
         97,
@@ -473,6 +494,7 @@ _register(
         _last_deps,
         lambda a, n: n_max_last(a[0]),
         s_max,
+        Chain(init=0xFF800000, combine="max", product=False),
     )
 )
 _register(
@@ -538,6 +560,7 @@ _register(
         _matmul_deps,
         lambda a, n, th=1: n_matmul(a[0], a[1], th),
         s_dot,
+        Chain(init=0x00000000, combine="add", product=True),
     )
 )
 
@@ -766,6 +789,7 @@ _register(
         lambda a, n: t_index_add_rows(a[0], a[1], a[2]),
         lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))],
         lambda a, n: fastops.index_add_rows(a[0], a[1], a[2]),
+        chain=Chain(init=0x80000000, combine="add", product=False, indexed=True),
     )
 )
 
@@ -822,22 +846,6 @@ class V1Context:
 
 
 V1Kernel = Callable[[list[torch.Tensor], V1Context], torch.Tensor]
-
-
-@dataclass(frozen=True)
-class Chain:
-    """The accumulator chain of one output element of a reduction (PROTOCOL §7.10), the
-    positions a dispute bisects: acc_0 = `init` (binary32 bits); for j = 1 … K,
-    acc_j = combine(acc_{j-1}, term_j) with term_j = fl(a_j × b_j) of the element's two
-    dependency rows (`product`) or a_j of its one row, combine fl(+) (`"add"`) or Float32.max
-    (`"max"`: canonical NaN if either is NaN, else the later term only if strictly greater); the
-    element is acc_{K+1} = finish(acc_K): fl(acc_K / K) for `mean`, else acc_K. The chain's
-    end is the operator's `order` bit for bit (tested), so no new arithmetic is defined here."""
-
-    init: int
-    combine: str  # "add" | "max"
-    product: bool
-    mean: bool = False
 
 
 _SUM_CHAIN = Chain(init=0x00000000, combine="add", product=False)

@@ -12,7 +12,6 @@ import {
     Phase,
     Side,
     DisputeConfig,
-    NodeDesc,
     Opening,
     Placement,
     ProofContext
@@ -310,13 +309,10 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         _checkConfig(c, cfg);
         _checkTraceEntry(p, cfg.numNodes, node, nodeRoot, traceProof);
         bytes32 descHash = _checkGraphEntry(cfg, node, nodeDesc, graphProof);
-        NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
         p.node = node;
         p.nodeRoot = nodeRoot;
         p.descHash = descHash;
-        p.dtype = d.dtype;
-        p.rows = d.rows;
-        p.cols = d.cols;
+        _storeHeader(p, nodeDesc);
         _advance(p, Phase.PostLeaves);
         emit NodePicked(gameId, node, nodeRoot);
     }
@@ -621,6 +617,15 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         }
         bytes32 h = keccak256(chunk);
         if (h != p.leafHash) revert RootMismatch(p.leafHash, h);
+    }
+
+    /// @dev The disputed node's output header (dtype and committed 2-D view), from the prover,
+    ///      which knows both descriptor layouts.
+    function _storeHeader(GameProgress storage p, bytes calldata nodeDesc) internal {
+        (uint8 dtype, uint32 rows, uint32 cols) = prover.header(nodeDesc);
+        p.dtype = dtype;
+        p.rows = rows;
+        p.cols = cols;
     }
 
     function _checkDesc(GameProgress storage p, bytes calldata nodeDesc) internal view {

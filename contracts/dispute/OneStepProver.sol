@@ -2,8 +2,10 @@
 pragma solidity 0.8.37;
 
 import {IOneStepProver} from "./interfaces/IOneStepProver.sol";
+import {IGraphProver} from "./interfaces/IGraphProver.sol";
+import {GraphProver} from "./GraphProver.sol";
 import {NodeDesc, Operand, Opening, ProofContext} from "./lib/DisputeTypes.sol";
-import {DisputeMerkle} from "./lib/DisputeMerkle.sol";
+import {Openings} from "./lib/Openings.sol";
 import {Positions} from "./lib/Positions.sol";
 import {OpCodes} from "./lib/OpCodes.sol";
 import {Float32} from "../libraries/Float32.sol";
@@ -16,6 +18,14 @@ import {RepOps} from "../libraries/RepOps.sol";
 contract OneStepProver is IOneStepProver {
     using Float32 for uint32;
 
+    /// @notice The prover of version-3 graph nodes (operator codes 64 and up), created with this
+    ///         contract: a descriptor whose operator code is a version-3 one is forwarded to it.
+    IGraphProver public immutable graphProver;
+
+    constructor() {
+        graphProver = new GraphProver();
+    }
+
     /// @inheritdoc IOneStepProver
     function evaluate(
         ProofContext calldata ctx,
@@ -23,7 +33,8 @@ contract OneStepProver is IOneStepProver {
         uint256 row,
         uint256 col,
         Opening[] calldata openings
-    ) external pure returns (uint32 bits) {
+    ) external view returns (uint32 bits) {
+        if (_isGraphNode(nodeDesc)) return graphProver.evaluate(ctx, nodeDesc, row, col, openings);
         NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
         if (row >= d.rows || col >= d.cols) revert OutOfRange(row, col);
         _verifyAll(ctx, d, openings);
@@ -31,9 +42,23 @@ contract OneStepProver is IOneStepProver {
     }
 
     /// @inheritdoc IOneStepProver
-    function reduction(bytes calldata nodeDesc) external pure returns (uint256 terms, uint32 init) {
+    function reduction(bytes calldata nodeDesc) external view returns (uint256 terms, uint32 init) {
+        if (_isGraphNode(nodeDesc)) return graphProver.reduction(nodeDesc);
         NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
         return _reduction(d);
+    }
+
+    /// @inheritdoc IOneStepProver
+    function header(bytes calldata nodeDesc) external view returns (uint8 dtype, uint32 rows, uint32 cols) {
+        if (_isGraphNode(nodeDesc)) return graphProver.header(nodeDesc);
+        NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
+        return (d.dtype, d.rows, d.cols);
+    }
+
+    /// @dev Both descriptor structs start with `uint8 op` (the word after the tuple's offset),
+    ///      so the operator code says which one `nodeDesc` encodes: 64 and up is a GraphNode.
+    function _isGraphNode(bytes calldata nodeDesc) internal pure returns (bool) {
+        return nodeDesc.length >= 64 && uint256(bytes32(nodeDesc[32:64])) >= OpCodes.FIRST_V3;
     }
 
     /// @inheritdoc IOneStepProver
@@ -45,7 +70,10 @@ contract OneStepProver is IOneStepProver {
         uint256 position,
         uint32 acc,
         Opening[] calldata openings
-    ) external pure returns (uint32 bits) {
+    ) external view returns (uint32 bits) {
+        if (_isGraphNode(nodeDesc)) {
+            return graphProver.accumulate(ctx, nodeDesc, row, col, position, acc, openings);
+        }
         NodeDesc memory d = abi.decode(nodeDesc, (NodeDesc));
         if (row >= d.rows || col >= d.cols) revert OutOfRange(row, col);
         (uint256 terms,) = _reduction(d);
@@ -251,7 +279,7 @@ contract OneStepProver is IOneStepProver {
             uint256 e = start + i;
             if (e / Positions.LEAF_ELEMS != leaf) {
                 leaf = e / Positions.LEAF_ELEMS;
-                chunkAt = _chunkIndex(o, leaf, k, e);
+                chunkAt = Openings.chunkIndex(o, leaf, k, e);
             }
             out[i] = Positions.word(o.chunks[chunkAt].data, e % Positions.LEAF_ELEMS);
         }
@@ -269,26 +297,12 @@ contract OneStepProver is IOneStepProver {
                 RepOps.shardBatchIndex(ctx.seed, ctx.step, e, ctx.numExamples, ctx.shards, ctx.shard)
             );
         }
-        uint256 leaf = e / Positions.LEAF_ELEMS;
-        uint256 at = _chunkIndex(o, leaf, k, e);
-        return Positions.word(o.chunks[at].data, e % Positions.LEAF_ELEMS);
-    }
-
-    function _chunkIndex(Opening calldata o, uint256 leaf, uint256 k, uint256 e)
-        internal
-        pure
-        returns (uint256)
-    {
-        uint256 n = o.chunks.length;
-        for (uint256 i = 0; i < n; ++i) {
-            if (o.chunks[i].leaf == leaf) return i;
-        }
-        revert ElementNotOpened(k, e);
+        return Openings.word(o, k, e);
     }
 
     // ------------------------------------------------------------------ verifying openings
 
-    /// @dev One opening per input of the node, each verified (`_verify`).
+    /// @dev One opening per input of the node, each verified (`Openings.verify`).
     function _verifyAll(ProofContext calldata ctx, NodeDesc memory d, Opening[] calldata openings)
         internal
         pure
@@ -296,60 +310,12 @@ contract OneStepProver is IOneStepProver {
         uint256 n = d.inputs.length;
         if (openings.length != n) revert BadOperand(openings.length);
         for (uint256 k = 0; k < n; ++k) {
-            _verify(ctx, d.inputs[k], openings[k], k);
-        }
-    }
-
-    /// @dev Checks that operand `k`'s tensor root is in its list (state S_t, the trace before the
-    ///      disputed node, or the dataset), that its data root and header give that tensor root,
-    ///      and that every opened chunk is a leaf under the data root.
-    function _verify(ProofContext calldata ctx, Operand memory operand, Opening calldata o, uint256 k)
-        internal
-        pure
-    {
-        uint8 kind = operand.kind;
-        if (kind == OpCodes.KIND_BATCH) {
-            if (operand.rows != 1 || operand.cols != ctx.batchSize) revert BadOperand(k);
-            return;
-        }
-        if (!_inList(ctx, operand, o, kind)) revert BadOpening(k);
-        bytes32 root = DisputeMerkle.tensorRoot(operand.dtype, operand.rows, operand.cols, o.dataRoot);
-        if (root != o.tensorRoot) revert BadOpening(k);
-        uint256 numLeaves = Positions.leafCount(uint256(operand.rows) * operand.cols);
-        for (uint256 i = 0; i < o.chunks.length; ++i) {
-            bytes calldata data = o.chunks[i].data;
-            if (data.length != Positions.LEAF_BYTES) revert BadOpening(k);
-            bytes32 leafHash = keccak256(data);
-            uint256 leaf = o.chunks[i].leaf;
-            if (!DisputeMerkle.verifyLeaf(o.dataRoot, numLeaves, leaf, leafHash, o.chunks[i].siblings)) {
-                revert BadOpening(k);
+            Operand memory operand = d.inputs[k];
+            // INVARIANT: the batch indices of a version-1 node are (1, B), computed on chain.
+            if (operand.kind == OpCodes.KIND_BATCH && (operand.rows != 1 || operand.cols != ctx.batchSize)) {
+                revert BadOperand(k);
             }
+            Openings.verify(ctx, operand, openings[k], k);
         }
-    }
-
-    function _inList(ProofContext calldata ctx, Operand memory operand, Opening calldata o, uint8 kind)
-        internal
-        pure
-        returns (bool)
-    {
-        if (kind == OpCodes.KIND_STATE) {
-            bytes32 entry = DisputeMerkle.stateEntry(operand.name, o.tensorRoot);
-            return DisputeMerkle.verifyListEntry(
-                ctx.stateRoot, DisputeMerkle.STATE_DOMAIN, ctx.numState, operand.index, entry, o.listProof
-            );
-        }
-        if (kind == OpCodes.KIND_NODE) {
-            if (operand.index >= ctx.node) return false;
-            return DisputeMerkle.verifyListEntry(
-                ctx.traceRoot, DisputeMerkle.TRACE_DOMAIN, ctx.numNodes, operand.index, o.tensorRoot, o.listProof
-            );
-        }
-        if (kind == OpCodes.KIND_DATA_X || kind == OpCodes.KIND_DATA_Y) {
-            uint256 index = kind == OpCodes.KIND_DATA_X ? 0 : 1;
-            return DisputeMerkle.verifyListEntry(
-                ctx.datasetRoot, DisputeMerkle.DATASET_DOMAIN, 2, index, o.tensorRoot, o.listProof
-            );
-        }
-        return false;
     }
 }

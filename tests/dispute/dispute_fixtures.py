@@ -116,3 +116,29 @@ def play_to(dep, gid: int, phase: int, defender, challenger):
         else:
             dep.challenger.play(challenger.next_move(v), gid)
     raise AssertionError(f"the game never reached phase {phase}")
+
+
+# -- version-3 example jobs ---------------------------------------------------------------------
+
+MODEL_JOBS = {
+    "cnn": ("digits_cnn.py:make_model", "sklearn-digits/train"),
+    "gpt": ("char_gpt.py:make_model", "shakespeare-char/train"),
+}
+
+
+def build_model_job(tmp, name: str, steps: int = 2, every: int = 1):
+    """(ModelJob, S_0) of the CNN or char-GPT example, batch 2, AdamW, built with `job build`."""
+    from pathlib import Path
+
+    from agents.__main__ import main
+    from agents.cli_job import load_job
+
+    models = Path(__file__).resolve().parents[2] / "examples" / "models"
+    model, dataset = MODEL_JOBS[name]
+    out = Path(tmp) / f"{name}.json"
+    argv = ["job", "build", "--model", f"{models}/{model}", "--dataset", dataset,
+            "--optimizer", "adamw", "--lr", "0.003", "--batch", "2", "--steps", str(steps),
+            "--checkpoint-every", str(every), "--seed", "5", "--out", str(out)]  # fmt: skip
+    if main(argv) != 0:
+        raise RuntimeError(f"job build of {name} failed")
+    return load_job(str(out), None)

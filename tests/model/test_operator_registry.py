@@ -156,7 +156,7 @@ def test_codes_are_unique_and_match_the_solidity_op_codes():
     sol = (ROOT / "contracts/dispute/lib/OpCodes.sol").read_text()
     declared = {m[0].lower(): int(m[1]) for m in re.findall(r"V3_(\w+) = (\d+);", sol)}
     assert declared == codes
-    v1 = {int(c) for c in re.findall(r"constant (?!V3_|KIND_)\w+ = (\d+);", sol)}
+    v1 = {int(c) for c in re.findall(r"constant (?!V3_|KIND_|DTYPE_|FIRST_)\w+ = (\d+);", sol)}
     assert not v1 & set(codes.values()), "version-3 codes must not reuse version-1 codes"
 
 
@@ -174,7 +174,15 @@ def test_version_1_codes_match_the_solidity_op_codes_and_the_dispute_encoding():
     from agents.dispute.encoding import OPS as ENCODED
 
     sol = (ROOT / "contracts/dispute/lib/OpCodes.sol").read_text()
-    declared = {m[0].lower(): int(m[1]) for m in re.findall(r"constant (?!V3_|KIND_)(\w+) = (\d+);",
-                                                             sol)}  # fmt: skip
+    v1_constant = r"constant (?!V3_|KIND_|DTYPE_|FIRST_)(\w+) = (\d+);"
+    declared = {m[0].lower(): int(m[1]) for m in re.findall(v1_constant, sol)}
     assert declared == R.v1_codes() == ENCODED
     assert all(op.order for op in R.V1_OPS.values())
+
+
+def test_operand_kinds_and_dtypes_match_the_solidity_op_codes():
+    from agents.dispute import encoding as E
+
+    sol = (ROOT / "contracts/dispute/lib/OpCodes.sol").read_text()
+    declared = dict(re.findall(r"constant ((?:KIND|DTYPE|FIRST)_\w+) = (\d+);", sol))
+    assert {k: int(v) for k, v in declared.items()} == {k: getattr(E, k) for k in declared}

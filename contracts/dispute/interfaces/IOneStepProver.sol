@@ -34,7 +34,11 @@ interface IOneStepProver {
 
     /// @notice The accumulator chain of a reduction node's output elements (PROTOCOL §7.10):
     ///         `terms` = K and acc_0 = `init`. Reverts `NotAReduction` for other operators.
-    function reduction(bytes calldata nodeDesc) external pure returns (uint256 terms, uint32 init);
+    function reduction(bytes calldata nodeDesc) external view returns (uint256 terms, uint32 init);
+
+    /// @notice The node's output as committed: its dtype (1 float32, 2 uint32) and its 2-D view
+    ///         (rows, cols) (§3; a version-3 node's N-d shape viewed as in §2.7).
+    function header(bytes calldata nodeDesc) external view returns (uint8 dtype, uint32 rows, uint32 cols);
 
     /// @notice Accumulation step `position` of output element (row, col): for 1 <= position <= K,
     ///         combine(`acc`, term_position) with the term's input elements opened (each input

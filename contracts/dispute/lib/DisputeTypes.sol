@@ -129,3 +129,27 @@ struct ProofContext {
     uint256 shards;
     uint256 shard;
 }
+
+/// @notice One input of a version-3 graph node (PROTOCOL §7.2): where its tensor comes from and
+///         its N-d header. `key` is keccak256(name) of a state tensor (kind 1), the binary32 word
+///         of a hyper-parameter (kind 6, shape ()), the tensor root of a constant (kind 11), else 0.
+///         Kinds 7–10 are the step's batch, gathered from the dataset on chain (§4): 7 the rows
+///         of X, 8 the labels of Y, 9 and 10 the token windows x and y of a token dataset.
+struct TensorInput {
+    uint8 kind;
+    uint32 index;
+    bytes32 key;
+    uint8 dtype;
+    uint32[] shape;
+}
+
+/// @notice A node of a version-3 step graph (op code 64 and up): `keccak256(abi.encode(GraphNode))`
+///         is its graph-list value. `attrs` are the registry node's integer attributes, except
+///         that a constant's words are committed by the tensor root in its one input (kind 11).
+struct GraphNode {
+    uint8 op;
+    uint8 dtype;
+    uint32[] shape;
+    uint256[] attrs;
+    TensorInput[] inputs;
+}

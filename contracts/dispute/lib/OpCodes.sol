@@ -28,7 +28,7 @@ library OpCodes {
     uint8 internal constant SGD = 22;
 
     // Version-3 graph operators: agents/training/registry.py is their source and a test checks
-    // these numbers against it. The one-step prover does not evaluate them yet.
+    // these numbers against it. The GraphProver evaluates them.
     uint8 internal constant V3_ADD = 64;
     uint8 internal constant V3_SUB = 65;
     uint8 internal constant V3_MUL = 66;
@@ -72,4 +72,19 @@ library OpCodes {
     uint8 internal constant KIND_DATA_X = 3;
     uint8 internal constant KIND_DATA_Y = 4;
     uint8 internal constant KIND_BATCH = 5;
+    // Version-3 operand kinds (TensorInput.kind, PROTOCOL §7.2).
+    uint8 internal constant KIND_WORD = 6;
+    uint8 internal constant KIND_BATCH_X = 7;
+    uint8 internal constant KIND_BATCH_Y = 8;
+    uint8 internal constant KIND_WINDOW_X = 9;
+    uint8 internal constant KIND_WINDOW_Y = 10;
+    uint8 internal constant KIND_CONST = 11;
+
+    // Element types of a committed tensor (§3): binary32 bits, or 32-bit words (i32 / uint32).
+    uint8 internal constant DTYPE_F32 = 1;
+    uint8 internal constant DTYPE_U32 = 2;
+
+    /// @notice The first version-3 operator code: a descriptor whose op is at least this is a
+    ///         `GraphNode`, evaluated by the GraphProver.
+    uint8 internal constant FIRST_V3 = 64;
 }
