@@ -31,3 +31,40 @@ class ChainLiar(Defender):
         return Move(
             "postAccumulators", ([claimed if p >= self.from_pos else int(acc[p]) for p in cuts],)
         )
+
+
+def model_element_cheats(job, jg, start, honest, steps: int, every: int, count: int, seed: int):
+    """`count` cheating version-3 computations (agents/dispute/model_trace.py), each flipping
+    one high bit of one element of one node at a random step, the graph's operator types taken
+    in turn: [(operator, fault, computation)]. A flip that does not change the claimed final
+    state is no lie about the claim (nothing downstream reads it), and one that breaks the step
+    itself (an index out of range) cannot be committed: both are drawn again (six tries per
+    operator)."""
+    import random
+    from collections import defaultdict
+
+    from agents.dispute.model_trace import ModelComputation
+    from agents.dispute.trace import Fault
+
+    rng = random.Random(seed)
+    by_op = defaultdict(list)
+    for i, n in enumerate(jg.graph.nodes):
+        by_op[n.op].append(i)
+    ops = sorted(by_op)
+    out: list = []
+    for k in range(count * 6):
+        if len(out) == count:
+            break
+        op = ops[k % len(ops)]
+        for _ in range(6):
+            i = rng.choice(by_op[op])
+            fault = Fault("element", rng.randrange(steps), i, rng.randrange(jg.nodes[i].numel),
+                          1 << rng.randrange(16, 31))  # fmt: skip
+            cheat = ModelComputation(job, jg, start, steps, every, fault=fault)
+            try:
+                if cheat.final_root() != honest.final_root():
+                    out.append((op, fault, cheat))
+                    break
+            except (RuntimeError, IndexError, ValueError):
+                continue
+    return out

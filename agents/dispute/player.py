@@ -20,19 +20,10 @@ import numpy as np
 
 from agents.core.enums import Phase
 from agents.dispute import reduction
-from agents.dispute.encoding import (
-    GRAPH_DOMAIN,
-    KIND_BATCH,
-    KIND_DATA_X,
-    KIND_DATA_Y,
-    KIND_NODE,
-    KIND_STATE,
-    STEPS_DOMAIN,
-)
+from agents.dispute.encoding import GRAPH_DOMAIN, STEPS_DOMAIN
 from agents.dispute.graph import JobGraph
 from agents.dispute.trace import Computation
 from agents.training import merkle
-from agents.training.graph import element_deps
 
 LEAF = merkle.LEAF_ELEMS
 
@@ -168,7 +159,7 @@ class Defender:
         if v.phase == Phase.POST_TRACE:
             return Move("postTrace", (c.trace_roots(t), _cfg(self.jg)))
         if v.phase == Phase.POST_ACCUMULATORS:
-            acc = element_chain(c, self.jg, t, v.node, v.element)
+            acc = c.element_chain(self.jg, t, v.node, v.element)
             return Move("postAccumulators", ([int(acc[j]) for j in reduction.cuts(v.lo, v.hi)],))
         out = c.node_output(t, v.node)
         if v.phase == Phase.POST_LEAVES:
@@ -217,7 +208,7 @@ class Challenger:
         if v.phase == Phase.PICK_LEAF:
             return self._pick_leaf(v)
         if v.phase == Phase.PICK_ACCUMULATORS:
-            acc = element_chain(self.comp, self.jg, v.global_step, v.node, v.element)
+            acc = self.comp.element_chain(self.jg, v.global_step, v.node, v.element)
             return pick_accumulators(v, _first_diff_part(v, acc))
         if v.phase == Phase.PROVE_ACCUMULATION:
             return prove_accumulation(self.comp, self.jg, v)
@@ -258,7 +249,7 @@ class Challenger:
         if not offsets:
             return None
         offset = offsets[0]
-        if bisects(self.jg, v, offset, self.direct_terms):
+        if bisects(self.comp, self.jg, v, offset, self.direct_terms):
             return Move("openReduction", (offset, chunk, self.jg.nodes[v.node].encode()))
         return prove_element(self.comp, self.jg, v, offset)
 
@@ -309,51 +300,24 @@ def prove_element(comp: Computation, jg: JobGraph, v: GameView, offset: int) -> 
     element = v.leaf * LEAF + offset
     openings: list[tuple] = []
     if element < desc.numel:
-        r, c = divmod(element, desc.cols)
-        openings = element_openings(comp, jg, v.node_roots or [], v.global_step, v.node, r, c)
+        openings = comp.element_openings(jg, v.node_roots or [], v.global_step, v.node, element)
     return Move("proveElement", (offset, v.chunk, desc.encode(), _cfg(jg), openings))
 
 
 # -- the accumulator bisection (PROTOCOL §7.10) ---------------------------------------------------
 
 
-def reduction_terms(jg: JobGraph, node: int) -> int:
-    """K of a reduction node's elements (0 for any other operator)."""
-    if reduction.chain_of(jg.graph.nodes[node].op) is None:
-        return 0
-    return int(jg.nodes[node].inputs[0].cols)
-
-
-def bisects(jg: JobGraph, v: GameView, offset: int, direct_terms: int) -> bool:
+def bisects(comp: Computation, jg: JobGraph, v: GameView, offset: int, direct_terms: int) -> bool:
     """Whether to dispute element `offset` of the revealed chunk through its chain: a real
     (not padding) element of a reduction longer than `direct_terms`."""
     desc = jg.nodes[v.node]
-    return v.leaf * LEAF + offset < desc.numel and reduction_terms(jg, v.node) > direct_terms
+    terms = comp.reduction_terms(jg, v.node)
+    return v.leaf * LEAF + offset < desc.numel and terms > direct_terms
 
 
 def element_chain(comp: Computation, jg: JobGraph, t: int, node: int, element: int) -> np.ndarray:
     """acc_0 … acc_{K+1} of element `element` of node `node` at step t, from `comp`'s inputs."""
-    g = jg.graph
-    chain = reduction.chain_of(g.nodes[node].op)
-    if chain is None:
-        raise ValueError(f"node {node} ({g.nodes[node].op}) is not a reduction")
-    r, c = divmod(element, jg.nodes[node].cols)
-    rows = []
-    for d in element_deps(g, node, r, c):
-        x = _input_tensor(comp, jg, t, d.ref).reshape(-1, _cols(jg, node, d.ref))
-        rows.append(x[d.row, d.cols.start : d.cols.stop])
-    return reduction.accumulators(chain, rows)
-
-
-def _input_tensor(comp: Computation, jg: JobGraph, t: int, ref: str) -> np.ndarray:
-    st = comp.state(t)
-    x = st[ref] if ref in st else comp.node_output(t, jg.graph.index_of(ref))
-    return x.detach().cpu().contiguous().numpy()
-
-
-def _cols(jg: JobGraph, node: int, ref: str) -> int:
-    k = jg.graph.nodes[node].inputs.index(ref)
-    return int(jg.nodes[node].inputs[k].cols)
+    return comp.element_chain(jg, t, node, element)
 
 
 def _first_diff_part(v: GameView, mine: np.ndarray) -> int:
@@ -375,65 +339,12 @@ def prove_accumulation(comp: Computation, jg: JobGraph, v: GameView) -> Move:
     hi's input elements (none for the finishing step hi = K + 1)."""
     desc = jg.nodes[v.node]
     openings: list[tuple] = []
-    terms = reduction_terms(jg, v.node)
+    terms = comp.reduction_terms(jg, v.node)
     if v.hi <= terms:
-        r, c = divmod(v.element, desc.cols)
-        openings = element_openings(
-            comp, jg, v.node_roots or [], v.global_step, v.node, r, c, term=v.hi - 1
+        openings = comp.element_openings(
+            jg, v.node_roots or [], v.global_step, v.node, v.element, term=v.hi - 1
         )
     return Move("proveAccumulation", (desc.encode(), _cfg(jg), openings))
-
-
-def element_openings(
-    comp: Computation,
-    jg: JobGraph,
-    node_roots: list[bytes],
-    t: int,
-    i: int,
-    r: int,
-    c: int,
-    term: int | None = None,
-) -> list[tuple]:
-    """Openings of every input element output (r, c) of node i at step t depends on (with
-    `term`: only those of the reduction's term `term`, 0-based)."""
-    g = jg.graph
-    node, desc = g.nodes[i], jg.nodes[i]
-    idx = comp.batch_indices(t)
-    labels = comp.node_output(t, g.index_of("y")).reshape(-1).cpu().numpy()
-    deps = element_deps(g, i, r, c, idx, labels)
-    out = []
-    for k, ref in enumerate(node.inputs):
-        operand = desc.inputs[k]
-        if operand.kind == KIND_BATCH:
-            out.append((bytes(32), [], bytes(32), []))
-            continue
-        tensor, list_proof = _source(comp, jg, node_roots, t, operand, ref)
-        cols = operand.cols
-        picked = [d.cols if term is None else d.cols[term : term + 1] for d in deps]
-        elems = {
-            d.row * cols + x for d, xs in zip(deps, picked, strict=True) if d.ref == ref for x in xs
-        }
-        leaves = sorted({e // LEAF for e in elems})
-        chunks = []
-        for leaf in leaves:
-            ep = merkle.element_proof(tensor, leaf * LEAF)
-            chunks.append((leaf, ep.chunk, list(ep.siblings)))
-        out.append((merkle.tensor_root(tensor), list_proof, merkle.data_root(tensor), chunks))
-    return out
-
-
-def _source(comp: Computation, jg: JobGraph, node_roots: list[bytes], t: int, operand, ref: str):
-    if operand.kind == KIND_STATE:
-        entries = comp.entries(t)
-        return comp.state(t)[ref], _list_siblings(merkle.STATE_DOMAIN, entries, operand.index)
-    if operand.kind == KIND_NODE:
-        proof = _list_siblings(merkle.TRACE_DOMAIN, node_roots, operand.index)
-        return comp.node_output(t, operand.index), proof
-    data = comp.engine.data
-    roots = [merkle.tensor_root(data.x), merkle.tensor_root(data.y)]
-    k = 0 if operand.kind == KIND_DATA_X else 1
-    assert operand.kind in (KIND_DATA_X, KIND_DATA_Y)
-    return (data.x if k == 0 else data.y), _list_siblings(merkle.DATASET_DOMAIN, roots, k)
 
 
 # -- a challenger disputing a true claim (tests) ------------------------------------------------
@@ -496,7 +407,7 @@ class LyingChallenger:
         desc = self.jg.nodes[v.node]
         in_range = min(LEAF, desc.numel - v.leaf * LEAF)
         offset = rnd(in_range) if self.element is None else self.element % LEAF
-        if bisects(self.jg, v, offset, self.direct_terms):
+        if bisects(self.comp, self.jg, v, offset, self.direct_terms):
             return Move("openReduction", (offset, v.chunk, desc.encode()))
         move = prove_element(self.comp, self.jg, v, offset)
         if self.forge:

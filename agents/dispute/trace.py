@@ -26,9 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from agents.dispute import reduction
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget, state_bytes
+from agents.dispute.encoding import KIND_BATCH, KIND_DATA_X, KIND_DATA_Y, KIND_NODE, KIND_STATE
 from agents.training import merkle
 from agents.training.engine import Engine
+from agents.training.graph import element_deps
 from agents.training.keccak import keccak256
 from agents.training.state import State
 
@@ -259,3 +262,86 @@ class Computation:
 
     def batch_indices(self, t: int) -> np.ndarray:
         return self.engine.batch(t).reshape(-1).cpu().numpy()
+
+    # -- what the last moves open (a version-1 step graph: agents/dispute/graph.py) -----------
+
+    def reduction_terms(self, jg, node: int) -> int:
+        """K of a reduction node's elements (0 for any other operator)."""
+        if reduction.chain_of(jg.graph.nodes[node].op) is None:
+            return 0
+        return int(jg.nodes[node].inputs[0].cols)
+
+    def element_chain(self, jg, t: int, node: int, element: int) -> np.ndarray:
+        """acc_0 … acc_{K+1} of element `element` of node `node` at step t (PROTOCOL §7.10)."""
+        g = jg.graph
+        chain = reduction.chain_of(g.nodes[node].op)
+        if chain is None:
+            raise ValueError(f"node {node} ({g.nodes[node].op}) is not a reduction")
+        r, c = divmod(element, jg.nodes[node].cols)
+        rows = []
+        for d in element_deps(g, node, r, c):
+            k = g.nodes[node].inputs.index(d.ref)
+            x = self._input_tensor(jg, t, d.ref).reshape(-1, int(jg.nodes[node].inputs[k].cols))
+            rows.append(x[d.row, d.cols.start : d.cols.stop])
+        return reduction.accumulators(chain, rows)
+
+    def _input_tensor(self, jg, t: int, ref: str) -> np.ndarray:
+        st = self.state(t)
+        x = st[ref] if ref in st else self.node_output(t, jg.graph.index_of(ref))
+        return x.detach().cpu().contiguous().numpy()
+
+    def element_openings(
+        self, jg, node_roots: list[bytes], t: int, i: int, element: int, term: int | None = None
+    ) -> list[tuple]:
+        """Openings of every input element output `element` of node i at step t depends on
+        (with `term`: only those of the reduction's term `term`, 0-based)."""
+        g = jg.graph
+        node, desc = g.nodes[i], jg.nodes[i]
+        r, c = divmod(element, desc.cols)
+        idx = self.batch_indices(t)
+        labels = self.node_output(t, g.index_of("y")).reshape(-1).cpu().numpy()
+        deps = element_deps(g, i, r, c, idx, labels)
+        out = []
+        for k, ref in enumerate(node.inputs):
+            operand = desc.inputs[k]
+            if operand.kind == KIND_BATCH:
+                out.append((bytes(32), [], bytes(32), []))
+                continue
+            tensor, list_proof = self._source(node_roots, t, operand, ref)
+            cols = operand.cols
+            picked = [d.cols if term is None else d.cols[term : term + 1] for d in deps]
+            elems = {
+                d.row * cols + x
+                for d, xs in zip(deps, picked, strict=True)
+                if d.ref == ref
+                for x in xs
+            }
+            out.append(merkle_opening(tensor, list_proof, elems))
+        return out
+
+    def _source(self, node_roots: list[bytes], t: int, operand, ref: str):
+        if operand.kind == KIND_STATE:
+            entries = self.entries(t)
+            return self.state(t)[ref], merkle.list_proof(
+                merkle.STATE_DOMAIN, entries, operand.index
+            ).siblings
+        if operand.kind == KIND_NODE:
+            proof = merkle.list_proof(merkle.TRACE_DOMAIN, node_roots, operand.index).siblings
+            return self.node_output(t, operand.index), proof
+        data = self.engine.data
+        roots = [merkle.tensor_root(data.x), merkle.tensor_root(data.y)]
+        if operand.kind not in (KIND_DATA_X, KIND_DATA_Y):
+            raise ValueError(f"operand kind {operand.kind} has no tensor to open")
+        k = 0 if operand.kind == KIND_DATA_X else 1
+        tensor = data.x if k == 0 else data.y
+        return tensor, merkle.list_proof(merkle.DATASET_DOMAIN, roots, k).siblings
+
+
+def merkle_opening(tensor, list_proof: list[bytes], elems) -> tuple:
+    """An Opening tuple of a committed 2-D tensor: its roots, the list proof, and the leaves
+    holding `elems` (row-major element indices) with their Merkle paths."""
+    chunks = []
+    for leaf in sorted({e // merkle.LEAF_ELEMS for e in elems}):
+        ep = merkle.element_proof(tensor, leaf * merkle.LEAF_ELEMS)
+        chunks.append((leaf, ep.chunk, list(ep.siblings)))
+    return (merkle.tensor_root(tensor), list(list_proof), merkle.data_root(tensor), chunks)

@@ -1,0 +1,115 @@
+"""Soundness of the dispute game on real graphs (PROTOCOL §7, §7.11): on the CNN and char-GPT
+examples, a cheater that flips one element of a node's output (every operator type drawn in
+turn, a random element, a random step) loses to the honest challenger on Anvil, which bisects
+to that node and element and proves it (directly, or through its accumulator chain); and an
+honest defender beats a challenger that disputes a true claim, with true or forged openings.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from dispute_fixtures import MODEL_JOBS, ape_artifacts, build_model_job, examples, open_game
+
+from agents.core.chain import AnvilConfig, connect, local_anvil
+from agents.core.enums import Phase, Side
+from agents.dispute.client import run_game
+from agents.dispute.harness import deploy_game
+from agents.dispute.liars import model_element_cheats
+from agents.dispute.model_graph import model_job_graph
+from agents.dispute.model_trace import ModelComputation
+from agents.dispute.player import Challenger, Defender, LyingChallenger
+
+STEPS, EVERY = 2, 1
+
+
+@pytest.fixture(scope="module")
+def v3dep(project):
+    """The game on an Anvil of its own: ape's Anvil records every EVM step of a transaction
+    (--steps-tracing), and the GPT's postTrace of 1,204 roots would record gigabytes."""
+    with local_anvil(AnvilConfig()) as url:
+        w3 = connect(url)
+        yield deploy_game(w3, ape_artifacts(project))
+
+
+@pytest.fixture
+def fresh(v3dep):
+    sid = v3dep.w3.provider.make_request("evm_snapshot", [])["result"]
+    yield v3dep
+    v3dep.w3.provider.make_request("evm_revert", [sid])
+
+
+def _advance(dep):
+    def go(seconds: int) -> None:
+        dep.w3.provider.make_request("evm_increaseTime", [int(seconds)])
+        dep.w3.provider.make_request("evm_mine", [])
+
+    return go
+
+
+class _Handle:
+    """What the harness's open_game reads of a job: its spec, dataset and graph."""
+
+    def __init__(self, job, jg):
+        self.spec, self.data, self.jg = job.spec, job.data, jg
+
+
+@pytest.fixture(scope="module", params=sorted(MODEL_JOBS))
+def model(request, tmp_path_factory):
+    job, st = build_model_job(tmp_path_factory.mktemp(request.param), request.param, STEPS, EVERY)
+    jg = model_job_graph(job)
+    honest = ModelComputation(job, jg, st, STEPS, EVERY)
+    honest.checkpoint_roots()
+    return request.param, job, jg, st, honest
+
+
+def test_a_cheat_at_any_operator_loses_to_the_honest_challenger(fresh, model):
+    dep = fresh
+    name, job, jg, st, honest = model
+    handle = _Handle(job, jg)
+    won = set()
+    cheats = model_element_cheats(job, jg, st, honest, STEPS, EVERY, examples(50), len(name))
+    for op, fault, cheat in cheats:
+        gid = open_game(dep, handle, cheat, honest)
+        rec = run_game(gid, (Defender(cheat, jg), dep.defender),
+                       (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
+        assert rec.winner == Side.CHALLENGER and not rec.by_timeout, (name, op, fault, rec)
+        assert Phase.POST_TRACE in rec.phases
+        won.add(op)
+    # every operator type whose lie can change the claimed state is among those caught
+    assert won == {op for op, _, _ in cheats}
+    print(f"{name}: {len(cheats)} cheats caught over {len(won)} operator types: {sorted(won)}")
+
+
+@pytest.mark.parametrize("forge", [False, True])
+def test_an_honest_defender_beats_a_lying_challenger(fresh, model, forge):
+    dep = fresh
+    name, job, jg, st, honest = model
+    handle = _Handle(job, jg)
+    for seed in range(examples(2)):
+        gid = open_game(dep, handle, honest, honest)
+        liar = LyingChallenger(honest, jg, seed=seed, forge=forge)
+        rec = run_game(gid, (Defender(honest, jg), dep.defender), (liar, dep.challenger),
+                       _advance(dep))  # fmt: skip
+        assert rec.winner == Side.DEFENDER, (name, seed, rec)
+
+
+def test_an_honest_defender_wins_at_every_operator(fresh, model):
+    """A challenger disputing a true claim at a node of each operator type in turn (a random
+    element; a long reduction through its chain) loses: every reference agrees with the engine
+    on the element it is made to prove."""
+    dep = fresh
+    name, job, jg, st, honest = model
+    rng = random.Random(11)
+    first = {}
+    for i, n in enumerate(jg.graph.nodes):
+        first.setdefault(n.op, []).append(i)
+    for op, nodes in sorted(first.items()):
+        i = rng.choice(nodes)
+        liar = LyingChallenger(honest, jg, seed=i, node=i,
+                               element=rng.randrange(jg.nodes[i].numel))  # fmt: skip
+        gid = open_game(dep, _Handle(job, jg), honest, honest)
+        rec = run_game(gid, (Defender(honest, jg), dep.defender), (liar, dep.challenger),
+                       _advance(dep))  # fmt: skip
+        assert rec.winner == Side.DEFENDER, (name, op, i, rec)
