@@ -48,7 +48,11 @@ def _ctx(sv: StepValues, st, node: int, roots: list[bytes]) -> tuple:
 
 
 def _committed(sv: StepValues, i: int) -> np.ndarray:
-    w, _, _, _ = merkle.words(commit_view(sv.values[sv.jg.n_inputs + i]))
+    """Node i's output words as committed: NaNs canonical (merkle.encode_chunk)."""
+    w, code, _, _ = merkle.words(commit_view(sv.values[sv.jg.n_inputs + i]))
+    if code == merkle.DTYPE_F32:
+        w = w.copy()
+        w[(w & 0x7FFFFFFF) > 0x7F800000] = 0x7FC00000
     return w
 
 

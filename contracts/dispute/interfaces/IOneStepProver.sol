@@ -23,6 +23,11 @@ interface IOneStepProver {
     error NotAReduction(uint8 op);
     /// @notice An accumulation step outside 1 … terms + 1.
     error PositionOutOfRange(uint256 position, uint256 last);
+    /// @notice (Version-3 nodes) operator `op` is not defined on elements of dtype `dtype` (e.g. `div` on i32).
+    error UnsupportedDtype(uint8 op, uint8 dtype);
+    /// @notice (Version-3 nodes) input `operand`'s header does not fit its kind (a batch input whose first axis is
+    ///         not the batch size, a hyper-parameter word that is not a 0-d tensor).
+    error BadHeader(uint256 operand);
 
     function evaluate(
         ProofContext calldata ctx,

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.37;
 
-import {IGraphProver} from "../interfaces/IGraphProver.sol";
 import {IOneStepProver} from "../interfaces/IOneStepProver.sol";
 import {GraphNode} from "./DisputeTypes.sol";
 import {OpCodes} from "./OpCodes.sol";
@@ -30,7 +29,7 @@ library GraphOps {
         if (op == OpCodes.V3_SUB) return f ? a.sub(b) : _wrap(uint256(a) + (uint256(1) << 32) - b);
         if (op == OpCodes.V3_MUL) return f ? a.mul(b) : _wrap(uint256(a) * b);
         if (op == OpCodes.V3_DIV) {
-            if (!f) revert IGraphProver.UnsupportedDtype(op, dt);
+            if (!f) revert IOneStepProver.UnsupportedDtype(op, dt);
             return a.div(b);
         }
         if (op == OpCodes.V3_MAXIMUM) return f ? Float32.maximum(a, b) : (_sgt(a, b) ? a : b);
@@ -38,17 +37,18 @@ library GraphOps {
         return _compare(op, f, a, b) ? 1 : 0;
     }
 
-    /// @dev Codes 80–89 on one word of dtype `dt` (the input's).
+    /// @dev Codes 80–89 on one word of dtype `dt` (the input's). exp, log, sqrt, relu, tanh and
+    ///      erf are defined on binary32 only.
     function unary(uint8 op, uint8 dt, uint32 x) internal pure returns (uint32) {
         bool f = dt == OpCodes.DTYPE_F32;
         if (op == OpCodes.V3_NEG) return f ? x.neg() : _wrap((uint256(1) << 32) - x);
-        if (op == OpCodes.V3_RELU) return f ? RepOps.relu(x) : (_sgt(x, 0) ? x : 0);
         if (op == OpCodes.V3_CAST_F32) return f ? x : Float32.fromI32(x);
         if (op == OpCodes.V3_CAST_I32) return f ? Float32.toI32(x) : x;
         if (op == OpCodes.V3_LOGICAL_NOT) return x == 0 ? 1 : 0;
-        if (!f) revert IGraphProver.UnsupportedDtype(op, dt);
+        if (!f) revert IOneStepProver.UnsupportedDtype(op, dt);
         if (op == OpCodes.V3_EXP) return RepOps.exp32(x);
         if (op == OpCodes.V3_LOG) return RepOps.log32(x);
+        if (op == OpCodes.V3_RELU) return RepOps.relu(x);
         if (op == OpCodes.V3_SQRT) return Float32.sqrt(x);
         if (op == OpCodes.V3_TANH) return RepOps.tanh32(x);
         if (op == OpCodes.V3_ERF) return RepOps.erf32(x);
