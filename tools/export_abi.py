@@ -6,8 +6,11 @@ Reads ape's build manifest (`.build/__local__.json`) and writes, per contract,
 qualified name (`IJobManager.UnitStatus`, or `Phase` for a file-level enum), as
 {member: number}, and `errors.json`: one ABI holding every custom error and event of every
 protocol contract (test contracts and harnesses left out), so a client decodes any revert or log
-of the protocol with one file, with `selectors` (error selector -> signature). Non-Python clients
-need nothing but these files.
+of the protocol with one file, with `selectors` (error selector -> signature), and
+`protocol.json`: the integrator's one file (PROTOCOL §6.12) — that ABI plus the dev chain's payment
+token (TestToken, whose ERC-20 errors every OpenZeppelin token raises), the error-selector and
+event-topic tables, the enums and every protocol contract's NatSpec (solc's userdoc and devdoc,
+which ape keeps in its manifest). Non-Python clients need nothing but these files.
 
 ape keeps no AST in its manifest (ape-solidity asks solc for one but drops it), so the enums come
 from solc itself: the manifest's own source texts, parsed only (`stopAfter: parsing`, which needs
@@ -28,6 +31,9 @@ from typing import Any
 MANIFEST = Path(".build/__local__.json")
 # Test contracts and float32 harnesses: tools of the tests, not the protocol.
 NOT_PROTOCOL = ("contracts/test/", "contracts/dispute/test/", "contracts/harness/")
+# Not protocol sources, but what a client meets on a dev chain: deploy_all's payment token there.
+DEV_CHAIN_CONTRACTS = ("TestToken",)
+PROTOCOL_FORMAT = "vtp.protocol-abi.v1"
 # The solc shim (tools/solc/solc); `SOLC` overrides it, for a native solc.
 SOLC = Path(os.environ.get("SOLC", Path(__file__).resolve().parent / "solc" / "solc"))
 
@@ -61,7 +67,43 @@ def export(manifest_path: Path, out_dir: Path) -> list[str]:
         if not str(ctype.get("sourceId", "")).startswith(NOT_PROTOCOL)
     }
     (out_dir / "errors.json").write_text(json.dumps(errors_and_events(protocol), indent=1) + "\n")
+    combined = integrator_abi(manifest["contractTypes"], enums)
+    (out_dir / "protocol.json").write_text(json.dumps(combined, indent=1) + "\n")
     return names
+
+
+def integrator_abi(ctypes: dict[str, dict], enums: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """The one file an integrator needs besides the bytecode: every error and event of the
+    protocol's contracts and of the dev chain's token (one ABI, each signature once), the tables
+    `errors` (selector -> signature) and `events` (topic 0 -> signature), the enums, and the
+    NatSpec of each of those contracts (`natspec[name] = {userdoc, devdoc}`)."""
+    from eth_utils import keccak
+
+    chosen = {
+        name: ctype
+        for name, ctype in ctypes.items()
+        if name in DEV_CHAIN_CONTRACTS
+        or not str(ctype.get("sourceId", "")).startswith(NOT_PROTOCOL)
+    }
+    both = errors_and_events({name: ctype["abi"] for name, ctype in chosen.items()})
+    events = {
+        "0x" + keccak(text=_signature(item)).hex(): _signature(item)
+        for item in both["abi"]
+        if item["type"] == "event"
+    }
+    natspec = {
+        name: {"userdoc": chosen[name].get("userdoc", {}), "devdoc": chosen[name].get("devdoc", {})}
+        for name in sorted(chosen)
+    }
+    return {
+        "format": PROTOCOL_FORMAT,
+        "contracts": sorted(chosen),
+        "abi": both["abi"],
+        "errors": both["selectors"],
+        "events": dict(sorted(events.items())),
+        "enums": enums,
+        "natspec": natspec,
+    }
 
 
 def _signature(item: dict) -> str:
@@ -153,7 +195,7 @@ def main() -> int:
         print(f"error: {args.manifest} not found; run `make compile` first", file=sys.stderr)
         return 2
     names = export(args.manifest, args.out)
-    print(f"exported {len(names)} contract ABIs and their enums to {args.out}/")
+    print(f"exported {len(names)} contract ABIs, their enums and protocol.json to {args.out}/")
     return 0
 
 
