@@ -128,6 +128,13 @@ test("deploy, hash the spec, post, decode errors by name, follow the job's event
   const jobId = jobPosted.args.jobId;
   assert.equal(jobPosted.args.specHash, specHash);
   assert.equal(jobPosted.args.submitter, submitter.address);
+  const onChain = await manager.getJob(jobId); // the chain holds what the client computed
+  assert.equal(onChain.submitter, submitter.address);
+  assert.equal(onChain.status, BigInt(enums["IJobManager.JobStatus"].Open));
+  assert.deepEqual(
+    [onChain.specHash, onChain.datasetRoot, onChain.initialStateRoot, onChain.steps, onChain.escrow],
+    [specHash, spec.dataset.root, initialStateRoot, BigInt(spec.steps), reward],
+  );
   await mined(asSubmitter(game).registerConfig(jobId, configHash));
   assert.equal(await game.configOf(jobId), configHash);
 
