@@ -69,9 +69,15 @@ setup: $(VENV_STAMP) $(NODE_STAMP) $(SOLC_LINK) $(OZ_DEPS)
 # --- build --------------------------------------------------------------------------------
 CONTRACT_SOURCES := $(shell find contracts -name '*.sol' -not -path '*/.cache/*' 2>/dev/null)
 
-$(ABI_STAMP): $(CONTRACT_SOURCES) ape-config.yaml | setup
+# ape's build manifest; the export reruns alone when only tools/export_abi.py changed.
+MANIFEST := .build/__local__.json
+
+$(MANIFEST): $(CONTRACT_SOURCES) ape-config.yaml | setup
 	@# -f: ape does not recompile dependants of a changed library, so always rebuild everything.
 	$(APE) compile -f
+	@touch $@
+
+$(ABI_STAMP): $(MANIFEST) tools/export_abi.py | setup
 	$(PY) -m tools.export_abi --out build/abi
 	@touch $@
 
