@@ -44,6 +44,11 @@ class ModelComputation:
     """States, traces and claimed roots of steps t0 … t0 + steps of a version-3 job (one shard
     of a decomposed job's round: `shard`)."""
 
+    # A version-3 matmul reads B down a strided column, one 256-byte chunk per term (about 35k
+    # gas each: 2.3 M for K = 64, bench/results/graph_prover.json), so reductions of more than
+    # 8 terms are bisected (every move of the bisection opens at most two chunks).
+    direct_terms = 8
+
     def __init__(
         self,
         job: ModelJob,

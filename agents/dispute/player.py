@@ -37,10 +37,9 @@ DEFENDER_PHASES = {
     Phase.POST_ACCUMULATORS,
 }
 
-# Reductions of up to this many terms are proved in one move (proveElement reads all K inputs:
-# about 161k + 3,240·K gas, 369k at K = 64); longer ones are bisected through their chain, whose
-# every move is bounded whatever K (bench/results/dispute.json, `reduction`).
-DIRECT_TERMS = 64
+# Reductions of up to this many terms of a version-1 graph are proved in one move; longer ones
+# are bisected through their chain (each kind of computation states its own: `direct_terms`).
+DIRECT_TERMS = Computation.direct_terms
 # Tensors of more leaves are walked down their leaf tree 6 levels a round (Walks.sol) rather than
 # posted whole.
 POST_LEAVES = 64
@@ -187,7 +186,8 @@ class Challenger:
     comp: Computation  # an honest computation of the claim
     jg: JobGraph
     stop_at: int | None = None
-    direct_terms: int = DIRECT_TERMS  # longer reductions are bisected (PROTOCOL §7.10)
+    # longer reductions are bisected (PROTOCOL §7.10); None: the computation's own limit
+    direct_terms: int | None = None
 
     def disputes(self, checkpoint_commit: bytes, final_root: bytes) -> bool:
         """Whether a claim (its checkpoint root and final state root) is wrong."""
@@ -307,9 +307,14 @@ def prove_element(comp: Computation, jg: JobGraph, v: GameView, offset: int) -> 
 # -- the accumulator bisection (PROTOCOL §7.10) ---------------------------------------------------
 
 
-def bisects(comp: Computation, jg: JobGraph, v: GameView, offset: int, direct_terms: int) -> bool:
+def bisects(
+    comp: Computation, jg: JobGraph, v: GameView, offset: int, direct_terms: int | None
+) -> bool:
     """Whether to dispute element `offset` of the revealed chunk through its chain: a real
-    (not padding) element of a reduction longer than `direct_terms`."""
+    (not padding) element of a reduction longer than `direct_terms` (None: the computation's
+    `direct_terms`, the most terms whose direct proof stays cheap for its kind of graph)."""
+    if direct_terms is None:
+        direct_terms = comp.direct_terms
     desc = jg.nodes[v.node]
     terms = comp.reduction_terms(jg, v.node)
     return v.leaf * LEAF + offset < desc.numel and terms > direct_terms
@@ -364,7 +369,7 @@ class LyingChallenger:
     segment: int | None = None  # dispute this segment rather than a random one
     node: int | None = None  # and this node
     element: int | None = None  # and this element of it (row-major index)
-    direct_terms: int = DIRECT_TERMS  # bisect longer reductions, as the honest challenger does
+    direct_terms: int | None = None  # bisect longer reductions, as the honest challenger does
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
