@@ -97,6 +97,19 @@ class ModelComputation:
             outs = {name: vals[vid] for name, vid in g.outputs}
         return {v.name: outs[v.name] for v in self.job.bundle.state}, trace
 
+    def seed(self, t: int, st: State) -> None:
+        """Give the party's state at global step t (a checkpoint it published), so that states
+        after it are computed from it rather than from the start (`Computation.seed`)."""
+        if not self.t0 <= t <= self.t0 + self.steps:
+            raise IndexError(f"step {t} outside the claim")
+        self._states[t] = st
+
+    def release(self) -> None:
+        """Drop every kept state but the start, and every trace (`Computation.release`: the
+        account is no longer needed; asked again, it recomputes them, the same)."""
+        self._states = {self.t0: self._states[self.t0]}
+        self._traces.clear()
+
     def state(self, t: int) -> State:
         if t not in self._states:
             prev = self.state(t - 1)

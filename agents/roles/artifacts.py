@@ -28,6 +28,7 @@ import re
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -97,6 +98,55 @@ def decode_state(spec: JobSpec, data: bytes) -> State:
     if off != len(data):
         raise BadBlob(f"state blob has {len(data) - off} trailing bytes")
     return st
+
+
+class StateCodec(Protocol):
+    """What reading a job's checkpoints needs of the job: its shape in steps, the exact size of
+    a state blob, and how a blob decodes (BadBlob on a wrong size) and a state roots. A job
+    runtime is one (agents/roles/runtime.py); `MlpCodec` is a version-1 spec's own."""
+
+    @property
+    def steps(self) -> int: ...
+
+    @property
+    def checkpoint_every(self) -> int: ...
+
+    @property
+    def state_bytes(self) -> int: ...
+
+    def decode_state(self, data: bytes) -> State: ...
+
+    def state_root(self, st: State) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class MlpCodec:
+    """The states of a version-1 (or a version-2 unit's) MLP spec: tensors by widths."""
+
+    spec: JobSpec
+
+    @property
+    def steps(self) -> int:
+        return self.spec.steps
+
+    @property
+    def checkpoint_every(self) -> int:
+        return self.spec.checkpoint_every
+
+    @property
+    def state_bytes(self) -> int:
+        return state_bytes(self.spec)
+
+    def decode_state(self, data: bytes) -> State:
+        return decode_state(self.spec, data)
+
+    def state_root(self, st: State) -> bytes:
+        return state_root(st)
+
+
+def as_codec(codec: StateCodec | JobSpec) -> StateCodec:
+    """A version-1 spec stands for its own codec."""
+    return MlpCodec(codec) if isinstance(codec, JobSpec) else codec
 
 
 @dataclass(frozen=True)
@@ -199,15 +249,15 @@ class CheckpointReader:
 
     def __init__(
         self,
-        spec: JobSpec,
+        codec: StateCodec | JobSpec,
         locator: str,
         checkpoint_root: bytes,
         local_ok: bool = False,
         timeout_s: float = LOCATOR_TIMEOUT_S,
     ) -> None:
-        self.spec = spec
-        self.checkpoints = spec.steps // spec.checkpoint_every + 1
-        self.state_bytes = state_bytes(spec)
+        self.codec = codec = as_codec(codec)
+        self.checkpoints = codec.steps // codec.checkpoint_every + 1
+        self.state_bytes = codec.state_bytes
         base, address = parse_locator(locator)
         with _bad_blob(f"manifest {address}"):
             # the deadline grows with the largest blob read (blobs.py: at 1 MiB/s)
@@ -233,10 +283,11 @@ class CheckpointReader:
         self._check_index(index)
         address = self.manifest.states[index]
         with _bad_blob(f"checkpoint {index} blob {address}"):
-            st = decode_state(self.spec, self.store.get(address, max_bytes=self.state_bytes))
-        if state_root(st) != self.root(index):
+            st = self.codec.decode_state(self.store.get(address, max_bytes=self.state_bytes))
+        got = self.codec.state_root(st)
+        if got != self.root(index):
             raise BadBlob(
-                f"checkpoint {index} blob {address} has state root 0x{state_root(st).hex()}, "
+                f"checkpoint {index} blob {address} has state root 0x{got.hex()}, "
                 f"the manifest says {self.manifest.roots[index]}"
             )
         return st
@@ -268,7 +319,7 @@ class Checkpoints:
 
 
 def fetch_checkpoints(
-    spec: JobSpec,
+    codec: StateCodec | JobSpec,
     locator: str,
     checkpoint_root: bytes,
     indices: list[int],
@@ -278,12 +329,12 @@ def fetch_checkpoints(
     """Read the manifest behind `locator` and the states at `indices`, each checked against the
     committed `checkpoint_root` (BadBlob on anything else). Blocking: roles run it off the round
     loop (`Reads`), with `timeout_s` no longer than their read budget."""
-    reader = CheckpointReader(spec, locator, checkpoint_root, local_ok, timeout_s)
+    reader = CheckpointReader(codec, locator, checkpoint_root, local_ok, timeout_s)
     return Checkpoints(reader.manifest, {i: reader.state(i) for i in sorted(set(indices))})
 
 
 def read_final_state(
-    spec: JobSpec,
+    codec: StateCodec | JobSpec,
     locator: str,
     published_root: bytes,
     final_root: bytes,
@@ -293,11 +344,13 @@ def read_final_state(
     every root checked — the manifest's against the `published_root` the data was committed
     under, the state's against its manifest root, and that root against the unit's committed
     `final_root`. BadBlob for any failure: nothing unchecked is returned."""
-    reader = CheckpointReader(spec, locator, published_root, local_ok)
+    codec = as_codec(codec)
+    reader = CheckpointReader(codec, locator, published_root, local_ok)
     st = reader.state(reader.checkpoints - 1)
-    if state_root(st) != final_root:
+    got = codec.state_root(st)
+    if got != final_root:
         raise BadBlob(
-            f"the final checkpoint's state root 0x{state_root(st).hex()} is not the committed "
+            f"the final checkpoint's state root 0x{got.hex()} is not the committed "
             f"final state root 0x{final_root.hex()}"
         )
     return st, list(reader.manifest.losses)

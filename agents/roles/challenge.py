@@ -13,13 +13,12 @@ from agents.core.blobs import BlobError, BlobStore
 from agents.core.bounded import BoundedCache
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, LyingChallenger
-from agents.dispute.trace import Computation
-from agents.roles.artifacts import BadBlob, Checkpoints, decode_state, encode_state
+from agents.roles.artifacts import BadBlob, Checkpoints
 from agents.roles.jobs import JobContext
 from agents.roles.logic import Act, Now, Side, UnitView, game_act
 from agents.roles.runner import progress_bar
-from agents.training.spec import JobSpec
-from agents.training.state import State, state_root
+from agents.roles.runtime import Claim, JobRuntime
+from agents.training.state import State
 
 
 def replay_segments(
@@ -31,7 +30,7 @@ def replay_segments(
 ) -> dict[int, bytes]:
     """My end root of each segment, replayed from the solver's start checkpoint; `keep(s, state)`
     is shown each start state (checked against the solver's root) before it is replayed."""
-    k = ctx.spec.checkpoint_every
+    k, rt = ctx.spec.checkpoint_every, ctx.runtime
     ends: dict[int, bytes] = {}
     todo = sorted(set(segments))
     with progress_bar("replay", len(todo) * k, progress) as advance:
@@ -40,38 +39,38 @@ def replay_segments(
             if keep is not None:
                 keep(s, st)
             for t in range(s * k, (s + 1) * k):
-                st = ctx.engine.step(st, t)
+                st = rt.step(st, t)
                 advance(1)
-            ends[s] = state_root(st)
+            ends[s] = rt.state_root(st)
     return ends
 
 
-def keep_state(blobs: BlobStore, st: State, log: logging.Logger) -> str | None:
+def keep_state(blobs: BlobStore, rt: JobRuntime, st: State, log: logging.Logger) -> str | None:
     """Copy a state into my own blob store (content-addressed) and return its address: a court
     game over a segment I replayed starts from it, and the solver may stop serving its copy.
     None (logged) when my store refuses it: the defence then falls back to a replay from step 0."""
     try:
-        return blobs.put(encode_state(st))
+        return blobs.put(rt.encode_state(st))
     except (BlobError, OSError) as exc:
         log.warning("could not keep a start state in my blob store: %s", exc)
         return None
 
 
-def kept_state(blobs: BlobStore, spec: JobSpec, address: str | None, root: bytes) -> State | None:
+def kept_state(blobs: BlobStore, rt: JobRuntime, address: str | None, root: bytes) -> State | None:
     """The state I kept at `address`, if it is still there and has state root `root`."""
     if not address:
         return None
     try:
-        st = decode_state(spec, blobs.get(address))
+        st = rt.decode_state(blobs.get(address))
     except (BlobError, BadBlob):
         return None
-    return st if state_root(st) == root else None
+    return st if rt.state_root(st) == root else None
 
 
 class ChallengerMixin:
     """Plays dispute games as the honest challenger, from its own full computation."""
 
-    def challenger_comp(self, ctx: JobContext) -> Computation:
+    def challenger_comp(self, ctx: JobContext) -> Claim:
         """My own account of job `ctx` from step 0 (a replay of the whole job, a challenge, a
         court defence without a kept start). One per job, for at most --max-loaded-jobs jobs:
         an evicted account gives its states back and, asked again, computes them again (the
@@ -79,20 +78,21 @@ class ChallengerMixin:
         comps = self.__dict__.get("_comps")
         if comps is None:
             comps = self.__dict__["_comps"] = BoundedCache(
-                self.max_loaded_jobs, on_evict=Computation.release
+                self.max_loaded_jobs, on_evict=lambda comp: comp.release()
             )
         comp = comps.get(ctx.job_id)
         if comp is None:
-            comp = Computation(
-                ctx.engine, ctx.spec.steps, ctx.spec.checkpoint_every, budget=self.state_budget
+            comp = ctx.runtime.computation(
+                ctx.spec.steps, ctx.spec.checkpoint_every, budget=self.state_budget
             )
             comps.put(ctx.job_id, comp)
         return comp
 
-    def court_comp(self, ctx: JobContext, segment: int, start: State) -> Computation:
+    def court_comp(self, ctx: JobContext, segment: int, start: State) -> Claim:
         """My account of a court game's claim: segment `segment` replayed from `start`."""
         k = ctx.spec.checkpoint_every
-        return Computation(ctx.engine, k, k, t0=segment * k, start=start, budget=self.state_budget)
+        return ctx.runtime.computation(k, k, t0=segment * k, start=start,
+                                       budget=self.state_budget)  # fmt: skip
 
     def court_start(
         self,
@@ -107,7 +107,8 @@ class ChallengerMixin:
         (`solver()`: None while it is being read, off the round loop: then None, ask again),
         else my own replay from step 0 (the solver's state there whenever its checkpoint is
         right, as it is under a true attestation). None when no source has it."""
-        st = kept_state(self.agent.blobs, ctx.spec, kept, root)
+        rt = ctx.runtime
+        st = kept_state(self.agent.blobs, rt, kept, root)
         if st is not None:
             return st
         try:
@@ -121,10 +122,10 @@ class ChallengerMixin:
         else:
             if st is None:
                 return None
-            if state_root(st) == root:
+            if rt.state_root(st) == root:
                 return st
         st = self.challenger_comp(ctx).state(segment * ctx.spec.checkpoint_every)
-        return st if state_root(st) == root else None
+        return st if rt.state_root(st) == root else None
 
     async def play(self, game_id: int, ctx: JobContext, now: Now) -> None:
         client = GameClient(self.w3, self.game, "0x" + bytes(self.agent.account.key).hex())

@@ -34,12 +34,12 @@ from agents.roles.jobs import (
     DEFAULT_MAX_PARAMS,
     JobContext,
     JobRejected,
-    check_dataset,
     fetch_spec,
     keep_spec,
     rejecting,
 )
 from agents.roles.logic import Act, UnitStatus, keeper_acts
+from agents.roles.runtime import MlpRuntime, check_dataset
 from agents.training import spec as specs
 from agents.training.data import Dataset
 from agents.training.decompose import (
@@ -195,7 +195,7 @@ class Rounds:
             raise JobRejected(f"job {job_id}: initial state is not G_{r}")
         with rejecting(f"job {job_id}"):
             engine = RoundUnitEngine(spec, data, s, t0, start, self.engine_cfg)
-        return JobContext(job_id, uspec, engine, jg, datasets.test_split_for(spec.dataset_name))
+        return JobContext(job_id, uspec, MlpRuntime(uspec, engine, jg))
 
     # --- scheduling policy ------------------------------------------------------------------
 

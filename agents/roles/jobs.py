@@ -9,19 +9,19 @@ the costly work (building the dataset, the initial state).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agents.core import datasets
 from agents.core.blobs import BlobError, BlobStore
 from agents.core.bounded import BoundedCache
-from agents.dispute.graph import JobGraph, job_graph
+from agents.dispute.graph import JobGraph
+from agents.dispute.model_graph import ModelJobGraph
+from agents.roles.errors import JobRejected
+from agents.roles.errors import rejecting as rejecting  # re-exported: where roles found it
+from agents.roles.runtime import ChainJob, JobRuntime, job_runtime
 from agents.training import spec as specs
 from agents.training.engine import Engine, EngineConfig
-from agents.training.spec import JobSpec
-from agents.training.state import state_root
+from agents.training.spec import JobSpec, ModelSpec
 
 # A spec's canonical JSON is under 2 KiB (17 widths, a 200-character dataset name): a blob
 # at its address that is larger is not one, and is not read.
@@ -35,31 +35,23 @@ DEFAULT_MAX_PARAMS = 1 << 26
 DEFAULT_MAX_LOADED_JOBS = 8
 
 
-class JobRejected(RuntimeError):
-    """The job's published data does not match its on-chain commitments (or is missing)."""
-
-
-@contextlib.contextmanager
-def rejecting(what: str) -> Iterator[None]:
-    """Turn any error of building a job from its published data into JobRejected: that data
-    decides what the spec parser, dataset, engine and graph see, so an error there is the job's,
-    not the agent's. OSError (this machine's disk) is left to the caller's retry."""
-    try:
-        yield
-    except (JobRejected, OSError):
-        raise
-    except Exception as exc:  # a hostile spec must not end the agent: refuse the job
-        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        raise JobRejected(f"{what}: {reason}") from None
-
-
 @dataclass
 class JobContext:
+    """A job as a role works on it: its id, spec and runtime (agents/roles/runtime.py: the
+    model, its dispute graph, its states), whatever the job's kind."""
+
     job_id: int
-    spec: JobSpec
-    engine: Engine
-    jg: JobGraph
-    test: datasets.Dataset | None
+    spec: JobSpec | ModelSpec
+    runtime: JobRuntime
+
+    @property
+    def jg(self) -> JobGraph | ModelJobGraph:
+        return self.runtime.jg
+
+    @property
+    def engine(self) -> Engine:
+        """A version-1 job's engine (decomposed jobs' helpers, which run version 1 only)."""
+        return self.runtime.engine
 
     @property
     def segments(self) -> int:
@@ -68,7 +60,7 @@ class JobContext:
 
 def fetch_spec(
     spec_hash: bytes, stores: list[BlobStore], what: str, max_params: int = DEFAULT_MAX_PARAMS
-) -> JobSpec:
+) -> JobSpec | ModelSpec:
     """The spec whose hash the chain holds, from the first store that has it (size-capped), of
     at most `max_params` parameters (this agent's memory budget: --max-params)."""
     raw = None
@@ -82,28 +74,12 @@ def fetch_spec(
         raise JobRejected(f"{what}: spec 0x{spec_hash.hex()} not found in any blob store")
     with rejecting(f"{what}: published spec is invalid"):
         spec = specs.loads(raw)
-    if spec.version == specs.SPEC_VERSION_MODEL:
-        # Its graph's operators have no one-step proof on chain yet (PROTOCOL §2.5): taking part
-        # would leave a lie in it unprovable, so no role takes part.
-        raise JobRejected(f"{what}: version-3 (general model) jobs are not disputable yet")
-    if spec.n_params > max_params:
+    # a version-3 spec names its model by hash: its size is checked once its bundle is read
+    if isinstance(spec, JobSpec) and spec.n_params > max_params:
         raise JobRejected(
             f"{what}: the model has {spec.n_params} parameters, over --max-params {max_params}"
         )
     return spec
-
-
-def check_dataset(spec: JobSpec, root: bytes, what: str) -> int:
-    """Cheap checks of the spec's dataset against the chain's root (no data is built): the
-    spec's own root, a known name of a buildable size, the input width. Returns N."""
-    if spec.dataset_root != "0x" + bytes(root).hex():
-        raise JobRejected(f"{what}: the spec's dataset root differs from the chain's")
-    n, features = datasets.shape(spec.dataset_name)
-    if spec.widths[0] != features:
-        raise JobRejected(
-            f"{what}: model.widths[0] is {spec.widths[0]}, the dataset has {features} features"
-        )
-    return n
 
 
 def load_job(
@@ -118,26 +94,8 @@ def load_job(
     checked, for a drawn verifier's replay: only a dispute game needs the config)."""
     what = f"job {job_id}"
     spec = fetch_spec(bytes(job[13]), stores, what, max_params)
-    with rejecting(what):
-        if (spec.steps, spec.checkpoint_every) != (job[1], job[10]):
-            raise JobRejected(f"{what}: steps/interval differ from the chain's")
-        if spec.shards > 1:
-            raise JobRejected(f"{what}: a spec of {spec.shards} shards runs only as unit jobs")
-        n = check_dataset(spec, bytes(job[14]), what)
-        jg = job_graph(spec, n)
-        if config_hash is not None and config_hash != jg.config.hash():
-            raise JobRejected(
-                f"{what}: registered dispute config 0x{config_hash.hex()[:16]}… is not the "
-                "one derived from the spec (or none is registered)"
-            )
-        # the costly part: the dataset, the engine and S_0 (bounded by the checks above)
-        data = datasets.load_dataset(spec.dataset_name)
-        if data.root() != bytes(job[14]):
-            raise JobRejected(f"{what}: dataset root differs from the chain's")
-        engine = Engine(spec, data, engine_cfg)
-        if state_root(engine.initial_state()) != bytes(job[15]):
-            raise JobRejected(f"{what}: initial state root differs from the chain's")
-        return JobContext(job_id, spec, engine, jg, datasets.test_split_for(spec.dataset_name))
+    rt = job_runtime(spec, ChainJob.of(job), stores, what, max_params, config_hash, engine_cfg)
+    return JobContext(job_id, spec, rt)
 
 
 class LoadedJobs(BoundedCache[int, JobContext]):

@@ -36,8 +36,8 @@ from agents.core.enums import Role
 from agents.dispute.availability import encode_answer
 from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
-from agents.dispute.trace import FAULT_KINDS, Computation, Fault, drop_computation
-from agents.roles.artifacts import Manifest, decode_state, encode_state, make_locator
+from agents.dispute.trace import FAULT_KINDS, Fault, drop_computation
+from agents.roles.artifacts import Manifest, make_locator
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
 from agents.roles.jobs import JobContext, JobRejected
 from agents.roles.logic import (
@@ -53,10 +53,11 @@ from agents.roles.logic import (
     solver_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError, progress_bar
+from agents.roles.runtime import Claim
 from agents.training.float32 import check_no_flush_denormal
 from agents.training.merkle import checkpoint_root
-from agents.training.spec import JobSpec
-from agents.training.state import State, state_root
+from agents.training.spec import JobSpec, ModelSpec
+from agents.training.state import State
 
 TOKEN = 10**18
 
@@ -87,11 +88,25 @@ def step_macs(spec: JobSpec) -> int:
     return 3 * spec.batch * sum(a * b for a, b in zip(w, w[1:], strict=False))
 
 
-def training_seconds(spec: JobSpec, macs_per_s: float) -> float:
-    """Estimated seconds to train `spec` from step 0 and publish every checkpoint."""
-    step = STEP_OVERHEAD_S + step_macs(spec) / macs_per_s
+def training_seconds(
+    spec: JobSpec | ModelSpec,
+    macs_per_s: float,
+    macs: int | None = None,
+    n_params: int | None = None,
+) -> float:
+    """Estimated seconds to train `spec` from step 0 and publish every checkpoint; `macs` and
+    `n_params` are a step's multiply-adds and the parameters (a version-1 spec's by default;
+    a job runtime's otherwise: `JobRuntime.step_macs`, `.n_params`)."""
+    macs = step_macs(spec) if macs is None else macs
+    n_params = spec.n_params if n_params is None else n_params
+    step = STEP_OVERHEAD_S + macs / macs_per_s
     checkpoints = spec.steps // spec.checkpoint_every + 1
-    return spec.steps * step + checkpoints * (step + spec.n_params * STATE_WORD_S)
+    return spec.steps * step + checkpoints * (step + n_params * STATE_WORD_S)
+
+
+def job_training_seconds(ctx: JobContext, macs_per_s: float) -> float:
+    rt = ctx.runtime
+    return training_seconds(ctx.spec, macs_per_s, rt.step_macs, rt.n_params)
 
 
 def fit_refusal(own_s: float, held_s: float, compute_time: int) -> tuple[str, bool] | None:
@@ -189,7 +204,7 @@ class Solver(RoleAgent):
         super().__init__(*a, **kw)
         self.fault = parse_cheat(self.args.cheat)
         self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
-        self.comps: dict[int, Computation] = {}
+        self.comps: dict[int, Claim] = {}
         # game -> my client of it (a view cache; a new one is made when evicted)
         self.games: BoundedCache[int, GameClient] = BoundedCache(self.max_loaded_jobs)
         self.round_units: list[UnitView] = []
@@ -289,7 +304,7 @@ class Solver(RoleAgent):
         ctx = self.context(u.job_id)
         if ctx is None:
             return False
-        own = training_seconds(ctx.spec, self.train_speed)
+        own = job_training_seconds(ctx, self.train_speed)
         refusal = fit_refusal(own, self.held_seconds(u.unit_id), int(job[7]))
         if refusal is None:
             return True
@@ -352,11 +367,11 @@ class Solver(RoleAgent):
         else:
             return 0.0
         try:
-            spec = self.job_context(v.job_id).spec
+            ctx = self.job_context(v.job_id)
         except JobRejected:
             return 0.0  # a job I cannot load is not trained either
-        total = spec.steps // spec.checkpoint_every + 1
-        return training_seconds(spec, self.train_speed) * max(0, total - done) / total
+        total = ctx.segments + 1
+        return job_training_seconds(ctx, self.train_speed) * max(0, total - done) / total
 
     def busy_in_round(self, job: tuple, job_id: int) -> bool:
         """A RoundManager unit while I hold --units-per-round others of its round (§6.9)."""
@@ -395,7 +410,7 @@ class Solver(RoleAgent):
 
     # --- training and publishing --------------------------------------------------------------
 
-    def computation(self, u: UnitView) -> Computation:
+    def computation(self, u: UnitView) -> Claim:
         """This solver's account of the unit (with its fault, if it cheats)."""
         if u.unit_id not in self.comps:
             ctx = self.job_context(u.job_id)
@@ -404,18 +419,14 @@ class Solver(RoleAgent):
             self.comps[u.unit_id] = comp
         return self.comps[u.unit_id]
 
-    def _new_computation(self, ctx: JobContext) -> Computation:
+    def _new_computation(self, ctx: JobContext) -> Claim:
         """My account of a whole job's claim (my fault in it, if I cheat), its kept states
         bounded by --state-cache-mib."""
-        return Computation(
-            ctx.engine,
-            ctx.spec.steps,
-            ctx.spec.checkpoint_every,
-            fault=self.fault,
-            budget=self.state_budget,
+        return ctx.runtime.computation(
+            ctx.spec.steps, ctx.spec.checkpoint_every, fault=self.fault, budget=self.state_budget
         )
 
-    def _seed_states(self, comp: Computation, u: UnitView, ctx: JobContext) -> None:
+    def _seed_states(self, comp: Claim, u: UnitView, ctx: JobContext) -> None:
         """Start the dispute computation from my published checkpoints (honest runs only)."""
         if self.fault is not None:
             return
@@ -424,7 +435,7 @@ class Solver(RoleAgent):
             return
         k = ctx.spec.checkpoint_every
         for i, address in enumerate(rec.data["states"]):
-            comp.seed(i * k, decode_state(ctx.spec, self.agent.blobs.get(address)))
+            comp.seed(i * k, ctx.runtime.decode_state(self.agent.blobs.get(address)))
 
     def start_training(self, u: UnitView) -> None:
         """The "train" act: start the unit's training in a worker thread unless a training is in
@@ -501,7 +512,7 @@ class Solver(RoleAgent):
         ctx = self.job_context(u.job_id)
         self._train(u, ctx, self._cheat_computation(u, ctx), threading.Event())
 
-    def _cheat_computation(self, u: UnitView, ctx: JobContext) -> Computation | None:
+    def _cheat_computation(self, u: UnitView, ctx: JobContext) -> Claim | None:
         """A cheating solver's faulty run of the unit (None when honest); registered in
         `comps` on the loop, before the worker starts, for its commit and dispute moves."""
         if self.fault is None:
@@ -512,19 +523,19 @@ class Solver(RoleAgent):
         return comp
 
     def _train(
-        self, u: UnitView, ctx: JobContext, comp: Computation | None, stop: threading.Event
+        self, u: UnitView, ctx: JobContext, comp: Claim | None, stop: threading.Event
     ) -> None:
         """Train from the last published checkpoint, recording each one; ends early (raising
         TrainingStopped) once `stop` is set. Touches only the store, the blobs and the log."""
         key = f"{u.unit_id}:{u.attempt}"
         rec = self.agent.store.get_record("train", key)
         done = rec.data if rec is not None else {"roots": [], "states": [], "losses": []}
-        spec, eng = ctx.spec, ctx.engine
+        spec, rt = ctx.spec, ctx.runtime
         k, T = spec.checkpoint_every, spec.steps
         first = len(done["roots"])
-        st: State = eng.initial_state()
+        st: State = rt.initial_state()
         if first and comp is None:
-            st = decode_state(spec, self.agent.blobs.get(done["states"][-1]))
+            st = rt.decode_state(self.agent.blobs.get(done["states"][-1]))
             self.log.info("resuming unit %d from checkpoint %d", u.unit_id, first - 1)
         with progress_bar(f"train unit {u.unit_id}", T, self.progress) as advance:
             advance((first - 1) * k if first else 0)
@@ -537,10 +548,10 @@ class Solver(RoleAgent):
                     advance(k if c else 0)
                 else:
                     if c > 0:
-                        st = self._advance(eng, st, t - k, t, advance, stop)
-                    root = state_root(st)
-                address = self.agent.blobs.put(encode_state(st))
-                loss = eng.loss(st, min(t, T - 1))
+                        st = self._advance(rt, st, t - k, t, advance, stop)
+                    root = rt.state_root(st)
+                address = self.agent.blobs.put(rt.encode_state(st))
+                loss = rt.loss(st, min(t, T - 1))
                 done["roots"].append("0x" + root.hex())
                 done["states"].append(address)
                 done["losses"].append(loss)
@@ -557,11 +568,11 @@ class Solver(RoleAgent):
         )
 
     @staticmethod
-    def _advance(eng, st: State, t0: int, t1: int, advance, stop: threading.Event) -> State:
+    def _advance(rt, st: State, t0: int, t1: int, advance, stop: threading.Event) -> State:
         for t in range(t0, t1):
             if stop.is_set():
                 raise TrainingStopped(f"step {t}")
-            st = eng.step(st, t)
+            st = rt.step(st, t)
             advance(1)
         return st
 
@@ -623,19 +634,20 @@ class Solver(RoleAgent):
         position, forced = self.forced_checkpoints(u, ctx)
         if position:
             # A forced round: publish each perturbed checkpoint one bit away, reveal them later.
+            rt = ctx.runtime
             for c in forced:
-                st = perturbed(decode_state(ctx.spec, self.agent.blobs.get(states[c])),
+                st = perturbed(rt.decode_state(self.agent.blobs.get(states[c])),
                                self.secret(u), c)  # fmt: skip
-                states[c] = self.agent.blobs.put(encode_state(st))
-                roots[c] = "0x" + state_root(st).hex()
+                states[c] = self.agent.blobs.put(rt.encode_state(st))
+                roots[c] = "0x" + rt.state_root(st).hex()
             true_roots = list(rec.data["roots"])
             if getattr(self.args, "false_truth", False):
                 # seal a "true" list that is itself wrong at the anchor
                 lie = falsified(
-                    decode_state(ctx.spec, self.agent.blobs.get(rec.data["states"][position])),
+                    rt.decode_state(self.agent.blobs.get(rec.data["states"][position])),
                     position,
                 )
-                true_roots[position] = "0x" + state_root(lie).hex()
+                true_roots[position] = "0x" + rt.state_root(lie).hex()
                 true_root = checkpoint_root([bytes.fromhex(r[2:]) for r in true_roots])
                 self.log.warning(
                     "unit %d: FALSE TRUTH sealed at checkpoint %d", u.unit_id, position
@@ -676,7 +688,7 @@ class Solver(RoleAgent):
         rec = self.agent.store.get_record("train", key)
         assert rec is not None, f"unit {u.unit_id}: committed without a training record"
         roots = [bytes.fromhex(r[2:]) for r in rec.data["roots"]]
-        st = decode_state(ctx.spec, self.agent.blobs.get(rec.data["states"][c]))
+        st = ctx.runtime.decode_state(self.agent.blobs.get(rec.data["states"][c]))
         forced = self.agent.store.get_record("forced", key)
         if forced is not None and not u.forced_revealed:
             # published perturbed; once revealed the chain's root is the true one (§8.1)
@@ -691,7 +703,8 @@ class Solver(RoleAgent):
         req = u.data_request
         assert req is not None
         roots, st = self.committed_checkpoint(u, req.checkpoint)
-        answer = encode_answer(st, roots, req.checkpoint)
+        rt = self.job_context(u.job_id).runtime
+        answer = encode_answer(rt.committed(st), roots, req.checkpoint)
         tag = f"{u.unit_id}:{u.attempt}:{req.requester.lower()}"
         if not req.state_opened:
             o = answer.open_state

@@ -13,23 +13,27 @@ request for the attempt's final checkpoint (PROTOCOL §6.11), where the answer's
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
 
 from web3.logs import DISCARD
 
 from agents.core import datasets
-from agents.core.blobs import BlobError
+from agents.core.blobs import BlobError, BlobStore, open_blob_store
 from agents.core.tx import TxError, TxFailed, TxOutcome
 from agents.dispute.availability import DataMismatch, decode_answer
 from agents.dispute.graph import job_graph
+from agents.model import job as mj
 from agents.roles.artifacts import BadBlob, read_final_state
 from agents.roles.decomposed import follow_decomposed, post_decomposed
+from agents.roles.errors import JobRejected
 from agents.roles.logic import Act, Now, UnitStatus, UnitView, final_data_acts, keeper_acts
 from agents.roles.runner import RoleAgent, RoleError
+from agents.roles.runtime import JobRuntime, MlpRuntime, model_runtime_from_files
 from agents.training import spec as specs
 from agents.training.engine import Engine
-from agents.training.state import State, state_names, state_root
+from agents.training.state import State
 
 TOKEN = 10**18
 POST_ATTEMPTS = 5
@@ -56,7 +60,7 @@ class Submitter(RoleAgent):
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
         self.spec, self.data = load_spec(self.args.spec)
-        self.engine = Engine(self.spec, self.data, self.engine_cfg)
+        _ = self.runtime  # a version-3 spec's blobs are checked at start-up
         self.job_id = 0
         self.last_status: UnitStatus | None = None
         self.result: dict = {}
@@ -70,9 +74,40 @@ class Submitter(RoleAgent):
         self.losses: dict[str, list] = {}
         self.final_failed: set[str] = set()
 
+    @functools.cached_property
+    def runtime(self) -> JobRuntime:
+        """My job's runtime, from the spec file (a version-3 one: and its blobs, --spec-blobs)."""
+        if isinstance(self.spec, specs.ModelSpec):
+            url = getattr(self.args, "spec_blobs", None) or default_spec_blobs(self.args.spec)
+            store = open_blob_store(url)
+            try:
+                return model_runtime_from_files(self.spec, [store])
+            except JobRejected as exc:
+                raise RoleError(f"{self.args.spec}: {str(exc).removeprefix('spec: ')}") from None
+        engine = Engine(self.spec, self.data, self.engine_cfg)
+        return MlpRuntime(self.spec, engine, job_graph(self.spec, self.data.n))
+
+    @property
+    def engine(self) -> Engine:
+        """A version-1/2 job's engine (a decomposed job's helpers, agents/roles/decomposed.py)."""
+        return self.runtime.engine
+
+    def publish_model(self) -> None:
+        """A version-3 job's model bundle and S_0 into my blob store, beside its spec: the roles
+        read them there by the spec's hashes (their addresses)."""
+        if not isinstance(self.spec, specs.ModelSpec):
+            return
+        rt = self.runtime
+        self.agent.blobs.put(rt.job.bundle.to_bytes())
+        # S_0 is addressed by its state root (as `job build` stores it), not by keccak-256
+        states = BlobStore(self.agent.blobs.backend,
+                           lambda d: "0x" + rt.state_root(rt.decode_state(d)).hex())  # fmt: skip
+        states.put(rt.encode_state(rt.initial_state()))
+
     async def setup(self) -> None:
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             return await post_decomposed(self)  # R x S units through the RoundManager
+        self.publish_model()
         spec_hash = "0x" + self.spec.spec_hash().hex()
         rec = self.agent.store.get_record("post", spec_hash)
         if rec is not None and rec.data.get("job_id"):
@@ -110,7 +145,7 @@ class Submitter(RoleAgent):
         again next round."""
         if self.configured:
             return
-        cfg = job_graph(self.spec, self.data.n).config.hash()
+        cfg = self.runtime.jg.config.hash()
         # Not the court's game: it takes configs from the court only, which copies this one at
         # the first challenge (PROTOCOL §6.8).
         games = [("config", self.game, "")]
@@ -134,7 +169,7 @@ class Submitter(RoleAgent):
         return (
             self.spec.spec_hash(),
             self.data.root(),
-            state_root(self.engine.initial_state()),
+            self.runtime.state_root(self.runtime.initial_state()),
             self.spec.steps,
             self.spec.checkpoint_every,
             (self.args.device_class, self.args.memory_mib, self.args.throughput),
@@ -227,7 +262,7 @@ class Submitter(RoleAgent):
         root = u.published_root or u.checkpoint_root
         try:
             got = self.checkpoints_read(
-                f"final:{key}:", self.spec, u.locator, root, [last], now, u.deadline
+                f"final:{key}:", self.runtime, u.locator, root, [last], now, u.deadline
             )
         except BadBlob as exc:
             self.log.error("unit %d: final checkpoint unavailable: %s", u.unit_id, exc)
@@ -236,7 +271,7 @@ class Submitter(RoleAgent):
         if got is None:
             return "pending"
         st = got.state(last)
-        if state_root(st) != u.final_root:
+        if self.runtime.state_root(st) != u.final_root:
             self.log.error("unit %d: the final checkpoint's root is not committed", u.unit_id)
             self.final_failed.add(key)
             return "failed"
@@ -282,14 +317,13 @@ class Submitter(RoleAgent):
         last = answered[0]["blockNumber"]
         posted = ev.DataPosted().get_logs(from_block=first, to_block=last, argument_filters=filters)
         try:
-            st = decode_answer(
-                [e["args"] for e in posted], state_names(self.spec.widths), u.final_root
-            )
+            st = decode_answer([e["args"] for e in posted], self.runtime.state_names, u.final_root)
         except DataMismatch as exc:
             self.log.error("unit %d: the posted final state does not check: %s", u.unit_id, exc)
             return None
         self.log.info("unit %d: final state received on chain and checked", u.unit_id)
-        self.finals[key] = dict(st)
+        # posted as committed (2-D views): the same words in the same order as a state blob
+        self.finals[key] = self.runtime.decode_state(self.runtime.encode_state(dict(st)))
         return self.finals[key]
 
     def finish(self, u) -> bool:
@@ -302,16 +336,16 @@ class Submitter(RoleAgent):
                 # root at the perturbed checkpoints only, never at the final state)
                 root = u.published_root or u.checkpoint_root
                 final, losses = read_final_state(
-                    self.spec, u.locator, root, u.final_root, self.local_locators
+                    self.runtime, u.locator, root, u.final_root, self.local_locators
                 )
         except (BadBlob, BlobError) as exc:
             self.log.error("final model unavailable (will retry): %s", exc)
             return False
-        if state_root(final) != u.final_root:  # a state read earlier, or posted on chain
+        if self.runtime.state_root(final) != u.final_root:  # read earlier, or posted on chain
             self.log.error("final model's root differs from the committed one (will retry)")
             return False
-        test = datasets.test_split_for(self.spec.dataset_name)
-        acc = self.engine.accuracy(final, test) if test is not None else None
+        metrics = self.runtime.metrics(final)
+        acc = metrics.get("test_accuracy")
         self.result = {
             "job_id": self.job_id,
             "status": "completed",
@@ -319,15 +353,16 @@ class Submitter(RoleAgent):
             "final_state_root": "0x" + u.final_root.hex(),
             "checkpoint_root": "0x" + u.checkpoint_root.hex(),
             "test_accuracy": acc,
+            **{k: v for k, v in metrics.items() if k != "test_accuracy"},  # val_loss (an LM's)
             "checkpoint_losses": losses,
             "attempts": u.attempt + 1,
             "gas_used": self.gas_used,
         }
         self.log.info(
-            "job %d completed: final root %s…, test accuracy %s",
+            "job %d completed: final root %s…, %s",
             self.job_id,
             self.result["final_state_root"][:18],
-            f"{acc:.4f}" if acc is not None else "n/a",
+            ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()) or "no held-out metric",
         )
         if self.args.out:
             Path(self.args.out).write_text(json.dumps(self.result, indent=2) + "\n")
@@ -338,7 +373,12 @@ class Submitter(RoleAgent):
 _ZERO = "0x" + "00" * 20
 
 
-def load_spec(path: str) -> tuple[specs.JobSpec, datasets.Dataset]:
+def default_spec_blobs(spec_path: str) -> str:
+    """Where `job build` writes a version-3 spec's blobs: the folder <spec>.blobs beside it."""
+    return str(Path(spec_path).with_suffix(".blobs"))
+
+
+def load_spec(path: str) -> tuple[specs.JobSpec | specs.ModelSpec, object]:
     """The spec file and its dataset, checked; RoleError (one line) on any problem."""
     try:
         spec = specs.load(path)
@@ -349,8 +389,11 @@ def load_spec(path: str) -> tuple[specs.JobSpec, datasets.Dataset]:
     except ValueError as exc:  # not JSON at all
         raise RoleError(f"spec {path}: not valid JSON: {str(exc).splitlines()[0]}") from None
     try:
-        data = datasets.load_dataset(spec.dataset_name)
-    except datasets.DatasetError as exc:
+        if isinstance(spec, specs.ModelSpec):
+            data = mj.load_data(spec.dataset_name)
+        else:
+            data = datasets.load_dataset(spec.dataset_name)
+    except (datasets.DatasetError, ValueError) as exc:
         raise RoleError(f"spec {path}: {exc}") from None
     if "0x" + data.root().hex() != spec.dataset_root:
         raise RoleError(f"spec {path}: dataset root does not match {spec.dataset_name}")
@@ -368,6 +411,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def add_job_args(p: argparse.ArgumentParser) -> None:
     """The flags of posting a job (the submitter role's and `submit`'s)."""
     p.add_argument("--spec", required=True, help="job spec JSON file (PROTOCOL §5)")
+    p.add_argument(
+        "--spec-blobs",
+        metavar="URL",
+        help="version-3 specs: the blob store holding the model bundle and initial state "
+        "(default: the folder <spec>.blobs that `job build` writes)",
+    )
     p.add_argument(
         "--reward",
         type=float,

@@ -326,7 +326,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             nonlocal reading
             locator = self.locator(unit_id, block)
             got = self.checkpoints_read(
-                f"court:{gid}:", ctx.spec, locator, bytes(u[12]), [s], now, deadline
+                f"court:{gid}:", ctx.runtime, locator, bytes(u[12]), [s], now, deadline
             )
             reading = got is None
             return None if got is None else got.state(s)
@@ -468,7 +468,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         try:
             # read off the round loop: None while the read runs inside its budget
             reader = self.checkpoints_read(
-                f"checkpoints:{key}:", ctx.spec, u.locator, u.checkpoint_root, check, now,
+                f"checkpoints:{key}:", ctx.runtime, u.locator, u.checkpoint_root, check, now,
                 u.deadline,
             )  # fmt: skip
         except BadBlob as exc:
@@ -489,7 +489,7 @@ class Verifier(ChallengerMixin, RoleAgent):
 
         def keep(s: int, st: State) -> None:
             if s in segments:  # only an attested segment can be disputed in the court
-                address = keep_state(self.agent.blobs, st, self.log)
+                address = keep_state(self.agent.blobs, ctx.runtime, st, self.log)
                 if address is not None:
                     starts[str(s)] = address
 
@@ -542,7 +542,10 @@ class Verifier(ChallengerMixin, RoleAgent):
         )
         # my states are the solver's here (same commitment): keep the attested segments' starts
         k = ctx.spec.checkpoint_every
-        kept = {str(s): keep_state(self.agent.blobs, comp.state(s * k), self.log) for s in segments}
+        kept = {
+            str(s): keep_state(self.agent.blobs, ctx.runtime, comp.state(s * k), self.log)
+            for s in segments
+        }
         starts = {s: a for s, a in kept.items() if a is not None}
         data = {"segments": segments, "end_roots": ends, "wrong": [], "starts": starts}
         self.agent.store.put_record("verdict", key, "agree", data)

@@ -40,8 +40,8 @@ from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Record
 from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Phase
-from agents.dispute.trace import Computation, drop_computation
-from agents.roles.artifacts import BadBlob, Checkpoints, encode_state
+from agents.dispute.trace import drop_computation
+from agents.roles.artifacts import BadBlob, Checkpoints
 from agents.roles.challenge import ChallengerMixin, replay_segments
 from agents.roles.jobs import JobContext
 from agents.roles.logic import (
@@ -63,6 +63,7 @@ from agents.roles.logic import (
     whistleblower_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError
+from agents.roles.runtime import Claim
 from agents.training import merkle
 from agents.training.state import State
 
@@ -85,7 +86,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
-        self.court_comps: dict[int, Computation] = {}
+        self.court_comps: dict[int, Claim] = {}
         self.bad_leaks = SaidOnce()  # (file, contents) warned about once
         self._attested_stream: EventStream | None = None
         self._no_start = SaidOnce()  # court games whose missing start state I logged
@@ -338,7 +339,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
         deadline = int(u[4]) + (self.court_window() if self.court is not None else 0)
         return self.checkpoints_read(
-            f"{key}:", ctx.spec, self.locator(unit_id, block), bytes(u[12]), indices,
+            f"{key}:", ctx.runtime, self.locator(unit_id, block), bytes(u[12]), indices,
             now or self.now(), deadline,
         )  # fmt: skip
 
@@ -495,7 +496,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         starts: dict[int, bytes] = {}  # each attested segment's start, as a state blob
 
         def keep(s: int, st: State) -> None:
-            starts[s] = encode_state(st)
+            starts[s] = ctx.runtime.encode_state(st)
 
         try:
             reader = self.read_then(f"recheck:{key}", data, data["segments"], now)
@@ -561,7 +562,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         data["from_own_replay"] = True
         false = data["mine"] != data["end_roots"]
         if false:
-            starts = {s: encode_state(comp.state(s * k)) for s in set(data["segments"])}
+            starts = {s: ctx.runtime.encode_state(comp.state(s * k)) for s in set(data["segments"])}
             data.update(self.keep_case(["0x" + r.hex() for r in roots], starts))
         self.agent.store.put_record("attestation", key, "false" if false else "true", data)
         self.log.info(

@@ -1,5 +1,7 @@
-"""Until version-3 operators have one-step proofs on chain, no role takes part in a version-3
-job: a posted version-3 spec is refused with JobRejected (never an agent crash)."""
+"""What the roles refuse of a version-3 job, each with one JobRejected line (never an agent
+crash): a decomposed one (rounds x shards: the roles run version-3 jobs of one unit only), and
+one whose model bundle or initial state is in no blob store they read. A plain version-3 spec is
+fetched like any other (tests/roles/test_model_dispute_e2e.py runs one end to end)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import pytest
 
 from agents.core.blobs import open_blob_store
 from agents.roles.jobs import JobRejected, fetch_spec
+from agents.roles.runtime import ChainJob, job_runtime
 from agents.training import spec as specs
 
 V3 = {
@@ -21,9 +24,30 @@ V3 = {
 }
 
 
-def test_a_version_3_spec_is_refused_by_every_role(tmp_path):
-    spec = specs.parse_spec(V3)
+def _chain(spec) -> ChainJob:
+    return ChainJob(spec.steps, spec.checkpoint_every, bytes.fromhex("33" * 32), b"\x22" * 32)
+
+
+def _published(tmp_path, obj):
+    spec = specs.parse_spec(obj)
     store = open_blob_store(str(tmp_path))
     store.put(spec.canonical_bytes())
-    with pytest.raises(JobRejected, match="version-3"):
-        fetch_spec(spec.spec_hash(), [store], "job 7")
+    return spec, store
+
+
+def test_a_version_3_spec_is_fetched(tmp_path):
+    spec, store = _published(tmp_path, V3)
+    assert fetch_spec(spec.spec_hash(), [store], "job 7") == spec
+
+
+def test_a_decomposed_version_3_job_is_refused(tmp_path):
+    obj = V3 | {"rounds": 2, "shards": 2, "local_steps": 2}
+    spec, store = _published(tmp_path, obj)
+    with pytest.raises(JobRejected, match=r"job 7: a decomposed version-3 job \(2 rounds x 2"):
+        job_runtime(spec, _chain(spec), [store], "job 7", 1 << 20, None)
+
+
+def test_a_version_3_job_without_its_model_bundle_is_refused(tmp_path):
+    spec, store = _published(tmp_path, V3)
+    with pytest.raises(JobRejected, match="job 7: model bundle 0x1111.* not found in any blob"):
+        job_runtime(spec, _chain(spec), [store], "job 7", 1 << 20, None)

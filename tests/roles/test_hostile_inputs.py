@@ -31,6 +31,7 @@ from agents.roles.artifacts import (
 )
 from agents.roles.jobs import JobContext, JobRejected, LoadedJobs, load_job
 from agents.roles.logic import SettledJobs, UnitStatus, UnitView
+from agents.roles.runtime import MlpRuntime
 from agents.roles.solver import Solver
 from agents.roles.verifier import Verifier
 from agents.training import data as datasets
@@ -228,13 +229,13 @@ def test_load_job_refuses_a_model_over_max_params_before_anything_is_built(tmp_p
     """--max-params is the agent's memory budget: a spec above it is refused right after it is
     parsed (no dataset, engine or initial state is built); the same job loads under a larger
     budget, and a solver stores the refusal as for any job it cannot take."""
-    from agents.roles import jobs
+    from agents.roles import runtime
 
     store = open_blob_store(str(tmp_path / "blobs"))
     store.put(DIGITS.canonical_bytes())
     job, cfg = digits_job()
     built: list[str] = []
-    monkeypatch.setattr(jobs, "check_dataset", lambda *a: built.append("dataset"))
+    monkeypatch.setattr(runtime, "check_dataset", lambda *a: built.append("dataset"))
     with pytest.raises(JobRejected, match=f"{DIGITS.n_params} parameters, over --max-params"):
         load_job(1, job, [store], cfg, max_params=DIGITS.n_params - 1)
     assert built == []
@@ -399,7 +400,8 @@ def verifier_over(tmp_path: Path, url: str, manifest: bytes) -> tuple[Verifier, 
     manager = FakeContract(sampledSegments=lambda unit, v: [3])
     v = role(Verifier, tmp_path, open_blob_store(str(tmp_path / "mine")), manager, None,
              lazy=False, cheat_challenge=False, replay_all=False)  # fmt: skip
-    v.jobs.put(1, JobContext(1, DIGITS, Engine(DIGITS, data), job_graph(DIGITS, data.n), None))
+    rt = MlpRuntime(DIGITS, Engine(DIGITS, data), job_graph(DIGITS, data.n))
+    v.jobs.put(1, JobContext(1, DIGITS, rt))
     v._no_contest, v._lock_warned = set(), SaidOnce()
     return v, locator
 

@@ -54,6 +54,7 @@ from agents.roles.logic import (
     verifier_acts,
     whistleblower_acts,
 )
+from agents.roles.runtime import MlpRuntime
 from agents.roles.verifier import Verifier
 from agents.roles.whistleblower import Whistleblower
 from agents.training import data as datasets
@@ -90,7 +91,9 @@ class Job:
 
     def context(self) -> JobContext:
         data = self.engine.data
-        return JobContext(1, self.spec, self.engine, job_graph(self.spec, data.n), None)
+        return JobContext(
+            1, self.spec, MlpRuntime(self.spec, self.engine, job_graph(self.spec, data.n))
+        )
 
     def config(self) -> bytes:
         return job_graph(self.spec, self.engine.data.n).config.hash()

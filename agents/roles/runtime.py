@@ -1,0 +1,320 @@
+"""A job's runtime: everything a role does with a job's model, whatever its kind, behind one
+interface — the dispute graph and config, a party's account of a claim (the players' computation),
+training steps and losses, state encoding, decoding and roots, held-out metrics and the cost
+model's figures.
+
+Two kinds: `MlpRuntime` (version 1, and a version-2 unit: the MLP engine and its step graph) and
+`ModelRuntime` (version 3: a general model's committed step graph, agents/model). The kind is
+chosen in one place, `job_runtime`, from the spec; every role works on the interface. A job's
+published data is anyone's, so loading one raises JobRejected only (one line saying why), and the
+cheap checks (roots, sizes, the registered config) come before the costly work (the dataset, S_0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from agents.core import datasets
+from agents.core.blobs import BlobError, BlobStore
+from agents.dispute.budget import StateBudget
+from agents.dispute.graph import JobGraph, job_graph
+from agents.dispute.model_graph import ModelJobGraph, model_job_graph
+from agents.dispute.model_trace import ModelComputation
+from agents.dispute.trace import Computation, Fault
+from agents.model import job as mj
+from agents.model.graph import MAX_BUNDLE_BYTES, bundle_from_bytes
+from agents.model.run import RunConfig
+from agents.roles.artifacts import BadBlob, MlpCodec, encode_state
+from agents.roles.errors import JobRejected, rejecting
+from agents.training.engine import Engine, EngineConfig
+from agents.training.registry import GraphError
+from agents.training.spec import JobSpec, ModelSpec
+from agents.training.state import State, state_names
+
+
+class MlpRuntime(MlpCodec):
+    """A version-1 job (or a version-2 unit) on the MLP engine: `engine` may be a unit's engine
+    (agents/training/decompose.py), which starts from G_r."""
+
+    def __init__(self, spec: JobSpec, engine: Engine, jg: JobGraph) -> None:
+        super().__init__(spec)
+        object.__setattr__(self, "engine", engine)
+        object.__setattr__(self, "jg", jg)
+
+    @property
+    def n_params(self) -> int:
+        return self.spec.n_params
+
+    @property
+    def step_macs(self) -> int:
+        """Multiply-adds of one training step: forward, and backward for weights and
+        activations (3·B·Σ d_i·d_(i+1))."""
+        w = self.spec.widths
+        return 3 * self.spec.batch * sum(a * b for a, b in zip(w, w[1:], strict=False))
+
+    @property
+    def state_names(self) -> list[str]:
+        return list(state_names(self.spec.widths))
+
+    def initial_state(self) -> State:
+        return self.engine.initial_state()
+
+    def step(self, st: State, t: int) -> State:
+        return self.engine.step(st, t)
+
+    def loss(self, st: State, t: int) -> float:
+        return self.engine.loss(st, t)
+
+    def encode_state(self, st: State) -> bytes:
+        return encode_state(st)
+
+    def committed(self, st: State) -> State:
+        """The state as its root commits it: 2-D tensors (an MLP's are already)."""
+        return st
+
+    def computation(
+        self,
+        steps: int,
+        interval: int,
+        t0: int = 0,
+        start: State | None = None,
+        fault: Fault | None = None,
+        budget: StateBudget | None = None,
+    ) -> Computation:
+        return Computation(self.engine, steps, interval, t0=t0, start=start, fault=fault,
+                           budget=budget)  # fmt: skip
+
+    def metrics(self, final: State) -> dict[str, float]:
+        test = datasets.test_split_for(self.spec.dataset_name)
+        return {} if test is None else {"test_accuracy": self.engine.accuracy(final, test)}
+
+
+@dataclass(frozen=True)
+class ModelRuntime:
+    """A version-3 job: its model bundle's step graph on the reproducible engine (ModelJob), its
+    dispute graph (model_job_graph) and its initial state S_0."""
+
+    job: mj.ModelJob
+    jg: ModelJobGraph
+    start: State
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.job.spec
+
+    @property
+    def steps(self) -> int:
+        return self.spec.steps
+
+    @property
+    def checkpoint_every(self) -> int:
+        return self.spec.checkpoint_every
+
+    @property
+    def n_params(self) -> int:
+        return mj.n_params(self.job.bundle)
+
+    @property
+    def state_bytes(self) -> int:
+        return 4 * sum(prod(v.shape) for v in self.job.bundle.state)
+
+    @property
+    def state_names(self) -> list[str]:
+        return [v.name for v in self.job.bundle.state]
+
+    @property
+    def step_macs(self) -> int:
+        """Operations of one step: each node's output elements, a matmul's times its K (the
+        step graph holds the backward pass and the optimizer update already)."""
+        g = self.job.bundle.step
+        total = 0
+        for node in g.nodes:
+            k = g.value(node.inputs[0])[0][-1] if node.op == "matmul" else 1
+            total += prod(node.shape) * k
+        return total
+
+    def initial_state(self) -> State:
+        return self.start
+
+    def step(self, st: State, t: int) -> State:
+        return self.job.step(st, t)[0]
+
+    def loss(self, st: State, t: int) -> float:
+        return self.job.step(st, t)[1]
+
+    def state_root(self, st: State) -> bytes:
+        return mj.state_root(st)
+
+    def encode_state(self, st: State) -> bytes:
+        return mj.encode_state(st)
+
+    def committed(self, st: State) -> State:
+        """The state as its root commits it: each tensor's 2-D view (PROTOCOL §2.7)."""
+        return {k: mj.view2d(v) for k, v in st.items()}
+
+    def decode_state(self, data: bytes) -> State:
+        try:
+            return mj.decode_state(self.job.bundle, data)
+        except GraphError as exc:
+            raise BadBlob(str(exc)) from None
+
+    def computation(
+        self,
+        steps: int,
+        interval: int,
+        t0: int = 0,
+        start: State | None = None,
+        fault: Fault | None = None,
+        budget: StateBudget | None = None,
+    ) -> ModelComputation:
+        """A party's account of a claim. Its states are kept by the account itself (not under
+        --state-cache-mib's `budget`): a version-3 claim keeps every state and trace it walks
+        until `release`."""
+        if start is None:
+            if t0:
+                raise ValueError(f"a claim from step {t0} needs its start state")
+            start = self.start
+        return ModelComputation(self.job, self.jg, start, steps, interval, t0=t0, fault=fault)
+
+    def metrics(self, final: State) -> dict[str, float]:
+        return self.job.evaluate(final)
+
+
+JobRuntime = MlpRuntime | ModelRuntime
+#: A party's account of a claim, either kind: the players (agents/dispute/player.py) play both.
+Claim = Computation | ModelComputation
+
+
+@dataclass(frozen=True)
+class ChainJob:
+    """What the chain holds of a job that its runtime must match (IJobManager.getJob)."""
+
+    steps: int
+    checkpoint_every: int
+    dataset_root: bytes
+    initial_root: bytes
+
+    @classmethod
+    def of(cls, job: tuple) -> ChainJob:
+        return cls(int(job[1]), int(job[10]), bytes(job[14]), bytes(job[15]))
+
+
+def job_runtime(
+    spec: JobSpec | ModelSpec,
+    chain: ChainJob,
+    stores: list[BlobStore],
+    what: str,
+    max_params: int,
+    config_hash: bytes | None,
+    engine_cfg: EngineConfig = EngineConfig(),
+) -> JobRuntime:
+    """The runtime of the job the chain holds as `chain`, from its spec (and, for version 3, the
+    model bundle and S_0 from the first of `stores` that has them), every commitment checked;
+    `config_hash` the game's registered config (None: not checked, for a drawn verifier's
+    replay). The one place the job's kind decides anything."""
+    with rejecting(what):
+        if (spec.steps, spec.checkpoint_every) != (chain.steps, chain.checkpoint_every):
+            raise JobRejected(f"{what}: steps/interval differ from the chain's")
+        if spec.dataset_root != "0x" + chain.dataset_root.hex():
+            raise JobRejected(f"{what}: the spec's dataset root differs from the chain's")
+        if spec.shards > 1 or (isinstance(spec, ModelSpec) and spec.rounds > 1):
+            raise JobRejected(_decomposed_refusal(spec, what))
+        if isinstance(spec, ModelSpec):
+            rt: JobRuntime = _model_runtime(spec, chain, stores, what, max_params, engine_cfg)
+            _check_config(rt.jg.config.hash(), config_hash, what)
+        else:
+            rt = _mlp_runtime(spec, chain, what, config_hash, engine_cfg)
+        if rt.state_root(rt.initial_state()) != chain.initial_root:
+            raise JobRejected(f"{what}: initial state root differs from the chain's")
+        return rt
+
+
+def _check_config(derived: bytes, registered: bytes | None, what: str) -> None:
+    if registered is not None and registered != derived:
+        raise JobRejected(
+            f"{what}: registered dispute config 0x{registered.hex()[:16]}… is not the "
+            "one derived from the spec (or none is registered)"
+        )
+
+
+def _decomposed_refusal(spec: JobSpec | ModelSpec, what: str) -> str:
+    if isinstance(spec, ModelSpec):
+        return (
+            f"{what}: a decomposed version-3 job ({spec.rounds} rounds x {spec.shards} shards) "
+            "is not run by the roles yet; post it with one round of one shard"
+        )
+    return f"{what}: a spec of {spec.shards} shards runs only as unit jobs"
+
+
+def check_dataset(spec: JobSpec, root: bytes, what: str) -> int:
+    """Cheap checks of a version-1/2 spec's dataset against the chain's root (no data is built):
+    the spec's own root, a known name of a buildable size, the input width. Returns N."""
+    if spec.dataset_root != "0x" + bytes(root).hex():
+        raise JobRejected(f"{what}: the spec's dataset root differs from the chain's")
+    n, features = datasets.shape(spec.dataset_name)
+    if spec.widths[0] != features:
+        raise JobRejected(
+            f"{what}: model.widths[0] is {spec.widths[0]}, the dataset has {features} features"
+        )
+    return n
+
+
+def _mlp_runtime(
+    spec: JobSpec,
+    chain: ChainJob,
+    what: str,
+    config_hash: bytes | None,
+    engine_cfg: EngineConfig,
+) -> MlpRuntime:
+    n = check_dataset(spec, chain.dataset_root, what)
+    jg = job_graph(spec, n)
+    _check_config(jg.config.hash(), config_hash, what)
+    # the costly part: the dataset and the engine (bounded by the checks above)
+    data = datasets.load_dataset(spec.dataset_name)
+    if data.root() != chain.dataset_root:
+        raise JobRejected(f"{what}: dataset root differs from the chain's")
+    return MlpRuntime(spec, Engine(spec, data, engine_cfg), jg)
+
+
+def _model_runtime(
+    spec: ModelSpec,
+    chain: ChainJob,
+    stores: list[BlobStore],
+    what: str,
+    max_params: int,
+    engine_cfg: EngineConfig,
+) -> ModelRuntime:
+    bundle = bundle_from_bytes(_first(stores, spec.graph, what, "model bundle", MAX_BUNDLE_BYTES))
+    n = mj.n_params(bundle)
+    if n > max_params:
+        raise JobRejected(f"{what}: the model has {n} parameters, over --max-params {max_params}")
+    state_bytes = 4 * sum(prod(v.shape) for v in bundle.state)
+    blob = _first(stores, spec.state, what, "initial state", state_bytes,
+                  lambda d: "0x" + mj.state_root(mj.decode_state(bundle, d)).hex())  # fmt: skip
+    start = mj.decode_state(bundle, blob)
+    data = mj.load_data(spec.dataset_name)
+    if data.root() != chain.dataset_root:
+        raise JobRejected(f"{what}: dataset root differs from the chain's")
+    cfg = RunConfig(kernels=engine_cfg.kernels, device=engine_cfg.device)
+    job = mj.ModelJob(spec, bundle, data, cfg)
+    return ModelRuntime(job, model_job_graph(job), start)
+
+
+def _first(stores: list[BlobStore], address: str, what: str, name: str, max_bytes: int,
+           address_fn=None) -> bytes:  # fmt: skip
+    """The blob at `address` from the first store holding it (each store checks its address)."""
+    for store in stores:
+        try:
+            return store.get(address, address_fn=address_fn, max_bytes=max_bytes)
+        except (BlobError, ValueError):
+            continue
+    raise JobRejected(f"{what}: {name} {address} not found in any blob store")
+
+
+def model_runtime_from_files(spec: ModelSpec, stores: list[BlobStore]) -> ModelRuntime:
+    """A version-3 runtime from a submitter's own spec and blob store (nothing on chain yet);
+    JobRejected if a blob is missing or does not match the spec."""
+    chain = ChainJob(spec.steps, spec.checkpoint_every, bytes.fromhex(spec.dataset_root[2:]),
+                     bytes.fromhex(spec.state[2:]))  # fmt: skip
+    return job_runtime(spec, chain, stores, "spec", mj.MAX_PARAMS, None)
