@@ -228,19 +228,20 @@ class CaughtCheat:
 
 @contextlib.contextmanager
 def cheat_caught_and_redone(
-    run_dir: Path, spec: Path, cheat: str, manager_config: dict
+    run_dir: Path, spec: Path, cheat: str, manager_config: dict, clock_budget: int = 120
 ) -> Iterator[CaughtCheat]:
     """The cheat scenario of the dispute e2e tests: a cheating solver (`--cheat cheat`) alone
     online when the job of `spec` is posted, one honest verifier; once the cheater holds the unit
-    an honest solver joins. Waits for the dispute's result, the redone unit's attestation and
-    (chain time skipped past its challenge window) the job's completion, then yields the chain,
-    still up, for the test's checks."""
+    an honest solver joins (`clock_budget`: each side's seconds in the dispute game). Waits for
+    the dispute's result, the redone unit's attestation and (chain time skipped past its
+    challenge window) the job's completion, then yields the chain, still up, for the test's
+    checks."""
     submitter = Party("submitter", "submitter", 1)
     cheater = Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", cheat])
     honest = Party("solver", "solver", 3, ["--stake", "200"])
     verifier = Party("verifier", "verifier", 5, ["--stake", "100"])
     with chain() as (url, w3):
-        addrs = deploy(w3, manager_config)
+        addrs = deploy(w3, manager_config, clock_budget)
         fund(w3, addrs["Token"], dev_private_key(0), [submitter, cheater, honest, verifier])
         manager = contract(w3, "JobManager", addrs["JobManager"])
         registry = contract(w3, "NodeRegistry", addrs["NodeRegistry"])
