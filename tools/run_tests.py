@@ -39,6 +39,8 @@ SCENARIOS_A = [
     "tests/contracts/test_invariants.py",
     # a job on a packed dataset through the agents (about 3.5 minutes)
     "tests/data/test_data_dispute_e2e.py",
+    # 100+ dispute games over CNN and char-GPT steps on a private Anvil (about 5.5 minutes)
+    "tests/dispute/test_model_game.py",
 ]
 # The dispute-game tests (CPU-bound, about 5 minutes) run in B, all but test_game.py: in a
 # fresh-clone run on 2 cores with them in the rest, A took 19.4, B 18.2 and the rest 23.6
