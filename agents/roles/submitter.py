@@ -362,7 +362,8 @@ class Submitter(RoleAgent):
             "job %d completed: final root %s…, %s",
             self.job_id,
             self.result["final_state_root"][:18],
-            ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()) or "no held-out metric",
+            ", ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in metrics.items())
+            or "no held-out metric",
         )
         if self.args.out:
             Path(self.args.out).write_text(json.dumps(self.result, indent=2) + "\n")
