@@ -33,7 +33,7 @@ from agents.dispute.encoding import (
 )
 from agents.dispute.trace import merkle_opening
 from agents.model.graph import Graph
-from agents.model.job import ModelJob, commit_view
+from agents.model.job import ModelJob, commit_view, state_root
 from agents.training import decompose, merkle
 from agents.training.registry import OPS, GraphError, ravel, run_node, unravel
 
@@ -250,9 +250,7 @@ class StepValues:
 
     @classmethod
     def of(cls, job: ModelJob, jg: ModelJobGraph, st, t: int, trace, shard: int = 0):
-        x, y = job.batch(t, shard)
-        hyper = [torch.tensor(float(v), dtype=torch.float32) for v in job.spec.hyper().values()]
-        ins = [st[v.name] for v in job.bundle.state] + hyper + [x, y]
+        ins = job.step_inputs(st, t, shard)
         s = job.spec
         picks = decompose.unit_batch_indices(s.seed, t, s.batch, job.positions(), s.shards, shard)
         return cls(job, jg, ins + list(trace), np.asarray(picks, dtype=np.int64))
@@ -322,9 +320,9 @@ def proof_context(sv: StepValues, t: int, node: int, node_roots: list[bytes], sh
     """The ProofContext tuple of a proof over node `node` at global step t (one shard of
     `sv.job.spec.shards`), S_t the state among `sv.values`."""
     job, cfg = sv.job, sv.jg.config
-    st = [(v.name, sv.values[p]) for p, v in enumerate(job.bundle.state)]
+    st = {v.name: sv.values[p] for p, v in enumerate(job.bundle.state)}
     return (
-        merkle.state_root([(k, commit_view(v)) for k, v in st]),
+        state_root(st),
         merkle.trace_root(node_roots),
         job.data.root(),
         len(cfg.state_names),

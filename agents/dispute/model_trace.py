@@ -73,15 +73,9 @@ class ModelComputation:
 
     # -- running ----------------------------------------------------------------------------
 
-    def _inputs(self, st: State, t: int) -> list[torch.Tensor]:
-        x, y = self.job.batch(t, self.shard)
-        hyper = [torch.tensor(float(v), dtype=torch.float32)
-                 for v in self.job.spec.hyper().values()]  # fmt: skip
-        return [st[v.name] for v in self.job.bundle.state] + hyper + [x, y]
-
     def _run(self, st: State, t: int) -> tuple[State, list[torch.Tensor]]:
         g = self.jg.graph
-        ins = self._inputs(st, t)
+        ins = self.job.step_inputs(st, t, self.shard)
         outs, trace = run_graph(g, ins, self.job.cfg, keep_trace=True)
         f = self.fault
         if f is not None and f.step == t:

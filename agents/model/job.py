@@ -163,17 +163,18 @@ class ModelJob:
         x = self.data.x.index_select(0, pick).reshape(s.batch, *b.item_shape)
         return x, self.data.y.reshape(-1).index_select(0, pick)
 
-    def _inputs(self, st: State, t: int, shard: int) -> list[torch.Tensor]:
+    def step_inputs(self, st: State, t: int, shard: int = 0) -> list[torch.Tensor]:
+        """The step graph's inputs at step t: S_t, the hyper-parameters, the batch x, y."""
         x, y = self.batch(t, shard)
         return [st[v.name] for v in self.bundle.state] + self._hyper + [x, y]
 
     def step(self, st: State, t: int, shard: int = 0) -> tuple[State, float]:
-        out, _ = run_graph(self.bundle.step, self._inputs(st, t, shard), self.cfg)
+        out, _ = run_graph(self.bundle.step, self.step_inputs(st, t, shard), self.cfg)
         return {v.name: out[v.name] for v in self.bundle.state}, float(out["loss"])
 
     def trace_step(self, st: State, t: int, shard: int = 0) -> tuple[State, list[torch.Tensor]]:
         """S_{t+1} and every node's output in node order (the op trace of step t)."""
-        out, trace = run_graph(self.bundle.step, self._inputs(st, t, shard), self.cfg,
+        out, trace = run_graph(self.bundle.step, self.step_inputs(st, t, shard), self.cfg,
                                keep_trace=True)  # fmt: skip
         return {v.name: out[v.name] for v in self.bundle.state}, trace
 
