@@ -291,20 +291,12 @@ def read_state(job, state_arg: str, blob_url: str | None, spec_path: str):
 
 
 def run_weights(args: argparse.Namespace) -> int:
-    import numpy as np
-    import torch
-
     from agents.cli_job_chain import write_weights
-    from agents.model.job import state_root
+    from agents.model.job import module_state_dict, state_root
 
     job, _ = load_job(args.spec, args.blob_url)
     st = read_state(job, args.state, args.blob_url, args.spec)
-    out = {job.bundle.params[k]: v.contiguous() for k, v in st.items() if k in job.bundle.params}
-    for name, b in job.bundle.buffers.items():
-        words = np.array(b["words"], dtype=np.uint32)
-        arr = words.view(np.float32) if b["dtype"].startswith("float") else words.view(np.int32)
-        t = torch.from_numpy(arr.copy()).reshape(b["shape"])
-        out[name] = t.to(getattr(torch, b["dtype"]))
+    out = module_state_dict(job.bundle, st)
     write_weights(out, args.out)
     root = "0x" + state_root(st).hex()
     print(json.dumps({"out": args.out, "tensors": len(out), "state_root": root}))

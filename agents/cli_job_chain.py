@@ -4,8 +4,11 @@
 in the window it waits on, the disputes and their winners (agents/roles/job_view.py renders
 them). `job fetch` downloads a completed job's final checkpoint from the blob store its
 commitment names, checks it against the chain (manifest, state, committed final root) and
-writes the model's weights as a safetensors `state_dict`, with the model's test accuracy; a
-checkpoint that does not check is one error line, exit 2, and nothing is written.
+writes the model's weights as a safetensors `state_dict`, with the model's held-out metric: a
+version-1 MLP under `torch.nn.Sequential`'s names with its test accuracy; a version-3 model
+(`job build`'s PyTorch module) under the module's own names, so `load_state_dict` takes it,
+with its test accuracy (classification) or validation loss (language model). A checkpoint that
+does not check is one error line, exit 2, and nothing is written.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from agents.cli_errors import UserError
@@ -106,17 +110,25 @@ def run_status(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """A completed job's model, checked against the chain: its weights as the module's
+    `state_dict`, its state root, its held-out metric and the last batch loss."""
+
+    weights: dict
+    state_root: bytes
+    metrics: dict[str, float]
+    final_loss: float | None
+
+
 def run_fetch(args: argparse.Namespace) -> int:
-    from agents.core import datasets
     from agents.core.blobs import open_blob_store
     from agents.core.enums import JobStatus
     from agents.core.keys import DEV_CHAIN_IDS
-    from agents.roles.artifacts import BadBlob, locator_store, parse_locator, read_final_state
+    from agents.roles.artifacts import BadBlob, locator_store, parse_locator
     from agents.roles.errors import RoleError
     from agents.roles.jobs import JobRejected, fetch_spec
-    from agents.training.engine import Engine
-    from agents.training.spec import SPEC_VERSION
-    from agents.training.state import state_root, torch_state_dict
+    from agents.training.spec import SPEC_VERSION, ModelSpec
 
     w3, reader = open_reader(args)
     if args.allow_local_locators and w3.eth.chain_id not in DEV_CHAIN_IDS:
@@ -130,49 +142,88 @@ def run_fetch(args: argparse.Namespace) -> int:
         units = reader.unit_ids(int(job["unitCount"]))
         if len(units) != 1:
             raise UserError(f"{what} has {len(units)} units: fetch reads a one-unit job's model")
-        unit_id = units[0]
-        c = reader.commitment(unit_id)
+        c = reader.commitment(units[0])
         stores = [open_blob_store(url) for url in args.spec_store]
         try:
             stores.append(locator_store(parse_locator(c.locator)[0], args.allow_local_locators))
         except BadBlob as exc:
             raise UserError(f"{what}: {exc}") from None
         spec = fetch_spec(bytes(job["specHash"]), stores, what)
-        if spec.version != SPEC_VERSION:
-            raise UserError(f"{what} runs a version-{spec.version} spec: fetch reads version 1")
-        st, losses = read_final_state(
-            spec, c.locator, c.published_root, c.final_root, args.allow_local_locators
-        )
+        if isinstance(spec, ModelSpec):
+            got = _fetch_model(spec, job, stores, c, args.allow_local_locators, what)
+        elif spec.version == SPEC_VERSION:
+            got = _fetch_mlp(spec, job, c, args.allow_local_locators, what)
+        else:
+            raise UserError(f"{what} runs a version-{spec.version} spec: fetch reads versions "
+                            f"{SPEC_VERSION} and 3")  # fmt: skip
     except (RoleError, JobRejected) as exc:
         raise UserError(str(exc)) from None
     except BadBlob as exc:
         raise UserError(
             f"{what}: the final checkpoint does not check against the chain: {exc}"
         ) from None
+    write_weights(got.weights, args.out)
+    out = {
+        "job_id": args.job_id,
+        "out": args.out,
+        "tensors": len(got.weights),
+        "state_root": "0x" + got.state_root.hex(),
+        **{k: got.metrics.get(k) for k in ("test_accuracy", "val_loss") if k in got.metrics},
+        "final_loss": got.final_loss,
+    }
+    if "test_accuracy" not in out and "val_loss" not in out:
+        out["test_accuracy"] = None  # no held-out split: said as version 1 always said it
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(
+            f"{what}: wrote {args.out} ({len(got.weights)} tensors), state root "
+            f"{out['state_root']} matches the chain; {metric_words(got.metrics)}"
+        )
+    return 0
+
+
+def metric_words(metrics: dict[str, float]) -> str:
+    """The held-out metric in words: "test accuracy 0.9610" or "val loss 2.3456"."""
+    if "val_loss" in metrics:
+        return f"val loss {metrics['val_loss']:.4f}"
+    if "test_accuracy" in metrics:
+        return f"test accuracy {metrics['test_accuracy']:.4f}"
+    return "test accuracy n/a (no test split)"
+
+
+def _fetch_mlp(spec, job: dict, c, local_ok: bool, what: str) -> Fetched:
+    """A version-1 job: the MLP's checkpoint, as `torch.nn.Sequential` names its layers."""
+    from agents.core import datasets
+    from agents.roles.artifacts import read_final_state
+    from agents.training.engine import Engine
+    from agents.training.state import state_root, torch_state_dict
+
+    st, losses = read_final_state(spec, c.locator, c.published_root, c.final_root, local_ok)
     data = datasets.load_dataset(spec.dataset_name)
     if data.root() != bytes(job["datasetRoot"]):
         raise UserError(f"{what}: dataset {spec.dataset_name} differs from the chain's root")
     test = datasets.test_split_for(spec.dataset_name)
-    accuracy = Engine(spec, data).accuracy(st, test) if test is not None else None
-    weights = torch_state_dict(st, spec.widths)
-    write_weights(weights, args.out)
-    out = {
-        "job_id": args.job_id,
-        "out": args.out,
-        "tensors": len(weights),
-        "state_root": "0x" + state_root(st).hex(),
-        "test_accuracy": accuracy,
-        "final_loss": losses[-1] if losses else None,
-    }
-    if args.json:
-        print(json.dumps(out))
-    else:
-        acc = f"{accuracy:.4f}" if accuracy is not None else "n/a (no test split)"
-        print(
-            f"{what}: wrote {args.out} ({len(weights)} tensors), state root "
-            f"{out['state_root']} matches the chain; test accuracy {acc}"
-        )
-    return 0
+    metrics = {} if test is None else {"test_accuracy": Engine(spec, data).accuracy(st, test)}
+    return Fetched(torch_state_dict(st, spec.widths), state_root(st), metrics,
+                   losses[-1] if losses else None)  # fmt: skip
+
+
+def _fetch_model(spec, job: dict, stores: list, c, local_ok: bool, what: str) -> Fetched:
+    """A version-3 job: its model bundle and S_0 from the stores (each checked against the spec
+    and the chain, as a solver loads it), the final checkpoint checked against the committed
+    root, the weights under the PyTorch module's own names, and the held-out metric from the
+    committed forward graph."""
+    from agents.model.job import MAX_PARAMS, module_state_dict, state_root
+    from agents.roles.artifacts import read_final_state
+    from agents.roles.runtime import ChainJob, job_runtime
+
+    chain = ChainJob(int(job["steps"]), int(job["checkpointInterval"]),
+                     bytes(job["datasetRoot"]), bytes(job["initialStateRoot"]))  # fmt: skip
+    rt = job_runtime(spec, chain, stores, what, MAX_PARAMS, None)
+    st, losses = read_final_state(rt, c.locator, c.published_root, c.final_root, local_ok)
+    return Fetched(module_state_dict(rt.job.bundle, st), state_root(st), rt.metrics(st),
+                   losses[-1] if losses else None)  # fmt: skip
 
 
 def write_weights(tensors: dict, out: str) -> None:

@@ -77,6 +77,18 @@ def n_params(bundle: Bundle) -> int:
     return sum(prod(v.shape) for v in bundle.state if v.name in bundle.params)
 
 
+def module_state_dict(bundle: Bundle, st: State) -> dict[str, torch.Tensor]:
+    """The trained state as the PyTorch module's own `state_dict`: each parameter under its
+    module name, and the module's buffers (constants of the graph, e.g. a causal mask) as the
+    bundle recorded them, so `module.load_state_dict` takes it strictly."""
+    out = {bundle.params[k]: v.contiguous() for k, v in st.items() if k in bundle.params}
+    for name, b in bundle.buffers.items():
+        words = np.array(b["words"], dtype=np.uint32)
+        arr = words.view(np.float32) if b["dtype"].startswith("float") else words.view(np.int32)
+        out[name] = torch.from_numpy(arr.copy()).reshape(b["shape"]).to(getattr(torch, b["dtype"]))
+    return out
+
+
 def load_data(name: str):
     """The dataset a version-3 spec names: a token stream or a classification set."""
     if tokens.is_token_dataset(name):

@@ -16,9 +16,10 @@ from agents.core.blobs import BlobError, BlobStore
 from agents.core.bounded import BoundedCache
 from agents.dispute.graph import JobGraph
 from agents.dispute.model_graph import ModelJobGraph
+from agents.model import job as mj
 from agents.roles.errors import JobRejected
 from agents.roles.errors import rejecting as rejecting  # re-exported: where roles found it
-from agents.roles.runtime import ChainJob, JobRuntime, job_runtime
+from agents.roles.runtime import ChainJob, JobRuntime, ModelRuntime, job_runtime
 from agents.training import spec as specs
 from agents.training.engine import Engine, EngineConfig
 from agents.training.spec import JobSpec, ModelSpec
@@ -128,3 +129,24 @@ def keep_spec(spec: JobSpec, store: BlobStore, log: logging.Logger) -> None:
             store.put(spec.canonical_bytes())
     except (BlobError, OSError) as exc:
         log.warning("could not keep a copy of spec %s in my blob store: %s", address[:18], exc)
+
+
+def keep_job(ctx: JobContext, store: BlobStore, log: logging.Logger) -> None:
+    """keep_spec, and for a version-3 job its model bundle and S_0 too: the store a solver's
+    commitment names then holds everything a reader of its checkpoints needs (`job fetch` with
+    no other store), whatever became of the submitter's. Best effort, as keep_spec."""
+    keep_spec(ctx.spec, store, log)
+    rt = ctx.runtime
+    if not isinstance(rt, ModelRuntime):
+        return
+    bundle = rt.job.bundle
+    states = BlobStore(store.backend, lambda d: "0x" + mj.state_root(
+        mj.decode_state(bundle, d)).hex())  # fmt: skip
+    try:
+        if not store.has(ctx.spec.graph):
+            store.put(bundle.to_bytes())
+        if not store.has(ctx.spec.state):
+            states.put(rt.encode_state(rt.initial_state()))
+    except (BlobError, OSError) as exc:
+        log.warning("could not keep a copy of job %d's model in my blob store: %s", ctx.job_id,
+                    exc)  # fmt: skip

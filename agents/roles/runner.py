@@ -48,7 +48,7 @@ from agents.roles.jobs import (
     JobContext,
     JobRejected,
     LoadedJobs,
-    keep_spec,
+    keep_job,
     load_job,
 )
 from agents.roles.logic import (
@@ -444,7 +444,7 @@ class RoleAgent:
                 )
             cfg = bytes(self.game.functions.configOf(job_id).call())
             ctx = load_job(job_id, job, self.spec_stores(), cfg, self.max_params, self.engine_cfg)
-            keep_spec(ctx.spec, self.agent.blobs, self.log)
+            keep_job(ctx, self.agent.blobs, self.log)
         self.jobs.put(job_id, ctx)
         return ctx
 

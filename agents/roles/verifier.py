@@ -46,7 +46,7 @@ from agents.roles.jobs import (
     JobContext,
     JobRejected,
     LoadedJobs,
-    keep_spec,
+    keep_job,
     load_job,
 )
 from agents.roles.logic import (
@@ -180,7 +180,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         except JobRejected as exc:
             self.log.warning("job %d: %s", job_id, exc)
             return None
-        keep_spec(ctx.spec, self.agent.blobs, self.log)
+        keep_job(ctx, self.agent.blobs, self.log)
         self._replay_jobs.put(job_id, ctx)
         return ctx
 

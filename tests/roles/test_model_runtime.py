@@ -83,3 +83,22 @@ def test_a_state_blob_of_the_wrong_size_is_a_bad_blob(published):
     for wrong in (blob[:-4], blob + b"\x00" * 4):
         with pytest.raises(BadBlob):
             rt.decode_state(wrong)
+
+
+def test_a_role_keeps_the_spec_bundle_and_s0_so_its_store_alone_loads_the_job(published, tmp_path):
+    # what `job fetch` reads from the store a solver's commitment names, the submitter's gone
+    import logging
+
+    from agents.roles.jobs import keep_job
+
+    spec, store, job = published
+    ctx = load_job(7, job, [store], None)
+    mine = open_blob_store(str(tmp_path / "mine"))
+    with pytest.raises(JobRejected, match="not found in any blob store"):
+        load_job(7, job, [mine], None)
+    keep_job(ctx, mine, logging.getLogger("test"))
+    again = load_job(7, job, [mine], None).runtime
+    assert again.job.bundle.hash() == ctx.runtime.job.bundle.hash()
+    assert again.state_root(again.initial_state()) == bytes.fromhex(spec.state[2:])
+    keep_job(ctx, mine, logging.getLogger("test"))  # a second load writes nothing new
+    assert sum(1 for p in (tmp_path / "mine").rglob("*") if p.is_file()) == 3
