@@ -29,6 +29,7 @@ ABI_STAMP  := build/abi/.exported
 help:
 	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
 	@echo "               DEMO=decomposed: a 2-round x 3-shard job (RoundManager, aggregation fraud proof)"
+	@echo "               DEMO=gpt: the char GPT, a cheat at an attention softmax caught, the model fetched and sampled"
 	@echo "make test    - the whole test suite (PROVIDER=test to run contract tests on py-evm)"
 	@echo "make lint    - ruff check + format check, import layering, solhint, slither (fails on high/medium)"
 	@echo "make bench   - run bench/ and write JSON under bench/results/"
@@ -85,8 +86,11 @@ compile abi: $(ABI_STAMP)
 
 # --- the two commands ---------------------------------------------------------------------
 # DEMO=decomposed: the 2-round x 3-shard job through the RoundManager (scripts/demo_decomposed.py).
+# DEMO=gpt: the char GPT, a cheat at an attention softmax caught, the model fetched and sampled
+# (scripts/demo_gpt.py).
+DEMO_SCRIPT = $(if $(filter decomposed,$(DEMO)),scripts.demo_decomposed,$(if $(filter gpt,$(DEMO)),scripts.demo_gpt,scripts.demo))
 demo: $(ABI_STAMP)
-	@$(PY) -m $(if $(filter decomposed,$(DEMO)),scripts.demo_decomposed,scripts.demo) $(if $(RPC_URL),--rpc-url $(RPC_URL))
+	@$(PY) -m $(DEMO_SCRIPT) $(if $(RPC_URL),--rpc-url $(RPC_URL))
 
 test: $(ABI_STAMP)
 	$(PY) -m tools.run_tests --provider $(PROVIDER)

@@ -25,7 +25,7 @@ import torch
 
 from agents.model import job as mj
 from agents.model.run import RunConfig
-from bench.models import EXAMPLES, _plain, make_job
+from bench.models import EXAMPLES, make_job, plain_trainer
 
 OUT = Path(__file__).resolve().parent / "results" / "gpu.json"
 
@@ -50,7 +50,7 @@ def check(name: str, device: str, steps: int, rounds: int = 5, per_round: int = 
     if not device.startswith("cuda"):  # a dry run: interpreted kernels have no speed to measure
         return out
     module = module.to(device)
-    plain = _plain(module, {k: v.to(device) for k, v in st0.items()}, EXAMPLES[name]["opt"])
+    plain = plain_trainer(module, {k: v.to(device) for k, v in st0.items()}, EXAMPLES[name]["opt"])
     times: dict[str, list[float]] = {"triton": [], "torch": [], "plain": []}
     states = {k: {n: v.to(device) for n, v in st0.items()} for k in jobs}
     t = 0

@@ -69,7 +69,7 @@ def make_job(name: str, kernels: str = "native"):
     return mj.ModelJob(spec, low.bundle, ds, RunConfig(kernels)), st, module, build_s
 
 
-def _plain(module: torch.nn.Module, st: dict, opt: Optimizer):
+def plain_trainer(module: torch.nn.Module, st: dict, opt: Optimizer):
     """The same module, PyTorch's own autograd and optimizer, from the same initial weights."""
     module.load_state_dict({k.removeprefix("p."): v for k, v in st.items() if k.startswith("p.")},
                            strict=False)  # fmt: skip
@@ -94,7 +94,7 @@ def _plain(module: torch.nn.Module, st: dict, opt: Optimizer):
     return step
 
 
-def _metric(job: mj.ModelJob, module, name: str) -> dict:
+def plain_metric(job: mj.ModelJob, module, name: str) -> dict:
     if job.bundle.task == "lm":
         x, y = tokens.load_tokens(tokens.VAL).eval_windows(module.block_size)
         with torch.no_grad():
@@ -109,7 +109,7 @@ def bench_one(name: str, rounds: int = 7, per_round: int = 5) -> dict:
     torch.set_num_threads(1)
     job, st0, module, build_s = make_job(name)
     portable = mj.ModelJob(job.spec, job.bundle, job.data, RunConfig("torch"))
-    plain = _plain(module, st0, EXAMPLES[name]["opt"])
+    plain = plain_trainer(module, st0, EXAMPLES[name]["opt"])
     times: dict[str, list[float]] = {"engine": [], "portable": [], "plain": []}
     st_e, st_p = dict(st0), dict(st0)
     t = 0
@@ -146,14 +146,14 @@ def bench_one(name: str, rounds: int = 7, per_round: int = 5) -> dict:
     out["train_steps"] = job.spec.steps
     out["engine_train_seconds"] = round(time.perf_counter() - t0, 2)
     out["engine"] = job.evaluate(st)
-    plain = _plain(module, st0, EXAMPLES[name]["opt"])
+    plain = plain_trainer(module, st0, EXAMPLES[name]["opt"])
     module.train()
     t0 = time.perf_counter()
     for t in range(job.spec.steps):
         plain(*job.batch(t))
     out["plain_train_seconds"] = round(time.perf_counter() - t0, 2)
     module.eval()
-    out["plain"] = _metric(job, module, name)
+    out["plain"] = plain_metric(job, module, name)
     if job.bundle.task == "lm":
         out["unigram_val_loss"] = tokens.load_tokens(tokens.VAL).unigram_loss()
         out["val_loss_ratio"] = round(out["engine"]["val_loss"] / out["plain"]["val_loss"], 4)

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,7 +185,7 @@ class Processes:
             log.close()
 
 
-def _wait(what: str, cond, timeout: float, procs: Processes | None = None) -> None:
+def wait_for(what: str, cond, timeout: float, procs: Processes | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if procs is not None:
@@ -212,7 +212,37 @@ def fund(w3: Web3, token_addr: str, deployer_key: str, parties: list[Party]) -> 
             raise DemoError("minting demo tokens failed")
 
 
-def run(rpc_url: str | None, deployer_key: str | None, deploy_only: bool = False) -> dict:
+def deploy_params(
+    manager_config: dict | None = None, clock_budget: int = CLOCK_BUDGET
+) -> dict[str, Any]:
+    """The demo's deployment: the real dispute game and the attestation court, short deadlines
+    (`manager_config` overrides some of MANAGER_CONFIG's)."""
+    return {
+        "attestation_court": COURT,
+        "court_clock_budget": COURT_CLOCK_BUDGET,
+        "dispute_game": True,
+        "clock_budget": clock_budget,
+        "registry_config": REGISTRY_CONFIG,
+        "manager_config": {**MANAGER_CONFIG, **(manager_config or {})},
+    }
+
+
+#: A demo's scenario once the contracts are deployed and the parties funded: (w3, url,
+#: addresses, wall-clock start, wall marks, first block) -> the report's job part.
+Play = Callable[[Web3, str, dict, float, dict, int], dict]
+
+
+def run(
+    rpc_url: str | None,
+    deployer_key: str | None,
+    deploy_only: bool = False,
+    params: dict[str, Any] | None = None,
+    parties: list[Party] | None = None,
+    report_dir: Path = REPORT_DIR,
+    play_fn: Play | None = None,
+) -> dict:
+    """Deploy (writing `report_dir`/deployment.json, which `job status|fetch --deployment`
+    read), fund `parties` and run `play_fn` (by default the MLP demo's)."""
     started = time.monotonic()
     marks: dict[str, float] = {}
     with chain_url(rpc_url) as (url, private_chain):
@@ -224,15 +254,7 @@ def run(rpc_url: str | None, deployer_key: str | None, deploy_only: bool = False
                 "public dev keys; use a local Anvil"
             )
         key = deployer_key or dev_private_key(0)
-        params = {
-            "attestation_court": COURT,
-            "court_clock_budget": COURT_CLOCK_BUDGET,
-            "dispute_game": True,
-            "clock_budget": CLOCK_BUDGET,
-            "registry_config": REGISTRY_CONFIG,
-            "manager_config": MANAGER_CONFIG,
-        }
-        addresses = deploy_all(w3, key, DEFAULT_ABI_DIR, params)
+        addresses = deploy_all(w3, key, DEFAULT_ABI_DIR, params or deploy_params())
         first_block = w3.eth.block_number
         report: dict[str, Any] = {
             "rpc_url": url,
@@ -241,15 +263,15 @@ def run(rpc_url: str | None, deployer_key: str | None, deploy_only: bool = False
             "block": first_block,
             "contracts": addresses,
         }
-        REPORT_DIR.mkdir(parents=True, exist_ok=True)
-        (REPORT_DIR / "deployment.json").write_text(json.dumps(report, indent=2) + "\n")
+        report_dir.mkdir(parents=True, exist_ok=True)
+        (report_dir / "deployment.json").write_text(json.dumps(report, indent=2) + "\n")
         marks["deployed"] = time.monotonic() - started
         if deploy_only:
             report["wall_time_s"] = round(time.monotonic() - started, 2)
             return report
-        fund(w3, addresses["Token"], key, PARTIES)
+        fund(w3, addresses["Token"], key, parties or PARTIES)
         marks["funded"] = time.monotonic() - started
-        report.update(play(w3, url, addresses, started, marks, first_block))
+        report.update((play_fn or play)(w3, url, addresses, started, marks, first_block))
     report["wall_time_s"] = round(time.monotonic() - started, 2)
     return report
 
@@ -277,7 +299,7 @@ def play(
         # 1. the cheater, the verifiers and the whistleblower register and stake
         for name in ("solver-cheat", "verifier", "verifier-lazy", "whistleblower"):
             procs.start(by_name[name], url, manager_addr)
-        _wait(
+        wait_for(
             "registrations",
             lambda: all(
                 registry.functions.roleOf(by_name[n].address).call() != 0
@@ -302,7 +324,7 @@ def play(
             str(result_file),
             "--mine-when-idle",
         )
-        _wait(
+        wait_for(
             "the first assignment",
             lambda: (
                 manager.functions.jobCount().call() >= 1
@@ -316,7 +338,7 @@ def play(
         for name in ("solver-a", "solver-b"):
             procs.start(by_name[name], url, manager_addr)
         # 4. run until the job completes and the honest parties withdrew what they earned
-        _wait("job completion", lambda: procs.procs["submitter"].poll() is not None, 240, procs)
+        wait_for("job completion", lambda: procs.procs["submitter"].poll() is not None, 240, procs)
         if procs.procs["submitter"].returncode != 0:
             tail = (run_dir / "submitter.log").read_text()[-600:]
             raise DemoError(
@@ -334,10 +356,10 @@ def play(
 
         # the whistleblower disputes the lazy verifier's false attestation in the court
         with contextlib.suppress(DemoError):
-            _wait("the attestation dispute", court_settled, 90, procs)
+            wait_for("the attestation dispute", court_settled, 90, procs)
         marks["attestation_ruled"] = time.monotonic() - started
         with contextlib.suppress(DemoError):
-            _wait(
+            wait_for(
                 "withdrawals",
                 lambda: all(
                     manager.functions.credits(p.address).call() == 0
@@ -361,8 +383,14 @@ def _events(contract, name: str, first: int) -> list:
 
 
 def collect(
-    w3: Web3, addresses: dict[str, str], first: int, run_dir: Path, marks: dict[str, float]
+    w3: Web3,
+    addresses: dict[str, str],
+    first: int,
+    run_dir: Path,
+    marks: dict[str, float],
+    parties: list[Party] | None = None,
 ) -> dict:
+    parties = parties or PARTIES
     manager = w3.eth.contract(
         address=addresses["JobManager"], abi=load_artifact("JobManager")["abi"]
     )
@@ -372,7 +400,7 @@ def collect(
     game = w3.eth.contract(
         address=addresses["DisputeGame"], abi=load_artifact("DisputeGame")["abi"]
     )
-    names = {p.address: p.name for p in PARTIES}
+    names = {p.address: p.name for p in parties}
     # gas and transactions per address, from every block of the run
     gas: dict[str, int] = {}
     txs: dict[str, int] = {}
@@ -385,7 +413,7 @@ def collect(
             gas[sender] = gas.get(sender, 0) + int(rc["gasUsed"])
             txs[sender] = txs.get(sender, 0) + 1
             spent.append((int(block["timestamp"]), int(rc["gasUsed"])))
-    duplicates = audit_sends(w3, first, {p.address: run_dir / p.name for p in PARTIES})
+    duplicates = audit_sends(w3, first, {p.address: run_dir / p.name for p in parties})
     slashed: dict[str, int] = {}
     for ev in _events(registry, "NodeSlashed", first):
         a = ev["args"]
@@ -434,7 +462,7 @@ def collect(
                 "winner": names.get(claim[2] if a["challengerWon"] else claim[1]),
             }
         )
-    actions: dict[str, list[str]] = {p.name: [] for p in PARTIES}
+    actions: dict[str, list[str]] = {p.name: [] for p in parties}
     happened: list[tuple[int, int, str, str]] = []
     for ev_name, who, what in (
         ("UnitClaimed", "solver", "claimed"),
@@ -457,7 +485,7 @@ def collect(
             actions[n].append(what)
     false_attest = _false_attestations(run_dir / "whistleblower.log", names)
     outcomes = {}
-    for p in PARTIES:
+    for p in parties:
         outcomes[p.name] = {
             "address": p.address,
             "role": p.role,
@@ -619,19 +647,23 @@ def summary_table(report: dict) -> str:
     for ph in report["timeline"]:
         lines.append(f"  {ph['phase']:<32} {ph['start_s']:>6}s {ph['end_s']:>6}s")
     lines.append("")
-    acc = job.get("test_accuracy")
-    lines.append(
-        f"job {job['job_id']}: {job['status']} after {job['attempts']} attempt(s); "
-        f"final state root {job['final_state_root'][:18]}…; test accuracy "
-        f"{acc * 100:.2f}%"
-        if acc is not None
-        else "n/a"
-    )
+    lines.append(job_line(job))
     lines.append(
         f"transactions sent twice: {len(report['duplicate_transactions'])}; "
         f"wall time {report['wall_time_s']} s"
     )
     return "\n".join(lines)
+
+
+def job_line(job: dict) -> str:
+    """The job's outcome in one line, with its held-out metric (accuracy or validation loss)."""
+    acc, val = job.get("test_accuracy"), job.get("val_loss")
+    metric = (f"test accuracy {acc * 100:.2f}%" if acc is not None else
+              f"val loss {val:.4f}" if val is not None else "no held-out metric")  # fmt: skip
+    return (
+        f"job {job['job_id']}: {job['status']} after {job['attempts']} attempt(s); "
+        f"final state root {job['final_state_root'][:18]}…; {metric}"
+    )
 
 
 def write_outputs(report: dict) -> None:
@@ -649,6 +681,29 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def guarded(fn: Callable[[], dict]) -> dict | int:
+    """`fn`'s report, or the exit code once its failure was said in one line (2: a user error,
+    1: the demo failed, 130: interrupted); every process it started is stopped either way."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return fn()
+    except (ChainUnavailable, FileNotFoundError, DeploymentError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except DemoError as exc:
+        print(f"error: demo failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; every demo process was stopped", file=sys.stderr)
+        return 130
+
+
+def print_contracts(report: dict) -> None:
+    print(f"chain {report['chain_id']}; contracts:")
+    for name, address in report["contracts"].items():
+        print(f"  {name:<24} {address}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
     parser.add_argument("--rpc-url", help="use this dev chain instead of starting a private Anvil")
@@ -659,21 +714,10 @@ def main(argv: list[str] | None = None) -> int:
         help="only deploy and write build/demo/deployment.json",
     )
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        report = run(args.rpc_url, args.key, args.deploy_only)
-    except (ChainUnavailable, FileNotFoundError, DeploymentError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except DemoError as exc:
-        print(f"error: demo failed: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; every demo process was stopped", file=sys.stderr)
-        return 130
-    print(f"chain {report['chain_id']}; contracts:")
-    for name, address in report["contracts"].items():
-        print(f"  {name:<24} {address}")
+    report = guarded(lambda: run(args.rpc_url, args.key, args.deploy_only))
+    if isinstance(report, int):
+        return report
+    print_contracts(report)
     if args.deploy_only:
         print(f"wrote {REPORT_DIR / 'deployment.json'} in {report['wall_time_s']} s")
         return 0

@@ -1,0 +1,126 @@
+"""`make demo DEMO=gpt` (scripts/demo_gpt.py): the char GPT through the network.
+
+- end to end (slow: about 4 minutes on a loaded 2-core machine), on the smallest job that has a
+  cheat to catch (batch 2, 4 steps): the cheater's flipped attention probability is caught at
+  that node and element, the cheater slashed, the honest retrain completes the job, `job fetch`
+  writes the model whose root the chain holds, which plain PyTorch loads, scores and samples;
+  its validation loss next to plain PyTorch's own training's; the report JSON as the MLP demo's;
+- fast, without a chain: the node the demo cheats at is the first attention softmax's output
+  (as the lowering's provenance records it, tests/roles/model_nodes.py), and the demo's local
+  side (the fetched weights in the plain module, its samples, plain PyTorch's training) on a
+  state the engine trained.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from model_nodes import build_with_provenance, first_run
+from safetensors.torch import save_file
+
+from agents.cli_job import load_job
+from agents.model.job import module_state_dict
+from scripts import demo_gpt
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = ["--batch", "2", "--steps", "4", "--checkpoint-every", "2"]
+
+
+def _leftovers(marker: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_make_demo_gpt_catches_the_cheat_fetches_and_samples_the_model():
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "scripts.demo_gpt", *SMALL], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=840)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads((demo_gpt.REPORT_DIR / "report.json").read_text())
+    time.sleep(0.5)
+    assert _leftovers(str(demo_gpt.REPORT_DIR / "run")) == [], "demo left agent processes running"
+    port = report["rpc_url"].rsplit(":", 1)[1]
+    assert _leftovers(f"--port {port} ") == [], "demo left its anvil running"
+
+    job = report["job"]
+    assert job["status"] == "completed" and job["attempts"] == 2
+    o = report["outcomes"]
+    assert o["solver-cheat"]["outcome"] == "slashed" and o["solver-cheat"]["slashed"] == 100
+    assert o["solver-cheat"]["paid"] == 0
+    assert o["solver"]["paid"] > 0 and o["verifier"]["paid"] > 0
+    assert o["verifier"]["slashed"] == 0 and o["solver"]["slashed"] == 0
+    (game,) = report["disputes"]
+    assert game["defender"] == "solver-cheat" and game["winner"] == "verifier"
+    assert game["by_timeout"] is False
+    assert report["duplicate_transactions"] == [] and report["timeline"]
+    # caught at the cheated node and element (the chain's events, as the demo reported them)
+    assert report["cheat"]["step"] == demo_gpt.CHEAT_STEP
+    # the fetched model is the chain's, and plain PyTorch scores it as the protocol did
+    fetched = report["fetch"]
+    assert fetched["state_root"] == job["final_state_root"]
+    assert fetched["val_loss"] == job["val_loss"]
+    v = report["val_loss"]
+    assert abs(v["fetched_in_pytorch"] - v["protocol"]) <= 1e-4
+    assert abs(v["plain_pytorch"] - v["protocol"]) <= 1e-2  # 4 steps: float orders apart
+    assert len(report["samples"]) == len(demo_gpt.SAMPLE_PROMPTS)
+    for prompt, text in zip(demo_gpt.SAMPLE_PROMPTS, report["samples"], strict=True):
+        assert text.startswith(prompt) and len(text) == len(prompt) + demo_gpt.SAMPLE_CHARS
+    assert "samples from the fetched model" in proc.stdout
+    assert f"plain PyTorch {v['plain_pytorch']:.4f}" in proc.stdout
+    assert "solver-cheat" in proc.stdout and "slashed" in proc.stdout
+    png = (demo_gpt.REPORT_DIR / "demo.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+@pytest.fixture(scope="module")
+def gpt_spec(tmp_path_factory):
+    """The demo's small GPT spec, built with the lowering's provenance recorded."""
+    tmp = tmp_path_factory.mktemp("gpt")
+    spec = tmp / "gpt.json"
+    o = demo_gpt.OPTIMIZER
+    argv = ["--model", f"{demo_gpt.MODEL}:make_model", "--dataset", demo_gpt.DATASET,
+            "--optimizer", "adamw", "--lr", str(o["lr"]), "--betas", "{},{}".format(*o["betas"]),
+            "--weight-decay", str(o["weight_decay"]), "--clip-norm", str(o["clip_norm"]),
+            "--batch", "2", "--steps", "4", "--checkpoint-every", "2", "--seed", "1", "--out",
+            str(spec)]  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        nodes = build_with_provenance(mp, argv)
+    return spec, nodes
+
+
+def test_the_demo_cheats_at_the_first_attention_softmax_output(gpt_spec):
+    spec, nodes = gpt_spec
+    job, _ = load_job(str(spec), None)
+    node = demo_gpt.attention_probabilities_node(job.bundle.step)
+    assert node == first_run(nodes["softmax"])[-1]
+    assert job.bundle.step.nodes[node].shape[-1] ** 2 > demo_gpt.CHEAT_ELEMENT
+
+
+def test_the_local_side_loads_samples_and_compares_with_plain_pytorch(gpt_spec, tmp_path):
+    spec, _ = gpt_spec
+    job, start = load_job(str(spec), None)
+    *_, (_, _, final, _) = job.train(start)
+    weights = tmp_path / "model.safetensors"
+    save_file(module_state_dict(job.bundle, final), str(weights))
+    protocol = job.evaluate(final)["val_loss"]
+    got = demo_gpt.local_side(protocol, job, start, weights)
+    v = got["val_loss"]
+    assert abs(v["fetched_in_pytorch"] - protocol) <= 1e-4
+    assert abs(v["plain_pytorch"] - protocol) <= 1e-2
+    # untrained weights score worse than the trained ones: the comparison sees the training
+    untrained = tmp_path / "s0.safetensors"
+    save_file(module_state_dict(job.bundle, start), str(untrained))
+    before = demo_gpt.local_side(protocol, job, start, untrained)["val_loss"]
+    assert before["fetched_in_pytorch"] > v["fetched_in_pytorch"]
+    module = demo_gpt.fetched_module(weights)
+    a, b = (demo_gpt.sample(module, "ROMEO:", 40, seed=3) for _ in range(2))
+    assert a == b and a.startswith("ROMEO:") and len(a) == 46  # seeded: the same text
+    assert demo_gpt.sample(module, "ROMEO:", 40, seed=4) != a
