@@ -173,10 +173,28 @@ def play_gpt(cfg: GptConfig, spec: Path, job, cheat: dict):
         result = json.loads(result_file.read_text())
         report = {"job": result, "cheat": cheat}
         report.update(collect(w3, addresses, first, run_dir, marks, list(by_name.values())))
+        report["caught_at"] = caught_at(w3, addresses["DisputeGame"], first)
         report["fetch"] = fetch(result["job_id"])
         return report
 
     return play
+
+
+def caught_at(w3: Web3, game_address: str, first: int) -> dict:
+    """Where the dispute game narrowed the cheater's claim, from its events: the step, the
+    node of that step's graph, and the element the chain recomputed (directly, or through a
+    reduction's own bisection)."""
+    game = w3.eth.contract(address=game_address, abi=load_artifact("DisputeGame")["abi"])
+
+    def args(name: str, key: str) -> list[int]:
+        logs = getattr(game.events, name)().get_logs(from_block=first)
+        return [int(e["args"][key]) for e in logs]
+
+    return {
+        "steps": args("StepPicked", "step"),
+        "nodes": args("NodePicked", "node"),
+        "elements": args("ElementProved", "element") + args("ReductionOpened", "element"),
+    }
 
 
 def fetch(job_id: int) -> dict:
@@ -293,9 +311,11 @@ def print_result(report: dict) -> None:
     g = report["disputes"][0] if report["disputes"] else None
     c = report["cheat"]
     print(summary_table(report))
-    if g is not None:
-        print(f"the cheat: step {c['step']}, node {c['node']} ({c['operator']}), element "
-              f"{c['element']}; {g['winner']} won the game")  # fmt: skip
+    at = report["caught_at"]
+    print(f"the cheat: step {c['step']}, node {c['node']} ({c['operator']}), element "
+          f"{c['element']}; the game narrowed it to step(s) {at['steps']}, node(s) "
+          f"{at['nodes']}, element(s) {at['elements']}"
+          + (f"; {g['winner']} won it" if g is not None else ""))  # fmt: skip
     f = report["fetch"]
     print(f"fetched: {f['command']}\n  -> {f['out']} ({f['tensors']} tensors), state root "
           f"{f['state_root'][:18]}… matches the chain")  # fmt: skip

@@ -61,8 +61,11 @@ def test_make_demo_gpt_catches_the_cheat_fetches_and_samples_the_model():
     assert game["defender"] == "solver-cheat" and game["winner"] == "verifier"
     assert game["by_timeout"] is False
     assert report["duplicate_transactions"] == [] and report["timeline"]
-    # caught at the cheated node and element (the chain's events, as the demo reported them)
-    assert report["cheat"]["step"] == demo_gpt.CHEAT_STEP
+    # caught at the cheated node and element (the game's events, as the demo reported them)
+    cheat = report["cheat"]
+    assert report["caught_at"] == {"steps": [demo_gpt.CHEAT_STEP], "nodes": [cheat["node"]],
+                                   "elements": [demo_gpt.CHEAT_ELEMENT]}  # fmt: skip
+    assert "(attention softmax)" in proc.stdout
     # the fetched model is the chain's, and plain PyTorch scores it as the protocol did
     fetched = report["fetch"]
     assert fetched["state_root"] == job["final_state_root"]
