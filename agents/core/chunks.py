@@ -31,6 +31,7 @@ from agents.core.blobs import BlobError, BlobStore, open_blob_store
 from agents.training import packed
 from agents.training.data import Dataset, DatasetError
 from agents.training.keccak import keccak256
+from agents.training.tokens import TokenDataset
 
 DEFAULT_CACHE_BYTES = 1 << 30
 MAX_MANIFEST_BYTES = 1 << 28  # 2^22 chunk entries: a 4 TiB dataset at 1 MiB chunks
@@ -262,12 +263,27 @@ class ChunkFetcher:
         name = m.name() if split == "train" else f"{m.name()}/{split}"
         return PartialDataset(name, x, y, m.classes, s.root, covered)
 
+    def open_split(self, split: str = "train") -> FetchingDataset | FetchingTokens:
+        """The split as a dataset whose chunks are fetched when a step's batch first reads them
+        (a role's replay of a few segments fetches only those batches' chunks; a whole run
+        fetches every chunk once). Nothing is fetched here."""
+        m, s = self.manifest, self.manifest.split(split)
+        if s is None:
+            raise DatasetError(f"the packed dataset has no {split} split")
+        name = m.name() if split == "train" else f"{m.name()}/{split}"
+        filler = ChunkFiller(self, split)
+        if m.kind == "tokens":
+            toks = torch.from_numpy(filler.buffers["tokens"])
+            vocab = tuple(str(v) for v in range(m.classes))
+            return FetchingTokens(name, toks, vocab, filler, s.root)
+        x = torch.from_numpy(filler.buffers["x"].view(np.float32).reshape(s.n, -1))
+        y = torch.from_numpy(filler.buffers["y"].reshape(1, -1))
+        return FetchingDataset(name, x, y, m.classes, filler, s.root)
+
     # -- a whole split ---------------------------------------------------------------------
 
     def load(self, split: str = "train"):
         """The split as the engine's Dataset (classification) or TokenDataset (tokens)."""
-        from agents.training.tokens import TokenDataset
-
         m, s = self.manifest, self.manifest.split(split)
         if s is None:
             raise DatasetError(f"the packed dataset has no {split} split")
@@ -306,6 +322,87 @@ class PartialDataset(PackedDataset):
         return bytes.fromhex(self.manifest_root[2:])
 
 
+class ChunkFiller:
+    """Full-size buffers of one split's tensors (zero pages until written: the OS commits only
+    what is filled) into which chunks are fetched, checked, once each, as work first needs
+    them. A chunk no store has whole raises ChunkUnavailable and nothing of it is written: a
+    bad chunk is never trained on. A label or token outside the declared classes or vocabulary
+    is refused as the chunk is filled (the engine indexes by it)."""
+
+    def __init__(self, fetcher: ChunkFetcher, split: str) -> None:
+        s = fetcher.manifest.split(split)
+        assert s is not None
+        self.fetcher, self.split, self.entry = fetcher, split, s
+        # x keeps its words (its float32 view is the engine's X); y and tokens are int64
+        self.buffers = {t.name: np.zeros(t.numel, np.uint32 if t.name == "x" else np.int64)
+                        for t in s.tensors}  # fmt: skip
+        self.filled: set[tuple[str, int]] = set()
+
+    @property
+    def chunk_count(self) -> int:
+        return sum(len(t.chunks) for t in self.entry.tensors)
+
+    def fill(self, needed: Iterable[tuple[str, int]]) -> None:
+        for tensor, c in sorted(set(needed) - self.filled):
+            words = self.fetcher.chunk(self.split, tensor, c)
+            if tensor != "x" and words.size and int(words.max()) >= self.fetcher.manifest.classes:
+                what = "label" if tensor == "y" else "token"
+                raise DatasetError(
+                    f"chunk {c} of {self.split}.{tensor} holds {what} {int(words.max())}, "
+                    f"outside the manifest's {self.fetcher.manifest.classes}"
+                )
+            first, end = self.entry.tensor(tensor).chunk_span(c)
+            self.buffers[tensor][first:end] = words
+            self.filled.add((tensor, c))
+
+    def complete(self) -> None:
+        """Every chunk (a dispute's one-step proof opens the whole tensor's roots)."""
+        self.fill((t.name, c) for t in self.entry.tensors for c in range(len(t.chunks)))
+
+
+@dataclass(frozen=True)
+class FetchingDataset(PackedDataset):
+    """A classification split whose rows are fetched when a batch reads them (`prepare`, which
+    the engines call with each step's example indices before the step reads X); its root is the
+    manifest's, which every chunk fetched is checked against."""
+
+    filler: ChunkFiller | None = None
+    manifest_root: str = ""
+
+    def root(self) -> bytes:
+        return bytes.fromhex(self.manifest_root[2:])
+
+    def prepare(self, indices: Iterable[int]) -> None:
+        assert self.filler is not None
+        self.filler.fill(self.filler.fetcher.chunks_for_examples(self.filler.split, indices))
+
+    def complete(self) -> None:
+        assert self.filler is not None
+        self.filler.complete()
+
+
+@dataclass(frozen=True)
+class FetchingTokens(TokenDataset):
+    """A token split whose windows fetch the chunks they cover first (the token engine reads
+    batches through `windows` only)."""
+
+    filler: ChunkFiller | None = None
+    manifest_root: str = ""
+
+    def root(self) -> bytes:
+        return bytes.fromhex(self.manifest_root[2:])
+
+    def windows(self, off: torch.Tensor, context: int) -> tuple[torch.Tensor, torch.Tensor]:
+        assert self.filler is not None
+        f = self.filler
+        f.fill(f.fetcher.chunks_for_windows(f.split, off.reshape(-1).tolist(), context))
+        return super().windows(off, context)
+
+    def complete(self) -> None:
+        assert self.filler is not None
+        self.filler.complete()
+
+
 def step_indices(seed: int, steps: Iterable[int], batch: int, n: int) -> np.ndarray:
     """Every example the batches of these steps read (§4.1, one shard): what to load_partial."""
     from agents.training.data import batch_indices
@@ -326,14 +423,18 @@ def _stores(urls: Iterable[str], timeout_s: float) -> list[BlobStore]:
     return out
 
 
-def open_packed(ref: str, cfg: FetchConfig | None = None) -> ChunkFetcher:
+def open_packed(
+    ref: str, cfg: FetchConfig | None = None, extra_stores: Sequence[BlobStore] = ()
+) -> ChunkFetcher:
     """A fetcher for `manifest:0x<address>` (the manifest read from the stores) or a manifest
-    file's path (its folder's `blobs/` store is tried first: what `dataset pack --out` wrote)."""
+    file's path (its folder's `blobs/` store is tried first: what `dataset pack --out` wrote);
+    `extra_stores` are tried after the configured ones (a role's own blob store and
+    --spec-store list)."""
     cfg = cfg or current_config()
     urls = list(cfg.stores)
     if ref.startswith(packed.NAME_PREFIX):
         address = ref[len(packed.NAME_PREFIX) :].lower()
-        stores = _stores(urls, cfg.timeout_s)
+        stores = _stores(urls, cfg.timeout_s) + list(extra_stores)
         raw, why = None, []
         for store in stores:
             try:
@@ -354,7 +455,7 @@ def open_packed(ref: str, cfg: FetchConfig | None = None) -> ChunkFetcher:
             raise DatasetError(f"cannot read dataset manifest {ref}: {e.strerror}") from None
         local = path.parent / "blobs"
         stores = _stores([str(local)] if local.is_dir() else [], cfg.timeout_s)
-        stores += _stores(urls, cfg.timeout_s)
+        stores += _stores(urls, cfg.timeout_s) + list(extra_stores)
     manifest = packed.manifest_from_bytes(raw)
     if cfg.max_dataset_bytes is not None and manifest.data_bytes() > cfg.max_dataset_bytes:
         mib = manifest.data_bytes() / 2**20
@@ -370,3 +471,9 @@ def is_packed_ref(name: str) -> bool:
 
 def load_named(name: str, split: str = "train"):
     return open_packed(name).load(split)
+
+
+def open_named(name: str, split: str = "train", extra_stores: Sequence[BlobStore] = ()):
+    """A packed dataset's split fetched as work reads it (ChunkFetcher.open_split), from the
+    configured stores and then `extra_stores` (a role's own blob store and --spec-store list)."""
+    return open_packed(name, extra_stores=extra_stores).open_split(split)

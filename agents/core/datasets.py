@@ -6,13 +6,24 @@ I/O (the layering `make lint` checks)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from agents.core import chunks
+from agents.core.blobs import BlobStore
 from agents.training import data
 from agents.training.data import Dataset, DatasetError
 
-__all__ = ["Dataset", "DatasetError", "is_packed", "item_shape", "load_dataset", "shape"]
+__all__ = [
+    "Dataset",
+    "DatasetError",
+    "is_packed",
+    "item_shape",
+    "load_dataset",
+    "open_dataset",
+    "shape",
+]
 
 
 def is_packed(name: str) -> bool:
@@ -23,6 +34,15 @@ def load_dataset(name: str):
     """A named dataset: a built-in one, or a packed one's training split (a token stream's
     comes back as a tokens.TokenDataset), fetched and checked chunk by chunk."""
     return chunks.load_named(name) if is_packed(name) else data.load_dataset(name)
+
+
+def open_dataset(name: str, extra_stores: Sequence[BlobStore] = ()):
+    """A named dataset as a role's runtime reads it: a built-in one built whole, a packed one's
+    training split opened without fetching anything (chunks.ChunkFetcher.open_split: each
+    step's batch fetches the chunks it reads, checked, from the configured stores and then
+    `extra_stores`)."""
+    return chunks.open_named(name, extra_stores=extra_stores) if is_packed(name) else (
+        data.load_dataset(name))  # fmt: skip
 
 
 def shape(name: str) -> tuple[int, int]:

@@ -261,6 +261,8 @@ class StepValues:
 
 
 def _dataset_tensors(job: ModelJob, token: bool) -> list[torch.Tensor]:
+    if (complete := getattr(job.data, "complete", None)) is not None:
+        complete()  # a packed split fetched as read: the opening's roots need all of it
     if token:
         return [job.data.tokens.reshape(1, -1)]
     return [job.data.x, job.data.y]

@@ -334,6 +334,8 @@ class Computation:
             proof = merkle.list_proof(merkle.TRACE_DOMAIN, node_roots, operand.index).siblings
             return self.node_output(t, operand.index), proof
         data = self.engine.data
+        if (complete := getattr(data, "complete", None)) is not None:
+            complete()  # a packed split fetched as read: the opening's roots need all of it
         roots = [merkle.tensor_root(data.x), merkle.tensor_root(data.y)]
         if operand.kind not in (KIND_DATA_X, KIND_DATA_Y):
             raise ValueError(f"operand kind {operand.kind} has no tensor to open")

@@ -172,6 +172,9 @@ class ModelJob:
                                                              shard))  # fmt: skip
         if b.task == "lm":
             return self.data.windows(pick, b.item_shape[0])
+        prepare = getattr(self.data, "prepare", None)
+        if prepare is not None:  # a packed split fetched as read: this batch's rows first
+            prepare(pick.numpy())
         x = self.data.x.index_select(0, pick).reshape(s.batch, *b.item_shape)
         return x, self.data.y.reshape(-1).index_select(0, pick)
 

@@ -224,7 +224,7 @@ def job_runtime(
             rt: JobRuntime = _model_runtime(spec, chain, stores, what, max_params, engine_cfg)
             _check_config(rt.jg.config.hash(), config_hash, what)
         else:
-            rt = _mlp_runtime(spec, chain, what, config_hash, engine_cfg)
+            rt = _mlp_runtime(spec, chain, stores, what, config_hash, engine_cfg)
         if rt.state_root(rt.initial_state()) != chain.initial_root:
             raise JobRejected(f"{what}: initial state root differs from the chain's")
         return rt
@@ -263,6 +263,7 @@ def check_dataset(spec: JobSpec, root: bytes, what: str) -> int:
 def _mlp_runtime(
     spec: JobSpec,
     chain: ChainJob,
+    stores: list[BlobStore],
     what: str,
     config_hash: bytes | None,
     engine_cfg: EngineConfig,
@@ -271,10 +272,20 @@ def _mlp_runtime(
     jg = job_graph(spec, n)
     _check_config(jg.config.hash(), config_hash, what)
     # the costly part: the dataset and the engine (bounded by the checks above)
-    data = datasets.load_dataset(spec.dataset_name)
+    data = job_data(spec.dataset_name, stores)
     if data.root() != chain.dataset_root:
         raise JobRejected(f"{what}: dataset root differs from the chain's")
+    if engine_cfg.device != "cpu" and hasattr(data, "complete"):
+        data.complete()  # the engine copies X onto its device once: all of it, first
     return MlpRuntime(spec, Engine(spec, data, engine_cfg), jg)
+
+
+def job_data(name: str, stores: list[BlobStore], build=datasets.load_dataset):
+    """A job's training data as the roles read it: a built-in dataset whole (`build`); a packed
+    one opened, its chunks fetched (checked, cached, from the configured dataset stores and then
+    `stores`) as each step's batch first reads them, so a verifier replaying two segments
+    fetches only those batches' chunks (PROTOCOL §4.4)."""
+    return datasets.open_dataset(name, stores) if datasets.is_packed(name) else build(name)
 
 
 def _model_runtime(
@@ -293,7 +304,7 @@ def _model_runtime(
     blob = _first(stores, spec.state, what, "initial state", state_bytes,
                   lambda d: "0x" + mj.state_root(mj.decode_state(bundle, d)).hex())  # fmt: skip
     start = mj.decode_state(bundle, blob)
-    data = mj.load_data(spec.dataset_name)
+    data = job_data(spec.dataset_name, stores, mj.load_data)
     if data.root() != chain.dataset_root:
         raise JobRejected(f"{what}: dataset root differs from the chain's")
     cfg = RunConfig(kernels=engine_cfg.kernels, device=engine_cfg.device)

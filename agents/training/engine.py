@@ -50,7 +50,7 @@ class Engine:
             raise JobSpecError(
                 "model.widths[0]", f"must equal the dataset's {data.features} features"
             )
-        if int(data.y.max()) >= spec.widths[-1]:
+        if data.classes > spec.widths[-1]:  # a packed split's: declared, its labels below
             raise JobSpecError(
                 "model.widths", f"last width must cover the dataset's {data.classes} classes"
             )
@@ -92,7 +92,11 @@ class Engine:
 
     def _run(self, st: State, t: int, keep: bool) -> tuple[State, list[torch.Tensor]]:
         env: dict[str, torch.Tensor] = dict(st)
-        env["X"], env["Y"], env["idx"] = self.x, self.y, self.batch(t)
+        idx = self.batch(t)
+        prepare = getattr(self.data, "prepare", None)
+        if prepare is not None:  # a packed split fetched as read: this batch's rows first
+            prepare(idx.reshape(-1).cpu().numpy())
+        env["X"], env["Y"], env["idx"] = self.x, self.y, idx
         trace = []
         for node in self.graph.nodes:
             out = self._op(node.op, [env[r] for r in node.inputs])
