@@ -17,12 +17,15 @@ Run: `python -m bench.data_bench` (about 1-2 minutes on one core; needs ~4 GiB o
   and the same without the file writes (`pack_without_writes_vs_keccak`).
 - Verifier: a job of T = 1000 steps, batch 32, a checkpoint every 10 steps; 2 segments drawn by
   a seeded RNG; the batches of their 20 steps are the §4.1 schedule (data.batch_indices). The
-  verifier asks a ChunkFetcher (through an HTTP blob server over the pack's folder) for exactly
-  `chunks_for_examples` of those indices (`load_partial`), each checked against its subtree
-  root, then replays both segments from their start states on that partial split alone and
-  compares the end roots with the full run's (`replay_roots_match`). Reported:
-  bytes fetched vs the dataset's bytes and vs the bytes of the chunks the batches touch (equal:
-  nothing else is fetched), and the examples' own bytes (the floor any chunking has).
+  verifier opens the split as the roles do (`ChunkFetcher.open_split`, through an HTTP blob
+  server over the pack's folder: what agents/roles/runtime.py's job_data gives the engine) and
+  replays both segments from their start states on it: each step's batch fetches the chunks it
+  reads, each checked against its subtree root. The end roots are compared with the full run's
+  (`replay_roots_match`). Reported: bytes fetched vs the dataset's bytes and vs the bytes of the
+  chunks the batches touch (`chunks_for_examples` of the drawn indices: equal, nothing else is
+  fetched), the chunks the split holds after the replay (`chunks_filled`, the same set), and the
+  examples' own bytes (the floor any chunking has). `fetch_and_replay_s` is the replay with its
+  fetches and checks.
 """
 
 from __future__ import annotations
@@ -105,13 +108,14 @@ def _full_run(x: np.ndarray, y: np.ndarray, root: str, segs: list[int]):
     return spec, states
 
 
-def _replays_match(spec, part, states: dict, segs: list[int]) -> bool:
-    """Each sampled segment replayed from its start state on the partial split alone ends at
-    the full run's state root (what the verifier attests or challenges)."""
+def _replays_match(spec, split, states: dict, segs: list[int]) -> bool:
+    """Each sampled segment replayed from its start state on the opened split (fetching as the
+    batches read it) ends at the full run's state root (what the verifier attests or
+    challenges)."""
     from agents.training.engine import Engine
     from agents.training.state import state_root
 
-    eng = Engine(spec, part)
+    eng = Engine(spec, split)
     for s in segs:
         st = states[s * EVERY]
         for t in range(s * EVERY, (s + 1) * EVERY):
@@ -183,19 +187,23 @@ def main() -> int:
             with serving(tmp / "blobs") as server:
                 f = chunks.ChunkFetcher(m, [open_blob_store(server.url)])
                 t0 = time.perf_counter()
-                part = f.load_partial("train", idx)
-                fetch_s = time.perf_counter() - t0
+                split = f.open_split("train")
+                match = _replays_match(spec, split, states, segs)
+                replay_s = time.perf_counter() - t0
             need = f.chunks_for_examples("train", idx)
             touched = sum(_span_bytes(m.splits[0].tensor(t), c) for t, c in need)
+            assert split.filler is not None
             run["verifier"] = {
                 "chunks_touched": len(need),
+                "chunks_filled": len(split.filler.filled),
+                "filled_is_touched": split.filler.filled == need,
                 "bytes_touched": touched,
                 "bytes_fetched": f.stats.bytes,
                 "fetched_vs_touched": round(f.stats.bytes / touched, 6),
                 "fetched_vs_dataset": round(f.stats.bytes / dataset_bytes, 6),
                 "rejected": len(f.stats.rejected),
-                "fetch_and_check_s": round(fetch_s, 3),
-                "replay_roots_match": _replays_match(spec, part, states, segs),
+                "fetch_and_replay_s": round(replay_s, 3),
+                "replay_roots_match": match,
             }
             out["runs"].append(run)
             print(json.dumps(run), flush=True)

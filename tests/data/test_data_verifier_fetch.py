@@ -9,6 +9,8 @@ published to a store; the verifier's first store holds a corrupted and a missing
 chunks its segments need. Counted three ways: the chunks the verifier's split holds, the chunk
 files in its disk cache and its fetcher's tally, each against the chunks the segments' batches
 touch (§4.1's schedule, worked out here apart from the role) and the dataset's chunk count.
+A whistleblower re-checking an attestation of those segments replays on the same code path and
+fetches the same chunks.
 
 A version-3 job (the digits CNN) is loaded the same way (load_job) and one segment replayed on
 its runtime: the same property for the general-model engine, and the same roots as the job on
@@ -27,8 +29,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "roles"))
 
-from rolefakes import FakeContract, in_rounds  # noqa: E402
+from rolefakes import FakeContract, in_rounds, recheck_now  # noqa: E402
 from test_verifier_resilience import (  # noqa: E402
+    MANAGER_ABI,
+    OTHER,
+    UNIT,
     Job,
     committed_events,
     solver_data,
@@ -36,6 +41,7 @@ from test_verifier_resilience import (  # noqa: E402
     unit_view,
     verdict_of,
     verifier,
+    whistleblower,
 )
 
 from agents.__main__ import main  # noqa: E402
@@ -104,18 +110,24 @@ def _job_on(name: str, root: str) -> specs.JobSpec:
     )
 
 
-def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp_path):
+def _packed_job(tmp_path: Path) -> tuple[packed.Manifest, Path, Job, int]:
+    """(manifest, its store, the job on it, N): the digits MLP job of STEPS steps on the packed
+    digits; the solver's honest run is the same job on the built-in name (the same data, so the
+    same roots)."""
     m, good, _ = _pack_digits(tmp_path, (64,))
     spec = _job_on(m.name(), m.root)
-    # the solver trained the same job on the built-in name: the same data, the same roots
     ds = builtin.load_dataset(builtin.DIGITS_TRAIN)
     engine = Engine(_job_on(builtin.DIGITS_TRAIN, m.root), ds)
     honest = Computation(engine, STEPS, EVERY)
     t = [0] * 17
     t[1], t[10], t[13] = STEPS, EVERY, spec.spec_hash()
     t[14], t[15] = ds.root(), state_root(engine.initial_state())
-    job = Job(spec, engine, honest, tuple(t))
+    return m, good, Job(spec, engine, honest, tuple(t)), ds.n
 
+
+def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp_path):
+    m, good, job, n = _packed_job(tmp_path)
+    spec = job.spec
     touched = _touched(m, spec, SAMPLED)
     assert len(touched) < _chunk_count(m) // 2  # a real saving, or the test proves nothing
     bad = tmp_path / "badstore"
@@ -133,7 +145,7 @@ def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp
             getUnit=lambda u: unit_tuple(data.checkpoint_root),
         )
         manager.events = committed_events(data.locator, data.checkpoint_root)
-        game = FakeContract(configOf=lambda j: job_graph(spec, ds.n).config.hash())
+        game = FakeContract(configOf=lambda j: job_graph(spec, n).config.hash())
         v = verifier(tmp_path, manager=manager, game=game)
         v.agent.blobs.put(spec.canonical_bytes())
         u = unit_view(data)
@@ -155,6 +167,37 @@ def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp
     corrupt, missing = _address(m, first), _address(m, second)
     assert any(corrupt in line and "corrupt" in line for line in stats.rejected)
     assert any(missing in line and "not in" in line for line in stats.rejected)
+
+
+def test_a_whistleblower_rechecking_an_attestation_fetches_only_its_segments_chunks(tmp_path):
+    m, good, job, n = _packed_job(tmp_path)
+    chunks.configure(chunks.FetchConfig((str(good),)))
+    with solver_data(tmp_path, job) as data:
+        manager = FakeContract(
+            MANAGER_ABI,
+            getJob=lambda j: job.tuple_,
+            getUnit=lambda u: unit_tuple(data.checkpoint_root),
+        )
+        manager.events = committed_events(data.locator, data.checkpoint_root)
+        game = FakeContract(
+            configOf=lambda j: job_graph(job.spec, n).config.hash(), placementOf=lambda j: (0, 0, 0)
+        )
+        w = whistleblower(tmp_path, manager=manager, game=game)
+        w.agent.blobs.put(job.spec.canonical_bytes())
+        key = f"{UNIT}:{OTHER}:9"
+        ends = ["0x" + data.roots[s + 1].hex() for s in SAMPLED]
+        record = {
+            "unit": UNIT,
+            "verifier": OTHER,
+            "block": 9,
+            "segments": SAMPLED,
+            "end_roots": ends,
+        }
+        w.agent.store.put_record("attestation", key, "new", record)
+        recheck_now(w, key)
+        assert w.agent.store.get_record("attestation", key).state == "true"
+    split = w.jobs.get(1).runtime.engine.data
+    assert split.filler.filled == _touched(m, job.spec, SAMPLED)
 
 
 CNN = REPO / "examples" / "models" / "digits_cnn.py"
