@@ -49,7 +49,7 @@ SCENARIOS_A = [
 DISPUTE_IN_B = ["soundness", "game_reverts", "unit_game", "frontrun", "trace_cache"]
 SCENARIOS_B = [
     "tests/roles",
-    # a char-GPT job on a packed token stream through the agents (about N minutes)
+    # a char-GPT job on a packed token stream through the agents (about 2.5 minutes)
     "tests/data/test_data_token_e2e.py",
     "tests/foundation/test_demo.py",
     *[f"tests/dispute/test_{name}.py" for name in DISPUTE_IN_B],
