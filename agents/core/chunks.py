@@ -241,28 +241,6 @@ class ChunkFetcher:
         labels = gather("y", per_y, idx).astype(np.int64)
         return torch.from_numpy(rows.view(np.float32)), torch.from_numpy(labels)
 
-    def load_partial(self, split: str, indices: Iterable[int]) -> PartialDataset:
-        """A split holding only the chunks these examples touch (the rest zero): what a
-        verifier replaying a few segments needs, fetched and checked chunk by chunk. Its root is
-        the manifest's (every chunk in it was checked against it); rows outside `covered` are not
-        the dataset's, so the caller replays only steps whose batches it asked for."""
-        m, s = self.manifest, self.manifest.split(split)
-        if s is None or m.kind != "classification":
-            raise DatasetError(f"no classification {split} split to load in part")
-        idx = np.unique(np.asarray(list(indices), dtype=np.int64))
-        if idx.size and not 0 <= idx[0] <= idx[-1] < s.n:
-            raise IndexError(f"example indices out of range for {s.n} examples")
-        words = {t.name: np.zeros(t.numel, dtype=np.uint32) for t in s.tensors}
-        for tensor, c in sorted(self.chunks_for_examples(split, idx)):
-            first, end = s.tensor(tensor).chunk_span(c)
-            words[tensor][first:end] = self.chunk(split, tensor, c)
-        covered = np.zeros(s.n, dtype=bool)
-        covered[idx] = True
-        x = torch.from_numpy(words["x"].view(np.float32).reshape(s.n, -1))
-        y = torch.from_numpy(words["y"].astype(np.int64).reshape(1, -1))
-        name = m.name() if split == "train" else f"{m.name()}/{split}"
-        return PartialDataset(name, x, y, m.classes, s.root, covered)
-
     def open_split(self, split: str = "train") -> FetchingDataset | FetchingTokens:
         """The split as a dataset whose chunks are fetched when a step's batch first reads them
         (a role's replay of a few segments fetches only those batches' chunks; a whole run
@@ -308,18 +286,6 @@ class PackedDataset(Dataset):
     @property
     def classes(self) -> int:
         return self.declared_classes
-
-
-@dataclass(frozen=True)
-class PartialDataset(PackedDataset):
-    """A split of which only the `covered` examples are materialised (ChunkFetcher.load_partial);
-    its root is the manifest's, not recomputed from the (partly zero) tensors."""
-
-    manifest_root: str = ""
-    covered: np.ndarray | None = None
-
-    def root(self) -> bytes:
-        return bytes.fromhex(self.manifest_root[2:])
 
 
 class ChunkFiller:
@@ -404,7 +370,7 @@ class FetchingTokens(TokenDataset):
 
 
 def step_indices(seed: int, steps: Iterable[int], batch: int, n: int) -> np.ndarray:
-    """Every example the batches of these steps read (§4.1, one shard): what to load_partial."""
+    """Every example the batches of these steps read (§4.1, one shard)."""
     from agents.training.data import batch_indices
 
     return np.concatenate([batch_indices(seed, t, batch, n) for t in steps])
