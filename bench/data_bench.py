@@ -1,8 +1,8 @@
 """Packed datasets (PROTOCOL §4.4): pack throughput and root time of a 1 GiB dataset against raw
 single-core keccak over the same bytes, and what a verifier replaying 2 segments fetches.
 
-Run: `python -m bench.data_bench` (about 2 minutes on an idle core, 7 on 2 busy shared ones; needs ~4 GiB of memory and
-~2.2 GiB of temporary disk). Writes bench/results/data.json.
+Run: `python -m bench.data_bench` (about 2 minutes on an idle core, 7 on 2 busy shared ones;
+needs ~4 GiB of memory and ~2.2 GiB of temporary disk). Writes bench/results/data.json.
 
 - Dataset: X float32 N x F (F = 256, so one example is 1 KiB) with N = 2^20 (exactly 1 GiB of
   features) and N uint32 labels, random; packed with --validation 0 so the whole of it is the
