@@ -213,3 +213,21 @@ def test_a_tampered_manifest_is_refused_on_parse(ds, case):
     edit(obj)
     with pytest.raises(data.DatasetError, match=needle):
         packed.manifest_from_bytes(json.dumps(obj).encode())
+
+
+def test_an_opened_split_fetches_a_chunk_once_and_refuses_labels_outside_its_classes(ds):
+    """A split opened for the roles fills each chunk once, as reads need it; a chunk whose labels
+    reach the manifest's class count (its roots can still be right: a hostile packer) stops the
+    read before anything is trained on it."""
+    folder, m, x, y = ds
+    f = _fetcher(m, str(folder / "blobs"))
+    split = f.open_split("train")
+    assert split.filler.filled == set() and f.stats.chunks == 0
+    split.prepare([0, 1, 299])
+    split.prepare([1, 299])
+    assert f.stats.chunks == len(f.chunks_for_examples("train", [0, 1, 299]))
+    np.testing.assert_array_equal(split.x[[0, 299]].numpy(), x[[0, 299]])
+    assert split.y[0, 299] == y[299]
+    lying = _fetcher(dataclasses.replace(m, classes=int(y.max())), str(folder / "blobs"))
+    with pytest.raises(data.DatasetError, match=r"chunk 0 of train\.y holds label 3, outside"):
+        lying.open_split("train").prepare([0])
