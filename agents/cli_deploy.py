@@ -6,7 +6,8 @@ court, the RoundManager for decomposed jobs) or a parameter file (`--config`, th
 after every step, so a run cut off anywhere is finished by running the same command again, and a
 finished one re-run sends nothing. Keys as the roles take them (keystore:/path, env:VAR, dev:N on
 dev chains only). A chain that is not a dev chain needs an existing ERC-20 (`"token"`): the
-mintable TestToken is for dev chains.
+mintable TestToken is for dev chains, where `--mint ACCOUNT=TOKENS` tops accounts up to that
+balance (the local journey of the README funds its roles so; a re-run mints nothing more).
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ from web3 import Web3
 
 from agents.cli_errors import UserError
 from agents.core.chain import ChainUnavailable, connect
-from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, Journal, deploy_all
+from agents.core.deploy import (
+    DEFAULT_ABI_DIR,
+    TOKEN_UNIT,
+    DeploymentError,
+    Journal,
+    deploy_all,
+    load_artifact,
+)
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError, load_account
 
 FORMAT = "vtp.deployment.v1"
@@ -52,6 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, help="deployment parameters (JSON; deploy_all's keys)")
     p.add_argument("--out", type=Path, default=Path("build/deployment.json"), help="%(default)s")
     p.add_argument("--json", action="store_true", help="print the deployment as one JSON object")
+    p.add_argument(
+        "--mint",
+        action="append",
+        default=[],
+        metavar="ACCOUNT=TOKENS",
+        help="dev chains, with the TestToken: top ACCOUNT (0x address or a key: dev:N, "
+        "keystore:/path, env:VAR) up to TOKENS test tokens (repeatable)",
+    )
     p.set_defaults(func=run)
 
 
@@ -117,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
             f'chain id {chain_id} is not a dev chain: set "token" (an existing ERC-20) in '
             "--config; the mintable TestToken is for dev chains only"
         )
+    mints = parse_mints(args.mint, chain_id)
+    if mints and (chain_id not in DEV_CHAIN_IDS or params.get("token")):
+        raise UserError('--mint: only on a dev chain with the TestToken (no "token" in --config)')
     old = _resume(args.out, chain_id, account.address, params)
     record: dict[str, Any] = old or {
         "format": FORMAT,
@@ -149,9 +168,14 @@ def run(args: argparse.Namespace) -> int:
     record["contracts"] = contracts
     record["complete"] = True
     _write(args.out, record)
+    minted = mint(w3, account, contracts["Token"], mints)
     sent = w3.eth.get_transaction_count(account.address) - before
     if args.json:
-        print(json.dumps({"deployment": str(args.out), "transactions": sent, **record}))
+        print(
+            json.dumps(
+                {"deployment": str(args.out), "transactions": sent, "minted": minted, **record}
+            )
+        )
         return 0
     state = "resumed and completed" if old and not old.get("complete") else "complete"
     if old and old.get("complete"):
@@ -159,4 +183,51 @@ def run(args: argparse.Namespace) -> int:
     print(f"deployment {state} on chain {chain_id}: {sent} transactions; wrote {args.out}")
     for name, address in contracts.items():
         print(f"  {name:<16} {Web3.to_checksum_address(address)}")
+    for address, tokens in minted.items():
+        print(f"  minted {tokens:g} test tokens to {address}")
     return 0
+
+
+def parse_mints(given: list[str], chain_id: int) -> dict[str, int]:
+    """--mint ACCOUNT=TOKENS as {checksum address: token units}; UserError for a bad one."""
+    out: dict[str, int] = {}
+    for item in given:
+        who, sep, amount = item.rpartition("=")
+        try:
+            tokens = float(amount)
+        except ValueError:
+            tokens = -1.0
+        if not sep or not who or not tokens > 0:
+            raise UserError(f"--mint {item!r}: expected ACCOUNT=TOKENS with TOKENS > 0")
+        if Web3.is_address(who):
+            address = Web3.to_checksum_address(who)
+        else:
+            try:
+                address = load_account(who, chain_id).address
+            except KeyConfigError as exc:
+                raise UserError(f"--mint {item!r}: {exc}") from None
+        out[address] = round(tokens * TOKEN_UNIT)
+    return out
+
+
+def mint(w3: Web3, sender: Any, token: str, wanted: dict[str, int]) -> dict[str, float]:
+    """Mint each account what it lacks of its wanted balance (so a re-run mints nothing);
+    {address: tokens minted} of the ones that lacked any."""
+    contract = w3.eth.contract(address=token, abi=load_artifact("TestToken")["abi"])
+    minted: dict[str, float] = {}
+    for address, target in wanted.items():
+        lacking = target - contract.functions.balanceOf(address).call()
+        if lacking <= 0:
+            continue
+        tx = contract.functions.mint(address, lacking).build_transaction(
+            {
+                "from": sender.address,
+                "nonce": w3.eth.get_transaction_count(sender.address, "pending"),
+                "chainId": w3.eth.chain_id,
+            }
+        )
+        tx_hash = w3.eth.send_raw_transaction(sender.sign_transaction(tx).raw_transaction)
+        if w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120)["status"] != 1:
+            raise UserError(f"--mint: minting to {address} reverted")
+        minted[address] = lacking / TOKEN_UNIT
+    return minted

@@ -128,3 +128,26 @@ def test_a_non_dev_chain_refuses_dev_keys_and_the_test_token(tmp_path, capsys, m
         args = ["deploy", "--rpc-url", url, "--key", "env:VTP_DEPLOYER_KEY", "--out", str(out)]
         _one_line_error(capsys, main(args), "not a dev chain")
         assert not out.exists()
+
+
+def test_mint_tops_dev_accounts_up_to_their_balance_once(tmp_path, capsys):
+    out = tmp_path / "deployment.json"
+    other = Account.create().address
+    holder = Account.from_key(dev_private_key(1)).address
+    with local_anvil(AnvilConfig()) as url:
+        w3 = connect(url)
+        assert _deploy(url, out, "--mint", "dev:1=1000", "--mint", f"{other}=2.5") == 0
+        token_address = json.loads(out.read_text())["contracts"]["Token"]
+        token = w3.eth.contract(token_address, abi=load_artifact("TestToken")["abi"])
+        assert token.functions.balanceOf(holder).call() == 1000 * 10**18
+        assert token.functions.balanceOf(other).call() == 25 * 10**17
+        assert f"minted 1000 test tokens to {holder}" in capsys.readouterr().out
+        # a re-run tops up to the same balance: nothing lacks, nothing is sent
+        sent = _sent(w3)
+        assert _deploy(url, out, "--mint", "dev:1=1000") == 0
+        assert _sent(w3) == sent
+        # a higher target mints only the difference
+        assert _deploy(url, out, "--mint", "dev:1=1500") == 0
+        assert token.functions.balanceOf(holder).call() == 1500 * 10**18
+        for bad in ("dev:1", "dev:1=-3", "dev:1=lots", "=5", "nokey=5"):
+            _one_line_error(capsys, _deploy(url, out, "--mint", bad), "--mint")
