@@ -77,6 +77,15 @@ DEFAULT_ROUND_CONFIG: dict[str, int] = {
     "challengerRewardBps": 5_000,
 }
 
+#: AttestationCourt constructor defaults (PROTOCOL §7.1): a challenge's bond floor, the penalty
+#: floor, the whistleblower's share of a penalty, and the window after a unit's challenge deadline.
+DEFAULT_COURT: dict[str, int] = {
+    "bond": 10 * TOKEN_UNIT,
+    "penalty": 20 * TOKEN_UNIT,
+    "reward_bps": 5_000,
+    "window": COURT_WINDOW,
+}
+
 REGISTRY_FIELDS = tuple(DEFAULT_REGISTRY_CONFIG)
 MANAGER_FIELDS = tuple(DEFAULT_MANAGER_CONFIG)
 
@@ -258,8 +267,7 @@ def deploy_all(
     slashers = [manager]
     court_params = params.get("attestation_court")
     if court_params:
-        court_params = {"bond": 10 * TOKEN_UNIT, "penalty": 20 * TOKEN_UNIT, "reward_bps": 5_000,
-                        "window": COURT_WINDOW,
+        court_params = {**DEFAULT_COURT,
                         **(court_params if isinstance(court_params, dict) else {})}  # fmt: skip
         court = sender.deploy(
             load_artifact("AttestationCourt", abi_dir), manager, registry,
