@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,8 +104,6 @@ def version(client: Client) -> str:
 
 
 def rpc_ready(url: str) -> bool:
-    import urllib.request
-
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []})
     request = urllib.request.Request(
         url, data=body.encode(), headers={"Content-Type": "application/json"}
@@ -227,6 +226,23 @@ def run_client(name: str) -> dict[str, Any]:
     return result
 
 
+def history_entry(name: str, run: dict[str, Any], same: bool) -> dict[str, Any]:
+    """One line of the file's `history`: every run is kept, so that a client's outcome that
+    differs only sometimes (a race, a slow node) stays on record after a later run."""
+    o = run.get("outcome") or {}
+    return {
+        "client": name,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "demo_exit_code": run["demo_exit_code"],
+        "same_outcome_as_anvil": same,
+        "job_status": o.get("job_status"),
+        "cheater_slashed": o.get("cheater_slashed"),
+        "dispute_winners": o.get("dispute_winners"),
+        "disputes": run.get("disputes"),
+        "wall_time_s": run["wall_time_s"],
+    }
+
+
 def main(argv: list[str]) -> int:
     names = argv or ["anvil", "ganache"]
     unknown = set(names) - set(clients(0))
@@ -241,6 +257,9 @@ def main(argv: list[str]) -> int:
         r = runs[name]
         print(f"   exit {r['demo_exit_code']} after {r['wall_time_s']} s", flush=True)
     results["same_outcome"] = same_outcomes(runs)
+    history = results.setdefault("history", [])
+    for name in names:
+        history.append(history_entry(name, runs[name], results["same_outcome"][name]))
     OUT.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps({"same_outcome": results["same_outcome"]}))
     failed = [n for n in names if runs[n].get("outcome", {}).get("job_status") != "completed"]
