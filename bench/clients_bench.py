@@ -240,6 +240,7 @@ def history_entry(name: str, run: dict[str, Any], same: bool) -> dict[str, Any]:
         "dispute_winners": o.get("dispute_winners"),
         "disputes": run.get("disputes"),
         "wall_time_s": run["wall_time_s"],
+        **({"error": run["error"].strip().splitlines()[-1]} if run.get("error") else {}),
     }
 
 

@@ -400,12 +400,29 @@ class TxSender:
         if request.gas is not None:
             return request.gas
         try:
-            est = await self._rpc(
-                "estimate gas", lambda: self.w3.eth.estimate_gas(self._call_params(request))
+            # One try: the request just simulated without a revert, so an estimate the node does
+            # not answer in time is no reason to wait for more. A node that estimates by running
+            # the call many times (Ganache's binary search) took over a minute for a dispute
+            # move's proof, twice, and five tries ran the challenger's game clock out.
+            est = await retry_transport(
+                lambda: self.w3.eth.estimate_gas(self._call_params(request)),
+                self.clock,
+                "estimate gas",
+                attempts=1,
             )
         except ContractLogicError as exc:
             raise revert_error(exc, self.errors, "gas estimation") from None
+        except TransportError as exc:
+            return await self._unestimated_gas(exc)
         return gas_limit(int(est), self.gas_margin, request.gas_floor)
+
+    async def _unestimated_gas(self, exc: TransportError) -> int:
+        """The gas of a simulated call whose estimate did not come: the latest block's gas
+        limit, the most any transaction can use (what it does not use is not paid for)."""
+        latest = await self._rpc("latest block", lambda: self.w3.eth.get_block("latest"))
+        gas = int(latest["gasLimit"])
+        log.warning("%s; sending with the block gas limit %d instead", exc, gas)
+        return gas
 
     async def _sign(self, request: TxRequest, nonce: int, gas: int) -> tuple[str, str]:
         latest = await self._rpc("latest block", lambda: self.w3.eth.get_block("latest"))

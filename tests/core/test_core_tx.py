@@ -384,3 +384,29 @@ async def test_txs_lost_in_a_reorg_are_replayed_once_in_nonce_order(
     assert c.nonce == start + 2
     assert balance(chain, who) == 12
     assert nonce(chain, key.address) == start + 3
+
+
+@pytest.mark.asyncio
+async def test_an_estimate_the_node_does_not_answer_is_not_waited_for(
+    chain: Chain, tmp_path: Path
+) -> None:
+    """A simulated call whose gas estimate times out is sent at once with the block's gas limit:
+    on Ganache, estimating a dispute move's proof timed out twice and the retries ran the
+    honest challenger's game clock out (bench/results/clients.json, history)."""
+    who = fresh_recipient("unestimated")
+    async with async_w3(chain.url) as w3:
+        calls = []
+
+        async def silent(params):
+            calls.append(params)
+            raise TimeoutError()
+
+        w3.eth.estimate_gas = silent
+        out = await sender(w3, 3, Store(tmp_path / "a.db")).send(
+            "mint-unestimated", mint(chain, who, 7)
+        )
+        tx = await w3.eth.get_transaction(out.tx_hash)
+        block = await w3.eth.get_block(out.block_number)
+    assert len(calls) == 1  # asked once, not retried into the deadline
+    assert tx["gas"] == block["gasLimit"]
+    assert balance(chain, who) == 7
