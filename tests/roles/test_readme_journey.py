@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -70,13 +71,27 @@ def session(script: str, cwd: Path, log: Path):
         try:
             yield proc
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_group(proc)
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
+    """SIGTERM to the session's process group (bash, the roles it started with `&`, Anvil),
+    then SIGKILL to whatever is left of it after `grace_s`. The group outlives bash: a finished
+    journey leaves its roles running in it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        proc.poll()  # reap bash, so that a zombie leader does not count as left
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _tail(path: Path, n: int = 2500) -> str:
