@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from agents.core.blobs import BlobError, BlobStore, open_blob_store
-from agents.training import packed
+from agents.training import merkle, packed
 from agents.training.data import Dataset, DatasetError
 from agents.training.keccak import keccak256
 from agents.training.tokens import TokenDataset
@@ -322,8 +322,30 @@ class ChunkFiller:
             self.filled.add((tensor, c))
 
     def complete(self) -> None:
-        """Every chunk (a dispute's one-step proof opens the whole tensor's roots)."""
+        """Every chunk (an engine that copies the whole split onto its device)."""
         self.fill((t.name, c) for t in self.entry.tensors for c in range(len(t.chunks)))
+
+    def open_elements(self, k: int, elems: Iterable[int]) -> tuple:
+        """The Opening (tensor root, list proof, data root, [(leaf, leaf words, siblings)]) of
+        these elements of the split's k-th tensor against its dataset root, from only the chunks
+        holding them (§4.4): a chunk is an aligned subtree, so each leaf's path is the proof
+        inside its chunk, then the manifest's chunk roots above it; the tensor roots come from
+        the manifest. Bit for bit the opening the whole tensor gives."""
+        t = self.entry.tensors[k]
+        per = t.chunk_leaves * merkle.LEAF_ELEMS
+        leaves = sorted({int(e) // merkle.LEAF_ELEMS for e in elems})
+        self.fill((t.name, leaf * merkle.LEAF_ELEMS // per) for leaf in leaves)
+        opened = []
+        for leaf in leaves:
+            c = leaf * merkle.LEAF_ELEMS // per
+            first, end = t.chunk_span(c)
+            words = self.buffers[t.name][first:end].astype(np.uint32)  # y, tokens: int64 here
+            ep = packed.element_proof_from_chunk(t, c, words, leaf * merkle.LEAF_ELEMS)
+            opened.append((leaf, ep.chunk, list(ep.siblings)))
+        roots = [e.tensor_root() for e in self.entry.tensors]
+        list_proof = merkle.list_proof(merkle.DATASET_DOMAIN, roots, k).siblings
+        droot = bytes.fromhex(t.data_root[2:])
+        return (roots[k], list(list_proof), droot, opened)
 
 
 @dataclass(frozen=True)
@@ -346,6 +368,11 @@ class FetchingDataset(PackedDataset):
         assert self.filler is not None
         self.filler.complete()
 
+    def open_elements(self, k: int, elems: Iterable[int]) -> tuple:
+        """A dispute's opening of tensor k's elements, fetching only their chunks."""
+        assert self.filler is not None
+        return self.filler.open_elements(k, elems)
+
 
 @dataclass(frozen=True)
 class FetchingTokens(TokenDataset):
@@ -367,6 +394,11 @@ class FetchingTokens(TokenDataset):
     def complete(self) -> None:
         assert self.filler is not None
         self.filler.complete()
+
+    def open_elements(self, k: int, elems: Iterable[int]) -> tuple:
+        """A dispute's opening of tensor k's elements, fetching only their chunks."""
+        assert self.filler is not None
+        return self.filler.open_elements(k, elems)
 
 
 def step_indices(seed: int, steps: Iterable[int], batch: int, n: int) -> np.ndarray:

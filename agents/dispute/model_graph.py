@@ -261,8 +261,6 @@ class StepValues:
 
 
 def _dataset_tensors(job: ModelJob, token: bool) -> list[torch.Tensor]:
-    if (complete := getattr(job.data, "complete", None)) is not None:
-        complete()  # a packed split fetched as read: the opening's roots need all of it
     if token:
         return [job.data.tokens.reshape(1, -1)]
     return [job.data.x, job.data.y]
@@ -283,6 +281,9 @@ def _source(sv: StepValues, inp: TensorInput, vid: int, i: int, node_roots: list
     k = 1 if inp.kind == KIND_BATCH_Y else 0
     roots = [merkle.tensor_root(t) for t in tensors]
     return tensors[k], _list_proof(merkle.DATASET_DOMAIN, roots, k)
+
+
+DATA_KINDS = (KIND_BATCH_X, KIND_BATCH_Y, KIND_WINDOW_X, KIND_WINDOW_Y)
 
 
 def _list_proof(domain: bytes, values: list[bytes], index: int) -> list[bytes]:
@@ -312,9 +313,15 @@ def openings(sv: StepValues, i: int, reads: list[list[int]], node_roots: list[by
         if inp.kind == KIND_WORD:
             out.append((bytes(32), [], bytes(32), []))
             continue
+        elems = _in_source(sv, inp, reads[k])
+        open_elements = getattr(sv.job.data, "open_elements", None)
+        if inp.kind in DATA_KINDS and open_elements is not None:
+            # a packed split: only the chunks holding the opened elements are fetched
+            out.append(open_elements(1 if inp.kind == KIND_BATCH_Y else 0, elems))
+            continue
         vid = g.nodes[i].inputs[k] if k < len(g.nodes[i].inputs) else -1
         tensor, proof = _source(sv, inp, vid, i, node_roots)
-        out.append(merkle_opening(tensor, proof, _in_source(sv, inp, reads[k])))
+        out.append(merkle_opening(tensor, proof, elems))
     return out
 
 

@@ -312,7 +312,6 @@ class Computation:
             if operand.kind == KIND_BATCH:
                 out.append((bytes(32), [], bytes(32), []))
                 continue
-            tensor, list_proof = self._source(node_roots, t, operand, ref)
             cols = operand.cols
             picked = [d.cols if term is None else d.cols[term : term + 1] for d in deps]
             elems = {
@@ -321,8 +320,16 @@ class Computation:
                 if d.ref == ref
                 for x in xs
             }
-            out.append(merkle_opening(tensor, list_proof, elems))
+            out.append(self._opening(node_roots, t, operand, ref, elems))
         return out
+
+    def _opening(self, node_roots: list[bytes], t: int, operand, ref: str, elems) -> tuple:
+        open_elements = getattr(self.engine.data, "open_elements", None)
+        if operand.kind in (KIND_DATA_X, KIND_DATA_Y) and open_elements is not None:
+            # a packed split: only the chunks holding the opened elements are fetched
+            return open_elements(0 if operand.kind == KIND_DATA_X else 1, elems)
+        tensor, list_proof = self._source(node_roots, t, operand, ref)
+        return merkle_opening(tensor, list_proof, elems)
 
     def _source(self, node_roots: list[bytes], t: int, operand, ref: str):
         if operand.kind == KIND_STATE:
@@ -334,8 +341,6 @@ class Computation:
             proof = merkle.list_proof(merkle.TRACE_DOMAIN, node_roots, operand.index).siblings
             return self.node_output(t, operand.index), proof
         data = self.engine.data
-        if (complete := getattr(data, "complete", None)) is not None:
-            complete()  # a packed split fetched as read: the opening's roots need all of it
         roots = [merkle.tensor_root(data.x), merkle.tensor_root(data.y)]
         if operand.kind not in (KIND_DATA_X, KIND_DATA_Y):
             raise ValueError(f"operand kind {operand.kind} has no tensor to open")
