@@ -6,6 +6,7 @@ prints every unit's checkpoint / final roots and every round's aggregation / glo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 
@@ -31,12 +32,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--blob-url", help="version 3: the job's blob store (default <spec>.blobs)")
     p.add_argument("--out-state", help="version 3: write the final state to this file")
-    p.add_argument("--data-store", action="append", default=[], metavar="URL",
+    p.add_argument("--data-store", action="append", metavar="URL",
                    help="a packed dataset's store (repeatable, tried in order; version 3 also "
-                        "tries the job's blob store)")  # fmt: skip
-    p.add_argument("--data-cache", help="a folder caching fetched dataset chunks")
-    p.add_argument("--data-cache-mib", type=int, default=1024, help="the cache's disk budget")
-    p.add_argument("--max-dataset-mib", type=int, help="refuse a packed dataset larger than this")
+                        "tries the job's blob store; default: VTP_DATASET_STORES)")  # fmt: skip
+    p.add_argument("--data-cache", help="a folder caching fetched dataset chunks (default: "
+                   "VTP_DATASET_CACHE)")  # fmt: skip
+    p.add_argument("--data-cache-mib", type=int, help="the cache's disk budget (default: "
+                   "VTP_DATASET_CACHE_MIB, else 1024)")  # fmt: skip
+    p.add_argument("--max-dataset-mib", type=int, help="refuse a packed dataset larger than "
+                   "this (default: VTP_MAX_DATASET_MIB)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -44,12 +48,9 @@ def configure_data(args: argparse.Namespace, extra: tuple[str, ...] = ()) -> Non
     """Where a packed dataset's manifest and chunks come from (agents/core/chunks.py)."""
     from agents.core import chunks
 
-    if args.data_cache_mib < 1:
-        raise UserError(f"--data-cache-mib must be >= 1, got {args.data_cache_mib}")
-    most = None if args.max_dataset_mib is None else args.max_dataset_mib << 20
-    stores = (*args.data_store, *extra)
-    cache = args.data_cache_mib << 20
-    chunks.configure(chunks.FetchConfig(stores, args.data_cache, cache, max_dataset_bytes=most))
+    cfg = chunks.fetch_config(args.data_store, args.data_cache, args.data_cache_mib,
+                              args.max_dataset_mib)  # fmt: skip
+    chunks.configure(dataclasses.replace(cfg, stores=(*cfg.stores, *extra)))
 
 
 def run(args: argparse.Namespace) -> int:

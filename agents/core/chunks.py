@@ -9,10 +9,11 @@ against its keccak address, then here against its subtree root and length; a chu
 anything is dropped (and deleted from the cache) and the next store is asked. A role's dataset
 root check (the spec's root against the materialised split) closes the loop.
 
-Where a process gets chunks from: `configure(FetchConfig(...))` (the CLI does, from its flags),
-else the environment: VTP_DATASET_STORES (blob URLs, comma separated, tried in order),
-VTP_DATASET_CACHE (a folder), VTP_DATASET_CACHE_MIB (its budget) and VTP_MAX_DATASET_MIB (the
-largest dataset this process materialises: a manifest over it is refused before any chunk).
+Where a process gets chunks from: `configure(FetchConfig(...))` (the CLIs do, from their flags
+through `fetch_config`), else the environment: VTP_DATASET_STORES (blob URLs, comma separated,
+tried in order), VTP_DATASET_CACHE (a folder), VTP_DATASET_CACHE_MIB (its budget) and
+VTP_MAX_DATASET_MIB (the largest dataset this process materialises: a manifest over it is
+refused before any chunk). A flag given overrides its variable.
 """
 
 from __future__ import annotations
@@ -68,14 +69,57 @@ def configure(cfg: FetchConfig | None) -> None:
 
 
 def current_config() -> FetchConfig:
-    if _CONFIG is not None:
-        return _CONFIG
-    stores = tuple(s for s in os.environ.get("VTP_DATASET_STORES", "").split(",") if s)
-    mib = os.environ.get("VTP_DATASET_CACHE_MIB")
-    most = os.environ.get("VTP_MAX_DATASET_MIB")
-    return FetchConfig(stores, os.environ.get("VTP_DATASET_CACHE") or None,
-                       int(mib) << 20 if mib else DEFAULT_CACHE_BYTES,
-                       max_dataset_bytes=int(most) << 20 if most else None)  # fmt: skip
+    return _CONFIG if _CONFIG is not None else fetch_config()
+
+
+def _mib(flag: int | None, env: str, name: str) -> int | None:
+    """A MiB count from its flag, else its environment variable; >= 1 or DatasetError."""
+    if flag is None:
+        text = os.environ.get(env, "").strip()
+        if not text:
+            return None
+        try:
+            flag = int(text)
+        except ValueError:
+            raise DatasetError(f"{env} must be a whole number of MiB, got {text!r}") from None
+        name = env
+    if flag < 1:
+        raise DatasetError(f"{name} must be >= 1, got {flag}")
+    return flag
+
+
+def fetch_config(
+    stores: Sequence[str] | None = None,
+    cache_dir: str | None = None,
+    cache_mib: int | None = None,
+    max_mib: int | None = None,
+) -> FetchConfig:
+    """A role's or `train`'s fetch settings: each flag given, else its environment variable
+    (VTP_DATASET_STORES, VTP_DATASET_CACHE, VTP_DATASET_CACHE_MIB, VTP_MAX_DATASET_MIB), else
+    the default. Checked here, before any work: a store URL no backend reads, a cache folder
+    that cannot be made, a budget below 1 MiB each raise DatasetError naming the flag or the
+    variable."""
+    where = "--data-store"
+    if stores is None:
+        stores = [s for s in os.environ.get("VTP_DATASET_STORES", "").split(",") if s.strip()]
+        where = "VTP_DATASET_STORES"
+    for url in stores:
+        try:
+            open_blob_store(url.strip())
+        except ValueError as e:
+            raise DatasetError(f"{where}: {e}") from None
+    where = "--data-cache" if cache_dir else "VTP_DATASET_CACHE"
+    cache_dir = cache_dir or os.environ.get("VTP_DATASET_CACHE") or None
+    if cache_dir is not None:
+        try:
+            Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise DatasetError(f"{where} {cache_dir}: {e.strerror}") from None
+    cache = _mib(cache_mib, "VTP_DATASET_CACHE_MIB", "--data-cache-mib")
+    most = _mib(max_mib, "VTP_MAX_DATASET_MIB", "--max-dataset-mib")
+    return FetchConfig(tuple(u.strip() for u in stores), cache_dir,
+                       DEFAULT_CACHE_BYTES if cache is None else cache << 20,
+                       max_dataset_bytes=None if most is None else most << 20)  # fmt: skip
 
 
 class DiskCache:

@@ -205,6 +205,31 @@ def role_parser(
         "out first, loaded again when needed; default: %(default)s)",
     )
     p.add_argument(
+        "--data-store",
+        action="append",
+        metavar="URL",
+        help="a packed dataset's store (repeatable), tried in order before my blob store and "
+        "each --spec-store; any --blob-url form (default: VTP_DATASET_STORES, comma separated)",
+    )
+    p.add_argument(
+        "--data-cache",
+        metavar="DIR",
+        help="a folder caching the dataset chunks I fetch, re-checked on every read (default: "
+        "VTP_DATASET_CACHE, else no cache)",
+    )
+    p.add_argument(
+        "--data-cache-mib",
+        type=int,
+        help="--data-cache's disk budget, least recently used chunks out first (default: "
+        "VTP_DATASET_CACHE_MIB, else 1024)",
+    )
+    p.add_argument(
+        "--max-dataset-mib",
+        type=int,
+        help="refuse a job whose packed dataset is larger, before fetching any chunk (default: "
+        "VTP_MAX_DATASET_MIB, else no limit)",
+    )
+    p.add_argument(
         "--fetch-workers",
         type=int,
         default=DEFAULT_FETCH_WORKERS,
@@ -251,6 +276,7 @@ def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
             raise RoleError(f"--state-cache-mib must be > 0 (got {args.state_cache_mib})")
         if getattr(args, "max_loaded_jobs", 1) <= 0:
             raise RoleError(f"--max-loaded-jobs must be > 0 (got {args.max_loaded_jobs})")
+        configure_data(args)
         cls.check_args(args)
         return asyncio.run(_main(cls, config, manager, args, log))
     except ConfigError as exc:
@@ -260,6 +286,25 @@ def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 2
+
+
+def configure_data(args: argparse.Namespace) -> None:
+    """Where this process fetches packed datasets from (--data-store, --data-cache,
+    --data-cache-mib, --max-dataset-mib, each else its VTP_DATASET_* variable): checked before
+    the loop starts, so a bad value is one line and exit 2, not a job refused later."""
+    from agents.core import chunks
+    from agents.training.data import DatasetError
+
+    try:
+        cfg = chunks.fetch_config(
+            getattr(args, "data_store", None),
+            getattr(args, "data_cache", None),
+            getattr(args, "data_cache_mib", None),
+            getattr(args, "max_dataset_mib", None),
+        )
+    except DatasetError as exc:
+        raise RoleError(str(exc)) from None
+    chunks.configure(cfg)
 
 
 async def _main(

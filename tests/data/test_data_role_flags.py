@@ -1,0 +1,126 @@
+"""The role agents' packed-dataset flags (issue #26, docs/OPERATORS.md): `--data-store URL`
+(repeatable, tried in order before the role's own blob store and its --spec-stores),
+`--data-cache DIR`, `--data-cache-mib N` and `--max-dataset-mib N`, each else its VTP_DATASET_*
+variable; a bad value is one line and exit 2 before the role touches the chain."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "roles"))
+
+from test_roles_bad_input import MANAGER, agents_cli, one_line_error  # noqa: E402
+
+from agents.__main__ import build_parser  # noqa: E402
+from agents.core import chunks  # noqa: E402
+from agents.core.blobs import open_blob_store  # noqa: E402
+from agents.roles.errors import RoleError  # noqa: E402
+from agents.roles.runner import configure_data  # noqa: E402
+from agents.training import packed  # noqa: E402
+
+ROLES = ("solver", "verifier", "whistleblower", "node")
+ENV = ("VTP_DATASET_STORES", "VTP_DATASET_CACHE", "VTP_DATASET_CACHE_MIB", "VTP_MAX_DATASET_MIB")
+
+
+def _args(role: str, *flags: str) -> argparse.Namespace:
+    return build_parser().parse_args([role, *(["status"] if role == "node" else []), *flags])
+
+
+@pytest.fixture
+def no_env(monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_each_roles_flags_set_where_it_fetches_chunks_from(role, tmp_path, no_env):
+    cache = tmp_path / "cache"
+    configure_data(_args(role, "--data-store", "s3://bucket", "--data-store", str(tmp_path / "a"),
+                         "--data-cache", str(cache), "--data-cache-mib", "7",
+                         "--max-dataset-mib", "9"))  # fmt: skip
+    assert chunks.current_config() == chunks.FetchConfig(
+        ("s3://bucket", str(tmp_path / "a")), str(cache), 7 << 20, max_dataset_bytes=9 << 20
+    )
+    assert cache.is_dir()
+
+
+def test_the_environment_is_the_default_and_a_flag_overrides_it(tmp_path, no_env):
+    no_env.setenv("VTP_DATASET_STORES", f"{tmp_path / 'e1'},http://mirror:8080")
+    no_env.setenv("VTP_DATASET_CACHE", str(tmp_path / "ecache"))
+    no_env.setenv("VTP_DATASET_CACHE_MIB", "5")
+    no_env.setenv("VTP_MAX_DATASET_MIB", "6")
+    configure_data(_args("verifier"))
+    env = chunks.FetchConfig((str(tmp_path / "e1"), "http://mirror:8080"), str(tmp_path / "ecache"),
+                             5 << 20, max_dataset_bytes=6 << 20)  # fmt: skip
+    assert chunks.current_config() == env
+    configure_data(_args("verifier", "--data-store", "s3://b", "--data-cache-mib", "3"))
+    assert chunks.current_config() == chunks.FetchConfig(
+        ("s3://b",), str(tmp_path / "ecache"), 3 << 20, max_dataset_bytes=6 << 20
+    )
+    for name in ENV:
+        no_env.delenv(name)
+    configure_data(_args("solver"))
+    assert chunks.current_config() == chunks.FetchConfig()  # no store, no cache, no limit
+
+
+def test_data_stores_come_before_the_roles_own_stores(tmp_path, no_env, capsys):
+    """The manifest and every chunk are asked of the --data-store list first, in order, then of
+    the stores the role adds (its blob store, each --spec-store)."""
+    from agents.__main__ import main
+
+    x = np.random.default_rng(1).standard_normal((40, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.arange(40) % 3)
+    good = tmp_path / "published"
+    assert main(["dataset", "pack", "--features", str(tmp_path / "x.npy"), "--labels",
+                 str(tmp_path / "y.npy"), "--validation", "0", "--out", str(tmp_path / "ds"),
+                 "--blob-url", str(good)]) == 0  # fmt: skip
+    m = packed.manifest_from_bytes((tmp_path / "ds" / "manifest.json").read_bytes())
+    configure_data(_args("solver", "--data-store", str(tmp_path / "empty"), "--data-store",
+                         str(good)))  # fmt: skip
+    own = open_blob_store(str(tmp_path / "own"))
+    fetcher = chunks.open_packed(m.name(), extra_stores=[own])
+    roots = [str(s.backend.root) for s in fetcher.stores]
+    assert roots == [str(tmp_path / "empty"), str(good), str(tmp_path / "own")]
+    split = fetcher.open_split()
+    split.prepare([0])
+    assert fetcher.stats.chunks == 2 and len(fetcher.stats.rejected) == 2  # empty, then good
+
+
+BAD = {
+    "solver": (("--data-cache-mib", "0"), "error: --data-cache-mib must be >= 1, got 0"),
+    "verifier": (("--data-store", "ftp://host/x"), "error: --data-store: blob URL 'ftp://host/x'"),
+    "whistleblower": (("--max-dataset-mib", "-2"), "error: --max-dataset-mib must be >= 1, got -2"),
+    "node": (("--data-cache", "FILE"), "error: --data-cache "),
+}
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_a_bad_data_flag_is_one_line_and_exit_2(role, tmp_path):
+    flags, message = BAD[role]
+    (tmp_path / "file").write_text("not a folder")
+    flags = tuple(str(tmp_path / "file" / "sub") if f == "FILE" else f for f in flags)
+    action = ("status",) if role == "node" else ()
+    proc = agents_cli(
+        role, *action,
+        *("--rpc-url", "http://127.0.0.1:9", "--key", "dev:1", "--data-dir", str(tmp_path)),
+        *("--manager", MANAGER, *flags),
+    )  # fmt: skip
+    one_line_error(proc, message)
+
+
+def test_a_bad_environment_value_names_the_variable(no_env):
+    no_env.setenv("VTP_DATASET_CACHE_MIB", "lots")
+    with pytest.raises(RoleError, match=r"^VTP_DATASET_CACHE_MIB must be a whole number of MiB"):
+        configure_data(_args("solver"))
+    no_env.setenv("VTP_DATASET_CACHE_MIB", "8")
+    no_env.setenv("VTP_DATASET_STORES", "gopher://x")
+    with pytest.raises(RoleError, match=r"^VTP_DATASET_STORES: blob URL 'gopher://x'"):
+        configure_data(_args("solver"))
