@@ -379,13 +379,17 @@ class ChunkFiller:
         per = t.chunk_leaves * merkle.LEAF_ELEMS
         leaves = sorted({int(e) // merkle.LEAF_ELEMS for e in elems})
         self.fill((t.name, leaf * merkle.LEAF_ELEMS // per) for leaf in leaves)
-        opened = []
+        by_chunk: dict[int, list[int]] = {}
         for leaf in leaves:
-            c = leaf * merkle.LEAF_ELEMS // per
+            by_chunk.setdefault(leaf * merkle.LEAF_ELEMS // per, []).append(leaf)
+        opened = []
+        for c, in_chunk in by_chunk.items():
             first, end = t.chunk_span(c)
             words = self.buffers[t.name][first:end].astype(np.uint32)  # y, tokens: int64 here
-            ep = packed.element_proof_from_chunk(t, c, words, leaf * merkle.LEAF_ELEMS)
-            opened.append((leaf, ep.chunk, list(ep.siblings)))
+            starts = [leaf * merkle.LEAF_ELEMS for leaf in in_chunk]
+            for leaf, ep in zip(in_chunk, packed.element_proofs_from_chunk(t, c, words, starts),
+                                strict=True):  # fmt: skip
+                opened.append((leaf, ep.chunk, list(ep.siblings)))
         roots = [e.tensor_root() for e in self.entry.tensors]
         list_proof = merkle.list_proof(merkle.DATASET_DOMAIN, roots, k).siblings
         droot = bytes.fromhex(t.data_root[2:])

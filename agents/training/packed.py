@@ -135,22 +135,34 @@ def element_proof_from_chunk(t: TensorEntry, i: int, words: np.ndarray,
     """The §3 element proof of `element` (what the one-step proof of the batch gather opens
     against the dataset root) from chunk i's words and the manifest alone: the siblings inside
     the chunk's subtree, then the chunk's siblings above it. No other chunk is needed."""
+    return element_proofs_from_chunk(t, i, words, [element])[0]
+
+
+def element_proofs_from_chunk(t: TensorEntry, i: int, words: np.ndarray,
+                              elements: list[int]) -> list[merkle.ElementProof]:  # fmt: skip
+    """element_proof_from_chunk of several elements of chunk i: the chunk's tree and its path
+    above are hashed once (a dispute opens a row's leaves, often in one chunk)."""
     first, end = t.chunk_span(i)
-    if not first <= element < end:
-        raise IndexError(f"element {element} is not in chunk {i} ([{first}, {end}))")
+    for element in elements:
+        if not first <= element < end:
+            raise IndexError(f"element {element} is not in chunk {i} ([{first}, {end}))")
     padded = np.zeros((t.chunk_leaves, 32), dtype=np.uint8)
     lh = merkle.leaves(np.ascontiguousarray(words, dtype=np.uint32), t.is_f32)
     padded[: lh.shape[0]] = lh
-    local = (element - first) // merkle.LEAF_ELEMS
-    sib, idx = [], local
-    for level in merkle.levels(padded)[:-1]:
-        sib.append(level[idx ^ 1].tobytes())
-        idx //= 2
+    levels = merkle.levels(padded)[:-1]
     roots = [bytes.fromhex(c.root[2:]) for c in t.chunks]
-    sib += chunk_proof(roots, i, t.chunk_leaves, t.numel)
-    lo = local * merkle.LEAF_ELEMS
-    chunk = merkle.encode_chunk(words[lo : lo + merkle.LEAF_ELEMS], t.is_f32)
-    return merkle.ElementProof(element // merkle.LEAF_ELEMS, chunk, sib)
+    above = chunk_proof(roots, i, t.chunk_leaves, t.numel)
+    out = []
+    for element in elements:
+        local = (element - first) // merkle.LEAF_ELEMS
+        sib, idx = [], local
+        for level in levels:
+            sib.append(level[idx ^ 1].tobytes())
+            idx //= 2
+        lo = local * merkle.LEAF_ELEMS
+        chunk = merkle.encode_chunk(words[lo : lo + merkle.LEAF_ELEMS], t.is_f32)
+        out.append(merkle.ElementProof(element // merkle.LEAF_ELEMS, chunk, sib + above))
+    return out
 
 
 # -- the manifest --------------------------------------------------------------------------
