@@ -101,8 +101,8 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	@# The agents' import layering and no import cycles ([tool.importlinter] in pyproject.toml).
 	$(VENV)/bin/lint-imports
-	@# No new positional read of a contract call's result in agents/roles (ratchet: KNOWN there).
-	$(PY) -m tools.positional_reads agents/roles
+	@# No positional read of a contract call's result in agents/ (tools/positional_reads.py).
+	$(PY) -m tools.positional_reads agents
 	@# Solidity style (errors fail; warnings are printed). Soft-float routines are long by nature,
 	@# so function length is not checked (.solhint.json).
 	node_modules/.bin/solhint --disc -f unix 'contracts/**/*.sol' | grep -v '^\s*$$' || true

@@ -22,16 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Positional reads left per file of agents/roles (issue #27 replaces them with named reads:
-#: `agents.core.chain.named_call` for a view returning one struct).
-KNOWN: dict[str, int] = {
-    "agents/roles/aggregator.py": 3,
-    "agents/roles/decomposed.py": 23,
-    "agents/roles/runner.py": 18,
-    "agents/roles/solver.py": 6,
-    "agents/roles/verifier.py": 4,
-    "agents/roles/whistleblower.py": 7,
-}
+#: Positional reads allowed per file of agents/: none is left (issue #27). Contracts are bound
+#: by `agents.core.bindings.bind`, whose results are decoded by the ABI's names (`u.attempt`).
+KNOWN: dict[str, int] = {}
 
 
 @dataclass(frozen=True, order=True)
@@ -141,7 +134,7 @@ def ratchet(reads: list[Read], files: list[Path], known: dict[str, int]) -> list
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path, nargs="?", default=Path("agents/roles"))
+    parser.add_argument("folder", type=Path, nargs="?", default=Path("agents"))
     parser.add_argument("--list", action="store_true", help="print every read found")
     args = parser.parse_args()
     files = sorted(args.folder.rglob("*.py"))

@@ -17,6 +17,7 @@ from web3 import Web3
 from web3.contract import Contract
 from web3.exceptions import ContractCustomError, ContractLogicError
 
+from agents.core.chain import named_outputs
 from agents.dispute.player import DEFENDER_PHASES, GameView, Move, Phase
 
 GAS_CAP = 15_000_000
@@ -113,7 +114,7 @@ class GameClient:
         raise KeyError(fn)
 
     def deadline(self, game_id: int) -> int:
-        return int(self.game.functions.turn(game_id).call()[1])
+        return int(named_outputs(self.game.functions.turn(game_id))["deadline"])
 
     # -- writing ----------------------------------------------------------------------------
 

@@ -86,10 +86,10 @@ class Aggregator(RoleAgent):
     async def round(self) -> bool:
         now = self.now()
         for dj, job in self.unfinished_jobs():
-            if job[1] != RoundJobStatus.RUNNING:
+            if job.status != RoundJobStatus.RUNNING:
                 continue
             with self.isolated(f"decomposed job {dj}"):
-                await self.follow(dj, job[2], now)
+                await self.follow(dj, job.currentRound, now)
         await self.withdraw_round_credits(now)
         return False
 
@@ -102,9 +102,9 @@ class Aggregator(RoleAgent):
             if dj in self.completed:
                 continue
             job = self.rm.functions.getJob(dj).call()
-            if job[1] == RoundJobStatus.COMPLETED and self.holds_deep(
+            if job.status == RoundJobStatus.COMPLETED and self.holds_deep(
                 lambda block, dj=dj: (
-                    self.rm.functions.getJob(dj).call(block_identifier=block)[1]
+                    self.rm.functions.getJob(dj).call(block_identifier=block).status
                     == RoundJobStatus.COMPLETED
                 )
             ):
@@ -128,7 +128,7 @@ class Aggregator(RoleAgent):
 
     async def finalize(self, dj: int, r: int, attempt: int, deadline: int, now) -> None:
         pending = self.rm.functions.revealRequestOf(dj, r).call()
-        if now.timestamp > deadline and int(pending[0], 16) == 0:
+        if now.timestamp > deadline and int(pending.requester, 16) == 0:
             fn = self.rm.functions.finalizeRound(dj)
             await self.send(Act("finalizeRound", f"finalizeRound:{dj}:{r}:{attempt}"), fn)
 
@@ -267,7 +267,7 @@ class Aggregator(RoleAgent):
     async def answer_reveal(self, dj: int, r: int, attempt: int, root: bytes) -> bool:
         """Answer a reveal request on my aggregate from my own blob; True while one pending."""
         req = self.rm.functions.revealRequestOf(dj, r).call()
-        if int(req[0], 16) == 0:
+        if int(req.requester, 16) == 0:
             return False
         rec = self.agent.store.get_record("aggregate", f"{dj}:{r}:{attempt}")
         if rec is None:

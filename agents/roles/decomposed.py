@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 from web3.contract import Contract
 
@@ -83,8 +84,8 @@ class Rounds:
         self._specs: BoundedCache[int, tuple[JobSpec, Dataset]] = BoundedCache(max_loaded)
         self._globals: BoundedCache[tuple[int, int], State] = BoundedCache(max_loaded)
 
-    def is_unit_job(self, job: tuple) -> bool:
-        return job[0].lower() == self.rm.address.lower()
+    def is_unit_job(self, job: Any) -> bool:
+        return job.submitter.lower() == self.rm.address.lower()
 
     def job_spec(self, dj: int) -> tuple[JobSpec, Dataset]:
         """The decomposed job's v2 spec and dataset, checked against its RoundManager record
@@ -92,21 +93,21 @@ class Rounds:
         kept = self._specs.get(dj)
         if kept is not None:
             return kept
-        p = self.rm.functions.getJob(dj).call()[4]
+        p = self.rm.functions.getJob(dj).call().params
         what = f"decomposed job {dj}"
-        spec = fetch_spec(bytes(p[0]), self.stores, what, self.max_params)
+        spec = fetch_spec(bytes(p.specHash), self.stores, what, self.max_params)
         with rejecting(what):
             if spec.version != specs.SPEC_VERSION_DECOMPOSED:
                 raise JobRejected(f"{what}: spec is not version 2")
-            chain = (p[4], p[5], p[6], p[7])
+            chain = (p.rounds, p.shards, p.localSteps, p.checkpointInterval)
             if (spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every) != chain:
                 raise JobRejected(f"{what}: R, S, k_local, k differ from the chain's")
-            n = check_dataset(spec, bytes(p[1]), what)
-            if n != p[8]:
+            n = check_dataset(spec, bytes(p.datasetRoot), what)
+            if n != p.numExamples:
                 raise JobRejected(f"{what}: dataset differs from the chain's")
             check_shards(spec, n)
             data = datasets.load_dataset(spec.dataset_name)
-            if data.root() != bytes(p[1]):
+            if data.root() != bytes(p.datasetRoot):
                 raise JobRejected(f"{what}: dataset differs from the chain's")
         if self.stores:
             keep_spec(spec, self.stores[0], log)
@@ -119,18 +120,18 @@ class Rounds:
         out = []
         for s in range(spec.shards):
             unit_job = self.rm.functions.unitJobOf(dj, r, s).call()
-            if self.manager.functions.getJob(unit_job).call()[4] != JobStatus.COMPLETED:
+            if self.manager.functions.getJob(unit_job).call().status != JobStatus.COMPLETED:
                 raise JobRejected(f"unit ({r}, {s}) of job {dj} not found finalized yet")
             u = self.manager.functions.getUnit(unit_job << 32).call()
             locator = self.locator(unit_job << 32)
             try:
                 reader = CheckpointReader(
-                    unit_spec(spec), locator, bytes(u[12]), self.local_locators
+                    unit_spec(spec), locator, bytes(u.checkpointRoot), self.local_locators
                 )
                 st = reader.state(reader.checkpoints - 1)
             except BadBlob as exc:  # the reader raises nothing else, whatever the unit's data
                 raise JobRejected(f"unit ({r}, {s}) state not found: {exc}") from None
-            if state_root(st) != bytes(u[13]):
+            if state_root(st) != bytes(u.finalStateRoot):
                 raise JobRejected(f"unit ({r}, {s}) final state not found under its root")
             out.append(st)
         return out
@@ -163,15 +164,17 @@ class Rounds:
         self._globals.put((dj, r), g)
         return g
 
-    def load_unit(self, job_id: int, job: tuple) -> JobContext:
+    def load_unit(self, job_id: int, job: Any) -> JobContext:
         """A unit job as a JobContext (its engine, its k_local-step spec, G_r as start); the
-        registered config and placement are checked before G_r is built."""
+        registered config and placement are checked before G_r is built. `job` is
+        IJobManager.Job, decoded by name."""
         dj, r, s = self.rm.functions.unitOf(job_id).call()
         spec, data = self.job_spec(dj)
-        if bytes(job[13]) != bytes(self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()):
+        unit_hash = self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()
+        if bytes(job.specHash) != bytes(unit_hash):
             raise JobRejected(f"job {job_id}: unit spec hash is not unit ({r}, {s})'s")
         uspec = unit_spec(spec)
-        if (uspec.steps, uspec.checkpoint_every) != (job[1], job[10]):
+        if (uspec.steps, uspec.checkpoint_every) != (job.steps, job.checkpointInterval):
             raise JobRejected(f"job {job_id}: steps/interval differ from the chain's")
         t0 = r * spec.k_local
         with rejecting(f"job {job_id}"):
@@ -191,7 +194,7 @@ class Rounds:
                 f"{(t0, spec.shards, s)}"
             )
         start = self.global_state(dj, r)
-        if state_root(start) != bytes(job[15]):
+        if state_root(start) != bytes(job.initialStateRoot):
             raise JobRejected(f"job {job_id}: initial state is not G_{r}")
         with rejecting(f"job {job_id}"):
             engine = RoundUnitEngine(spec, data, s, t0, start, self.engine_cfg)
@@ -206,16 +209,16 @@ class Rounds:
         if limit <= 0:
             return False
         dj, r, s = self.rm.functions.unitOf(job_id).call()
-        shards = self.rm.functions.getJob(dj).call()[4][5]
+        shards = self.rm.functions.getJob(dj).call().params.shards
         held = 0
         for other in range(shards):
             if other == s:
                 continue
             uid = self.rm.functions.unitJobOf(dj, r, other).call() << 32
             u = self.manager.functions.getUnit(uid).call()
-            status, assignee = u[0], u[9]
+            status, assignee = u.status, u.assignee
             if status in (1, 2):  # Open, Selecting: my claim holds me there
-                claimants = self.manager.functions.getClaimants(uid).call()[0]
+                claimants = self.manager.functions.getClaimants(uid).call().solvers
                 held += any(c.lower() == me.lower() for c in claimants)
             elif status in (3, 4, 5, 6, 7) and assignee.lower() == me.lower():
                 held += 1  # Assigned, Committed, Verifying, Disputed, Finalized
@@ -297,9 +300,9 @@ async def follow_decomposed(sub) -> bool:
     after its aggregation window; at the end, G_R from the units, checked, and its accuracy."""
     rm, dj, now = sub.rounds.rm, sub.job_id, sub.now()
     job = rm.functions.getJob(dj).call()
-    if job[1] == RoundJobStatus.COMPLETED:
+    if job.status == RoundJobStatus.COMPLETED:
         return finish_decomposed(sub)
-    r = job[2]
+    r = job.currentRound
     status, attempt, deadline, aggregator, _ = rm.functions.getRound(dj, r).call()
     acted = False
     for s in range(sub.spec.shards):
@@ -350,14 +353,14 @@ def finish_decomposed(sub) -> bool:
         for s in range(spec.shards):
             unit_job = rm.functions.unitJobOf(dj, r, s).call()
             u = sub.manager.functions.getUnit(unit_job << 32).call()
-            root = "0x" + bytes(u[13]).hex()
+            root = "0x" + bytes(u.finalStateRoot).hex()
             units.append(
                 {
                     "round": r,
                     "shard": s,
                     "job_id": unit_job,
-                    "solver": u[9],
-                    "attempts": u[10] + 1,
+                    "solver": u.assignee,
+                    "attempts": u.attempt + 1,
                     "final_root": root,
                 }
             )
@@ -366,7 +369,12 @@ def finish_decomposed(sub) -> bool:
         rnd = rm.functions.getRound(dj, r).call()
         root = "0x" + bytes(rm.functions.globalRoot(dj, r + 1).call()).hex()
         aggregations.append(
-            {"round": r, "attempts": rnd[1] + 1, "aggregator": rnd[3], "global_root": root}
+            {
+                "round": r,
+                "attempts": rnd.attempt + 1,
+                "aggregator": rnd.aggregator,
+                "global_root": root,
+            }
         )
     sub.result = {
         "job_id": dj,

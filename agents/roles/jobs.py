@@ -91,10 +91,11 @@ def load_job(
     max_params: int = DEFAULT_MAX_PARAMS,
     engine_cfg: EngineConfig = EngineConfig(),
 ) -> JobContext:
-    """`job` is IJobManager.getJob's tuple; `config_hash` the game's registered config (None: not
-    checked, for a drawn verifier's replay: only a dispute game needs the config)."""
+    """`job` is IJobManager.getJob's result, decoded by name (agents/core/bindings.py);
+    `config_hash` the game's registered config (None: not checked, for a drawn verifier's
+    replay: only a dispute game needs the config)."""
     what = f"job {job_id}"
-    spec = fetch_spec(bytes(job[13]), stores, what, max_params)
+    spec = fetch_spec(bytes(job.specHash), stores, what, max_params)
     rt = job_runtime(spec, ChainJob.of(job), stores, what, max_params, config_hash, engine_cfg)
     return JobContext(job_id, spec, rt)
 

@@ -18,6 +18,7 @@ particular party.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from agents.core.enums import Phase, Side, UnitStatus, VerifierStatus
 from agents.dispute.player import DEFENDER_PHASES, Move
@@ -133,6 +134,14 @@ class DataRequest:
 
 
 @dataclass(frozen=True)
+class Drawn:
+    """A drawn verifier of a unit's current attempt and its response so far."""
+
+    verifier: str
+    status: VerifierStatus
+
+
+@dataclass(frozen=True)
 class UnitView:
     unit_id: int
     job_id: int
@@ -157,6 +166,14 @@ class UnitView:
     held_until: int = 0
     # Disputed by a data request instead of a game (PROTOCOL §6.11): what is asked, by when
     data_request: DataRequest | None = None
+    # The assignee's claimant index (JobManager.secretHashOf)
+    assignee_index: int = 0
+    # Read with the unit in the same call when a JobLens is wired (RoleAgent.unit), else None:
+    # RoleAgent.drawn / claimants / dispute / job_of read the getters for them when asked.
+    drawn: tuple[Drawn, ...] | None = None  # the drawn verifiers, draw order
+    claimants: tuple[str, ...] | None = None  # the claimants of the current attempt
+    dispute: Any = None  # IJobManager.Dispute (gameId, challenger, bond): zeros when none
+    job: Any = None  # IJobManager.Job of the unit's job
 
 
 @dataclass(frozen=True)

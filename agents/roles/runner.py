@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -21,15 +22,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from web3 import Web3
 from web3.contract import Contract
 from web3.exceptions import BadFunctionCallOutput, ContractLogicError, Web3RPCError
 
+from agents.core.bindings import bind
 from agents.core.blobs import BlobServer, BlobStore, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
 from agents.core.chain import ChainUnavailable, connect, named_call
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
-from agents.core.deploy import DEFAULT_ABI_DIR, load_artifact
 from agents.core.events import ReorgTooDeep
 from agents.core.fetches import DEFAULT_FETCH_WORKERS, PENDING, Failed, Reads
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
@@ -37,7 +37,7 @@ from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget
-from agents.roles.addresses import court_address, manager_address
+from agents.roles.addresses import companion_address, court_address, manager_address
 from agents.roles.artifacts import BadBlob, Checkpoints, fetch_checkpoints, locator_problem
 from agents.roles.decomposed import Rounds, round_manager_address
 from agents.roles.errors import RoleError
@@ -56,11 +56,13 @@ from agents.roles.logic import (
     SETTLED,
     Act,
     DataRequest,
+    Drawn,
     IdleBlock,
     Now,
     SettledRecords,
     UnitStatus,
     UnitView,
+    VerifierStatus,
     idle_block_due,
     read_budget_s,
 )
@@ -168,6 +170,12 @@ def role_parser(
         "--round-manager",
         help="RoundManager address (decomposed jobs); default: the one in --deployment when it "
         "belongs to the same JobManager, else none",
+    )
+    p.add_argument(
+        "--lens",
+        help="JobLens address (a unit's reads in one call); default: the one in --deployment "
+        "when it belongs to the same JobManager, else none: each unit is then read getter by "
+        "getter, one verifierStatus per drawn verifier",
     )
     p.add_argument(
         "--mine-when-idle",
@@ -336,11 +344,29 @@ async def _main(
 POSTED_SCAN_BLOCKS = 2_000
 
 
+def data_request_view(r: Any) -> DataRequest | None:
+    """IJobManager.DataRequest (decoded by name) as the roles see it; None when none is open."""
+    if int(r.requester, 16) == 0:
+        return None
+    return DataRequest(
+        requester=r.requester,
+        checkpoint=int(r.checkpoint),
+        answer_deadline=int(r.answerDeadline),
+        bond=int(r.bond),
+        state_opened=any(bytes(r.stateRoot)),
+        tensor_count=int(r.tensorCount),
+        next_tensor=int(r.nextTensor),
+        next_chunk=int(r.nextChunk),
+    )
+
+
 class RoleAgent:
     role = "agent"
     # A long-running role outlives an unexpected error in one round (logged, retried next
     # round); a one-shot command (`node`) reports it instead of retrying for ever.
     isolate_rounds = True
+    # The JobLens over my JobManager (set in __init__; None: no lens, units read getter by getter)
+    lens: Contract | None = None
 
     def __init__(
         self, agent: Agent, manager: str, args: argparse.Namespace, log: logging.Logger
@@ -407,6 +433,22 @@ class RoleAgent:
         self._posted_from = 0  # the first block the next JobPosted scan reads
         self._posted_count = -1  # jobCount when it last scanned
         self.rounds = self._rounds(manager)
+        self.lens = self._lens(manager)
+
+    def _lens(self, manager: str) -> Contract | None:
+        """The JobLens over this JobManager (--lens, else the deployment file's), or None."""
+        address = companion_address(self.args, manager, "lens", "JobLens")
+        explicit = bool(getattr(self.args, "lens", None))
+        if address is None or not self.w3.eth.get_code(address):
+            if explicit:
+                raise RoleError(f"no contract at JobLens address {address}")
+            return None
+        lens = self._contract("JobLens", address)
+        if lens.functions.manager().call().lower() != manager.lower():
+            if explicit:
+                raise RoleError(f"JobLens {address} reads another JobManager")
+            return None
+        return lens
 
     def _rounds(self, manager: str):
         """The RoundManager's view (decomposed jobs, agents/roles/decomposed.py), or None."""
@@ -502,8 +544,7 @@ class RoleAgent:
             return None
 
     def _contract(self, name: str, address: str) -> Contract:
-        abi = load_artifact(name, DEFAULT_ABI_DIR)["abi"]
-        return self.w3.eth.contract(address=Web3.to_checksum_address(address), abi=abi)
+        return bind(self.w3, name, address)
 
     def mine_if_idle(self) -> None:
         """On a dev chain with --mine-when-idle: mine one empty block (chain time moves on), when
@@ -644,56 +685,126 @@ class RoleAgent:
         return str(logs[-1]["args"]["blobLocator"]), bytes(logs[-1]["args"]["checkpointRoot"])
 
     def unit(self, unit_id: int) -> UnitView:
+        """The unit as the roles read it. With a JobLens, everything in one call (its drawn
+        verifiers, claimants, dispute and job too); without one, getUnit, and heldUntil and
+        dataRequestOf while Disputed (the rest is read when asked: drawn, claimants, ...)."""
+        if self.lens is not None:
+            return self.snapshot_view(self.lens.functions.unitSnapshot(unit_id).call())
         u = self.manager.functions.getUnit(unit_id).call()
-        # A commitment (hence a locator) exists from Committed on; one lookup per attempt.
+        # A Disputed unit whose challenger's win is held (JobManager.DisputeResultHeld) for the
+        # forced round's reveal: heldUntil is its end, zero while the game runs.
+        held_until, data_request = 0, None
+        if u.status == UnitStatus.DISPUTED:
+            held_until = int(self.manager.functions.heldUntil(unit_id).call())
+            data_request = data_request_view(self.manager.functions.dataRequestOf(unit_id).call())
+        return self.unit_view(unit_id, u, held_until, data_request)
+
+    def units_read(self, unit_ids: list[int]) -> list[UnitView]:
+        """`unit` of each of `unit_ids`: with a JobLens, a page of them per call."""
+        if self.lens is None:
+            return [self.unit(uid) for uid in unit_ids]
+        page = self.lens_page
+        out = []
+        for i in range(0, len(unit_ids), page):
+            snapshots = self.lens.functions.unitSnapshots(unit_ids[i : i + page]).call()
+            out += [self.snapshot_view(s) for s in snapshots]
+        return out
+
+    @functools.cached_property
+    def lens_page(self) -> int:
+        """JobLens.MAX_PAGE (a constant): the most units one unitSnapshots call returns."""
+        assert self.lens is not None
+        return int(self.lens.functions.MAX_PAGE().call())
+
+    def snapshot_view(self, s: Any) -> UnitView:
+        """A JobLens.UnitSnapshot as the roles see it (held result and data request as `unit`
+        reads them: only while Disputed)."""
+        disputed = s.unit.status == UnitStatus.DISPUTED
+        held_until = int(s.heldUntil) if disputed else 0
+        data_request = data_request_view(s.dataRequest) if disputed else None
+        view = self.unit_view(s.unitId, s.unit, held_until, data_request)
+        return dataclasses.replace(
+            view,
+            drawn=tuple(Drawn(v.verifier, VerifierStatus(v.status)) for v in s.verifiers),
+            claimants=tuple(s.claimants),
+            dispute=s.dispute,
+            job=s.job,
+        )
+
+    def unit_view(
+        self, unit_id: int, u: Any, held_until: int, data_request: DataRequest | None
+    ) -> UnitView:
+        """UnitView of `u` (IJobManager.Unit, decoded by name); the commitment's locator is
+        looked up once per attempt (only its event carries it)."""
         locator, published = "", b""
-        if UnitStatus.COMMITTED <= u[0] <= UnitStatus.FINALIZED:
-            key = (u[10], bytes(u[12]))
+        # A commitment (hence a locator) exists from Committed on; one lookup per attempt.
+        if UnitStatus.COMMITTED <= u.status <= UnitStatus.FINALIZED:
+            key = (u.attempt, bytes(u.checkpointRoot))
             kept = self._locators.get(unit_id)
             if kept is None or kept[0] != key:  # a new attempt or a forced reveal's root
                 kept = self._locators[unit_id] = (key, self.commitment(unit_id))
             locator, published = kept[1]
-        # A Disputed unit whose challenger's win is held (JobManager.DisputeResultHeld) for the
-        # forced round's reveal: heldUntil is its end, zero while the game runs.
-        held_until, data_request = 0, None
-        if u[0] == UnitStatus.DISPUTED:
-            held_until = int(self.manager.functions.heldUntil(unit_id).call())
-            data_request = self.data_request(unit_id)
         return UnitView(
             unit_id=unit_id,
             job_id=unit_id >> 32,
-            status=UnitStatus(u[0]),
-            deadline=u[4],
-            seed_block=u[5],
-            attempt=u[10],
-            assignee=u[9],
-            checkpoint_root=bytes(u[12]),
-            final_root=bytes(u[13]),
+            status=UnitStatus(u.status),
+            deadline=u.deadline,
+            seed_block=u.seedBlock,
+            attempt=u.attempt,
+            assignee=u.assignee,
+            checkpoint_root=bytes(u.checkpointRoot),
+            final_root=bytes(u.finalStateRoot),
             locator=locator,
-            verify_seed=u[6],
-            assign_seed=u[11],
-            forced_revealed=bool(u[8]),
+            verify_seed=u.verifySeed,
+            assign_seed=u.assignSeed,
+            forced_revealed=bool(u.forcedRevealed),
             published_root=published,
             result_held=held_until != 0,
             held_until=held_until,
             data_request=data_request,
+            assignee_index=int(u.assigneeIndex),
         )
 
     def data_request(self, unit_id: int) -> DataRequest | None:
         """The unit's open data request (PROTOCOL §6.11), None when none is open."""
-        r = named_call(self.manager.functions.dataRequestOf(unit_id))
-        if int(r["requester"], 16) == 0:
-            return None
-        return DataRequest(
-            requester=r["requester"],
-            checkpoint=int(r["checkpoint"]),
-            answer_deadline=int(r["answerDeadline"]),
-            bond=int(r["bond"]),
-            state_opened=any(bytes(r["stateRoot"])),
-            tensor_count=int(r["tensorCount"]),
-            next_tensor=int(r["nextTensor"]),
-            next_chunk=int(r["nextChunk"]),
+        return data_request_view(self.manager.functions.dataRequestOf(unit_id).call())
+
+    # What the JobLens reads with a unit, read here getter by getter when no lens is wired.
+
+    def drawn(self, u: UnitView) -> tuple[Drawn, ...]:
+        """The unit's drawn verifiers and their statuses, draw order."""
+        if u.drawn is not None:
+            return u.drawn
+        f = self.manager.functions
+        return tuple(
+            Drawn(v, VerifierStatus(f.verifierStatus(u.unit_id, v).call().status))
+            for v in f.getVerifiers(u.unit_id).call()
         )
+
+    def verifier_status(self, u: UnitView, verifier: str) -> VerifierStatus:
+        """`verifier`'s status on the unit (None when not drawn)."""
+        if u.drawn is None:
+            fn = self.manager.functions.verifierStatus(u.unit_id, verifier)
+            return VerifierStatus(fn.call().status)
+        mine = [d.status for d in u.drawn if d.verifier.lower() == verifier.lower()]
+        return mine[0] if mine else VerifierStatus.NONE
+
+    def claimants(self, u: UnitView) -> tuple[str, ...]:
+        if u.claimants is not None:
+            return u.claimants
+        return tuple(self.manager.functions.getClaimants(u.unit_id).call().solvers)
+
+    def dispute(self, u: UnitView) -> Any:
+        """IJobManager.Dispute of the unit (gameId, challenger, bond; zeros when none)."""
+        if u.dispute is not None:
+            return u.dispute
+        return self.manager.functions.getDispute(u.unit_id).call()
+
+    def job_of(self, u: UnitView) -> Any:
+        """IJobManager.Job of the unit's job."""
+        if u.job is not None:
+            return u.job
+        return self.manager.functions.getJob(u.job_id).call()
 
     def units(self) -> list[UnitView]:
         """Every job's unit that may still change, and a settled one (Finalized, Cancelled) in
@@ -704,14 +815,14 @@ class RoleAgent:
         restart reads every job once more."""
         self.discover_jobs()
         out = []
-        for job_id in sorted(self.live_jobs):
-            u = self.unit(job_id << 32)
+        for u in self.units_read([job_id << 32 for job_id in sorted(self.live_jobs)]):
+            job_id = u.job_id
             recycled = u.status == UnitStatus.NONE
             if recycled or (
                 u.status in SETTLED
                 and self.holds_deep(
                     lambda block, uid=u.unit_id: (
-                        self.manager.functions.getUnit(uid).call(block_identifier=block)[0]
+                        self.manager.functions.getUnit(uid).call(block_identifier=block).status
                         in SETTLED
                     )
                 )
@@ -805,9 +916,9 @@ class RoleAgent:
         self, role: int, stake: int, capability: tuple[int, int, int]
     ) -> None:
         node = self.registry.functions.getNode(self.me).call()
-        if node[0] != 0:
-            if node[0] != role:
-                raise RoleError(f"{self.me} is already registered with another role ({node[0]})")
+        if node.role != 0:
+            if node.role != role:
+                raise RoleError(f"{self.me} is already registered with another role ({node.role})")
             return
         balance = self.token.functions.balanceOf(self.me).call()
         if balance < stake:
@@ -828,7 +939,7 @@ class RoleAgent:
     async def heartbeat_if_due(self, now: Now) -> None:
         node = self.registry.functions.getNode(self.me).call()
         ttl = self.registry.functions.heartbeatTtl().call()
-        if now.timestamp - node[4] >= ttl // 2:
+        if now.timestamp - node.lastHeartbeat >= ttl // 2:
             slot = now.timestamp // max(1, ttl // 2)
             await self.send(
                 Act("heartbeat", f"heartbeat:{slot}"), self.registry.functions.heartbeat()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from agents.core import datasets
 from agents.core.blobs import BlobError, BlobStore
@@ -196,8 +197,12 @@ class ChainJob:
     initial_root: bytes
 
     @classmethod
-    def of(cls, job: tuple) -> ChainJob:
-        return cls(int(job[1]), int(job[10]), bytes(job[14]), bytes(job[15]))
+    def of(cls, job: Any) -> ChainJob:
+        """Of IJobManager.getJob's result, decoded by name (agents/core/bindings.py)."""
+        return cls(
+            int(job.steps), int(job.checkpointInterval), bytes(job.datasetRoot),
+            bytes(job.initialStateRoot),
+        )  # fmt: skip
 
 
 def job_runtime(

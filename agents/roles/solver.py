@@ -26,12 +26,12 @@ import argparse
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from eth_utils import keccak
 
 from agents.core.bounded import BoundedCache, SaidOnce
-from agents.core.chain import named_outputs
 from agents.core.enums import Role
 from agents.dispute.availability import encode_answer
 from agents.dispute.client import GameClient
@@ -251,15 +251,14 @@ class Solver(RoleAgent):
         trained = rec is not None and rec.state == "published"
         game_id = 0
         if u.status == UnitStatus.DISPUTED:
-            game_id = int(self.manager.functions.getDispute(u.unit_id).call()[0])
+            game_id = int(self.dispute(u).gameId)
         # Eligibility decides a claim only: a unit I hold is served whatever it would say now
         # (my claim itself locked the stake it compares).
         eligible = u.status == UnitStatus.OPEN and not claimed and self.eligible(u)
         return SolverFacts(self.me, claimed, eligible, trained, game_id, self.reveal_due(u))
 
     def claimed(self, u: UnitView) -> bool:
-        claimants = self.manager.functions.getClaimants(u.unit_id).call()[0]
-        return any(c.lower() == self.me.lower() for c in claimants)
+        return any(c.lower() == self.me.lower() for c in self.claimants(u))
 
     def reveal_due(self, u: UnitView) -> bool:
         """My forced round awaits its reveal and no drawn verifier can still seal or open its seal
@@ -271,12 +270,7 @@ class Solver(RoleAgent):
             return False
         if self.agent.store.get_record("forced", f"{u.unit_id}:{u.attempt}") is None:
             return False
-        statuses = [
-            VerifierStatus(
-                named_outputs(self.manager.functions.verifierStatus(u.unit_id, v))["status"]
-            )
-            for v in self.manager.functions.getVerifiers(u.unit_id).call()
-        ]
+        statuses = [d.status for d in self.drawn(u)]
         return forced_reveal_open(statuses, self.now(), u.deadline, self.reveal_window)
 
     def eligible(self, u: UnitView) -> bool:
@@ -292,8 +286,8 @@ class Solver(RoleAgent):
             why = f"claim deadline in {wait} s, over --max-claim-wait {self.args.max_claim_wait}"
             self.refuse_once((u.unit_id, u.attempt, u.deadline), u, why)
             return False
-        job = self.manager.functions.getJob(u.job_id).call()
-        required = (job[8], job[11], job[12])
+        job = self.job_of(u)
+        required = (job.deviceClass, job.memoryMiB, job.throughput)
         if not all(a >= b for a, b in zip(self.capability, required, strict=True)):
             return False
         if self.busy_in_round(job, u.job_id):
@@ -305,7 +299,7 @@ class Solver(RoleAgent):
         if ctx is None:
             return False
         own = job_training_seconds(ctx, self.train_speed)
-        refusal = fit_refusal(own, self.held_seconds(u.unit_id), int(job[7]))
+        refusal = fit_refusal(own, self.held_seconds(u.unit_id), int(job.computeTime))
         if refusal is None:
             return True
         why, lasting = refusal
@@ -373,7 +367,7 @@ class Solver(RoleAgent):
         total = ctx.segments + 1
         return job_training_seconds(ctx, self.train_speed) * max(0, total - done) / total
 
-    def busy_in_round(self, job: tuple, job_id: int) -> bool:
+    def busy_in_round(self, job: Any, job_id: int) -> bool:
         """A RoundManager unit while I hold --units-per-round others of its round (§6.9)."""
         rounds = self.rounds
         if rounds is None or not rounds.is_unit_job(job):
@@ -605,10 +599,9 @@ class Solver(RoleAgent):
         true = [bytes.fromhex(r[2:]) for r in rec.data["true_roots"]]
         pub = [bytes.fromhex(r[2:]) for r in rec.data["roots"]]
         samples, end_roots = [], []
-        for v in self.manager.functions.getVerifiers(u.unit_id).call():
+        for v, status in ((d.verifier, d.status) for d in self.drawn(u)):
             samples.append(self.manager.functions.sampledSegments(u.unit_id, v).call())
             ends: list[bytes] = []
-            status = named_outputs(self.manager.functions.verifierStatus(u.unit_id, v))["status"]
             if status == VerifierStatus.ATTESTED:
                 logs = self.manager.events.Attested().get_logs(
                     argument_filters={"unitId": u.unit_id, "verifier": v}, from_block=0

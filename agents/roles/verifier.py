@@ -33,7 +33,6 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from agents.core.bounded import SaidOnce
-from agents.core.chain import named_outputs
 from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
@@ -317,8 +316,8 @@ class Verifier(ChallengerMixin, RoleAgent):
         challenged in `block` (the unit as it was then: a later attempt overwrites it); the
         solver's checkpoint is read within the budget of my turn's `deadline`."""
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-        root = bytes(self.court_game.functions.claimOf(gid).call()[5])  # initialStateRoot
-        rec = self.agent.store.get_record("verdict", f"{unit_id}:{u[10]}")
+        root = bytes(self.court_game.functions.claimOf(gid).call().initialStateRoot)
+        rec = self.agent.store.get_record("verdict", f"{unit_id}:{u.attempt}")
         kept = rec.data.get("starts", {}).get(str(s)) if rec is not None else None
         reading = False
 
@@ -326,7 +325,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             nonlocal reading
             locator = self.locator(unit_id, block)
             got = self.checkpoints_read(
-                f"court:{gid}:", ctx.runtime, locator, bytes(u[12]), [s], now, deadline
+                f"court:{gid}:", ctx.runtime, locator, bytes(u.checkpointRoot), [s], now, deadline
             )
             reading = got is None
             return None if got is None else got.state(s)
@@ -343,17 +342,16 @@ class Verifier(ChallengerMixin, RoleAgent):
         return start
 
     def facts(self, u: UnitView, now: Now) -> VerifierFacts:
-        status = self.status_of(u, self.me)
+        status = self.verifier_status(u, self.me)
         rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
         verdict = rec.state if rec is not None else None
         game_id, mine = 0, False
         if u.status == UnitStatus.DISPUTED:
-            d = self.manager.functions.getDispute(u.unit_id).call()
-            game_id, mine = int(d[0]), d[1].lower() == self.me.lower()
+            d = self.dispute(u)
+            game_id, mine = int(d.gameId), d.challenger.lower() == self.me.lower()
         opened = last = False
         if status in (VerifierStatus.SEALED, VerifierStatus.PENDING) and verdict is not None:
-            drawn = self.manager.functions.getVerifiers(u.unit_id).call()
-            statuses = [self.status_of(u, v) for v in drawn]
+            statuses = [d.status for d in self.drawn(u)]
             opened = seals_open(statuses, now, u.deadline)
             # Pending myself: am I the only one left to answer?
             last = status == VerifierStatus.PENDING and statuses.count(VerifierStatus.PENDING) == 1
@@ -378,10 +376,6 @@ class Verifier(ChallengerMixin, RoleAgent):
             replayed,
             contested,
         )
-
-    def status_of(self, u: UnitView, verifier: str) -> VerifierStatus:
-        fn = self.manager.functions.verifierStatus(u.unit_id, verifier)
-        return VerifierStatus(named_outputs(fn)["status"])
 
     async def execute(self, act: Act, u: UnitView, now: Now) -> None:
         if act.kind == "replay":

@@ -34,7 +34,6 @@ from web3.logs import DISCARD
 
 from agents.core.blobs import BlobError
 from agents.core.bounded import SaidOnce
-from agents.core.chain import named_outputs
 from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Record
@@ -52,7 +51,6 @@ from agents.roles.logic import (
     Side,
     UnitStatus,
     UnitView,
-    VerifierStatus,
     attestation_done,
     game_act,
     held_result_due,
@@ -160,15 +158,15 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         for u in self.units():
             if u.status == UnitStatus.DISPUTED:
                 with self.isolated(f"unit {u.unit_id}"):
-                    d = self.manager.functions.getDispute(u.unit_id).call()
-                    mine = d[1].lower() == self.me.lower()
+                    d = self.dispute(u)
+                    mine = d.challenger.lower() == self.me.lower()
                     if mine and held_result_due(u, now, 2 * self.reveal_window):
                         # my win was held for a forced round's reveal that did not come: I am
                         # owed my bond and the reward
                         await self.keeper(settle_act(u))
                     ctx = self.context(u.job_id)
                     if mine and not u.result_held and ctx is not None:
-                        await self.play(int(d[0]), ctx, now)
+                        await self.play(int(d.gameId), ctx, now)
         if self.args.leaked_secrets:
             with self.isolated("leaked secrets"):
                 await self.report_leaks(now)
@@ -299,14 +297,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             if not UnitStatus.ASSIGNED <= u.status <= UnitStatus.DISPUTED:
                 continue  # no assignee whose claim the secret could match
             key = f"{unit_id}:{u.attempt}"
-            index = self.manager.functions.getUnit(unit_id).call()[7]  # assigneeIndex
-            expected = bytes(self.manager.functions.secretHashOf(unit_id, index).call())
-            statuses = [
-                VerifierStatus(
-                    named_outputs(self.manager.functions.verifierStatus(unit_id, v))["status"]
-                )
-                for v in self.manager.functions.getVerifiers(unit_id).call()
-            ]
+            fn = self.manager.functions.secretHashOf(unit_id, u.assignee_index)
+            expected = bytes(fn.call())
+            statuses = [d.status for d in self.drawn(u)]
             # ForcedErrors.secretHash: keccak256(abi.encode(r))
             matches = keccak(encode(["bytes32"], [secret])) == expected
             reported = self.agent.store.get_record("leak", key) is not None
@@ -337,9 +330,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         if ctx is None:
             raise BadBlob(f"job {unit_id >> 32} is not one I take part in")
         u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-        deadline = int(u[4]) + (self.court_window() if self.court is not None else 0)
+        deadline = int(u.deadline) + (self.court_window() if self.court is not None else 0)
         return self.checkpoints_read(
-            f"{key}:", ctx.runtime, self.locator(unit_id, block), bytes(u[12]), indices,
+            f"{key}:", ctx.runtime, self.locator(unit_id, block), bytes(u.checkpointRoot), indices,
             now or self.now(), deadline,
         )  # fmt: skip
 
@@ -356,7 +349,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             except (BlobError, ValueError, TypeError) as exc:
                 self.log.warning("unit %d: my copy of its checkpoint roots: %s", unit_id, exc)
             else:
-                if merkle.checkpoint_root(roots) == bytes(u[12]):
+                if merkle.checkpoint_root(roots) == bytes(u.checkpointRoot):
                     return roots
         if self.context(int(data["unit"]) >> 32) is None:
             return None
@@ -446,7 +439,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             return
         s = int(data["court_segment"])
         if gid not in self.court_comps:
-            root = bytes(self.court_game.functions.claimOf(gid).call()[5])  # initialStateRoot
+            root = bytes(self.court_game.functions.claimOf(gid).call().initialStateRoot)
 
             def solver() -> State | None:
                 got = self.read_then(f"court:{gid}", data, [s])

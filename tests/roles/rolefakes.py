@@ -1,9 +1,46 @@
 """Fakes of the contracts for role tests without a chain (the roles built with object.__new__):
-`contract.functions.<name>(*args).call()` answers from a Python function."""
+`contract.functions.<name>(*args).call()` answers from a Python function, decoded by the ABI's
+names as a contract bound by agents.core.bindings.bind decodes it (a struct or several outputs
+as a named tuple), so a test's plain tuple reads as the chain's would."""
 
 from __future__ import annotations
 
+import functools
+import json
 from types import SimpleNamespace
+
+from web3._utils.abi import named_tree, recursive_dict_to_namedtuple
+
+from agents.core.deploy import DEFAULT_ABI_DIR
+
+
+@functools.cache
+def _protocol_views() -> dict[str, list[dict]]:
+    """Function name -> its ABI entries in every exported contract (a name may have several:
+    JobManager's getJob and RoundManager's)."""
+    out: dict[str, list[dict]] = {}
+    for name in json.loads((DEFAULT_ABI_DIR / "index.json").read_text())["contracts"]:
+        for e in json.loads((DEFAULT_ABI_DIR / f"{name}.json").read_text())["abi"]:
+            if e.get("type") == "function" and e not in out.get(e["name"], []):
+                out.setdefault(e["name"], []).append(e)
+    return out
+
+
+def decoded(name: str, value: object, abi: list | None = None) -> object:
+    """`value` as a bound contract returns view `name`'s result: by the names of the entry of
+    `abi` (else of any exported contract) whose outputs have `value`'s shape; as it is when it
+    is no tuple, already named, or no entry fits."""
+    if not isinstance(value, tuple | list) or hasattr(value, "_fields"):
+        return value
+    entries = [e for e in abi or [] if e.get("type") == "function" and e["name"] == name]
+    for entry in entries or _protocol_views().get(name, []):
+        outs = entry["outputs"]
+        if len(outs) == 1 and outs[0]["type"] == "tuple":
+            if len(outs[0]["components"]) == len(value):
+                return recursive_dict_to_namedtuple(named_tree(outs, [value]))[0]
+        elif len(outs) > 1 and len(outs) == len(value):
+            return recursive_dict_to_namedtuple(named_tree(outs, value))
+    return value
 
 
 class Call:
@@ -21,10 +58,10 @@ class FakeContract:
     code that reads them (an empty ABI and a fixed address by default)."""
 
     def __init__(self, abi: list | None = None, address: str = "0x" + "99" * 20, **views):
-        def bind(f):
-            return lambda *a: Call(lambda: f(*a))
+        def bind(name, f):
+            return lambda *a: Call(lambda: decoded(name, f(*a), abi))
 
-        self.functions = SimpleNamespace(**{name: bind(f) for name, f in views.items()})
+        self.functions = SimpleNamespace(**{name: bind(name, f) for name, f in views.items()})
         self.abi, self.address = abi or [], address
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from rolefakes import Call, FakeContract, in_rounds
+from rolefakes import Call, FakeContract, decoded, in_rounds
 
 from agents.core.blobs import open_blob_store, serving
 from agents.core.bounded import SaidOnce
@@ -57,13 +57,13 @@ class FakeEvents:
 
 def job_tuple(spec: specs.JobSpec, *, dataset_root=None, s0=None) -> tuple:
     """IJobManager.getJob's tuple, the fields load_job / eligible read."""
-    t = [0] * 17
+    t = [0] * 16
     t[1], t[10] = spec.steps, spec.checkpoint_every
     t[8], t[11], t[12] = 0, 0, 0  # required capability: none
     t[13] = spec.spec_hash()
     t[14] = dataset_root if dataset_root is not None else bytes.fromhex(spec.dataset_root[2:])
     t[15] = s0 if s0 is not None else b"\x22" * 32
-    return tuple(t)
+    return decoded("getJob", tuple(t))
 
 
 def role(cls, tmp_path: Path, blobs, manager, game, **args):
@@ -184,7 +184,7 @@ def test_load_job_checks_the_registered_config_before_building_dataset_or_state(
         load_job(1, job, [store], b"\x00" * 32)
     # a spec whose dataset root is not the chain's: refused before anything is built
     with pytest.raises(JobRejected, match="dataset root differs"):
-        load_job(1, job[:14] + (b"\x33" * 32,) + job[15:], [store], cfg)
+        load_job(1, job._replace(datasetRoot=b"\x33" * 32), [store], cfg)
     assert built == []
     assert load_job(1, job, [store], cfg).spec == DIGITS  # the honest job still loads
 
@@ -209,7 +209,7 @@ def test_load_job_does_not_read_a_spec_blob_above_the_spec_cap(tmp_path):
     store = open_blob_store(str(tmp_path / "blobs"))
     address = store.put(raw)
     job = job_tuple(DIGITS)
-    job = job[:13] + (bytes.fromhex(address[2:]),) + job[14:]
+    job = job._replace(specHash=bytes.fromhex(address[2:]))
     with pytest.raises(JobRejected, match="not found"):
         load_job(1, job, [store], b"\x00" * 32)
 
@@ -220,7 +220,7 @@ def test_load_job_refuses_a_spec_blob_nested_too_deeply(tmp_path):
     store = open_blob_store(str(tmp_path / "blobs"))
     address = store.put(b"[" * 50_000)
     job = job_tuple(DIGITS)
-    job = job[:13] + (bytes.fromhex(address[2:]),) + job[14:]
+    job = job._replace(specHash=bytes.fromhex(address[2:]))
     with pytest.raises(JobRejected, match="published spec is invalid"):
         load_job(1, job, [store], b"\x00" * 32)
 
@@ -287,6 +287,7 @@ def rounds_for(tmp_path: Path, spec: specs.JobSpec, n: int | None = None):
     params[0], params[1] = spec.spec_hash(), bytes.fromhex(spec.dataset_root[2:])
     params[4:8] = [spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every]
     params[8] = n if n is not None else 1438
+    params[9] = (0, 0, 0)  # required capability: none
     rm = FakeContract(getJob=lambda dj: (0, 1, 0, 0, tuple(params)))
     return Rounds(rm, None, None, [store])
 
@@ -319,14 +320,15 @@ def test_load_unit_checks_config_and_placement_before_building_the_global_state(
     rounds.game = FakeContract(configOf=lambda j: b"\x00" * 32, placementOf=lambda j: (0, 3, 2))
     built: list[int] = []
     rounds.global_state = lambda dj, r: built.append(r)
-    job = [0] * 17
+    job = [0] * 16
     job[1], job[10], job[13] = uspec.steps, uspec.checkpoint_every, unit_hash
+    job = decoded("getJob", tuple(job))
     with pytest.raises(JobRejected, match="registered dispute config"):
-        rounds.load_unit(7, tuple(job))
+        rounds.load_unit(7, job)
     cfg = job_graph(uspec, data.n).config.hash()
     rounds.game = FakeContract(configOf=lambda j: cfg, placementOf=lambda j: (0, 3, 1))
     with pytest.raises(JobRejected, match="placement"):
-        rounds.load_unit(7, tuple(job))
+        rounds.load_unit(7, job)
     assert built == []
 
 
@@ -479,9 +481,9 @@ def test_aggregator_survives_a_hostile_unit_manifest(tmp_path):
                       "losses": [0, 0]}).encode()  # fmt: skip
     with serving(tmp_path / "solver") as server:
         locator = make_locator(server.url, solver_store.put(bad))
-        job = [0] * 17
+        job = [0] * 16
         job[4] = JobStatus.COMPLETED
-        unit = [0] * 14
+        unit = [0] * 15
         unit[12], unit[13] = b"\x05" * 32, b"\x06" * 32
         manager = FakeContract(getJob=lambda j: tuple(job), getUnit=lambda u: tuple(unit))
         manager.events = FakeEvents(

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rolefakes import decoded
 
 from agents.core.blobs import BlobBackendError, open_blob_store
 from agents.core.bounded import BoundedCache, SaidOnce
@@ -53,12 +54,12 @@ def fake(**views) -> SimpleNamespace:
 def digits_job() -> tuple[tuple, bytes]:
     """getJob's tuple for the digits job, and its dispute config hash."""
     data = datasets.load_dataset(DIGITS.dataset_name)
-    job = [0] * 17
+    job = [0] * 16
     job[1], job[10] = DIGITS.steps, DIGITS.checkpoint_every
     job[13] = DIGITS.spec_hash()
     job[14] = data.root()
     job[15] = state_root(Engine(DIGITS, data).initial_state())
-    return tuple(job), job_graph(DIGITS, data.n).config.hash()
+    return decoded("getJob", tuple(job)), job_graph(DIGITS, data.n).config.hash()
 
 
 def role(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rolefakes import decoded
 
 from agents.__main__ import main
 from agents.core.blobs import open_blob_store
@@ -37,10 +38,10 @@ def published(tmp_path_factory):
     spec = specs.load(out)
     store = open_blob_store(str(out.with_suffix(".blobs")))
     store.put(spec.canonical_bytes())
-    job = [0] * 17
+    job = [0] * 16
     job[1], job[10], job[13] = spec.steps, spec.checkpoint_every, spec.spec_hash()
     job[14], job[15] = bytes.fromhex(spec.dataset_root[2:]), bytes.fromhex(spec.state[2:])
-    return spec, store, tuple(job)
+    return spec, store, decoded("getJob", tuple(job))
 
 
 def test_a_version_3_job_loads_with_its_config_and_replays_its_own_roots(published):
@@ -61,7 +62,7 @@ def test_a_version_3_job_loads_with_its_config_and_replays_its_own_roots(publish
 
 def test_what_does_not_match_the_chain_or_my_limits_is_refused_in_one_line(published, tmp_path):
     spec, store, job = published
-    wrong_s0 = job[:15] + (b"\x01" * 32,) + job[16:]
+    wrong_s0 = job._replace(initialStateRoot=b"\x01" * 32)
     with pytest.raises(JobRejected, match="job 7: initial state root differs from the chain's"):
         load_job(7, wrong_s0, [store], None)
     with pytest.raises(JobRejected, match="job 7: registered dispute config 0x0101"):

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rolefakes import decoded
 from web3.exceptions import BadFunctionCallOutput
 
 from agents.core.enums import RoundJobStatus
@@ -60,10 +61,10 @@ class Manager:
                 if j in self.no_code_then:
                     raise BadFunctionCallOutput("Could not decode contract function call")
                 status = self.confirmed.get(j, self.status.get(j, UnitStatus.NONE))
-            u = [0] * 16
+            u = [0] * 15
             u[0], u[9], u[10] = int(status), "0x" + "00" * 20, 1
             u[12], u[13] = b"\x01" * 32, b"\x02" * 32
-            return tuple(u)
+            return decoded("getUnit", u)
 
         return SimpleNamespace(call=call)
 
@@ -253,9 +254,9 @@ def test_an_aggregator_reads_a_completed_decomposed_job_no_more_once_it_is_deep(
         def call(block_identifier: int | None = None) -> tuple:
             if block_identifier is None:
                 reads.append(dj)
-                return (None, status[dj], 0)
+                return SimpleNamespace(status=status[dj], currentRound=0)
             assert block_identifier == HEAD - CONFIRMATIONS
-            return (None, confirmed.get(dj, status[dj]), 0)
+            return SimpleNamespace(status=confirmed.get(dj, status[dj]), currentRound=0)
 
         return SimpleNamespace(call=call)
 

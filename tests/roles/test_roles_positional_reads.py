@@ -1,6 +1,5 @@
-"""Positional reads of contract call results in agents/roles (tools/positional_reads.py): the
-finder on small sources, and the ratchet `make lint` runs (no file gains one; one replaced by a
-named read lowers its file's allowance)."""
+"""Positional reads of contract call results in agents/ (tools/positional_reads.py): the finder on
+small sources, and the check `make lint` runs (none is left in agents/, so a new one fails)."""
 
 from __future__ import annotations
 
@@ -59,7 +58,8 @@ def test_the_ratchet_fails_on_a_new_read_and_on_a_stale_allowance():
     assert "lower KNOWN['a.py'] to 0" in ratchet([], files, {"a.py": 1})[0]
 
 
-def test_agents_roles_has_no_more_positional_reads_than_known(monkeypatch):
+def test_agents_has_no_positional_read(monkeypatch):
     monkeypatch.chdir(REPO)  # KNOWN is keyed by paths relative to the repository root
-    files = sorted(Path("agents/roles").rglob("*.py"))
+    files = sorted(Path("agents").rglob("*.py"))
+    assert KNOWN == {}
     assert ratchet(reads_in(files), files, KNOWN) == []

@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
-from rolefakes import Call, FakeContract
+from rolefakes import Call, FakeContract, decoded
 
 from agents.core.blobs import open_blob_store
 from agents.core.bounded import BoundedCache, SaidOnce
@@ -47,11 +47,11 @@ ZERO32 = b"\x00" * 32
 
 def job_tuple(spec: specs.JobSpec, data: datasets.Dataset, compute_time: int = 3600) -> tuple:
     """IJobManager.getJob's tuple for `spec` (no capability required)."""
-    t = [0] * 17
+    t = [0] * 16
     t[1], t[7], t[10] = spec.steps, compute_time, spec.checkpoint_every
     t[13], t[14] = spec.spec_hash(), data.root()
     t[15] = state_root(Engine(spec, data).initial_state())
-    return tuple(t)
+    return decoded("getJob", tuple(t))
 
 
 def bare(cls, tmp_path: Path, blobs, manager, game, **args):

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
-from rolefakes import FakeContract, in_rounds, recheck_now
+from rolefakes import FakeContract, decoded, in_rounds, recheck_now
 
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
@@ -104,11 +104,11 @@ def job() -> Job:
     spec = specs.load(REPO / "examples" / "digits-mlp.json")
     data = datasets.load_dataset(spec.dataset_name)
     engine = Engine(spec, data)
-    t = [0] * 17  # IJobManager.getJob: the fields load_job reads
+    t = [0] * 16  # IJobManager.getJob: the fields load_job reads
     t[1], t[10], t[13] = spec.steps, spec.checkpoint_every, spec.spec_hash()
     t[14], t[15] = data.root(), state_root(engine.initial_state())
     honest = Computation(engine, spec.steps, spec.checkpoint_every)
-    return Job(spec, engine, honest, tuple(t))
+    return Job(spec, engine, honest, decoded("getJob", tuple(t)))
 
 
 @dataclass

@@ -188,7 +188,7 @@ def test_a_record_nothing_more_can_come_of_is_closed_and_no_longer_read(tmp_path
 
     def get_unit(unit_id: int) -> tuple:
         reads.append(unit_id)
-        t = [0] * 14
+        t = [0] * 15  # IJobManager.Unit has 15 fields
         t[0], t[4] = int(UnitStatus.FINALIZED), 1_000
         return tuple(t)
 
