@@ -217,7 +217,8 @@ def deploy_all(
     `journal`, resumable: the steps it records are not sent again (module docstring).
 
     Keys: ``Token`` (the payment token; also ``TestToken`` when one was deployed),
-    ``NodeRegistry``, ``JobManager``, ``Arbiter`` (when wired) and ``MockArbiter`` (when deployed).
+    ``NodeRegistry``, ``JobManager``, ``Arbiter`` (when wired), ``MockArbiter`` (when deployed)
+    and ``JobLens`` (the agents' one-call view of a unit, PROTOCOL §6.12; always).
 
     `params` (all optional):
       - ``token``: address of an existing ERC-20 payment token (default: deploy a TestToken);
@@ -312,4 +313,6 @@ def deploy_all(
         rm_cfg = _config_tuple(DEFAULT_ROUND_CONFIG, params.get("round_config"))
         rm_art = load_artifact("RoundManager", abi_dir)
         out["RoundManager"] = sender.deploy(rm_art, manager, rm_cfg, step="RoundManager")
+    # Last, so that the other contracts' addresses (the deployer's nonces) are as before it.
+    out["JobLens"] = sender.deploy(load_artifact("JobLens", abi_dir), manager, step="JobLens")
     return out

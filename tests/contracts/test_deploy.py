@@ -35,6 +35,7 @@ def test_deployAll_wiresEverything(chain, abi_dir):
         "JobManager",
         "MockArbiter",
         "Arbiter",
+        "JobLens",
     }
     registry = _contract(w3, abi_dir, "NodeRegistry", out["NodeRegistry"])
     manager = _contract(w3, abi_dir, "JobManager", out["JobManager"])
@@ -44,6 +45,8 @@ def test_deployAll_wiresEverything(chain, abi_dir):
     assert manager.functions.registry().call() == out["NodeRegistry"]
     assert manager.functions.arbiter().call() == out["MockArbiter"]
     assert arbiter.functions.jobManager().call() == out["JobManager"]
+    lens = _contract(w3, abi_dir, "JobLens", out["JobLens"])
+    assert lens.functions.manager().call() == out["JobManager"]
     config = manager.functions.config().call()
     assert config[3] == 300 and config[0] == DEFAULT_MANAGER_CONFIG["claimWindow"]
 

@@ -179,6 +179,7 @@ ARTIFACTS = (
     "ForcedErrorJudge",
     "AttestationCourt",
     "MockSegmentGame",
+    "JobLens",
 )
 
 

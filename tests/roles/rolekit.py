@@ -62,7 +62,15 @@ def deploy(
     }
     if court_clock_budget is not None:
         params.update(attestation_court=True, court_clock_budget=court_clock_budget)
-    return deploy_all(w3, dev_private_key(0), DEFAULT_ABI_DIR, params)
+    addrs = deploy_all(w3, dev_private_key(0), DEFAULT_ABI_DIR, params)
+    LENSES[addrs["JobManager"]] = addrs["JobLens"]
+    return addrs
+
+
+#: JobManager -> its JobLens, of the deployments `deploy` made: the role processes get `--lens`
+#: (their --deployment file is an empty one), so the e2e tests run the roles' one-call unit reads
+#: as a deployment file would give them; a deployment made otherwise runs them without a lens.
+LENSES: dict[str, str] = {}
 
 
 def contract(w3: Web3, name: str, address: str):
@@ -106,6 +114,7 @@ class Agents:
             "--no-progress",
             "--deployment",  # isolated from build/demo's deployment file
             str(self.run_dir / "no-deployment.json"),
+            *(("--lens", LENSES[self.manager]) if self.manager in LENSES else ()),
             *p.extra,
             *args,
         ]
