@@ -22,6 +22,7 @@ from typing import Any
 from web3 import Web3
 from web3.providers.rpc import HTTPProvider
 from web3.providers.rpc.utils import ExceptionRetryConfiguration
+from web3.types import RPCEndpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Anvil's well-known dev mnemonic; its keys are only ever used on a dev chain.
@@ -93,8 +94,14 @@ def connect(rpc_url: str, timeout_s: float = 5.0, attempts: int = 1) -> Web3:
     if not rpc_url.startswith(("http://", "https://")):
         raise ChainUnavailable(f"unsupported RPC URL {rpc_url!r}: expected http:// or https://")
     # The probe is not retried (a wrong URL fails fast); later calls are (see _read_retries).
+    # eth_chainId is cached (web3 asks for it twice per eth_call, to validate the call's
+    # chain id: two of every three requests of a role's round); nothing else is.
     provider = HTTPProvider(
-        rpc_url, request_kwargs={"timeout": timeout_s}, exception_retry_configuration=None
+        rpc_url,
+        request_kwargs={"timeout": timeout_s},
+        exception_retry_configuration=None,
+        cache_allowed_requests=True,
+        cacheable_requests={RPCEndpoint("eth_chainId")},
     )
     w3 = Web3(provider)
     for attempt in range(max(1, attempts)):
