@@ -57,3 +57,21 @@ def test_a_struct_result_reads_by_its_field_names():
     (fn,) = [e for e in manager.abi if e.get("name") == "getDispute"]
     (d,) = recursive_dict_to_namedtuple(named_tree(fn["outputs"], [(5, ADDRESS, 9)]))
     assert (d.gameId, d.challenger, d.bond) == (5, ADDRESS, 9)
+
+
+def test_a_connection_asks_the_node_its_chain_id_once():
+    """connect caches eth_chainId, which web3 asks before every eth_call (to validate it): a
+    bound contract's calls cost one request each. Counted at the transport."""
+    from collections import Counter
+
+    from agents.core.chain import connect, local_anvil
+
+    with local_anvil() as url:
+        w3 = connect(url)
+        sent: Counter = Counter()
+        send = type(w3.provider)._make_request.__get__(w3.provider)
+        w3.provider._make_request = lambda method, data: sent.update([method]) or send(method, data)
+        for _ in range(3):
+            assert w3.eth.chain_id == 31337
+            w3.eth.call({"to": ADDRESS, "data": "0x"})
+        assert sent == Counter({"eth_call": 3})
