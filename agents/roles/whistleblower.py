@@ -221,16 +221,13 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         the re-check only needs the first)."""
         if self.court is None or u.status != UnitStatus.FINALIZED:
             return False
-        if int(self.unit_at(u.unit_id, int(data["block"]))["attempt"]) != u.attempt:
+        if int(self.unit_at(u.unit_id, int(data["block"])).attempt) != u.attempt:
             return False
         return now.timestamp <= u.deadline + self.court_window()
 
-    def unit_at(self, unit_id: int, block: int) -> dict[str, Any]:
-        """IJobManager.getUnit as it was at `block`, by field name (the manager's ABI)."""
-        values = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-        (item,) = [i for i in self.manager.abi if i.get("name") == "getUnit"]
-        (out,) = item["outputs"]
-        return {c["name"]: v for c, v in zip(out["components"], values, strict=True)}
+    def unit_at(self, unit_id: int, block: int) -> Any:
+        """IJobManager.getUnit as it was at `block` (decoded by name, agents/core/bindings)."""
+        return self.manager.functions.getUnit(unit_id).call(block_identifier=block)
 
     def court_window(self) -> int:
         """The court's window (seconds after a unit's challenge deadline), read once."""
@@ -485,7 +482,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         # The unit as it was when the attestation was made (a later attempt overwrites it); my
         # verdict is about that attempt (logic.AttestationFacts.attested_attempt).
         u = self.unit_at(unit_id, block)
-        data["attempt"] = int(u["attempt"])
+        data["attempt"] = int(u.attempt)
         starts: dict[int, bytes] = {}  # each attested segment's start, as a state blob
 
         def keep(s: int, st: State) -> None:
@@ -502,7 +499,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             data["tries"] = int(data.get("tries", 0)) + 1
             data["last_try"] = self.now().timestamp
             if data["tries"] >= FULL_REPLAY_AFTER_TRIES and self.check_from_own_replay(
-                key, data, ctx, bytes(u["checkpointRoot"])
+                key, data, ctx, bytes(u.checkpointRoot)
             ):
                 return
             self.log.error(
