@@ -442,12 +442,15 @@ class RoleAgent:
         if address is None or not self.w3.eth.get_code(address):
             if explicit:
                 raise RoleError(f"no contract at JobLens address {address}")
+            self.log.info("no JobLens: a unit is read getter by getter")
             return None
         lens = self._contract("JobLens", address)
         if lens.functions.manager().call().lower() != manager.lower():
             if explicit:
                 raise RoleError(f"JobLens {address} reads another JobManager")
+            self.log.info("no JobLens of this JobManager: a unit is read getter by getter")
             return None
+        self.log.info("reading units through JobLens %s", address)
         return lens
 
     def _rounds(self, manager: str):
