@@ -768,10 +768,6 @@ class RoleAgent:
             assignee_index=int(u.assigneeIndex),
         )
 
-    def data_request(self, unit_id: int) -> DataRequest | None:
-        """The unit's open data request (PROTOCOL §6.11), None when none is open."""
-        return data_request_view(self.manager.functions.dataRequestOf(unit_id).call())
-
     # What the JobLens reads with a unit, read here getter by getter when no lens is wired.
 
     def drawn(self, u: UnitView) -> tuple[Drawn, ...]:
