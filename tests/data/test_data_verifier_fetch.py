@@ -29,7 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "roles"))
 
-from rolefakes import FakeContract, in_rounds, recheck_now  # noqa: E402
+from rolefakes import FakeContract, decoded, in_rounds, recheck_now  # noqa: E402
 from test_verifier_resilience import (  # noqa: E402
     MANAGER_ABI,
     OTHER,
@@ -119,10 +119,10 @@ def _packed_job(tmp_path: Path) -> tuple[packed.Manifest, Path, Job, int]:
     ds = builtin.load_dataset(builtin.DIGITS_TRAIN)
     engine = Engine(_job_on(builtin.DIGITS_TRAIN, m.root), ds)
     honest = Computation(engine, STEPS, EVERY)
-    t = [0] * 17
+    t = [0] * 16  # IJobManager.Job
     t[1], t[10], t[13] = STEPS, EVERY, spec.spec_hash()
     t[14], t[15] = ds.root(), state_root(engine.initial_state())
-    return m, good, Job(spec, engine, honest, tuple(t)), ds.n
+    return m, good, Job(spec, engine, honest, decoded("getJob", tuple(t))), ds.n
 
 
 def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp_path):
@@ -212,10 +212,10 @@ def _cnn_job(tmp: Path, dataset: str, name: str) -> tuple[specs.ModelSpec, objec
     spec = specs.load(out)
     store = open_blob_store(str(out.with_suffix(".blobs")))
     store.put(spec.canonical_bytes())
-    t = [0] * 17
+    t = [0] * 16  # IJobManager.Job
     t[1], t[10], t[13] = spec.steps, spec.checkpoint_every, spec.spec_hash()
     t[14], t[15] = bytes.fromhex(spec.dataset_root[2:]), bytes.fromhex(spec.state[2:])
-    return spec, store, tuple(t)
+    return spec, store, decoded("getJob", tuple(t))
 
 
 def test_a_version_3_replay_fetches_only_its_segments_chunks_and_reaches_the_builtin_roots(
