@@ -73,8 +73,9 @@ class RoundStatus(IntEnum):
 
 class Phase(IntEnum):
     """DisputeTypes.sol's Phase: the move a dispute game expects next, in the order of play
-    (the bisection of a reduction, POST_ACCUMULATORS … PROVE_ACCUMULATION, after PROVE_ELEMENT:
-    PROTOCOL §7.10)."""
+    (the walk down a large trace, PICK_TRACE_SUBTREE and POST_TRACE_SUBTREE, before PICK_NODE:
+    PROTOCOL §7.3; the bisection of a reduction, POST_ACCUMULATORS … PROVE_ACCUMULATION, after
+    PROVE_ELEMENT: PROTOCOL §7.10)."""
 
     NONE = 0
     POST_CHECKPOINTS = 1
@@ -82,15 +83,17 @@ class Phase(IntEnum):
     OPEN_SEGMENT = 3
     PICK_STEP = 4
     POST_TRACE = 5
-    PICK_NODE = 6
-    POST_LEAVES = 7
-    PICK_LEAF = 8
-    REVEAL_CHUNK = 9
-    PROVE_ELEMENT = 10
-    POST_ACCUMULATORS = 11
-    PICK_ACCUMULATORS = 12
-    PROVE_ACCUMULATION = 13
-    RESOLVED = 14
+    PICK_TRACE_SUBTREE = 6
+    POST_TRACE_SUBTREE = 7
+    PICK_NODE = 8
+    POST_LEAVES = 9
+    PICK_LEAF = 10
+    REVEAL_CHUNK = 11
+    PROVE_ELEMENT = 12
+    POST_ACCUMULATORS = 13
+    PICK_ACCUMULATORS = 14
+    PROVE_ACCUMULATION = 15
+    RESOLVED = 16
 
 
 class Side(IntEnum):

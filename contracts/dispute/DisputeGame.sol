@@ -2,7 +2,6 @@
 pragma solidity 0.8.37;
 
 import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
-import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {IJobManager} from "../interfaces/IJobManager.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {IDisputeGame} from "./interfaces/IDisputeGame.sol";
@@ -21,6 +20,8 @@ import {Positions} from "./lib/Positions.sol";
 import {DisputeMerkle} from "./lib/DisputeMerkle.sol";
 import {Spans} from "./lib/Spans.sol";
 import {Walks} from "./lib/Walks.sol";
+import {DisputeGameBase} from "./DisputeGameBase.sol";
+import {DisputeGameTrace} from "./DisputeGameTrace.sol";
 
 /// @title DisputeGame — the Truebit-style arbiter of the protocol (docs/PROTOCOL.md §7)
 /// @notice Narrows a disputed claim "state root A at step t0, `steps` steps later (checkpoints
@@ -31,13 +32,13 @@ import {Walks} from "./lib/Walks.sol";
 ///         Implements the job manager's dispute hook (`IDisputeArbiter`) and reports the
 ///         result through `IDisputeCallback.onDisputeResolved`. It holds no money: bonds and
 ///         stakes live with the job manager and registry (PROTOCOL §6.6).
-contract DisputeGame is IDisputeArbiter, IDisputeGame {
+/// @dev Storage and the rules every move shares are in `DisputeGameBase`; the trace phase
+///      (postTrace … pickNode, the walk down a large trace, proveProducer) runs on this storage
+///      from the `DisputeGameTrace` it creates, by DELEGATECALL (`_delegate`), so that the whole
+///      fits the 24 KiB code size limit.
+contract DisputeGame is DisputeGameBase, IDisputeArbiter, IDisputeGame {
     using Clocks for Clock;
 
-    /// @notice The job manager allowed to open games, and told their results.
-    address public immutable manager;
-    /// @notice Recomputes one element of one node (the last move).
-    IOneStepProver public immutable prover;
     /// @notice Each side's chess-clock budget for a whole game, in seconds.
     uint64 public immutable clockBudget;
     /// @notice Whether only the manager registers configs: true for the attestation court's
@@ -45,22 +46,16 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     ///         challenge (so a submitter cannot pick it after the verifiers attested, §6.8);
     ///         false for the job manager's game, where the job's submitter registers it.
     bool public immutable managerRegistersOnly;
+    /// @dev The trace phase's code (`DisputeGameTrace`, created here), run on this storage.
+    address private immutable _trace;
 
-    /// @notice Number of games opened so far (the latest game id).
-    uint256 public gameCount;
-    /// @notice Dispute config hash (PROTOCOL §7.2) registered by each job's submitter.
-    mapping(uint256 jobId => bytes32 configHash) public configOf;
-    /// @notice Where each unit job of a decomposed job sits (zero for version-1 jobs).
-    mapping(uint256 jobId => Placement) public placementOf;
-
-    mapping(uint256 gameId => GameClaim) internal _claims;
-    mapping(uint256 gameId => GameProgress) internal _progress;
-
-    constructor(address manager_, IOneStepProver prover_, uint64 clockBudget_, bool managerRegistersOnly_) {
-        manager = manager_;
-        prover = prover_;
+    /// @dev Creates its own DisputeGameTrace, so that no deployment step changes.
+    constructor(address manager_, IOneStepProver prover_, uint64 clockBudget_, bool managerRegistersOnly_)
+        DisputeGameBase(manager_, prover_)
+    {
         clockBudget = clockBudget_;
         managerRegistersOnly = managerRegistersOnly_;
+        _trace = address(new DisputeGameTrace(manager_, prover_));
     }
 
     // =========================================================================== opening
@@ -84,7 +79,7 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
             revert InvalidPlacement(placement.shards, placement.shard);
         }
         _register(jobId, configHash);
-        placementOf[jobId] = placement;
+        _placements[jobId] = placement;
         emit UnitConfigRegistered(
             jobId,
             configHash,
@@ -104,9 +99,9 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
             address submitter = IJobManager(manager).getJob(jobId).submitter;
             if (msg.sender != submitter) revert NotSubmitter(msg.sender, submitter);
         }
-        bytes32 existing = configOf[jobId];
+        bytes32 existing = _configs[jobId];
         if (existing != bytes32(0)) revert ConfigAlreadyRegistered(jobId, existing);
-        configOf[jobId] = configHash;
+        _configs[jobId] = configHash;
     }
 
     /// @inheritdoc IDisputeArbiter
@@ -165,7 +160,7 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
 
     function _configOf(uint256 unitId) internal view returns (bytes32 configHash) {
         uint256 jobId = JobIds.jobOf(unitId);
-        configHash = configOf[jobId];
+        configHash = _configs[jobId];
         if (configHash == bytes32(0)) revert ConfigNotRegistered(jobId);
     }
 
@@ -281,40 +276,49 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     }
 
     /// @inheritdoc IDisputeGame
-    function postTrace(uint256 gameId, bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
+    function postTrace(uint256, bytes32[] calldata, DisputeConfig calldata) external {
+        _delegate();
+    }
+
+    /// @inheritdoc IDisputeGame
+    function postTraceRoot(uint256, bytes32[] calldata, bytes32[] calldata, DisputeConfig calldata)
         external
     {
-        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.PostTrace);
-        _checkConfig(c, cfg);
-        if (nodeRoots.length != cfg.numNodes) revert LengthMismatch(cfg.numNodes, nodeRoots.length);
-        bytes32 assembled = _assembleState(nodeRoots, cfg);
-        if (assembled != p.disputedRoot) revert RootMismatch(p.disputedRoot, assembled);
-        bytes32 traceRoot = DisputeMerkle.rootList(DisputeMerkle.TRACE_DOMAIN, nodeRoots);
-        p.traceRoot = traceRoot;
-        _advance(p, Phase.PickNode);
-        emit TracePosted(gameId, uint64(_globalStep(c, p)), traceRoot, nodeRoots);
+        _delegate();
+    }
+
+    /// @inheritdoc IDisputeGame
+    function pickTraceSubtree(uint256, uint8, bytes32[] calldata) external {
+        _delegate();
+    }
+
+    /// @inheritdoc IDisputeGame
+    function postTraceSubtree(uint256, bytes32[] calldata) external {
+        _delegate();
     }
 
     /// @inheritdoc IDisputeGame
     function pickNode(
-        uint256 gameId,
-        uint32 node,
-        bytes32 nodeRoot,
-        bytes32[] calldata traceProof,
-        bytes calldata nodeDesc,
-        bytes32[] calldata graphProof,
-        DisputeConfig calldata cfg
+        uint256,
+        uint32,
+        bytes32,
+        bytes32[] calldata,
+        bytes calldata,
+        bytes32[] calldata,
+        DisputeConfig calldata
     ) external {
-        (GameClaim storage c, GameProgress storage p) = _move(gameId, Phase.PickNode);
-        _checkConfig(c, cfg);
-        _checkTraceEntry(p, cfg.numNodes, node, nodeRoot, traceProof);
-        bytes32 descHash = _checkGraphEntry(cfg, node, nodeDesc, graphProof);
-        p.node = node;
-        p.nodeRoot = nodeRoot;
-        p.descHash = descHash;
-        _storeHeader(p, nodeDesc);
-        _advance(p, Phase.PostLeaves);
-        emit NodePicked(gameId, node, nodeRoot);
+        _delegate();
+    }
+
+    /// @inheritdoc IDisputeGame
+    function proveProducer(
+        uint256,
+        uint32,
+        ListEntry calldata,
+        ListEntry calldata,
+        DisputeConfig calldata
+    ) external {
+        _delegate();
     }
 
     /// @inheritdoc IDisputeGame
@@ -527,6 +531,21 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
     // =========================================================================== views
 
     /// @inheritdoc IDisputeGame
+    function configOf(uint256 jobId) external view returns (bytes32) {
+        return _configs[jobId];
+    }
+
+    /// @inheritdoc IDisputeGame
+    function placementOf(uint256 jobId)
+        external
+        view
+        returns (uint64 stepOffset, uint32 shards, uint32 shard)
+    {
+        Placement storage placement = _placements[jobId];
+        return (placement.stepOffset, placement.shards, placement.shard);
+    }
+
+    /// @inheritdoc IDisputeGame
     function claimOf(uint256 gameId) external view returns (GameClaim memory) {
         return _claims[gameId];
     }
@@ -556,59 +575,22 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
 
     // =========================================================================== internals
 
-    /// @dev Checks that `phase` is expected, that the caller is its mover and that the mover's
-    ///      clock has not run out; then stops the mover's clock and starts the other's.
-    function _move(uint256 gameId, Phase phase)
-        internal
-        returns (GameClaim storage c, GameProgress storage p)
-    {
-        c = _claims[gameId];
-        p = _progress[gameId];
-        Phase actual = p.phase;
-        if (actual == Phase.None) revert UnknownGame(gameId);
-        if (actual != phase) revert WrongPhase(gameId, phase, actual);
-        bool defenderMoves = Positions.mover(phase) == Side.Defender;
-        address expected = defenderMoves ? c.defender : c.challenger;
-        if (msg.sender != expected) revert NotYourTurn(gameId, msg.sender, expected);
-        Clock mine = defenderMoves ? p.defenderClock : p.challengerClock;
-        if (mine.expired(block.timestamp)) revert ClockExpired(gameId, mine.deadline());
-        p.moves += 1;
-    }
-
-    /// @dev Sets the next phase and hands the clock to its mover (if the mover changes).
-    function _advance(GameProgress storage p, Phase next) internal {
-        Side was = Positions.mover(p.phase);
-        Side now_ = Positions.mover(next);
-        p.phase = next;
-        if (was == now_) return;
-        if (was == Side.Defender) {
-            p.defenderClock = p.defenderClock.stop(block.timestamp);
-            p.challengerClock = p.challengerClock.start(block.timestamp);
-        } else {
-            p.challengerClock = p.challengerClock.stop(block.timestamp);
-            p.defenderClock = p.defenderClock.start(block.timestamp);
+    /// @dev Runs this call's calldata on the trace phase's code and this contract's storage
+    ///      (DELEGATECALL: same msg.sender, same storage, the `DisputeGameBase` layout both
+    ///      share), and returns or reverts with exactly what it returned. Never returns to its
+    ///      caller.
+    function _delegate() private {
+        address trace = _trace;
+        assembly ("memory-safe") {
+            // Copy the calldata to free memory; nothing after this returns to Solidity code.
+            let ptr := mload(0x40)
+            calldatacopy(ptr, 0, calldatasize())
+            let ok := delegatecall(gas(), trace, ptr, calldatasize(), 0, 0)
+            // Hand back the trace phase's return data (or revert data) as this call's.
+            returndatacopy(ptr, 0, returndatasize())
+            if iszero(ok) { revert(ptr, returndatasize()) }
+            return(ptr, returndatasize())
         }
-    }
-
-    function _resolve(
-        uint256 gameId,
-        GameClaim storage c,
-        GameProgress storage p,
-        bool challengerWon,
-        bool byTimeout
-    ) internal {
-        Side winner = challengerWon ? Side.Challenger : Side.Defender;
-        p.phase = Phase.Resolved;
-        p.winner = winner;
-        p.defenderClock = Clocks.wrap(p.defenderClock.remaining(), 0);
-        p.challengerClock = Clocks.wrap(p.challengerClock.remaining(), 0);
-        emit GameResolved(gameId, winner, challengerWon, byTimeout);
-        IDisputeCallback(manager).onDisputeResolved(gameId, c.unitId, challengerWon);
-    }
-
-    function _checkConfig(GameClaim storage c, DisputeConfig calldata cfg) internal view {
-        bytes32 h = keccak256(abi.encode(cfg));
-        if (h != c.configHash) revert ConfigMismatch(c.configHash, h);
     }
 
     function _checkChunk(GameProgress storage p, bytes calldata chunk) internal view {
@@ -617,15 +599,6 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         }
         bytes32 h = keccak256(chunk);
         if (h != p.leafHash) revert RootMismatch(p.leafHash, h);
-    }
-
-    /// @dev The disputed node's output header (dtype and committed 2-D view), from the prover,
-    ///      which knows both descriptor layouts.
-    function _storeHeader(GameProgress storage p, bytes calldata nodeDesc) internal {
-        (uint8 dtype, uint32 rows, uint32 cols) = prover.header(nodeDesc);
-        p.dtype = dtype;
-        p.rows = rows;
-        p.cols = cols;
     }
 
     function _checkDesc(GameProgress storage p, bytes calldata nodeDesc) internal view {
@@ -641,59 +614,6 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         if (root != c.checkpointRoot) revert RootMismatch(c.checkpointRoot, root);
         p.agreedRoot = cps[0];
         p.disputedRoot = cps[1];
-    }
-
-    function _checkTraceEntry(
-        GameProgress storage p,
-        uint256 numNodes,
-        uint256 node,
-        bytes32 nodeRoot,
-        bytes32[] calldata proof
-    ) internal view {
-        bytes32 dom = DisputeMerkle.TRACE_DOMAIN;
-        if (!DisputeMerkle.verifyListEntry(p.traceRoot, dom, numNodes, node, nodeRoot, proof)) {
-            revert InvalidProof("trace.node");
-        }
-    }
-
-    function _checkGraphEntry(
-        DisputeConfig calldata cfg,
-        uint256 node,
-        bytes calldata nodeDesc,
-        bytes32[] calldata proof
-    ) internal pure returns (bytes32 descHash) {
-        descHash = keccak256(nodeDesc);
-        bytes32 dom = DisputeMerkle.GRAPH_DOMAIN;
-        if (!DisputeMerkle.verifyListEntry(cfg.graphRoot, dom, cfg.numNodes, node, descHash, proof)) {
-            revert InvalidProof("graph.node");
-        }
-    }
-
-    /// @dev The claim's steps count from its unit's first step; a unit of a decomposed job
-    ///      starts at global step `placement.stepOffset` (0 for a version-1 job).
-    function _globalStep(GameClaim storage c, GameProgress storage p)
-        internal
-        view
-        returns (uint256)
-    {
-        uint256 unitStart = placementOf[JobIds.jobOf(c.unitId)].stepOffset;
-        return Positions.globalStep(unitStart + c.stepOffset, p.segment, c.interval, p.step);
-    }
-
-    function _assembleState(bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
-        internal
-        pure
-        returns (bytes32)
-    {
-        uint256 n = cfg.stateNames.length;
-        if (cfg.stateProducers.length != n) revert LengthMismatch(n, cfg.stateProducers.length);
-        bytes32[] memory entries = new bytes32[](n);
-        for (uint256 i = 0; i < n; ++i) {
-            uint256 producer = cfg.stateProducers[i];
-            if (producer >= nodeRoots.length) revert IndexOutOfRange(producer, nodeRoots.length);
-            entries[i] = DisputeMerkle.stateEntry(cfg.stateNames[i], nodeRoots[producer]);
-        }
-        return DisputeMerkle.rootList(DisputeMerkle.STATE_DOMAIN, entries);
     }
 
     function _stepList(bytes32 startRoot, bytes32[] calldata intermediate, bytes32 endRoot)
@@ -730,7 +650,7 @@ contract DisputeGame is IDisputeArbiter, IDisputeGame {
         view
         returns (ProofContext memory ctx)
     {
-        Placement memory placement = placementOf[JobIds.jobOf(c.unitId)];
+        Placement memory placement = _placements[JobIds.jobOf(c.unitId)];
         ctx = ProofContext({
             stateRoot: p.agreedRoot,
             traceRoot: p.traceRoot,

@@ -43,8 +43,8 @@ interface IDisputeGame {
     error InvalidPlacement(uint32 shards, uint32 shard);
     /// @notice The claim's step count and checkpoint interval are unusable.
     error InvalidClaim(uint256 steps, uint256 interval);
-    /// @notice `postSubtree` on a tensor of at most Walks.POST_LEAVES leaves, or `pickSubtree`
-    ///         when no walk was started.
+    /// @notice `postSubtree` on a tensor of at most Walks.POST_LEAVES leaves, `pickSubtree` when
+    ///         no walk was started, or `postTraceRoot` on a trace of at most that many nodes.
     error NotAWalk(uint256 numLeaves);
     /// @notice The resubmitted cut values are not the ones the defender posted this round.
     error CutsMismatch(bytes32 expected, bytes32 actual);
@@ -92,6 +92,25 @@ interface IDisputeGame {
     event StepPicked(uint256 indexed gameId, uint64 step, bytes32 rootBefore, bytes32 rootAfter);
     /// @notice The defender posted the op trace (node output roots) of the disputed step.
     event TracePosted(uint256 indexed gameId, uint64 globalStep, bytes32 traceRoot, bytes32[] roots);
+    /// @notice The defender of a step whose trace has more than Walks.POST_LEAVES nodes committed
+    ///         its trace root and posted the tensor roots of S_{t+1} (`stateRoots`, in state
+    ///         order), which assemble to the disputed state root; the walk down the trace list's
+    ///         tree starts (its first round is the `TraceSubtreePosted` that follows).
+    event TraceRootPosted(
+        uint256 indexed gameId, uint64 globalStep, bytes32 traceRoot, bytes32[] stateRoots
+    );
+    /// @notice The defender posted the 2^m nodes `height` levels above the trace list's leaves
+    ///         under the disputed subtree, the first of them node `index` of that height; at
+    ///         height 0 the entries themselves (node output roots `index` …, zero past the end).
+    event TraceSubtreePosted(uint256 indexed gameId, uint8 height, uint64 index, bytes32[] nodes);
+    /// @notice The challenger named node `index` at `height` of the trace list's tree, hash `root`.
+    event TraceSubtreePicked(uint256 indexed gameId, uint8 height, uint64 index, bytes32 root);
+    /// @notice The challenger opened node `node`'s trace entry (`traced`) and the root the
+    ///         defender posted for state tensor `state`, which that node produces (`posted`); the
+    ///         challenger won iff they differ.
+    event ProducerProved(
+        uint256 indexed gameId, uint32 state, uint32 node, bytes32 traced, bytes32 posted
+    );
     /// @notice The challenger named the first disputed node.
     event NodePicked(uint256 indexed gameId, uint32 node, bytes32 nodeRoot);
     /// @notice The defender posted the leaf hashes of the node's output tensor.
@@ -183,9 +202,11 @@ interface IDisputeGame {
         uint32 hiValue; //  acc_hi (the defender's, disputed)
         bytes32 cutsHash; // Spans.commit of the defender's cut values of this round
         // The subtree walk down a large tensor's leaf tree (PROTOCOL §7.3); zero until started.
+        // Reused, before the node is picked, by the walk down a large trace list's tree.
         bytes32 walkRoot; //  root of the disputed subtree
         uint64 walkIndex; //  its index among the nodes of its height
         uint8 walkHeight; //  its height above the leaves
+        uint32 traceNodes; // the trace list's entry count, once a trace walk started
     }
 
     function claimOf(uint256 gameId) external view returns (GameClaim memory);
@@ -245,6 +266,41 @@ interface IDisputeGame {
 
     function postTrace(uint256 gameId, bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
         external;
+
+    /// @notice Instead of `postTrace` (phase PostTrace), for a step graph of more than
+    ///         `Walks.POST_LEAVES` nodes: the tensor roots of S_{t+1} in state order
+    ///         (`stateRoots`, which must assemble to the disputed root) and the 2^m nodes
+    ///         m = min(6, h) levels below the root of the trace list's tree of height
+    ///         h = ceil(log2 numNodes), whose root with the node count is the trace root. No move
+    ///         of the walk posts more than 64 hashes, whatever the node count (PROTOCOL §7.3).
+    function postTraceRoot(
+        uint256 gameId,
+        bytes32[] calldata nodes,
+        bytes32[] calldata stateRoots,
+        DisputeConfig calldata cfg
+    ) external;
+
+    /// @notice Names the first disputed of the trace nodes the defender posted last (`nodes`,
+    ///         resubmitted, checked against the disputed subtree's root).
+    function pickTraceSubtree(uint256 gameId, uint8 child, bytes32[] calldata nodes) external;
+
+    /// @notice The 2^m nodes m = min(6, h) levels below the picked trace subtree of height h; when
+    ///         m = h, the entries themselves (each node's output root; anything past the node
+    ///         count is padding), after which the challenger picks a node (`pickNode`) or proves
+    ///         a producer wrong (`proveProducer`).
+    function postTraceSubtree(uint256 gameId, bytes32[] calldata nodes) external;
+
+    /// @notice Instead of `pickNode` (phase PickNode): decisive. Opens the trace entry of the
+    ///         node producing state tensor `state` (`traceEntry`, against the trace root) and the
+    ///         tensor root of S_{t+1} the defender posted for it (`stateEntry.value`, its state
+    ///         entry against the disputed root); the challenger wins iff they differ.
+    function proveProducer(
+        uint256 gameId,
+        uint32 state,
+        ListEntry calldata traceEntry,
+        ListEntry calldata stateEntry,
+        DisputeConfig calldata cfg
+    ) external;
 
     function pickNode(
         uint256 gameId,

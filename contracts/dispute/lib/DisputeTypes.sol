@@ -13,8 +13,11 @@ enum Phase {
     PickSegment, //     challenger names the first disputed checkpoint segment
     OpenSegment, //     defender lists the state roots of every step of the segment
     PickStep, //        challenger names the first disputed step of the segment
-    PostTrace, //       defender posts the op-trace (every node's output root) of that step
-    PickNode, //        challenger names the first disputed node of the trace
+    PostTrace, //       defender posts the op-trace (every node's output root) of that step, or
+    //                  for a large trace its root, S_{t+1}'s tensor roots and the tree's top
+    PickTraceSubtree, // challenger names a node of the posted level of the trace list's tree
+    PostTraceSubtree, // defender posts the level below it (the entries themselves, at last)
+    PickNode, //        challenger names the first disputed node of the trace (or a producer)
     PostLeaves, //      defender posts the leaf hashes of that node's output tensor
     PickLeaf, //        challenger names the first disputed leaf (256-byte chunk)
     RevealChunk, //     defender reveals that chunk

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+import {IDisputeGame} from "./interfaces/IDisputeGame.sol";
+import {IOneStepProver} from "./interfaces/IOneStepProver.sol";
+import {Phase, DisputeConfig} from "./lib/DisputeTypes.sol";
+import {DisputeMerkle} from "./lib/DisputeMerkle.sol";
+import {Positions} from "./lib/Positions.sol";
+import {Walks} from "./lib/Walks.sol";
+import {DisputeGameBase} from "./DisputeGameBase.sol";
+
+/// @title DisputeGameTrace — the trace phase of the dispute game (docs/PROTOCOL.md §7.3)
+/// @notice The moves from the disputed step's trace to its disputed node: `postTrace` (a trace
+///         of up to `Walks.POST_LEAVES` nodes, posted whole), or for a larger one `postTraceRoot`
+///         and the walk down the trace list's tree (`pickTraceSubtree`, `postTraceSubtree`);
+///         then `pickNode`, or `proveProducer` when a node's trace entry is not the S_{t+1}
+///         tensor root the defender posted for it. Their documentation is `IDisputeGame`'s: the
+///         `DisputeGame` declares each of them and forwards the call here.
+/// @dev Runs only by DELEGATECALL from the DisputeGame that created it (`onlyDelegated`), on
+///      that game's storage (the `DisputeGameBase` layout both inherit) and with the same manager
+///      and prover (its own immutables, set from the same arguments). Called directly it reverts:
+///      its own storage is empty and holds nothing.
+contract DisputeGameTrace is DisputeGameBase {
+    /// @notice Called other than by DELEGATECALL from the game that created this contract.
+    error NotDelegated();
+
+    /// @dev The game that created this contract: the only storage its code runs on.
+    address private immutable _game;
+
+    constructor(address manager_, IOneStepProver prover_) DisputeGameBase(manager_, prover_) {
+        _game = msg.sender;
+    }
+
+    /// @dev Every entry point runs as the game (by its DELEGATECALL) or not at all.
+    modifier onlyDelegated() {
+        if (address(this) != _game) revert NotDelegated();
+        _;
+    }
+
+    /// @dev `IDisputeGame.postTrace`, run as the game.
+    function postTrace(uint256 gameId, bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
+        external
+        onlyDelegated
+    {
+        (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
+            _move(gameId, Phase.PostTrace);
+        _checkConfig(c, cfg);
+        uint256 n = cfg.numNodes;
+        if (nodeRoots.length != n) revert IDisputeGame.LengthMismatch(n, nodeRoots.length);
+        bytes32[] memory stateRoots = _producerRoots(nodeRoots, cfg);
+        bytes32 assembled = _stateRoot(stateRoots, cfg.stateNames);
+        if (assembled != p.disputedRoot) revert IDisputeGame.RootMismatch(p.disputedRoot, assembled);
+        bytes32 traceRoot = DisputeMerkle.rootList(DisputeMerkle.TRACE_DOMAIN, nodeRoots);
+        p.traceRoot = traceRoot;
+        _advance(p, Phase.PickNode);
+        emit IDisputeGame.TracePosted(gameId, uint64(_globalStep(c, p)), traceRoot, nodeRoots);
+    }
+
+    /// @dev `IDisputeGame.postTraceRoot`, run as the game.
+    function postTraceRoot(
+        uint256 gameId,
+        bytes32[] calldata nodes,
+        bytes32[] calldata stateRoots,
+        DisputeConfig calldata cfg
+    ) external onlyDelegated {
+        (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
+            _move(gameId, Phase.PostTrace);
+        _checkConfig(c, cfg);
+        uint256 n = cfg.numNodes;
+        // INVARIANT: traces of up to POST_LEAVES nodes are posted whole (postTrace), so the
+        // first round below never reaches the entries.
+        if (n <= Walks.POST_LEAVES) revert IDisputeGame.NotAWalk(n);
+        bytes32 assembled = _stateRoot(stateRoots, cfg.stateNames);
+        if (assembled != p.disputedRoot) revert IDisputeGame.RootMismatch(p.disputedRoot, assembled);
+        uint256 height = Positions.depth(n);
+        uint256 stride = Walks.stride(height);
+        uint256 width = uint256(1) << stride;
+        if (nodes.length != width) revert IDisputeGame.LengthMismatch(width, nodes.length);
+        bytes32 root = Walks.rootOf(nodes);
+        bytes32 traceRoot = DisputeMerkle.listCommit(DisputeMerkle.TRACE_DOMAIN, n, root);
+        p.traceRoot = traceRoot;
+        p.traceNodes = uint32(n);
+        p.walkRoot = root;
+        p.walkHeight = uint8(height);
+        _advance(p, Phase.PickTraceSubtree);
+        emit IDisputeGame.TraceRootPosted(gameId, uint64(_globalStep(c, p)), traceRoot, stateRoots);
+        emit IDisputeGame.TraceSubtreePosted(gameId, uint8(height - stride), 0, nodes);
+    }
+
+    /// @dev `IDisputeGame.pickTraceSubtree`, run as the game.
+    function pickTraceSubtree(uint256 gameId, uint8 child, bytes32[] calldata nodes)
+        external
+        onlyDelegated
+    {
+        (, IDisputeGame.GameProgress storage p) = _move(gameId, Phase.PickTraceSubtree);
+        uint256 stride = Walks.stride(p.walkHeight);
+        uint256 width = uint256(1) << stride;
+        if (nodes.length != width) revert IDisputeGame.LengthMismatch(width, nodes.length);
+        bytes32 root = Walks.rootOf(nodes);
+        if (root != p.walkRoot) revert IDisputeGame.RootMismatch(p.walkRoot, root);
+        if (child >= width) revert IDisputeGame.IndexOutOfRange(child, width);
+        uint64 index = uint64((uint256(p.walkIndex) << stride) + child);
+        // INVARIANT: a round whose nodes are the entries themselves ends the walk (PickNode), so
+        // the picked node is above the entries.
+        uint8 height = uint8(p.walkHeight - stride);
+        bytes32 picked = nodes[child];
+        p.walkRoot = picked;
+        p.walkIndex = index;
+        p.walkHeight = height;
+        _advance(p, Phase.PostTraceSubtree);
+        emit IDisputeGame.TraceSubtreePicked(gameId, height, index, picked);
+    }
+
+    /// @dev `IDisputeGame.postTraceSubtree`, run as the game.
+    function postTraceSubtree(uint256 gameId, bytes32[] calldata nodes) external onlyDelegated {
+        (, IDisputeGame.GameProgress storage p) = _move(gameId, Phase.PostTraceSubtree);
+        uint256 height = p.walkHeight;
+        uint256 stride = Walks.stride(height);
+        uint256 width = uint256(1) << stride;
+        if (nodes.length != width) revert IDisputeGame.LengthMismatch(width, nodes.length);
+        uint256 first = uint256(p.walkIndex) << stride;
+        bool entries = height == stride;
+        bytes32 root = entries
+            ? Walks.entriesRoot(DisputeMerkle.TRACE_DOMAIN, nodes, first, p.traceNodes)
+            : Walks.rootOf(nodes);
+        if (root != p.walkRoot) revert IDisputeGame.RootMismatch(p.walkRoot, root);
+        _advance(p, entries ? Phase.PickNode : Phase.PickTraceSubtree);
+        emit IDisputeGame.TraceSubtreePosted(gameId, uint8(height - stride), uint64(first), nodes);
+    }
+
+    /// @dev `IDisputeGame.pickNode`, run as the game.
+    function pickNode(
+        uint256 gameId,
+        uint32 node,
+        bytes32 nodeRoot,
+        bytes32[] calldata traceProof,
+        bytes calldata nodeDesc,
+        bytes32[] calldata graphProof,
+        DisputeConfig calldata cfg
+    ) external onlyDelegated {
+        (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
+            _move(gameId, Phase.PickNode);
+        _checkConfig(c, cfg);
+        bytes32 dom = DisputeMerkle.TRACE_DOMAIN;
+        if (!DisputeMerkle.verifyListEntry(p.traceRoot, dom, cfg.numNodes, node, nodeRoot, traceProof)) {
+            revert IDisputeGame.InvalidProof("trace.node");
+        }
+        bytes32 descHash = _checkGraphEntry(cfg, node, nodeDesc, graphProof);
+        p.node = node;
+        p.nodeRoot = nodeRoot;
+        p.descHash = descHash;
+        (p.dtype, p.rows, p.cols) = prover.header(nodeDesc);
+        // The leaf walk of a large output tensor starts from a clear walk (postSubtree).
+        p.walkRoot = bytes32(0);
+        p.walkIndex = 0;
+        p.walkHeight = 0;
+        _advance(p, Phase.PostLeaves);
+        emit IDisputeGame.NodePicked(gameId, node, nodeRoot);
+    }
+
+    /// @dev `IDisputeGame.proveProducer`, run as the game.
+    function proveProducer(
+        uint256 gameId,
+        uint32 state,
+        IDisputeGame.ListEntry calldata traceEntry,
+        IDisputeGame.ListEntry calldata stateEntry,
+        DisputeConfig calldata cfg
+    ) external onlyDelegated {
+        (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
+            _move(gameId, Phase.PickNode);
+        _checkConfig(c, cfg);
+        uint256 numState = cfg.stateNames.length;
+        if (state >= numState) revert IDisputeGame.IndexOutOfRange(state, numState);
+        uint256 producers = cfg.stateProducers.length;
+        if (producers != numState) revert IDisputeGame.LengthMismatch(numState, producers);
+        uint32 node = cfg.stateProducers[state];
+        bytes32 dom = DisputeMerkle.TRACE_DOMAIN;
+        bytes32 traced = traceEntry.value;
+        if (!DisputeMerkle.verifyListEntry(p.traceRoot, dom, cfg.numNodes, node, traced, traceEntry.proof)) {
+            revert IDisputeGame.InvalidProof("trace.node");
+        }
+        bytes32 posted = stateEntry.value;
+        bytes32 entry = DisputeMerkle.stateEntry(cfg.stateNames[state], posted);
+        dom = DisputeMerkle.STATE_DOMAIN;
+        if (!DisputeMerkle.verifyListEntry(p.disputedRoot, dom, numState, state, entry, stateEntry.proof)) {
+            revert IDisputeGame.InvalidProof("state.tensor");
+        }
+        emit IDisputeGame.ProducerProved(gameId, state, node, traced, posted);
+        _resolve(gameId, c, p, traced != posted, false);
+    }
+
+    // =========================================================================== internals
+
+    function _checkGraphEntry(
+        DisputeConfig calldata cfg,
+        uint256 node,
+        bytes calldata nodeDesc,
+        bytes32[] calldata proof
+    ) internal pure returns (bytes32 descHash) {
+        descHash = keccak256(nodeDesc);
+        bytes32 dom = DisputeMerkle.GRAPH_DOMAIN;
+        if (!DisputeMerkle.verifyListEntry(cfg.graphRoot, dom, cfg.numNodes, node, descHash, proof)) {
+            revert IDisputeGame.InvalidProof("graph.node");
+        }
+    }
+
+    /// @dev The trace entries of the nodes producing S_{t+1}'s tensors, in state order.
+    function _producerRoots(bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
+        internal
+        pure
+        returns (bytes32[] memory roots)
+    {
+        uint256 n = cfg.stateNames.length;
+        uint256 producers = cfg.stateProducers.length;
+        if (producers != n) revert IDisputeGame.LengthMismatch(n, producers);
+        roots = new bytes32[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            uint256 producer = cfg.stateProducers[i];
+            if (producer >= nodeRoots.length) {
+                revert IDisputeGame.IndexOutOfRange(producer, nodeRoots.length);
+            }
+            roots[i] = nodeRoots[producer];
+        }
+    }
+
+    /// @dev The state root (PROTOCOL §3) of tensors named `names` with roots `roots`.
+    function _stateRoot(bytes32[] memory roots, bytes32[] calldata names)
+        internal
+        pure
+        returns (bytes32)
+    {
+        uint256 n = names.length;
+        if (roots.length != n) revert IDisputeGame.LengthMismatch(n, roots.length);
+        bytes32[] memory entries = new bytes32[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            entries[i] = DisputeMerkle.stateEntry(names[i], roots[i]);
+        }
+        return DisputeMerkle.rootList(DisputeMerkle.STATE_DOMAIN, entries);
+    }
+}
