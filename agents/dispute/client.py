@@ -96,6 +96,11 @@ class GameClient:
                 v.node_roots = _norm(args["roots"])
             elif name == "AccumulatorsPosted":
                 v.cut_values = [int(x) for x in args["values"]]
+            elif name == "TraceRootPosted":
+                v.state_roots = _norm(args["stateRoots"])
+            elif name == "TraceSubtreePosted":
+                nodes = _norm(args["nodes"])
+                v.trace_rounds.append((int(args["height"]), int(args["index"]), nodes))
             elif name == "SubtreePosted":
                 v.subtree = _norm(args["nodes"])
                 v.subtree_height, v.subtree_index = int(args["height"]), int(args["index"])

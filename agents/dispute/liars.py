@@ -10,6 +10,7 @@ import numpy as np
 
 from agents.dispute import reduction
 from agents.dispute.player import Defender, GameView, Move, element_chain
+from agents.dispute.trace import Computation
 
 
 @dataclass
@@ -31,6 +32,22 @@ class ChainLiar(Defender):
         return Move(
             "postAccumulators", ([claimed if p >= self.from_pos else int(acc[p]) for p in cuts],)
         )
+
+
+@dataclass
+class ProducerLiar(Defender):
+    """A cheating defender whose posted trace is not the one its claimed S_{t+1} came from: it
+    posts `traced`'s trace (an honest party's) with its own S_{t+1} tensor roots, so that a
+    producer node's trace entry differs from the root posted for its state tensor. A trace of
+    more than 64 nodes is not checked against S_{t+1} when posted (PROTOCOL §7.3): the
+    challenger walks to that producer and proves the mismatch (`proveProducer`)."""
+
+    traced: Computation | None = None
+
+    def trace_roots(self, t: int) -> list[bytes]:
+        if self.traced is None:
+            raise ValueError("ProducerLiar needs the computation whose trace it posts")
+        return self.traced.trace_roots(t)
 
 
 def model_element_cheats(job, jg, start, honest, steps: int, every: int, count: int, seed: int):

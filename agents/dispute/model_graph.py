@@ -32,6 +32,7 @@ from agents.dispute.encoding import (
     name_hash,
 )
 from agents.dispute.trace import merkle_opening
+from agents.dispute.trace_walk import TraceRoots, trace_siblings
 from agents.model.graph import Graph
 from agents.model.job import ModelJob, commit_view, state_root
 from agents.training import decompose, merkle
@@ -266,7 +267,7 @@ def _dataset_tensors(job: ModelJob, token: bool) -> list[torch.Tensor]:
     return [job.data.x, job.data.y]
 
 
-def _source(sv: StepValues, inp: TensorInput, vid: int, i: int, node_roots: list[bytes]):
+def _source(sv: StepValues, inp: TensorInput, vid: int, i: int, node_roots: TraceRoots):
     """(the committed 2-D tensor an input is opened in, its list proof)."""
     jg, job = sv.jg, sv.job
     if inp.kind == KIND_STATE:
@@ -274,7 +275,7 @@ def _source(sv: StepValues, inp: TensorInput, vid: int, i: int, node_roots: list
                    for p, v in enumerate(job.bundle.state)]  # fmt: skip
         return commit_view(sv.values[vid]), _list_proof(merkle.STATE_DOMAIN, entries, inp.index)
     if inp.kind == KIND_NODE:
-        return commit_view(sv.values[vid]), _list_proof(merkle.TRACE_DOMAIN, node_roots, inp.index)
+        return commit_view(sv.values[vid]), trace_siblings(node_roots, inp.index)
     if inp.kind == KIND_CONST:
         return commit_view(sv.values[jg.n_inputs + i]), []
     tensors = _dataset_tensors(job, jg.token)
@@ -304,7 +305,7 @@ def _in_source(sv: StepValues, inp: TensorInput, elems: list[int]) -> list[int]:
     return elems
 
 
-def openings(sv: StepValues, i: int, reads: list[list[int]], node_roots: list[bytes]) -> list:
+def openings(sv: StepValues, i: int, reads: list[list[int]], node_roots: TraceRoots) -> list:
     """The Opening tuples of node i's inputs covering `reads` (node_roots: the trace's tensor
     roots the defender committed, for the list proofs of node inputs)."""
     g, desc = sv.jg.graph, sv.jg.nodes[i]

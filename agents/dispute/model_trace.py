@@ -22,6 +22,7 @@ from agents.dispute.model_graph import (
     term_reads,
 )
 from agents.dispute.trace import Fault
+from agents.dispute.trace_walk import TraceRoots
 from agents.model.job import ModelJob, State, commit_view, state_root
 from agents.model.run import run_graph
 from agents.training import merkle
@@ -160,7 +161,7 @@ class ModelComputation:
         return element_chain(jg.graph, node, element, self.step_values(t).values)
 
     def element_openings(
-        self, jg: ModelJobGraph, node_roots: list[bytes], t: int, i: int, element: int,
+        self, jg: ModelJobGraph, node_roots: TraceRoots, t: int, i: int, element: int,
         term: int | None = None,
     ) -> list[tuple]:  # fmt: skip
         sv = self.step_values(t)

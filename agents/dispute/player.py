@@ -6,7 +6,9 @@ question from its own `Computation`; with a faulty computation it is a cheater, 
 are exactly what that cheater would post (the chain rejects the ones that cannot be posted, and
 a defender that cannot move loses on time). The honest challenger always names the *first*
 disagreement (segment, step, node, leaf, element), so everything before it is agreed and the
-last move's inputs can be opened from its own data; an element of a reduction longer than
+last move's inputs can be opened from its own data; a trace of more than 64 nodes it walks
+down to that node (or to a node whose output the defender's posted S_{t+1} contradicts,
+`proveProducer`, PROTOCOL §7.3); an element of a reduction longer than
 `DIRECT_TERMS` terms it disputes through the element's accumulator chain (PROTOCOL §7.10), naming
 the first disputed cut each round. `LyingChallenger` disputes a true claim.
 """
@@ -23,7 +25,17 @@ from agents.dispute import reduction
 from agents.dispute.encoding import GRAPH_DOMAIN, STEPS_DOMAIN
 from agents.dispute.graph import JobGraph
 from agents.dispute.trace import Computation
+from agents.dispute.trace_walk import (
+    Round,
+    TraceRoots,
+    WalkedTrace,
+    next_round,
+    pick_child,
+    trace_siblings,
+    walks,
+)
 from agents.training import merkle
+from agents.training.keccak import keccak256
 
 LEAF = merkle.LEAF_ELEMS
 
@@ -32,6 +44,7 @@ DEFENDER_PHASES = {
     Phase.POST_CHECKPOINTS,
     Phase.OPEN_SEGMENT,
     Phase.POST_TRACE,
+    Phase.POST_TRACE_SUBTREE,
     Phase.POST_LEAVES,
     Phase.REVEAL_CHUNK,
     Phase.POST_ACCUMULATORS,
@@ -78,6 +91,10 @@ class GameView:
     subtree: list[bytes] | None = None  # the nodes the defender posted last (SubtreePosted)
     subtree_height: int = 0  # their height above the leaves and the index of the first
     subtree_index: int = 0
+    # the walk down a large trace (PROTOCOL §7.3): S_{t+1}'s tensor roots the defender posted
+    # and every round it posted (TraceRootPosted, TraceSubtreePosted)
+    state_roots: list[bytes] | None = None
+    trace_rounds: list[Round] = field(default_factory=list)
 
     @property
     def global_step(self) -> int:
@@ -156,7 +173,14 @@ class Defender:
             return Move("openSegment", (roots[1:-1],))
         t = v.global_step
         if v.phase == Phase.POST_TRACE:
-            return Move("postTrace", (c.trace_roots(t), _cfg(self.jg)))
+            trace = self.trace_roots(t)
+            if walks(len(trace)):
+                top = next_round(trace, merkle.depth_for(len(trace)), 0)[2]
+                return Move("postTraceRoot", (top, self.state_roots(t), _cfg(self.jg)))
+            return Move("postTrace", (trace, _cfg(self.jg)))
+        if v.phase == Phase.POST_TRACE_SUBTREE:
+            return Move("postTraceSubtree", (next_round(self.trace_roots(t), v.walk_height,
+                                                        v.walk_index)[2],))  # fmt: skip
         if v.phase == Phase.POST_ACCUMULATORS:
             acc = c.element_chain(self.jg, t, v.node, v.element)
             return Move("postAccumulators", ([int(acc[j]) for j in reduction.cuts(v.lo, v.hi)],))
@@ -167,6 +191,15 @@ class Defender:
                 return Move("postSubtree", (subtree_nodes(leaves, v)[2],))
             return Move("postLeaves", (leaves,))
         return Move("revealChunk", (tensor_chunk(out, v.leaf),))
+
+    def trace_roots(self, t: int) -> list[bytes]:
+        """The trace it posts of step t: its own."""
+        return self.comp.trace_roots(t)
+
+    def state_roots(self, t: int) -> list[bytes]:
+        """The tensor roots of its S_{t+1}, in state order: its producers' outputs."""
+        own = self.comp.trace_roots(t)
+        return [own[p] for p in self.jg.config.state_producers]
 
 
 # -- honest challenger ------------------------------------------------------------------------
@@ -203,6 +236,10 @@ class Challenger:
             return self._pick_segment(v)
         if v.phase == Phase.PICK_STEP:
             return self._pick_step(v)
+        if v.phase == Phase.PICK_TRACE_SUBTREE:
+            return self._pick_trace_subtree(v)
+        if v.phase == Phase.PICK_NODE and v.node_roots is None:
+            return self._end_trace_walk(v)
         if v.phase == Phase.PICK_NODE:
             return self._pick_node(v)
         if v.phase == Phase.PICK_LEAF:
@@ -228,6 +265,28 @@ class Challenger:
         roots = v.node_roots or []
         i = _first_diff(self.comp.trace_roots(v.global_step), roots)
         return None if i is None else pick_node(self.jg, roots, i)
+
+    def _pick_trace_subtree(self, v: GameView) -> Move | None:
+        own = self.comp.trace_roots(v.global_step)
+        target = wrong_producer(own, self.jg, v)
+        r = v.trace_rounds[-1]
+        child = pick_child(own, r, None if target is None else target[0])
+        return None if child is None else Move("pickTraceSubtree", (child, r[2]))
+
+    def _end_trace_walk(self, v: GameView) -> Move | None:
+        """After the walk's last round (the entries `first` …): the first entry that differs
+        from its own, unless a wrong producer's entry comes first and agrees (proveProducer)."""
+        own = self.comp.trace_roots(v.global_step)
+        _, first, values = v.trace_rounds[-1]
+        known = walked_trace(self.comp, v)
+        diffs = [first + j for j, x in enumerate(values) if first + j < len(own)
+                 and x != own[first + j]]  # fmt: skip
+        target = wrong_producer(own, self.jg, v)
+        if diffs and (target is None or diffs[0] <= target[0]):
+            return pick_node(self.jg, known, diffs[0])
+        if target is None:
+            return None
+        return prove_producer(self.jg, v, known, target[1])
 
     def _pick_leaf(self, v: GameView) -> Move | None:
         mine = tensor_leaves(self.comp.node_output(v.global_step, v.node))
@@ -267,11 +326,44 @@ def pick_step(roots: list[bytes], j: int) -> Move:
     return Move("pickStep", (j, before, after))
 
 
-def pick_node(jg: JobGraph, roots: list[bytes], i: int) -> Move:
-    proof = _list_siblings(merkle.TRACE_DOMAIN, roots, i)
+def pick_node(jg: JobGraph, roots: TraceRoots, i: int) -> Move:
+    proof = trace_siblings(roots, i)
+    value = roots.value(i) if isinstance(roots, WalkedTrace) else roots[i]
     desc = jg.nodes[i]
     gproof = _list_siblings(GRAPH_DOMAIN, [n.hash() for n in jg.nodes], i)
-    return Move("pickNode", (i, roots[i], proof, desc.encode(), gproof, _cfg(jg)))
+    return Move("pickNode", (i, value, proof, desc.encode(), gproof, _cfg(jg)))
+
+
+# -- the walk down a large trace (PROTOCOL §7.3) -------------------------------------------------
+
+
+def walked_trace(comp: Computation, v: GameView) -> TraceRoots:
+    """The defender's trace as posted: the whole list, or what its walk showed (with `comp`'s
+    own trace for the subtrees left of the walked path, which agree)."""
+    if v.node_roots is not None:
+        return v.node_roots
+    own = comp.trace_roots(v.global_step)
+    return WalkedTrace(len(own), own, list(v.trace_rounds))
+
+
+def wrong_producer(own: list[bytes], jg: JobGraph, v: GameView) -> tuple[int, int] | None:
+    """(node, state tensor) of the first producer node whose S_{t+1} root, as the defender
+    posted it, is not the node's output in `own` (None when every posted root agrees)."""
+    posted = v.state_roots or []
+    wrong = [(p, i) for i, (p, r) in enumerate(zip(jg.config.state_producers, posted,
+                                                     strict=True)) if own[p] != r]  # fmt: skip
+    return min(wrong) if wrong else None
+
+
+def prove_producer(jg: JobGraph, v: GameView, known: TraceRoots, state: int) -> Move:
+    """Opens producer `state`'s trace entry (as walked) and the S_{t+1} root posted for it."""
+    node = jg.config.state_producers[state]
+    traced = known.value(node) if isinstance(known, WalkedTrace) else known[node]
+    posted = v.state_roots or []
+    entries = [keccak256(h + r) for h, r in zip(jg.config.state_names, posted, strict=True)]
+    trace_entry = _entry(traced, trace_siblings(known, node))
+    state_entry = _entry(posted[state], _list_siblings(merkle.STATE_DOMAIN, entries, state))
+    return Move("proveProducer", (state, trace_entry, state_entry, _cfg(jg)))
 
 
 def merkle_level(leaves: list[bytes], height: int) -> list[bytes]:
@@ -300,7 +392,7 @@ def prove_element(comp: Computation, jg: JobGraph, v: GameView, offset: int) -> 
     element = v.leaf * LEAF + offset
     openings: list[tuple] = []
     if element < desc.numel:
-        openings = comp.element_openings(jg, v.node_roots or [], v.global_step, v.node, element)
+        openings = comp.element_openings(jg, walked_trace(comp, v), v.global_step, v.node, element)
     return Move("proveElement", (offset, v.chunk, desc.encode(), _cfg(jg), openings))
 
 
@@ -347,7 +439,7 @@ def prove_accumulation(comp: Computation, jg: JobGraph, v: GameView) -> Move:
     terms = comp.reduction_terms(jg, v.node)
     if v.hi <= terms:
         openings = comp.element_openings(
-            jg, v.node_roots or [], v.global_step, v.node, v.element, term=v.hi - 1
+            jg, walked_trace(comp, v), v.global_step, v.node, v.element, term=v.hi - 1
         )
     return Move("proveAccumulation", (desc.encode(), _cfg(jg), openings))
 
@@ -386,9 +478,18 @@ class LyingChallenger:
             return pick_segment(v.checkpoints or [], s)
         if v.phase == Phase.PICK_STEP:
             return pick_step(v.step_roots or [], rnd(v.interval))
+        if v.phase == Phase.PICK_TRACE_SUBTREE:
+            height, first, nodes = v.trace_rounds[-1]
+            span = 1 << height
+            if self.node is None:
+                live = [j for j in range(len(nodes)) if (first + j) * span < len(self.jg.nodes)]
+                child = live[rnd(len(live))]
+            else:
+                child = self.node // span - first
+            return Move("pickTraceSubtree", (child, nodes))
         if v.phase == Phase.PICK_NODE:
             i = rnd(len(self.jg.nodes)) if self.node is None else self.node
-            return pick_node(self.jg, v.node_roots or [], i)
+            return pick_node(self.jg, walked_trace(self.comp, v), i)
         if v.phase == Phase.PICK_LEAF and v.leaves is None and v.subtree is not None:
             # a walk: a random child that still holds tensor leaves (or this element's leaf)
             num_leaves = -(-self.jg.nodes[v.node].numel // LEAF)

@@ -29,6 +29,7 @@ import torch
 from agents.dispute import reduction
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget, state_bytes
 from agents.dispute.encoding import KIND_BATCH, KIND_DATA_X, KIND_DATA_Y, KIND_NODE, KIND_STATE
+from agents.dispute.trace_walk import TraceRoots, trace_siblings
 from agents.training import merkle
 from agents.training.engine import Engine
 from agents.training.graph import element_deps
@@ -296,7 +297,7 @@ class Computation:
         return x.detach().cpu().contiguous().numpy()
 
     def element_openings(
-        self, jg, node_roots: list[bytes], t: int, i: int, element: int, term: int | None = None
+        self, jg, node_roots: TraceRoots, t: int, i: int, element: int, term: int | None = None
     ) -> list[tuple]:
         """Openings of every input element output `element` of node i at step t depends on
         (with `term`: only those of the reduction's term `term`, 0-based)."""
@@ -323,7 +324,7 @@ class Computation:
             out.append(self._opening(node_roots, t, operand, ref, elems))
         return out
 
-    def _opening(self, node_roots: list[bytes], t: int, operand, ref: str, elems) -> tuple:
+    def _opening(self, node_roots: TraceRoots, t: int, operand, ref: str, elems) -> tuple:
         open_elements = getattr(self.engine.data, "open_elements", None)
         if operand.kind in (KIND_DATA_X, KIND_DATA_Y) and open_elements is not None:
             # a packed split: only the chunks holding the opened elements are fetched
@@ -331,14 +332,14 @@ class Computation:
         tensor, list_proof = self._source(node_roots, t, operand, ref)
         return merkle_opening(tensor, list_proof, elems)
 
-    def _source(self, node_roots: list[bytes], t: int, operand, ref: str):
+    def _source(self, node_roots: TraceRoots, t: int, operand, ref: str):
         if operand.kind == KIND_STATE:
             entries = self.entries(t)
             return self.state(t)[ref], merkle.list_proof(
                 merkle.STATE_DOMAIN, entries, operand.index
             ).siblings
         if operand.kind == KIND_NODE:
-            proof = merkle.list_proof(merkle.TRACE_DOMAIN, node_roots, operand.index).siblings
+            proof = trace_siblings(node_roots, operand.index)
             return self.node_output(t, operand.index), proof
         data = self.engine.data
         roots = [merkle.tensor_root(data.x), merkle.tensor_root(data.y)]

@@ -16,12 +16,14 @@ from agents.core.chain import AnvilConfig, connect, local_anvil
 from agents.core.enums import Phase, Side
 from agents.dispute.client import run_game
 from agents.dispute.harness import deploy_game
-from agents.dispute.liars import model_element_cheats
+from agents.dispute.liars import ProducerLiar, model_element_cheats
 from agents.dispute.model_graph import model_job_graph
 from agents.dispute.model_trace import ModelComputation
 from agents.dispute.player import Challenger, Defender, LyingChallenger
+from agents.dispute.trace import Fault
 
 STEPS, EVERY = 2, 1
+MOVE_GAS = 500_000  # the bound issue #25 sets on every move of a game
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +77,30 @@ def test_a_cheat_at_any_operator_loses_to_the_honest_challenger(fresh, model):
         rec = run_game(gid, (Defender(cheat, jg), dep.defender),
                        (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
         assert rec.winner == Side.CHALLENGER and not rec.by_timeout, (name, op, fault, rec)
-        assert Phase.POST_TRACE in rec.phases
+        # both traces (314 and 1,204 nodes) are walked, and no move costs more than 500k gas
+        assert Phase.PICK_TRACE_SUBTREE in rec.phases and "postTrace" not in dict(rec.moves)
+        assert max(gas for _, gas in rec.moves) <= MOVE_GAS, (name, op, rec.moves)
         won.add(op)
     # every operator type whose lie can change the claimed state is among those caught
     assert won == {op for op, _, _ in cheats}
     print(f"{name}: {len(cheats)} cheats caught over {len(won)} operator types: {sorted(won)}")
+
+
+def test_a_producer_root_not_in_the_trace_loses(fresh, model):
+    """A defender posting an honest trace with a claimed S_{t+1} that does not follow from it
+    (one state tensor's producer output flipped) loses to proveProducer after the walk."""
+    dep = fresh
+    name, job, jg, st, honest = model
+    state = len(jg.config.state_names) - 1
+    node = jg.config.state_producers[state]
+    cheat = ModelComputation(job, jg, st, STEPS, EVERY, fault=Fault("element", 1, node, 0, 1 << 22))
+    assert cheat.final_root() != honest.final_root()
+    gid = open_game(dep, _Handle(job, jg), cheat, honest)
+    rec = run_game(gid, (ProducerLiar(cheat, jg, traced=honest), dep.defender),
+                   (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
+    assert rec.winner == Side.CHALLENGER and not rec.by_timeout, (name, rec)
+    assert rec.moves[-1][0] == "proveProducer", rec.moves
+    assert max(gas for _, gas in rec.moves) <= MOVE_GAS, (name, rec.moves)
 
 
 @pytest.mark.parametrize("forge", [False, True])
