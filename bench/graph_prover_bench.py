@@ -12,8 +12,8 @@ as is one `accumulate` step of every reduction (the move a dispute over a long r
 with, §7.10). `evaluate` is what proveElement spends on top of the game's own checks; for a
 reduction of more than `ModelComputation.direct_terms` terms the challenger bisects instead,
 and its costliest move is the accumulation step. Then one whole game per operator type of each
-model (a cheater flipping an element of one of its nodes, the honest challenger): its moves,
-its costliest move (postTrace, which posts every node's root) and its costliest other move.
+model (a cheater flipping an element of one of its nodes, the honest challenger): the gas of
+each of its moves (the trace walked down 64 nodes a round, §7.3) and its costliest move.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ JOBS = {
     "gpt": ("char_gpt.py:make_model", "shakespeare-char/train", "16"),
 }
 PER_OP = 4
+# the moves from the trace root to the disputed node (PROTOCOL §7.3)
+TRACE_WALK = ("postTraceRoot", "pickTraceSubtree", "postTraceSubtree", "pickNode", "proveProducer")
 
 
 def build(tmp: Path, name: str, batch: str | None = None, steps: int = 2):
@@ -135,17 +137,23 @@ def games(dep, name: str, tmp: Path) -> dict:
                        (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
         wall = time.monotonic() - started
         fn, gas = max(rec.moves, key=lambda m: m[1])
-        last_fn, last_gas = max(((f, g) for f, g in rec.moves if f != "postTrace"),
-                                key=lambda m: m[1])  # fmt: skip
+        walk = [f for f, _ in rec.moves if f in TRACE_WALK]
         out[op] = {"fault": {"step": fault.step, "node": fault.node, "element": fault.element},
                    "challenger_won": rec.winner == 2, "moves": len(rec.moves),
-                   "costliest_move": fn, "costliest_gas": gas,
-                   "costliest_but_post_trace": last_fn, "costliest_but_post_trace_gas": last_gas,
-                   "post_trace_gas": dict(rec.moves).get("postTrace"),
+                   "trace_walk_moves": len(walk), "costliest_move": fn, "costliest_gas": gas,
+                   "move_gas": [[f, g] for f, g in rec.moves],
                    "wall_s": round(wall, 2)}  # fmt: skip
-        print(f"game {name:4s} {op:15s} moves={len(rec.moves)} {fn}={gas} "
-              f"{last_fn}={last_gas}", flush=True)  # fmt: skip
+        print(f"game {name:4s} {op:15s} moves={len(rec.moves)} {fn}={gas}", flush=True)
     return out
+
+
+def summary(games: dict) -> dict:
+    """The costliest move over every game of a model, and the range of move counts."""
+    worst = max(games.values(), key=lambda g: g["costliest_gas"])
+    moves = [g["moves"] for g in games.values()]
+    return {"costliest_move": worst["costliest_move"], "costliest_gas": worst["costliest_gas"],
+            "moves_min": min(moves), "moves_max": max(moves),
+            "trace_walk_moves": max(g["trace_walk_moves"] for g in games.values())}  # fmt: skip
 
 
 class _Handle:
@@ -178,12 +186,14 @@ def main() -> int:
         results = {name: measure(dep.prover, name, Path(tmp)) for name in JOBS}
         for name in JOBS:
             results[name]["games"] = games(dep, name, Path(tmp))
+            results[name]["games_summary"] = summary(results[name]["games"])
     out = {
         "what": "per operator type of the example models' training steps: the gas of "
         "OneStepProver.evaluate (the direct proof of one element) and, for the reductions, of "
         "one accumulate step (the bisection's last move), the most over the drawn elements; "
         "and one whole dispute game per operator type (a cheater flipping an element of a "
-        "node of that type, the honest challenger) with its moves and costliest move",
+        "node of that type, the honest challenger) with the gas of every move (the trace "
+        "walked 64 nodes a round, PROTOCOL §7.3) and its costliest move",
         "direct_terms_v3": ModelComputation.direct_terms,
         "models": results,
     }

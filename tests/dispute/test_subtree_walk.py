@@ -109,6 +109,22 @@ def test_postSubtree_smallTensor_notAWalk(dep, snapshot):
         dep.defender.play(Move("postSubtree", ([b"\x00" * 32],)), gid)
 
 
+def test_postTraceRoot_smallTrace_notAWalk(dep, snapshot):
+    """A trace of at most 64 nodes is posted whole (postTrace); its walk cannot start."""
+    job = make_job((6, 4, 3), batch=2, n=8, seed=5, steps=1, interval=1)
+    node = job.jg.graph.index_of("upd.w0")
+    liar = job.party(1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
+    honest = job.honest(1, 1)
+    gid = open_game(dep, job, liar, honest)
+    v = play_to(dep, gid, Phase.POST_TRACE, Defender(liar, job.jg), Challenger(honest, job.jg))
+    roots, cfg = Defender(liar, job.jg).next_move(v).args
+    n = len(roots)
+    assert n <= 64
+    state_roots = [roots[p] for p in job.jg.config.state_producers]
+    with reverts(dep.game, "NotAWalk", numLeaves=n):
+        dep.defender.play(Move("postTraceRoot", ([b"\x00" * 32] * 64, state_roots, cfg)), gid)
+
+
 def test_pickSubtree_afterPostLeaves_notAWalk(dep, snapshot):
     job = make_job((70, 4, 3), batch=2, n=8, seed=5, steps=1, interval=1)
     node = job.jg.graph.index_of("upd.w0")  # (4, 70): 5 leaves, posted whole
