@@ -26,6 +26,8 @@ abstract contract DisputeGameBase {
     /// @dev Dispute config hash (PROTOCOL §7.2) registered for each job (`configOf`).
     mapping(uint256 jobId => bytes32 configHash) internal _configs;
     /// @dev Where each unit job of a decomposed job sits, zero for version-1 jobs (`placementOf`).
+    ///      Written by the DisputeGame (`registerUnitConfig`), read by both halves.
+    // slither-disable-next-line uninitialized-state
     mapping(uint256 jobId => Placement) internal _placements;
 
     mapping(uint256 gameId => IDisputeGame.GameClaim) internal _claims;

@@ -72,19 +72,10 @@ contract DisputeGameTrace is DisputeGameBase {
         if (n <= Walks.POST_LEAVES) revert IDisputeGame.NotAWalk(n);
         bytes32 assembled = _stateRoot(stateRoots, cfg.stateNames);
         if (assembled != p.disputedRoot) revert IDisputeGame.RootMismatch(p.disputedRoot, assembled);
-        uint256 height = Positions.depth(n);
-        uint256 stride = Walks.stride(height);
-        uint256 width = uint256(1) << stride;
-        if (nodes.length != width) revert IDisputeGame.LengthMismatch(width, nodes.length);
-        bytes32 root = Walks.rootOf(nodes);
-        bytes32 traceRoot = DisputeMerkle.listCommit(DisputeMerkle.TRACE_DOMAIN, n, root);
-        p.traceRoot = traceRoot;
-        p.traceNodes = uint32(n);
-        p.walkRoot = root;
-        p.walkHeight = uint8(height);
+        uint8 height = _startWalk(p, nodes, n);
         _advance(p, Phase.PickTraceSubtree);
-        emit IDisputeGame.TraceRootPosted(gameId, uint64(_globalStep(c, p)), traceRoot, stateRoots);
-        emit IDisputeGame.TraceSubtreePosted(gameId, uint8(height - stride), 0, nodes);
+        emit IDisputeGame.TraceRootPosted(gameId, uint64(_globalStep(c, p)), p.traceRoot, stateRoots);
+        emit IDisputeGame.TraceSubtreePosted(gameId, height, 0, nodes);
     }
 
     /// @dev `IDisputeGame.pickTraceSubtree`, run as the game.
@@ -141,10 +132,7 @@ contract DisputeGameTrace is DisputeGameBase {
         (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
             _move(gameId, Phase.PickNode);
         _checkConfig(c, cfg);
-        bytes32 dom = DisputeMerkle.TRACE_DOMAIN;
-        if (!DisputeMerkle.verifyListEntry(p.traceRoot, dom, cfg.numNodes, node, nodeRoot, traceProof)) {
-            revert IDisputeGame.InvalidProof("trace.node");
-        }
+        _checkTraceEntry(p, cfg.numNodes, node, nodeRoot, traceProof);
         bytes32 descHash = _checkGraphEntry(cfg, node, nodeDesc, graphProof);
         p.node = node;
         p.nodeRoot = nodeRoot;
@@ -169,27 +157,72 @@ contract DisputeGameTrace is DisputeGameBase {
         (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
             _move(gameId, Phase.PickNode);
         _checkConfig(c, cfg);
-        uint256 numState = cfg.stateNames.length;
-        if (state >= numState) revert IDisputeGame.IndexOutOfRange(state, numState);
-        uint256 producers = cfg.stateProducers.length;
-        if (producers != numState) revert IDisputeGame.LengthMismatch(numState, producers);
-        uint32 node = cfg.stateProducers[state];
-        bytes32 dom = DisputeMerkle.TRACE_DOMAIN;
+        uint32 node = _producer(cfg, state);
+        _checkTraceEntry(p, cfg.numNodes, node, traceEntry.value, traceEntry.proof);
+        _checkStateEntry(p, cfg, state, stateEntry);
         bytes32 traced = traceEntry.value;
-        if (!DisputeMerkle.verifyListEntry(p.traceRoot, dom, cfg.numNodes, node, traced, traceEntry.proof)) {
-            revert IDisputeGame.InvalidProof("trace.node");
-        }
         bytes32 posted = stateEntry.value;
-        bytes32 entry = DisputeMerkle.stateEntry(cfg.stateNames[state], posted);
-        dom = DisputeMerkle.STATE_DOMAIN;
-        if (!DisputeMerkle.verifyListEntry(p.disputedRoot, dom, numState, state, entry, stateEntry.proof)) {
-            revert IDisputeGame.InvalidProof("state.tensor");
-        }
         emit IDisputeGame.ProducerProved(gameId, state, node, traced, posted);
         _resolve(gameId, c, p, traced != posted, false);
     }
 
     // =========================================================================== internals
+
+    /// @dev Starts the walk down an `n`-entry trace list's tree from its top `nodes` (checked
+    ///      count); stores the trace root they commit. Returns the height of `nodes`.
+    function _startWalk(IDisputeGame.GameProgress storage p, bytes32[] calldata nodes, uint256 n)
+        internal
+        returns (uint8)
+    {
+        uint256 height = Positions.depth(n);
+        uint256 stride = Walks.stride(height);
+        uint256 width = uint256(1) << stride;
+        if (nodes.length != width) revert IDisputeGame.LengthMismatch(width, nodes.length);
+        bytes32 root = Walks.rootOf(nodes);
+        p.traceRoot = DisputeMerkle.listCommit(DisputeMerkle.TRACE_DOMAIN, n, root);
+        p.traceNodes = uint32(n);
+        p.walkRoot = root;
+        p.walkHeight = uint8(height);
+        return uint8(height - stride);
+    }
+
+    /// @dev The node producing state tensor `state` (checked index and producer count).
+    function _producer(DisputeConfig calldata cfg, uint32 state) internal pure returns (uint32) {
+        uint256 numState = cfg.stateNames.length;
+        if (state >= numState) revert IDisputeGame.IndexOutOfRange(state, numState);
+        uint256 producers = cfg.stateProducers.length;
+        if (producers != numState) revert IDisputeGame.LengthMismatch(numState, producers);
+        return cfg.stateProducers[state];
+    }
+
+    function _checkTraceEntry(
+        IDisputeGame.GameProgress storage p,
+        uint256 numNodes,
+        uint256 node,
+        bytes32 nodeRoot,
+        bytes32[] calldata proof
+    ) internal view {
+        bytes32 dom = DisputeMerkle.TRACE_DOMAIN;
+        if (!DisputeMerkle.verifyListEntry(p.traceRoot, dom, numNodes, node, nodeRoot, proof)) {
+            revert IDisputeGame.InvalidProof("trace.node");
+        }
+    }
+
+    /// @dev `e.value` is the tensor root of entry `state` of the disputed S_{t+1} (its state
+    ///      entry, under the tensor's name, opened against the disputed root).
+    function _checkStateEntry(
+        IDisputeGame.GameProgress storage p,
+        DisputeConfig calldata cfg,
+        uint256 state,
+        IDisputeGame.ListEntry calldata e
+    ) internal view {
+        bytes32 entry = DisputeMerkle.stateEntry(cfg.stateNames[state], e.value);
+        bytes32 dom = DisputeMerkle.STATE_DOMAIN;
+        uint256 n = cfg.stateNames.length;
+        if (!DisputeMerkle.verifyListEntry(p.disputedRoot, dom, n, state, entry, e.proof)) {
+            revert IDisputeGame.InvalidProof("state.tensor");
+        }
+    }
 
     function _checkGraphEntry(
         DisputeConfig calldata cfg,

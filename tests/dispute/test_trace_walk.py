@@ -7,10 +7,14 @@ last the entries) a round under the subtree the challenger picks.
   loses to `proveProducer` (and a challenger proving a producer of a true trace loses);
 - each walk move checks its count, its nodes against the disputed subtree and its child, and
   `proveProducer` its index and both openings;
-- the trace phase's contract runs only by DELEGATECALL from its game.
+- the trace phase's contract runs only by DELEGATECALL from its game;
+- (without a chain) the challenger's picks reach the first wrong entry, or a wrong producer
+  left of it, and it can open every entry up to there from the walk and its own trace.
 """
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from dispute_fixtures import ape_artifacts, build_model_job, open_game, play_to, reverts, what
@@ -31,6 +35,9 @@ from agents.dispute.player import (
     walked_trace,
 )
 from agents.dispute.trace import Fault
+from agents.dispute.trace_walk import WalkedTrace, next_round, pick_child
+from agents.training import merkle
+from agents.training.keccak import keccak256
 
 STEPS, EVERY = 2, 1
 
@@ -193,3 +200,29 @@ def test_disputeGameTrace_calledDirectly_notDelegated(v3dep):
                     dep.prover.address)  # fmt: skip
     with reverts(trace, "NotDelegated"):
         GameClient(dep.w3, trace, dep.keys[1]).transact("postTraceSubtree", 1, [bytes(32)])
+
+
+@pytest.mark.parametrize("n", [65, 314, 1204, 5200])
+def test_walkedTrace_opensEveryEntryUpToTheFirstWrongOne(n):
+    """Without a chain: the honest picks (pick_child) reach the first wrong entry x in
+    ⌈⌈log2 n⌉ / 6⌉ rounds, and the list proof of every entry up to x, built from the posted
+    rounds and the challenger's own trace, is the one of the defender's whole list; a target
+    producer left of x is reached instead."""
+    rng = random.Random(n)
+    own = [keccak256(b"vtp.test.%d" % i) for i in range(n)]
+    for x, target in [(rng.randrange(n), None), (n - 1, None), (n - 1, rng.randrange(n - 1))]:
+        theirs = own[:x] + [keccak256(b"wrong.%d" % i) for i in range(x, n)]
+        rounds = [next_round(theirs, merkle.depth_for(n), 0)]
+        index = 0
+        while rounds[-1][0] > 0:
+            height, first, _ = rounds[-1]
+            index = first + pick_child(own, rounds[-1], target)
+            rounds.append(next_round(theirs, height, index))
+        _, first, values = rounds[-1]
+        end = x if target is None else target
+        assert first <= end < first + len(values)
+        assert len(rounds) == -(-merkle.depth_for(n) // 6)
+        known = WalkedTrace(n, own, rounds)
+        for i in {0, end, *(rng.randrange(end + 1) for _ in range(20))}:
+            assert known.siblings(i) == merkle.list_proof(merkle.TRACE_DOMAIN, theirs, i).siblings
+            assert known.value(i) == theirs[i]
