@@ -203,11 +203,14 @@ def _silent_party_loses(dep, chain, job, data):
     if silent_phase in rec.phases:
         assert rec.by_timeout and rec.phases[-1] == silent_phase, rec
         assert rec.challenger_won == defender_silent, rec
-    else:  # the game skips that level (one segment, one step or one leaf): played out
+    else:  # the game skips that level (one segment, one step, one leaf, or the trace walk of a
+        # trace of more than 64 nodes: these MLPs have at most 49): played out
         assert silent_phase in (
             Phase.POST_CHECKPOINTS,
             Phase.PICK_SEGMENT,
             Phase.PICK_STEP,
+            Phase.PICK_TRACE_SUBTREE,
+            Phase.POST_TRACE_SUBTREE,
             Phase.PICK_LEAF,
         ), rec
         assert rec.challenger_won and not rec.by_timeout, rec
