@@ -203,8 +203,9 @@ def _silent_party_loses(dep, chain, job, data):
     if silent_phase in rec.phases:
         assert rec.by_timeout and rec.phases[-1] == silent_phase, rec
         assert rec.challenger_won == defender_silent, rec
-    else:  # the game skips that level (one segment, one step, one leaf, or the trace walk of a
-        # trace of more than 64 nodes: these MLPs have at most 49): played out
+    else:  # the game skips that level (one segment, one step, one leaf, the trace walk of a
+        # trace of more than 64 nodes — these MLPs have at most 49 — or the accumulator
+        # bisection of an element proved directly): played out
         assert silent_phase in (
             Phase.POST_CHECKPOINTS,
             Phase.PICK_SEGMENT,
@@ -212,5 +213,8 @@ def _silent_party_loses(dep, chain, job, data):
             Phase.PICK_TRACE_SUBTREE,
             Phase.POST_TRACE_SUBTREE,
             Phase.PICK_LEAF,
+            Phase.POST_ACCUMULATORS,
+            Phase.PICK_ACCUMULATORS,
+            Phase.PROVE_ACCUMULATION,
         ), rec
         assert rec.challenger_won and not rec.by_timeout, rec
