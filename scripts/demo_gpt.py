@@ -90,19 +90,23 @@ def parties(cheat: str) -> list[Party]:
     ]
 
 
-def build_spec(cfg: GptConfig, spec: Path) -> None:
-    """`job build` of the char GPT (its blobs beside the spec, where the submitter reads them)."""
-    from agents.__main__ import main as agents_main
-
+def build_args(cfg: GptConfig, spec: Path) -> list[str]:
+    """`job build`'s arguments for the char GPT of `cfg`, writing `spec`."""
     o = OPTIMIZER
-    argv = ["job", "build", "--model", f"{MODEL}:make_model", "--dataset", DATASET,
+    return ["--model", f"{MODEL}:make_model", "--dataset", DATASET,
             "--optimizer", "adamw", "--lr", str(o["lr"]), "--betas", "{},{}".format(*o["betas"]),
             "--weight-decay", str(o["weight_decay"]), "--clip-norm", str(o["clip_norm"]),
             "--batch", str(cfg.batch), "--steps", str(cfg.steps), "--checkpoint-every",
             str(cfg.checkpoint_every), "--seed", str(cfg.seed), "--out", str(spec),
             "--json"]  # fmt: skip
+
+
+def build_spec(cfg: GptConfig, spec: Path) -> None:
+    """`job build` of the char GPT (its blobs beside the spec, where the submitter reads them)."""
+    from agents.__main__ import main as agents_main
+
     with contextlib.redirect_stdout(io.StringIO()):
-        if agents_main(argv) != 0:
+        if agents_main(["job", "build", *build_args(cfg, spec)]) != 0:
             raise DemoError(f"job build of {MODEL.name} failed")
 
 
@@ -280,22 +284,41 @@ def local_side(protocol_val_loss: float, job, start: dict, weights: Path) -> dic
     }
 
 
-def run_gpt(cfg: GptConfig, rpc_url: str | None, key: str | None) -> dict:
+def play_cheat(cheat: dict, spec: Path, cfg: GptConfig, rpc_url: str | None, key: str | None,
+               wrap=None) -> dict:  # fmt: skip
+    """Deploy and run the job of `spec` with the cheater flipping `cheat`'s element (its
+    `operator`, `step`, `node`, `element`; the `fault` string is added here). `wrap`, when
+    given, wraps the scenario's play function (bench/model_dispute_bench.py watches the game
+    from it)."""
+    fault = (f"element:step={cheat['step']},node={cheat['node']},"
+             f"element={cheat['element']},mask={CHEAT_MASK:#x}")  # fmt: skip
+    cheat = {**cheat, "fault": fault}
+    job, _ = load_spec(spec)
+    play_fn = play_gpt(cfg, spec, job, cheat)
+    params = deploy_params(MANAGER_CONFIG, CLOCK_BUDGET)
+    report = run(rpc_url, key, params=params, parties=parties(fault), report_dir=REPORT_DIR,
+                 play_fn=wrap(play_fn) if wrap else play_fn)  # fmt: skip
+    report["config"] = cfg.__dict__
+    return report
+
+
+def load_spec(spec: Path):
+    """The job of `spec` and its initial state, as the agents load them."""
     from agents.cli_job import load_job
 
+    return load_job(str(spec), None)
+
+
+def run_gpt(cfg: GptConfig, rpc_url: str | None, key: str | None) -> dict:
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     spec = REPORT_DIR / "gpt.json"
     shutil.rmtree(spec.with_suffix(".blobs"), ignore_errors=True)
     build_spec(cfg, spec)
-    job, start = load_job(str(spec), None)
+    job, start = load_spec(spec)
     node = attention_probabilities_node(job.bundle.step)
-    fault = f"element:step={CHEAT_STEP},node={node},element={CHEAT_ELEMENT},mask={CHEAT_MASK:#x}"
     cheat = {"operator": "attention softmax", "step": CHEAT_STEP, "node": node,
-             "element": CHEAT_ELEMENT, "fault": fault}  # fmt: skip
-    params = deploy_params(MANAGER_CONFIG, CLOCK_BUDGET)
-    report = run(rpc_url, key, params=params, parties=parties(fault), report_dir=REPORT_DIR,
-                 play_fn=play_gpt(cfg, spec, job, cheat))  # fmt: skip
-    report["config"] = cfg.__dict__
+             "element": CHEAT_ELEMENT}  # fmt: skip
+    report = play_cheat(cheat, spec, cfg, rpc_url, key)
     report.update(local_side(report["job"]["val_loss"], job, start, Path(report["fetch"]["out"])))
     return report
 
