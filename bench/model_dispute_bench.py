@@ -104,12 +104,14 @@ class Watch:
 
 
 def selectors() -> dict[bytes, str]:
+    """Function name by 4-byte selector (tuple arguments expanded, as the chain hashes them)."""
+    from eth_utils import function_abi_to_4byte_selector
+
     out = {}
     for name in MOVE_ABIS:
         for item in load_artifact(name)["abi"]:
             if item.get("type") == "function":
-                sig = f"{item['name']}({','.join(i['type'] for i in item['inputs'])})"
-                out[Web3.keccak(text=sig)[:4]] = item["name"]
+                out[bytes(function_abi_to_4byte_selector(item))] = item["name"]
     return out
 
 
