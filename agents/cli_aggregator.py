@@ -12,7 +12,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agents.adversaries import aggregator_strategy
     from agents.roles.aggregator import Aggregator
     from agents.roles.runner import run_role
 
-    return run_role(Aggregator, args)
+    # the only place a test adversary (--cheat, --withhold) is chosen: the role knows none
+    return run_role(Aggregator, args, strategy=aggregator_strategy)

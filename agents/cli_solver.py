@@ -12,7 +12,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agents.adversaries import solver_strategy
     from agents.roles.runner import run_role
     from agents.roles.solver import Solver
 
-    return run_role(Solver, args)
+    # the only place a test adversary (--lazy, --cheat, ...) is chosen: the role knows none
+    return run_role(Solver, args, strategy=solver_strategy)

@@ -40,10 +40,10 @@ from pathlib import Path
 
 import torch
 
+from agents.adversaries.liars import ChainLiar
 from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
 from agents.dispute.harness import Deployment, Job, deploy_game, make_job, open_game
-from agents.dispute.liars import ChainLiar
 from agents.dispute.player import DIRECT_TERMS, Challenger, Defender
 from agents.dispute.trace import Fault
 from agents.training.data import Dataset, _stream_words, load_dataset, unit_floats

@@ -119,8 +119,8 @@ def games(dep, name: str, tmp: Path) -> dict:
     """One cheat per operator type of the model's step (a flipped element of one of its nodes at
     step 0 or 1), each played to the end against the honest challenger: moves, the costliest
     move and the wall time of each game."""
+    from agents.adversaries.liars import model_element_cheats
     from agents.dispute.client import run_game
-    from agents.dispute.liars import model_element_cheats
     from agents.dispute.player import Challenger, Defender
 
     job, st = build(tmp, name, steps=2)

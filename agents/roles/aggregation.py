@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from eth_abi import encode
 
 from agents.dispute.player import leaf_siblings, tensor_chunk, tensor_leaves
@@ -153,13 +152,3 @@ def wrong_element_in_chunk(honest: State, tensor: int, leaf: int, chunk: bytes) 
         if int(got[j]) != int(want[j]):
             return first + j
     return None
-
-
-def corrupt(st: State, tensor: int, element: int) -> State:
-    """A copy of `st` with one element changed (a cheating aggregator's output, for tests and
-    the --cheat flag)."""
-    out = {k: v.clone() for k, v in st.items()}
-    name = list(out)[tensor]
-    flat = out[name].reshape(-1)
-    flat[element] = flat[element] + torch.tensor(0.5, dtype=flat.dtype)
-    return out

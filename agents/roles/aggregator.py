@@ -10,13 +10,14 @@ contract recomputes RepOps.average and slashes the aggregator's bond if it diffe
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+from typing import Protocol
 
 from agents.core.blobs import BlobError
 from agents.core.bounded import BoundedCache
 from agents.core.chain import named_call
 from agents.core.enums import Role, RoundJobStatus, RoundStatus
 from agents.roles.aggregation import (
-    corrupt,
     data_roots,
     first_disputed_tensor,
     first_wrong_element,
@@ -41,7 +42,6 @@ from agents.roles.jobs import JobRejected
 from agents.roles.logic import Act, SettledJobs
 from agents.roles.runner import RoleAgent, RoleError, role_parser
 from agents.training.decompose import aggregate, aggregation_weights
-from agents.training.keccak import keccak256
 from agents.training.state import State, state_root
 
 TOKEN = 10**18
@@ -49,12 +49,41 @@ TOKEN = 10**18
 # --- the role -------------------------------------------------------------------------------
 
 
+class AggregatorStrategy(Protocol):
+    """What an aggregator commits and publishes: the honest aggregate at its blob's address
+    (`HonestAggregator`) or a test adversary's (agents.adversaries: --cheat, --withhold)."""
+
+    banner: str  # said once at start-up ("" when honest)
+
+    def aggregate_to_commit(self, honest: State) -> State:
+        """The aggregate to commit, given my honest one."""
+        ...
+
+    def published_address(self, address: str) -> str:
+        """The blob address to publish in the locator, given the committed aggregate's."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class HonestAggregator:
+    """Commits the honest aggregate and publishes where its blob is."""
+
+    banner: str = ""
+
+    def aggregate_to_commit(self, honest: State) -> State:
+        return honest
+
+    def published_address(self, address: str) -> str:
+        return address
+
+
 class Aggregator(RoleAgent):
     """`python -m agents aggregator`: for every running decomposed job, once the current round's
     S units are finalized, recompute G_{r+1} from their states, publish it and commit it (bonded);
     check every aggregate others commit and prove a wrong one; finalize rounds whose window is
-    over. With --cheat it commits an aggregate with one element changed (demos, tests); with
-    --withhold it publishes a locator to nothing, so others must ask for reveals on chain.
+    over. What it commits and publishes is its `AggregatorStrategy`: `HonestAggregator` here;
+    the test adversary of --cheat / --withhold (agents/adversaries/aggregator.py) is wired in at
+    start-up (agents/cli_aggregator.py).
 
     A wrong aggregate whose blob is withheld is disputed by a reveal request (PROTOCOL §6.9):
     the committed data roots are read from the commitAggregate transaction, the first tensor
@@ -63,9 +92,12 @@ class Aggregator(RoleAgent):
     As the aggregator, I answer every request on my own aggregate."""
 
     role = "aggregator"
+    # A class default, so aggregators built without __init__ (tests) are honest.
+    strategy: AggregatorStrategy = HonestAggregator()
 
-    def __init__(self, *a, **kw) -> None:
+    def __init__(self, *a, strategy: AggregatorStrategy | None = None, **kw) -> None:
         super().__init__(*a, **kw)
+        self.strategy = strategy or HonestAggregator()
         if self.rounds is None:
             raise RoleError("no RoundManager: pass --round-manager or a --deployment that has one")
         self.rm = self.rounds.rm
@@ -80,8 +112,8 @@ class Aggregator(RoleAgent):
     async def setup(self) -> None:
         # RoundManager aggregators are registered solvers (PROTOCOL §6.9).
         await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), (0, 0, 0))
-        if self.args.cheat:
-            self.log.warning("CHEATING: will commit aggregates with one element changed")
+        if self.strategy.banner:
+            self.log.warning(self.strategy.banner)
 
     async def round(self) -> bool:
         now = self.now()
@@ -149,7 +181,7 @@ class Aggregator(RoleAgent):
         got = self.honest_aggregate(dj, r)
         if got is None:
             return
-        g = corrupt(got[1], 0, 5) if self.args.cheat else got[1]
+        g = self.strategy.aggregate_to_commit(got[1])
         bond = named_call(self.rm.functions.config())["aggregatorBond"]
         if self.token.functions.allowance(self.me, self.rm.address).call() < bond:
             fn = self.token.functions.approve(self.rm.address, bond)
@@ -157,9 +189,7 @@ class Aggregator(RoleAgent):
         address = self.agent.blobs.put(encode_state(g))
         key = f"{dj}:{r}:{attempt}"
         self.agent.store.put_record("aggregate", key, "committed", {"blob": address})
-        if self.args.withhold:  # publish a locator to nothing: others cannot fetch the state
-            address = "0x" + keccak256(bytes.fromhex(address[2:]) + b"withheld").hex()
-        locator = make_locator(self.public_blob_url, address)
+        locator = make_locator(self.public_blob_url, self.strategy.published_address(address))
         fn = self.rm.functions.commitAggregate(dj, layout_of(g).as_tuple(), data_roots(g), locator)
         if await self.send(Act("commitAggregate", f"aggregate:{dj}:{r}:{attempt}"), fn):
             self.log.info(
@@ -351,12 +381,15 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--stake", type=float, default=200.0, help="tokens to stake (as a solver)")
     p.add_argument(
-        "--cheat", action="store_true", help="commit wrong aggregates (demos and tests only)"
+        "--cheat",
+        action="store_true",
+        help="test adversary: commit wrong aggregates (demos and tests only)",
     )
     p.add_argument(
         "--withhold",
         action="store_true",
-        help="publish a locator to nothing (others must ask for reveals on chain; tests only)",
+        help="test adversary: publish a locator to nothing (others must ask for reveals on "
+        "chain; tests only)",
     )
     p.add_argument(
         "--public-blob-url",

@@ -8,17 +8,44 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from agents.core.blobs import BlobError, BlobStore
 from agents.core.bounded import BoundedCache
 from agents.dispute.client import GameClient
-from agents.dispute.player import Challenger, LyingChallenger
+from agents.dispute.graph import JobGraph
+from agents.dispute.player import Challenger
 from agents.roles.artifacts import BadBlob, Checkpoints
 from agents.roles.jobs import JobContext
 from agents.roles.logic import Act, Now, Side, UnitView, game_act
 from agents.roles.runner import progress_bar
 from agents.roles.runtime import Claim, JobRuntime
 from agents.training.state import State
+
+
+class ChallengerStrategy(Protocol):
+    """How a challenger disputes a unit: the honest one here; test adversaries (a lying
+    challenger) in agents.adversaries, chosen once at start-up from the CLI flags."""
+
+    def counter_claim(self, honest_root: Callable[[], bytes]) -> bytes:
+        """The checkpoint root to challenge with (`honest_root`: my full replay's)."""
+        ...
+
+    def challenger(self, comp: Claim, jg: JobGraph, game_id: int) -> Any:
+        """The dispute-game player answering as the challenger of game `game_id`."""
+        ...
+
+
+@dataclass(frozen=True)
+class HonestChallenger:
+    """Challenges with the root of its own full replay and plays the honest challenger."""
+
+    def counter_claim(self, honest_root: Callable[[], bytes]) -> bytes:
+        return honest_root()
+
+    def challenger(self, comp: Claim, jg: JobGraph, game_id: int) -> Challenger:
+        return Challenger(comp, jg)
 
 
 def replay_segments(
@@ -68,7 +95,10 @@ def kept_state(blobs: BlobStore, rt: JobRuntime, address: str | None, root: byte
 
 
 class ChallengerMixin:
-    """Plays dispute games as the honest challenger, from its own full computation."""
+    """Plays dispute games as the challenger, from its own full computation, as its strategy
+    says (honest unless the start-up wiring chose a test adversary)."""
+
+    strategy: ChallengerStrategy = HonestChallenger()
 
     def challenger_comp(self, ctx: JobContext) -> Claim:
         """My own account of job `ctx` from step 0 (a replay of the whole job, a challenge, a
@@ -132,8 +162,7 @@ class ChallengerMixin:
         view = client.view(game_id)
         _, deadline = self.game.functions.turn(game_id).call()
         comp = self.challenger_comp(ctx)
-        lying = getattr(self.args, "cheat_challenge", False)
-        player = LyingChallenger(comp, ctx.jg, seed=game_id) if lying else Challenger(comp, ctx.jg)
+        player = self.strategy.challenger(comp, ctx.jg, game_id)
         move = player.next_move(view)
         act = game_act(game_id, Side.CHALLENGER, view.phase, view.moves, deadline, now, move)
         if act is None:
@@ -147,10 +176,7 @@ class ChallengerMixin:
     async def open_challenge(self, act: Act, u: UnitView, ctx: JobContext) -> bool:
         """Challenge the unit with the checkpoint root of my own full replay. Returns False,
         sending nothing, when that root is the unit's (the caller says what that means)."""
-        if getattr(self.args, "cheat_challenge", False):
-            counter = bytes(32 - 1) + b"\x01"  # a made-up counter-claim: any nonzero other root
-        else:
-            counter = self.challenger_comp(ctx).checkpoint_commit()
+        counter = self.strategy.counter_claim(self.challenger_comp(ctx).checkpoint_commit)
         if counter == u.checkpoint_root:
             return False
         # The bond scales with the job's collateral (at least the flat `challengeBond`): quote it

@@ -270,8 +270,14 @@ def engine_config(device: str, log: logging.Logger) -> EngineConfig:
     return EngineConfig("triton" if triton_problem(device) is None else "torch", device=device)
 
 
-def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
-    """Entry point of a role subcommand: config, logging, the loop, one-line fatal errors."""
+def run_role(
+    cls: type[RoleAgent],
+    args: argparse.Namespace,
+    strategy: Callable[[argparse.Namespace], Any] | None = None,
+) -> int:
+    """Entry point of a role subcommand: config, logging, the loop, one-line fatal errors.
+    `strategy(args)`, if given, picks the role's strategy from its flags once, after its checks
+    (the CLI wiring passes a test adversary's selector; None from it: the role's honest one)."""
     log = setup_logging(f"{cls.role}", args.json_logs, args.verbose)
     try:
         config = config_from(args)
@@ -286,7 +292,9 @@ def run_role(cls: type[RoleAgent], args: argparse.Namespace) -> int:
             raise RoleError(f"--max-loaded-jobs must be > 0 (got {args.max_loaded_jobs})")
         configure_data(args)
         cls.check_args(args)
-        return asyncio.run(_main(cls, config, manager, args, log))
+        chosen = strategy(args) if strategy is not None else None
+        extra = {} if chosen is None else {"strategy": chosen}
+        return asyncio.run(_main(cls, config, manager, args, log, extra))
     except ConfigError as exc:
         print("error: " + "; ".join(exc.problems), file=sys.stderr)
     except (RoleError, ChainUnavailable, KeyConfigError) as exc:
@@ -321,6 +329,7 @@ async def _main(
     manager: str,
     args: argparse.Namespace,
     log: logging.Logger,
+    extra: dict[str, Any],
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -328,7 +337,7 @@ async def _main(
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     async with open_agent(config) as agent:
-        role = cls(agent, manager, args, log)
+        role = cls(agent, manager, args, log, **extra)
         try:
             await role.setup()
             code = await role.run(stop, args.run_for)

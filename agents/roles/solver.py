@@ -23,10 +23,10 @@ next step (its last checkpoint is kept: a restart resumes from it).
 from __future__ import annotations
 
 import argparse
-import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from eth_utils import keccak
@@ -123,7 +123,7 @@ def fit_refusal(own_s: float, held_s: float, compute_time: int) -> tuple[str, bo
     return None
 
 
-def _flipped(st: State, key: bytes, position: int, mask: int) -> State:
+def flipped(st: State, key: bytes, position: int, mask: int) -> State:
     """`st` with bits `mask` of one element (chosen by keccak(key, position)) of its first
     tensor flipped."""
     out = {name: t.clone() for name, t in st.items()}
@@ -136,29 +136,7 @@ def _flipped(st: State, key: bytes, position: int, mask: int) -> State:
 def perturbed(st: State, secret: bytes, position: int) -> State:
     """The state one bit away that a forced round publishes at checkpoint `position`: the low
     mantissa bit of one element (chosen by keccak(r, position)) of the first tensor flipped."""
-    return _flipped(st, secret, position, 1)
-
-
-def falsified(st: State, position: int) -> State:
-    """A wrong "true" state for `--false-truth`: the second-lowest mantissa bit of one element
-    flipped, so it differs from both the true state and the published `perturbed` one."""
-    return _flipped(st, b"false-truth", position, 2)
-
-
-def parse_cheat(text: str | None) -> Fault | None:
-    """`KIND[:step=S,node=N,element=E,mask=M]`, e.g. `element:step=217,node=2,element=5`."""
-    if not text:
-        return None
-    kind, _, rest = text.partition(":")
-    if kind not in FAULT_KINDS:
-        raise RoleError(f"--cheat {text!r}: kind must be one of {', '.join(FAULT_KINDS)}")
-    fields: dict[str, int] = {}
-    for part in filter(None, rest.split(",")):
-        m = re.fullmatch(r"(step|node|element|mask)=(0x[0-9a-fA-F]+|\d+)", part.strip())
-        if not m:
-            raise RoleError(f"--cheat {text!r}: bad field {part!r} (step|node|element|mask=INT)")
-        fields[m.group(1)] = int(m.group(2), 0)
-    return Fault(kind, **fields)
+    return flipped(st, secret, position, 1)
 
 
 class TrainingStopped(Exception):
@@ -184,15 +162,47 @@ class TrainingRun:
     thread: threading.Thread | None = None
 
 
+class SolverStrategy(Protocol):
+    """What a solver commits: the honest run (`HonestSolver`) or a test adversary's
+    (agents.adversaries: --cheat, --false-truth), chosen once at start-up."""
+
+    banner: str  # said once at start-up ("" when honest)
+    fault: Fault | None  # the fault in the run it trains, commits and defends (None: none)
+
+    def sealed_true_roots(
+        self, true_roots: list[str], anchor: int, state_at: Callable[[int], State],
+        state_root: Callable[[State], bytes],
+    ) -> list[str]:  # fmt: skip
+        """The checkpoint list a forced round's seal holds true (`true_roots`: my training's;
+        `anchor`: the round's anchor checkpoint; `state_at(c)`: my state at checkpoint c)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class HonestSolver:
+    """Trains the job as specified and seals the roots it computed."""
+
+    banner: str = ""
+    fault: Fault | None = None
+
+    def sealed_true_roots(
+        self, true_roots: list[str], anchor: int, state_at: Callable[[int], State],
+        state_root: Callable[[State], bytes],
+    ) -> list[str]:  # fmt: skip
+        return true_roots
+
+
 class Solver(RoleAgent):
     role = "solver"
+    # A class default, so solvers built without __init__ (tests) are honest.
+    strategy: SolverStrategy = HonestSolver()
+    fault: Fault | None = None
     # The training in flight, if any: one at a time, as held_seconds assumes (units are trained
     # one after the other). A class default, so solvers built without __init__ (tests) have it.
     trainer: TrainingRun | None = None
 
     @classmethod
     def check_args(cls, args: argparse.Namespace) -> None:
-        parse_cheat(args.cheat)
         if args.stake <= 0:
             raise RoleError("--stake must be > 0")
         if not args.train_speed > 0:
@@ -200,9 +210,10 @@ class Solver(RoleAgent):
         if args.max_claim_wait < 0:
             raise RoleError("--max-claim-wait must be >= 0")
 
-    def __init__(self, *a, **kw) -> None:
+    def __init__(self, *a, strategy: SolverStrategy | None = None, **kw) -> None:
         super().__init__(*a, **kw)
-        self.fault = parse_cheat(self.args.cheat)
+        self.strategy = strategy or HonestSolver()
+        self.fault = self.strategy.fault
         self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
         self.comps: dict[int, Claim] = {}
         # game -> my client of it (a view cache; a new one is made when evicted)
@@ -212,8 +223,8 @@ class Solver(RoleAgent):
 
     async def setup(self) -> None:
         await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), self.capability)
-        if self.fault is not None:
-            self.log.warning("CHEATING: will commit a run with fault %s", self.fault)
+        if self.strategy.banner:
+            self.log.warning(self.strategy.banner)
 
     # --- a round ----------------------------------------------------------------------------
 
@@ -633,18 +644,16 @@ class Solver(RoleAgent):
                                self.secret(u), c)  # fmt: skip
                 states[c] = self.agent.blobs.put(rt.encode_state(st))
                 roots[c] = "0x" + rt.state_root(st).hex()
-            true_roots = list(rec.data["roots"])
-            if getattr(self.args, "false_truth", False):
-                # seal a "true" list that is itself wrong at the anchor
-                lie = falsified(
-                    rt.decode_state(self.agent.blobs.get(rec.data["states"][position])),
-                    position,
-                )
-                true_roots[position] = "0x" + rt.state_root(lie).hex()
+            trained = list(rec.data["roots"])
+            true_roots = self.strategy.sealed_true_roots(
+                trained,
+                position,
+                lambda c: rt.decode_state(self.agent.blobs.get(rec.data["states"][c])),
+                rt.state_root,
+            )
+            if true_roots != trained:
+                self.log.warning("unit %d: sealed a true list that is not my training's", u.unit_id)
                 true_root = checkpoint_root([bytes.fromhex(r[2:]) for r in true_roots])
-                self.log.warning(
-                    "unit %d: FALSE TRUTH sealed at checkpoint %d", u.unit_id, position
-                )
             data = {
                 "perturbed": forced,
                 "true_roots": true_roots,
@@ -797,13 +806,13 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--false-truth",
         action="store_true",
-        help="for demos/tests: in a forced round, seal a true checkpoint list that is itself wrong "
+        help="test adversary: in a forced round, seal a true checkpoint list that is itself wrong "
         "at the perturbed checkpoint (the reveal then judges honest verifiers WRONG; they contest)",
     )
     p.add_argument(
         "--cheat",
         metavar="KIND[:step=,node=,element=,mask=]",
-        help="inject a fault for demos/tests, e.g. element:step=217,node=2,element=5,"
-        "mask=0x40000000 (kinds: " + ", ".join(FAULT_KINDS) + ")",
+        help="test adversary: inject a fault (demos/tests only), e.g. "
+        "element:step=217,node=2,element=5,mask=0x40000000 (kinds: " + ", ".join(FAULT_KINDS) + ")",
     )
     return p

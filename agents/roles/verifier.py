@@ -6,9 +6,9 @@ closed (the last drawn verifier to answer attests in the clear instead: one tran
 is left to copy it); a replay that disagrees also challenges the unit and plays the dispute
 game as the challenger; withdraw its fees.
 
-`--lazy` attests without fetching or replaying anything: it seals the unit's committed final
-state root as the end root of every sampled segment (for demos and tests: such a verifier is
-what whistleblowers exist to catch).
+What it decides is its `VerifierStrategy`: `HonestVerifier` here. The test adversaries selected
+by `--lazy` and `--cheat-challenge` (agents/adversaries/verifier.py) are wired in at start-up
+(agents/cli_verifier.py); this module does not know them.
 
 A drawn verifier answers whatever dispute config the job has: it replays and seals with the spec
 and the data alone, and only a challenge (which opens a game under the config) is skipped, with
@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
 from eth_abi import encode
 from eth_utils import keccak
@@ -40,7 +43,13 @@ from agents.dispute.client import GameClient
 from agents.dispute.player import Defender, Phase
 from agents.dispute.trace import drop_computation
 from agents.roles.artifacts import BadBlob
-from agents.roles.challenge import ChallengerMixin, keep_state, replay_segments
+from agents.roles.challenge import (
+    ChallengerMixin,
+    ChallengerStrategy,
+    HonestChallenger,
+    keep_state,
+    replay_segments,
+)
 from agents.roles.jobs import (
     JobContext,
     JobRejected,
@@ -106,11 +115,53 @@ def no_game_reason(registered: bytes, placement: tuple[int, ...] | None) -> str:
     return f"the registered dispute config 0x{registered.hex()[:16]}… is not the spec's"
 
 
+#: A verifier's verdict of a unit's attempt, as its "verdict" record: ("agree" | "disagree",
+#: {"segments", "end_roots", ...}).
+Verdict = tuple[str, dict]
+
+
+class VerifierStrategy(ChallengerStrategy, Protocol):
+    """What a verifier decides: the honest replay (`HonestVerifier`) or a test adversary's
+    shortcut (agents.adversaries: --lazy, --cheat-challenge), chosen once at start-up."""
+
+    banner: str  # said once at start-up ("" when honest)
+    defends_court: bool  # defends its attestations in the AttestationCourt
+
+    def verdict_unread(self, segments: list[int], final_root: bytes) -> Verdict | None:
+        """A verdict before any checkpoint is fetched (None: fetch them)."""
+        ...
+
+    def verdict_unreplayed(
+        self, segments: list[int], published_root: Callable[[int], bytes]
+    ) -> Verdict | None:
+        """A verdict from the solver's published roots alone (None: replay the segments)."""
+        ...
+
+
+@dataclass(frozen=True)
+class HonestVerifier(HonestChallenger):
+    """Fetches, replays and says what its replay says; defends what it attested."""
+
+    banner: str = ""
+    defends_court: bool = True
+
+    def verdict_unread(self, segments: list[int], final_root: bytes) -> Verdict | None:
+        return None
+
+    def verdict_unreplayed(
+        self, segments: list[int], published_root: Callable[[int], bytes]
+    ) -> Verdict | None:
+        return None
+
+
 class Verifier(ChallengerMixin, RoleAgent):
     role = "verifier"
+    # A class default, so verifiers built without __init__ (tests) are honest.
+    strategy: VerifierStrategy = HonestVerifier()
 
-    def __init__(self, *a, **kw) -> None:
+    def __init__(self, *a, strategy: VerifierStrategy | None = None, **kw) -> None:
         super().__init__(*a, **kw)
+        self.strategy = strategy or HonestVerifier()
         self._lock_warned = SaidOnce()  # units whose verifier lock my free stake cannot cover
         self._no_contest: set[str] = set()  # "<unit>:<attempt>": judged WRONG, but C is my root
         # loaded without the dispute config check, under the same bound as `jobs`
@@ -121,8 +172,8 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     async def setup(self) -> None:
         await self.ensure_registered(Role.VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
-        if self.args.lazy:
-            self.log.warning("LAZY: will attest without replaying")
+        if self.strategy.banner:
+            self.log.warning(self.strategy.banner)
 
     async def round(self) -> bool:
         now = self.now()
@@ -251,7 +302,7 @@ class Verifier(ChallengerMixin, RoleAgent):
     async def defend_attestations(self, now: Now) -> None:
         """Defend my attestations disputed in the AttestationCourt (a lazy verifier has no data
         to defend with: it stays silent and loses on time)."""
-        if self.court is None or self.court_game is None or self.args.lazy:
+        if self.court is None or self.court_game is None or not self.strategy.defends_court:
             return
         await self.court_events().catch_up()
         for rec in self.agent.store.list_records("court", "open"):
@@ -452,11 +503,9 @@ class Verifier(ChallengerMixin, RoleAgent):
         segments = [
             int(s) for s in self.manager.functions.sampledSegments(u.unit_id, self.me).call()
         ]
-        if self.args.lazy:
-            # Attest without fetching or replaying anything: repeat the committed final root.
-            ends = ["0x" + u.final_root.hex()] * len(segments)
-            data = {"segments": segments, "end_roots": ends, "lazy": True}
-            self.agent.store.put_record("verdict", key, "agree", data)
+        unread = self.strategy.verdict_unread(segments, u.final_root)
+        if unread is not None:
+            self.agent.store.put_record("verdict", key, *unread)
             return
         check = list(range(ctx.segments)) if self.args.replay_all else segments
         try:
@@ -473,11 +522,9 @@ class Verifier(ChallengerMixin, RoleAgent):
             return
         if reader is None:
             return
-        if self.args.cheat_challenge:
-            # disputes without replaying; it seals the published roots (so it is not silent)
-            ends = ["0x" + reader.root(s + 1).hex() for s in segments]
-            data = {"segments": segments, "end_roots": ends, "wrong": []}
-            self.agent.store.put_record("verdict", key, "disagree", data)
+        unreplayed = self.strategy.verdict_unreplayed(segments, reader.root)
+        if unreplayed is not None:
+            self.agent.store.put_record("verdict", key, *unreplayed)
             return
         starts: dict[str, str] = {}
 
@@ -570,12 +617,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--lazy",
         action="store_true",
-        help="attest without fetching or replaying anything (demos/tests only)",
+        help="test adversary: attest without fetching or replaying anything (demos/tests only)",
     )
     p.add_argument(
         "--cheat-challenge",
         action="store_true",
-        help="dispute every unit, true or not, and play a lying challenger "
+        help="test adversary: dispute every unit, true or not, and play a lying challenger "
         "(tests of an honest solver's defence only)",
     )
     p.add_argument(

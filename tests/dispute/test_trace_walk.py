@@ -19,11 +19,11 @@ import random
 import pytest
 from dispute_fixtures import ape_artifacts, build_model_job, open_game, play_to, reverts, what
 
+from agents.adversaries.liars import ProducerLiar
 from agents.core.chain import AnvilConfig, connect, local_anvil
 from agents.core.enums import Phase
 from agents.dispute.client import GameClient
 from agents.dispute.harness import _deploy, deploy_game
-from agents.dispute.liars import ProducerLiar
 from agents.dispute.model_graph import model_job_graph
 from agents.dispute.model_trace import ModelComputation
 from agents.dispute.player import (

@@ -1,6 +1,6 @@
 """Defenders that lie in ways an honest solver never would, for tests and benches: each is a
 `Defender` whose answers at one kind of move are replaced. Kept out of the honest players
-(player.py) so that an honest agent's code path has no lie in it."""
+(agents/dispute/player.py), in the adversaries package no production module imports."""
 
 from __future__ import annotations
 

@@ -1,0 +1,50 @@
+"""Verifiers that do not replay: `LazyVerifier` (--lazy) agrees with whatever was committed,
+`LyingVerifier` (--cheat-challenge) disputes every unit and plays a lying challenger. For demos
+and tests only: the first is what whistleblowers and forced errors exist to catch, the second
+tests an honest solver's defence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agents.dispute.graph import JobGraph
+from agents.dispute.player import LyingChallenger
+from agents.roles.runtime import Claim
+from agents.roles.verifier import HonestVerifier, Verdict
+
+#: The made-up counter-claim of a lying challenger: any nonzero root other than the unit's.
+MADE_UP_ROOT = bytes(32 - 1) + b"\x01"
+
+
+@dataclass(frozen=True)
+class LazyVerifier(HonestVerifier):
+    """Attests without fetching or replaying anything: seals the unit's committed final state
+    root as the end root of every sampled segment; has no data to defend a court game with."""
+
+    banner: str = "LAZY: will attest without replaying"
+    defends_court: bool = False
+
+    def verdict_unread(self, segments: list[int], final_root: bytes) -> Verdict | None:
+        ends = ["0x" + final_root.hex()] * len(segments)
+        return "agree", {"segments": segments, "end_roots": ends, "lazy": True}
+
+
+@dataclass(frozen=True)
+class LyingVerifier(HonestVerifier):
+    """Disputes every unit without replaying: seals the solver's published end roots (so it is
+    not silent), challenges with a made-up root and plays a lying challenger."""
+
+    banner: str = "CHEAT-CHALLENGE: will dispute every unit without replaying"
+
+    def verdict_unreplayed(
+        self, segments: list[int], published_root: Callable[[int], bytes]
+    ) -> Verdict | None:
+        ends = ["0x" + published_root(s + 1).hex() for s in segments]
+        return "disagree", {"segments": segments, "end_roots": ends, "wrong": []}
+
+    def counter_claim(self, honest_root: Callable[[], bytes]) -> bytes:
+        return MADE_UP_ROOT
+
+    def challenger(self, comp: Claim, jg: JobGraph, game_id: int) -> LyingChallenger:
+        return LyingChallenger(comp, jg, seed=game_id)

@@ -1,0 +1,127 @@
+"""The test adversaries as strategies (agents/adversaries): given the same facts, the honest
+strategy and each cheating one decide differently, as documented; the CLI flags select them."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+import torch
+
+from agents.adversaries import aggregator_strategy, solver_strategy, verifier_strategy
+from agents.adversaries.aggregator import CheatingAggregator
+from agents.adversaries.solver import FalseTruthSolver, FaultySolver, parse_cheat
+from agents.adversaries.verifier import MADE_UP_ROOT, LazyVerifier, LyingVerifier
+from agents.dispute.player import Challenger, LyingChallenger
+from agents.dispute.trace import Fault
+from agents.roles.aggregator import HonestAggregator
+from agents.roles.runner import RoleError
+from agents.roles.solver import HonestSolver
+from agents.roles.verifier import HonestVerifier
+
+SEGMENTS = [1, 4]
+FINAL = b"\xf1" * 32
+
+
+def published(position: int) -> bytes:
+    """The solver's published root at checkpoint `position` (a stand-in)."""
+    return bytes([position]) * 32
+
+
+def honest_root() -> bytes:
+    return b"\x0b" * 32
+
+
+def test_honest_verifier_fetches_replays_and_challenges_with_its_own_root():
+    v = HonestVerifier()
+    assert v.verdict_unread(SEGMENTS, FINAL) is None  # fetch the checkpoints
+    assert v.verdict_unreplayed(SEGMENTS, published) is None  # replay them
+    assert v.counter_claim(honest_root) == honest_root()
+    assert v.defends_court and not v.banner
+    assert isinstance(v.challenger(None, None, 7), Challenger)
+
+
+def test_lazy_verifier_agrees_with_the_final_root_unread_and_does_not_defend():
+    v = LazyVerifier()
+    verdict, data = v.verdict_unread(SEGMENTS, FINAL)
+    assert verdict == "agree"
+    assert data == {"segments": SEGMENTS, "end_roots": ["0x" + FINAL.hex()] * 2, "lazy": True}
+    assert not v.defends_court and v.banner
+
+
+def test_lying_verifier_disputes_the_published_roots_unreplayed_with_a_made_up_root():
+    v = LyingVerifier()
+    assert v.verdict_unread(SEGMENTS, FINAL) is None  # it reads the checkpoints first
+    verdict, data = v.verdict_unreplayed(SEGMENTS, published)
+    assert verdict == "disagree"
+    # it seals the solver's own end roots (so it is not silent) and names no wrong segment
+    assert data["end_roots"] == ["0x" + published(2).hex(), "0x" + published(5).hex()]
+    assert data["wrong"] == []
+    assert v.counter_claim(honest_root) == MADE_UP_ROOT != honest_root()
+    assert isinstance(v.challenger(None, None, 7), LyingChallenger)
+
+
+STATE = {"w": torch.arange(8, dtype=torch.float32)}
+
+
+def state_at(c: int) -> dict:
+    return {name: t + c for name, t in STATE.items()}
+
+
+def state_root(st: dict) -> bytes:
+    return bytes(st["w"].numpy().tobytes()[:32])
+
+
+def test_honest_solver_seals_its_training_and_false_truth_falsifies_the_anchor_only():
+    trained = ["0x" + state_root(state_at(c)).hex() for c in range(4)]
+    assert HonestSolver().sealed_true_roots(trained, 2, state_at, state_root) == trained
+    lie = FalseTruthSolver().sealed_true_roots(trained, 2, state_at, state_root)
+    assert [i for i in range(4) if lie[i] != trained[i]] == [2]
+    assert trained == ["0x" + state_root(state_at(c)).hex() for c in range(4)]  # not mutated
+
+
+def test_faulty_solver_commits_its_fault_and_says_so():
+    fault = Fault("element", step=3, node=1, element=2)
+    s = FaultySolver(fault=fault)
+    assert s.fault == fault and HonestSolver().fault is None
+    assert str(fault) in s.banner and not HonestSolver().banner
+
+
+def flags(**kw) -> argparse.Namespace:
+    return argparse.Namespace(**({"lazy": False, "cheat_challenge": False, "cheat": None,
+                                  "false_truth": False, "withhold": False} | kw))  # fmt: skip
+
+
+def test_flags_select_the_adversaries_and_none_means_honest():
+    assert verifier_strategy(flags()) is None and solver_strategy(flags()) is None
+    assert isinstance(verifier_strategy(flags(lazy=True)), LazyVerifier)
+    assert isinstance(verifier_strategy(flags(cheat_challenge=True)), LyingVerifier)
+    assert isinstance(verifier_strategy(flags(lazy=True, cheat_challenge=True)), LazyVerifier)
+    assert isinstance(solver_strategy(flags(false_truth=True)), FalseTruthSolver)
+    s = solver_strategy(flags(cheat="element:step=217,node=2,element=5", false_truth=True))
+    assert isinstance(s, FaultySolver) and s.fault == Fault("element", step=217, node=2, element=5)
+
+
+def test_a_bad_cheat_is_a_role_error():
+    with pytest.raises(RoleError, match="kind must be one of"):
+        parse_cheat("gremlin:step=1")
+    with pytest.raises(RoleError, match="bad field"):
+        parse_cheat("element:stp=1")
+
+
+def test_honest_aggregator_commits_and_publishes_its_own_and_the_cheat_does_not():
+    address = "0x" + "ab" * 32
+    honest = HonestAggregator()
+    assert honest.aggregate_to_commit(STATE) is STATE
+    assert honest.published_address(address) == address and not honest.banner
+    wrong = CheatingAggregator(corrupts=True)
+    g = wrong.aggregate_to_commit(STATE)
+    assert int((g["w"] != STATE["w"]).sum()) == 1 and g["w"][5] == STATE["w"][5] + 0.5
+    assert wrong.published_address(address) == address  # it publishes its (wrong) blob
+    hidden = CheatingAggregator(withholds=True)
+    assert hidden.aggregate_to_commit(STATE) is STATE
+    assert hidden.published_address(address) != address
+    assert hidden.published_address(address) == hidden.published_address(address)  # a restart
+    both = aggregator_strategy(flags(cheat=True, withhold=True))
+    assert both.corrupts and both.withholds and "changed" in both.banner
+    assert aggregator_strategy(flags(cheat=False, withhold=False)) is None
