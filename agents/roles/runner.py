@@ -376,6 +376,8 @@ class RoleAgent:
     isolate_rounds = True
     # The JobLens over my JobManager (set in __init__; None: no lens, units read getter by getter)
     lens: Contract | None = None
+    # How units are read (the lens or getter by getter): logged when the role's loop starts
+    read_mode: str = "units read getter by getter"
 
     def __init__(
         self, agent: Agent, manager: str, args: argparse.Namespace, log: logging.Logger
@@ -451,15 +453,15 @@ class RoleAgent:
         if address is None or not self.w3.eth.get_code(address):
             if explicit:
                 raise RoleError(f"no contract at JobLens address {address}")
-            self.log.info("no JobLens: a unit is read getter by getter")
+            self.read_mode = "no JobLens: a unit is read getter by getter"
             return None
         lens = self._contract("JobLens", address)
         if lens.functions.manager().call().lower() != manager.lower():
             if explicit:
                 raise RoleError(f"JobLens {address} reads another JobManager")
-            self.log.info("no JobLens of this JobManager: a unit is read getter by getter")
+            self.read_mode = "no JobLens of this JobManager: a unit is read getter by getter"
             return None
-        self.log.info("reading units through JobLens %s", address)
+        self.read_mode = f"reading units through JobLens {address}"
         return lens
 
     def _rounds(self, manager: str):
@@ -650,6 +652,8 @@ class RoleAgent:
         self.log.log(level, "%s: skipped this round: %s", what, reason, exc_info=first)
 
     async def run(self, stop: asyncio.Event, run_for: float = 0.0) -> int:
+        # said once the role's start-up checks passed: a refused start stays one line (exit 2)
+        self.log.info("%s", self.read_mode)
         clock = self.agent.clock  # injectable (agents/core/clock.py): tests drive time
         started = clock.monotonic()
         interval = self.agent.config.poll_interval
