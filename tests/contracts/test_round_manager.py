@@ -15,8 +15,8 @@ import torch
 from conftest import E18, J_COMPLETED, SEAL, SECRET_HASH, SOLVER, U_FINAL, advance, now, reverts
 from web3.exceptions import ContractCustomError
 
+from agents.adversaries.aggregator import corrupt
 from agents.roles.aggregation import (
-    corrupt,
     data_roots,
     first_disputed_tensor,
     first_wrong_element,
