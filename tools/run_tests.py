@@ -41,6 +41,11 @@ SCENARIOS_A = [
     "tests/data/test_data_dispute_e2e.py",
     # 100+ dispute games over CNN and char-GPT steps on a private Anvil (about 5.5 minutes)
     "tests/dispute/test_model_game.py",
+    # the GPT demo (about 4 minutes; it writes build/demo/gpt/, apart from the MLP demo's files)
+    # and the README's journey (about 3.5): in B, with the token-stream e2e, the fetch e2e and
+    # the rest of tests/roles, a fresh-clone run took B past 36 minutes with A done at 22
+    "tests/roles/test_demo_gpt_e2e.py",
+    "tests/roles/test_readme_journey.py",
 ]
 # The dispute-game tests (CPU-bound, about 5 minutes) run in B, all but test_game.py: in a
 # fresh-clone run on 2 cores with them in the rest, A took 19.4, B 18.2 and the rest 23.6
