@@ -322,18 +322,29 @@ class Solver(RoleAgent):
         return False
 
     def failed_before(self, u: UnitView) -> bool:
-        """My commitment of an earlier attempt of this unit was mined and the unit re-opened: a
-        committed unit re-opens only when its assignee loses the dispute or its secret is
-        reported, so the network refused my run. Claiming it again would stake my collateral on
+        """My commitment of an earlier attempt of this unit was mined and the unit re-opened by
+        a lost dispute (not by a reported leak of my secret): the network refused my run. Claiming it again would stake my collateral on
         the same replay. (An assignment that expired before my commit is not counted: a crash
         or a slow machine may well do better the next time.)"""
-        for a in range(u.attempt):
-            intent = self.agent.store.get_intent(f"commit:{u.unit_id}:{a}")
-            if intent is not None and intent.status == "mined":
-                why = f"my commitment of attempt {a} was refused (lost dispute or reported secret)"
-                self.refuse_once((u.unit_id, "failed"), u, why)
-                return True
-        return False
+        committed = [
+            a
+            for a in range(u.attempt)
+            if (intent := self.agent.store.get_intent(f"commit:{u.unit_id}:{a}")) is not None
+            and intent.status == "mined"
+        ]
+        if not committed:
+            return False
+        # A leaked secret of mine re-opens the unit too (PrematureRevealReported) — whether the
+        # report landed before or after my commit is a race: that attempt's run was not refused,
+        # so only re-opens beyond the reports count.
+        leaks = self.manager.events.PrematureRevealReported().get_logs(
+            argument_filters={"unitId": u.unit_id, "solver": self.me}, from_block=0
+        )
+        if len(committed) <= len(leaks):
+            return False
+        why = f"my commitment of attempt {committed[-1]} was refused (lost dispute)"
+        self.refuse_once((u.unit_id, "failed"), u, why)
+        return True
 
     @property
     def train_speed(self) -> float:
