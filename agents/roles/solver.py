@@ -323,9 +323,10 @@ class Solver(RoleAgent):
 
     def failed_before(self, u: UnitView) -> bool:
         """My commitment of an earlier attempt of this unit was mined and the unit re-opened by
-        a lost dispute (not by a reported leak of my secret): the network refused my run. Claiming it again would stake my collateral on
-        the same replay. (An assignment that expired before my commit is not counted: a crash
-        or a slow machine may well do better the next time.)"""
+        a lost dispute (not by a reported leak of my secret): the network refused my run.
+        Claiming it again would stake my collateral on the same replay. (An assignment that
+        expired before my commit is not counted: a crash or a slow machine may well do better
+        the next time.)"""
         committed = [
             a
             for a in range(u.attempt)
@@ -337,14 +338,18 @@ class Solver(RoleAgent):
         # A leaked secret of mine re-opens the unit too (PrematureRevealReported) — whether the
         # report landed before or after my commit is a race: that attempt's run was not refused,
         # so only re-opens beyond the reports count.
-        leaks = self.manager.events.PrematureRevealReported().get_logs(
-            argument_filters={"unitId": u.unit_id, "solver": self.me}, from_block=0
-        )
-        if len(committed) <= len(leaks):
+        if len(committed) <= self.leaks_reported(u.unit_id):
             return False
         why = f"my commitment of attempt {committed[-1]} was refused (lost dispute)"
         self.refuse_once((u.unit_id, "failed"), u, why)
         return True
+
+    def leaks_reported(self, unit_id: int) -> int:
+        """How many times a leaked secret of mine re-opened this unit (PrematureRevealReported)."""
+        logs = self.manager.events.PrematureRevealReported().get_logs(
+            argument_filters={"unitId": unit_id, "solver": self.me}, from_block=0
+        )
+        return len(logs)
 
     @property
     def train_speed(self) -> float:

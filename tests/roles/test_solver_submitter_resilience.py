@@ -285,10 +285,11 @@ def test_solver_does_not_claim_a_unit_whose_claim_deadline_is_beyond_max_claim_w
 
 
 def test_solver_does_not_claim_again_a_unit_whose_commitment_of_mine_was_refused(tmp_path, caplog):
-    """A committed unit re-opens only when its assignee loses the dispute (or its secret is
-    reported): the solver whose commitment of attempt 0 was mined does not stake its collateral
-    on the same replay again. The decomposed e2e's cheater re-claimed its unit in the blocks
-    before it was killed. An assignment that expired before the commit may be retried."""
+    """A committed unit re-opens when its assignee loses the dispute or its secret is reported:
+    after a lost dispute the solver whose commitment of attempt 0 was mined does not stake its
+    collateral on the same replay again (after a reported leak it claims again). The decomposed
+    e2e's cheater re-claimed its unit in the blocks before it was killed. An assignment that
+    expired before the commit may be retried."""
     from dataclasses import replace
 
     data = datasets.load_dataset(DIGITS.dataset_name)
@@ -300,6 +301,9 @@ def test_solver_does_not_claim_again_a_unit_whose_commitment_of_mine_was_refused
     s.agent.store.record_intent(f"commit:{1 << 32}:0", ME, "digest", 7, "0x", "0x01")
     assert s.eligible(again)  # the commit is not mined (yet)
     s.agent.store.finish_intent(f"commit:{1 << 32}:0", "mined", 5, 1)
+    s.leaks_reported = lambda unit_id: 1  # the re-open was a reported leak of my secret
+    assert s.eligible(again)
+    s.leaks_reported = lambda unit_id: 0  # the re-open was a lost dispute
     caplog.set_level(logging.INFO)
     assert not s.eligible(again)
     assert not s.eligible(again)
