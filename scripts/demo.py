@@ -38,6 +38,7 @@ from web3 import Web3
 
 from agents.core.chain import AnvilConfig, ChainUnavailable, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, load_artifact
+from agents.core.enums import UnitStatus
 from agents.core.keys import DEV_CHAIN_IDS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -232,6 +233,13 @@ def deploy_params(
 Play = Callable[[Web3, str, dict, float, dict, int], dict]
 
 
+def first_unit_assigned(manager) -> bool:
+    """Job 1's first unit has been assigned (or gone further): the cheater holds it."""
+    if manager.functions.jobCount().call() < 1:
+        return False
+    return manager.functions.getUnit(1 << 32).call()[0] >= UnitStatus.ASSIGNED
+
+
 def run(
     rpc_url: str | None,
     deployer_key: str | None,
@@ -326,10 +334,7 @@ def play(
         )
         wait_for(
             "the first assignment",
-            lambda: (
-                manager.functions.jobCount().call() >= 1
-                and manager.functions.getUnit(1 << 32).call()[0] >= 3
-            ),
+            lambda: first_unit_assigned(manager),
             90,
             procs,
         )

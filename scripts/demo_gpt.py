@@ -45,6 +45,7 @@ from scripts.demo import (
     Processes,
     collect,
     deploy_params,
+    first_unit_assigned,
     guarded,
     print_contracts,
     run,
@@ -156,10 +157,7 @@ def play_gpt(cfg: GptConfig, spec: Path, job, cheat: dict):
                         str(result_file), "--mine-when-idle")  # fmt: skip
             wait_for(
                 "the cheater's assignment",
-                lambda: (
-                    manager.functions.jobCount().call() >= 1
-                    and manager.functions.getUnit(1 << 32).call()[0] >= 3
-                ),
+                lambda: first_unit_assigned(manager),
                 120,
                 procs,
             )

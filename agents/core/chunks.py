@@ -396,8 +396,28 @@ class ChunkFiller:
         return (roots[k], list(list_proof), droot, opened)
 
 
+class _FetchingSplit:
+    """What a packed split fetching its chunks on demand adds to its dataset kind: the manifest's
+    root, the rest of the split on request, and a dispute's openings from the opened chunks."""
+
+    filler: ChunkFiller | None
+    manifest_root: str
+
+    def root(self) -> bytes:
+        return bytes.fromhex(self.manifest_root[2:])
+
+    def complete(self) -> None:
+        assert self.filler is not None
+        self.filler.complete()
+
+    def open_elements(self, k: int, elems: Iterable[int]) -> tuple:
+        """A dispute's opening of tensor k's elements, fetching only their chunks."""
+        assert self.filler is not None
+        return self.filler.open_elements(k, elems)
+
+
 @dataclass(frozen=True)
-class FetchingDataset(PackedDataset):
+class FetchingDataset(_FetchingSplit, PackedDataset):
     """A classification split whose rows are fetched when a batch reads them (`prepare`, which
     the engines call with each step's example indices before the step reads X); its root is the
     manifest's, which every chunk fetched is checked against."""
@@ -405,48 +425,24 @@ class FetchingDataset(PackedDataset):
     filler: ChunkFiller | None = None
     manifest_root: str = ""
 
-    def root(self) -> bytes:
-        return bytes.fromhex(self.manifest_root[2:])
-
     def prepare(self, indices: Iterable[int]) -> None:
         assert self.filler is not None
         self.filler.fill(self.filler.fetcher.chunks_for_examples(self.filler.split, indices))
 
-    def complete(self) -> None:
-        assert self.filler is not None
-        self.filler.complete()
-
-    def open_elements(self, k: int, elems: Iterable[int]) -> tuple:
-        """A dispute's opening of tensor k's elements, fetching only their chunks."""
-        assert self.filler is not None
-        return self.filler.open_elements(k, elems)
-
 
 @dataclass(frozen=True)
-class FetchingTokens(TokenDataset):
+class FetchingTokens(_FetchingSplit, TokenDataset):
     """A token split whose windows fetch the chunks they cover first (the token engine reads
     batches through `windows` only)."""
 
     filler: ChunkFiller | None = None
     manifest_root: str = ""
 
-    def root(self) -> bytes:
-        return bytes.fromhex(self.manifest_root[2:])
-
     def windows(self, off: torch.Tensor, context: int) -> tuple[torch.Tensor, torch.Tensor]:
         assert self.filler is not None
         f = self.filler
         f.fill(f.fetcher.chunks_for_windows(f.split, off.reshape(-1).tolist(), context))
         return super().windows(off, context)
-
-    def complete(self) -> None:
-        assert self.filler is not None
-        self.filler.complete()
-
-    def open_elements(self, k: int, elems: Iterable[int]) -> tuple:
-        """A dispute's opening of tensor k's elements, fetching only their chunks."""
-        assert self.filler is not None
-        return self.filler.open_elements(k, elems)
 
 
 def step_indices(seed: int, steps: Iterable[int], batch: int, n: int) -> np.ndarray:
