@@ -89,8 +89,12 @@ class Party:
         return Account.from_key(dev_private_key(self.key_index)).address
 
 
+#: What the demo's job pays (tokens): its deployment's verifier lock and stakes are set for a job of
+#: 100 with a fee of 10 (the solver's collateral 100 is what the cheat loses).
+JOB_PAY = ["--reward", "100", "--verification-fee", "10"]
+
 PARTIES = [
-    Party("submitter", "submitter", 1),
+    Party("submitter", "submitter", 1, JOB_PAY),
     Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", CHEAT]),
     Party("solver-a", "solver", 3, ["--stake", "200"]),
     Party("solver-b", "solver", 4, ["--stake", "200"]),

@@ -39,6 +39,7 @@ from web3 import Web3
 from agents.core.deploy import load_artifact
 from agents.model.graph import Graph
 from scripts.demo import (
+    JOB_PAY,
     REPO,
     DemoError,
     Party,
@@ -84,7 +85,7 @@ class GptConfig:
 
 def parties(cheat: str) -> list[Party]:
     return [
-        Party("submitter", "submitter", 1),
+        Party("submitter", "submitter", 1, JOB_PAY),
         Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", cheat]),
         Party("solver", "solver", 3, ["--stake", "200"]),
         Party("verifier", "verifier", 5, ["--stake", "100", "--replay-all"]),

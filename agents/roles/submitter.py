@@ -421,8 +421,13 @@ def add_job_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reward",
         type=float,
-        default=100.0,
-        help="tokens escrowed for the job (a version-2 spec: for each of its R x S units)",
+        # With 2.75 of it as the fee, a job of the reference's 10 checkpoints locks 143.8 tokens
+        # in each drawn verifier's stake, under the default --stake 300 of `verifier` (the lock
+        # grows with the solver's pay: the old default 100 locked 1,795, and no verifier at its
+        # default stake was ever drawn; tests/foundation/test_readme_numbers.py).
+        default=10.0,
+        help="tokens escrowed for the job (a version-2 spec: for each of its R x S units); each "
+        "drawn verifier locks a multiple of the solver's pay from its stake (PROTOCOL §6.5)",
     )
     p.add_argument(
         "--aggregator-reward",
@@ -433,7 +438,7 @@ def add_job_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verification-fee",
         type=float,
-        default=10.0,
+        default=2.75,
         help="part of the reward shared by attesting verifiers",
     )
     p.add_argument(

@@ -199,3 +199,28 @@ def test_numbers_that_do_not_work_are_caught() -> None:
     assert any("whistleblower dev:5 is minted 50" in p for p in problems(thin))
     fee = text.replace("--verification-fee 2.75", "--verification-fee 9.9")
     assert any("RewardBelowFees" in p for p in problems(fee))
+
+
+def test_the_defaults_post_a_job_the_default_roles_can_run() -> None:
+    """`submit` with no --reward / --verification-fee, and every role at its default --stake, on
+    the reference job under the default deployment: a first job runs without picking numbers
+    (the old defaults, 100 and 10, locked 1,795 tokens per verifier: none was ever drawn)."""
+    fence = "`" * 3
+    defaults = "\n".join(
+        [
+            "## Defaults",
+            f"{fence}sh",
+            "python -m agents solver --key dev:1",
+            "python -m agents verifier --key dev:2",
+            "python -m agents whistleblower --key dev:3",
+            "python -m agents submit --key dev:0 --spec my-job.json",
+            fence,
+            "",
+        ]
+    )
+    assert len(agent_commands(defaults)) == 4
+    assert problems(defaults) == []
+    old = defaults.replace(
+        "--spec my-job.json", "--spec my-job.json --reward 100 --verification-fee 10"
+    )
+    assert any("never drawn" in p for p in problems(old)), problems(old)

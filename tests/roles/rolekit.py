@@ -84,6 +84,19 @@ def write_spec(path: Path, steps: int, every: int) -> Path:
     return path
 
 
+#: What the kit's jobs pay, unless a test names its own: the tests' deployments (verifier lock,
+#: stakes) and their figures (a slashed collateral of 100, a solver paid 88) are set for a job of
+#: 100 with a fee of 10, the submitter's defaults before they became the README's 10 and 2.75.
+JOB_PAY = ("--reward", "100", "--verification-fee", "10")
+
+
+def job_pay(p: Party, args: tuple[str, ...]) -> tuple[str, ...]:
+    """JOB_PAY for a submitter started without a --reward of its own, else nothing."""
+    if p.role in ("submitter", "submit") and "--reward" not in (*p.extra, *args):
+        return JOB_PAY
+    return ()
+
+
 class Agents:
     """Role processes (own process groups, logs in `run_dir`), all stopped by `stop_all`."""
 
@@ -117,6 +130,7 @@ class Agents:
             *(("--lens", LENSES[self.manager]) if self.manager in LENSES else ()),
             *p.extra,
             *args,
+            *job_pay(p, args),
         ]
         log = open(self.run_dir / f"{p.name}.log", "ab")  # noqa: SIM115 - the child keeps it
         env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")

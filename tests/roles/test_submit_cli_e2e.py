@@ -161,7 +161,7 @@ def test_submit_no_follow_posts_and_exits_and_status_shows_the_claim_window(tmp_
         code, out, _ = _run(capsys, "job", "status", str(JOB), "--deployment", str(deployment),
                             "--json")  # fmt: skip
         got = json.loads(out)
-        assert code == 0 and got["status"] == "open" and got["escrow"] == 100 * 10**18
+        assert code == 0 and got["status"] == "open" and got["escrow"] == 10 * 10**18  # default
         (unit,) = got["units"]
         assert unit["status"] == "open" and unit["window"] == "claim window"
         assert unit["time_left"].endswith(" left")
