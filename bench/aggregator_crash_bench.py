@@ -44,7 +44,7 @@ from web3 import Web3  # noqa: E402
 
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all  # noqa: E402
 from bench.reliability_bench import STOP, run_bench, run_side_by_side  # noqa: E402
-from scripts.demo import Processes, audit_sends, fund  # noqa: E402
+from scripts.demo import Processes  # noqa: E402
 from scripts.demo_decomposed import (  # noqa: E402
     CHEATER,
     DEPLOY_PARAMS,
@@ -56,6 +56,7 @@ from scripts.demo_decomposed import (  # noqa: E402
     VERIFIER,
     local_run,
 )
+from tools.devnet import audit_sends, fund  # noqa: E402
 
 OUT = REPO / "bench" / "results" / "aggregator_crash.json"
 #: Where a trial kills the honest aggregator. Without a cheater: while round 0's aggregate is

@@ -7,7 +7,7 @@ class of fault, then measures from the chain and the agents' intent records:
 - completed: the job reached JobCompleted;
 - paid: every honest party that did work was credited (solver; verifier if it attested);
 - duplicates: mined transactions that are not the recorded one of exactly one intent, or two
-  mined transactions for one intent (scripts.demo.audit_sends), must be 0;
+  mined transactions for one intent (tools.devnet.audit_sends), must be 0;
 - tokens lost: what an honest party holds at the end (balance + credits + stake) short of what
   it held at the start, less the reward the submitter escrowed, must be 0.
 
@@ -61,7 +61,7 @@ from agents.core.chain import (  # noqa: E402
     free_port,
 )
 from bench import hanging_units  # noqa: E402
-from scripts.demo import audit_sends  # noqa: E402
+from tools.devnet import audit_sends  # noqa: E402
 from tools.faultproxy import FaultProxy, FaultRates  # noqa: E402
 
 OUT = REPO / "bench" / "results" / "reliability.json"

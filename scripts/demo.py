@@ -29,17 +29,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eth_account import Account
 from web3 import Web3
 
 from agents.core.chain import AnvilConfig, ChainUnavailable, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, load_artifact
 from agents.core.enums import UnitStatus
 from agents.core.keys import DEV_CHAIN_IDS
+from tools.devnet import DevnetError, Party, audit_sends, fund
 
 REPO = Path(__file__).resolve().parents[1]
 # Absolute: the agents run in the checkout (cwd=REPO) while the demo may be started elsewhere,
@@ -77,18 +76,6 @@ COURT_CLOCK_BUDGET = 15
 COURT = {"bond": 5 * TOKEN}
 
 
-@dataclass
-class Party:
-    name: str
-    role: str
-    key_index: int
-    extra: list[str] = field(default_factory=list)
-
-    @property
-    def address(self) -> str:
-        return Account.from_key(dev_private_key(self.key_index)).address
-
-
 #: What the demo's job pays (tokens): its deployment's verifier lock and stakes are set for a job of
 #: 100 with a fee of 10 (the solver's collateral 100 is what the cheat loses).
 JOB_PAY = ["--reward", "100", "--verification-fee", "10"]
@@ -104,8 +91,8 @@ PARTIES = [
 ]
 
 
-class DemoError(RuntimeError):
-    pass
+class DemoError(DevnetError):
+    """The demo did not reach its end (a step timed out, a process died)."""
 
 
 @contextlib.contextmanager
@@ -199,22 +186,6 @@ def wait_for(what: str, cond, timeout: float, procs: Processes | None = None) ->
             return
         time.sleep(0.5)
     raise DemoError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def fund(w3: Web3, token_addr: str, deployer_key: str, parties: list[Party]) -> None:
-    token = w3.eth.contract(address=token_addr, abi=load_artifact("TestToken")["abi"])
-    acct = Account.from_key(deployer_key)
-    nonce = w3.eth.get_transaction_count(acct.address, "pending")
-    hashes = []
-    for p in parties:
-        tx = token.functions.mint(p.address, 1000 * TOKEN).build_transaction(
-            {"from": acct.address, "nonce": nonce, "chainId": w3.eth.chain_id}
-        )
-        hashes.append(w3.eth.send_raw_transaction(acct.sign_transaction(tx).raw_transaction))
-        nonce += 1
-    for h in hashes:
-        if w3.eth.wait_for_transaction_receipt(h, timeout=60)["status"] != 1:
-            raise DemoError("minting demo tokens failed")
 
 
 def deploy_params(
@@ -524,42 +495,6 @@ def collect(
     }
 
 
-def audit_sends(w3: Web3, first: int, data_dirs: dict[str, Path]) -> list[dict]:
-    """Transactions sent twice, from the chain's history and the agents' intent records.
-
-    Every transaction an agent sends belongs to one recorded intent (one logical action); a
-    double send is a mined transaction that is not the recorded one of exactly one intent, or
-    two mined transactions for one intent."""
-    from agents.core.store import Store
-
-    problems: list[dict] = []
-    for sender, folder in data_dirs.items():
-        db = folder / "agent.db"
-        if not db.exists():
-            continue
-        store = Store(db)
-        try:
-            intents = store.intents(sender)
-        finally:
-            store.close()
-        by_hash = {i.tx_hash.lower(): i.intent_id for i in intents}
-        mined: dict[str, list[str]] = {}
-        for n in range(first, w3.eth.block_number + 1):
-            for tx in w3.eth.get_block(n, full_transactions=True)["transactions"]:
-                if tx["from"] != sender:
-                    continue
-                h = "0x" + bytes(tx["hash"]).hex()
-                intent = by_hash.get(h.lower())
-                if intent is None:
-                    problems.append({"from": sender, "tx": h, "problem": "no recorded intent"})
-                else:
-                    mined.setdefault(intent, []).append(h)
-        for intent, hashes in mined.items():
-            if len(hashes) > 1:
-                problems.append({"from": sender, "intent": intent, "txs": hashes})
-    return problems
-
-
 def _false_attestations(log: Path, names: dict[str, str]) -> set[str]:
     out = set()
     if not log.exists():
@@ -699,7 +634,7 @@ def guarded(fn: Callable[[], dict]) -> dict | int:
     except (ChainUnavailable, FileNotFoundError, DeploymentError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except DemoError as exc:
+    except DevnetError as exc:
         print(f"error: demo failed: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -39,7 +39,8 @@ from agents.training import data as datasets
 from agents.training import decompose as D
 from agents.training import spec as specs
 from agents.training.engine import Engine
-from scripts.demo import DemoError, Party, Processes, fund
+from scripts.demo import DemoError, Processes
+from tools.devnet import Party, fund
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "examples" / "digits-2x3.json"

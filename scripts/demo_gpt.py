@@ -42,7 +42,6 @@ from scripts.demo import (
     JOB_PAY,
     REPO,
     DemoError,
-    Party,
     Processes,
     collect,
     deploy_params,
@@ -53,6 +52,7 @@ from scripts.demo import (
     summary_table,
     wait_for,
 )
+from tools.devnet import Party
 
 REPORT_DIR = REPO / "build" / "demo" / "gpt"
 MODEL = REPO / "examples" / "models" / "char_gpt.py"

@@ -20,7 +20,7 @@ from web3 import Web3
 from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all, load_artifact
 from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus, UnitStatus
-from scripts.demo import Party, fund
+from tools.devnet import Party, fund
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "examples" / "digits-mlp.json"

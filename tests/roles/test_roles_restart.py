@@ -79,7 +79,7 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
         # No transaction sent twice: every successful call of the solver is distinct, except
         # withdraw() (same calldata, different credits) which must add up to what was credited.
         # ... and every mined transaction is the one recorded for exactly one intent
-        from scripts.demo import audit_sends
+        from tools.devnet import audit_sends
 
         assert audit_sends(w3, 0, {solver.address: tmp_path / "solver"}) == []
         calls = rk.successful_calls(w3, solver.address)
@@ -164,6 +164,6 @@ def test_whistleblower_killed_in_a_court_case_resumes_and_wins_it(tmp_path):
         withdrawn = court.events.Withdrawn().get_logs(from_block=0)
         assert [e["args"]["account"] for e in withdrawn] == [whistleblower.address]
         assert court.functions.credits(whistleblower.address).call() == 0
-        from scripts.demo import audit_sends
+        from tools.devnet import audit_sends
 
         assert audit_sends(w3, 0, {whistleblower.address: tmp_path / "whistleblower"}) == []

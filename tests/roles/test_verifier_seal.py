@@ -107,7 +107,7 @@ def test_verifier_killed_after_sealing_opens_its_seal_once_restarted(tmp_path):
             from_block=final["blockNumber"], argument_filters={"account": verifier.address}
         )
         assert credited and credited[0]["args"]["amount"] > 0
-        from scripts.demo import audit_sends
+        from tools.devnet import audit_sends
 
         assert audit_sends(w3, 0, {verifier.address: tmp_path / "verifier"}) == []
 
