@@ -1,9 +1,11 @@
-"""Chain I/O of the dispute game: read a game into a `GameView`, send a player's move (simulate
-first, then send), claim a timeout, and play a whole game between two players.
+"""Chain I/O of the dispute game: read a game into a `GameView` (`GameReader`, keyless: what the
+role agents use, whose moves go through their one executor, agents/roles/executor.py), and, for
+the test harness, benches and tests only, send a player's move (simulate first, then send), claim
+a timeout, and play a whole game between two players (`GameClient`, `run_game`).
 
-Transactions are signed locally (eth-account) and sent raw; every move is simulated with
+`GameClient` signs locally (eth-account) and sends raw; every move is simulated with
 `eth_estimateGas` first, so a move the contract would reject is never sent and is reported as a
-`MoveRejected` with the revert reason.
+`MoveRejected` with the revert reason. It keeps no intent record: no agent sends through it.
 """
 
 from __future__ import annotations
@@ -39,19 +41,13 @@ _EVENT_FIELDS = {
 
 
 @dataclass
-class GameClient:
-    """One account's access to the game contract."""
+class GameReader:
+    """Reads of the game contract: no key, no sends."""
 
     w3: Web3
     game: Contract
-    key: str = field(repr=False)  # the private key: never in a repr, log line or traceback
-    gas_price: int | None = None
-    address: str = field(init=False)
 
     def __post_init__(self) -> None:
-        self.address = Account.from_key(self.key).address
-        if self.gas_price is None:
-            self.gas_price = self.w3.eth.gas_price
         self._topic0 = {}
         for ev in self.game.abi:
             if ev.get("type") == "event":
@@ -120,6 +116,22 @@ class GameClient:
 
     def deadline(self, game_id: int) -> int:
         return int(named_outputs(self.game.functions.turn(game_id))["deadline"])
+
+
+@dataclass
+class GameClient(GameReader):
+    """One account's access to the game contract: its reads and its own sends (the test harness,
+    benches and tests; agents send through their executor)."""
+
+    key: str = field(repr=False)  # the private key: never in a repr, log line or traceback
+    gas_price: int | None = None
+    address: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.address = Account.from_key(self.key).address
+        if self.gas_price is None:
+            self.gas_price = self.w3.eth.gas_price
 
     # -- writing ----------------------------------------------------------------------------
 

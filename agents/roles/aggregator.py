@@ -17,6 +17,17 @@ from agents.core.blobs import BlobError
 from agents.core.bounded import BoundedCache
 from agents.core.chain import named_call
 from agents.core.enums import Role, RoundJobStatus, RoundStatus
+from agents.roles.actions import (
+    Approve,
+    ClaimAggregateWithheld,
+    CommitAggregate,
+    FinalizeRound,
+    ProveAggregationFraud,
+    ReclaimRevealBond,
+    RequestAggregateReveal,
+    RevealAggregateLeaf,
+    WithdrawRounds,
+)
 from agents.roles.aggregation import (
     data_roots,
     first_disputed_tensor,
@@ -39,7 +50,7 @@ from agents.roles.artifacts import (
     state_bytes,
 )
 from agents.roles.jobs import JobRejected
-from agents.roles.logic import Act, SettledJobs
+from agents.roles.logic import SettledJobs
 from agents.roles.runner import RoleAgent, RoleError, role_parser
 from agents.training.decompose import aggregate, aggregation_weights
 from agents.training.state import State, state_root
@@ -161,8 +172,7 @@ class Aggregator(RoleAgent):
     async def finalize(self, dj: int, r: int, attempt: int, deadline: int, now) -> None:
         pending = self.rm.functions.revealRequestOf(dj, r).call()
         if now.timestamp > deadline and int(pending.requester, 16) == 0:
-            fn = self.rm.functions.finalizeRound(dj)
-            await self.send(Act("finalizeRound", f"finalizeRound:{dj}:{r}:{attempt}"), fn)
+            await self.executor.execute(FinalizeRound(f"finalizeRound:{dj}:{r}:{attempt}", dj))
 
     def honest_aggregate(self, dj: int, r: int) -> tuple[list[State], State] | None:
         try:
@@ -184,14 +194,17 @@ class Aggregator(RoleAgent):
         g = self.strategy.aggregate_to_commit(got[1])
         bond = named_call(self.rm.functions.config())["aggregatorBond"]
         if self.token.functions.allowance(self.me, self.rm.address).call() < bond:
-            fn = self.token.functions.approve(self.rm.address, bond)
-            await self.send(Act("approve", f"aggregate:{dj}:{r}:{attempt}:approve"), fn)
+            approve = Approve(f"aggregate:{dj}:{r}:{attempt}:approve", self.rm.address, bond)
+            await self.executor.execute(approve)
         address = self.agent.blobs.put(encode_state(g))
         key = f"{dj}:{r}:{attempt}"
         self.agent.store.put_record("aggregate", key, "committed", {"blob": address})
         locator = make_locator(self.public_blob_url, self.strategy.published_address(address))
-        fn = self.rm.functions.commitAggregate(dj, layout_of(g).as_tuple(), data_roots(g), locator)
-        if await self.send(Act("commitAggregate", f"aggregate:{dj}:{r}:{attempt}"), fn):
+        commit = CommitAggregate(
+            f"aggregate:{dj}:{r}:{attempt}", dj, layout_of(g).as_tuple(), tuple(data_roots(g)),
+            locator,
+        )  # fmt: skip
+        if await self.executor.execute(commit):
             self.log.info(
                 "committed G_%d of job %d: root 0x%s…", r + 1, dj, state_root(g).hex()[:16]
             )
@@ -212,8 +225,8 @@ class Aggregator(RoleAgent):
         if where is None:
             return False
         args = fraud_proof(units, claimed, layout_of(honest), *where)
-        fn = self.rm.functions.proveAggregationFraud(dj, *args)
-        if await self.send(Act("proveAggregationFraud", f"fraud:{dj}:{r}:{attempt}"), fn):
+        proof = ProveAggregationFraud(f"fraud:{dj}:{r}:{attempt}", dj, tuple(args))
+        if await self.executor.execute(proof):
             self.log.info("proved G_%d of job %d wrong at tensor %d element %d", r + 1, dj, *where)
         return True
 
@@ -261,10 +274,10 @@ class Aggregator(RoleAgent):
                 continue  # (a malformed padding was proven by the reveal itself)
             aggregate_open = revealed_opening(layout, roots, tensor, leaves, a["leaf"], chunk)
             unit_opens = [opening(u, tensor, element) for u in units]
-            fn = self.rm.functions.proveAggregationFraud(
-                dj, layout.as_tuple(), tensor, element, unit_opens, aggregate_open
+            proof = ProveAggregationFraud(
+                f"fraud:{key}", dj, (layout.as_tuple(), tensor, element, unit_opens, aggregate_open)
             )
-            if await self.send(Act("proveAggregationFraud", f"fraud:{key}"), fn):
+            if await self.executor.execute(proof):
                 self.log.info(
                     "proved G_%d of job %d wrong at tensor %d element %d from its reveal",
                     r + 1, dj, tensor, element,
@@ -272,23 +285,21 @@ class Aggregator(RoleAgent):
             return
         requester, deadline = self.rm.functions.revealRequestOf(dj, r).call()[:2]
         if int(requester, 16) != 0:
-            if requester.lower() == self.me.lower() and self.now().timestamp > deadline:
-                fn = self.rm.functions.claimAggregateWithheld(dj)
-                if await self.send(Act("claimAggregateWithheld", f"withheld:{key}"), fn):
-                    self.log.info("job %d round %d: the aggregate was withheld; slashed", dj, r)
+            due = requester.lower() == self.me.lower() and self.now().timestamp > deadline
+            if due and await self.executor.execute(ClaimAggregateWithheld(f"withheld:{key}", dj)):
+                self.log.info("job %d round %d: the aggregate was withheld; slashed", dj, r)
             return
         bond = self.rm.functions.revealBond().call()
         if self.token.functions.allowance(self.me, self.rm.address).call() < bond:
-            fn = self.token.functions.approve(self.rm.address, bond)
-            await self.send(Act("approve", f"reveal:{key}:approve"), fn)
-        fn = self.rm.functions.requestAggregateReveal(
-            dj, *reveal_request(layout, roots, honest, tensor)
+            await self.executor.execute(Approve(f"reveal:{key}:approve", self.rm.address, bond))
+        request = RequestAggregateReveal(
+            f"reveal:{key}", dj, tuple(reveal_request(layout, roots, honest, tensor))
         )
         # Recorded before the send: the bond of an answered request is held with this aggregate
         # (reclaim_reveal_bonds), and a kill right after the request is mined must not lose it.
         if self.agent.store.get_record("reveal-bond", key) is None:
             self.agent.store.put_record("reveal-bond", key, "requested", {})
-        if await self.send(Act("requestAggregateReveal", f"reveal:{key}"), fn):
+        if await self.executor.execute(request):
             self.log.info(
                 "job %d round %d: aggregate blob withheld; asked to reveal tensor %d",
                 dj, r, tensor,
@@ -316,11 +327,11 @@ class Aggregator(RoleAgent):
         if ask is None:
             return True
         requested = [bytes(x) for x in ask["leaves"]]
-        fn = self.rm.functions.revealAggregateLeaf(
-            dj, *reveal_answer(mine, ask["tensor"], requested)
-        )
         key = f"{dj}:{r}:{attempt}:{ask['requester']}:{ask['deadline']}"
-        if await self.send(Act("revealAggregateLeaf", f"reveal-answer:{key}"), fn):
+        answer = RevealAggregateLeaf(
+            f"reveal-answer:{key}", dj, tuple(reveal_answer(mine, ask["tensor"], requested))
+        )
+        if await self.executor.execute(answer):
             self.log.info("job %d round %d: revealed tensor %d", dj, r, ask["tensor"])
         return True
 
@@ -354,9 +365,8 @@ class Aggregator(RoleAgent):
             if current > attempt:
                 held = self.rm.functions.heldBondOf(dj, r, attempt, self.me).call()
                 if held:
-                    fn = self.rm.functions.reclaimRevealBond(dj, r, attempt)
-                    act = Act("reclaimRevealBond", f"reclaim:{rec.record_id}")
-                    if not await self.send(act, fn):
+                    act = ReclaimRevealBond(f"reclaim:{rec.record_id}", dj, r, attempt)
+                    if not await self.executor.execute(act):
                         continue  # retried next round
                     self.log.info(
                         "job %d round %d: took back my reveal bond of %g tokens",
@@ -369,10 +379,9 @@ class Aggregator(RoleAgent):
     async def withdraw_round_credits(self, now) -> None:
         await self.reclaim_reveal_bonds()
         credits = self.rm.functions.credits(self.me).call()
-        if credits > 0:
-            fn = self.rm.functions.withdraw()
-            if await self.send(Act("withdraw", f"rm-withdraw:{credits}:{now.block}"), fn):
-                self.log.info("withdrew %g tokens from the RoundManager", credits / 1e18)
+        withdraw = WithdrawRounds(f"rm-withdraw:{credits}:{now.block}")
+        if credits > 0 and await self.executor.execute(withdraw):
+            self.log.info("withdrew %g tokens from the RoundManager", credits / 1e18)
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

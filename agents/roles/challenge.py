@@ -13,12 +13,13 @@ from typing import Any, Protocol
 
 from agents.core.blobs import BlobError, BlobStore
 from agents.core.bounded import BoundedCache
-from agents.dispute.client import GameClient
 from agents.dispute.graph import JobGraph
 from agents.dispute.player import Challenger
+from agents.roles.actions import Challenge, ChallengeUnit
 from agents.roles.artifacts import BadBlob, Checkpoints
+from agents.roles.games import take_turn
 from agents.roles.jobs import JobContext
-from agents.roles.logic import Act, Now, Side, UnitView, game_act
+from agents.roles.logic import Now, Side, UnitView
 from agents.roles.runner import progress_bar
 from agents.roles.runtime import Claim, JobRuntime
 from agents.training.state import State
@@ -158,22 +159,11 @@ class ChallengerMixin:
         return st if rt.state_root(st) == root else None
 
     async def play(self, game_id: int, ctx: JobContext, now: Now) -> None:
-        client = GameClient(self.w3, self.game, "0x" + bytes(self.agent.account.key).hex())
-        view = client.view(game_id)
-        _, deadline = self.game.functions.turn(game_id).call()
-        comp = self.challenger_comp(ctx)
-        player = self.strategy.challenger(comp, ctx.jg, game_id)
-        move = player.next_move(view)
-        act = game_act(game_id, Side.CHALLENGER, view.phase, view.moves, deadline, now, move)
-        if act is None:
-            return
-        if act.kind == "move":
-            m = act.args[0]
-            await self.send(act, getattr(self.game.functions, m.fn)(*m.call_args(game_id)))
-        else:
-            await self.send(act, self.game.functions.claimTimeout(game_id))
+        """My turn as the challenger in the dispute game `game_id` I opened."""
+        player = self.strategy.challenger(self.challenger_comp(ctx), ctx.jg, game_id)
+        await take_turn(self.executor, self.game_reader, game_id, Side.CHALLENGER, player, now)
 
-    async def open_challenge(self, act: Act, u: UnitView, ctx: JobContext) -> bool:
+    async def open_challenge(self, act: Challenge, u: UnitView, ctx: JobContext) -> bool:
         """Challenge the unit with the checkpoint root of my own full replay. Returns False,
         sending nothing, when that root is the unit's (the caller says what that means)."""
         counter = self.strategy.counter_claim(self.challenger_comp(ctx).checkpoint_commit)
@@ -183,7 +173,7 @@ class ChallengerMixin:
         # from the chain just before the challenge, as the manager will take it.
         bond = int(self.manager.functions.challengeBondOf(u.unit_id).call())
         await self.approve_at_least(act.intent, self.manager.address, bond)
-        out = await self.send(act, self.manager.functions.challenge(u.unit_id, counter))
+        out = await self.executor.execute(ChallengeUnit(act.intent, u.unit_id, counter))
         if out is not None:
             gid, _, paid = self.manager.functions.getDispute(u.unit_id).call()
             self.log.info(

@@ -26,6 +26,7 @@ from agents.core.blobs import BlobStore
 from agents.core.bounded import BoundedCache
 from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus
 from agents.dispute.graph import job_graph
+from agents.roles.actions import Approve, ChainAction, ExpireAssignment, FinalizeRound, PostRoundJob
 from agents.roles.addresses import companion_address
 from agents.roles.aggregation import layout_of
 from agents.roles.artifacts import BadBlob, CheckpointReader
@@ -39,7 +40,7 @@ from agents.roles.jobs import (
     keep_spec,
     rejecting,
 )
-from agents.roles.logic import Act, UnitStatus, keeper_acts
+from agents.roles.logic import UnitStatus, keeper_acts
 from agents.roles.runtime import MlpRuntime, check_dataset
 from agents.training import spec as specs
 from agents.training.data import Dataset
@@ -256,10 +257,7 @@ async def post_decomposed(sub) -> None:
     escrow = spec.rounds * (spec.shards * unit_reward + agg_reward)
     if sub.token.functions.balanceOf(sub.me).call() < escrow:
         raise RoleError(f"account {sub.me} cannot escrow {escrow / 1e18:g} tokens: fund it first")
-    await sub.send(
-        Act("approve", f"post:{spec_hash}:approve"),
-        sub.token.functions.approve(rm.address, escrow),
-    )
+    await sub.executor.execute(Approve(f"post:{spec_hash}:approve", rm.address, escrow))
     g0 = sub.engine.initial_state()
     params = (
         spec.spec_hash(),
@@ -278,7 +276,7 @@ async def post_decomposed(sub) -> None:
         int(sub.args.compute_time),
         job_graph(spec, data.n).config.hash(),
     )
-    out = await sub.send(Act("postJob", f"post:{spec_hash}"), rm.functions.postJob(params))
+    out = await sub.executor.execute(PostRoundJob(f"post:{spec_hash}", params))
     if out is None:
         raise RoleError("RoundManager.postJob reverted (see the warning above)")
     receipt = sub.w3.eth.get_transaction_receipt(out.tx_hash)
@@ -313,18 +311,17 @@ async def follow_decomposed(sub) -> bool:
             sub.log.info(
                 "round %d unit %d: %s (attempt %d)", r, s, u.status.name.lower(), u.attempt
             )
-        acts = keeper_acts(u, now, reveal_slot=2 * sub.reveal_window)
+        acts: list[ChainAction] = [*keeper_acts(u, now, reveal_slot=2 * sub.reveal_window)]
         if u.status == UnitStatus.ASSIGNED and now.timestamp > u.deadline:
-            acts.append(Act("expireAssignment", f"expire:{u.unit_id}:{u.attempt}", (u.unit_id,)))
+            acts.append(ExpireAssignment(f"expire:{u.unit_id}:{u.attempt}", u.unit_id))
         for act in acts:
-            await sub.keeper(act)
+            await sub.executor.execute(act)
         acted = acted or bool(acts)
     if ("round", r, status, attempt) not in sub.seen:
         sub.seen.add(("round", r, status, attempt))
         sub.log.info("round %d: aggregation %s (attempt %d)", r, _ROUND[status], attempt)
     if status == RoundStatus.COMMITTED and now.timestamp > deadline:
-        fn = rm.functions.finalizeRound(dj)
-        await sub.send(Act("finalizeRound", f"finalizeRound:{dj}:{r}:{attempt}"), fn)
+        await sub.executor.execute(FinalizeRound(f"finalizeRound:{dj}:{r}:{attempt}", dj))
         acted = True
     if not acted:
         sub.mine_if_idle()

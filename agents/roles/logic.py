@@ -2,10 +2,12 @@
 
 No I/O here. Each role's runner (agents/roles/runner.py and the role modules) reads a snapshot
 of the chain, loads its persisted memory, calls these functions and executes the actions they
-return, in order. Every on-chain action carries an *intent id* that names exactly one logical
-send (unit, attempt, deadline or move number): the core sender (agents/core/tx.py) never signs
-a second transaction for an intent it has recorded, so a restarted agent that takes the same
-decision again resumes the recorded transaction instead of sending a new one.
+return, in order: typed values (agents/roles/actions.py) — local work, a planned send whose
+arguments the role gathers, or a complete chain action, which the one executor
+(agents/roles/executor.py) sends. Every on-chain action carries an *intent id* that names exactly
+one logical send (unit, attempt, deadline or move number): the core sender (agents/core/tx.py)
+never signs a second transaction for an intent it has recorded, so a restarted agent that takes
+the same decision again resumes the recorded transaction instead of sending a new one.
 
 Unit life cycle (IJobManager): Open -> Selecting -> Assigned -> Committed -> Verifying
 (<-> Disputed) -> Finalized; Disputed -> Open when the challenger wins (with forced errors on, a
@@ -22,6 +24,37 @@ from typing import Any
 
 from agents.core.enums import Phase, Side, UnitStatus, VerifierStatus
 from agents.dispute.player import DEFENDER_PHASES, Move
+from agents.roles.actions import (
+    AnswerData,
+    Attest,
+    ChainAction,
+    Challenge,
+    ClaimTimeout,
+    ClaimUnit,
+    CloseClaims,
+    Commit,
+    CourtChallenge,
+    Defend,
+    DrawVerifiers,
+    ExpireDataRequest,
+    Finalize,
+    GameMove,
+    LocalWork,
+    Planned,
+    Play,
+    PlayCourt,
+    Recheck,
+    Replay,
+    Report,
+    ReportPrematureReveal,
+    RequestData,
+    Reveal,
+    Seal,
+    SelectAssignee,
+    SettleDispute,
+    Train,
+    Withdraw,
+)
 
 # UnitStatus, VerifierStatus and Side are the protocol's one copy (agents/core/enums.py, tested
 # against the compiler's); Phase stays the dispute player's until the player switches to
@@ -176,13 +209,9 @@ class UnitView:
     job: Any = None  # IJobManager.Job of the unit's job
 
 
-@dataclass(frozen=True)
-class Act:
-    """One action. `intent` is empty for local work (training, replay), else the tx intent."""
-
-    kind: str
-    intent: str = ""
-    args: tuple = ()
+#: One action a decision returns (agents/roles/actions.py): local work, a planned send, or a
+#: complete chain action.
+Act = LocalWork | Planned | ChainAction
 
 
 #: A send must be mined before its deadline: act only with this many seconds of chain time left.
@@ -210,17 +239,14 @@ def read_budget_s(now: Now, deadline: int) -> float:
     return max(READ_BUDGET_MIN_S, min(READ_BUDGET_S, left / 4))
 
 
-KEEPER_STEPS = frozenset(
-    {
-        "closeClaims",
-        "selectAssignee",
-        "drawVerifiers",
-        "finalize",
-        "settleDispute",
-        "expireDataRequest",
-    }
+KeeperStep = (
+    CloseClaims | SelectAssignee | DrawVerifiers | Finalize | SettleDispute | ExpireDataRequest
 )
-SOLVER_KEEPS = frozenset({"closeClaims", "selectAssignee"})
+#: The job manager's keeper steps (anyone may take them), by action type.
+KEEPER_STEPS: frozenset[type[ChainAction]] = frozenset(
+    {CloseClaims, SelectAssignee, DrawVerifiers, Finalize, SettleDispute, ExpireDataRequest}
+)
+SOLVER_KEEPS: frozenset[type[ChainAction]] = frozenset({CloseClaims, SelectAssignee})
 #: Seconds (or blocks) a backup keeper waits before taking a step the submitter has not taken.
 BACKUP_DELAY = 4
 
@@ -231,7 +257,7 @@ BACKUP_DELAY = 4
 def keeper_acts(
     u: UnitView,
     now: Now,
-    steps: frozenset[str] = KEEPER_STEPS,
+    steps: frozenset[type[ChainAction]] = KEEPER_STEPS,
     delay: int = 0,
     reveal_slot: int = 0,
 ) -> list[Act]:
@@ -242,27 +268,27 @@ def keeper_acts(
     after the challenge deadline for a forced round's reveal (PROTOCOL §6.7), refusing a third
     party's finalize of an unrevealed unit before it, and holding a challenger's win until it is
     over (settleDispute, `held_result_due`)."""
-    return [act for act in _keeper_acts(u, now, delay, reveal_slot) if act.kind in steps]
+    return [act for act in _keeper_acts(u, now, delay, reveal_slot) if type(act) in steps]
 
 
-def _keeper_acts(u: UnitView, now: Now, delay: int, reveal_slot: int = 0) -> list[Act]:
+def _keeper_acts(u: UnitView, now: Now, delay: int, reveal_slot: int = 0) -> list[KeeperStep]:
     uid, a = u.unit_id, u.attempt
     if u.status == UnitStatus.OPEN and now.timestamp > u.deadline + delay:
-        return [Act("closeClaims", f"close:{uid}:{a}:{u.deadline}", (uid,))]
+        return [CloseClaims(f"close:{uid}:{a}:{u.deadline}", uid)]
     if u.status == UnitStatus.SELECTING and now.block > u.seed_block + delay:
-        return [Act("selectAssignee", f"select:{uid}:{a}:{u.seed_block}", (uid,))]
+        return [SelectAssignee(f"select:{uid}:{a}:{u.seed_block}", uid)]
     if u.status == UnitStatus.COMMITTED and now.block > u.seed_block + delay:
-        return [Act("drawVerifiers", f"draw:{uid}:{a}:{u.seed_block}", (uid,))]
+        return [DrawVerifiers(f"draw:{uid}:{a}:{u.seed_block}", uid)]
     slot = 0 if u.forced_revealed else reveal_slot
     if u.status == UnitStatus.VERIFYING and now.timestamp > u.deadline + slot + delay:
-        return [Act("finalize", f"finalize:{uid}:{a}:{u.deadline}", (uid,))]
+        return [Finalize(f"finalize:{uid}:{a}:{u.deadline}", uid)]
     if held_result_due(u, now, reveal_slot, delay):
         return [settle_act(u)]
     req = u.data_request
     if u.status == UnitStatus.DISPUTED and req and now.timestamp > req.answer_deadline + delay:
         # unanswered: the solver loses as in a lost game (PROTOCOL §6.11)
         intent = f"expire-data:{uid}:{a}:{req.requester.lower()}"
-        return [Act("expireDataRequest", intent, (uid,))]
+        return [ExpireDataRequest(intent, uid)]
     return []
 
 
@@ -279,12 +305,12 @@ def held_result_due(u: UnitView, now: Now, reveal_slot: int, delay: int = 0) -> 
     return now.timestamp > until + delay
 
 
-def settle_act(u: UnitView) -> Act:
+def settle_act(u: UnitView) -> SettleDispute:
     """settleDispute of the unit's held result: one per attempt (a held result ends it)."""
-    return Act("settleDispute", f"settle:{u.unit_id}:{u.attempt}", (u.unit_id,))
+    return SettleDispute(f"settle:{u.unit_id}:{u.attempt}", u.unit_id)
 
 
-def final_data_acts(u: UnitView, now: Now, final_read: str, checkpoints: int) -> list[Act]:
+def final_data_acts(u: UnitView, now: Now, final_read: str, checkpoints: int) -> list[RequestData]:
     """The submitter's keeper demands the final checkpoint's data on chain (requestData, PROTOCOL
     §6.11) when its read of the solver's copy failed (`final_read` "failed"; "ok" when it holds
     the checked state, "pending" while the read runs), while the unit is Verifying and its
@@ -296,7 +322,7 @@ def final_data_acts(u: UnitView, now: Now, final_read: str, checkpoints: int) ->
     if u.status != UnitStatus.VERIFYING or final_read != "failed" or late_by(now, u.deadline) > 0:
         return []
     uid, a = u.unit_id, u.attempt
-    return [Act("requestData", f"request-data:{uid}:{a}:{u.deadline}", (uid, checkpoints - 1))]
+    return [RequestData(f"request-data:{uid}:{a}:{u.deadline}", uid, checkpoints - 1)]
 
 
 # --- sealed attestations (commit-reveal) ---------------------------------------------------------
@@ -343,23 +369,23 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
     mine = u.assignee.lower() == f.me.lower()
     if u.status == UnitStatus.OPEN and late_by(now, u.deadline) <= 0:
         if not f.claimed and f.eligible:
-            acts.append(Act("claim", f"claim:{uid}:{a}:{u.deadline}", (uid,)))
+            acts.append(ClaimUnit(f"claim:{uid}:{a}:{u.deadline}", uid))
     elif u.status == UnitStatus.ASSIGNED and mine:
         if not f.trained:
-            acts.append(Act("train", "", (uid, a)))
+            acts.append(Train(uid, a))
         elif late_by(now, u.deadline) <= 0:
-            acts.append(Act("commit", f"commit:{uid}:{a}", (uid, a)))
+            acts.append(Commit(f"commit:{uid}:{a}", uid, a))
     if u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) and mine and f.reveal_due:
         # prove the forced error before anything else: it voids a dispute over it
-        acts.append(Act("reveal", f"reveal:{uid}:{a}", (uid, a)))
+        acts.append(Reveal(f"reveal:{uid}:{a}", uid, a))
     elif u.status == UnitStatus.DISPUTED and mine and f.game_id and not u.result_held:
-        acts.append(Act("defend", "", (f.game_id,)))
+        acts.append(Defend(f.game_id))
     req = u.data_request
     if u.status == UnitStatus.DISPUTED and mine and req and late_by(now, req.answer_deadline) <= 0:
         # post the asked checkpoint's state on chain, the pieces not yet posted
-        acts.append(Act("answerData", "", (uid, a)))
+        acts.append(AnswerData(uid, a))
     # Keeper steps: solvers move selection along; the assignee finalizes its own unit.
-    steps = SOLVER_KEEPS | ({"finalize", "drawVerifiers"} if mine else set())
+    steps = SOLVER_KEEPS | ({Finalize, DrawVerifiers} if mine else set())
     return acts + keeper_acts(u, now, frozenset(steps), BACKUP_DELAY)
 
 
@@ -395,36 +421,36 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     # unit must not be finalized before it, while the attestation may follow during the dispute.
     dissent = drawn and f.verdict == "disagree" and not f.challenged
     if dissent and u.status == UnitStatus.VERIFYING and in_window:
-        acts.append(Act("challenge", f"challenge:{uid}:{a}", (uid, a)))
+        acts.append(Challenge(f"challenge:{uid}:{a}", uid, a))
     # Sealing goes on during a dispute (so a forced round's reveal phase can begin, §8.1) and
     # stops once a forced error is revealed (the true root is public: the contract refuses).
     if live and in_window and not u.forced_revealed and f.status == VerifierStatus.PENDING:
         if f.verdict is None:
-            acts.append(Act("replay", "", (uid, a)))
+            acts.append(Replay(uid, a))
         elif f.verdict in ("agree", "disagree") and f.last_to_answer:
-            acts.append(Act("attest", f"attest-clear:{uid}:{a}", (uid, a)))
+            acts.append(Attest(f"attest-clear:{uid}:{a}", uid, a, clear=True))
         elif f.verdict in ("agree", "disagree"):
             # a dissenter attests its own (true) roots too: its public challenge is no verdict
-            acts.append(Act("seal", f"seal:{uid}:{a}", (uid, a)))
+            acts.append(Seal(f"seal:{uid}:{a}", uid, a))
         # "unavailable": the data failed its checks and the roots agree; retry the fetch later
     reveal_left = late_by(now, u.deadline + f.reveal_window) <= 0
     # A seal still closed at a forced reveal was judged silent: the contract refuses to open it.
     opening = live and not u.forced_revealed and f.status == VerifierStatus.SEALED
     if opening and f.seals_open and reveal_left:
-        acts.append(Act("attest", f"attest:{uid}:{a}", (uid, a)))
+        acts.append(Attest(f"attest:{uid}:{a}", uid, a))
     # A forced reveal judged my replayed attestation WRONG: the verdict trusts the solver's C,
     # and my lock is slashed at finalize unless a dispute overturns C first. My replay is the
     # evidence that C is wrong at a perturbed checkpoint, so I challenge C (once).
     contest = f.status == VerifierStatus.SLASHED and u.forced_revealed and f.replayed
     if contest and not f.contested and u.status == UnitStatus.VERIFYING and in_window:
-        acts.append(Act("challenge", f"challenge-revealed:{uid}:{a}", (uid, a)))
+        acts.append(Challenge(f"challenge-revealed:{uid}:{a}", uid, a, revealed=True))
     if u.status == UnitStatus.DISPUTED and f.my_challenge and f.game_id and not u.result_held:
-        acts.append(Act("play", "", (f.game_id,)))
+        acts.append(Play(f.game_id))
     # I won the game and the win is held for a forced round's reveal: I am owed my bond and the
     # reward, so I apply it myself once the reveal's slot is over
     if f.my_challenge and held_result_due(u, now, 2 * f.reveal_window):
         acts.append(settle_act(u))
-    return acts + keeper_acts(u, now, frozenset({"drawVerifiers"}), BACKUP_DELAY)
+    return acts + keeper_acts(u, now, frozenset({DrawVerifiers}), BACKUP_DELAY)
 
 
 # --- whistleblower -----------------------------------------------------------------------------
@@ -492,8 +518,8 @@ def attestation_done(u: UnitView, now: Now, f: AttestationFacts, court_window: i
 def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> list[Act]:
     """For one attestation `key` ("unit:verifier:block") of unit `u`."""
     if f.verdict is None:
-        return [Act("recheck", "", (key,))]
-    challenge = Act("challenge", f"challenge:{u.unit_id}:{u.attempt}", (u.unit_id, u.attempt))
+        return [Recheck(key)]
+    challenge = Challenge(f"challenge:{u.unit_id}:{u.attempt}", u.unit_id, u.attempt)
     # the unit is challenged over the attempt attested only: a re-opened unit's new commitment
     # is the new attempt's verifiers' (and my other records') to judge
     same_attempt = f.attested_attempt is None or f.attested_attempt == u.attempt
@@ -505,7 +531,7 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
         # still take the attestation (from my own replay, once the data stays away)
         live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) or f.court_open
         due = live and recheck_due(f.tries, f.last_try, now)
-        acts = [Act("recheck", "", (key,))] if due else []
+        acts: list[Act] = [Recheck(key)] if due else []
         # My replay from step 0 is not the commitment while its data stays away: the unit is
         # challenged with my replay's root, as a drawn verifier whose data is withheld does
         # (a forced round's perturbed commitment too: its reveal voids the game and returns the
@@ -516,11 +542,11 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
         return acts
     acts = []
     if f.verdict == "false" and not f.reported:
-        acts.append(Act("report", "", (key,)))
+        acts.append(Report(key))
     if f.verdict == "false" and f.court and not f.court_game:
-        acts.append(Act("courtChallenge", f"court:{key}", (key,)))
+        acts.append(CourtChallenge(f"court:{key}", key))
     if f.court_game and not f.court_done:
-        acts.append(Act("playCourt", "", (f.court_game,)))
+        acts.append(PlayCourt(key, f.court_game))
     if f.commitment_wrong and may_challenge:
         acts.append(challenge)
     return acts
@@ -570,14 +596,16 @@ class LeakFacts:
     reported: bool  # I already reported this attempt
 
 
-def leak_acts(u: UnitView, now: Now, statuses: list[VerifierStatus], f: LeakFacts) -> list[Act]:
+def leak_acts(
+    u: UnitView, now: Now, statuses: list[VerifierStatus], f: LeakFacts
+) -> list[ReportPrematureReveal]:
     """Report a leaked secret that matches the assignee's claim while showing it is premature:
     the assignee's collateral is slashed (half of it to me) and the unit re-opens. One report
     per (unit, attempt)."""
     if f.reported or not f.matches or not premature_reveal_open(u, now, statuses):
         return []
     uid, a = u.unit_id, u.attempt
-    return [Act("reportPrematureReveal", f"premature:{uid}:{a}", (uid, f.secret))]
+    return [ReportPrematureReveal(f"premature:{uid}:{a}", uid, f.secret)]
 
 
 # --- games -------------------------------------------------------------------------------------
@@ -591,22 +619,26 @@ def game_act(
     turn_deadline: int,
     now: Now,
     move: Move | None,
-) -> Act | None:
+    court: bool = False,
+) -> GameMove | ClaimTimeout | None:
     """My next act in a game: my move when it is my turn, or a timeout claim when the
-    opponent's clock has run out. `moves` (the game's move count) makes each intent unique."""
+    opponent's clock has run out. `moves` (the game's move count) makes each intent unique.
+    `court`: the game is the attestation court's (its intents say so: "court-game:...")."""
     if phase in (Phase.NONE, Phase.RESOLVED):
         return None
     to_move = Side.DEFENDER if phase in DEFENDER_PHASES else Side.CHALLENGER
+    prefix = "court-" if court else ""
     if to_move == side:
         if move is None or now.timestamp > turn_deadline:
             return None
-        return Act("move", f"game:{game_id}:move:{moves}", (move,))
+        return GameMove(f"{prefix}game:{game_id}:move:{moves}", game_id, move, court)
     if now.timestamp > turn_deadline:
-        return Act("claimTimeout", f"game:{game_id}:timeout", (game_id,))
+        return ClaimTimeout(f"{prefix}game:{game_id}:timeout", game_id, court)
     return None
 
 
-def withdraw_act(credits: int, block: int) -> Act | None:
+def withdraw_act(credits: int, block: int) -> Withdraw | None:
+    """Withdraw my job manager credits: one intent per amount and block."""
     if credits <= 0:
         return None
-    return Act("withdraw", f"withdraw:{credits}:{block}", ())
+    return Withdraw(f"withdraw:{credits}:{block}")

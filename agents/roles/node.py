@@ -21,8 +21,18 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 
 from agents.core.chain import named_call
-from agents.core.tx import TxError, TxFailed, TxRequest, TxReverted
-from agents.roles.runner import RoleAgent, RoleError, revert_text
+from agents.core.tx import TxError, TxFailed, TxReverted
+from agents.roles.actions import (
+    AddStake,
+    Approve,
+    ChainAction,
+    RequestUnbond,
+    Withdraw,
+    WithdrawCourt,
+    WithdrawUnbonded,
+)
+from agents.roles.executor import revert_text
+from agents.roles.runner import RoleAgent, RoleError
 
 TOKEN = 10**18
 ROLE_NAMES = {0: "none", 1: "solver", 2: "verifier", 3: "whistleblower"}
@@ -179,14 +189,14 @@ class NodeCommand(RoleAgent):
             amount = self.args.amount_wei
             if s.balance < amount:
                 raise RoleError(f"the wallet holds {_tokens(s.balance)}, asked {_tokens(amount)}")
-            await self.do(
-                f"approve:{amount}", self.token.functions.approve(self.registry.address, amount)
-            )
-            await self.do(f"add-stake:{amount}", self.registry.functions.addStake(amount))
+            block = self.w3.eth.block_number
+            await self.do(Approve(f"node:approve:{amount}:{block}", self.registry.address, amount))
+            await self.do(AddStake(f"node:add-stake:{amount}:{block}", amount))
         elif action == "unbond":
             min_stake = self.registry.functions.minStake(s.role_id).call()
             amount = unbond_request(self.args.amount_wei, s, min_stake)
-            await self.do(f"unbond:{amount}", self.registry.functions.requestUnbond(amount))
+            block = self.w3.eth.block_number
+            await self.do(RequestUnbond(f"node:unbond:{amount}:{block}", amount))
         elif action == "withdraw-unbonded":
             if not s.unbonding:
                 raise RoleError("nothing is unbonding")
@@ -194,28 +204,28 @@ class NodeCommand(RoleAgent):
             if now < s.unbond_ready_at:
                 wait = s.unbond_ready_at - now
                 raise RoleError(f"{_tokens(s.unbonding)} is unbonding, ready in {wait} s")
-            await self.do("withdraw-unbonded", self.registry.functions.withdrawUnbonded())
+            block = self.w3.eth.block_number
+            await self.do(WithdrawUnbonded(f"node:withdraw-unbonded:{block}"))
         elif action == "withdraw":
             if not s.credits and not s.court_credits:
                 raise RoleError("nothing to withdraw: no credits in the job manager or the court")
+            block = self.w3.eth.block_number
             if s.credits:
-                await self.do("withdraw", self.manager.functions.withdraw())
+                await self.do(Withdraw(f"node:withdraw:{block}"))
             if s.court_credits:
-                assert self.court is not None
-                await self.do("withdraw-court", self.court.functions.withdraw())
+                await self.do(WithdrawCourt(f"node:withdraw-court:{block}"))
         self.report(self.status())
         return True
 
-    async def do(self, what: str, fn) -> None:
-        """Simulate and send one call; a refusal is a one-line RoleError (exit 2)."""
-        block = self.w3.eth.block_number
+    async def do(self, action: ChainAction) -> None:
+        """Simulate and send one action; a refusal is a one-line RoleError (exit 2)."""
+        what = action.intent.split(":")[1]  # "node:<what>:...": the command's step
         try:
-            out = await self.agent.sender.send(f"node:{what}:{block}", TxRequest.call(fn))
+            await self.executor.send(action)
         except TxReverted as exc:
-            raise RoleError(f"{what.split(':')[0]} refused: {revert_text(exc)}") from None
+            raise RoleError(f"{what} refused: {revert_text(exc)}") from None
         except (TxFailed, TxError) as exc:
-            raise RoleError(f"{what.split(':')[0]} failed: {str(exc).splitlines()[0]}") from None
-        self.log.info("%s mined in block %d (gas %d)", what, out.block_number, out.gas_used)
+            raise RoleError(f"{what} failed: {str(exc).splitlines()[0]}") from None
 
     def report(self, s: NodeStatus) -> None:
         if self.args.json:

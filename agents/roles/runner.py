@@ -2,9 +2,10 @@
 
 A role process is one `RoleAgent` subclass: `run()` loops — read the chain (views, cheap),
 decide with agents/roles/logic.py, execute the actions — every `--poll-interval` seconds on
-the injected clock until stopped. Transactions go through the core sender (simulate first,
-persisted intents, reconcile on start); a simulation that reverts is logged and retried on a
-later round, never sent.
+the injected clock until stopped. Every transaction is a typed chain action
+(agents/roles/actions.py) sent by the role's one executor (agents/roles/executor.py) through the
+core sender (simulate first, persisted intents, reconcile on start); a simulation that reverts
+is logged and retried on a later round, never sent.
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ from agents.core.fetches import DEFAULT_FETCH_WORKERS, PENDING, Failed, Reads
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
-from agents.core.tx import TransportError, TxError, TxFailed, TxOutcome, TxRequest, TxReverted
+from agents.core.tx import TransportError
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget
+from agents.dispute.client import GameReader
+from agents.roles.actions import Approve, Heartbeat, Register
 from agents.roles.addresses import companion_address, court_address, manager_address
 from agents.roles.artifacts import BadBlob, Checkpoints, fetch_checkpoints, locator_problem
 from agents.roles.decomposed import Rounds, round_manager_address
 from agents.roles.errors import RoleError
-from agents.roles.gas_floors import gas_floor
+from agents.roles.executor import Executor
 from agents.roles.jobs import (
     DEFAULT_MAX_LOADED_JOBS,
     DEFAULT_MAX_PARAMS,
@@ -52,9 +55,7 @@ from agents.roles.jobs import (
     load_job,
 )
 from agents.roles.logic import (
-    KEEPER_STEPS,
     SETTLED,
-    Act,
     DataRequest,
     Drawn,
     IdleBlock,
@@ -65,6 +66,7 @@ from agents.roles.logic import (
     VerifierStatus,
     idle_block_due,
     read_budget_s,
+    withdraw_act,
 )
 from agents.training.engine import EngineConfig
 
@@ -433,9 +435,7 @@ class RoleAgent:
                 "(--serve-blobs HOST:PORT --public-blob-url http://HOST:PORT)",
                 problem,
             )
-        self.gas_used = 0
         self.failures = 0
-        self._warned = SaidOnce()  # (intent, refusal) pairs logged
         self.jobs = LoadedJobs(self.max_loaded_jobs)
         # unit -> ((attempt, checkpoint root), (locator, published root)): its latest commitment
         self._locators: dict[int, tuple[tuple[int, bytes], tuple[str, bytes]]] = {}
@@ -887,42 +887,38 @@ class RoleAgent:
 
     # --- sending ------------------------------------------------------------------------
 
-    async def send(self, act: Act, fn: Any) -> TxOutcome | None:
-        """Simulate and send `fn` under the act's intent; a revert is logged, not raised.
+    @property
+    def round_manager(self) -> Contract | None:
+        """The RoundManager (decomposed jobs), when one belongs to my JobManager."""
+        return self.rounds.rm if self.rounds is not None else None
 
-        An intent whose transaction was mined but reverted (another party got there first) is
-        not retried: the decision logic names a new intent when a new send makes sense."""
-        recorded = self.agent.store.get_intent(act.intent)
-        if recorded is not None and recorded.status == "failed":
-            return None
-        try:
-            request = TxRequest.call(fn, gas_floor=gas_floor(fn))
-            out = await self.agent.sender.send(act.intent, request)
-        except TxReverted as exc:
-            text = revert_text(exc)
-            if self._warned.first((act.intent, text)):  # the same refusal is logged once
-                self.log.warning("%s not sent: %s", act.kind, text)
-            return None
-        except TxFailed as exc:
-            # Mined but reverted: the chain moved between simulation and inclusion (usually
-            # another keeper took the same step in the same block).
-            level = logging.INFO if act.kind in KEEPER_STEPS else logging.ERROR
-            self.log.log(level, "%s reverted on chain: %s", act.kind, str(exc)[:300])
-            return None
-        except TxError as exc:
-            self.log.error("%s failed (will retry): %s", act.kind, str(exc)[:300])
-            return None
-        if not out.resumed:
-            self.gas_used += out.gas_used
-            self.log.info("%s mined in block %d (gas %d)", act.kind, out.block_number, out.gas_used)
-        return out
+    @functools.cached_property
+    def executor(self) -> Executor:
+        """The one executor of my chain actions (agents/roles/executor.py): every transaction
+        of mine goes through it, and through it my agent's one crash-safe sender."""
+        return Executor(self.agent, self, self.log)
+
+    @property
+    def gas_used(self) -> int:
+        """Gas of the transactions this process signed."""
+        return self.executor.gas_used
+
+    @functools.cached_property
+    def game_reader(self) -> GameReader:
+        """Keyless reads of the job manager's dispute game (agents/roles/games.py)."""
+        return GameReader(self.w3, self.game)
+
+    @functools.cached_property
+    def court_game_reader(self) -> GameReader:
+        """Keyless reads of the attestation court's dispute game."""
+        assert self.court_game is not None
+        return GameReader(self.w3, self.court_game)
 
     async def approve_at_least(self, intent: str, spender: str, amount: int) -> None:
         """Let `spender` take `amount` of my tokens unless it already may. The amount is in the
         intent: an amount quoted higher on a retry (a bond that grew) gets its own approval."""
         if self.token.functions.allowance(self.me, spender).call() < amount:
-            approve = self.token.functions.approve(spender, amount)
-            await self.send(Act("approve", f"{intent}:approve:{amount}"), approve)
+            await self.executor.execute(Approve(f"{intent}:approve:{amount}", spender, amount))
 
     async def ensure_registered(
         self, role: int, stake: int, capability: tuple[int, int, int]
@@ -940,10 +936,8 @@ class RoleAgent:
             )
         if self.w3.eth.get_balance(self.me) == 0:
             raise RoleError(f"account {self.me} has no ether to pay gas")
-        approve = self.token.functions.approve(self.registry.address, stake)
-        await self.send(Act("approve", "register:approve"), approve)
-        reg = self.registry.functions.register(role, capability, stake)
-        out = await self.send(Act("register", "register"), reg)
+        await self.executor.execute(Approve("register:approve", self.registry.address, stake))
+        out = await self.executor.execute(Register("register", role, capability, stake))
         if out is None:
             raise RoleError("registration reverted (see the warning above)")
         self.log.info("registered as role %d with stake %g", role, stake / 1e18)
@@ -953,22 +947,13 @@ class RoleAgent:
         ttl = self.registry.functions.heartbeatTtl().call()
         if now.timestamp - node.lastHeartbeat >= ttl // 2:
             slot = now.timestamp // max(1, ttl // 2)
-            await self.send(
-                Act("heartbeat", f"heartbeat:{slot}"), self.registry.functions.heartbeat()
-            )
+            await self.executor.execute(Heartbeat(f"heartbeat:{slot}"))
 
     async def withdraw_if_credited(self, now: Now) -> None:
         credits = self.manager.functions.credits(self.me).call()
-        if credits > 0:
-            out = await self.send(
-                Act("withdraw", f"withdraw:{credits}:{now.block}"),
-                self.manager.functions.withdraw(),
-            )
-            if out is not None:
-                self.log.info("withdrew %g tokens", credits / 1e18)
-
-    async def keeper(self, act: Act) -> None:
-        await self.send(act, getattr(self.manager.functions, act.kind)(*act.args))
+        act = withdraw_act(credits, now.block)
+        if act is not None and await self.executor.execute(act) is not None:
+            self.log.info("withdrew %g tokens", credits / 1e18)
 
 
 def serve_blobs(bind: str, location: str) -> BlobServer:
@@ -984,16 +969,3 @@ def serve_blobs(bind: str, location: str) -> BlobServer:
         ).start()
     except OSError as exc:
         raise RoleError(f"--serve-blobs {bind}: {exc.strerror or exc}") from None
-
-
-def revert_text(exc: TxReverted) -> str:
-    if exc.error_name:
-        args = ", ".join(f"{k}={_short(v)}" for k, v in exc.error_args.items())
-        return f"{exc.error_name}({args})"
-    return str(exc)[:200]
-
-
-def _short(v: Any) -> str:
-    if isinstance(v, bytes):
-        return "0x" + v.hex()[:16] + "…"
-    return str(v)

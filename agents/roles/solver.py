@@ -34,11 +34,25 @@ from eth_utils import keccak
 from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.enums import Role
 from agents.dispute.availability import encode_answer
-from agents.dispute.client import GameClient
 from agents.dispute.player import Defender
 from agents.dispute.trace import FAULT_KINDS, Fault, drop_computation
+from agents.roles.actions import (
+    AnswerData,
+    ChainAction,
+    ClaimUnit,
+    ClaimWithSecret,
+    Commit,
+    CommitCheckpoints,
+    Defend,
+    OpenDataState,
+    PostData,
+    Reveal,
+    RevealForced,
+    Train,
+)
 from agents.roles.artifacts import Manifest, make_locator
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
+from agents.roles.games import take_turn
 from agents.roles.jobs import JobContext, JobRejected
 from agents.roles.logic import (
     Act,
@@ -49,7 +63,6 @@ from agents.roles.logic import (
     UnitView,
     VerifierStatus,
     forced_reveal_open,
-    game_act,
     solver_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError, progress_bar
@@ -216,8 +229,8 @@ class Solver(RoleAgent):
         self.fault = self.strategy.fault
         self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
         self.comps: dict[int, Claim] = {}
-        # game -> my client of it (a view cache; a new one is made when evicted)
-        self.games: BoundedCache[int, GameClient] = BoundedCache(self.max_loaded_jobs)
+        # game -> the unit I defend in it (its first turn is logged; an evicted one again)
+        self.games: BoundedCache[int, int] = BoundedCache(self.max_loaded_jobs)
         self.round_units: list[UnitView] = []
         self.held: dict[int, float] | None = None  # unit -> training left (held_seconds)
 
@@ -243,7 +256,7 @@ class Solver(RoleAgent):
                 continue
             with self.isolated(f"unit {u.unit_id}"):
                 for act in solver_acts(u, now, self.facts(u)):
-                    await self.execute(act, u, now)
+                    await self.handle(act, u, now)
         await self.withdraw_if_credited(now)
         return False
 
@@ -410,24 +423,25 @@ class Solver(RoleAgent):
                 self.agent.store.put_job(str(job_id), "refused", {"reason": str(exc)})
             return None
 
-    async def execute(self, act: Act, u: UnitView, now: Now) -> None:
-        if act.kind == "claim":
-            fn = self.manager.functions.claim(u.unit_id, keccak(self.secret(u)))
-            if await self.send(act, fn) is not None and self.held is not None:
-                # the next claim this round counts this one's training too
-                self.held[u.unit_id] = self.training_left(u)
-        elif act.kind == "train":
-            self.start_training(u)
-        elif act.kind == "commit":
-            await self.commit(act, u)
-        elif act.kind == "defend":
-            await self.defend(act.args[0], u, now)
-        elif act.kind == "reveal":
-            await self.reveal(act, u)
-        elif act.kind == "answerData":
-            await self.answer_data(u)
-        else:
-            await self.keeper(act)
+    async def handle(self, act: Act, u: UnitView, now: Now) -> None:
+        match act:
+            case ClaimUnit(intent=intent, unit_id=unit_id):
+                claim = ClaimWithSecret(intent, unit_id, keccak(self.secret(u)))
+                if await self.executor.execute(claim) is not None and self.held is not None:
+                    # the next claim this round counts this one's training too
+                    self.held[u.unit_id] = self.training_left(u)
+            case Train():
+                self.start_training(u)
+            case Commit():
+                await self.commit(act, u)
+            case Defend(game_id=game_id):
+                await self.defend(game_id, u, now)
+            case Reveal():
+                await self.reveal(act, u)
+            case AnswerData():
+                await self.answer_data(u)
+            case ChainAction():  # keeper steps
+                await self.executor.execute(act)
 
     # --- training and publishing --------------------------------------------------------------
 
@@ -616,7 +630,7 @@ class Solver(RoleAgent):
         fn = self.judge.functions.perturbedCheckpoints(secret, u.assign_seed, ctx.segments)
         return int(anchor), [int(c) for c in fn.call()]
 
-    async def reveal(self, act: Act, u: UnitView) -> None:
+    async def reveal(self, act: Reveal, u: UnitView) -> None:
         """Prove my forced error: secret, true root, both lists' entries (with proofs) at every
         checkpoint the judgement reads, and every drawn verifier's attested end roots (from its
         event)."""
@@ -637,14 +651,14 @@ class Solver(RoleAgent):
             end_roots.append(ends)
         checkpoints = judged_checkpoints(samples, set(perturbed))
         reveal = forced_reveal(self.secret(u), pub, true, checkpoints, end_roots)
-        if await self.send(act, self.judge.functions.revealForced(u.unit_id, reveal)) is not None:
+        if await self.executor.execute(RevealForced(act.intent, u.unit_id, reveal)) is not None:
             self.log.info(
                 "revealed the forced error of unit %d (checkpoints %s perturbed)",
                 u.unit_id,
                 perturbed,
             )
 
-    async def commit(self, act: Act, u: UnitView) -> None:
+    async def commit(self, act: Commit, u: UnitView) -> None:
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
         assert rec is not None
         ctx = self.job_context(u.job_id)
@@ -686,10 +700,9 @@ class Solver(RoleAgent):
         final = bytes.fromhex(rec.data["roots"][-1][2:])
         # The seal binds the root this solver holds true to its secret (PROTOCOL §8.1).
         seal = keccak(true_root + self.secret(u))
-        fn = self.manager.functions.commitCheckpoints(
-            u.unit_id, cp_root, len(m.roots), final, locator, seal
-        )
-        if await self.send(act, fn) is not None:
+        commit = CommitCheckpoints(act.intent, u.unit_id, cp_root, len(m.roots), final, locator,
+                                   seal)  # fmt: skip
+        if await self.executor.execute(commit) is not None:
             self.log.info("committed unit %d: checkpoint root 0x%s…", u.unit_id, cp_root.hex()[:16])
 
     # --- data requests (PROTOCOL §6.11) ----------------------------------------------------------
@@ -726,10 +739,11 @@ class Solver(RoleAgent):
         tag = f"{u.unit_id}:{u.attempt}:{req.requester.lower()}"
         if not req.state_opened:
             o = answer.open_state
-            fn = self.manager.functions.openDataState(
-                u.unit_id, o.tensor_count, o.state_tree, o.checkpoint_proof
-            )
-            if await self.send(Act("openDataState", f"open-data:{tag}"), fn) is None:
+            open_state = OpenDataState(
+                f"open-data:{tag}", u.unit_id, o.tensor_count, o.state_tree,
+                tuple(o.checkpoint_proof),
+            )  # fmt: skip
+            if await self.executor.execute(open_state) is None:
                 return
             self.log.info(
                 "unit %d: answering %s's data request for checkpoint %d on chain (%d posts)",
@@ -738,32 +752,19 @@ class Solver(RoleAgent):
         for post in answer.posts:
             if (post.tensor, post.first_chunk) < (req.next_tensor, req.next_chunk):
                 continue  # on chain already
-            act = Act("postData", f"post-data:{tag}:{post.tensor}:{post.first_chunk}")
-            if await self.send(act, self.manager.functions.postData(*post.args(u.unit_id))) is None:
+            piece = PostData(f"post-data:{tag}:{post.tensor}:{post.first_chunk}",
+                             post.args(u.unit_id))  # fmt: skip
+            if await self.executor.execute(piece) is None:
                 return
 
     # --- disputes -----------------------------------------------------------------------------
 
     async def defend(self, game_id: int, u: UnitView, now: Now) -> None:
-        client = self.games.get(game_id)
-        if client is None:
-            client = GameClient(self.w3, self.game, "0x" + bytes(self.agent.account.key).hex())
-            self.games.put(game_id, client)
+        if self.games.get(game_id) is None:
+            self.games.put(game_id, u.unit_id)
             self.log.info("defending unit %d in dispute game %d", u.unit_id, game_id)
-        view = client.view(game_id)
-        side, deadline = self.game.functions.turn(game_id).call()
-        ctx = self.job_context(u.job_id)
-        player = Defender(self.computation(u), ctx.jg)
-        act = game_act(
-            game_id, Side.DEFENDER, view.phase, view.moves, deadline, now, player.next_move(view)
-        )
-        if act is None:
-            return
-        if act.kind == "move":
-            move = act.args[0]
-            await self.send(act, getattr(self.game.functions, move.fn)(*move.call_args(game_id)))
-        else:
-            await self.send(act, self.game.functions.claimTimeout(game_id))
+        player = Defender(self.computation(u), self.job_context(u.job_id).jg)
+        await take_turn(self.executor, self.game_reader, game_id, Side.DEFENDER, player, now)
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

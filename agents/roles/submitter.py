@@ -25,10 +25,11 @@ from agents.core.tx import TxError, TxFailed, TxOutcome
 from agents.dispute.availability import DataMismatch, decode_answer
 from agents.dispute.graph import job_graph
 from agents.model import job as mj
+from agents.roles.actions import Approve, PostJob, RegisterConfig, RequestData
 from agents.roles.artifacts import BadBlob, read_final_state
 from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.errors import JobRejected
-from agents.roles.logic import Act, Now, UnitStatus, UnitView, final_data_acts, keeper_acts
+from agents.roles.logic import Now, UnitStatus, UnitView, final_data_acts, keeper_acts
 from agents.roles.runner import RoleAgent, RoleError
 from agents.roles.runtime import JobRuntime, MlpRuntime, model_runtime_from_files
 from agents.training import spec as specs
@@ -126,9 +127,8 @@ class Submitter(RoleAgent):
             )
         if self.w3.eth.get_balance(self.me) == 0:
             raise RoleError(f"account {self.me} has no ether to pay gas")
-        await self.send(
-            Act("approve", f"post:{spec_hash}:approve"),
-            self.token.functions.approve(self.manager.address, reward),
+        await self.executor.execute(
+            Approve(f"post:{spec_hash}:approve", self.manager.address, reward)
         )
         out = await self.post_job(spec_hash, reward, fee)
         receipt = self.w3.eth.get_transaction_receipt(out.tx_hash)
@@ -154,8 +154,8 @@ class Submitter(RoleAgent):
             if any(bytes(game.functions.configOf(self.job_id).call())):
                 continue
             missing += 1
-            fn = game.functions.registerConfig(self.job_id, cfg)
-            if await self.send(Act("registerConfig", f"{intent}:{self.job_id}"), fn) is not None:
+            register = RegisterConfig(f"{intent}:{self.job_id}", self.job_id, cfg)
+            if await self.executor.execute(register) is not None:
                 self.log.info(
                     "registered the dispute config 0x%s… of job %d%s",
                     cfg.hex()[:16],
@@ -190,8 +190,8 @@ class Submitter(RoleAgent):
             while True:
                 recorded = self.agent.store.get_intent(intent)
                 if recorded is None:
-                    fn = self.manager.functions.postJob(self.job_params(reward, fee))
-                    out = await self.send(Act("postJob", intent), fn)
+                    post = PostJob(intent, self.job_params(reward, fee))
+                    out = await self.executor.execute(post)
                     if out is not None:
                         return out
                     if self.agent.store.get_intent(intent) is None:  # refused in simulation
@@ -231,10 +231,11 @@ class Submitter(RoleAgent):
         checkpoints = self.spec.steps // self.spec.checkpoint_every + 1
         acts += final_data_acts(u, now, self.final_read(u, now), checkpoints)
         for act in acts:
-            if act.kind == "requestData":
-                await self.request_data(act, u)
-            else:
-                await self.keeper(act)
+            match act:
+                case RequestData():
+                    await self.request_data(act, u)
+                case _:  # keeper steps
+                    await self.executor.execute(act)
         if not acts:
             # An automining dev chain makes no blocks while nobody sends: its clock and block
             # number stand still, and with them every deadline this job waits for.
@@ -279,11 +280,10 @@ class Submitter(RoleAgent):
         self.losses[key] = list(got.manifest.losses)
         return "ok"
 
-    async def request_data(self, act: Act, u: UnitView) -> None:
+    async def request_data(self, act: RequestData, u: UnitView) -> None:
         """Demand the final checkpoint's state on chain (my bond as submitter is zero)."""
-        unit_id, checkpoint = act.args
-        fn = self.manager.functions.requestData(unit_id, checkpoint)
-        out = await self.send(act, fn)
+        unit_id, checkpoint = act.unit_id, act.checkpoint
+        out = await self.executor.execute(act)
         if out is not None:
             # where the answer's logs start (kept: a restarted submitter still finds them)
             key = f"{unit_id}:{u.attempt}"

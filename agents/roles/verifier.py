@@ -39,9 +39,19 @@ from agents.core.bounded import SaidOnce
 from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
-from agents.dispute.client import GameClient
 from agents.dispute.player import Defender, Phase
 from agents.dispute.trace import drop_computation
+from agents.roles.actions import (
+    Attest,
+    AttestRoots,
+    ChainAction,
+    Challenge,
+    Play,
+    Replay,
+    Seal,
+    SealAttestation,
+    WithdrawCourt,
+)
 from agents.roles.artifacts import BadBlob
 from agents.roles.challenge import (
     ChallengerMixin,
@@ -50,6 +60,7 @@ from agents.roles.challenge import (
     keep_state,
     replay_segments,
 )
+from agents.roles.games import take_turn
 from agents.roles.jobs import (
     JobContext,
     JobRejected,
@@ -65,7 +76,6 @@ from agents.roles.logic import (
     UnitView,
     VerifierFacts,
     VerifierStatus,
-    game_act,
     late_by,
     seals_open,
     verifier_acts,
@@ -184,7 +194,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             with self.isolated(f"unit {u.unit_id}"):
                 self.warn_if_lock_uncovered(u)
                 for act in verifier_acts(u, now, self.facts(u, now)):
-                    await self.execute(act, u, now)
+                    await self.handle(act, u, now)
         await self.withdraw_if_credited(now)
         with self.isolated("court defence"):
             await self.defend_attestations(now)
@@ -309,13 +319,11 @@ class Verifier(ChallengerMixin, RoleAgent):
             await self.defend_one(int(rec.record_id), rec.data, now)
         credits = self.court.functions.credits(self.me).call()
         if credits > 0:
-            act = Act("withdraw", f"court-withdraw:{credits}:{now.block}")
-            await self.send(act, self.court.functions.withdraw())
+            await self.executor.execute(WithdrawCourt(f"court-withdraw:{credits}:{now.block}"))
 
     async def defend_one(self, gid: int, data: dict, now: Now) -> None:
         assert self.court_game is not None
-        client = GameClient(self.w3, self.court_game, "0x" + bytes(self.agent.account.key).hex())
-        view = client.view(gid)
+        view = self.court_game_reader.view(gid)
         if view.phase == Phase.RESOLVED:
             drop_computation(self.__dict__.get("_court_comps", {}), gid)  # done with its states
             self.reads.forget(f"court:{gid}:")
@@ -336,22 +344,11 @@ class Verifier(ChallengerMixin, RoleAgent):
                 return
             comps[gid] = self.court_comp(ctx, s, start)
             self.reads.forget(f"court:{gid}:")  # the start state lives in the computation now
-        act = game_act(
-            gid,
-            Side.DEFENDER,
-            view.phase,
-            view.moves,
-            deadline,
-            now,
-            Defender(comps[gid], ctx.jg).next_move(view),
-        )
-        if act is None:
-            return
-        fn = "claimTimeout" if act.kind == "claimTimeout" else act.args[0].fn
-        args = (gid,) if act.kind == "claimTimeout" else act.args[0].call_args(gid)
-        await self.send(
-            Act(act.kind, f"court-{act.intent}"), getattr(self.court_game.functions, fn)(*args)
-        )
+        player = Defender(comps[gid], ctx.jg)
+        await take_turn(
+            self.executor, self.court_game_reader, gid, Side.DEFENDER, player, now, court=True,
+            view=view, deadline=deadline,
+        )  # fmt: skip
 
     def defence_start(
         self,
@@ -428,34 +425,39 @@ class Verifier(ChallengerMixin, RoleAgent):
             contested,
         )
 
-    async def execute(self, act: Act, u: UnitView, now: Now) -> None:
-        if act.kind == "replay":
-            self.replay(u, now)
-        elif act.kind == "seal":
-            await self.seal(act, u)
-        elif act.kind == "attest":
-            await self.attest(act, u)
-        elif act.kind == "challenge":
-            ctx = self.game_context(u.job_id)
-            if ctx is None or await self.open_challenge(act, u, ctx):
-                return
-            if act.intent.startswith("challenge-revealed:"):
-                # judged WRONG, yet my full replay gives the revealed C: my sampled replay was
-                # wrong, so there is nothing to contest (once: no retry)
-                self._no_contest.add(f"{u.unit_id}:{u.attempt}")
-                self.log.error(
-                    "unit %d: judged WRONG, but my full replay gives the revealed root: "
-                    "not contesting",
-                    u.unit_id,
-                )
-            else:
-                self.roots_are_right(u)
-        elif act.kind == "play":
-            ctx = self.game_context(u.job_id)
-            if ctx is not None:
-                await self.play(act.args[0], ctx, now)
-        elif act.kind != "finalize":
-            await self.keeper(act)
+    async def handle(self, act: Act, u: UnitView, now: Now) -> None:
+        match act:
+            case Replay():
+                self.replay(u, now)
+            case Seal():
+                await self.seal(act, u)
+            case Attest():
+                await self.attest(act, u)
+            case Challenge():
+                await self.challenge(act, u)
+            case Play(game_id=game_id):
+                ctx = self.game_context(u.job_id)
+                if ctx is not None:
+                    await self.play(game_id, ctx, now)
+            case ChainAction():  # keeper steps, the settlement of my held win
+                await self.executor.execute(act)
+
+    async def challenge(self, act: Challenge, u: UnitView) -> None:
+        """Challenge the unit with my full replay's root; when that root is the unit's, say why
+        I do not."""
+        ctx = self.game_context(u.job_id)
+        if ctx is None or await self.open_challenge(act, u, ctx):
+            return
+        if act.revealed:
+            # judged WRONG, yet my full replay gives the revealed C: my sampled replay was
+            # wrong, so there is nothing to contest (once: no retry)
+            self._no_contest.add(f"{u.unit_id}:{u.attempt}")
+            self.log.error(
+                "unit %d: judged WRONG, but my full replay gives the revealed root: not contesting",
+                u.unit_id,
+            )
+        else:
+            self.roots_are_right(u)
 
     def verdict_roots(self, u: UnitView) -> tuple[list[int], list[bytes]]:
         """The sampled segments and the end roots my replay gave (its stored verdict)."""
@@ -463,21 +465,20 @@ class Verifier(ChallengerMixin, RoleAgent):
         assert rec is not None
         return rec.data["segments"], [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
 
-    async def seal(self, act: Act, u: UnitView) -> None:
+    async def seal(self, act: Seal, u: UnitView) -> None:
         segments, ends = self.verdict_roots(u)
         _, _, seal = sealed_attestation(self.agent.store, u.unit_id, u.attempt, self.me, ends)
-        fn = self.manager.functions.sealAttestation(u.unit_id, seal)
-        if await self.send(act, fn) is not None:
+        if await self.executor.execute(SealAttestation(act.intent, u.unit_id, seal)) is not None:
             self.log.info("sealed my end roots of unit %d segments %s", u.unit_id, segments)
 
-    async def attest(self, act: Act, u: UnitView) -> None:
+    async def attest(self, act: Attest, u: UnitView) -> None:
         """Open my seal with the end roots and salt stored when it was made; as the last drawn
         verifier to answer (no seal), attest my end roots in the clear."""
         key = f"{u.unit_id}:{u.attempt}"
-        if act.intent.startswith("attest-clear:"):
+        if act.clear:
             _, roots = self.verdict_roots(u)
-            fn = self.manager.functions.attest(u.unit_id, roots, bytes(32))  # the salt is unused
-            if await self.send(act, fn) is not None:
+            clear = AttestRoots(act.intent, u.unit_id, tuple(roots), bytes(32))  # no salt: unused
+            if await self.executor.execute(clear) is not None:
                 self.log.info("attested unit %d in the clear (the last drawn to answer)", u.unit_id)
             return
         rec = self.agent.store.get_record("seal", key)
@@ -486,8 +487,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.log.error("unit %d: sealed on chain but no stored seal: cannot open it", u.unit_id)
             return
         roots = [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
-        fn = self.manager.functions.attest(u.unit_id, roots, salt)
-        if await self.send(act, fn) is not None:
+        if await self.executor.execute(AttestRoots(act.intent, u.unit_id, tuple(roots), salt)):
             self.log.info("attested unit %d: opened my seal of %d end roots", u.unit_id, len(roots))
 
     def replay(self, u: UnitView, now: Now | None = None) -> None:

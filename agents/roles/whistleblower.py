@@ -37,11 +37,20 @@ from agents.core.bounded import SaidOnce
 from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Record
-from agents.dispute.client import GameClient
 from agents.dispute.player import Challenger, Phase
 from agents.dispute.trace import drop_computation
+from agents.roles.actions import (
+    Challenge,
+    ChallengeAttestation,
+    CourtChallenge,
+    PlayCourt,
+    Recheck,
+    Report,
+    WithdrawCourt,
+)
 from agents.roles.artifacts import BadBlob, Checkpoints
 from agents.roles.challenge import ChallengerMixin, replay_segments
+from agents.roles.games import take_turn
 from agents.roles.jobs import JobContext
 from agents.roles.logic import (
     Act,
@@ -52,7 +61,6 @@ from agents.roles.logic import (
     UnitStatus,
     UnitView,
     attestation_done,
-    game_act,
     held_result_due,
     leak_acts,
     parse_leak,
@@ -163,7 +171,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                     if mine and held_result_due(u, now, 2 * self.reveal_window):
                         # my win was held for a forced round's reveal that did not come: I am
                         # owed my bond and the reward
-                        await self.keeper(settle_act(u))
+                        await self.executor.execute(settle_act(u))
                     ctx = self.context(u.job_id)
                     if mine and not u.result_held and ctx is not None:
                         await self.play(int(d.gameId), ctx, now)
@@ -174,8 +182,8 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         if self.court is not None:
             credits = self.court.functions.credits(self.me).call()
             if credits > 0:
-                act = Act("withdraw", f"court-withdraw:{credits}:{now.block}")
-                if await self.send(act, self.court.functions.withdraw()) is not None:
+                act = WithdrawCourt(f"court-withdraw:{credits}:{now.block}")
+                if await self.executor.execute(act) is not None:
                     self.log.info("withdrew %g tokens from the attestation court", credits / 1e18)
         return False
 
@@ -202,7 +210,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             self.agent.store.put_record("attestation", rec.record_id, CLOSED, data)
             return
         for act in whistleblower_acts(u, now, rec.record_id, facts):
-            await self.execute(act, u, rec.record_id)
+            await self.handle(act, u, rec.record_id)
 
     def court_open_for_recheck(self, u: UnitView, state: str, data: dict, now: Now) -> bool:
         """court_open, asked only where it can matter: an "unavailable" attestation of a unit
@@ -235,33 +243,38 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             self._court_window = int(self.court.functions.window().call())
         return self._court_window
 
-    async def execute(self, act: Act, u: UnitView, key: str) -> None:
+    async def handle(self, act: Act, u: UnitView, key: str) -> None:
         rec = self.agent.store.get_record("attestation", key)
         assert rec is not None
         data = dict(rec.data)
-        if act.kind == "recheck":
-            self.recheck(key, data)
-        elif act.kind == "report":
-            self.log.warning(
-                "FALSE ATTESTATION by verifier %s on unit %d (block %d): segments %s, "
-                "attested %s, replay gives %s",
-                data["verifier"],
-                data["unit"],
-                data["block"],
-                data["segments"],
-                [r[:12] for r in data["end_roots"]],
-                [r[:12] for r in data["mine"]],
-            )
-            data["reported"] = True
-            self.agent.store.put_record("attestation", key, rec.state, data)
-        elif act.kind == "challenge":
-            ctx = self.context(u.job_id)
-            if ctx is not None and not await self.open_challenge(act, u, ctx):
-                self.roots_are_right(u)
-        elif act.kind == "courtChallenge":
-            await self.court_challenge(act, key, data)
-        elif act.kind == "playCourt":
-            await self.play_court(key, data)
+        match act:
+            case Recheck():
+                self.recheck(key, data)
+            case Report():
+                self.report(key, rec.state, data)
+            case Challenge():
+                ctx = self.context(u.job_id)
+                if ctx is not None and not await self.open_challenge(act, u, ctx):
+                    self.roots_are_right(u)
+            case CourtChallenge():
+                await self.court_challenge(act, key, data)
+            case PlayCourt():
+                await self.play_court(key, data)
+
+    def report(self, key: str, state: str, data: dict) -> None:
+        """Say that the attestation `key` is false (once: the record remembers it)."""
+        self.log.warning(
+            "FALSE ATTESTATION by verifier %s on unit %d (block %d): segments %s, "
+            "attested %s, replay gives %s",
+            data["verifier"],
+            data["unit"],
+            data["block"],
+            data["segments"],
+            [r[:12] for r in data["end_roots"]],
+            [r[:12] for r in data["mine"]],
+        )
+        data["reported"] = True
+        self.agent.store.put_record("attestation", key, state, data)
 
     # --- premature reveals (--leaked-secrets) ---------------------------------------------
 
@@ -301,8 +314,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             matches = keccak(encode(["bytes32"], [secret])) == expected
             reported = self.agent.store.get_record("leak", key) is not None
             for act in leak_acts(u, now, statuses, LeakFacts(secret, matches, reported)):
-                fn = self.judge.functions.reportPrematureReveal(unit_id, secret)
-                if await self.send(act, fn) is None:
+                if await self.executor.execute(act) is None:
                     continue
                 self.agent.store.put_record("leak", key, "reported", {"solver": u.assignee})
                 self.log.warning(
@@ -369,7 +381,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             self.log.warning("could not keep the case's data in my blob store: %s", exc)
         return out
 
-    async def court_challenge(self, act: Act, key: str, data: dict) -> None:
+    async def court_challenge(self, act: CourtChallenge, key: str, data: dict) -> None:
         """Dispute the first false entry of the attestation through the court."""
         assert self.court is not None
         roots = self.checkpoint_roots(data)
@@ -387,10 +399,10 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         # penalty reads the verifier's free stake, so quote it now, just before the challenge.
         bond = int(self.court.functions.bondOf(int(data["unit"]), data["verifier"]).call())
         await self.approve_at_least(act.intent, self.court.address, bond)
-        fn = self.court.functions.challengeAttestation(
-            int(data["unit"]), data["verifier"], j, ends, roots[s], proof
+        challenge = ChallengeAttestation(
+            act.intent, int(data["unit"]), data["verifier"], j, tuple(ends), roots[s], tuple(proof)
         )
-        out = await self.send(act, fn)
+        out = await self.executor.execute(challenge)
         if out is None:
             return
         receipt = self.w3.eth.get_transaction_receipt(out.tx_hash)
@@ -414,8 +426,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
     async def play_court(self, key: str, data: dict) -> None:
         assert self.court_game is not None
         gid = int(data["court_game"])
-        client = GameClient(self.w3, self.court_game, "0x" + bytes(self.agent.account.key).hex())
-        view = client.view(gid)
+        view = self.court_game_reader.view(gid)
         if view.phase == Phase.RESOLVED:
             drop_computation(self.court_comps, gid)  # done with its states
             data["court_done"] = True
@@ -456,19 +467,12 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             self.court_comps[gid] = self.court_comp(ctx, s, start)
             self.reads.forget(f"court:{gid}:")  # the start state lives in the computation now
         player = Challenger(self.court_comps[gid], ctx.jg)
-        _, deadline = self.court_game.functions.turn(gid).call()
-        now = self.now()
-        act = game_act(
-            gid, Side.CHALLENGER, view.phase, view.moves, deadline, now, player.next_move(view)
-        )
-        if act is None:
+        taken = await take_turn(
+            self.executor, self.court_game_reader, gid, Side.CHALLENGER, player, self.now(),
+            court=True, view=view,
+        )  # fmt: skip
+        if taken is None:
             self.mine_if_idle()  # let the silent side's clock run out on an automining chain
-            return
-        fn_name = "claimTimeout" if act.kind == "claimTimeout" else act.args[0].fn
-        args = (gid,) if act.kind == "claimTimeout" else act.args[0].call_args(gid)
-        await self.send(
-            Act(act.kind, f"court-{act.intent}"), getattr(self.court_game.functions, fn_name)(*args)
-        )
 
     def recheck(self, key: str, data: dict, now: Now | None = None) -> None:
         """Replay the attested segments from the solver's checkpoints, read off the round loop

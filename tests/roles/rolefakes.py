@@ -87,3 +87,31 @@ def recheck_now(w, key: str) -> None:
         return (rec.state, rec.data) != (before.state, before.data)
 
     in_rounds(w, lambda: w.recheck(key, dict(store.get_record("attestation", key).data)), changed)
+
+
+class RecordingExecutor:
+    """A role's executor that sends nothing: `sent` gets (action, what its contract call
+    answers) for each action executed — a fake contract's view of the call (FakeContract), so
+    a test sees the function and arguments the action maps to — and `execute` answers `result`
+    (None: not mined)."""
+
+    def __init__(self, contracts: object, result: object = None) -> None:
+        self.contracts = contracts
+        self.result = result
+        self.sent: list[tuple[object, object]] = []
+        self.gas_used = 0
+
+    async def execute(self, action) -> object:
+        self.sent.append((action, action.tx(self.contracts).call()))
+        return self.result
+
+
+class SendingExecutor:
+    """A role's executor whose every send is `send(action, contract_function)`: the test's fake
+    decides what comes of it (its answer is `execute`'s)."""
+
+    def __init__(self, contracts: object, send) -> None:
+        self.contracts, self.send, self.gas_used = contracts, send, 0
+
+    async def execute(self, action) -> object:
+        return await self.send(action, action.tx(self.contracts))

@@ -20,6 +20,7 @@ import pytest
 from agents.core.clock import RealClock
 from agents.core.store import Store, StoreError
 from agents.core.tx import TransportError
+from agents.roles.actions import Commit, Replay
 from agents.roles.logic import Act, Now, UnitStatus, UnitView
 from agents.roles.node import NodeCommand
 from agents.roles.runner import RoleAgent, RoleError
@@ -81,11 +82,11 @@ def solver_over(tmp_path: Path, units: list[UnitView], fail: dict[int, Exception
             raise fail[u.job_id]
         return "facts"
 
-    async def execute(act: Act, u: UnitView, now: Now) -> None:
-        s.sent.append((act.kind, u.job_id))
+    async def handle(act: Act, u: UnitView, now: Now) -> None:
+        s.sent.append((type(act), u.job_id))
 
     s.facts = facts
-    s.execute = execute
+    s.handle = handle
     return s
 
 
@@ -93,7 +94,8 @@ def solver_over(tmp_path: Path, units: list[UnitView], fail: dict[int, Exception
 def commit_for_every_unit(monkeypatch):
     """The pure decision: one `commit` for every unit (its facts are not what is under test)."""
     monkeypatch.setattr(
-        "agents.roles.solver.solver_acts", lambda u, now, facts: [Act("commit", f"c:{u.job_id}")]
+        "agents.roles.solver.solver_acts",
+        lambda u, now, facts: [Commit(f"commit:{u.unit_id}:0", u.unit_id, 0)],
     )
 
 
@@ -104,7 +106,7 @@ def test_solver_round_survives_a_hostile_job_and_serves_the_units_after_it(
     s = solver_over(tmp_path, units, {2: JobSpecError("widths", "7 inputs, the dataset has 64")})
     caplog.set_level(logging.DEBUG)
     assert asyncio.run(s.round()) is False
-    assert s.sent == [("commit", 1), ("commit", 3)]
+    assert s.sent == [(Commit, 1), (Commit, 3)]
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1
     assert f"unit {2 << 32}" in errors[0].getMessage()
@@ -148,7 +150,7 @@ def test_verifier_round_survives_a_unit_whose_replay_raises(tmp_path, monkeypatc
     v.facts = lambda u, now: None
     done: list[int] = []
 
-    async def execute(act: Act, u: UnitView, now: Now) -> None:
+    async def handle(act: Act, u: UnitView, now: Now) -> None:
         if u.job_id == 1:
             raise IndexError("list index out of range")  # a manifest shorter than the job
         done.append(u.job_id)
@@ -156,10 +158,10 @@ def test_verifier_round_survives_a_unit_whose_replay_raises(tmp_path, monkeypatc
     async def defend(now: Now) -> None:
         raise KeyError("court case")
 
-    v.execute = execute
+    v.handle = handle
     v.defend_attestations = defend
     monkeypatch.setattr(
-        "agents.roles.verifier.verifier_acts", lambda u, now, facts: [Act("replay", "")]
+        "agents.roles.verifier.verifier_acts", lambda u, now, facts: [Replay(u.unit_id, 0)]
     )
     assert asyncio.run(v.round()) is False
     assert done == [2]

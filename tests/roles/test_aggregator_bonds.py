@@ -5,8 +5,9 @@ and stops following a request whose aggregate stood. No chain: a fake RoundManag
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
-from rolefakes import FakeContract
+from rolefakes import FakeContract, SendingExecutor
 from test_verifier_resilience import bare, new_store
 
 from agents.core.enums import RoundStatus
@@ -28,7 +29,8 @@ def aggregator(tmp_path, rounds: dict[tuple[int, int], tuple[int, int]], held: d
         a.sent.append((act, fn.call()))
         return True
 
-    a.send = send
+    a.rounds = SimpleNamespace(rm=a.rm)  # the executor's RoundManager (RoleAgent.round_manager)
+    a.executor = SendingExecutor(a, send)
     return a
 
 

@@ -8,6 +8,31 @@ from dataclasses import replace
 import pytest
 
 from agents.dispute.player import Move, Phase
+from agents.roles.actions import (
+    AnswerData,
+    Attest,
+    Challenge,
+    ClaimTimeout,
+    ClaimUnit,
+    CloseClaims,
+    Commit,
+    Defend,
+    DrawVerifiers,
+    ExpireDataRequest,
+    Finalize,
+    GameMove,
+    Play,
+    Recheck,
+    Replay,
+    Report,
+    ReportPrematureReveal,
+    RequestData,
+    Reveal,
+    Seal,
+    SelectAssignee,
+    SettleDispute,
+    Train,
+)
 from agents.roles.logic import (
     BACKUP_DELAY,
     READ_BUDGET_MIN_S,
@@ -67,18 +92,18 @@ def unit(
     )
 
 
-def kinds(acts) -> list[str]:
-    return [a.kind for a in acts]
+def kinds(acts) -> list[type]:
+    return [type(a) for a in acts]
 
 
 def test_keeper_steps_follow_the_unit_state_machine():
     assert kinds(keeper_acts(unit(UnitStatus.OPEN), Now(10, 999))) == []
-    assert kinds(keeper_acts(unit(UnitStatus.OPEN), Now(10, 1001))) == ["closeClaims"]
+    assert kinds(keeper_acts(unit(UnitStatus.OPEN), Now(10, 1001))) == [CloseClaims]
     assert kinds(keeper_acts(unit(UnitStatus.SELECTING), Now(50, 1))) == []
-    assert kinds(keeper_acts(unit(UnitStatus.SELECTING), Now(51, 1))) == ["selectAssignee"]
-    assert kinds(keeper_acts(unit(UnitStatus.COMMITTED), Now(51, 1))) == ["drawVerifiers"]
+    assert kinds(keeper_acts(unit(UnitStatus.SELECTING), Now(51, 1))) == [SelectAssignee]
+    assert kinds(keeper_acts(unit(UnitStatus.COMMITTED), Now(51, 1))) == [DrawVerifiers]
     assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1000))) == []
-    assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1001))) == ["finalize"]
+    assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1001))) == [Finalize]
     for s in (UnitStatus.ASSIGNED, UnitStatus.DISPUTED, UnitStatus.FINALIZED):
         assert keeper_acts(unit(s), Now(10**6, 10**9)) == []
 
@@ -86,9 +111,7 @@ def test_keeper_steps_follow_the_unit_state_machine():
 def test_backup_keepers_wait_for_the_primary():
     u = unit(UnitStatus.SELECTING)
     assert keeper_acts(u, Now(51, 1), delay=BACKUP_DELAY) == []
-    assert kinds(keeper_acts(u, Now(51 + BACKUP_DELAY, 1), delay=BACKUP_DELAY)) == [
-        "selectAssignee"
-    ]
+    assert kinds(keeper_acts(u, Now(51 + BACKUP_DELAY, 1), delay=BACKUP_DELAY)) == [SelectAssignee]
 
 
 def test_keeper_intents_differ_per_attempt_and_window():
@@ -106,7 +129,7 @@ def facts(**kw) -> SolverFacts:
 
 def test_solver_claims_once_while_the_window_is_open_with_margin():
     u = unit(UnitStatus.OPEN)
-    assert kinds(solver_acts(u, Now(1, 900), facts())) == ["claim"]
+    assert kinds(solver_acts(u, Now(1, 900), facts())) == [ClaimUnit]
     assert solver_acts(u, Now(1, 900), facts(claimed=True)) == []
     assert solver_acts(u, Now(1, 900), facts(eligible=False)) == []
     assert solver_acts(u, Now(1, 1000 - SEND_MARGIN_S + 1), facts()) == []
@@ -118,8 +141,8 @@ def test_solver_claims_once_while_the_window_is_open_with_margin():
 
 def test_solver_trains_then_commits_only_its_own_assignment():
     mine = unit(UnitStatus.ASSIGNED, assignee=ME)
-    assert kinds(solver_acts(mine, Now(1, 900), facts())) == ["train"]
-    assert kinds(solver_acts(mine, Now(1, 900), facts(trained=True))) == ["commit"]
+    assert kinds(solver_acts(mine, Now(1, 900), facts())) == [Train]
+    assert kinds(solver_acts(mine, Now(1, 900), facts(trained=True))) == [Commit]
     assert solver_acts(mine, Now(1, 999), facts(trained=True)) == []  # too late to be mined
     theirs = unit(UnitStatus.ASSIGNED, assignee=OTHER)
     assert solver_acts(theirs, Now(1, 900), facts()) == []
@@ -127,10 +150,10 @@ def test_solver_trains_then_commits_only_its_own_assignment():
 
 def test_solver_defends_its_disputed_unit_and_finalizes_it():
     d = unit(UnitStatus.DISPUTED, assignee=ME)
-    assert kinds(solver_acts(d, Now(1, 1), facts(game_id=3))) == ["defend"]
+    assert kinds(solver_acts(d, Now(1, 1), facts(game_id=3))) == [Defend]
     assert solver_acts(unit(UnitStatus.DISPUTED, assignee=OTHER), Now(1, 1), facts(game_id=3)) == []
     v = unit(UnitStatus.VERIFYING, assignee=ME)
-    assert kinds(solver_acts(v, Now(1, 1000 + BACKUP_DELAY + 1), facts())) == ["finalize"]
+    assert kinds(solver_acts(v, Now(1, 1000 + BACKUP_DELAY + 1), facts())) == [Finalize]
     other = unit(UnitStatus.VERIFYING, assignee=OTHER)
     assert solver_acts(other, Now(1, 1000 + BACKUP_DELAY + 1), facts()) == []
 
@@ -149,13 +172,13 @@ def vfacts(**kw) -> VerifierFacts:
 
 def test_verifier_replays_then_seals_or_challenges_and_seals():
     u = unit(UnitStatus.VERIFYING)
-    assert kinds(verifier_acts(u, Now(1, 900), vfacts())) == ["replay"]
+    assert kinds(verifier_acts(u, Now(1, 900), vfacts())) == [Replay]
     seal = verifier_acts(u, Now(1, 900), vfacts(verdict="agree"))
-    assert kinds(seal) == ["seal"] and seal[0].intent == f"seal:{UID}:0"
+    assert kinds(seal) == [Seal] and seal[0].intent == f"seal:{UID}:0"
     # a dissenter challenges (publicly) and seals its own roots too
     assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict="disagree"))) == [
-        "challenge",
-        "seal",
+        Challenge,
+        Seal,
     ]
     # data that failed its root check with right roots: neither seal nor challenge (retry)
     assert verifier_acts(u, Now(1, 900), vfacts(verdict="unavailable")) == []
@@ -171,18 +194,18 @@ def test_the_last_verifier_to_answer_attests_in_the_clear():
     u = unit(UnitStatus.VERIFYING)
     last = vfacts(verdict="agree", last_to_answer=True)
     acts = verifier_acts(u, Now(1, 900), last)
-    assert kinds(acts) == ["attest"] and acts[0].intent == f"attest-clear:{UID}:0"
+    assert kinds(acts) == [Attest] and acts[0].intent == f"attest-clear:{UID}:0"
     both = verifier_acts(u, Now(1, 900), replace(last, verdict="disagree"))
-    assert kinds(both) == ["challenge", "attest"]  # the challenge first: no finalize before it
+    assert kinds(both) == [Challenge, Attest]  # the challenge first: no finalize before it
     assert verifier_acts(u, Now(1, 1000), last) == []  # only in the window
     assert verifier_acts(replace(u, forced_revealed=True), Now(1, 900), last) == []
-    assert kinds(verifier_acts(u, Now(1, 900), replace(last, verdict=None))) == ["replay"]
+    assert kinds(verifier_acts(u, Now(1, 900), replace(last, verdict=None))) == [Replay]
 
 
 def test_verifier_challenges_once_per_attempt_whatever_its_seal():
     u = unit(UnitStatus.VERIFYING)
     sealed = vfacts(status=VerifierStatus.SEALED, verdict="disagree")
-    assert kinds(verifier_acts(u, Now(1, 900), sealed)) == ["challenge"]
+    assert kinds(verifier_acts(u, Now(1, 900), sealed)) == [Challenge]
     assert verifier_acts(u, Now(1, 900), replace(sealed, challenged=True)) == []
     assert verifier_acts(u, Now(1, 1000), sealed) == []  # window closing
 
@@ -194,16 +217,16 @@ def test_verifier_opens_its_seal_once_seals_are_open_and_before_the_reveal_windo
     assert verifier_acts(u, Now(1, 900), sealed) == []
     # every drawn verifier sealed: open now, inside the window
     acts = verifier_acts(u, Now(1, 900), replace(sealed, seals_open=True))
-    assert kinds(acts) == ["attest"] and acts[0].intent == f"attest:{UID}:0"
+    assert kinds(acts) == [Attest] and acts[0].intent == f"attest:{UID}:0"
     # the window closed: open, until deadline + revealWindow (less the send margin)
     late = replace(sealed, seals_open=True)
-    assert kinds(verifier_acts(u, Now(1, 1001), late)) == ["attest"]
-    assert kinds(verifier_acts(u, Now(1, 1060 - SEND_MARGIN_S), late)) == ["attest"]
+    assert kinds(verifier_acts(u, Now(1, 1001), late)) == [Attest]
+    assert kinds(verifier_acts(u, Now(1, 1060 - SEND_MARGIN_S), late)) == [Attest]
     assert verifier_acts(u, Now(1, 1060 - SEND_MARGIN_S + 1), late) == []
     assert verifier_acts(u, Now(1, 1061), late) == []
     # a seal is opened during a dispute too; an opened one is not opened again
     d = unit(UnitStatus.DISPUTED)
-    assert kinds(verifier_acts(d, Now(1, 900), replace(sealed, seals_open=True))) == ["attest"]
+    assert kinds(verifier_acts(d, Now(1, 900), replace(sealed, seals_open=True))) == [Attest]
     attested = replace(sealed, status=VerifierStatus.ATTESTED, seals_open=True)
     assert verifier_acts(u, Now(1, 1001), attested) == []
     # a seal still closed at a forced reveal was judged silent: it is not opened after it
@@ -235,36 +258,36 @@ def test_forced_reveal_waits_for_every_seal_and_every_opening():
 def test_verifier_plays_only_its_own_dispute():
     d = unit(UnitStatus.DISPUTED)
     mine = vfacts(status=VerifierStatus.ATTESTED, game_id=4, my_challenge=True, challenged=True)
-    assert kinds(verifier_acts(d, Now(1, 1), mine)) == ["play"]
+    assert kinds(verifier_acts(d, Now(1, 1), mine)) == [Play]
     assert verifier_acts(d, Now(1, 1), vfacts(status=VerifierStatus.NONE, game_id=4)) == []
 
 
 def test_verifier_seals_during_a_dispute_but_does_not_challenge():
     d = unit(UnitStatus.DISPUTED)
-    assert kinds(verifier_acts(d, Now(1, 900), vfacts(game_id=4))) == ["replay"]
-    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="agree"))) == ["seal"]
-    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="disagree"))) == ["seal"]
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(game_id=4))) == [Replay]
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="agree"))) == [Seal]
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="disagree"))) == [Seal]
 
 
 def test_solver_reveals_its_forced_round_before_defending():
     for status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
         u = unit(status, assignee=ME)
         acts = solver_acts(u, Now(1, 900), facts(trained=True, game_id=3, reveal_due=True))
-        assert kinds(acts)[0] == "reveal"
-        assert "defend" not in kinds(acts)
+        assert kinds(acts)[0] == Reveal
+        assert Defend not in kinds(acts)
     u = unit(UnitStatus.VERIFYING, assignee=ME)
-    assert "reveal" not in kinds(solver_acts(u, Now(1, 900), facts(trained=True)))
+    assert Reveal not in kinds(solver_acts(u, Now(1, 900), facts(trained=True)))
 
 
 def test_whistleblower_rechecks_reports_and_challenges_wrong_commitments():
     u = unit(UnitStatus.VERIFYING)
     key = f"{UID}:{OTHER}:9"
     assert kinds(whistleblower_acts(u, Now(1, 1), key, AttestationFacts(None, False, False))) == [
-        "recheck"
+        Recheck
     ]
     assert whistleblower_acts(u, Now(1, 1), key, AttestationFacts("true", False, False)) == []
     f = AttestationFacts("false", True, False)
-    assert kinds(whistleblower_acts(u, Now(1, 1), key, f)) == ["report", "challenge"]
+    assert kinds(whistleblower_acts(u, Now(1, 1), key, f)) == [Report, Challenge]
     f = AttestationFacts("false", True, True)
     done = unit(UnitStatus.DISPUTED)
     assert whistleblower_acts(done, Now(1, 1), key, f) == []
@@ -320,11 +343,14 @@ def test_an_attestation_record_is_done_only_when_nothing_more_can_come_of_it(
 def test_game_acts_move_on_my_turn_and_claim_timeouts_on_theirs():
     move = Move("postCheckpoints", ([b"\0" * 32],))
     act = game_act(5, Side.DEFENDER, Phase.POST_CHECKPOINTS, 0, 100, Now(1, 50), move)
-    assert act is not None and act.kind == "move" and act.intent == "game:5:move:0"
+    assert act == GameMove("game:5:move:0", 5, move)
     assert game_act(5, Side.DEFENDER, Phase.POST_CHECKPOINTS, 0, 100, Now(1, 101), move) is None
     assert game_act(5, Side.DEFENDER, Phase.PICK_SEGMENT, 1, 100, Now(1, 50), None) is None
     act = game_act(5, Side.DEFENDER, Phase.PICK_SEGMENT, 1, 100, Now(1, 101), None)
-    assert act is not None and act.kind == "claimTimeout"
+    assert act == ClaimTimeout("game:5:timeout", 5)
+    # the court's game: its own intents, its own contract (agents/roles/actions.py)
+    court = game_act(5, Side.DEFENDER, Phase.PICK_SEGMENT, 1, 100, Now(1, 101), None, court=True)
+    assert court == ClaimTimeout("court-game:5:timeout", 5, court=True)
     assert game_act(5, Side.CHALLENGER, Phase.RESOLVED, 9, 100, Now(1, 101), None) is None
     # each move number is its own intent: a restarted player resumes, never re-sends
     a = game_act(5, Side.CHALLENGER, Phase.PICK_SEGMENT, 1, 100, Now(1, 50), move)
@@ -365,11 +391,11 @@ def test_a_third_party_finalizes_only_after_the_reveal_slot_the_assignee_at_once
     """The job manager keeps 2 · revealWindow after the deadline for a forced round's reveal:
     the submitter's keeper waits it out (or until a reveal), the assignee need not."""
     u = unit(UnitStatus.VERIFYING)  # deadline 1000
-    assert kinds(keeper_acts(u, Now(60, 1001))) == ["finalize"]
+    assert kinds(keeper_acts(u, Now(60, 1001))) == [Finalize]
     assert kinds(keeper_acts(u, Now(60, 1200), reveal_slot=200)) == []
-    assert kinds(keeper_acts(u, Now(60, 1201), reveal_slot=200)) == ["finalize"]
+    assert kinds(keeper_acts(u, Now(60, 1201), reveal_slot=200)) == [Finalize]
     revealed = replace(u, forced_revealed=True)
-    assert kinds(keeper_acts(revealed, Now(60, 1001), reveal_slot=200)) == ["finalize"]
+    assert kinds(keeper_acts(revealed, Now(60, 1001), reveal_slot=200)) == [Finalize]
 
 
 def test_a_held_result_is_due_after_the_reveal_slot_only_when_its_game_is_over():
@@ -394,28 +420,27 @@ def test_keepers_and_the_winning_challenger_settle_a_held_result_once_due():
     # the submitter's keeper (every step, reveal_slot = 2 · revealWindow)
     assert keeper_acts(held, Now(60, 1200), reveal_slot=200) == []
     (act,) = keeper_acts(held, Now(60, 1201), reveal_slot=200)
-    assert act.kind == "settleDispute" and act.intent == f"settle:{UID}:3" and act.args == (UID,)
+    assert act == SettleDispute(f"settle:{UID}:3", UID)
     assert keeper_acts(unit(UnitStatus.DISPUTED), Now(60, 1201), reveal_slot=200) == []
     # the verifier that won it (reveal window 100) stops playing the ended game and settles
     mine = vfacts(status=VerifierStatus.ATTESTED, game_id=4, my_challenge=True, challenged=True)
     mine = replace(mine, reveal_window=100)
     assert verifier_acts(held, Now(1, 1200), mine) == []
-    assert kinds(verifier_acts(held, Now(1, 1201), mine)) == ["settleDispute"]
+    assert kinds(verifier_acts(held, Now(1, 1201), mine)) == [SettleDispute]
     other = replace(mine, my_challenge=False)
     assert verifier_acts(held, Now(1, 1201), other) == []
     # the solver does not defend the ended game; it may still reveal (that voids the dispute)
     solver_held = replace(held, assignee=ME)
     assert solver_acts(solver_held, Now(1, 1100), facts(trained=True, game_id=4)) == []
     acts = solver_acts(solver_held, Now(1, 1100), facts(trained=True, game_id=4, reveal_due=True))
-    assert kinds(acts) == ["reveal"]
+    assert kinds(acts) == [Reveal]
 
 
 def test_leak_reported_once_per_attempt_and_only_when_the_secret_matches():
     u = unit(UnitStatus.ASSIGNED, assignee=OTHER, attempt=2)
     now = Now(100, 500)
     (act,) = leak_acts(u, now, [], LeakFacts(SECRET, True, False))
-    assert act.kind == "reportPrematureReveal"
-    assert act.intent == f"premature:{UID}:2" and act.args == (UID, SECRET)
+    assert act == ReportPrematureReveal(f"premature:{UID}:2", UID, SECRET)
     assert leak_acts(u, now, [], LeakFacts(SECRET, False, False)) == []  # not the claim's secret
     assert leak_acts(u, now, [], LeakFacts(SECRET, True, True)) == []  # reported already
     # re-opened after the report: the next attempt is a new intent, once assigned again
@@ -454,9 +479,9 @@ def test_verifier_judged_wrong_on_its_replay_challenges_the_revealed_root_once()
     u = replace(unit(UnitStatus.VERIFYING), forced_revealed=True)
     wronged = vfacts(status=VerifierStatus.SLASHED, verdict="disagree", replayed=True)
     acts = verifier_acts(u, Now(1, 900), wronged)
-    assert kinds(acts) == ["challenge"] and acts[0].intent == f"challenge-revealed:{UID}:0"
+    assert kinds(acts) == [Challenge] and acts[0].intent == f"challenge-revealed:{UID}:0"
     # even if it already challenged the published root before the reveal
-    assert kinds(verifier_acts(u, Now(1, 900), replace(wronged, challenged=True))) == ["challenge"]
+    assert kinds(verifier_acts(u, Now(1, 900), replace(wronged, challenged=True))) == [Challenge]
     assert verifier_acts(u, Now(1, 900), replace(wronged, contested=True)) == []  # once
     assert verifier_acts(u, Now(1, 900), replace(wronged, replayed=False)) == []  # --lazy
     assert verifier_acts(u, Now(1, 1000), wronged) == []  # the window is closing
@@ -467,7 +492,7 @@ def test_verifier_judged_wrong_on_its_replay_challenges_the_revealed_root_once()
     # during the dispute it plays its game
     d = replace(unit(UnitStatus.DISPUTED), forced_revealed=True)
     playing = replace(wronged, contested=True, game_id=9, my_challenge=True)
-    assert kinds(verifier_acts(d, Now(1, 900), playing)) == ["play"]
+    assert kinds(verifier_acts(d, Now(1, 900), playing)) == [Play]
 
 
 def test_judged_checkpoints_are_each_perturbed_touch_and_the_end_of_a_perturbed_start():
@@ -503,23 +528,23 @@ def _requested(answer_deadline: int = 1100, **kw) -> UnitView:
 
 def test_the_assignee_answers_a_data_request_until_its_deadline_and_never_expires_it():
     u = _requested()
-    assert kinds(solver_acts(u, Now(1, 1000), facts())) == ["answerData"]
+    assert kinds(solver_acts(u, Now(1, 1000), facts())) == [AnswerData]
     assert solver_acts(u, Now(1, 1100 - SEND_MARGIN_S + 1), facts()) == []  # too late to land
     assert solver_acts(u, Now(1, 1101), facts()) == []  # the solver never expires its own
     # not mine, or a game's dispute (no data request): nothing to post
-    assert "answerData" not in kinds(solver_acts(u, Now(1, 1000), facts(me=OTHER)))
+    assert AnswerData not in kinds(solver_acts(u, Now(1, 1000), facts(me=OTHER)))
     plain = unit(UnitStatus.DISPUTED, assignee=ME)
-    assert kinds(solver_acts(plain, Now(1, 1000), facts(game_id=5))) == ["defend"]
+    assert kinds(solver_acts(plain, Now(1, 1000), facts(game_id=5))) == [Defend]
 
 
 def test_a_keeper_expires_an_unanswered_data_request_once_per_requester():
     u = _requested()
     assert keeper_acts(u, Now(1, 1100)) == []
     (act,) = keeper_acts(u, Now(1, 1101))
-    assert act.kind == "expireDataRequest" and act.args == (UID,)
+    assert act == ExpireDataRequest(f"expire-data:{UID}:0:{OTHER.lower()}", UID)
     assert keeper_acts(u, Now(1, 1101), delay=BACKUP_DELAY) == []  # a backup waits
     # the verifier's keeper steps do not include it: the submitter's keeper and anyone else do
-    assert keeper_acts(u, Now(1, 1101), frozenset({"drawVerifiers"})) == []
+    assert keeper_acts(u, Now(1, 1101), frozenset({DrawVerifiers})) == []
     again = _requested(attempt=1)
     assert keeper_acts(again, Now(1, 1101))[0].intent != act.intent
 
@@ -527,7 +552,7 @@ def test_a_keeper_expires_an_unanswered_data_request_once_per_requester():
 def test_the_submitter_demands_the_final_checkpoint_only_when_its_read_failed_in_the_window():
     u = unit(UnitStatus.VERIFYING)
     (act,) = final_data_acts(u, Now(1, 900), "failed", 11)
-    assert act.kind == "requestData" and act.args == (UID, 10)  # the last of 11 checkpoints
+    assert act == RequestData(f"request-data:{UID}:0:1000", UID, 10)  # the last of 11 checkpoints
     for read in ("ok", "pending", "requested", ""):
         assert final_data_acts(u, Now(1, 900), read, 11) == []
     assert final_data_acts(u, Now(1, 1000 - SEND_MARGIN_S + 1), "failed", 11) == []

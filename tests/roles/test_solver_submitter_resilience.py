@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
-from rolefakes import Call, FakeContract, decoded
+from rolefakes import Call, FakeContract, RecordingExecutor, SendingExecutor, decoded
 
 from agents.core.blobs import open_blob_store
 from agents.core.bounded import BoundedCache, SaidOnce
@@ -134,22 +134,16 @@ def _restarted_after_training(tmp_path: Path) -> tuple[Solver, UnitView]:
 
 def test_restarted_solver_with_locked_stake_commits_its_trained_unit(tmp_path):
     s, u = _restarted_after_training(tmp_path)
-    sent: list[str] = []
-
-    async def send(act, fn):
-        sent.append(act.intent)
-        return None
-
-    s.send = send
+    s.executor = RecordingExecutor(s)
     s.forced_checkpoints = lambda u, ctx: (0, [])
-    s.manager.functions.commitCheckpoints = lambda *a: ("commitCheckpoints", a)
+    s.manager.functions.commitCheckpoints = lambda *a: Call(("commitCheckpoints", a))
 
     async def one_round():
         for act in solver_acts(u, NOW, s.facts(u)):
-            await s.execute(act, u, NOW)
+            await s.handle(act, u, NOW)
 
     asyncio.run(one_round())  # KeyError before the fix: the job was never loaded
-    assert sent == [f"commit:{u.unit_id}:0"]
+    assert [action.intent for action, _ in s.executor.sent] == [f"commit:{u.unit_id}:0"]
 
 
 def test_restarted_solver_with_locked_stake_defends_its_disputed_unit(tmp_path, monkeypatch):
@@ -166,7 +160,9 @@ def test_restarted_solver_with_locked_stake_defends_its_disputed_unit(tmp_path, 
 
     monkeypatch.setattr("agents.roles.solver.Defender", Defender)
     view = SimpleNamespace(phase=0, moves=0)
-    s.games.put(7, SimpleNamespace(view=lambda game_id: view))
+    s.game_reader = SimpleNamespace(
+        view=lambda game_id: view, game=FakeContract(turn=lambda game_id: (1, 0))
+    )
     asyncio.run(s.defend(7, u, NOW))  # KeyError before the fix
     (comp, jg), = built  # fmt: skip
     assert jg is s.jobs.get(1).jg
@@ -250,7 +246,7 @@ def test_a_claim_counts_against_the_next_one_in_the_same_round(tmp_path):
         claimants[fn.call()].append(ME)  # mined: I am a claimant now
         return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
 
-    s.send = send
+    s.executor = SendingExecutor(s, send)
     asyncio.run(s.round())
     assert claimants == {1 << 32: [ME], 2 << 32: []}
 
@@ -344,7 +340,7 @@ def test_submitter_restarted_after_post_registers_the_config(tmp_path):
         configs[name] = cfg
         return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
 
-    s.send = send
+    s.executor = SendingExecutor(s, send)
     spec_hash = "0x" + DIGITS.spec_hash().hex()
     s.agent.store.put_record("post", spec_hash, "posted", {"job_id": 1})  # killed right here
     asyncio.run(s.setup())
@@ -371,7 +367,7 @@ def test_submitter_retries_the_config_each_round_until_the_chain_holds_it(tmp_pa
         configs[name] = cfg
         return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
 
-    s.send = send
+    s.executor = SendingExecutor(s, send)
     asyncio.run(s.ensure_configs())  # the send in setup that failed
     asyncio.run(s.round())
     reachable = True

@@ -43,14 +43,15 @@ def solver(tmp_path: Path, units: list[UnitView], spec=SPEC) -> Solver:
     )
     s.sent = []
 
-    async def send(act, fn):
-        s.sent.append(act.intent)
-        return None
+    class Intents:  # the executor: records each action's intent, mines nothing
+        async def execute(self, action):
+            s.sent.append(action.intent)
+            return None
 
     async def nothing(now):
         return None
 
-    s.send = send
+    s.executor = Intents()
     s.heartbeat_if_due = s.withdraw_if_credited = nothing
     s.forced_checkpoints = lambda u, ctx: (0, [])
     s.units_in_preference_order = lambda: units

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
-from rolefakes import FakeContract, decoded, in_rounds, recheck_now
+from rolefakes import FakeContract, RecordingExecutor, decoded, in_rounds, recheck_now
 
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
@@ -39,11 +39,11 @@ from agents.core.store import Store
 from agents.dispute.graph import job_graph
 from agents.dispute.player import Phase
 from agents.dispute.trace import Computation, Fault
+from agents.roles.actions import Challenge, CourtChallenge, Recheck, Seal
 from agents.roles.artifacts import Manifest, encode_state, make_locator
 from agents.roles.jobs import JobContext, LoadedJobs
 from agents.roles.logic import (
     RECHECK_MAX_S,
-    Act,
     AttestationFacts,
     Now,
     SettledJobs,
@@ -200,19 +200,14 @@ def bare(cls, tmp_path: Path, store: Store, chain: FakeChain | None = None, **ar
     r.log = logging.getLogger(f"test.resilience.{cls.role}")
     r.me = ME
     r.rounds = None
-    r.jobs, r._locators, r._warned = LoadedJobs(), {}, SaidOnce()
+    r.jobs, r._locators = LoadedJobs(), {}
     r.settled = SettledJobs()
     r.progress = False
     r.failures = 0
     r.w3 = SimpleNamespace(eth=SimpleNamespace(gas_price=1, get_logs=lambda q: []))
     r.now = lambda: Now(10, 1_000)
-    r.sent = []
-
-    async def send(act: Act, fn) -> None:
-        r.sent.append((act, fn.call()))
-        return None
-
-    r.send = send
+    r.executor = RecordingExecutor(r)
+    r.sent = r.executor.sent
     return r
 
 
@@ -375,7 +370,7 @@ def test_whistleblower_disputes_and_plays_a_false_attestation_once_the_solver_is
         assert w.agent.store.get_record("attestation", key).state == "false"
         data.take_down()
         rec = w.agent.store.get_record("attestation", key)
-        asyncio.run(w.court_challenge(Act("courtChallenge", f"court:{key}"), key, dict(rec.data)))
+        asyncio.run(w.court_challenge(CourtChallenge(f"court:{key}", key), key, dict(rec.data)))
         assert len(w.sent) == 1
         name, (unit_id, who, index, ends, start, proof) = w.sent[0][1]
         assert (name, unit_id, who, index) == ("challengeAttestation", UNIT, OTHER, 1)
@@ -403,10 +398,10 @@ def _drawn(tmp_path: Path, job: Job, data: SolverData, config: bytes) -> Verifie
     return v
 
 
-def _acts(v: Verifier, u: UnitView) -> list[str]:
+def _acts(v: Verifier, u: UnitView) -> list[type]:
     rec = v.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
     facts = VerifierFacts(ME, VerifierStatus.PENDING, rec.state if rec else None, 0, False)
-    return [a.kind for a in verifier_acts(u, Now(1, DEADLINE - 100), facts)]
+    return [type(a) for a in verifier_acts(u, Now(1, DEADLINE - 100), facts)]
 
 
 def test_drawn_verifier_seals_its_replay_of_a_job_without_a_registered_config(tmp_path, job):
@@ -414,7 +409,7 @@ def test_drawn_verifier_seals_its_replay_of_a_job_without_a_registered_config(tm
         v = _drawn(tmp_path, job, data, bytes(32))  # none registered
         u = unit_view(data)
         in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
-    assert _acts(v, u) == ["seal"]
+    assert _acts(v, u) == [Seal]
 
 
 def test_drawn_verifier_whose_replay_ends_after_the_window_says_it_can_send_nothing(
@@ -445,7 +440,7 @@ def test_drawn_verifier_skips_only_the_challenge_under_a_wrong_config_and_says_s
         v = _drawn(tmp_path, job, data, b"\x33" * 32)  # not the spec's
         u = unit_view(data)
         in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
-    assert _acts(v, u) == ["challenge", "seal"]
+    assert _acts(v, u) == [Challenge, Seal]
     challenges: list[int] = []
 
     async def open_challenge(act, unit, ctx) -> bool:
@@ -455,13 +450,13 @@ def test_drawn_verifier_skips_only_the_challenge_under_a_wrong_config_and_says_s
     v.open_challenge = open_challenge
     caplog.set_level(logging.INFO, logger=v.log.name)
     for _ in range(3):
-        asyncio.run(v.execute(Act("challenge", f"challenge:{UNIT}:0"), u, Now(1, 1_000)))
+        asyncio.run(v.handle(Challenge(f"challenge:{UNIT}:0", UNIT, 0), u, Now(1, 1_000)))
     assert challenges == []
     said = [r.getMessage() for r in caplog.records if "not challenging" in r.getMessage()]
     assert len(said) == 1 and "dispute config" in said[0]
     # the submitter registers the spec's config after all: the challenge goes out
     v.registered["config"] = job.config()
-    asyncio.run(v.execute(Act("challenge", f"challenge:{UNIT}:0"), u, Now(1, 1_000)))
+    asyncio.run(v.handle(Challenge(f"challenge:{UNIT}:0", UNIT, 0), u, Now(1, 1_000)))
     assert challenges == [UNIT]
 
 
@@ -472,15 +467,15 @@ def test_whistleblower_rechecks_an_unavailable_attestation_with_backoff_while_th
     u = unit_view(None)
     key = f"{UNIT}:{OTHER}:9"
 
-    def acts(tries: int, at: int, unit: UnitView = u) -> list[str]:
+    def acts(tries: int, at: int, unit: UnitView = u) -> list:
         facts = AttestationFacts("unavailable", False, False, True, tries=tries, last_try=1_000)
-        return [a.kind for a in whistleblower_acts(unit, Now(10, at), key, facts)]
+        return whistleblower_acts(unit, Now(10, at), key, facts)
 
-    assert acts(1, 1_009) == [] and acts(1, 1_010) == ["recheck"]
-    assert acts(3, 1_039) == [] and acts(3, 1_040) == ["recheck"]
+    assert acts(1, 1_009) == [] and acts(1, 1_010) == [Recheck(key)]
+    assert acts(3, 1_039) == [] and acts(3, 1_040) == [Recheck(key)]
     assert acts(60, 1_000 + RECHECK_MAX_S - 1) == []
-    assert acts(60, 1_000 + RECHECK_MAX_S) == ["recheck"]
-    assert acts(1, 1_010, unit_view(None, UnitStatus.DISPUTED)) == ["recheck"]
+    assert acts(60, 1_000 + RECHECK_MAX_S) == [Recheck(key)]
+    assert acts(1, 1_010, unit_view(None, UnitStatus.DISPUTED)) == [Recheck(key)]
     assert acts(1, 5_000, unit_view(None, UnitStatus.FINALIZED)) == []
 
 
@@ -497,7 +492,7 @@ def test_whistleblower_counts_a_failed_recheck_and_finds_the_false_attestation_l
         w.now = lambda: Now(11, 1_010)
         u = unit_view(data)
         facts = AttestationFacts("unavailable", False, False, True, 0, False, 1, 1_000)
-        assert [a.kind for a in whistleblower_acts(u, w.now(), key, facts)] == ["recheck"]
+        assert whistleblower_acts(u, w.now(), key, facts) == [Recheck(key)]
         recheck_now(w, key)
     assert w.agent.store.get_record("attestation", key).state == "false"
 

@@ -24,8 +24,8 @@ from test_verifier_resilience import (  # noqa: F401  (job is a fixture)
     whistleblower,
 )
 
+from agents.roles.actions import Challenge, CourtChallenge, Recheck
 from agents.roles.logic import (
-    Act,
     AttestationFacts,
     Now,
     SettledJobs,
@@ -63,7 +63,7 @@ def test_withheld_data_a_false_attestation_is_found_from_my_own_replay_and_taken
         ]
         # the case goes to court with my roots: the start root is proven against the
         # published commitment
-        asyncio.run(w.court_challenge(Act("courtChallenge", f"court:{key}"), key, dict(rec.data)))
+        asyncio.run(w.court_challenge(CourtChallenge(f"court:{key}", key), key, dict(rec.data)))
         name, (unit_id, who, index, _ends, start, proof) = w.sent[0][1]
         assert (name, unit_id, who, index) == ("challengeAttestation", UNIT, OTHER, 1)
         assert start == data.roots[SEGMENT]
@@ -115,7 +115,7 @@ def test_my_replay_is_not_the_commitment_the_unit_is_challenged_while_it_may_be(
         )
         live = unit_view(data)
         acts = whistleblower_acts(live, Now(10, live.deadline - 60), key, facts)
-        assert [a.kind for a in acts] == ["challenge"]
+        assert acts == [Challenge(f"challenge:{UNIT}:0", UNIT, 0)]
         closed = whistleblower_acts(live, Now(10, live.deadline), key, facts)
         assert closed == []  # the window is over: nothing to dispute the unit with
         revealed = unit_view(data)
@@ -129,7 +129,7 @@ def test_my_replay_is_not_the_commitment_the_unit_is_challenged_while_it_may_be(
         )
         for name in ("challengeBondOf", "challenge", "getDispute"):
             setattr(w.manager.functions, name, getattr(chain.functions, name))
-        asyncio.run(w.execute(acts[0], live, key))
+        asyncio.run(w.handle(acts[0], live, key))
     honest = merkle.checkpoint_root(w.challenger_comp(job.context()).checkpoint_roots())
     assert honest != data.checkpoint_root
     assert w.sent[-1][1] == (UNIT, honest)  # challenged with my replay's root
@@ -139,14 +139,14 @@ def test_an_unavailable_attestation_of_a_final_unit_is_rechecked_while_the_court
     key = f"{UNIT}:{OTHER}:9"
     final = unit_view(None, UnitStatus.FINALIZED)
 
-    def acts(court_open: bool) -> list[str]:
+    def acts(court_open: bool) -> list:
         facts = AttestationFacts(
             "unavailable", False, False, True, tries=3, last_try=1_000, court_open=court_open
         )
-        return [a.kind for a in whistleblower_acts(final, Now(10, 10_000), key, facts)]
+        return whistleblower_acts(final, Now(10, 10_000), key, facts)
 
     assert acts(False) == []  # as before: a final unit's data is not chased without a court
-    assert acts(True) == ["recheck"]
+    assert acts(True) == [Recheck(key)]
 
 
 def test_court_open_reads_the_court_window_and_the_attested_attempt(tmp_path, job):
@@ -228,12 +228,12 @@ def test_a_wrong_commitment_of_an_earlier_attempt_does_not_judge_the_current_one
         recheck_now(w, key)
     rec = w.agent.store.get_record("attestation", key)
     assert rec.data["commitment_wrong"] and rec.data["attempt"] == 0
-    decided: list[str] = []
+    decided: list[type] = []
 
-    async def execute(act, u, key) -> None:
-        decided.append(act.kind)
+    async def handle(act, u, key) -> None:
+        decided.append(type(act))
 
-    w.execute = execute
+    w.handle = handle
     w.court_window = lambda: 100
 
     def follow(attempt: int) -> list[str]:
@@ -244,5 +244,5 @@ def test_a_wrong_commitment_of_an_earlier_attempt_does_not_judge_the_current_one
         asyncio.run(w.follow(rec, Now(10, live.deadline - 60)))
         return decided
 
-    assert "challenge" in follow(0)  # the attempt attested: its wrong commitment is challenged
-    assert "challenge" not in follow(1)  # a later attempt is not judged by that record
+    assert Challenge in follow(0)  # the attempt attested: its wrong commitment is challenged
+    assert Challenge not in follow(1)  # a later attempt is not judged by that record

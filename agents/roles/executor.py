@@ -1,0 +1,84 @@
+"""The one executor of the roles' chain actions: an action's transaction (its `tx`), simulated,
+recorded under its intent and sent through the agent's one crash-safe sender (agents/core/tx.py).
+
+Every transaction a role sends goes through `Executor.execute`: one nonce sequence, one intent
+record per logical send (a restarted agent resumes a recorded send instead of signing a second
+one), one place that says what a refusal means. A simulation that reverts is logged (once per
+intent and reason) and retried on a later round by a new decision, never sent; an intent whose
+transaction was mined but reverted (another party got there first) is not sent again: the
+decision logic names a new intent when a new send makes sense.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agents.core.bounded import SaidOnce
+from agents.core.runtime import Agent
+from agents.core.tx import TxError, TxFailed, TxOutcome, TxRequest, TxReverted
+from agents.roles.actions import ChainAction, Contracts
+from agents.roles.gas_floors import gas_floor
+
+
+class Executor:
+    """Sends `ChainAction`s for one agent (its store, sender) to its `contracts`."""
+
+    def __init__(self, agent: Agent, contracts: Contracts, log: logging.Logger) -> None:
+        self.agent = agent
+        self.contracts = contracts
+        self.log = log
+        self.gas_used = 0  # by the transactions this process signed (not the resumed ones)
+        self._warned = SaidOnce()  # (intent, refusal) pairs logged
+
+    async def execute(self, action: ChainAction) -> TxOutcome | None:
+        """Simulate and send `action` under its intent; None when it was not (or not newly)
+        mined: refused in simulation, reverted on chain (now or in an earlier run), or failed
+        (the next decision retries it). A refusal is logged, not raised."""
+        recorded = self.agent.store.get_intent(action.intent)
+        if recorded is not None and recorded.status == "failed":
+            return None
+        try:
+            return await self.send(action)
+        except TxReverted as exc:
+            text = revert_text(exc)
+            if self._warned.first((action.intent, text)):  # the same refusal is logged once
+                self.log.warning("%s not sent: %s", action.name, text)
+            return None
+        except TxFailed as exc:
+            # Mined but reverted: the chain moved between simulation and inclusion (usually
+            # another keeper took the same step in the same block).
+            level = logging.INFO if action.keeper else logging.ERROR
+            self.log.log(level, "%s reverted on chain: %s", action.name, str(exc)[:300])
+            return None
+        except TxError as exc:
+            self.log.error("%s failed (will retry): %s", action.name, str(exc)[:300])
+            return None
+
+    async def send(self, action: ChainAction) -> TxOutcome:
+        """Simulate and send `action` under its intent, raising what the sender raises
+        (TxReverted: refused in simulation; TxFailed: reverted on chain; TxError): for a
+        one-shot command that reports a refusal instead of retrying it (the `node` role)."""
+        fn = action.tx(self.contracts)
+        request = TxRequest.call(fn, gas_floor=gas_floor(fn))
+        out = await self.agent.sender.send(action.intent, request)
+        if not out.resumed:
+            self.gas_used += out.gas_used
+            self.log.info(
+                "%s mined in block %d (gas %d)", action.name, out.block_number, out.gas_used
+            )
+        return out
+
+
+def revert_text(exc: TxReverted) -> str:
+    """A simulation's refusal in one line: the custom error and its arguments when decoded."""
+    if exc.error_name:
+        args = ", ".join(f"{k}={_short(v)}" for k, v in exc.error_args.items())
+        return f"{exc.error_name}({args})"
+    return str(exc)[:200]
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, bytes):
+        return "0x" + v.hex()[:16] + "…"
+    return str(v)
