@@ -286,11 +286,10 @@ class ExpireDataRequest(ChainAction):
 
 @dataclass(frozen=True)
 class ExpireAssignment(ChainAction):
-    """Re-open a unit whose assignee missed its commit deadline (decomposed jobs' keeper)."""
+    """Re-open a unit whose assignee missed its commit deadline (decomposed jobs' submitter)."""
 
     intent: str
     unit_id: int
-    keeper: ClassVar[bool] = True
 
     def tx(self, c: Contracts) -> ContractFunction:
         return c.manager.functions.expireAssignment(self.unit_id)
@@ -623,7 +622,6 @@ class PostRoundJob(ChainAction):
 class FinalizeRound(ChainAction):
     intent: str
     job_id: int
-    keeper: ClassVar[bool] = True
 
     def tx(self, c: Contracts) -> ContractFunction:
         return _round_manager(c).functions.finalizeRound(self.job_id)

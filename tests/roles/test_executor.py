@@ -14,8 +14,9 @@ from web3 import Web3
 
 from agents.core.bindings import bind
 from agents.core.tx import TxError, TxFailed, TxOutcome, TxReverted
-from agents.roles.actions import ChallengeUnit, Finalize, Withdraw
+from agents.roles.actions import CHAIN_ACTIONS, ChallengeUnit, Finalize, Withdraw
 from agents.roles.executor import Executor
+from agents.roles.logic import KEEPER_STEPS
 
 MANAGER = "0x" + "01" * 20
 UNIT = 7 << 32
@@ -104,6 +105,12 @@ def test_a_send_reverted_on_chain_is_logged_by_who_may_take_it(action, level, ca
     assert asyncio.run(ex.execute(action)) is None
     (said,) = [r for r in caplog.records if "reverted on chain" in r.getMessage()]
     assert said.levelno == level
+
+
+def test_the_keeper_steps_are_the_job_managers_six():
+    """Their on-chain reverts are a rival keeper's race (INFO); every other action's an ERROR."""
+    assert {t for t in CHAIN_ACTIONS if t.keeper} == KEEPER_STEPS
+    assert len(KEEPER_STEPS) == 6
 
 
 def test_a_failed_send_is_logged_for_a_retry_and_a_one_shot_send_raises_it(caplog):
