@@ -5,7 +5,8 @@ honest one. No production module imports this package (an import-linter contract
 - verifier  --lazy (`LazyVerifier`), --cheat-challenge (`LyingVerifier`)
 - solver    --cheat KIND[:...] (`FaultySolver`), --false-truth (`FalseTruthSolver`)
 - aggregator  --cheat and/or --withhold (`CheatingAggregator`)
-- liars     dispute-game defenders that lie where an honest solver never would (tests, benches)
+- liars     dispute-game players that lie where an honest party never would (tests, benches,
+            --cheat-challenge)
 
 `verifier_strategy(args)`, `solver_strategy(args)` and `aggregator_strategy(args)` read the
 flags once; None: the role's honest strategy.

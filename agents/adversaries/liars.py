@@ -1,15 +1,35 @@
-"""Defenders that lie in ways an honest solver never would, for tests and benches: each is a
-`Defender` whose answers at one kind of move are replaced. Kept out of the honest players
+"""Dispute-game players that lie where an honest party never would, for tests, benches and the
+--cheat-challenge verifier: defenders (`Defender`s whose answers at one kind of move are
+replaced) and `LyingChallenger`, which disputes a true claim. Kept out of the honest players
 (agents/dispute/player.py), in the adversaries package no production module imports."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from agents.core.enums import Phase
 from agents.dispute import reduction
-from agents.dispute.player import Defender, GameView, Move, element_chain
+from agents.dispute.graph import JobGraph
+from agents.dispute.player import (
+    DEFENDER_PHASES,
+    LEAF,
+    Defender,
+    GameView,
+    Move,
+    bisects,
+    element_chain,
+    pick_accumulators,
+    pick_leaf,
+    pick_node,
+    pick_segment,
+    pick_step,
+    prove_accumulation,
+    prove_element,
+    walked_trace,
+)
 from agents.dispute.trace import Computation
 
 
@@ -85,3 +105,100 @@ def model_element_cheats(job, jg, start, honest, steps: int, every: int, count: 
             except (RuntimeError, IndexError, ValueError):
                 continue
     return out
+
+
+@dataclass
+class LyingChallenger:
+    """Disputes a claim it cannot fault: picks random positions at every level, then proves a
+    random element with true openings (`forge=False`: the only ones that verify) or with one
+    input word altered (`forge=True`: the prover rejects it); `stop_at` falls silent."""
+
+    comp: Computation  # honest data, for openings and proofs it needs
+    jg: JobGraph
+    seed: int = 0
+    forge: bool = False
+    stop_at: int | None = None
+    segment: int | None = None  # dispute this segment rather than a random one
+    node: int | None = None  # and this node
+    element: int | None = None  # and this element of it (row-major index)
+    direct_terms: int | None = None  # bisect longer reductions, as the honest challenger does
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def next_move(self, v: GameView) -> Move | None:
+        if v.phase in DEFENDER_PHASES or v.phase in (Phase.NONE, Phase.RESOLVED):
+            return None
+        if v.phase == self.stop_at:
+            return None
+        rnd = self.rng.randrange
+        if v.phase == Phase.PICK_SEGMENT:
+            s = rnd(v.segments) if self.segment is None else self.segment
+            return pick_segment(v.checkpoints or [], s)
+        if v.phase == Phase.PICK_STEP:
+            return pick_step(v.step_roots or [], rnd(v.interval))
+        if v.phase == Phase.PICK_TRACE_SUBTREE:
+            height, first, nodes = v.trace_rounds[-1]
+            span = 1 << height
+            if self.node is None:
+                live = [j for j in range(len(nodes)) if (first + j) * span < len(self.jg.nodes)]
+                child = live[rnd(len(live))]
+            else:
+                child = self.node // span - first
+            return Move("pickTraceSubtree", (child, nodes))
+        if v.phase == Phase.PICK_NODE:
+            i = rnd(len(self.jg.nodes)) if self.node is None else self.node
+            return pick_node(self.jg, walked_trace(self.comp, v), i)
+        if v.phase == Phase.PICK_LEAF and v.leaves is None and v.subtree is not None:
+            # a walk: a random child that still holds tensor leaves (or this element's leaf)
+            num_leaves = -(-self.jg.nodes[v.node].numel // LEAF)
+            span = 1 << v.subtree_height
+            if self.element is None:
+                live = [
+                    j for j in range(len(v.subtree)) if (v.subtree_index + j) * span < num_leaves
+                ]
+                child = live[rnd(len(live))]
+            else:
+                child = self.element // LEAF // span - v.subtree_index
+            return Move("pickSubtree", (child, v.subtree))
+        if v.phase == Phase.PICK_LEAF:
+            leaf = rnd(len(v.leaves or [])) if self.element is None else self.element // LEAF
+            return pick_leaf(v.leaves or [], leaf)
+        if v.phase == Phase.PICK_ACCUMULATORS:
+            return pick_accumulators(v, rnd(len(v.cut_values or []) + 1))
+        if v.phase == Phase.PROVE_ACCUMULATION:
+            move = prove_accumulation(self.comp, self.jg, v)
+            return _forged_accumulation(move) if self.forge else move
+        desc = self.jg.nodes[v.node]
+        in_range = min(LEAF, desc.numel - v.leaf * LEAF)
+        offset = rnd(in_range) if self.element is None else self.element % LEAF
+        if bisects(self.comp, self.jg, v, offset, self.direct_terms):
+            return Move("openReduction", (offset, v.chunk, desc.encode()))
+        move = prove_element(self.comp, self.jg, v, offset)
+        if self.forge:
+            move = _forged(move)
+        return move
+
+
+def _forged_openings(openings: list[tuple]) -> list[tuple]:
+    for k, (troot, proof, droot, chunks) in enumerate(openings):
+        if chunks:
+            leaf, data, sib = chunks[0]
+            data = bytes([data[0] ^ 0x40]) + data[1:]
+            openings = list(openings)
+            openings[k] = (troot, proof, droot, [(leaf, data, sib), *chunks[1:]])
+            break
+    return openings
+
+
+def _forged_accumulation(move: Move) -> Move:
+    """The accumulation proof with one opened input word flipped (the prover rejects it)."""
+    desc, cfg, openings = move.args
+    return Move(move.fn, (desc, cfg, _forged_openings(openings)))
+
+
+def _forged(move: Move) -> Move:
+    """The same proof with one opened input word flipped (a lie about an input)."""
+    offset, chunk, desc, cfg, openings = move.args
+    return Move(move.fn, (offset, chunk, desc, cfg, _forged_openings(openings)))

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agents.adversaries.liars import LyingChallenger
 from agents.dispute.graph import JobGraph
-from agents.dispute.player import LyingChallenger
 from agents.roles.runtime import Claim
 from agents.roles.verifier import HonestVerifier, Verdict
 

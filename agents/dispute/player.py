@@ -10,12 +10,11 @@ last move's inputs can be opened from its own data; a trace of more than 64 node
 down to that node (or to a node whose output the defender's posted S_{t+1} contradicts,
 `proveProducer`, PROTOCOL §7.3); an element of a reduction longer than
 `DIRECT_TERMS` terms it disputes through the element's accumulator chain (PROTOCOL §7.10), naming
-the first disputed cut each round. `LyingChallenger` disputes a true claim.
+the first disputed cut each round.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -442,103 +441,3 @@ def prove_accumulation(comp: Computation, jg: JobGraph, v: GameView) -> Move:
             jg, walked_trace(comp, v), v.global_step, v.node, v.element, term=v.hi - 1
         )
     return Move("proveAccumulation", (desc.encode(), _cfg(jg), openings))
-
-
-# -- a challenger disputing a true claim (tests) ------------------------------------------------
-
-
-@dataclass
-class LyingChallenger:
-    """Disputes a claim it cannot fault: picks random positions at every level, then proves a
-    random element with true openings (`forge=False`: the only ones that verify) or with one
-    input word altered (`forge=True`: the prover rejects it); `stop_at` falls silent."""
-
-    comp: Computation  # honest data, for openings and proofs it needs
-    jg: JobGraph
-    seed: int = 0
-    forge: bool = False
-    stop_at: int | None = None
-    segment: int | None = None  # dispute this segment rather than a random one
-    node: int | None = None  # and this node
-    element: int | None = None  # and this element of it (row-major index)
-    direct_terms: int | None = None  # bisect longer reductions, as the honest challenger does
-    rng: random.Random = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.rng = random.Random(self.seed)
-
-    def next_move(self, v: GameView) -> Move | None:
-        if v.phase in DEFENDER_PHASES or v.phase in (Phase.NONE, Phase.RESOLVED):
-            return None
-        if v.phase == self.stop_at:
-            return None
-        rnd = self.rng.randrange
-        if v.phase == Phase.PICK_SEGMENT:
-            s = rnd(v.segments) if self.segment is None else self.segment
-            return pick_segment(v.checkpoints or [], s)
-        if v.phase == Phase.PICK_STEP:
-            return pick_step(v.step_roots or [], rnd(v.interval))
-        if v.phase == Phase.PICK_TRACE_SUBTREE:
-            height, first, nodes = v.trace_rounds[-1]
-            span = 1 << height
-            if self.node is None:
-                live = [j for j in range(len(nodes)) if (first + j) * span < len(self.jg.nodes)]
-                child = live[rnd(len(live))]
-            else:
-                child = self.node // span - first
-            return Move("pickTraceSubtree", (child, nodes))
-        if v.phase == Phase.PICK_NODE:
-            i = rnd(len(self.jg.nodes)) if self.node is None else self.node
-            return pick_node(self.jg, walked_trace(self.comp, v), i)
-        if v.phase == Phase.PICK_LEAF and v.leaves is None and v.subtree is not None:
-            # a walk: a random child that still holds tensor leaves (or this element's leaf)
-            num_leaves = -(-self.jg.nodes[v.node].numel // LEAF)
-            span = 1 << v.subtree_height
-            if self.element is None:
-                live = [
-                    j for j in range(len(v.subtree)) if (v.subtree_index + j) * span < num_leaves
-                ]
-                child = live[rnd(len(live))]
-            else:
-                child = self.element // LEAF // span - v.subtree_index
-            return Move("pickSubtree", (child, v.subtree))
-        if v.phase == Phase.PICK_LEAF:
-            leaf = rnd(len(v.leaves or [])) if self.element is None else self.element // LEAF
-            return pick_leaf(v.leaves or [], leaf)
-        if v.phase == Phase.PICK_ACCUMULATORS:
-            return pick_accumulators(v, rnd(len(v.cut_values or []) + 1))
-        if v.phase == Phase.PROVE_ACCUMULATION:
-            move = prove_accumulation(self.comp, self.jg, v)
-            return _forged_accumulation(move) if self.forge else move
-        desc = self.jg.nodes[v.node]
-        in_range = min(LEAF, desc.numel - v.leaf * LEAF)
-        offset = rnd(in_range) if self.element is None else self.element % LEAF
-        if bisects(self.comp, self.jg, v, offset, self.direct_terms):
-            return Move("openReduction", (offset, v.chunk, desc.encode()))
-        move = prove_element(self.comp, self.jg, v, offset)
-        if self.forge:
-            move = _forged(move)
-        return move
-
-
-def _forged_openings(openings: list[tuple]) -> list[tuple]:
-    for k, (troot, proof, droot, chunks) in enumerate(openings):
-        if chunks:
-            leaf, data, sib = chunks[0]
-            data = bytes([data[0] ^ 0x40]) + data[1:]
-            openings = list(openings)
-            openings[k] = (troot, proof, droot, [(leaf, data, sib), *chunks[1:]])
-            break
-    return openings
-
-
-def _forged_accumulation(move: Move) -> Move:
-    """The accumulation proof with one opened input word flipped (the prover rejects it)."""
-    desc, cfg, openings = move.args
-    return Move(move.fn, (desc, cfg, _forged_openings(openings)))
-
-
-def _forged(move: Move) -> Move:
-    """The same proof with one opened input word flipped (a lie about an input)."""
-    offset, chunk, desc, cfg, openings = move.args
-    return Move(move.fn, (offset, chunk, desc, cfg, _forged_openings(openings)))

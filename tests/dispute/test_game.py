@@ -19,9 +19,10 @@ from dispute_fixtures import (
 from web3 import Web3
 from web3.exceptions import ContractCustomError, ContractLogicError
 
+from agents.adversaries.liars import LyingChallenger
 from agents.dispute.client import MoveRejected, run_game
 from agents.dispute.encoding import step_list_root
-from agents.dispute.player import Challenger, Defender, LyingChallenger, Phase
+from agents.dispute.player import Challenger, Defender, Phase
 from agents.dispute.trace import Computation, Fault
 from agents.training.data import load_dataset
 from agents.training.spec import parse_spec

@@ -12,14 +12,14 @@ import random
 import pytest
 from dispute_fixtures import MODEL_JOBS, ape_artifacts, build_model_job, examples, open_game
 
-from agents.adversaries.liars import ProducerLiar, model_element_cheats
+from agents.adversaries.liars import LyingChallenger, ProducerLiar, model_element_cheats
 from agents.core.chain import AnvilConfig, connect, local_anvil
 from agents.core.enums import Phase, Side
 from agents.dispute.client import run_game
 from agents.dispute.harness import deploy_game
 from agents.dispute.model_graph import model_job_graph
 from agents.dispute.model_trace import ModelComputation
-from agents.dispute.player import Challenger, Defender, LyingChallenger
+from agents.dispute.player import Challenger, Defender
 from agents.dispute.trace import Fault
 
 STEPS, EVERY = 2, 1

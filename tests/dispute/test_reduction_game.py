@@ -19,14 +19,13 @@ from dispute_fixtures import advance, examples, make_job, open_game, play_to, re
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agents.adversaries.liars import ChainLiar
+from agents.adversaries.liars import ChainLiar, LyingChallenger
 from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
 from agents.dispute.player import (
     Challenger,
     Defender,
     GameView,
-    LyingChallenger,
     Move,
     Phase,
 )

@@ -19,8 +19,9 @@ from dispute_fixtures import Job, advance, examples, make_job, open_game
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from agents.adversaries.liars import LyingChallenger
 from agents.dispute.client import GameRecord, run_game
-from agents.dispute.player import DEFENDER_PHASES, Challenger, Defender, LyingChallenger, Phase
+from agents.dispute.player import DEFENDER_PHASES, Challenger, Defender, Phase
 from agents.dispute.trace import Computation, Fault
 
 SETTINGS = dict(suppress_health_check=list(HealthCheck), deadline=None)

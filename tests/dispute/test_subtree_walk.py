@@ -15,11 +15,11 @@ from dispute_fixtures import advance, examples, make_job, open_game, play_to, re
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from agents.adversaries.liars import LyingChallenger
 from agents.dispute.client import run_game
 from agents.dispute.player import (
     Challenger,
     Defender,
-    LyingChallenger,
     Move,
     Phase,
 )

@@ -19,7 +19,7 @@ import random
 import pytest
 from dispute_fixtures import ape_artifacts, build_model_job, open_game, play_to, reverts, what
 
-from agents.adversaries.liars import ProducerLiar
+from agents.adversaries.liars import LyingChallenger, ProducerLiar
 from agents.core.chain import AnvilConfig, connect, local_anvil
 from agents.core.enums import Phase
 from agents.dispute.client import GameClient
@@ -29,7 +29,6 @@ from agents.dispute.model_trace import ModelComputation
 from agents.dispute.player import (
     Challenger,
     Defender,
-    LyingChallenger,
     Move,
     prove_producer,
     walked_trace,

@@ -17,8 +17,9 @@ import pytest
 from dispute_fixtures import Job, advance, make_job, open_game
 from web3 import Web3
 
+from agents.adversaries.liars import LyingChallenger
 from agents.dispute.client import MoveRejected, run_game
-from agents.dispute.player import Challenger, Defender, LyingChallenger
+from agents.dispute.player import Challenger, Defender
 from agents.dispute.trace import Computation, Fault
 from agents.training.decompose import RoundUnitEngine
 

@@ -10,9 +10,10 @@ import torch
 
 from agents.adversaries import aggregator_strategy, solver_strategy, verifier_strategy
 from agents.adversaries.aggregator import CheatingAggregator
+from agents.adversaries.liars import LyingChallenger
 from agents.adversaries.solver import FalseTruthSolver, FaultySolver, parse_cheat
 from agents.adversaries.verifier import MADE_UP_ROOT, LazyVerifier, LyingVerifier
-from agents.dispute.player import Challenger, LyingChallenger
+from agents.dispute.player import Challenger
 from agents.dispute.trace import Fault
 from agents.roles.aggregator import HonestAggregator
 from agents.roles.runner import RoleError
