@@ -6,12 +6,17 @@ judges honest verifiers WRONG; they contest). For demos and tests only."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agents.dispute.trace import FAULT_KINDS, Fault
+from agents.dispute.budget import StateBudget
+from agents.dispute.trace import FAULT_KINDS, Fault, drop_computation
+from agents.roles.jobs import JobContext
+from agents.roles.logic import UnitView
 from agents.roles.runner import RoleError
-from agents.roles.solver import HonestSolver, flipped
+from agents.roles.runtime import Claim, JobRuntime
+from agents.roles.solver import HonestSolver, Solver, Training, TrainingStopped, flipped
 from agents.training.state import State
 
 
@@ -37,14 +42,69 @@ def falsified(st: State, position: int) -> State:
     return flipped(st, b"false-truth", position, 2)
 
 
+@dataclass
+class ClaimedTraining:
+    """Publishes a faulty account's checkpoints: its states and the roots it claims for them."""
+
+    account: Claim
+    every: int  # steps between checkpoints
+
+    def resume(self, last_published: Callable[[], State]) -> bool:
+        return False  # the account recomputes its states
+
+    def checkpoint(
+        self, c: int, stop: threading.Event, advance: Callable[[int], None]
+    ) -> tuple[State, bytes]:
+        if stop.is_set():
+            raise TrainingStopped(f"checkpoint {c}")
+        t = c * self.every
+        out = self.account.state(t), self.account.claimed_root(t)
+        advance(self.every if c else 0)
+        return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class FaultySolver(HonestSolver):
-    """Trains, commits and defends the run with `fault` in it (it never plays forced rounds)."""
+    """Trains, commits and defends the run with `fault` in it (it never plays forced rounds):
+    its account of a unit is the faulty computation, which its training publishes."""
 
     fault: Fault | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "banner", f"CHEATING: will commit a run with fault {self.fault}")
+
+    def computation(
+        self, runtime: JobRuntime, steps: int, every: int, budget: StateBudget
+    ) -> Claim:
+        return runtime.computation(steps, every, fault=self.fault, budget=budget)
+
+    def account(self, fresh: Claim, seed: Callable[[Claim], None]) -> Claim:
+        return fresh  # its published checkpoints are this account's states already
+
+    def training(self, solver: Solver, u: UnitView, ctx: JobContext) -> Training:
+        # registered on the loop, before the worker starts, for its commit and dispute moves
+        drop_computation(solver.comps, u.unit_id)  # an earlier attempt's account
+        comp = solver.new_computation(ctx)
+        solver.comps[u.unit_id] = comp
+        return ClaimedTraining(comp, ctx.spec.checkpoint_every)
+
+    def forced_checkpoints(
+        self, drawn: Callable[[], tuple[int, list[int]]]
+    ) -> tuple[int, list[int]]:
+        return 0, []
+
+    def commitment(
+        self, checkpoint_root: bytes, true_root: bytes, account: Callable[[], Claim]
+    ) -> tuple[bytes, bytes]:
+        claimed = account().checkpoint_commit()  # a count fault commits one root too many
+        return claimed, claimed
+
+    def committed_checkpoint(
+        self, published: Callable[[], tuple[list[bytes], State]], account: Callable[[], Claim],
+        step: int,
+    ) -> tuple[list[bytes], State]:  # fmt: skip
+        comp = account()
+        return comp.checkpoint_roots(), comp.state(step)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,7 +27,7 @@ class LazyVerifier(HonestVerifier):
 
     def verdict_unread(self, segments: list[int], final_root: bytes) -> Verdict | None:
         ends = ["0x" + final_root.hex()] * len(segments)
-        return "agree", {"segments": segments, "end_roots": ends, "lazy": True}
+        return "agree", {"segments": segments, "end_roots": ends, "replayed": False}
 
 
 @dataclass(frozen=True)

@@ -292,7 +292,14 @@ async def retry_transport(
     raise AssertionError("unreachable")
 
 
-Fault = Callable[[str, str], Awaitable[None] | None]
+#: Called at each point of a send a crash can fall between: "recorded" (the intent committed,
+#: not yet broadcast) and "broadcast", with the intent's id. The crash tests hand one that
+#: raises there, to simulate the agent being killed at that point; an agent's is `no_crash`.
+CrashPoint = Callable[[str, str], Awaitable[None] | None]
+
+
+def no_crash(point: str, intent_id: str) -> None:
+    """Every agent's crash point: nothing happens there."""
 
 
 class TxSender:
@@ -311,7 +318,7 @@ class TxSender:
         resend_after: float = 15.0,
         rpc_attempts: int = 5,
         gas_margin: float = 1.2,
-        fault: Fault | None = None,
+        crash_point: CrashPoint = no_crash,
     ) -> None:
         self.w3 = w3
         self.account = account
@@ -324,20 +331,17 @@ class TxSender:
         self.resend_after = resend_after
         self.rpc_attempts = rpc_attempts
         self.gas_margin = gas_margin
-        # Test seam: called at "recorded" (intent committed, not yet broadcast) and "broadcast";
-        # a test raises from it to simulate the agent being killed at that point.
-        self._fault = fault
+        self._crash_point = crash_point
         self._chain_id: int | None = None
 
     # --- plumbing ----------------------------------------------------------------------------
     async def _rpc(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
         return await retry_transport(fn, self.clock, what, self.rpc_attempts)
 
-    async def _fault_point(self, point: str, intent_id: str) -> None:
-        if self._fault is not None:
-            outcome = self._fault(point, intent_id)
-            if inspect.isawaitable(outcome):
-                await outcome
+    async def _reached(self, point: str, intent_id: str) -> None:
+        outcome = self._crash_point(point, intent_id)
+        if inspect.isawaitable(outcome):
+            await outcome
 
     async def chain_id(self) -> int:
         if self._chain_id is None:
@@ -475,7 +479,7 @@ class TxSender:
                 await self._sign_record_broadcast(intent_id, request, digest, gas, manager)
         if raced:
             return await self.send(intent_id, request)  # the resume path (digest checked)
-        await self._fault_point("broadcast", intent_id)
+        await self._reached("broadcast", intent_id)
         return await self.wait(intent_id)
 
     async def _sign_record_broadcast(
@@ -493,7 +497,7 @@ class TxSender:
         # Recorded (and committed) before the broadcast: the core of "no double-send".
         self.store.record_intent(intent_id, self.address, digest, nonce, raw, tx_hash)
         manager.local_next = nonce + 1
-        await self._fault_point("recorded", intent_id)
+        await self._reached("recorded", intent_id)
         await self._broadcast_locked(intent_id, request_for_resign=request, gas=gas)
 
     async def _broadcast_locked(

@@ -403,7 +403,7 @@ class VerifierFacts:
     reveal_window: int = 0  # JobManager.Config.revealWindow: seals open until deadline + this
     challenged: bool = False  # I already challenged this attempt
     last_to_answer: bool = False  # I am Pending and every other drawn verifier sealed or attested
-    replayed: bool = False  # my verdict comes from a replay (not --lazy)
+    replayed: bool = False  # my verdict comes from a replay (its record does not say otherwise)
     contested: bool = False  # I already challenged the revealed C of this attempt (or chose not to)
 
 

@@ -34,8 +34,9 @@ from eth_utils import keccak
 from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.enums import Role
 from agents.dispute.availability import encode_answer
+from agents.dispute.budget import StateBudget
 from agents.dispute.player import Defender
-from agents.dispute.trace import FAULT_KINDS, Fault, drop_computation
+from agents.dispute.trace import FAULT_KINDS, drop_computation
 from agents.roles.actions import (
     AnswerData,
     ChainAction,
@@ -66,7 +67,7 @@ from agents.roles.logic import (
     solver_acts,
 )
 from agents.roles.runner import RoleAgent, RoleError, progress_bar
-from agents.roles.runtime import Claim
+from agents.roles.runtime import Claim, JobRuntime
 from agents.training.float32 import check_no_flush_denormal
 from agents.training.merkle import checkpoint_root
 from agents.training.spec import JobSpec, ModelSpec
@@ -175,12 +176,77 @@ class TrainingRun:
     thread: threading.Thread | None = None
 
 
+class Training(Protocol):
+    """The checkpoints a solver publishes for a unit, computed in order, one at a time."""
+
+    def resume(self, last_published: Callable[[], State]) -> bool:
+        """Go on from the last checkpoint published before a restart (`last_published()`, read
+        only if used); False: this run recomputes it."""
+        ...
+
+    def checkpoint(
+        self, c: int, stop: threading.Event, advance: Callable[[int], None]
+    ) -> tuple[State, bytes]:
+        """The state at checkpoint `c` and the root published for it (the one after the last
+        returned or resumed); raises TrainingStopped once `stop` is set."""
+        ...
+
+
+@dataclass
+class EngineTraining:
+    """The job trained by its engine, step by step, from its initial state (or from the last
+    checkpoint published before a restart)."""
+
+    runtime: JobRuntime
+    every: int  # steps between checkpoints
+    state: State | None = None  # at the last checkpoint computed or resumed
+
+    def resume(self, last_published: Callable[[], State]) -> bool:
+        self.state = last_published()
+        return True
+
+    def checkpoint(
+        self, c: int, stop: threading.Event, advance: Callable[[int], None]
+    ) -> tuple[State, bytes]:
+        rt = self.runtime
+        st = rt.initial_state() if self.state is None else self.state
+        for t in range(max(c - 1, 0) * self.every, c * self.every):  # none for checkpoint 0
+            if stop.is_set():
+                raise TrainingStopped(f"step {t}")
+            st = rt.step(st, t)
+            advance(1)
+        self.state = st
+        return st, rt.state_root(st)
+
+
 class SolverStrategy(Protocol):
-    """What a solver commits: the honest run (`HonestSolver`) or a test adversary's
-    (agents.adversaries: --cheat, --false-truth), chosen once at start-up."""
+    """What a solver trains, commits and defends: the honest run (`HonestSolver`) or a test
+    adversary's (agents.adversaries: --cheat, --false-truth), chosen once at start-up. Each
+    hook is handed what the honest solver does (a value, or a callable computing it)."""
 
     banner: str  # said once at start-up ("" when honest)
-    fault: Fault | None  # the fault in the run it trains, commits and defends (None: none)
+
+    def computation(
+        self, runtime: JobRuntime, steps: int, every: int, budget: StateBudget
+    ) -> Claim:
+        """A fresh account of a whole job's claim, its kept states within `budget`."""
+        ...
+
+    def account(self, fresh: Claim, seed: Callable[[Claim], None]) -> Claim:
+        """My account of a unit for its disputes, from a `fresh` one (`seed` starts it from my
+        published checkpoints)."""
+        ...
+
+    def training(self, solver: Solver, u: UnitView, ctx: JobContext) -> Training:
+        """The run the worker publishes for `u` (set up on the loop, before it starts)."""
+        ...
+
+    def forced_checkpoints(
+        self, drawn: Callable[[], tuple[int, list[int]]]
+    ) -> tuple[int, list[int]]:
+        """The anchor and perturbed checkpoints of the forced round I play (`drawn()`: the
+        judge's draw for my secret; (0, []): an ordinary round)."""
+        ...
 
     def sealed_true_roots(
         self, true_roots: list[str], anchor: int, state_at: Callable[[int], State],
@@ -190,13 +256,45 @@ class SolverStrategy(Protocol):
         `anchor`: the round's anchor checkpoint; `state_at(c)`: my state at checkpoint c)."""
         ...
 
+    def commitment(
+        self, checkpoint_root: bytes, true_root: bytes, account: Callable[[], Claim]
+    ) -> tuple[bytes, bytes]:
+        """The checkpoint root I commit and the one my seal holds true (given: my manifest's
+        and my training's; `account()`: my account of the unit)."""
+        ...
+
+    def committed_checkpoint(
+        self, published: Callable[[], tuple[list[bytes], State]], account: Callable[[], Claim],
+        step: int,
+    ) -> tuple[list[bytes], State]:  # fmt: skip
+        """The roots my commitment binds and my state at checkpoint step `step` (`published()`:
+        my training's, as the chain holds them now)."""
+        ...
+
 
 @dataclass(frozen=True, kw_only=True)
 class HonestSolver:
-    """Trains the job as specified and seals the roots it computed."""
+    """Trains the job as specified, commits and seals the roots it computed, defends them from
+    its published checkpoints and plays the forced rounds its secret draws."""
 
     banner: str = ""
-    fault: Fault | None = None
+
+    def computation(
+        self, runtime: JobRuntime, steps: int, every: int, budget: StateBudget
+    ) -> Claim:
+        return runtime.computation(steps, every, budget=budget)
+
+    def account(self, fresh: Claim, seed: Callable[[Claim], None]) -> Claim:
+        seed(fresh)
+        return fresh
+
+    def training(self, solver: Solver, u: UnitView, ctx: JobContext) -> Training:
+        return EngineTraining(ctx.runtime, ctx.spec.checkpoint_every)
+
+    def forced_checkpoints(
+        self, drawn: Callable[[], tuple[int, list[int]]]
+    ) -> tuple[int, list[int]]:
+        return drawn()
 
     def sealed_true_roots(
         self, true_roots: list[str], anchor: int, state_at: Callable[[int], State],
@@ -204,12 +302,22 @@ class HonestSolver:
     ) -> list[str]:  # fmt: skip
         return true_roots
 
+    def commitment(
+        self, checkpoint_root: bytes, true_root: bytes, account: Callable[[], Claim]
+    ) -> tuple[bytes, bytes]:
+        return checkpoint_root, true_root
+
+    def committed_checkpoint(
+        self, published: Callable[[], tuple[list[bytes], State]], account: Callable[[], Claim],
+        step: int,
+    ) -> tuple[list[bytes], State]:  # fmt: skip
+        return published()
+
 
 class Solver(RoleAgent):
     role = "solver"
     # A class default, so solvers built without __init__ (tests) are honest.
     strategy: SolverStrategy = HonestSolver()
-    fault: Fault | None = None
     # The training in flight, if any: one at a time, as held_seconds assumes (units are trained
     # one after the other). A class default, so solvers built without __init__ (tests) have it.
     trainer: TrainingRun | None = None
@@ -226,7 +334,6 @@ class Solver(RoleAgent):
     def __init__(self, *a, strategy: SolverStrategy | None = None, **kw) -> None:
         super().__init__(*a, **kw)
         self.strategy = strategy or HonestSolver()
-        self.fault = self.strategy.fault
         self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
         self.comps: dict[int, Claim] = {}
         # game -> the unit I defend in it (its first turn is logged; an evicted one again)
@@ -446,25 +553,23 @@ class Solver(RoleAgent):
     # --- training and publishing --------------------------------------------------------------
 
     def computation(self, u: UnitView) -> Claim:
-        """This solver's account of the unit (with its fault, if it cheats)."""
+        """This solver's account of the unit (as its strategy computes it)."""
         if u.unit_id not in self.comps:
             ctx = self.job_context(u.job_id)
-            comp = self._new_computation(ctx)
-            self._seed_states(comp, u, ctx)
-            self.comps[u.unit_id] = comp
+            fresh = self.new_computation(ctx)
+            self.comps[u.unit_id] = self.strategy.account(
+                fresh, lambda comp: self._seed_states(comp, u, ctx)
+            )
         return self.comps[u.unit_id]
 
-    def _new_computation(self, ctx: JobContext) -> Claim:
-        """My account of a whole job's claim (my fault in it, if I cheat), its kept states
-        bounded by --state-cache-mib."""
-        return ctx.runtime.computation(
-            ctx.spec.steps, ctx.spec.checkpoint_every, fault=self.fault, budget=self.state_budget
+    def new_computation(self, ctx: JobContext) -> Claim:
+        """A fresh account of a whole job's claim, its kept states bounded by --state-cache-mib."""
+        return self.strategy.computation(
+            ctx.runtime, ctx.spec.steps, ctx.spec.checkpoint_every, self.state_budget
         )
 
     def _seed_states(self, comp: Claim, u: UnitView, ctx: JobContext) -> None:
-        """Start the dispute computation from my published checkpoints (honest runs only)."""
-        if self.fault is not None:
-            return
+        """Start the dispute computation from my published checkpoints."""
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
         if rec is None:
             return
@@ -480,7 +585,7 @@ class Solver(RoleAgent):
         if self.trainer is not None:
             return
         ctx = self.job_context(u.job_id)
-        comp = self._cheat_computation(u, ctx)
+        training = self.strategy.training(self, u, ctx)
         run = TrainingRun(f"{u.unit_id}:{u.attempt}", u.unit_id)
 
         def work() -> None:
@@ -488,7 +593,7 @@ class Solver(RoleAgent):
                 # FTZ/DAZ live in each thread's floating-point state: subnormals must survive
                 # here too, or my roots differ from every verifier's (PROTOCOL §1)
                 check_no_flush_denormal()
-                self._train(u, ctx, comp, run.stop)
+                self._train(u, ctx, training, run.stop)
             except BaseException as exc:  # handed to the loop (reap_training)
                 run.error = exc
             finally:
@@ -545,48 +650,30 @@ class Solver(RoleAgent):
     def train(self, u: UnitView) -> None:
         """Train unit `u` to the end in the calling thread (the worker's work, synchronously)."""
         ctx = self.job_context(u.job_id)
-        self._train(u, ctx, self._cheat_computation(u, ctx), threading.Event())
-
-    def _cheat_computation(self, u: UnitView, ctx: JobContext) -> Claim | None:
-        """A cheating solver's faulty run of the unit (None when honest); registered in
-        `comps` on the loop, before the worker starts, for its commit and dispute moves."""
-        if self.fault is None:
-            return None
-        drop_computation(self.comps, u.unit_id)  # an earlier attempt's account
-        comp = self._new_computation(ctx)
-        self.comps[u.unit_id] = comp
-        return comp
+        self._train(u, ctx, self.strategy.training(self, u, ctx), threading.Event())
 
     def _train(
-        self, u: UnitView, ctx: JobContext, comp: Claim | None, stop: threading.Event
+        self, u: UnitView, ctx: JobContext, training: Training, stop: threading.Event
     ) -> None:
-        """Train from the last published checkpoint, recording each one; ends early (raising
-        TrainingStopped) once `stop` is set. Touches only the store, the blobs and the log."""
+        """Publish `training`'s checkpoints from the last one published, recording each; ends
+        early (raising TrainingStopped) once `stop` is set. Touches only the store, the blobs and
+        the log."""
         key = f"{u.unit_id}:{u.attempt}"
         rec = self.agent.store.get_record("train", key)
         done = rec.data if rec is not None else {"roots": [], "states": [], "losses": []}
         spec, rt = ctx.spec, ctx.runtime
         k, T = spec.checkpoint_every, spec.steps
         first = len(done["roots"])
-        st: State = rt.initial_state()
-        if first and comp is None:
-            st = rt.decode_state(self.agent.blobs.get(done["states"][-1]))
+        if first and training.resume(
+            lambda: rt.decode_state(self.agent.blobs.get(done["states"][-1]))
+        ):
             self.log.info("resuming unit %d from checkpoint %d", u.unit_id, first - 1)
         with progress_bar(f"train unit {u.unit_id}", T, self.progress) as advance:
             advance((first - 1) * k if first else 0)
             for c in range(first, T // k + 1):
-                t = c * k
-                if comp is not None:
-                    if stop.is_set():
-                        raise TrainingStopped(key)
-                    st, root = comp.state(t), comp.claimed_root(t)
-                    advance(k if c else 0)
-                else:
-                    if c > 0:
-                        st = self._advance(rt, st, t - k, t, advance, stop)
-                    root = rt.state_root(st)
+                st, root = training.checkpoint(c, stop, advance)
                 address = self.agent.blobs.put(rt.encode_state(st))
-                loss = rt.loss(st, min(t, T - 1))
+                loss = rt.loss(st, min(c * k, T - 1))
                 done["roots"].append("0x" + root.hex())
                 done["states"].append(address)
                 done["losses"].append(loss)
@@ -602,15 +689,6 @@ class Solver(RoleAgent):
             done["losses"][-1],
         )
 
-    @staticmethod
-    def _advance(rt, st: State, t0: int, t1: int, advance, stop: threading.Event) -> State:
-        for t in range(t0, t1):
-            if stop.is_set():
-                raise TrainingStopped(f"step {t}")
-            st = rt.step(st, t)
-            advance(1)
-        return st
-
     def secret(self, u: UnitView) -> bytes:
         """My forced-error secret r for the unit's current attempt: derived from my key, so it
         needs no storage, survives restarts and nobody else can compute it."""
@@ -618,11 +696,12 @@ class Solver(RoleAgent):
         return keccak(key + u.unit_id.to_bytes(32, "big") + u.attempt.to_bytes(32, "big"))
 
     def forced_checkpoints(self, u: UnitView, ctx: JobContext) -> tuple[int, list[int]]:
-        """The anchor and every checkpoint my secret and the assignment seed perturb ((0, []): an
-        ordinary round; the judge's view, PROTOCOL §8.1). A cheating solver never plays forced
-        rounds."""
-        if self.fault is not None:
-            return 0, []
+        """The anchor and every checkpoint of the forced round I play ((0, []): an ordinary
+        round): those my secret and the assignment seed perturb (the judge's view, PROTOCOL
+        §8.1), as my strategy plays them."""
+        return self.strategy.forced_checkpoints(lambda: self._drawn_checkpoints(u, ctx))
+
+    def _drawn_checkpoints(self, u: UnitView, ctx: JobContext) -> tuple[int, list[int]]:
         secret = self.secret(u)
         forced, anchor = self.judge.functions.isForced(secret, u.assign_seed, ctx.segments).call()
         if not forced:
@@ -694,9 +773,9 @@ class Solver(RoleAgent):
         m = Manifest(spec_hash, roots, states, rec.data["losses"])
         address = self.agent.blobs.put(m.to_bytes())
         locator = make_locator(self.public_blob_url, address)
-        cp_root = m.checkpoint_root()
-        if self.fault is not None:
-            cp_root = true_root = self.computation(u).checkpoint_commit()
+        cp_root, true_root = self.strategy.commitment(
+            m.checkpoint_root(), true_root, lambda: self.computation(u)
+        )
         final = bytes.fromhex(rec.data["roots"][-1][2:])
         # The seal binds the root this solver holds true to its secret (PROTOCOL §8.1).
         seal = keccak(true_root + self.secret(u))
@@ -710,11 +789,17 @@ class Solver(RoleAgent):
     def committed_checkpoint(self, u: UnitView, c: int) -> tuple[list[bytes], State]:
         """The state roots the unit's checkpoint root binds now and my state at checkpoint `c`:
         the published ones, a forced round's perturbed ones at its perturbed checkpoints until
-        its reveal (then the true ones, the chain's root), a cheat's faulty run."""
+        its reveal (then the true ones, the chain's root), as my strategy committed them."""
         ctx = self.job_context(u.job_id)
-        if self.fault is not None:
-            comp = self.computation(u)
-            return comp.checkpoint_roots(), comp.state(c * ctx.spec.checkpoint_every)
+        return self.strategy.committed_checkpoint(
+            lambda: self._published_checkpoint(u, c, ctx),
+            lambda: self.computation(u),
+            c * ctx.spec.checkpoint_every,
+        )
+
+    def _published_checkpoint(
+        self, u: UnitView, c: int, ctx: JobContext
+    ) -> tuple[list[bytes], State]:
         key = f"{u.unit_id}:{u.attempt}"
         rec = self.agent.store.get_record("train", key)
         assert rec is not None, f"unit {u.unit_id}: committed without a training record"

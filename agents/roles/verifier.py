@@ -126,7 +126,7 @@ def no_game_reason(registered: bytes, placement: tuple[int, ...] | None) -> str:
 
 
 #: A verifier's verdict of a unit's attempt, as its "verdict" record: ("agree" | "disagree",
-#: {"segments", "end_roots", ...}).
+#: {"segments", "end_roots", ...}); "replayed": False marks one that no replay backs.
 Verdict = tuple[str, dict]
 
 
@@ -405,7 +405,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             last = status == VerifierStatus.PENDING and statuses.count(VerifierStatus.PENDING) == 1
         # my challenge leaves my status as it is: the intent record says whether I sent one
         challenged = self.agent.store.get_intent(f"challenge:{u.unit_id}:{u.attempt}") is not None
-        replayed = rec is not None and not rec.data.get("lazy", False)
+        replayed = rec is not None and rec.data.get("replayed", True)
         key = f"{u.unit_id}:{u.attempt}"
         contested = (
             self.agent.store.get_intent(f"challenge-revealed:{key}") is not None

@@ -170,7 +170,7 @@ async def test_nonce_taken_behind_our_back_is_recovered(chain: Chain, tmp_path: 
 
     store = Store(tmp_path / "a.db")
     async with async_w3(chain.url) as w3:
-        out = await sender(w3, 4, store, fault=other_process).send("m", mint(chain, who, 5))
+        out = await sender(w3, 4, store, crash_point=other_process).send("m", mint(chain, who, 5))
     assert out.nonce == start + 1
     assert store.get_intent("m").resigns == 1
     assert balance(chain, who) == 5 and nonce(chain, key.address) == start + 2
@@ -211,11 +211,11 @@ class Killed(Exception):
 
 
 def kill_at(where: str):
-    def fault(point: str, intent_id: str) -> None:
+    def crash(point: str, intent_id: str) -> None:
         if point == where:
             raise Killed(f"{intent_id} killed at {point}")
 
-    return fault
+    return crash
 
 
 @pytest.mark.asyncio
@@ -229,7 +229,7 @@ async def test_kill_and_restart_neither_loses_nor_duplicates(
     start = nonce(chain, key.address)
     db = tmp_path / "agent.db"
     async with async_w3(chain.url) as w3:
-        first = sender(w3, index, Store(db), fault=kill_at(where))
+        first = sender(w3, index, Store(db), crash_point=kill_at(where))
         with pytest.raises(Killed):
             await first.send("pay", mint(chain, who, 9))
         # The agent dies; a new process opens the same data folder (after the node has mined
@@ -268,7 +268,7 @@ async def test_restart_after_mempool_loss_rebroadcasts_same_tx(
     try:
         async with async_w3(chain.url) as w3:
             with pytest.raises(Killed):
-                await sender(w3, 8, Store(db), fault=kill_at("broadcast")).send(
+                await sender(w3, 8, Store(db), crash_point=kill_at("broadcast")).send(
                     "pay", mint(chain, who, 3)
                 )
             recorded = Store(db).get_intent("pay")
@@ -295,7 +295,7 @@ async def test_restart_after_nonce_taken_while_down_resigns_once(
     db = tmp_path / "agent.db"
     async with async_w3(chain.url) as w3:
         with pytest.raises(Killed):
-            await sender(w3, 10, Store(db), fault=kill_at("recorded")).send(
+            await sender(w3, 10, Store(db), crash_point=kill_at("recorded")).send(
                 "pay", mint(chain, who, 4)
             )
         recorded = Store(db).get_intent("pay")

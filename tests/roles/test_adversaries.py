@@ -4,6 +4,7 @@ strategy and each cheating one decide differently, as documented; the CLI flags 
 from __future__ import annotations
 
 import argparse
+import threading
 
 import pytest
 import torch
@@ -11,13 +12,13 @@ import torch
 from agents.adversaries import aggregator_strategy, solver_strategy, verifier_strategy
 from agents.adversaries.aggregator import CheatingAggregator
 from agents.adversaries.liars import LyingChallenger
-from agents.adversaries.solver import FalseTruthSolver, FaultySolver, parse_cheat
+from agents.adversaries.solver import ClaimedTraining, FalseTruthSolver, FaultySolver, parse_cheat
 from agents.adversaries.verifier import MADE_UP_ROOT, LazyVerifier, LyingVerifier
 from agents.dispute.player import Challenger
 from agents.dispute.trace import Fault
 from agents.roles.aggregator import HonestAggregator
 from agents.roles.runner import RoleError
-from agents.roles.solver import HonestSolver
+from agents.roles.solver import HonestSolver, TrainingStopped
 from agents.roles.verifier import HonestVerifier
 
 SEGMENTS = [1, 4]
@@ -46,7 +47,7 @@ def test_lazy_verifier_agrees_with_the_final_root_unread_and_does_not_defend():
     v = LazyVerifier()
     verdict, data = v.verdict_unread(SEGMENTS, FINAL)
     assert verdict == "agree"
-    assert data == {"segments": SEGMENTS, "end_roots": ["0x" + FINAL.hex()] * 2, "lazy": True}
+    assert data == {"segments": SEGMENTS, "end_roots": ["0x" + FINAL.hex()] * 2, "replayed": False}
     assert not v.defends_court and v.banner
 
 
@@ -84,8 +85,66 @@ def test_honest_solver_seals_its_training_and_false_truth_falsifies_the_anchor_o
 def test_faulty_solver_commits_its_fault_and_says_so():
     fault = Fault("element", step=3, node=1, element=2)
     s = FaultySolver(fault=fault)
-    assert s.fault == fault and HonestSolver().fault is None
+    assert s.fault == fault and not hasattr(HonestSolver(), "fault")
     assert str(fault) in s.banner and not HonestSolver().banner
+
+
+class Runtime:
+    """Records how a strategy asks for a fresh account of a claim."""
+
+    def computation(self, steps, every, **kw):
+        return ("account", steps, every, kw)
+
+
+class Account:
+    """A stand-in of a faulty account: a claimed commitment other than the manifest's."""
+
+    def checkpoint_commit(self) -> bytes:
+        return b"\xcc" * 32
+
+    def checkpoint_roots(self) -> list[bytes]:
+        return [b"\xc0" * 32, b"\xc1" * 32]
+
+    def state(self, t: int) -> dict:
+        return state_at(t)
+
+    def claimed_root(self, t: int) -> bytes:
+        return bytes([t]) * 32
+
+
+def test_faulty_solver_commits_and_defends_its_account_and_plays_no_forced_round():
+    fault = Fault("count")
+    honest, cheat = HonestSolver(), FaultySolver(fault=fault)
+    budget = object()
+    assert honest.computation(Runtime(), 8, 2, budget) == ("account", 8, 2, {"budget": budget})
+    assert cheat.computation(Runtime(), 8, 2, budget) == (
+        "account", 8, 2, {"fault": fault, "budget": budget}
+    )  # fmt: skip
+    seeded: list[object] = []
+    assert honest.account("fresh", seeded.append) == "fresh" and seeded == ["fresh"]
+    assert cheat.account("fresh", seeded.append) == "fresh" and seeded == ["fresh"]
+    drawn = lambda: (2, [2, 3])  # noqa: E731
+    assert honest.forced_checkpoints(drawn) == (2, [2, 3])
+    assert cheat.forced_checkpoints(drawn) == (0, [])
+    mine, true = b"\x01" * 32, b"\x02" * 32
+    assert honest.commitment(mine, true, Account) == (mine, true)
+    assert cheat.commitment(mine, true, Account) == (b"\xcc" * 32, b"\xcc" * 32)
+    mine_at_4 = ([mine], state_at(4))
+    assert honest.committed_checkpoint(lambda: mine_at_4, Account, 4) is mine_at_4
+    roots, st = cheat.committed_checkpoint(lambda: mine_at_4, Account, 4)
+    assert roots == Account().checkpoint_roots() and torch.equal(st["w"], state_at(4)["w"])
+
+
+def test_a_faulty_training_publishes_its_accounts_claimed_roots_and_never_resumes():
+    run = ClaimedTraining(Account(), every=3)
+    assert run.resume(lambda: pytest.fail("a faulty run reads no published state")) is False
+    steps: list[int] = []
+    st, root = run.checkpoint(2, threading.Event(), steps.append)
+    assert root == bytes([6]) * 32 and torch.equal(st["w"], state_at(6)["w"]) and steps == [3]
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(TrainingStopped):
+        run.checkpoint(3, stop, steps.append)
 
 
 def flags(**kw) -> argparse.Namespace:

@@ -257,11 +257,11 @@ def test_a_solvers_dispute_computation_keeps_states_within_state_cache_mib(tmp_p
     manager = FakeContract(getJob=lambda j: job, collateralOf=lambda j: 1)
     game = FakeContract(configOf=lambda j: cfg, placementOf=lambda j: (0, 0, 0))
     solver = role(Solver, tmp_path, blobs, manager, game, state_cache_mib=3)
-    solver.comps, solver.fault = {}, None  # (what the fakes' role() leaves to __init__)
+    solver.comps = {}  # (what the fakes' role() leaves to __init__)
     comp = solver.computation(open_unit())
     assert comp.budget is solver.state_budget
     assert solver.state_budget.limit_bytes == solver.state_cache_bytes == 3 << 20
-    other = solver._new_computation(solver.job_context(1))
+    other = solver.new_computation(solver.job_context(1))
     assert other.budget is comp.budget  # one budget for all my accounts, not one each
 
 

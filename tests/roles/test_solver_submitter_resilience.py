@@ -96,7 +96,7 @@ def a_solver(tmp_path: Path, jobs: dict[int, tuple[specs.JobSpec, tuple]], **vie
         configOf=lambda j: configs[j], placementOf=lambda j: (0, 0, 0), turn=lambda g: (0, 10**9)
     )
     s = bare(Solver, tmp_path, blobs, manager, game)
-    s.capability, s.fault = (0, 4096, 1000), None
+    s.capability = (0, 4096, 1000)
     s.comps, s.games = {}, BoundedCache(8)
     s.round_units, s.held = [], None
     s.public_blob_url = str(tmp_path / "blobs")
