@@ -6,9 +6,12 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from agents.adversaries.flags import add_solver_flags
     from agents.roles.solver import register as add_parser
 
-    add_parser(sub).set_defaults(func=run)
+    p = add_parser(sub)
+    add_solver_flags(p)  # the test adversaries' flags: the role's own parser has none
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

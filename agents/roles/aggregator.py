@@ -390,17 +390,6 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--stake", type=float, default=200.0, help="tokens to stake (as a solver)")
     p.add_argument(
-        "--cheat",
-        action="store_true",
-        help="test adversary: commit wrong aggregates (demos and tests only)",
-    )
-    p.add_argument(
-        "--withhold",
-        action="store_true",
-        help="test adversary: publish a locator to nothing (others must ask for reveals on "
-        "chain; tests only)",
-    )
-    p.add_argument(
         "--public-blob-url",
         help="blob store URL others read my aggregates from (default: --blob-url)",
     )

@@ -36,7 +36,7 @@ from agents.core.enums import Role
 from agents.dispute.availability import encode_answer
 from agents.dispute.budget import StateBudget
 from agents.dispute.player import Defender
-from agents.dispute.trace import FAULT_KINDS, drop_computation
+from agents.dispute.trace import drop_computation
 from agents.roles.actions import (
     AnswerData,
     ChainAction,
@@ -904,17 +904,5 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="decomposed jobs: take at most this many units of one round (0: no limit)",
-    )
-    p.add_argument(
-        "--false-truth",
-        action="store_true",
-        help="test adversary: in a forced round, seal a true checkpoint list that is itself wrong "
-        "at the perturbed checkpoint (the reveal then judges honest verifiers WRONG; they contest)",
-    )
-    p.add_argument(
-        "--cheat",
-        metavar="KIND[:step=,node=,element=,mask=]",
-        help="test adversary: inject a fault (demos/tests only), e.g. "
-        "element:step=217,node=2,element=5,mask=0x40000000 (kinds: " + ", ".join(FAULT_KINDS) + ")",
     )
     return p

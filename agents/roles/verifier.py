@@ -615,17 +615,6 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="replay every segment, not only the sampled ones (attest the sampled)",
     )
     p.add_argument(
-        "--lazy",
-        action="store_true",
-        help="test adversary: attest without fetching or replaying anything (demos/tests only)",
-    )
-    p.add_argument(
-        "--cheat-challenge",
-        action="store_true",
-        help="test adversary: dispute every unit, true or not, and play a lying challenger "
-        "(tests of an honest solver's defence only)",
-    )
-    p.add_argument(
         "--spec-store",
         action="append",
         metavar="URL",

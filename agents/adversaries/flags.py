@@ -1,0 +1,51 @@
+"""The test adversaries' command-line flags, added to a role's parser by the start-up wiring
+(agents/cli_*.py) beside the role's own: the roles' parsers (agents/roles) define none."""
+
+from __future__ import annotations
+
+import argparse
+
+from agents.dispute.trace import FAULT_KINDS
+
+
+def add_solver_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--false-truth",
+        action="store_true",
+        help="test adversary: in a forced round, seal a true checkpoint list that is itself wrong "
+        "at the perturbed checkpoint (the reveal then judges honest verifiers WRONG; they contest)",
+    )
+    p.add_argument(
+        "--cheat",
+        metavar="KIND[:step=,node=,element=,mask=]",
+        help="test adversary: inject a fault (demos/tests only), e.g. "
+        "element:step=217,node=2,element=5,mask=0x40000000 (kinds: " + ", ".join(FAULT_KINDS) + ")",
+    )
+
+
+def add_verifier_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lazy",
+        action="store_true",
+        help="test adversary: attest without fetching or replaying anything (demos/tests only)",
+    )
+    p.add_argument(
+        "--cheat-challenge",
+        action="store_true",
+        help="test adversary: dispute every unit, true or not, and play a lying challenger "
+        "(tests of an honest solver's defence only)",
+    )
+
+
+def add_aggregator_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cheat",
+        action="store_true",
+        help="test adversary: commit wrong aggregates (demos and tests only)",
+    )
+    p.add_argument(
+        "--withhold",
+        action="store_true",
+        help="test adversary: publish a locator to nothing (others must ask for reveals on "
+        "chain; tests only)",
+    )
