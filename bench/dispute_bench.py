@@ -40,12 +40,12 @@ from pathlib import Path
 
 import torch
 
+from agents.adversaries.faults import Fault, faulty_party
 from agents.adversaries.liars import ChainLiar
 from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
 from agents.dispute.harness import Deployment, Job, deploy_game, make_job, open_game
 from agents.dispute.player import DIRECT_TERMS, Challenger, Defender
-from agents.dispute.trace import Fault
 from agents.training.data import Dataset, _stream_words, load_dataset, unit_floats
 from agents.training.spec import parse_spec
 
@@ -72,7 +72,7 @@ def dispute(
     lie_from: int | None = None,
 ):
     honest = job.honest(steps, interval)
-    liar = job.party(steps, interval, fault)
+    liar = faulty_party(job, steps, interval, fault)
     started = time.perf_counter()
     honest.checkpoint_roots()  # the challenger's replay, to decide to dispute
     liar.checkpoint_roots()  # the defender's own run (its commitments)
@@ -176,7 +176,7 @@ def main() -> int:
             row = None
             for element in reversed(range(numel)):  # the last element whose fault shows
                 fault = Fault("element", step=0, node=node.index, element=element, mask=1 << 30)
-                liar = job.party(1, 1, fault)
+                liar = faulty_party(job, 1, 1, fault)
                 if liar.final_root() == truth:
                     continue
                 sid = chain.snapshot()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from agents.dispute.trace import FAULT_KINDS
+from agents.adversaries.faults import FAULT_KINDS
 
 
 def add_solver_flags(p: argparse.ArgumentParser) -> None:

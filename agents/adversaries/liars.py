@@ -80,8 +80,7 @@ def model_element_cheats(job, jg, start, honest, steps: int, every: int, count: 
     import random
     from collections import defaultdict
 
-    from agents.dispute.model_trace import ModelComputation
-    from agents.dispute.trace import Fault
+    from agents.adversaries.faults import Fault, FaultyModelComputation
 
     rng = random.Random(seed)
     by_op = defaultdict(list)
@@ -97,7 +96,7 @@ def model_element_cheats(job, jg, start, honest, steps: int, every: int, count: 
             i = rng.choice(by_op[op])
             fault = Fault("element", rng.randrange(steps), i, rng.randrange(jg.nodes[i].numel),
                           1 << rng.randrange(16, 31))  # fmt: skip
-            cheat = ModelComputation(job, jg, start, steps, every, fault=fault)
+            cheat = FaultyModelComputation(job, jg, start, steps, every, fault=fault)
             try:
                 if cheat.final_root() != honest.final_root():
                     out.append((op, fault, cheat))

@@ -10,8 +10,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agents.adversaries.faults import FAULT_KINDS, Fault, faulty_account
 from agents.dispute.budget import StateBudget
-from agents.dispute.trace import FAULT_KINDS, Fault, drop_computation
+from agents.dispute.trace import drop_computation
 from agents.roles.jobs import JobContext
 from agents.roles.logic import UnitView
 from agents.roles.runner import RoleError
@@ -68,7 +69,7 @@ class FaultySolver(HonestSolver):
     """Trains, commits and defends the run with `fault` in it (it never plays forced rounds):
     its account of a unit is the faulty computation, which its training publishes."""
 
-    fault: Fault | None = None
+    fault: Fault
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "banner", f"CHEATING: will commit a run with fault {self.fault}")
@@ -76,7 +77,7 @@ class FaultySolver(HonestSolver):
     def computation(
         self, runtime: JobRuntime, steps: int, every: int, budget: StateBudget
     ) -> Claim:
-        return runtime.computation(steps, every, fault=self.fault, budget=budget)
+        return faulty_account(runtime, steps, every, self.fault, budget)
 
     def account(self, fresh: Claim, seed: Callable[[Claim], None]) -> Claim:
         return fresh  # its published checkpoints are this account's states already

@@ -14,7 +14,7 @@ from web3.contract import Contract
 
 from agents.dispute.client import GameClient
 from agents.dispute.graph import JobGraph, job_graph
-from agents.dispute.trace import Computation, Fault
+from agents.dispute.trace import Computation
 from agents.training.data import Dataset, synthetic
 from agents.training.engine import Engine
 from agents.training.spec import JobSpec
@@ -118,9 +118,6 @@ class Job:
 
     def honest(self, steps: int, interval: int) -> Computation:
         return Computation(self.engine, steps, interval)
-
-    def party(self, steps: int, interval: int, fault: Fault | None) -> Computation:
-        return Computation(self.engine, steps, interval, fault=fault)
 
 
 def make_job(

@@ -1,10 +1,8 @@
 """A party's account of a version-3 claim (PROTOCOL §2.7, §7): the states, op traces and roots
 it commits step by step, and what its last moves open — `trace.Computation`'s interface over a
-`ModelJob`, so the players of agents/dispute/player.py play version-3 games unchanged.
-
-With an element `Fault` it is a cheating party's account (tests, demos): at step `fault.step`
-the output of node `fault.node` has `mask` XORed into element `fault.element` (an i32 value gets
-+1), every later node of the step is recomputed from it and every later step follows.
+`ModelJob`, so the players of agents/dispute/player.py play version-3 games unchanged. A
+cheating party's account (tests, demos, --cheat) is agents/adversaries/faults.py's
+`FaultyModelComputation`.
 """
 
 from __future__ import annotations
@@ -21,24 +19,10 @@ from agents.dispute.model_graph import (
     openings,
     term_reads,
 )
-from agents.dispute.trace import Fault
 from agents.dispute.trace_walk import TraceRoots
 from agents.model.job import ModelJob, State, commit_view, state_root
 from agents.model.run import run_graph
 from agents.training import merkle
-from agents.training.registry import run_node
-
-
-def _flip(t: torch.Tensor, element: int, mask: int) -> torch.Tensor:
-    out = t.contiguous().clone()
-    flat = out.view(-1)
-    if out.dtype == torch.float32:
-        bits = flat.view(torch.int32)
-        word = (int(bits[element].item()) & 0xFFFFFFFF) ^ (mask & 0xFFFFFFFF)
-        bits[element] = word - (1 << 32) if word >= 1 << 31 else word
-    else:
-        flat[element] = int(flat[element].item()) + 1
-    return out
 
 
 class ModelComputation:
@@ -58,15 +42,12 @@ class ModelComputation:
         steps: int,
         interval: int,
         t0: int = 0,
-        fault: Fault | None = None,
         shard: int = 0,
     ):
         if steps <= 0 or interval <= 0 or steps % interval:
             raise ValueError(f"bad claim: steps={steps} interval={interval}")
-        if fault is not None and fault.kind != "element":
-            raise ValueError(f"version-3 computations inject element faults, not {fault.kind!r}")
         self.job, self.jg, self.steps, self.interval, self.t0 = job, jg, steps, interval, t0
-        self.fault, self.shard = fault, shard
+        self.shard = shard
         self._states: dict[int, State] = {t0: start}  # S_t0: the job's initial state, or G_r
         self._traces: dict[int, list[torch.Tensor]] = {}
         self._roots: dict[int, bytes] = {}
@@ -78,18 +59,6 @@ class ModelComputation:
         g = self.jg.graph
         ins = self.job.step_inputs(st, t, self.shard)
         outs, trace = run_graph(g, ins, self.job.cfg, keep_trace=True)
-        f = self.fault
-        if f is not None and f.step == t:
-            # the lie, and every later node of the step recomputed from it
-            trace[f.node] = _flip(trace[f.node], f.element, f.mask)
-            vals = ins + trace
-            n_in = len(ins)
-            for i in range(f.node + 1, len(g.nodes)):
-                node = g.nodes[i]
-                if node.op != "const":
-                    vals[n_in + i] = run_node(node, [vals[v] for v in node.inputs], False, "cpu")
-            trace = vals[n_in:]
-            outs = {name: vals[vid] for name, vid in g.outputs}
         return {v.name: outs[v.name] for v in self.job.bundle.state}, trace
 
     def seed(self, t: int, st: State) -> None:

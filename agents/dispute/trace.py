@@ -2,26 +2,11 @@
 
 `Computation` replays a claim "from S_{t0}, `steps` steps with checkpoints every `interval`"
 with the engine's own graph and op functions (`Engine._op`), so an honest computation is the
-engine's `trace_step` bit for bit (tested). With a `Fault` it is a *cheating* party's account,
-for tests and demos: the fault is injected where named and everything the party commits after
-it follows from it, exactly as a solver with that bug or that lie would commit.
-
-Fault kinds (PROTOCOL §7.6):
-  element       XOR `mask` into element `element` of node `node`'s output at step `step`
-                (labels: add 1 modulo the class count); downstream nodes and later steps
-                follow from the wrong value.
-  batch         at step `step`, batch position `element` holds example idx+1 (mod N) instead of
-                idx (features and label); everything after follows.
-  checkpoint    checkpoint number `step` is replaced by a root with no data behind it.
-  intermediate  every state root from global step `step` on is a root with no data behind it.
-  assembly      from S_{step+1} on, state roots are committed with two tensors' entries swapped,
-                so S_{step+1}'s root does not follow from step `step`'s (correct) trace.
-  count         the checkpoint list commits one extra root (a wrong count).
+engine's `trace_step` bit for bit (tested). A cheating party's account (tests, demos, --cheat)
+is agents/adversaries/faults.py's `FaultyComputation`, which overrides the steps it lies about.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -33,40 +18,7 @@ from agents.dispute.trace_walk import TraceRoots, trace_siblings
 from agents.training import merkle
 from agents.training.engine import Engine
 from agents.training.graph import element_deps
-from agents.training.keccak import keccak256
 from agents.training.state import State
-
-FAULT_KINDS = ("element", "batch", "checkpoint", "intermediate", "assembly", "count")
-
-
-@dataclass(frozen=True)
-class Fault:
-    kind: str
-    step: int = 0
-    node: int = 0
-    element: int = 0
-    mask: int = 1
-
-    def __post_init__(self) -> None:
-        if self.kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {self.kind!r}")
-
-
-def _garbage(tag: str, t: int) -> bytes:
-    return keccak256(f"vtp.dispute.garbage.{tag}.{t}".encode())
-
-
-def _flip(out: torch.Tensor, element: int, mask: int, classes: int) -> torch.Tensor:
-    out = out.contiguous().clone()
-    flat = out.view(-1)
-    if out.dtype == torch.float32:
-        bits = flat.view(torch.int32)
-        word = int(bits[element].item()) & 0xFFFFFFFF
-        word ^= mask & 0xFFFFFFFF
-        bits[element] = word - (1 << 32) if word >= 1 << 31 else word
-    else:
-        flat[element] = (int(flat[element].item()) + 1) % classes
-    return out
 
 
 def drop_computation(comps: dict, key: object) -> None:
@@ -91,14 +43,12 @@ class Computation:
         interval: int,
         t0: int = 0,
         start: State | None = None,
-        fault: Fault | None = None,
         cache_bytes: int = DEFAULT_STATE_CACHE_BYTES,
         budget: StateBudget | None = None,
     ):
         if steps <= 0 or interval <= 0 or steps % interval:
             raise ValueError(f"bad claim: steps={steps} interval={interval}")
         self.engine, self.steps, self.interval, self.t0 = engine, steps, interval, t0
-        self.fault = fault
         self.graph = engine.graph
         self.classes = engine.spec.widths[-1]
         # Kept states, within a byte budget (one state's tensors are the model and its optimizer
@@ -124,32 +74,16 @@ class Computation:
     # -- running ----------------------------------------------------------------------------
 
     def _run(self, st: State, t: int) -> tuple[State, list[torch.Tensor]]:
-        eng, f = self.engine, self.fault
+        eng = self.engine
         env: dict[str, torch.Tensor] = dict(st)
         env["X"], env["Y"], env["idx"] = eng.x, eng.y, eng.batch(t)
         trace = []
         for node in self.graph.nodes:
             out = eng._op(node.op, [env[r] for r in node.inputs])
-            if f is not None and f.step == t:
-                out = self._inject(f, node.index, out, env)
             env[node.name] = out
             trace.append(out)
         nxt = {name: env[n].contiguous() for name, n in self.graph.next_state.items()}
         return nxt, trace
-
-    def _inject(self, f: Fault, index: int, out: torch.Tensor, env) -> torch.Tensor:
-        if f.kind == "element" and f.node == index:
-            return _flip(out, f.element, f.mask, self.classes)
-        if f.kind == "batch" and index in (0, 1):  # nodes x = gather_rows, y = gather_labels
-            j = f.element
-            src = (int(env["idx"].reshape(-1)[j]) + 1) % self.engine.data.n
-            out = out.contiguous().clone()
-            if index == 0:
-                out[j] = env["X"][src]
-            else:
-                out[0, j] = env["Y"].reshape(-1)[src]
-            return out
-        return out
 
     def _keep(self, t: int, st: State) -> None:
         """Keep S_t as the most recently used state under the budget (which may evict other
@@ -222,19 +156,10 @@ class Computation:
     def entries(self, t: int) -> list[bytes]:
         """State-list values keccak(abi.encode(keccak(name), tensorRoot)) of S_t, as committed."""
         st = self.state(t)
-        out = [merkle.state_entry(n, merkle.tensor_root(x)) for n, x in st.items()]
-        f = self.fault
-        if f is not None and f.kind == "assembly" and t > f.step:
-            out[0], out[1] = out[1], out[0]
-        return out
+        return [merkle.state_entry(n, merkle.tensor_root(x)) for n, x in st.items()]
 
     def claimed_root(self, t: int) -> bytes:
         """The state root the party claims for S_t."""
-        f = self.fault
-        if f is not None and f.kind == "intermediate" and t >= f.step:
-            return _garbage("intermediate", t)
-        if f is not None and f.kind == "checkpoint" and t == self.t0 + f.step * self.interval:
-            return _garbage("checkpoint", t)
         if t not in self._roots:
             self._roots[t] = merkle.root_list(merkle.STATE_DOMAIN, self.entries(t))
         return self._roots[t]
@@ -248,10 +173,7 @@ class Computation:
         return [self.claimed_root(self.t0 + c * k) for c in range(self.segments + 1)]
 
     def checkpoint_commit(self) -> bytes:
-        roots = self.checkpoint_roots()
-        if self.fault is not None and self.fault.kind == "count":
-            roots = roots + [roots[-1]]
-        return merkle.checkpoint_root(roots)
+        return merkle.checkpoint_root(self.checkpoint_roots())
 
     def final_root(self) -> bytes:
         return self.claimed_root(self.t0 + self.steps)

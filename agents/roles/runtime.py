@@ -22,7 +22,7 @@ from agents.dispute.budget import StateBudget
 from agents.dispute.graph import JobGraph, job_graph
 from agents.dispute.model_graph import ModelJobGraph, model_job_graph
 from agents.dispute.model_trace import ModelComputation
-from agents.dispute.trace import Computation, Fault
+from agents.dispute.trace import Computation
 from agents.model import job as mj
 from agents.model.graph import MAX_BUNDLE_BYTES, bundle_from_bytes
 from agents.model.run import RunConfig
@@ -80,11 +80,9 @@ class MlpRuntime(MlpCodec):
         interval: int,
         t0: int = 0,
         start: State | None = None,
-        fault: Fault | None = None,
         budget: StateBudget | None = None,
     ) -> Computation:
-        return Computation(self.engine, steps, interval, t0=t0, start=start, fault=fault,
-                           budget=budget)  # fmt: skip
+        return Computation(self.engine, steps, interval, t0=t0, start=start, budget=budget)
 
     def metrics(self, final: State) -> dict[str, float]:
         test = datasets.test_split_for(self.spec.dataset_name)
@@ -166,7 +164,6 @@ class ModelRuntime:
         interval: int,
         t0: int = 0,
         start: State | None = None,
-        fault: Fault | None = None,
         budget: StateBudget | None = None,
     ) -> ModelComputation:
         """A party's account of a claim. Its states are kept by the account itself (not under
@@ -176,7 +173,7 @@ class ModelRuntime:
             if t0:
                 raise ValueError(f"a claim from step {t0} needs its start state")
             start = self.start
-        return ModelComputation(self.job, self.jg, start, steps, interval, t0=t0, fault=fault)
+        return ModelComputation(self.job, self.jg, start, steps, interval, t0=t0)
 
     def metrics(self, final: State) -> dict[str, float]:
         return self.job.evaluate(final)

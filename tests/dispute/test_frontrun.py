@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from dispute_fixtures import advance, make_job, open_game
 
+from agents.adversaries.faults import Fault, faulty_party
 from agents.dispute.client import GameClient, MoveRejected
 from agents.dispute.player import DEFENDER_PHASES, Challenger, Defender, Phase
-from agents.dispute.trace import Fault
 
 CHEAT = Fault("element", step=2, node=2, element=0, mask=0x40000000)
 
 
 def _job():
     job = make_job((4, 3, 2), batch=2, n=8, seed=3, steps=4, interval=2)
-    return job, job.honest(4, 2), job.party(4, 2, CHEAT)
+    return job, job.honest(4, 2), faulty_party(job, 4, 2, CHEAT)
 
 
 def test_copied_moves_are_refused_and_the_game_is_unchanged(dep, chain, snapshot):

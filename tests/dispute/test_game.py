@@ -19,11 +19,12 @@ from dispute_fixtures import (
 from web3 import Web3
 from web3.exceptions import ContractCustomError, ContractLogicError
 
+from agents.adversaries.faults import Fault, FaultyComputation, faulty_party
 from agents.adversaries.liars import LyingChallenger
 from agents.dispute.client import MoveRejected, run_game
 from agents.dispute.encoding import step_list_root
 from agents.dispute.player import Challenger, Defender, Phase
-from agents.dispute.trace import Computation, Fault
+from agents.dispute.trace import Computation
 from agents.training.data import load_dataset
 from agents.training.spec import parse_spec
 
@@ -39,7 +40,9 @@ def test_fault_in_every_node_is_caught_by_its_one_step_proof(dep, chain, snapsho
     g = JOB.jg.graph
     numel = JOB.jg.nodes[node].numel
     honest = JOB.honest(2, 1)
-    liar = JOB.party(2, 1, Fault("element", step=1, node=node, element=numel - 1, mask=0x40000000))
+    liar = faulty_party(
+        JOB, 2, 1, Fault("element", step=1, node=node, element=numel - 1, mask=0x40000000)
+    )
     if g.nodes[node].name in ("loss.logsum", "loss.nll", "loss.mean"):
         # The loss feeds no later node: S_2 is right, the claim is true, nothing to dispute.
         assert liar.checkpoint_commit() == honest.checkpoint_commit()
@@ -94,7 +97,7 @@ def test_digits_example_dispute(dep, chain, snapshot):
     fault = Fault(
         "element", step=217, node=job.jg.graph.index_of("fwd0.mm"), element=5, mask=0x40000000
     )
-    liar = job.party(spec.steps, spec.checkpoint_every, fault)
+    liar = faulty_party(job, spec.steps, spec.checkpoint_every, fault)
     assert liar.checkpoint_commit() != honest.checkpoint_commit()
     gid = open_game(dep, job, liar, honest)
     rec = run_game(
@@ -117,8 +120,12 @@ def test_attestation_game(dep, chain, snapshot, verifier_honest):
     start = job.honest(12, 4).state(t0)
     honest = Computation(job.engine, k, k, t0=t0, start=start)
     upd = job.jg.graph.index_of("upd.w0")  # a state tensor of S_7: always reaches the claim
-    fault = None if verifier_honest else Fault("element", step=6, node=upd, mask=0x40000000)
-    verifier = Computation(job.engine, k, k, t0=t0, start=start, fault=fault)
+    fault = Fault("element", step=6, node=upd, mask=0x40000000)
+    verifier = (
+        Computation(job.engine, k, k, t0=t0, start=start)
+        if verifier_honest
+        else FaultyComputation(job.engine, k, k, t0=t0, start=start, fault=fault)
+    )
     gid = open_segment_game(dep, job, verifier)
     claim = dep.game.functions.claimOf(gid).call()
     assert (claim[8], claim[9], claim[10]) == (t0, k, k)
@@ -204,7 +211,7 @@ def test_only_the_manager_opens_games(dep, snapshot):
 def test_turns_clocks_and_deadlines(dep, chain, snapshot):
     job = make_job((4, 3, 2), batch=2, n=8, seed=3, steps=4, interval=2)
     honest = job.honest(4, 2)
-    liar = job.party(4, 2, Fault("element", step=2, node=2, element=0, mask=0x40000000))
+    liar = faulty_party(job, 4, 2, Fault("element", step=2, node=2, element=0, mask=0x40000000))
     gid = open_game(dep, job, liar, honest)
     defender, challenger = Defender(liar, job.jg), Challenger(honest, job.jg)
     v = dep.defender.view(gid)

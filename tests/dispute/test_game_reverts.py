@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 from dispute_fixtures import CLOCK_BUDGET, Job, advance, make_job, open_game, reverts, what
 
+from agents.adversaries.faults import Fault, faulty_party
 from agents.dispute.encoding import KIND_BATCH, DisputeConfig, NodeDesc, Operand
 from agents.dispute.player import DEFENDER_PHASES, Challenger, Defender, GameView, Move, Phase
-from agents.dispute.trace import Fault
 
 JOB = make_job((33, 4, 2), batch=2, n=8, seed=3, steps=4, interval=2)
 STEPS, INTERVAL = 4, 2
 UPD_W0 = JOB.jg.graph.index_of("upd.w0")
 FAULT = Fault("element", step=2, node=UPD_W0, element=100, mask=0x40000000)
 HONEST = JOB.honest(STEPS, INTERVAL)
-LIAR = JOB.party(STEPS, INTERVAL, FAULT)
+LIAR = faulty_party(JOB, STEPS, INTERVAL, FAULT)
 CFG = JOB.jg.config
 OTHER_CFG = dataclasses.replace(CFG, seed=CFG.seed + 1)
 ZERO = b"\x00" * 32

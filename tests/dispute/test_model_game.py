@@ -12,6 +12,7 @@ import random
 import pytest
 from dispute_fixtures import MODEL_JOBS, ape_artifacts, build_model_job, examples, open_game
 
+from agents.adversaries.faults import Fault, FaultyModelComputation
 from agents.adversaries.liars import LyingChallenger, ProducerLiar, model_element_cheats
 from agents.core.chain import AnvilConfig, connect, local_anvil
 from agents.core.enums import Phase, Side
@@ -20,7 +21,6 @@ from agents.dispute.harness import deploy_game
 from agents.dispute.model_graph import model_job_graph
 from agents.dispute.model_trace import ModelComputation
 from agents.dispute.player import Challenger, Defender
-from agents.dispute.trace import Fault
 
 STEPS, EVERY = 2, 1
 MOVE_GAS = 500_000  # the bound issue #25 sets on every move of a game
@@ -93,7 +93,9 @@ def test_a_producer_root_not_in_the_trace_loses(fresh, model):
     name, job, jg, st, honest = model
     state = len(jg.config.state_names) - 1
     node = jg.config.state_producers[state]
-    cheat = ModelComputation(job, jg, st, STEPS, EVERY, fault=Fault("element", 1, node, 0, 1 << 22))
+    cheat = FaultyModelComputation(
+        job, jg, st, STEPS, EVERY, fault=Fault("element", 1, node, 0, 1 << 22)
+    )
     assert cheat.final_root() != honest.final_root()
     gid = open_game(dep, _Handle(job, jg), cheat, honest)
     rec = run_game(gid, (ProducerLiar(cheat, jg, traced=honest), dep.defender),

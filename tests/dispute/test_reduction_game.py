@@ -19,6 +19,7 @@ from dispute_fixtures import advance, examples, make_job, open_game, play_to, re
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from agents.adversaries.faults import Fault, faulty_party
 from agents.adversaries.liars import ChainLiar, LyingChallenger
 from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
@@ -29,7 +30,6 @@ from agents.dispute.player import (
     Move,
     Phase,
 )
-from agents.dispute.trace import Fault
 
 SETTINGS = dict(suppress_health_check=list(HealthCheck), deadline=None)
 BISECTION = ("openReduction", "postAccumulators", "pickAccumulators", "proveAccumulation")
@@ -79,7 +79,7 @@ def test_cheater_at_each_reduction_loses_by_bisection(dep, chain, node_name):
     challenger = Challenger(honest, job.jg, direct_terms=0)
     for element in reversed(range(job.jg.nodes[node].numel)):  # the first unmasked fault
         fault = Fault("element", step=1, node=node, element=element, mask=0x40000000)
-        liar = job.party(2, 1, fault)
+        liar = faulty_party(job, 2, 1, fault)
         if challenger.disputes(liar.checkpoint_commit(), liar.final_root()):
             break
     else:
@@ -105,7 +105,7 @@ def _chain_liar_loses(dep, chain, job, data):
     element = data.draw(st.integers(0, job.jg.nodes[node].numel - 1), label="element")
     mask = data.draw(st.integers(1, 2**32 - 1), label="mask")
     fault = Fault("element", step=1, node=node, element=element, mask=mask)
-    honest, liar = job.honest(2, 1), job.party(2, 1, fault)
+    honest, liar = job.honest(2, 1), faulty_party(job, 2, 1, fault)
     challenger = Challenger(honest, job.jg, direct_terms=0)
     if not challenger.disputes(liar.checkpoint_commit(), liar.final_root()):
         event("fault masked: claim true")
@@ -160,7 +160,9 @@ def _honest_defender_wins(dep, chain, job, seed, forge):
 SMALL = make_job((40, 5, 3), batch=2, n=8, seed=3, steps=1, interval=1)
 MM = SMALL.jg.graph.index_of("fwd0.mm")
 SMALL_HONEST = SMALL.honest(1, 1)
-SMALL_LIAR = SMALL.party(1, 1, Fault("element", step=0, node=MM, element=0, mask=0x40000000))
+SMALL_LIAR = faulty_party(
+    SMALL, 1, 1, Fault("element", step=0, node=MM, element=0, mask=0x40000000)
+)
 
 
 @pytest.fixture
@@ -181,7 +183,7 @@ def test_openReduction_opensTheSpanOfTheElement(dep, small_game):
 def test_openReduction_notAReduction_reverts(dep, snapshot):
     job = make_job((6, 4, 3), batch=2, n=8, seed=5, steps=1, interval=1)
     node = job.jg.graph.index_of("fwd0.z")  # add_row
-    liar = job.party(1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
+    liar = faulty_party(job, 1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
     honest = job.honest(1, 1)
     gid = open_game(dep, job, liar, honest)
     v = play_to(dep, gid, Phase.PROVE_ELEMENT, Defender(liar, job.jg), Challenger(honest, job.jg))
@@ -306,7 +308,7 @@ def test_each_reductions_term_step_catches_a_chain_liar(dep, chain, snapshot, no
     node = TERM_JOB.jg.graph.index_of(node_name)
     for element in reversed(range(TERM_JOB.jg.nodes[node].numel)):  # an unmasked fault
         fault = Fault("element", step=1, node=node, element=element, mask=0x40000000)
-        liar = TERM_JOB.party(2, 1, fault)
+        liar = faulty_party(TERM_JOB, 2, 1, fault)
         if liar.final_root() != TERM_HONEST.final_root():
             break
     gid = open_game(dep, TERM_JOB, liar, TERM_HONEST)

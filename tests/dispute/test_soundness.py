@@ -19,10 +19,11 @@ from dispute_fixtures import Job, advance, examples, make_job, open_game
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from agents.adversaries.faults import Fault, faulty_party
 from agents.adversaries.liars import LyingChallenger
 from agents.dispute.client import GameRecord, run_game
 from agents.dispute.player import DEFENDER_PHASES, Challenger, Defender, Phase
-from agents.dispute.trace import Computation, Fault
+from agents.dispute.trace import Computation
 
 SETTINGS = dict(suppress_health_check=list(HealthCheck), deadline=None)
 DEAD_NODES = ("loss.logsum", "loss.nll", "loss.mean")  # feed no later node: cannot change S_{t+1}
@@ -103,7 +104,7 @@ def _cheating_defender_loses(dep, chain, kind, job, data):
     job, steps, interval = job
     fault = draw_fault(data, kind, job, steps, interval)
     honest = job.honest(steps, interval)
-    liar = job.party(steps, interval, fault)
+    liar = faulty_party(job, steps, interval, fault)
     if not claim_is_wrong(liar, honest):
         # e.g. a flipped negative pre-activation that relu maps to the same zero: the claim
         # is true, and the honest challenger does not dispute it.
@@ -186,7 +187,7 @@ def _silent_party_loses(dep, chain, job, data):
         element=0,
         mask=0x40000000,  # flips the exponent's top bit: never the same value
     )
-    liar = job.party(steps, interval, fault)
+    liar = faulty_party(job, steps, interval, fault)
     if not claim_is_wrong(liar, honest):
         event("fault masked: claim true, no dispute")
         return

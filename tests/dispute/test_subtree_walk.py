@@ -15,6 +15,7 @@ from dispute_fixtures import advance, examples, make_job, open_game, play_to, re
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from agents.adversaries.faults import Fault, faulty_party
 from agents.adversaries.liars import LyingChallenger
 from agents.dispute.client import run_game
 from agents.dispute.player import (
@@ -23,7 +24,6 @@ from agents.dispute.player import (
     Move,
     Phase,
 )
-from agents.dispute.trace import Fault
 
 SETTINGS = dict(suppress_health_check=list(HealthCheck), deadline=None)
 # w0 is (4, 1100): 4,400 elements, 69 leaves, a tree of height 7 (a round of 6, then 1).
@@ -34,7 +34,9 @@ HONEST = JOB.honest(1, 1)
 
 
 def _liar(element: int):
-    return JOB.party(1, 1, Fault("element", step=0, node=UPD_W0, element=element, mask=0x40000000))
+    return faulty_party(
+        JOB, 1, 1, Fault("element", step=0, node=UPD_W0, element=element, mask=0x40000000)
+    )
 
 
 def _walked(rec) -> int:
@@ -101,7 +103,7 @@ def test_postSubtree_firstRound_postsTheTopSixLevels(dep, walk):
 def test_postSubtree_smallTensor_notAWalk(dep, snapshot):
     job = make_job((6, 4, 3), batch=2, n=8, seed=5, steps=1, interval=1)
     node = job.jg.graph.index_of("upd.w0")
-    liar = job.party(1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
+    liar = faulty_party(job, 1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
     honest = job.honest(1, 1)
     gid = open_game(dep, job, liar, honest)
     play_to(dep, gid, Phase.POST_LEAVES, Defender(liar, job.jg), Challenger(honest, job.jg))
@@ -113,7 +115,7 @@ def test_postTraceRoot_smallTrace_notAWalk(dep, snapshot):
     """A trace of at most 64 nodes is posted whole (postTrace); its walk cannot start."""
     job = make_job((6, 4, 3), batch=2, n=8, seed=5, steps=1, interval=1)
     node = job.jg.graph.index_of("upd.w0")
-    liar = job.party(1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
+    liar = faulty_party(job, 1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
     honest = job.honest(1, 1)
     gid = open_game(dep, job, liar, honest)
     v = play_to(dep, gid, Phase.POST_TRACE, Defender(liar, job.jg), Challenger(honest, job.jg))
@@ -128,7 +130,7 @@ def test_postTraceRoot_smallTrace_notAWalk(dep, snapshot):
 def test_pickSubtree_afterPostLeaves_notAWalk(dep, snapshot):
     job = make_job((70, 4, 3), batch=2, n=8, seed=5, steps=1, interval=1)
     node = job.jg.graph.index_of("upd.w0")  # (4, 70): 5 leaves, posted whole
-    liar = job.party(1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
+    liar = faulty_party(job, 1, 1, Fault("element", step=0, node=node, element=0, mask=0x40000000))
     honest = job.honest(1, 1)
     gid = open_game(dep, job, liar, honest)
     v = play_to(dep, gid, Phase.PICK_LEAF, Defender(liar, job.jg), Challenger(honest, job.jg))

@@ -17,9 +17,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agents.adversaries.faults import Fault, FaultyComputation
 from agents.dispute.budget import StateBudget
 from agents.dispute.harness import make_job
-from agents.dispute.trace import Computation, Fault, drop_computation
+from agents.dispute.trace import Computation, drop_computation
 
 FUZZ = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz"
 
@@ -28,7 +29,7 @@ JOB = make_job((4, 5, 3), batch=4, n=16, seed=7, steps=STEPS, interval=INTERVAL)
 STATE_BYTES = sum(x.numel() * x.element_size() for x in JOB.engine.initial_state().values())
 REFERENCE = Computation(JOB.engine, STEPS, INTERVAL, cache_bytes=1 << 40)
 FAULT = Fault("element", step=5, node=2, element=1, mask=1 << 20)
-REFERENCE_FAULTY = Computation(JOB.engine, STEPS, INTERVAL, fault=FAULT, cache_bytes=1 << 40)
+REFERENCE_FAULTY = FaultyComputation(JOB.engine, STEPS, INTERVAL, fault=FAULT, cache_bytes=1 << 40)
 
 
 def same_state(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
@@ -46,10 +47,12 @@ questions = st.lists(
 @given(states_kept=st.integers(1, STEPS + 2), asked=questions, faulty=st.booleans())
 def test_bounded_cache_answers_as_the_unbounded_one(states_kept, asked, faulty):
     reference = REFERENCE_FAULTY if faulty else REFERENCE
-    comp = Computation(
-        JOB.engine, STEPS, INTERVAL, fault=FAULT if faulty else None,
-        cache_bytes=states_kept * STATE_BYTES,
-    )  # fmt: skip
+    kept = states_kept * STATE_BYTES
+    comp = (
+        FaultyComputation(JOB.engine, STEPS, INTERVAL, fault=FAULT, cache_bytes=kept)
+        if faulty
+        else Computation(JOB.engine, STEPS, INTERVAL, cache_bytes=kept)
+    )
     for kind, t in asked:
         if kind == "state":
             assert same_state(comp.state(t), reference.state(t)), f"S_{t}"
@@ -98,7 +101,7 @@ def test_accounts_sharing_one_budget_answer_as_unbounded_ones(states_kept, asked
     start = {n: x.clone() for n, x in REFERENCE.state(COURT_T0).items()}
     comps = [
         Computation(JOB.engine, STEPS, INTERVAL, budget=budget),
-        Computation(JOB.engine, STEPS, INTERVAL, fault=FAULT, budget=budget),
+        FaultyComputation(JOB.engine, STEPS, INTERVAL, fault=FAULT, budget=budget),
         Computation(JOB.engine, INTERVAL, INTERVAL, t0=COURT_T0, start=start, budget=budget),
     ]
     references = [REFERENCE, REFERENCE_FAULTY, COURT_REFERENCE]

@@ -19,6 +19,7 @@ import random
 import pytest
 from dispute_fixtures import ape_artifacts, build_model_job, open_game, play_to, reverts, what
 
+from agents.adversaries.faults import Fault, FaultyModelComputation
 from agents.adversaries.liars import LyingChallenger, ProducerLiar
 from agents.core.chain import AnvilConfig, connect, local_anvil
 from agents.core.enums import Phase
@@ -33,7 +34,6 @@ from agents.dispute.player import (
     prove_producer,
     walked_trace,
 )
-from agents.dispute.trace import Fault
 from agents.dispute.trace_walk import WalkedTrace, next_round, pick_child
 from agents.training import merkle
 from agents.training.keccak import keccak256
@@ -71,7 +71,9 @@ def cnn(tmp_path_factory):
 
 def _cheat(cnn, node: int):
     job, jg, st, honest = cnn
-    cheat = ModelComputation(job, jg, st, STEPS, EVERY, fault=Fault("element", 0, node, 0, 1 << 22))
+    cheat = FaultyModelComputation(
+        job, jg, st, STEPS, EVERY, fault=Fault("element", 0, node, 0, 1 << 22)
+    )
     assert cheat.final_root() != honest.final_root()
     return cheat
 

@@ -17,10 +17,11 @@ import pytest
 from dispute_fixtures import Job, advance, make_job, open_game
 from web3 import Web3
 
+from agents.adversaries.faults import Fault, FaultyComputation
 from agents.adversaries.liars import LyingChallenger
 from agents.dispute.client import MoveRejected, run_game
 from agents.dispute.player import Challenger, Defender
-from agents.dispute.trace import Computation, Fault
+from agents.dispute.trace import Computation
 from agents.training.decompose import RoundUnitEngine
 
 BASE = make_job((6, 5, 3), batch=4, n=23, seed=7, steps=2, interval=1)
@@ -39,7 +40,9 @@ def selector(signature: str) -> str:
 
 
 def unit_claim(fault: Fault | None = None) -> Computation:
-    return Computation(UNIT.engine, SPEC.k_local, 1, start=G_R, fault=fault)
+    if fault is None:
+        return Computation(UNIT.engine, SPEC.k_local, 1, start=G_R)
+    return FaultyComputation(UNIT.engine, SPEC.k_local, 1, start=G_R, fault=fault)
 
 
 def test_unit_batches_are_the_shards_at_global_steps():

@@ -1,9 +1,10 @@
 """The test adversaries stay out of the production path (issue #27): the cheating behaviours
-(--cheat, --false-truth, --lazy, --cheat-challenge, --withhold, the lying players) live in
-agents/adversaries, handed to a role at start-up by agents/cli_*.py; no production module names
-them in its code. An import-linter contract (pyproject) keeps the package unimported; this test
-keeps its vocabulary out of the code itself, so no `if self.fault` / `if lazy` branch creeps
-back into an honest agent's path. Docstrings and comments may still say what an adversary does."""
+(--cheat, --false-truth, --lazy, --cheat-challenge, --withhold, the lying players, the faulty
+accounts of a claim) live in agents/adversaries, handed to a role at start-up by agents/cli_*.py;
+no production module names them in its code. An import-linter contract (pyproject) keeps the
+package unimported; this test keeps its vocabulary out of the code itself, so no `if self.fault`
+/ `if lazy` branch creeps back into an honest agent's path. Docstrings and comments may still
+say what an adversary does."""
 
 from __future__ import annotations
 
@@ -22,16 +23,6 @@ CHEAT_WORDS = {"fault", "faults", "faulty", "cheat", "cheats", "cheating", "chea
 #: Not production: the adversaries, the start-up wiring that selects them, and the economics
 #: model, whose vocabulary is the strategies it prices (lazy verifiers, cheating solvers).
 NOT_PRODUCTION = ("adversaries/", "cli_", "economics/")
-
-#: Left to move (issue #27): a party's account of a claim can still be built with an injected
-#: `Fault` (the dispute tests' and --cheat's faulty computations); the roles' runtime passes
-#: it through for agents.adversaries.solver.FaultySolver.
-FAULTY_ACCOUNTS = {
-    "dispute/trace.py",
-    "dispute/model_trace.py",
-    "dispute/harness.py",
-    "roles/runtime.py",
-}
 
 
 def words(identifier: str) -> set[str]:
@@ -67,7 +58,7 @@ def production_modules() -> list[Path]:
     out = []
     for path in sorted(AGENTS.rglob("*.py")):
         rel = path.relative_to(AGENTS).as_posix()
-        if not rel.startswith(NOT_PRODUCTION) and rel not in FAULTY_ACCOUNTS:
+        if not rel.startswith(NOT_PRODUCTION):
             out.append(path)
     return out
 
@@ -96,6 +87,15 @@ def test_the_check_sees_a_cheat_branch_and_not_a_docstring():
 
 def test_the_production_set_holds_the_honest_roles_and_not_the_adversaries():
     rels = {p.relative_to(AGENTS).as_posix() for p in production_modules()}
-    assert {"roles/solver.py", "roles/verifier.py", "roles/aggregator.py", "core/tx.py",
-            "dispute/player.py"} <= rels  # fmt: skip
+    honest = {
+        "roles/solver.py",
+        "roles/verifier.py",
+        "roles/aggregator.py",
+        "roles/runtime.py",
+        "core/tx.py",
+        "dispute/player.py",
+        "dispute/trace.py",
+        "dispute/model_trace.py",
+    }
+    assert honest <= rels
     assert not any(r.startswith(("adversaries/", "cli_")) for r in rels)

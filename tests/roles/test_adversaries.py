@@ -11,11 +11,14 @@ import torch
 
 from agents.adversaries import aggregator_strategy, solver_strategy, verifier_strategy
 from agents.adversaries.aggregator import CheatingAggregator
+from agents.adversaries.faults import Fault, FaultyComputation
 from agents.adversaries.liars import LyingChallenger
 from agents.adversaries.solver import ClaimedTraining, FalseTruthSolver, FaultySolver, parse_cheat
 from agents.adversaries.verifier import MADE_UP_ROOT, LazyVerifier, LyingVerifier
+from agents.dispute.budget import StateBudget
+from agents.dispute.harness import make_job
 from agents.dispute.player import Challenger
-from agents.dispute.trace import Fault
+from agents.dispute.trace import Computation
 from agents.roles.aggregator import HonestAggregator
 from agents.roles.runner import RoleError
 from agents.roles.solver import HonestSolver, TrainingStopped
@@ -90,7 +93,9 @@ def test_faulty_solver_commits_its_fault_and_says_so():
 
 
 class Runtime:
-    """Records how a strategy asks for a fresh account of a claim."""
+    """A version-1 job's runtime, recording how an honest strategy asks for an account."""
+
+    engine = make_job((4, 3, 2), batch=2, n=8, seed=3, steps=4, interval=2).engine
 
     def computation(self, steps, every, **kw):
         return ("account", steps, every, kw)
@@ -115,11 +120,15 @@ class Account:
 def test_faulty_solver_commits_and_defends_its_account_and_plays_no_forced_round():
     fault = Fault("count")
     honest, cheat = HonestSolver(), FaultySolver(fault=fault)
-    budget = object()
-    assert honest.computation(Runtime(), 8, 2, budget) == ("account", 8, 2, {"budget": budget})
-    assert cheat.computation(Runtime(), 8, 2, budget) == (
-        "account", 8, 2, {"fault": fault, "budget": budget}
-    )  # fmt: skip
+    budget = StateBudget(1 << 20)
+    assert honest.computation(Runtime(), 4, 2, budget) == ("account", 4, 2, {"budget": budget})
+    faulty = cheat.computation(Runtime(), 4, 2, budget)
+    assert isinstance(faulty, FaultyComputation) and faulty.budget is budget
+    assert (
+        faulty.fault == fault
+        and faulty.checkpoint_roots() == Computation(Runtime.engine, 4, 2).checkpoint_roots()
+    )  # a count fault lies about the number of roots only
+    assert faulty.checkpoint_commit() != Computation(Runtime.engine, 4, 2).checkpoint_commit()
     seeded: list[object] = []
     assert honest.account("fresh", seeded.append) == "fresh" and seeded == ["fresh"]
     assert cheat.account("fresh", seeded.append) == "fresh" and seeded == ["fresh"]

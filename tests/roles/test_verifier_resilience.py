@@ -30,6 +30,7 @@ from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 from rolefakes import FakeContract, RecordingExecutor, decoded, in_rounds, recheck_now
 
+from agents.adversaries.faults import Fault, FaultyComputation
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
 from agents.core.clock import RealClock
@@ -38,7 +39,7 @@ from agents.core.events import AbiDecoder, EventStream, RawLog
 from agents.core.store import Store
 from agents.dispute.graph import job_graph
 from agents.dispute.player import Phase
-from agents.dispute.trace import Computation, Fault
+from agents.dispute.trace import Computation
 from agents.roles.actions import Challenge, CourtChallenge, Recheck, Seal
 from agents.roles.artifacts import Manifest, encode_state, make_locator
 from agents.roles.jobs import JobContext, LoadedJobs
@@ -149,7 +150,7 @@ def faulty(job: Job) -> Computation:
     """A solver that used a wrong batch example inside segment SEGMENT: everything it commits
     after that follows from it, so its data checks out but segment SEGMENT replays elsewhere."""
     fault = Fault("batch", step=SEGMENT * job.k + 5, element=0)
-    return Computation(job.engine, job.spec.steps, job.k, fault=fault)
+    return FaultyComputation(job.engine, job.spec.steps, job.k, fault=fault)
 
 
 # --- fakes -----------------------------------------------------------------------------------
