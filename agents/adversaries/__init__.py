@@ -7,6 +7,9 @@ honest one. No production module imports this package (an import-linter contract
 - aggregator  --cheat and/or --withhold (`CheatingAggregator`)
 - liars     dispute-game players that lie where an honest party never would (tests, benches,
             --cheat-challenge)
+- faults    cheating parties' accounts of a claim (`Fault`, `FaultyComputation`, ...): what
+            --cheat commits and the dispute tests' liars compute
+- flags     the flags above, added to the roles' parsers by the CLI wiring
 
 `verifier_strategy(args)`, `solver_strategy(args)` and `aggregator_strategy(args)` read the
 flags once; None: the role's honest strategy.

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from agents.adversaries.banner import Announced
 from agents.roles.aggregator import HonestAggregator
 from agents.training.keccak import keccak256
 from agents.training.state import State
@@ -23,12 +24,13 @@ def corrupt(st: State, tensor: int, element: int) -> State:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CheatingAggregator(HonestAggregator):
+class CheatingAggregator(Announced, HonestAggregator):
     """`corrupts`: commits the honest aggregate with element 5 of its first tensor changed;
     `withholds`: publishes the address of no blob (its own, hashed with b"withheld")."""
 
     corrupts: bool = False
     withholds: bool = False
+    banner: str = ""
 
     def __post_init__(self) -> None:
         said = [("commit aggregates with one element changed", self.corrupts),

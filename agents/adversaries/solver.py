@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agents.adversaries.banner import Announced
 from agents.adversaries.faults import FAULT_KINDS, Fault, faulty_account
 from agents.dispute.budget import StateBudget
 from agents.dispute.trace import drop_computation
@@ -65,11 +66,12 @@ class ClaimedTraining:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FaultySolver(HonestSolver):
+class FaultySolver(Announced, HonestSolver):
     """Trains, commits and defends the run with `fault` in it (it never plays forced rounds):
     its account of a unit is the faulty computation, which its training publishes."""
 
     fault: Fault
+    banner: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "banner", f"CHEATING: will commit a run with fault {self.fault}")
@@ -109,7 +111,7 @@ class FaultySolver(HonestSolver):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FalseTruthSolver(HonestSolver):
+class FalseTruthSolver(Announced, HonestSolver):
     """Seals a forced round's true list with the anchor's root replaced by a falsified state's."""
 
     banner: str = "FALSE TRUTH: will seal a wrong true list in forced rounds"

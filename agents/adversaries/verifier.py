@@ -5,9 +5,10 @@ tests an honest solver's defence."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from agents.adversaries.banner import Announced
 from agents.adversaries.liars import LyingChallenger
 from agents.dispute.graph import JobGraph
 from agents.roles.runtime import Claim
@@ -18,30 +19,37 @@ MADE_UP_ROOT = bytes(32 - 1) + b"\x01"
 
 
 @dataclass(frozen=True)
-class LazyVerifier(HonestVerifier):
+class LazyVerifier(Announced, HonestVerifier):
     """Attests without fetching or replaying anything: seals the unit's committed final state
-    root as the end root of every sampled segment; has no data to defend a court game with."""
+    root as the end root of every sampled segment; has no data to defend a court game with (it
+    stays silent there and loses on time)."""
 
     banner: str = "LAZY: will attest without replaying"
-    defends_court: bool = False
 
-    def verdict_unread(self, segments: list[int], final_root: bytes) -> Verdict | None:
+    def judge_unread(
+        self, segments: list[int], final_root: bytes, record: Callable[[Verdict], None],
+        read: Callable[[], None],
+    ) -> None:  # fmt: skip
         ends = ["0x" + final_root.hex()] * len(segments)
-        return "agree", {"segments": segments, "end_roots": ends, "replayed": False}
+        record(("agree", {"segments": segments, "end_roots": ends, "replayed": False}))
+
+    async def defend_court(self, defend: Callable[[], Awaitable[None]]) -> None:
+        return None
 
 
 @dataclass(frozen=True)
-class LyingVerifier(HonestVerifier):
+class LyingVerifier(Announced, HonestVerifier):
     """Disputes every unit without replaying: seals the solver's published end roots (so it is
     not silent), challenges with a made-up root and plays a lying challenger."""
 
     banner: str = "CHEAT-CHALLENGE: will dispute every unit without replaying"
 
-    def verdict_unreplayed(
-        self, segments: list[int], published_root: Callable[[int], bytes]
-    ) -> Verdict | None:
+    def judge_read(
+        self, segments: list[int], published_root: Callable[[int], bytes],
+        record: Callable[[Verdict], None], replay: Callable[[], None],
+    ) -> None:  # fmt: skip
         ends = ["0x" + published_root(s + 1).hex() for s in segments]
-        return "disagree", {"segments": segments, "end_roots": ends, "wrong": []}
+        record(("disagree", {"segments": segments, "end_roots": ends, "wrong": []}))
 
     def counter_claim(self, honest_root: Callable[[], bytes]) -> bytes:
         return MADE_UP_ROOT

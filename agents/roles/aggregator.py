@@ -10,6 +10,7 @@ contract recomputes RepOps.average and slashes the aggregator's bond if it diffe
 from __future__ import annotations
 
 import argparse
+import logging
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -64,7 +65,9 @@ class AggregatorStrategy(Protocol):
     """What an aggregator commits and publishes: the honest aggregate at its blob's address
     (`HonestAggregator`) or a test adversary's (agents.adversaries: --cheat, --withhold)."""
 
-    banner: str  # said once at start-up ("" when honest)
+    def announce(self, log: logging.Logger) -> None:
+        """Say once at start-up what this strategy does, if it is not the honest one."""
+        ...
 
     def aggregate_to_commit(self, honest: State) -> State:
         """The aggregate to commit, given my honest one."""
@@ -79,7 +82,8 @@ class AggregatorStrategy(Protocol):
 class HonestAggregator:
     """Commits the honest aggregate and publishes where its blob is."""
 
-    banner: str = ""
+    def announce(self, log: logging.Logger) -> None:
+        return None
 
     def aggregate_to_commit(self, honest: State) -> State:
         return honest
@@ -123,8 +127,7 @@ class Aggregator(RoleAgent):
     async def setup(self) -> None:
         # RoundManager aggregators are registered solvers (PROTOCOL §6.9).
         await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), (0, 0, 0))
-        if self.strategy.banner:
-            self.log.warning(self.strategy.banner)
+        self.strategy.announce(self.log)
 
     async def round(self) -> bool:
         now = self.now()

@@ -23,6 +23,7 @@ next step (its last checkpoint is kept: a restart resumes from it).
 from __future__ import annotations
 
 import argparse
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -224,7 +225,9 @@ class SolverStrategy(Protocol):
     adversary's (agents.adversaries: --cheat, --false-truth), chosen once at start-up. Each
     hook is handed what the honest solver does (a value, or a callable computing it)."""
 
-    banner: str  # said once at start-up ("" when honest)
+    def announce(self, log: logging.Logger) -> None:
+        """Say once at start-up what this strategy does, if it is not the honest one."""
+        ...
 
     def computation(
         self, runtime: JobRuntime, steps: int, every: int, budget: StateBudget
@@ -277,7 +280,8 @@ class HonestSolver:
     """Trains the job as specified, commits and seals the roots it computed, defends them from
     its published checkpoints and plays the forced rounds its secret draws."""
 
-    banner: str = ""
+    def announce(self, log: logging.Logger) -> None:
+        return None
 
     def computation(
         self, runtime: JobRuntime, steps: int, every: int, budget: StateBudget
@@ -343,8 +347,7 @@ class Solver(RoleAgent):
 
     async def setup(self) -> None:
         await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), self.capability)
-        if self.strategy.banner:
-            self.log.warning(self.strategy.banner)
+        self.strategy.announce(self.log)
 
     # --- a round ----------------------------------------------------------------------------
 

@@ -27,8 +27,9 @@ core's reorg-safe event stream, `--confirmations` deep).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,7 +53,7 @@ from agents.roles.actions import (
     SealAttestation,
     WithdrawCourt,
 )
-from agents.roles.artifacts import BadBlob
+from agents.roles.artifacts import BadBlob, Checkpoints
 from agents.roles.challenge import (
     ChallengerMixin,
     ChallengerStrategy,
@@ -132,19 +133,31 @@ Verdict = tuple[str, dict]
 
 class VerifierStrategy(ChallengerStrategy, Protocol):
     """What a verifier decides: the honest replay (`HonestVerifier`) or a test adversary's
-    shortcut (agents.adversaries: --lazy, --cheat-challenge), chosen once at start-up."""
+    shortcut (agents.adversaries: --lazy, --cheat-challenge), chosen once at start-up. Each
+    hook is handed what the honest verifier does next, as a callable."""
 
-    banner: str  # said once at start-up ("" when honest)
-    defends_court: bool  # defends its attestations in the AttestationCourt
-
-    def verdict_unread(self, segments: list[int], final_root: bytes) -> Verdict | None:
-        """A verdict before any checkpoint is fetched (None: fetch them)."""
+    def announce(self, log: logging.Logger) -> None:
+        """Say once at start-up what this strategy does, if it is not the honest one."""
         ...
 
-    def verdict_unreplayed(
-        self, segments: list[int], published_root: Callable[[int], bytes]
-    ) -> Verdict | None:
-        """A verdict from the solver's published roots alone (None: replay the segments)."""
+    def judge_unread(
+        self, segments: list[int], final_root: bytes, record: Callable[[Verdict], None],
+        read: Callable[[], None],
+    ) -> None:  # fmt: skip
+        """Decide a unit's verdict before any checkpoint is fetched: `read()` fetches the
+        solver's checkpoints (then `judge_read`); `record(verdict)` decides without them."""
+        ...
+
+    def judge_read(
+        self, segments: list[int], published_root: Callable[[int], bytes],
+        record: Callable[[Verdict], None], replay: Callable[[], None],
+    ) -> None:  # fmt: skip
+        """Decide it once the solver's checkpoints are read: `replay()` replays the segments
+        and records what the replay says; `record(verdict)` decides from the published roots."""
+        ...
+
+    async def defend_court(self, defend: Callable[[], Awaitable[None]]) -> None:
+        """Defend my attestations disputed in the AttestationCourt: `defend()` does."""
         ...
 
 
@@ -152,16 +165,23 @@ class VerifierStrategy(ChallengerStrategy, Protocol):
 class HonestVerifier(HonestChallenger):
     """Fetches, replays and says what its replay says; defends what it attested."""
 
-    banner: str = ""
-    defends_court: bool = True
-
-    def verdict_unread(self, segments: list[int], final_root: bytes) -> Verdict | None:
+    def announce(self, log: logging.Logger) -> None:
         return None
 
-    def verdict_unreplayed(
-        self, segments: list[int], published_root: Callable[[int], bytes]
-    ) -> Verdict | None:
-        return None
+    def judge_unread(
+        self, segments: list[int], final_root: bytes, record: Callable[[Verdict], None],
+        read: Callable[[], None],
+    ) -> None:  # fmt: skip
+        read()
+
+    def judge_read(
+        self, segments: list[int], published_root: Callable[[int], bytes],
+        record: Callable[[Verdict], None], replay: Callable[[], None],
+    ) -> None:  # fmt: skip
+        replay()
+
+    async def defend_court(self, defend: Callable[[], Awaitable[None]]) -> None:
+        await defend()
 
 
 class Verifier(ChallengerMixin, RoleAgent):
@@ -182,8 +202,7 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     async def setup(self) -> None:
         await self.ensure_registered(Role.VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
-        if self.strategy.banner:
-            self.log.warning(self.strategy.banner)
+        self.strategy.announce(self.log)
 
     async def round(self) -> bool:
         now = self.now()
@@ -310,10 +329,12 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.agent.store.put_record("court", rec.record_id, "retracted", rec.data)
 
     async def defend_attestations(self, now: Now) -> None:
-        """Defend my attestations disputed in the AttestationCourt (a lazy verifier has no data
-        to defend with: it stays silent and loses on time)."""
-        if self.court is None or self.court_game is None or not self.strategy.defends_court:
+        """Defend my attestations disputed in the AttestationCourt, as my strategy does."""
+        if self.court is None or self.court_game is None:
             return
+        await self.strategy.defend_court(lambda: self._defend_attestations(now))
+
+    async def _defend_attestations(self, now: Now) -> None:
         await self.court_events().catch_up()
         for rec in self.agent.store.list_records("court", "open"):
             await self.defend_one(int(rec.record_id), rec.data, now)
@@ -503,10 +524,20 @@ class Verifier(ChallengerMixin, RoleAgent):
         segments = [
             int(s) for s in self.manager.functions.sampledSegments(u.unit_id, self.me).call()
         ]
-        unread = self.strategy.verdict_unread(segments, u.final_root)
-        if unread is not None:
-            self.agent.store.put_record("verdict", key, *unread)
-            return
+
+        def record(verdict: Verdict) -> None:
+            self.agent.store.put_record("verdict", key, *verdict)
+
+        self.strategy.judge_unread(
+            segments, u.final_root, record, lambda: self._read(u, ctx, segments, now, record)
+        )
+
+    def _read(
+        self, u: UnitView, ctx: JobContext, segments: list[int], now: Now,
+        record: Callable[[Verdict], None],
+    ) -> None:  # fmt: skip
+        """Read the solver's checkpoints off the round loop, then judge the unit from them."""
+        key = f"{u.unit_id}:{u.attempt}"
         check = list(range(ctx.segments)) if self.args.replay_all else segments
         try:
             # read off the round loop: None while the read runs inside its budget
@@ -522,10 +553,24 @@ class Verifier(ChallengerMixin, RoleAgent):
             return
         if reader is None:
             return
-        unreplayed = self.strategy.verdict_unreplayed(segments, reader.root)
-        if unreplayed is not None:
-            self.agent.store.put_record("verdict", key, *unreplayed)
-            return
+        self.strategy.judge_read(
+            segments,
+            reader.root,
+            record,
+            lambda: self._replay_read(u, ctx, segments, check, reader),
+        )
+
+    def _replay_read(
+        self,
+        u: UnitView,
+        ctx: JobContext,
+        segments: list[int],
+        check: list[int],
+        reader: Checkpoints,
+    ) -> None:
+        """Replay the `check` segments from the solver's checkpoints `reader` holds and record
+        my verdict on the sampled `segments`."""
+        key = f"{u.unit_id}:{u.attempt}"
         starts: dict[str, str] = {}
 
         def keep(s: int, st: State) -> None:

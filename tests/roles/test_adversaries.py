@@ -4,6 +4,8 @@ strategy and each cheating one decide differently, as documented; the CLI flags 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import threading
 
 import pytest
@@ -37,33 +39,67 @@ def honest_root() -> bytes:
     return b"\x0b" * 32
 
 
-def test_honest_verifier_fetches_replays_and_challenges_with_its_own_root():
+class Steps:
+    """Records which of the honest verifier's next steps a strategy takes, and what it records."""
+
+    def __init__(self) -> None:
+        self.taken: list[object] = []
+
+    def record(self, verdict) -> None:
+        self.taken.append(verdict)
+
+    def read(self) -> None:
+        self.taken.append("read")
+
+    def replay(self) -> None:
+        self.taken.append("replay")
+
+    async def defend(self) -> None:
+        self.taken.append("defend")
+
+
+def judged(v) -> list[object]:
+    """What `v` does with a unit: before reading its checkpoints, after, and in the court."""
+    steps = Steps()
+    v.judge_unread(SEGMENTS, FINAL, steps.record, steps.read)
+    v.judge_read(SEGMENTS, published, steps.record, steps.replay)
+    asyncio.run(v.defend_court(steps.defend))
+    return steps.taken
+
+
+def announced(strategy, caplog) -> list[str]:
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        strategy.announce(logging.getLogger("test.adversaries"))
+    return [r.getMessage() for r in caplog.records]
+
+
+def test_honest_verifier_fetches_replays_and_challenges_with_its_own_root(caplog):
     v = HonestVerifier()
-    assert v.verdict_unread(SEGMENTS, FINAL) is None  # fetch the checkpoints
-    assert v.verdict_unreplayed(SEGMENTS, published) is None  # replay them
+    assert judged(v) == ["read", "replay", "defend"]
     assert v.counter_claim(honest_root) == honest_root()
-    assert v.defends_court and not v.banner
+    assert announced(v, caplog) == []
     assert isinstance(v.challenger(None, None, 7), Challenger)
 
 
-def test_lazy_verifier_agrees_with_the_final_root_unread_and_does_not_defend():
+def test_lazy_verifier_agrees_with_the_final_root_unread_and_does_not_defend(caplog):
     v = LazyVerifier()
-    verdict, data = v.verdict_unread(SEGMENTS, FINAL)
-    assert verdict == "agree"
-    assert data == {"segments": SEGMENTS, "end_roots": ["0x" + FINAL.hex()] * 2, "replayed": False}
-    assert not v.defends_court and v.banner
+    ends = ["0x" + FINAL.hex()] * 2
+    lazy = ("agree", {"segments": SEGMENTS, "end_roots": ends, "replayed": False})
+    assert judged(v) == [lazy, "replay"]  # (it never reads, so never reaches judge_read)
+    assert announced(v, caplog) == [v.banner] and "LAZY" in v.banner
 
 
-def test_lying_verifier_disputes_the_published_roots_unreplayed_with_a_made_up_root():
+def test_lying_verifier_disputes_the_published_roots_unreplayed_with_a_made_up_root(caplog):
     v = LyingVerifier()
-    assert v.verdict_unread(SEGMENTS, FINAL) is None  # it reads the checkpoints first
-    verdict, data = v.verdict_unreplayed(SEGMENTS, published)
-    assert verdict == "disagree"
+    (read, (verdict, data), defend) = judged(v)  # it reads the checkpoints first
+    assert (read, verdict, defend) == ("read", "disagree", "defend")
     # it seals the solver's own end roots (so it is not silent) and names no wrong segment
     assert data["end_roots"] == ["0x" + published(2).hex(), "0x" + published(5).hex()]
     assert data["wrong"] == []
     assert v.counter_claim(honest_root) == MADE_UP_ROOT != honest_root()
     assert isinstance(v.challenger(None, None, 7), LyingChallenger)
+    assert announced(v, caplog) == [v.banner]
 
 
 STATE = {"w": torch.arange(8, dtype=torch.float32)}
@@ -89,7 +125,7 @@ def test_faulty_solver_commits_its_fault_and_says_so():
     fault = Fault("element", step=3, node=1, element=2)
     s = FaultySolver(fault=fault)
     assert s.fault == fault and not hasattr(HonestSolver(), "fault")
-    assert str(fault) in s.banner and not HonestSolver().banner
+    assert str(fault) in s.banner and not hasattr(HonestSolver(), "banner")
 
 
 class Runtime:
@@ -182,7 +218,7 @@ def test_honest_aggregator_commits_and_publishes_its_own_and_the_cheat_does_not(
     address = "0x" + "ab" * 32
     honest = HonestAggregator()
     assert honest.aggregate_to_commit(STATE) is STATE
-    assert honest.published_address(address) == address and not honest.banner
+    assert honest.published_address(address) == address and not hasattr(honest, "banner")
     wrong = CheatingAggregator(corrupts=True)
     g = wrong.aggregate_to_commit(STATE)
     assert int((g["w"] != STATE["w"]).sum()) == 1 and g["w"][5] == STATE["w"][5] + 0.5
