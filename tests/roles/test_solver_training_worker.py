@@ -197,6 +197,44 @@ def test_a_failed_training_costs_its_unit_only_and_is_retried(tmp_path, caplog):
     assert len([r for r in caplog.records if r.levelno == logging.ERROR]) == 1
 
 
+def test_a_stopped_training_resumes_from_its_last_checkpoint_and_publishes_the_same(
+    tmp_path, caplog
+):
+    """Stopped in its third segment (checkpoints 0-2 recorded), a restarted solver (the same
+    data folder) trains from checkpoint 2 on, not from step 0, and publishes what one
+    uninterrupted training publishes."""
+    a = assigned(1)
+    s = solver(tmp_path, [a])
+    gate = Gate(s, 1, at=25)
+    run_round(s)
+    assert gate.entered.wait(ROUND_TIMEOUT_S)
+    assert s.trainer is not None
+    s.trainer.stop.set()
+    gate.release.set()
+    finish(s)
+    assert state(s, a) == "training"
+    assert len(s.agent.store.get_record("train", f"{a.unit_id}:0").data["roots"]) == 3
+    again = solver(tmp_path, [a])
+    eng = again.job_context(1).engine
+    step, ran = eng.step, []
+
+    def counted(st, t):
+        ran.append(t)
+        return step(st, t)
+
+    eng.step = counted
+    caplog.set_level(logging.INFO)
+    again.train(a)
+    assert ran == list(range(20, SPEC.steps))
+    assert f"resuming unit {a.unit_id} from checkpoint 2" in caplog.text
+    fresh = solver(tmp_path / "fresh", [a])
+    fresh.train(a)
+    key = f"{a.unit_id}:0"
+    assert again.agent.store.get_record("train", key).data == (
+        fresh.agent.store.get_record("train", key).data
+    )
+
+
 def test_a_fatal_error_in_the_worker_still_ends_the_process(tmp_path):
     a = assigned(1)
     s = solver(tmp_path, [a])
