@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from agents.adversaries.banner import Announced
 from agents.adversaries.liars import LyingChallenger
 from agents.dispute.graph import JobGraph
+from agents.roles.logic import Verdict
 from agents.roles.runtime import Claim
-from agents.roles.verifier import HonestVerifier, Verdict
+from agents.roles.verifier import HonestVerifier, VerdictRecord
 
 #: The made-up counter-claim of a lying challenger: any nonzero root other than the unit's.
 MADE_UP_ROOT = bytes(32 - 1) + b"\x01"
@@ -27,11 +28,11 @@ class LazyVerifier(Announced, HonestVerifier):
     banner: str = "LAZY: will attest without replaying"
 
     def judge_unread(
-        self, segments: list[int], final_root: bytes, record: Callable[[Verdict], None],
+        self, segments: list[int], final_root: bytes, record: Callable[[VerdictRecord], None],
         read: Callable[[], None],
     ) -> None:  # fmt: skip
         ends = ["0x" + final_root.hex()] * len(segments)
-        record(("agree", {"segments": segments, "end_roots": ends, "replayed": False}))
+        record((Verdict.AGREE, {"segments": segments, "end_roots": ends, "replayed": False}))
 
     async def defend_court(self, defend: Callable[[], Awaitable[None]]) -> None:
         return None
@@ -46,10 +47,10 @@ class LyingVerifier(Announced, HonestVerifier):
 
     def judge_read(
         self, segments: list[int], published_root: Callable[[int], bytes],
-        record: Callable[[Verdict], None], replay: Callable[[], None],
+        record: Callable[[VerdictRecord], None], replay: Callable[[], None],
     ) -> None:  # fmt: skip
         ends = ["0x" + published_root(s + 1).hex() for s in segments]
-        record(("disagree", {"segments": segments, "end_roots": ends, "wrong": []}))
+        record((Verdict.DISAGREE, {"segments": segments, "end_roots": ends, "wrong": []}))
 
     def counter_claim(self, honest_root: Callable[[], bytes]) -> bytes:
         return MADE_UP_ROOT

@@ -20,6 +20,7 @@ particular party.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from agents.core.enums import Phase, Side, UnitStatus, VerifierStatus
@@ -59,6 +60,23 @@ from agents.roles.actions import (
 # UnitStatus, VerifierStatus and Side are the protocol's one copy (agents/core/enums.py, tested
 # against the compiler's); Phase stays the dispute player's until the player switches to
 # enums.Phase together with the contracts whose numbers it has.
+
+
+class Verdict(StrEnum):
+    """A verifier's verdict of a unit's attempt from its replay (its "verdict" record's state,
+    stored as the value)."""
+
+    AGREE = "agree"  # the sampled segments replay to the solver's roots
+    DISAGREE = "disagree"  # one does not: the verifier seals its own roots and challenges
+
+
+class AttestationVerdict(StrEnum):
+    """A whistleblower's re-check of an attestation (its "attestation" record's state once
+    checked, stored as the value)."""
+
+    TRUE = "true"  # the attested roots are what the segments replay to
+    FALSE = "false"  # they are not: reported, and taken to the court where there is one
+    UNAVAILABLE = "unavailable"  # the data to re-check it stayed away (retried)
 
 
 #: No transition leaves these (PROTOCOL §6.5): a unit seen in one never changes again.
@@ -396,7 +414,7 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
 class VerifierFacts:
     me: str
     status: VerifierStatus  # my slot in this attempt's draw (NONE: not drawn)
-    verdict: str | None  # None: not replayed yet; "agree"; "disagree"; "unavailable"
+    verdict: Verdict | None  # None: not replayed yet
     game_id: int  # the open dispute's game (0: none)
     my_challenge: bool  # the open dispute is mine
     seals_open: bool = False  # seals_open(): every drawn verifier sealed, or the window closed
@@ -419,7 +437,7 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     drawn = f.status not in (VerifierStatus.NONE, VerifierStatus.SLASHED)
     # A challenge waits for the unit to be Verifying again; one per attempt. It goes first: the
     # unit must not be finalized before it, while the attestation may follow during the dispute.
-    dissent = drawn and f.verdict == "disagree" and not f.challenged
+    dissent = drawn and f.verdict == Verdict.DISAGREE and not f.challenged
     if dissent and u.status == UnitStatus.VERIFYING and in_window:
         acts.append(Challenge(f"challenge:{uid}:{a}", uid, a))
     # Sealing goes on during a dispute (so a forced round's reveal phase can begin, §8.1) and
@@ -427,12 +445,11 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     if live and in_window and not u.forced_revealed and f.status == VerifierStatus.PENDING:
         if f.verdict is None:
             acts.append(Replay(uid, a))
-        elif f.verdict in ("agree", "disagree") and f.last_to_answer:
+        elif f.last_to_answer:
             acts.append(Attest(f"attest-clear:{uid}:{a}", uid, a, clear=True))
-        elif f.verdict in ("agree", "disagree"):
+        else:
             # a dissenter attests its own (true) roots too: its public challenge is no verdict
             acts.append(Seal(f"seal:{uid}:{a}", uid, a))
-        # "unavailable": the data failed its checks and the roots agree; retry the fetch later
     reveal_left = late_by(now, u.deadline + f.reveal_window) <= 0
     # A seal still closed at a forced reveal was judged silent: the contract refuses to open it.
     opening = live and not u.forced_revealed and f.status == VerifierStatus.SEALED
@@ -466,7 +483,7 @@ RECHECK_MAX_S = 600
 
 @dataclass(frozen=True)
 class AttestationFacts:
-    verdict: str | None  # None: not re-checked yet; "true"; "false"; "unavailable"
+    verdict: AttestationVerdict | None  # None: not re-checked yet
     # the re-check also showed the solver's roots are wrong (or, its data withheld, my own
     # replay from step 0 is not its commitment)
     commitment_wrong: bool
@@ -506,11 +523,11 @@ def attestation_done(u: UnitView, now: Now, f: AttestationFacts, court_window: i
         or u.status == UnitStatus.CANCELLED
         or now.timestamp > u.deadline + court_window
     )
-    if f.verdict == "true":
+    if f.verdict == AttestationVerdict.TRUE:
         return True
-    if f.verdict == "unavailable":
+    if f.verdict == AttestationVerdict.UNAVAILABLE:
         return court_over
-    if f.verdict == "false":
+    if f.verdict == AttestationVerdict.FALSE:
         return f.reported and (f.court_done if f.court_game else court_over)
     return False
 
@@ -526,7 +543,7 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
     may_challenge = (
         u.status == UnitStatus.VERIFYING and late_by(now, u.deadline) <= 0 and same_attempt
     )
-    if f.verdict == "unavailable":
+    if f.verdict == AttestationVerdict.UNAVAILABLE:
         # retried while the unit can still be challenged or is being disputed, or the court can
         # still take the attestation (from my own replay, once the data stays away)
         live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED) or f.court_open
@@ -541,9 +558,9 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
             acts.append(challenge)
         return acts
     acts = []
-    if f.verdict == "false" and not f.reported:
+    if f.verdict == AttestationVerdict.FALSE and not f.reported:
         acts.append(Report(key))
-    if f.verdict == "false" and f.court and not f.court_game:
+    if f.verdict == AttestationVerdict.FALSE and f.court and not f.court_game:
         acts.append(CourtChallenge(f"court:{key}", key))
     if f.court_game and not f.court_done:
         acts.append(PlayCourt(key, f.court_game))

@@ -75,6 +75,7 @@ from agents.roles.logic import (
     Side,
     UnitStatus,
     UnitView,
+    Verdict,
     VerifierFacts,
     VerifierStatus,
     late_by,
@@ -128,7 +129,7 @@ def no_game_reason(registered: bytes, placement: tuple[int, ...] | None) -> str:
 
 #: A verifier's verdict of a unit's attempt, as its "verdict" record: ("agree" | "disagree",
 #: {"segments", "end_roots", ...}); "replayed": False marks one that no replay backs.
-Verdict = tuple[str, dict]
+VerdictRecord = tuple[Verdict, dict]
 
 
 class VerifierStrategy(ChallengerStrategy, Protocol):
@@ -141,7 +142,7 @@ class VerifierStrategy(ChallengerStrategy, Protocol):
         ...
 
     def judge_unread(
-        self, segments: list[int], final_root: bytes, record: Callable[[Verdict], None],
+        self, segments: list[int], final_root: bytes, record: Callable[[VerdictRecord], None],
         read: Callable[[], None],
     ) -> None:  # fmt: skip
         """Decide a unit's verdict before any checkpoint is fetched: `read()` fetches the
@@ -150,7 +151,7 @@ class VerifierStrategy(ChallengerStrategy, Protocol):
 
     def judge_read(
         self, segments: list[int], published_root: Callable[[int], bytes],
-        record: Callable[[Verdict], None], replay: Callable[[], None],
+        record: Callable[[VerdictRecord], None], replay: Callable[[], None],
     ) -> None:  # fmt: skip
         """Decide it once the solver's checkpoints are read: `replay()` replays the segments
         and records what the replay says; `record(verdict)` decides from the published roots."""
@@ -169,14 +170,14 @@ class HonestVerifier(HonestChallenger):
         return None
 
     def judge_unread(
-        self, segments: list[int], final_root: bytes, record: Callable[[Verdict], None],
+        self, segments: list[int], final_root: bytes, record: Callable[[VerdictRecord], None],
         read: Callable[[], None],
     ) -> None:  # fmt: skip
         read()
 
     def judge_read(
         self, segments: list[int], published_root: Callable[[int], bytes],
-        record: Callable[[Verdict], None], replay: Callable[[], None],
+        record: Callable[[VerdictRecord], None], replay: Callable[[], None],
     ) -> None:  # fmt: skip
         replay()
 
@@ -413,7 +414,7 @@ class Verifier(ChallengerMixin, RoleAgent):
     def facts(self, u: UnitView, now: Now) -> VerifierFacts:
         status = self.verifier_status(u, self.me)
         rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
-        verdict = rec.state if rec is not None else None
+        verdict = Verdict(rec.state) if rec is not None else None
         game_id, mine = 0, False
         if u.status == UnitStatus.DISPUTED:
             d = self.dispute(u)
@@ -525,7 +526,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             int(s) for s in self.manager.functions.sampledSegments(u.unit_id, self.me).call()
         ]
 
-        def record(verdict: Verdict) -> None:
+        def record(verdict: VerdictRecord) -> None:
             self.agent.store.put_record("verdict", key, *verdict)
 
         self.strategy.judge_unread(
@@ -534,7 +535,7 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     def _read(
         self, u: UnitView, ctx: JobContext, segments: list[int], now: Now,
-        record: Callable[[Verdict], None],
+        record: Callable[[VerdictRecord], None],
     ) -> None:  # fmt: skip
         """Read the solver's checkpoints off the round loop, then judge the unit from them."""
         key = f"{u.unit_id}:{u.attempt}"
@@ -584,7 +585,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         mine = replay_segments(ctx, reader, check, self.progress, keep)
         wrong = [s for s in sorted(mine) if mine[s] != reader.root(s + 1)]
         ends = ["0x" + mine[s].hex() for s in segments]
-        verdict = "disagree" if wrong else "agree"
+        verdict = Verdict.DISAGREE if wrong else Verdict.AGREE
         data = {"segments": segments, "end_roots": ends, "wrong": wrong, "starts": starts}
         self.agent.store.put_record("verdict", key, verdict, data)
         if wrong:
@@ -619,7 +620,10 @@ class Verifier(ChallengerMixin, RoleAgent):
         ends = ["0x" + roots[s + 1].hex() for s in segments]
         if comp.checkpoint_commit() != u.checkpoint_root:
             self.agent.store.put_record(
-                "verdict", key, "disagree", {"segments": segments, "end_roots": ends, "wrong": []}
+                "verdict",
+                key,
+                Verdict.DISAGREE,
+                {"segments": segments, "end_roots": ends, "wrong": []},
             )
             return
         self.log.warning(
@@ -634,7 +638,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         }
         starts = {s: a for s, a in kept.items() if a is not None}
         data = {"segments": segments, "end_roots": ends, "wrong": [], "starts": starts}
-        self.agent.store.put_record("verdict", key, "agree", data)
+        self.agent.store.put_record("verdict", key, Verdict.AGREE, data)
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

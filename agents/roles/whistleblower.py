@@ -55,6 +55,7 @@ from agents.roles.jobs import JobContext
 from agents.roles.logic import (
     Act,
     AttestationFacts,
+    AttestationVerdict,
     LeakFacts,
     Now,
     Side,
@@ -192,7 +193,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         (logic.attestation_done: its unit settled for good), else take its next actions."""
         u = self.unit(int(rec.data["unit"]))
         facts = AttestationFacts(
-            None if rec.state == "new" else rec.state,
+            None if rec.state == "new" else AttestationVerdict(rec.state),
             bool(rec.data.get("commitment_wrong")),
             bool(rec.data.get("reported")),
             self.court is not None,
@@ -216,7 +217,10 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         """court_open, asked only where it can matter: an "unavailable" attestation of a unit
         that is no longer live, whose next re-check is due (it reads the unit as attested,
         an archive read, so not every round)."""
-        if state != "unavailable" or u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
+        if state != AttestationVerdict.UNAVAILABLE or u.status in (
+            UnitStatus.VERIFYING,
+            UnitStatus.DISPUTED,
+        ):
             return False
         if not recheck_due(int(data.get("tries", 0)), int(data.get("last_try", 0)), now):
             return False
@@ -512,14 +516,16 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 data["tries"],
                 exc,
             )
-            self.agent.store.put_record("attestation", key, "unavailable", data)
+            self.agent.store.put_record("attestation", key, AttestationVerdict.UNAVAILABLE, data)
             return
         data["mine"] = ["0x" + mine[s].hex() for s in data["segments"]]
         false = data["mine"] != data["end_roots"]
         data["commitment_wrong"] = any(mine[s] != reader.root(s + 1) for s in data["segments"])
         if false:
             data.update(self.keep_case(reader.manifest.roots, starts))
-        self.agent.store.put_record("attestation", key, "false" if false else "true", data)
+        self.agent.store.put_record(
+            "attestation", key, AttestationVerdict.FALSE if false else AttestationVerdict.TRUE, data
+        )
         self.log.info(
             "attestation by %s on unit %d: %s",
             data["verifier"],
@@ -558,7 +564,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         if false:
             starts = {s: ctx.runtime.encode_state(comp.state(s * k)) for s in set(data["segments"])}
             data.update(self.keep_case(["0x" + r.hex() for r in roots], starts))
-        self.agent.store.put_record("attestation", key, "false" if false else "true", data)
+        self.agent.store.put_record(
+            "attestation", key, AttestationVerdict.FALSE if false else AttestationVerdict.TRUE, data
+        )
         self.log.info(
             "attestation by %s on unit %d: %s (from my own replay: the solver's data is "
             "unavailable)",

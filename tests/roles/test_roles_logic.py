@@ -46,6 +46,7 @@ from agents.roles.logic import (
     SolverFacts,
     UnitStatus,
     UnitView,
+    Verdict,
     VerifierFacts,
     VerifierStatus,
     attestation_done,
@@ -173,29 +174,27 @@ def vfacts(**kw) -> VerifierFacts:
 def test_verifier_replays_then_seals_or_challenges_and_seals():
     u = unit(UnitStatus.VERIFYING)
     assert kinds(verifier_acts(u, Now(1, 900), vfacts())) == [Replay]
-    seal = verifier_acts(u, Now(1, 900), vfacts(verdict="agree"))
+    seal = verifier_acts(u, Now(1, 900), vfacts(verdict=Verdict.AGREE))
     assert kinds(seal) == [Seal] and seal[0].intent == f"seal:{UID}:0"
     # a dissenter challenges (publicly) and seals its own roots too
-    assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict="disagree"))) == [
+    assert kinds(verifier_acts(u, Now(1, 900), vfacts(verdict=Verdict.DISAGREE))) == [
         Challenge,
         Seal,
     ]
-    # data that failed its root check with right roots: neither seal nor challenge (retry)
-    assert verifier_acts(u, Now(1, 900), vfacts(verdict="unavailable")) == []
     assert verifier_acts(u, Now(1, 900), vfacts(status=VerifierStatus.NONE)) == []
     assert verifier_acts(u, Now(1, 900), vfacts(status=VerifierStatus.ATTESTED)) == []
-    assert verifier_acts(u, Now(1, 1000), vfacts(verdict="agree")) == []  # window closing
+    assert verifier_acts(u, Now(1, 1000), vfacts(verdict=Verdict.AGREE)) == []  # window closing
     # no seal after a forced reveal (the true root is public)
     revealed = replace(u, forced_revealed=True)
-    assert verifier_acts(revealed, Now(1, 900), vfacts(verdict="agree")) == []
+    assert verifier_acts(revealed, Now(1, 900), vfacts(verdict=Verdict.AGREE)) == []
 
 
 def test_the_last_verifier_to_answer_attests_in_the_clear():
     u = unit(UnitStatus.VERIFYING)
-    last = vfacts(verdict="agree", last_to_answer=True)
+    last = vfacts(verdict=Verdict.AGREE, last_to_answer=True)
     acts = verifier_acts(u, Now(1, 900), last)
     assert kinds(acts) == [Attest] and acts[0].intent == f"attest-clear:{UID}:0"
-    both = verifier_acts(u, Now(1, 900), replace(last, verdict="disagree"))
+    both = verifier_acts(u, Now(1, 900), replace(last, verdict=Verdict.DISAGREE))
     assert kinds(both) == [Challenge, Attest]  # the challenge first: no finalize before it
     assert verifier_acts(u, Now(1, 1000), last) == []  # only in the window
     assert verifier_acts(replace(u, forced_revealed=True), Now(1, 900), last) == []
@@ -204,7 +203,7 @@ def test_the_last_verifier_to_answer_attests_in_the_clear():
 
 def test_verifier_challenges_once_per_attempt_whatever_its_seal():
     u = unit(UnitStatus.VERIFYING)
-    sealed = vfacts(status=VerifierStatus.SEALED, verdict="disagree")
+    sealed = vfacts(status=VerifierStatus.SEALED, verdict=Verdict.DISAGREE)
     assert kinds(verifier_acts(u, Now(1, 900), sealed)) == [Challenge]
     assert verifier_acts(u, Now(1, 900), replace(sealed, challenged=True)) == []
     assert verifier_acts(u, Now(1, 1000), sealed) == []  # window closing
@@ -212,7 +211,7 @@ def test_verifier_challenges_once_per_attempt_whatever_its_seal():
 
 def test_verifier_opens_its_seal_once_seals_are_open_and_before_the_reveal_window_closes():
     u = unit(UnitStatus.VERIFYING)  # deadline 1000
-    sealed = vfacts(status=VerifierStatus.SEALED, verdict="agree", reveal_window=60)
+    sealed = vfacts(status=VerifierStatus.SEALED, verdict=Verdict.AGREE, reveal_window=60)
     # another drawn verifier has not sealed and the window runs: wait
     assert verifier_acts(u, Now(1, 900), sealed) == []
     # every drawn verifier sealed: open now, inside the window
@@ -265,8 +264,8 @@ def test_verifier_plays_only_its_own_dispute():
 def test_verifier_seals_during_a_dispute_but_does_not_challenge():
     d = unit(UnitStatus.DISPUTED)
     assert kinds(verifier_acts(d, Now(1, 900), vfacts(game_id=4))) == [Replay]
-    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="agree"))) == [Seal]
-    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict="disagree"))) == [Seal]
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict=Verdict.AGREE))) == [Seal]
+    assert kinds(verifier_acts(d, Now(1, 900), vfacts(verdict=Verdict.DISAGREE))) == [Seal]
 
 
 def test_solver_reveals_its_forced_round_before_defending():
@@ -477,7 +476,7 @@ def test_verifier_judged_wrong_on_its_replay_challenges_the_revealed_root_once()
     # a forced reveal judged my replayed attestation WRONG: its lock is slashed at finalize
     # unless a dispute overturns C, and my replay says C is wrong, so I challenge C
     u = replace(unit(UnitStatus.VERIFYING), forced_revealed=True)
-    wronged = vfacts(status=VerifierStatus.SLASHED, verdict="disagree", replayed=True)
+    wronged = vfacts(status=VerifierStatus.SLASHED, verdict=Verdict.DISAGREE, replayed=True)
     acts = verifier_acts(u, Now(1, 900), wronged)
     assert kinds(acts) == [Challenge] and acts[0].intent == f"challenge-revealed:{UID}:0"
     # even if it already challenged the published root before the reveal
