@@ -52,7 +52,7 @@ from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
 from agents.core.config import config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all
 from agents.core.runtime import open_agent
-from agents.roles.logic import UnitStatus
+from agents.roles.logic import UnitStatus, Verdict
 from agents.roles.solver import Solver
 from agents.roles.verifier import Verifier
 from agents.roles.whistleblower import Whistleblower
@@ -251,7 +251,7 @@ def plant(role: Any, world: World) -> None:
         if isinstance(role, Solver):
             role.agent.store.put_record("forced", f"{unit_id}:{attempt}", "sealed", {})
         if isinstance(role, Verifier):
-            role.agent.store.put_record("verdict", f"{unit_id}:{attempt}", "true", {})
+            role.agent.store.put_record("verdict", f"{unit_id}:{attempt}", Verdict.AGREE, {})
 
 
 def main() -> int:
