@@ -24,6 +24,7 @@ from pathlib import Path
 
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from eth_utils import keccak
 
 DEV_CHAIN_IDS = frozenset({31337})
 DEV_KEYS_CHECKED = 20  # Anvil's default account count (and ours)
@@ -150,3 +151,12 @@ def write_keystore(
     with os.fdopen(fd, "w") as fh:
         json.dump(keyfile, fh)
     return path
+
+
+def derived_secret(account: LocalAccount, *words: int) -> bytes:
+    """A secret only the key's holder can compute, the same after every restart: keccak of the
+    private key followed by `words`, each a 32-byte big-endian word (a solver's forced-error
+    secret of a unit's attempt: words = (unit, attempt)). The key's bytes stay here, beside the
+    account they came from: a role asks for the secret and never handles the key."""
+    data = bytes(account.key) + b"".join(w.to_bytes(32, "big") for w in words)
+    return keccak(data)

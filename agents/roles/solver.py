@@ -34,6 +34,7 @@ from eth_utils import keccak
 
 from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.enums import Role
+from agents.core.keys import derived_secret
 from agents.dispute.availability import encode_answer
 from agents.dispute.budget import StateBudget
 from agents.dispute.player import Defender
@@ -695,8 +696,7 @@ class Solver(RoleAgent):
     def secret(self, u: UnitView) -> bytes:
         """My forced-error secret r for the unit's current attempt: derived from my key, so it
         needs no storage, survives restarts and nobody else can compute it."""
-        key = bytes(self.agent.account.key)
-        return keccak(key + u.unit_id.to_bytes(32, "big") + u.attempt.to_bytes(32, "big"))
+        return derived_secret(self.agent.account, u.unit_id, u.attempt)
 
     def forced_checkpoints(self, u: UnitView, ctx: JobContext) -> tuple[int, list[int]]:
         """The anchor and every checkpoint of the forced round I play ((0, []): an ordinary

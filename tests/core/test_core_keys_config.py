@@ -98,3 +98,18 @@ def test_roles_extend_the_parser(tmp_path: Path) -> None:
     parser.add_argument("--max-jobs", type=int, default=1)
     ns = parser.parse_args(["--key", "dev:1", "--data-dir", str(tmp_path), "--max-jobs", "4"])
     assert ns.max_jobs == 4 and config_from(ns, env={}).key == "dev:1"
+
+
+def test_derived_secret_is_the_keys_keccak_with_its_words_and_differs_per_word():
+    """The solver's forced-error secret (PROTOCOL §8.1): keccak(key ‖ unit ‖ attempt), as it was
+    computed in the role before the key's bytes moved behind agents.core.keys."""
+    from eth_account import Account
+    from eth_utils import keccak
+
+    from agents.core.keys import derived_secret
+
+    account = Account.from_key("0x" + "11" * 32)
+    expected = keccak(bytes.fromhex("11" * 32) + (7).to_bytes(32, "big") + (2).to_bytes(32, "big"))
+    assert derived_secret(account, 7, 2) == expected
+    assert derived_secret(account, 7, 3) != expected
+    assert derived_secret(Account.from_key("0x" + "22" * 32), 7, 2) != expected
