@@ -222,7 +222,7 @@ def test_keys_without_funds_are_one_line(tmp_path):
             )
         finally:
             del os.environ["VTP_TEST_EMPTY_KEY"]
-        assert "the job's reward is 100" in one_line_error(proc, "error: account 0x")
+        assert "the job's reward is 10:" in one_line_error(proc, "error: account 0x")
 
 
 def test_blob_that_fails_its_root_check_is_refused(tmp_path):
