@@ -459,7 +459,8 @@ def run_trial(plan: Plan, work: Path, timeout_s: float = JOB_TIMEOUT_S) -> dict[
                 proxy = FaultProxy(chain.url, plan.seed, FaultRates())
                 agent_url = proxy.start()
                 result["plan"]["rates"] = {k: v for k, v in FaultRates().__dict__.items()}
-            with rk.agents(work, agent_url, addrs["JobManager"]) as ag:
+            # the trials run side by side in threads: each names its own lens (rk.Agents)
+            with rk.agents(work, agent_url, addrs["JobManager"], addrs["JobLens"]) as ag:
                 for p in cast[1:]:
                     ag.start(p, *start_args.get(p.name, []))
                 rk.wait_for(

@@ -100,8 +100,12 @@ def job_pay(p: Party, args: tuple[str, ...]) -> tuple[str, ...]:
 class Agents:
     """Role processes (own process groups, logs in `run_dir`), all stopped by `stop_all`."""
 
-    def __init__(self, run_dir: Path, url: str, manager: str) -> None:
+    def __init__(self, run_dir: Path, url: str, manager: str, lens: str | None = None) -> None:
         self.run_dir, self.url, self.manager = run_dir, url, manager
+        # `lens`: the deployment's JobLens, named by a caller that runs deployments side by side
+        # (their managers share an address on every fresh chain, their lenses not always: LENSES
+        # holds the last one deployed)
+        self.lens = lens if lens is not None else LENSES.get(manager)
         self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self, p: Party, *args: str) -> subprocess.Popen:
@@ -127,7 +131,7 @@ class Agents:
             "--no-progress",
             "--deployment",  # isolated from build/demo's deployment file
             str(self.run_dir / "no-deployment.json"),
-            *(("--lens", LENSES[self.manager]) if self.manager in LENSES else ()),
+            *(("--lens", self.lens) if self.lens else ()),
             *p.extra,
             *args,
             *job_pay(p, args),
@@ -173,8 +177,8 @@ class Agents:
 
 
 @contextlib.contextmanager
-def agents(run_dir: Path, url: str, manager: str) -> Iterator[Agents]:
-    a = Agents(run_dir, url, manager)
+def agents(run_dir: Path, url: str, manager: str, lens: str | None = None) -> Iterator[Agents]:
+    a = Agents(run_dir, url, manager, lens)
     try:
         yield a
     finally:
