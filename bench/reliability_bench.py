@@ -67,7 +67,7 @@ from tools.faultproxy import FaultProxy, FaultRates  # noqa: E402
 OUT = REPO / "bench" / "results" / "reliability.json"
 TOKEN = 10**18
 MINTED = 1000 * TOKEN  # rolekit.fund mints this to every party
-REWARD = 100 * TOKEN  # what the kit's jobs pay (tests/roles/rolekit.JOB_PAY)
+REWARD = 100 * TOKEN  # what the kit's jobs pay (tools.devnet.JOB_PAY)
 STEPS, EVERY = 12000, 1000  # training takes a few seconds, so kills can land in it
 JOB_TIMEOUT_S = 360.0
 #: The game's chess clock (chain seconds per side). The submitter mines a block whenever it

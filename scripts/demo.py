@@ -38,7 +38,7 @@ from agents.core.chain import AnvilConfig, ChainUnavailable, connect, dev_privat
 from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, load_artifact
 from agents.core.enums import UnitStatus
 from agents.core.keys import DEV_CHAIN_IDS
-from tools.devnet import DevnetError, Party, audit_sends, fund
+from tools.devnet import JOB_PAY, DevnetError, Party, audit_sends, fund
 
 REPO = Path(__file__).resolve().parents[1]
 # Absolute: the agents run in the checkout (cwd=REPO) while the demo may be started elsewhere,
@@ -76,12 +76,8 @@ COURT_CLOCK_BUDGET = 15
 COURT = {"bond": 5 * TOKEN}
 
 
-#: What the demo's job pays (tokens): its deployment's verifier lock and stakes are set for a job of
-#: 100 with a fee of 10 (the solver's collateral 100 is what the cheat loses).
-JOB_PAY = ["--reward", "100", "--verification-fee", "10"]
-
 PARTIES = [
-    Party("submitter", "submitter", 1, JOB_PAY),
+    Party("submitter", "submitter", 1, list(JOB_PAY)),
     Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", CHEAT]),
     Party("solver-a", "solver", 3, ["--stake", "200"]),
     Party("solver-b", "solver", 4, ["--stake", "200"]),

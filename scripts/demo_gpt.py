@@ -39,7 +39,6 @@ from web3 import Web3
 from agents.core.deploy import load_artifact
 from agents.model.graph import Graph
 from scripts.demo import (
-    JOB_PAY,
     REPO,
     DemoError,
     Processes,
@@ -52,7 +51,7 @@ from scripts.demo import (
     summary_table,
     wait_for,
 )
-from tools.devnet import Party
+from tools.devnet import JOB_PAY, Party
 
 REPORT_DIR = REPO / "build" / "demo" / "gpt"
 MODEL = REPO / "examples" / "models" / "char_gpt.py"
@@ -85,7 +84,7 @@ class GptConfig:
 
 def parties(cheat: str) -> list[Party]:
     return [
-        Party("submitter", "submitter", 1, JOB_PAY),
+        Party("submitter", "submitter", 1, list(JOB_PAY)),
         Party("solver-cheat", "solver", 2, ["--stake", "100", "--cheat", cheat]),
         Party("solver", "solver", 3, ["--stake", "200"]),
         Party("verifier", "verifier", 5, ["--stake", "100", "--replay-all"]),

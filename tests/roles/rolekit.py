@@ -20,7 +20,7 @@ from web3 import Web3
 from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all, load_artifact
 from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus, UnitStatus
-from tools.devnet import Party, fund
+from tools.devnet import JOB_PAY, Party, fund
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "examples" / "digits-mlp.json"
@@ -82,12 +82,6 @@ def write_spec(path: Path, steps: int, every: int) -> Path:
     obj["steps"], obj["checkpoint_every"] = steps, every
     path.write_text(json.dumps(obj))
     return path
-
-
-#: What the kit's jobs pay, unless a test names its own: the tests' deployments (verifier lock,
-#: stakes) and their figures (a slashed collateral of 100, a solver paid 88) are set for a job of
-#: 100 with a fee of 10, the submitter's defaults before they became the README's 10 and 2.75.
-JOB_PAY = ("--reward", "100", "--verification-fee", "10")
 
 
 def job_pay(p: Party, args: tuple[str, ...]) -> tuple[str, ...]:
