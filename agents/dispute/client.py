@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eth_account import Account
-from web3 import Web3
-from web3.contract import Contract
+from web3 import AsyncWeb3, Web3
+from web3.contract import AsyncContract, Contract
 from web3.exceptions import ContractCustomError, ContractLogicError
 
-from agents.core.chain import named_outputs
 from agents.dispute.player import DEFENDER_PHASES, GameView, Move, Phase
 
 GAS_CAP = 15_000_000
@@ -40,82 +39,121 @@ _EVENT_FIELDS = {
 }
 
 
+def _topic0_names(game: Any) -> dict[bytes, str]:
+    """Event topic0 -> event name, for every event of the game's ABI."""
+    out = {}
+    for ev in game.abi:
+        if ev.get("type") == "event":
+            sig = f"{ev['name']}({','.join(_abi_type(i) for i in ev['inputs'])})"
+            out[Web3.keccak(text=sig)] = ev["name"]
+    return out
+
+
+def _log_filter(game: Any, game_id: int, from_block: int) -> dict[str, Any]:
+    """eth_getLogs filter of every event of game `game_id` (its id is every event's topic 1)."""
+    return {
+        "address": game.address,
+        "fromBlock": from_block,
+        "toBlock": "latest",
+        "topics": [None, "0x" + game_id.to_bytes(32, "big").hex()],
+    }
+
+
+def game_view(
+    game: Any, topic0: dict[bytes, str], game_id: int, c: dict, p: dict, logs: list
+) -> GameView:
+    """The `GameView` of game `game_id` from its claimOf and progressOf structs (`c`, `p`: by
+    the ABI's component names) and its event logs: pure, so the sync and the async reader
+    share it."""
+    v = GameView(
+        game_id=game_id, step_offset=c["stepOffset"], steps=c["steps"], interval=c["interval"]
+    )
+    v.phase, v.winner, v.moves = p["phase"], p["winner"], p["moves"]
+    v.segment, v.step, v.node, v.leaf = p["segment"], p["step"], p["node"], p["leaf"]
+    v.element, v.lo, v.hi = p["element"], p["lo"], p["hi"]
+    v.walk_height, v.walk_index = p["walkHeight"], p["walkIndex"]
+    for log in logs:
+        name = topic0.get(bytes(log["topics"][0]))
+        if name is None:
+            continue
+        args = getattr(game.events, name)().process_log(log)["args"]
+        if name in _EVENT_FIELDS:
+            attr, key = _EVENT_FIELDS[name]
+            setattr(v, attr, _norm(args[key]))
+        elif name == "SegmentOpened":
+            v.step_roots = [args["startRoot"], *_norm(args["intermediateRoots"]), args["endRoot"]]
+        elif name == "TracePosted":
+            v.node_roots = _norm(args["roots"])
+        elif name == "AccumulatorsPosted":
+            v.cut_values = [int(x) for x in args["values"]]
+        elif name == "TraceRootPosted":
+            v.state_roots = _norm(args["stateRoots"])
+        elif name == "TraceSubtreePosted":
+            nodes = _norm(args["nodes"])
+            v.trace_rounds.append((int(args["height"]), int(args["index"]), nodes))
+        elif name == "SubtreePosted":
+            v.subtree = _norm(args["nodes"])
+            v.subtree_height, v.subtree_index = int(args["height"]), int(args["index"])
+    return v
+
+
 @dataclass
 class GameReader:
-    """Reads of the game contract: no key, no sends."""
+    """Reads of the game contract over a synchronous Web3 (the harness, benches and tests): no
+    key, no sends. `game` is bound by agents.core.bindings.bind (results decoded by name)."""
 
     w3: Web3
     game: Contract
 
     def __post_init__(self) -> None:
-        self._topic0 = {}
-        for ev in self.game.abi:
-            if ev.get("type") == "event":
-                sig = f"{ev['name']}({','.join(_abi_type(i) for i in ev['inputs'])})"
-                self._topic0[Web3.keccak(text=sig)] = ev["name"]
-
-    # -- reading ----------------------------------------------------------------------------
+        self._topic0 = _topic0_names(self.game)
 
     def view(self, game_id: int, from_block: int = 0) -> GameView:
-        c = self.read_struct("claimOf", game_id)
-        p = self.read_struct("progressOf", game_id)
-        v = GameView(
-            game_id=game_id, step_offset=c["stepOffset"], steps=c["steps"], interval=c["interval"]
+        claim, progress = (
+            self.read_struct("claimOf", game_id),
+            self.read_struct("progressOf", game_id),
         )
-        v.phase, v.winner, v.moves = p["phase"], p["winner"], p["moves"]
-        v.segment, v.step, v.node, v.leaf = p["segment"], p["step"], p["node"], p["leaf"]
-        v.element, v.lo, v.hi = p["element"], p["lo"], p["hi"]
-        v.walk_height, v.walk_index = p["walkHeight"], p["walkIndex"]
-        logs = self.w3.eth.get_logs(
-            {
-                "address": self.game.address,
-                "fromBlock": from_block,
-                "toBlock": "latest",
-                "topics": [None, "0x" + game_id.to_bytes(32, "big").hex()],
-            }
-        )
-        for log in logs:
-            name = self._topic0.get(bytes(log["topics"][0]))
-            if name is None:
-                continue
-            args = getattr(self.game.events, name)().process_log(log)["args"]
-            if name in _EVENT_FIELDS:
-                attr, key = _EVENT_FIELDS[name]
-                setattr(v, attr, _norm(args[key]))
-            elif name == "SegmentOpened":
-                v.step_roots = [
-                    args["startRoot"],
-                    *_norm(args["intermediateRoots"]),
-                    args["endRoot"],
-                ]
-            elif name == "TracePosted":
-                v.node_roots = _norm(args["roots"])
-            elif name == "AccumulatorsPosted":
-                v.cut_values = [int(x) for x in args["values"]]
-            elif name == "TraceRootPosted":
-                v.state_roots = _norm(args["stateRoots"])
-            elif name == "TraceSubtreePosted":
-                nodes = _norm(args["nodes"])
-                v.trace_rounds.append((int(args["height"]), int(args["index"]), nodes))
-            elif name == "SubtreePosted":
-                v.subtree = _norm(args["nodes"])
-                v.subtree_height, v.subtree_index = int(args["height"]), int(args["index"])
-        return v
+        logs = self.w3.eth.get_logs(_log_filter(self.game, game_id, from_block))
+        return game_view(self.game, self._topic0, game_id, claim, progress, logs)
 
     def read_struct(self, fn: str, *args: Any) -> dict[str, Any]:
-        """A view returning one struct, as a dict keyed by the ABI's component names."""
-        result = getattr(self.game.functions, fn)(*args).call()
-        names = [c["name"] for c in self._outputs(fn)[0]["components"]]
-        return dict(zip(names, result, strict=True))
-
-    def _outputs(self, fn: str) -> list[dict]:
-        for item in self.game.abi:
-            if item.get("type") == "function" and item["name"] == fn:
-                return item["outputs"]
-        raise KeyError(fn)
+        """A view returning one struct, as a dict keyed by the ABI's component names (the game
+        may be bound with or without decode_tuples)."""
+        return _by_name(self.game, fn, getattr(self.game.functions, fn)(*args).call())
 
     def deadline(self, game_id: int) -> int:
-        return int(named_outputs(self.game.functions.turn(game_id))["deadline"])
+        _, deadline = self.game.functions.turn(game_id).call()
+        return int(deadline)
+
+
+@dataclass
+class AsyncGameReader:
+    """The same reads over an agent's one AsyncWeb3 (the roles' game turns,
+    agents/roles/games.py): no key, no sends."""
+
+    w3: AsyncWeb3
+    game: AsyncContract
+
+    def __post_init__(self) -> None:
+        self._topic0 = _topic0_names(self.game)
+
+    async def view(self, game_id: int, from_block: int = 0) -> GameView:
+        f = self.game.functions
+        claim = _by_name(self.game, "claimOf", await f.claimOf(game_id).call())
+        progress = _by_name(self.game, "progressOf", await f.progressOf(game_id).call())
+        logs = await self.w3.eth.get_logs(_log_filter(self.game, game_id, from_block))
+        return game_view(self.game, self._topic0, game_id, claim, progress, logs)
+
+    async def deadline(self, game_id: int) -> int:
+        _, deadline = await self.game.functions.turn(game_id).call()
+        return int(deadline)
+
+
+def _by_name(game: Any, fn: str, result: Any) -> dict[str, Any]:
+    """`result` of `fn` (a view returning one struct) keyed by the ABI's component names."""
+    (out,) = next(i for i in game.abi if i.get("type") == "function" and i["name"] == fn)["outputs"]
+    names = [c["name"] for c in out["components"]]
+    return dict(zip(names, result, strict=True))
 
 
 @dataclass

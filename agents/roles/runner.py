@@ -19,17 +19,18 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from web3.contract import Contract
+from web3.contract import AsyncContract
 from web3.exceptions import BadFunctionCallOutput, ContractLogicError, Web3RPCError
+from web3.types import RPCEndpoint
 
 from agents.core.bindings import bind
 from agents.core.blobs import BlobServer, BlobStore, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
-from agents.core.chain import ChainUnavailable, connect, named_call
+from agents.core.chain import ChainUnavailable
 from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.events import ReorgTooDeep
 from agents.core.fetches import DEFAULT_FETCH_WORKERS, PENDING, Failed, Reads
@@ -38,7 +39,7 @@ from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget
-from agents.dispute.client import GameReader
+from agents.dispute.client import AsyncGameReader
 from agents.roles.actions import Approve, Heartbeat, Register
 from agents.roles.addresses import companion_address, court_address, manager_address
 from agents.roles.artifacts import BadBlob, Checkpoints, fetch_checkpoints, locator_problem
@@ -341,6 +342,7 @@ async def _main(
     async with open_agent(config) as agent:
         role = cls(agent, manager, args, log, **extra)
         try:
+            await role.open()
             await role.setup()
             code = await role.run(stop, args.run_for)
         finally:
@@ -376,8 +378,9 @@ class RoleAgent:
     # A long-running role outlives an unexpected error in one round (logged, retried next
     # round); a one-shot command (`node`) reports it instead of retrying for ever.
     isolate_rounds = True
-    # The JobLens over my JobManager (set in __init__; None: no lens, units read getter by getter)
-    lens: Contract | None = None
+    # The JobLens over my JobManager (bound in open; None: no lens, units read getter by getter)
+    lens: AsyncContract | None = None
+    lens_page = 0  # JobLens.MAX_PAGE: the most units one unitSnapshots call returns
     # How units are read (the lens or getter by getter): logged when the role's loop starts
     read_mode: str = "units read getter by getter"
 
@@ -390,33 +393,10 @@ class RoleAgent:
         _ = self.engine_cfg  # --device: said once at start-up when CUDA is missing
         self.me = agent.account.address
         self.progress = not args.no_progress
-        # open_agent already reached the node: a failure now is transient, so retry it
-        self.w3 = connect(agent.config.rpc_url or "", timeout_s=10.0, attempts=4)
-        if not self.w3.eth.get_code(manager):
-            raise RoleError(f"no contract at JobManager address {manager}")
-        self.manager = self._contract("JobManager", manager)
-        self.registry = self._contract("NodeRegistry", self.manager.functions.registry().call())
-        self.token = self._contract("TestToken", self.manager.functions.token().call())
-        self.game = self._contract("DisputeGame", self.manager.functions.arbiter().call())
-        self.judge = self._contract(
-            "ForcedErrorJudge", self.manager.functions.forcedErrorJudge().call()
-        )
-        self.court: Contract | None = None
-        self.court_game: Contract | None = None
-        court = court_address(args, manager)
-        explicit = bool(getattr(args, "court", None))
-        if court and not self.w3.eth.get_code(court):
-            if explicit:
-                raise RoleError(f"no contract at AttestationCourt address {court}")
-            court = None  # a deployment file of another chain that reused the address
-        if court:
-            self.court = self._contract("AttestationCourt", court)
-            if self.court.functions.manager().call().lower() != manager.lower():
-                if explicit:
-                    raise RoleError(f"AttestationCourt {court} belongs to another JobManager")
-                self.court = None
-            else:
-                self.court_game = self._contract("DisputeGame", self.court.functions.game().call())
+        # My agent's one AsyncWeb3 (agents/core/runtime.py): every read and every send of mine goes
+        # through it; the contracts are bound in `open`, the start-up step that reads the chain.
+        self.w3 = agent.w3
+        self.manager_address = manager
         if getattr(args, "mine_when_idle", False) and agent.chain_id not in DEV_CHAIN_IDS:
             raise RoleError(f"--mine-when-idle: chain id {agent.chain_id} is not a dev chain")
         if self.local_locators and agent.chain_id not in DEV_CHAIN_IDS:
@@ -443,34 +423,76 @@ class RoleAgent:
         self.live_jobs: set[int] = set()  # jobs posted (JobPosted) and not yet seen settled
         self._posted_from = 0  # the first block the next JobPosted scan reads
         self._posted_count = -1  # jobCount when it last scanned
-        self.rounds = self._rounds(manager)
-        self.lens = self._lens(manager)
+        self.rounds: Rounds | None = None
+        self.court: AsyncContract | None = None
+        self.court_game: AsyncContract | None = None
 
-    def _lens(self, manager: str) -> Contract | None:
+    async def open(self) -> None:
+        """Bind my contracts: the JobManager and what it names (registry, token, game, judge),
+        and the AttestationCourt, RoundManager and JobLens that belong to it. The start-up step
+        that reads the chain (RoleError, one line, when an address holds no such contract);
+        `_main` awaits it before `setup`."""
+        manager = self.manager_address
+        if not await self.w3.eth.get_code(manager):
+            raise RoleError(f"no contract at JobManager address {manager}")
+        self.manager = self._contract("JobManager", manager)
+        f = self.manager.functions
+        self.registry = self._contract("NodeRegistry", await f.registry().call())
+        self.token = self._contract("TestToken", await f.token().call())
+        self.game = self._contract("DisputeGame", await f.arbiter().call())
+        self.judge = self._contract("ForcedErrorJudge", await f.forcedErrorJudge().call())
+        await self._open_court(manager)
+        self.rounds = await self._rounds(manager)
+        self.lens = await self._lens(manager)
+        self.opened()
+
+    def opened(self) -> None:
+        """A role's checks of what `open` bound (RoleError: one line); none by default."""
+
+    async def _open_court(self, manager: str) -> None:
+        """The AttestationCourt over this JobManager (--court, else the deployment file's)."""
+        court = court_address(self.args, manager)
+        explicit = bool(getattr(self.args, "court", None))
+        if court and not await self.w3.eth.get_code(court):
+            if explicit:
+                raise RoleError(f"no contract at AttestationCourt address {court}")
+            return  # a deployment file of another chain that reused the address
+        if not court:
+            return
+        bound = self._contract("AttestationCourt", court)
+        if (await bound.functions.manager().call()).lower() != manager.lower():
+            if explicit:
+                raise RoleError(f"AttestationCourt {court} belongs to another JobManager")
+            return
+        self.court = bound
+        self.court_game = self._contract("DisputeGame", await bound.functions.game().call())
+
+    async def _lens(self, manager: str) -> AsyncContract | None:
         """The JobLens over this JobManager (--lens, else the deployment file's), or None."""
         address = companion_address(self.args, manager, "lens", "JobLens")
         explicit = bool(getattr(self.args, "lens", None))
-        if address is None or not self.w3.eth.get_code(address):
+        if address is None or not await self.w3.eth.get_code(address):
             if explicit:
                 raise RoleError(f"no contract at JobLens address {address}")
             self.read_mode = "no JobLens: a unit is read getter by getter"
             return None
         lens = self._contract("JobLens", address)
-        if lens.functions.manager().call().lower() != manager.lower():
+        if (await lens.functions.manager().call()).lower() != manager.lower():
             if explicit:
                 raise RoleError(f"JobLens {address} reads another JobManager")
             self.read_mode = "no JobLens of this JobManager: a unit is read getter by getter"
             return None
         self.read_mode = f"reading units through JobLens {address}"
+        self.lens_page = int(await lens.functions.MAX_PAGE().call())  # a constant
         return lens
 
-    def _rounds(self, manager: str):
+    async def _rounds(self, manager: str) -> Rounds | None:
         """The RoundManager's view (decomposed jobs, agents/roles/decomposed.py), or None."""
         address = round_manager_address(self.args, manager)
-        if address is None or not self.w3.eth.get_code(address):
+        if address is None or not await self.w3.eth.get_code(address):
             return None
         rm = self._contract("RoundManager", address)
-        if rm.functions.jobManager().call().lower() != manager.lower():
+        if (await rm.functions.jobManager().call()).lower() != manager.lower():
             return None
         return Rounds(
             rm, self.manager, self.game, self.spec_stores(), self.local_locators, self.max_params,
@@ -482,12 +504,12 @@ class RoleAgent:
         extra = getattr(self.args, "spec_store", None) or []
         return [self.agent.blobs] + [open_blob_store(s) for s in extra]
 
-    def foreign_placement(self, job_id: int) -> tuple[int, ...] | None:
+    async def foreign_placement(self, job_id: int) -> tuple[int, ...] | None:
         """The unit placement registered with the game for job `job_id`, a job that is no round
         manager's unit, or None when it has none, as it must (PROTOCOL §7.2): with one, its
         one-step proofs would draw another step's or shard's batch, and an honest solver of the
         job as posted would lose its games."""
-        placement = tuple(self.game.functions.placementOf(job_id).call())
+        placement = tuple(await self.game.functions.placementOf(job_id).call())
         return placement if any(placement) else None
 
     @functools.cached_property
@@ -526,51 +548,51 @@ class RoleAgent:
         without it only http(s) is read (artifacts.locator_store)."""
         return bool(getattr(self.args, "allow_local_locators", False))
 
-    def job_context(self, job_id: int) -> JobContext:
+    async def job_context(self, job_id: int) -> JobContext:
         """Job `job_id`'s spec, engine and dispute graph, checked against the chain (from my blob
         store or any --spec-store) and kept loaded while I use it (`LoadedJobs`: an evicted job
         is loaded again, the same); raises JobRejected when it cannot be."""
         ctx = self.jobs.get(job_id)
         if ctx is not None:
             return ctx
-        job = self.manager.functions.getJob(job_id).call()
+        job = await self.manager.functions.getJob(job_id).call()
         if self.rounds is not None and self.rounds.is_unit_job(job):
-            ctx = self.rounds.load_unit(job_id, job)
+            ctx = await self.rounds.load_unit(job_id, job)
         else:
-            placement = self.foreign_placement(job_id)
+            placement = await self.foreign_placement(job_id)
             if placement is not None:
                 raise JobRejected(
                     f"job {job_id}: a unit placement {placement} is registered for it, but it "
                     "is no round manager's unit"
                 )
-            cfg = bytes(self.game.functions.configOf(job_id).call())
+            cfg = bytes(await self.game.functions.configOf(job_id).call())
             ctx = load_job(job_id, job, self.spec_stores(), cfg, self.max_params, self.engine_cfg)
             keep_job(ctx, self.agent.blobs, self.log)
         self.jobs.put(job_id, ctx)
         return ctx
 
-    def context(self, job_id: int) -> JobContext | None:
+    async def context(self, job_id: int) -> JobContext | None:
         """The job's context, or None (logged) for a job this agent cannot take part in."""
         try:
-            return self.job_context(job_id)
+            return await self.job_context(job_id)
         except JobRejected as exc:
             self.log.warning("job %d: %s", job_id, exc)
             return None
 
-    def _contract(self, name: str, address: str) -> Contract:
+    def _contract(self, name: str, address: str) -> AsyncContract:
         return bind(self.w3, name, address)
 
-    def mine_if_idle(self) -> None:
+    async def mine_if_idle(self) -> None:
         """On a dev chain with --mine-when-idle: mine one empty block (chain time moves on), when
         chain time is not ahead of the wall clock (logic.idle_block_due)."""
         if not getattr(self.args, "mine_when_idle", False):
             return
         clock = self.agent.clock
-        latest = int(self.w3.eth.get_block("latest")["timestamp"])
+        latest = int((await self.w3.eth.get_block("latest"))["timestamp"])
         if not idle_block_due(latest, self.__dict__.get("_idle_block"), clock.monotonic()):
             return
-        self.w3.provider.make_request("evm_mine", [])
-        mined = int(self.w3.eth.get_block("latest")["timestamp"])
+        await self.w3.provider.make_request(RPCEndpoint("evm_mine"), [])
+        mined = int((await self.w3.eth.get_block("latest"))["timestamp"])
         self._idle_block = IdleBlock(mined, clock.monotonic())
 
     def close(self) -> None:
@@ -676,69 +698,67 @@ class RoleAgent:
 
     # --- chain reads --------------------------------------------------------------------
 
-    @functools.cached_property
-    def reveal_window(self) -> int:
-        """JobManager.Config.revealWindow (immutable): drawn verifiers open their sealed
-        attestations until a unit's deadline + this."""
-        return int(named_call(self.manager.functions.config())["revealWindow"])
+    async def reveal_window(self) -> int:
+        """JobManager.Config.revealWindow (immutable, read once): drawn verifiers open their
+        sealed attestations until a unit's deadline + this."""
+        if "_reveal_window" not in self.__dict__:
+            config = await self.manager.functions.config().call()
+            self._reveal_window = int(config.revealWindow)
+        return self._reveal_window
 
-    def now(self) -> Now:
-        b = self.w3.eth.get_block("latest")
+    async def now(self) -> Now:
+        b = await self.w3.eth.get_block("latest")
         return Now(int(b["number"]), int(b["timestamp"]))
 
-    def locator(self, unit_id: int, block: int | str = "latest") -> str:
+    async def locator(self, unit_id: int, block: int | str = "latest") -> str:
         """Where the unit's checkpoints of the latest commitment up to `block` can be fetched:
         only the CheckpointsCommitted event carries the blob locator (not stored, to save gas)."""
-        return self.commitment(unit_id, block)[0]
+        return (await self.commitment(unit_id, block))[0]
 
-    def commitment(self, unit_id: int, block: int | str = "latest") -> tuple[str, bytes]:
+    async def commitment(self, unit_id: int, block: int | str = "latest") -> tuple[str, bytes]:
         """(blob locator, published checkpoint root) of the latest commitment up to `block`."""
-        logs = self.manager.events.CheckpointsCommitted().get_logs(
+        logs = await self.manager.events.CheckpointsCommitted().get_logs(
             argument_filters={"unitId": unit_id}, from_block=0, to_block=block
         )
         if not logs:
             return "", b""
         return str(logs[-1]["args"]["blobLocator"]), bytes(logs[-1]["args"]["checkpointRoot"])
 
-    def unit(self, unit_id: int) -> UnitView:
+    async def unit(self, unit_id: int) -> UnitView:
         """The unit as the roles read it. With a JobLens, everything in one call (its drawn
         verifiers, claimants, dispute and job too); without one, getUnit, and heldUntil and
         dataRequestOf while Disputed (the rest is read when asked: drawn, claimants, ...)."""
         if self.lens is not None:
-            return self.snapshot_view(self.lens.functions.unitSnapshot(unit_id).call())
-        u = self.manager.functions.getUnit(unit_id).call()
+            return await self.snapshot_view(await self.lens.functions.unitSnapshot(unit_id).call())
+        f = self.manager.functions
+        u = await f.getUnit(unit_id).call()
         # A Disputed unit whose challenger's win is held (JobManager.DisputeResultHeld) for the
         # forced round's reveal: heldUntil is its end, zero while the game runs.
         held_until, data_request = 0, None
         if u.status == UnitStatus.DISPUTED:
-            held_until = int(self.manager.functions.heldUntil(unit_id).call())
-            data_request = data_request_view(self.manager.functions.dataRequestOf(unit_id).call())
-        return self.unit_view(unit_id, u, held_until, data_request)
+            held_until = int(await f.heldUntil(unit_id).call())
+            data_request = data_request_view(await f.dataRequestOf(unit_id).call())
+        return await self.unit_view(unit_id, u, held_until, data_request)
 
-    def units_read(self, unit_ids: list[int]) -> list[UnitView]:
-        """`unit` of each of `unit_ids`: with a JobLens, a page of them per call."""
+    async def units_read(self, unit_ids: list[int]) -> list[UnitView]:
+        """`unit` of each of `unit_ids`: with a JobLens, a page of them (JobLens.MAX_PAGE, read
+        in `open`) per call."""
         if self.lens is None:
-            return [self.unit(uid) for uid in unit_ids]
+            return [await self.unit(uid) for uid in unit_ids]
         page = self.lens_page
         out = []
         for i in range(0, len(unit_ids), page):
-            snapshots = self.lens.functions.unitSnapshots(unit_ids[i : i + page]).call()
-            out += [self.snapshot_view(s) for s in snapshots]
+            snapshots = await self.lens.functions.unitSnapshots(unit_ids[i : i + page]).call()
+            out += [await self.snapshot_view(s) for s in snapshots]
         return out
 
-    @functools.cached_property
-    def lens_page(self) -> int:
-        """JobLens.MAX_PAGE (a constant): the most units one unitSnapshots call returns."""
-        assert self.lens is not None
-        return int(self.lens.functions.MAX_PAGE().call())
-
-    def snapshot_view(self, s: Any) -> UnitView:
+    async def snapshot_view(self, s: Any) -> UnitView:
         """A JobLens.UnitSnapshot as the roles see it (held result and data request as `unit`
         reads them: only while Disputed)."""
         disputed = s.unit.status == UnitStatus.DISPUTED
         held_until = int(s.heldUntil) if disputed else 0
         data_request = data_request_view(s.dataRequest) if disputed else None
-        view = self.unit_view(s.unitId, s.unit, held_until, data_request)
+        view = await self.unit_view(s.unitId, s.unit, held_until, data_request)
         return dataclasses.replace(
             view,
             drawn=tuple(Drawn(v.verifier, VerifierStatus(v.status)) for v in s.verifiers),
@@ -747,7 +767,7 @@ class RoleAgent:
             job=s.job,
         )
 
-    def unit_view(
+    async def unit_view(
         self, unit_id: int, u: Any, held_until: int, data_request: DataRequest | None
     ) -> UnitView:
         """UnitView of `u` (IJobManager.Unit, decoded by name); the commitment's locator is
@@ -758,7 +778,7 @@ class RoleAgent:
             key = (u.attempt, bytes(u.checkpointRoot))
             kept = self._locators.get(unit_id)
             if kept is None or kept[0] != key:  # a new attempt or a forced reveal's root
-                kept = self._locators[unit_id] = (key, self.commitment(unit_id))
+                kept = self._locators[unit_id] = (key, await self.commitment(unit_id))
             locator, published = kept[1]
         return UnitView(
             unit_id=unit_id,
@@ -783,62 +803,55 @@ class RoleAgent:
 
     # What the JobLens reads with a unit, read here getter by getter when no lens is wired.
 
-    def drawn(self, u: UnitView) -> tuple[Drawn, ...]:
+    async def drawn(self, u: UnitView) -> tuple[Drawn, ...]:
         """The unit's drawn verifiers and their statuses, draw order."""
         if u.drawn is not None:
             return u.drawn
         f = self.manager.functions
-        return tuple(
-            Drawn(v, VerifierStatus(f.verifierStatus(u.unit_id, v).call().status))
-            for v in f.getVerifiers(u.unit_id).call()
-        )
+        drawn = [
+            Drawn(v, VerifierStatus((await f.verifierStatus(u.unit_id, v).call()).status))
+            for v in await f.getVerifiers(u.unit_id).call()
+        ]
+        return tuple(drawn)
 
-    def verifier_status(self, u: UnitView, verifier: str) -> VerifierStatus:
+    async def verifier_status(self, u: UnitView, verifier: str) -> VerifierStatus:
         """`verifier`'s status on the unit (None when not drawn)."""
         if u.drawn is None:
             fn = self.manager.functions.verifierStatus(u.unit_id, verifier)
-            return VerifierStatus(fn.call().status)
+            return VerifierStatus((await fn.call()).status)
         mine = [d.status for d in u.drawn if d.verifier.lower() == verifier.lower()]
         return mine[0] if mine else VerifierStatus.NONE
 
-    def claimants(self, u: UnitView) -> tuple[str, ...]:
+    async def claimants(self, u: UnitView) -> tuple[str, ...]:
         if u.claimants is not None:
             return u.claimants
-        return tuple(self.manager.functions.getClaimants(u.unit_id).call().solvers)
+        return tuple((await self.manager.functions.getClaimants(u.unit_id).call()).solvers)
 
-    def dispute(self, u: UnitView) -> Any:
+    async def dispute(self, u: UnitView) -> Any:
         """IJobManager.Dispute of the unit (gameId, challenger, bond; zeros when none)."""
         if u.dispute is not None:
             return u.dispute
-        return self.manager.functions.getDispute(u.unit_id).call()
+        return await self.manager.functions.getDispute(u.unit_id).call()
 
-    def job_of(self, u: UnitView) -> Any:
+    async def job_of(self, u: UnitView) -> Any:
         """IJobManager.Job of the unit's job."""
         if u.job is not None:
             return u.job
-        return self.manager.functions.getJob(u.job_id).call()
+        return await self.manager.functions.getJob(u.job_id).call()
 
-    def units(self) -> list[UnitView]:
+    async def units(self) -> list[UnitView]:
         """Every job's unit that may still change, and a settled one (Finalized, Cancelled) in
         the round it is first seen settled, so that every role sees it so once (a solver drops
         its account of it then). Later rounds do not read it again: a round's reads grow with
         the live jobs, not with every job ever posted. A job whose record has taken another job
         since (PROTOCOL §6.10) reads as unknown: it settled long ago, and is dropped unread. A
         restart reads every job once more."""
-        self.discover_jobs()
+        await self.discover_jobs()
         out = []
-        for u in self.units_read([job_id << 32 for job_id in sorted(self.live_jobs)]):
+        for u in await self.units_read([job_id << 32 for job_id in sorted(self.live_jobs)]):
             job_id = u.job_id
             recycled = u.status == UnitStatus.NONE
-            if recycled or (
-                u.status in SETTLED
-                and self.holds_deep(
-                    lambda block, uid=u.unit_id: (
-                        self.manager.functions.getUnit(uid).call(block_identifier=block).status
-                        in SETTLED
-                    )
-                )
-            ):
+            if recycled or (u.status in SETTLED and await self.holds_deep(self.settled_at(u))):
                 self.settled.add(job_id)
                 self.live_jobs.discard(job_id)
                 self.forget_unit(u.unit_id)
@@ -846,19 +859,29 @@ class RoleAgent:
                 out.append(u)
         return out
 
-    def discover_jobs(self) -> None:
+    def settled_at(self, u: UnitView) -> Callable[[int], Awaitable[bool]]:
+        """Whether unit `u` is settled at a block (for `holds_deep`)."""
+
+        async def holds(block: int) -> bool:
+            unit = await self.manager.functions.getUnit(u.unit_id).call(block_identifier=block)
+            return unit.status in SETTLED
+
+        return holds
+
+    async def discover_jobs(self) -> None:
         """Add the jobs posted since my last scan (`JobPosted`, whose ids are not dense once
         records are recycled), when `jobCount` says there are any. Each scan reads from the block
         `--confirmations` below the head the last one reached, so a post re-mined by a shallow
         reorg is still seen; one reorged away reads as unknown and is dropped (`units`)."""
-        count = int(self.manager.functions.jobCount().call())
+        count = int(await self.manager.functions.jobCount().call())
         if count == self._posted_count:
             return
-        head = int(self.w3.eth.block_number)
+        head = int(await self.w3.eth.block_number)
         start = self._posted_from
         while start <= head:
             end = min(head, start + POSTED_SCAN_BLOCKS - 1)
-            for log in self.manager.events.JobPosted().get_logs(from_block=start, to_block=end):
+            posted = self.manager.events.JobPosted()
+            for log in await posted.get_logs(from_block=start, to_block=end):
                 job_id = int(log["args"]["jobId"])
                 if job_id not in self.settled:
                     self.live_jobs.add(job_id)
@@ -871,24 +894,24 @@ class RoleAgent:
         its commitment's locator (looked up again if ever asked, `unit`). Roles extend it."""
         self._locators.pop(unit_id, None)
 
-    def holds_deep(self, holds_at: Callable[[int], bool]) -> bool:
+    async def holds_deep(self, holds_at: Callable[[int], Awaitable[bool]]) -> bool:
         """`holds_at(block)` at the block --confirmations deep. What is seen only in the newest
         blocks (a unit settled, a job completed) could still be undone by a reorg, and what no
         round reads again would then be left undone by me, so it is asked again until it holds
         this deep. False too when that block cannot be read: no contract there yet (a young
         chain), or a node that no longer serves its state."""
-        block = self.w3.eth.block_number - self.agent.config.confirmations
+        block = await self.w3.eth.block_number - self.agent.config.confirmations
         if block < 0:
             return False
         try:
-            return holds_at(block)
+            return await holds_at(block)
         except (BadFunctionCallOutput, ContractLogicError, Web3RPCError):
             return False
 
     # --- sending ------------------------------------------------------------------------
 
     @property
-    def round_manager(self) -> Contract | None:
+    def round_manager(self) -> AsyncContract | None:
         """The RoundManager (decomposed jobs), when one belongs to my JobManager."""
         return self.rounds.rm if self.rounds is not None else None
 
@@ -904,37 +927,37 @@ class RoleAgent:
         return self.executor.gas_used
 
     @functools.cached_property
-    def game_reader(self) -> GameReader:
+    def game_reader(self) -> AsyncGameReader:
         """Keyless reads of the job manager's dispute game (agents/roles/games.py)."""
-        return GameReader(self.w3, self.game)
+        return AsyncGameReader(self.w3, self.game)
 
     @functools.cached_property
-    def court_game_reader(self) -> GameReader:
+    def court_game_reader(self) -> AsyncGameReader:
         """Keyless reads of the attestation court's dispute game."""
         assert self.court_game is not None
-        return GameReader(self.w3, self.court_game)
+        return AsyncGameReader(self.w3, self.court_game)
 
     async def approve_at_least(self, intent: str, spender: str, amount: int) -> None:
         """Let `spender` take `amount` of my tokens unless it already may. The amount is in the
         intent: an amount quoted higher on a retry (a bond that grew) gets its own approval."""
-        if self.token.functions.allowance(self.me, spender).call() < amount:
+        if await self.token.functions.allowance(self.me, spender).call() < amount:
             await self.executor.execute(Approve(f"{intent}:approve:{amount}", spender, amount))
 
     async def ensure_registered(
         self, role: int, stake: int, capability: tuple[int, int, int]
     ) -> None:
-        node = self.registry.functions.getNode(self.me).call()
+        node = await self.registry.functions.getNode(self.me).call()
         if node.role != 0:
             if node.role != role:
                 raise RoleError(f"{self.me} is already registered with another role ({node.role})")
             return
-        balance = self.token.functions.balanceOf(self.me).call()
+        balance = await self.token.functions.balanceOf(self.me).call()
         if balance < stake:
             raise RoleError(
                 f"account {self.me} holds {balance / 1e18:g} tokens, staking needs "
                 f"{stake / 1e18:g}: fund it first (on a dev chain: TestToken.mint)"
             )
-        if self.w3.eth.get_balance(self.me) == 0:
+        if await self.w3.eth.get_balance(self.me) == 0:
             raise RoleError(f"account {self.me} has no ether to pay gas")
         await self.executor.execute(Approve("register:approve", self.registry.address, stake))
         out = await self.executor.execute(Register("register", role, capability, stake))
@@ -943,14 +966,14 @@ class RoleAgent:
         self.log.info("registered as role %d with stake %g", role, stake / 1e18)
 
     async def heartbeat_if_due(self, now: Now) -> None:
-        node = self.registry.functions.getNode(self.me).call()
-        ttl = self.registry.functions.heartbeatTtl().call()
+        node = await self.registry.functions.getNode(self.me).call()
+        ttl = await self.registry.functions.heartbeatTtl().call()
         if now.timestamp - node.lastHeartbeat >= ttl // 2:
             slot = now.timestamp // max(1, ttl // 2)
             await self.executor.execute(Heartbeat(f"heartbeat:{slot}"))
 
     async def withdraw_if_credited(self, now: Now) -> None:
-        credits = self.manager.functions.credits(self.me).call()
+        credits = await self.manager.functions.credits(self.me).call()
         act = withdraw_act(credits, now.block)
         if act is not None and await self.executor.execute(act) is not None:
             self.log.info("withdrew %g tokens", credits / 1e18)

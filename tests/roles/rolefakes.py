@@ -1,5 +1,5 @@
 """Fakes of the contracts for role tests without a chain (the roles built with object.__new__):
-`contract.functions.<name>(*args).call()` answers from a Python function, decoded by the ABI's
+`await contract.functions.<name>(*args).call()` answers from a Python function, decoded by the ABI's
 names as a contract bound by agents.core.bindings.bind decodes it (a struct or several outputs
 as a named tuple), so a test's plain tuple reads as the chain's would."""
 
@@ -44,12 +44,13 @@ def decoded(name: str, value: object, abi: list | None = None) -> object:
 
 
 class Call:
-    """A bound view: `call()` returns `value()`, or `value` itself when it is not callable."""
+    """A bound view of an async contract (the roles read through their agent's AsyncWeb3):
+    `await call()` returns `value()`, or `value` itself when it is not callable."""
 
     def __init__(self, value: object):
         self.value = value
 
-    def call(self, *a, **kw):
+    async def call(self, *a, **kw):
         return self.value() if callable(self.value) else self.value
 
 
@@ -102,7 +103,7 @@ class RecordingExecutor:
         self.gas_used = 0
 
     async def execute(self, action) -> object:
-        self.sent.append((action, action.tx(self.contracts).call()))
+        self.sent.append((action, await action.tx(self.contracts).call()))
         return self.result
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from rolefakes import FakeContract
-
 from agents.core.enums import Phase, Side
 from agents.dispute.player import Move
 from agents.roles.actions import ClaimTimeout, GameMove
@@ -27,11 +25,21 @@ class Executor:
         self.executed.append(action)
 
 
+class Reader:
+    """An AsyncGameReader's two reads of a game, answered from a view and DEADLINE."""
+
+    def __init__(self, view) -> None:
+        self._view = view
+
+    async def view(self, game_id: int):
+        return self._view
+
+    async def deadline(self, game_id: int) -> int:
+        return DEADLINE
+
+
 def turn(phase: Phase, at: int, court: bool = False, move: Move | None = MOVE) -> list:
-    view = SimpleNamespace(phase=phase, moves=3)
-    reader = SimpleNamespace(
-        view=lambda game_id: view, game=FakeContract(turn=lambda game_id: (1, DEADLINE))
-    )
+    reader = Reader(SimpleNamespace(phase=phase, moves=3))
     player = SimpleNamespace(next_move=lambda v: move)
     ex = Executor()
     taken = asyncio.run(take_turn(ex, reader, GAME, Side.DEFENDER, player, Now(1, at), court=court))
