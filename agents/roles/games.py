@@ -3,10 +3,11 @@ court's), whoever plays it — the solver defending its unit, a challenger (veri
 whistleblower) playing the game it opened, a verifier defending its attestation in court, a
 whistleblower challenging one there.
 
-A turn reads the game with a keyless `AsyncGameReader` (the agent's one async client), asks the player for its move, decides with
-the pure `logic.game_act` (my move while it is my turn and my clock runs, a timeout claim once
-the opponent's has run out) and hands the typed action to the role's one executor: the move is
-simulated, recorded under its intent and sent like every other transaction of the agent.
+A turn reads the game with a keyless `AsyncGameReader` (through the agent's one async client),
+asks the player for its move, decides with the pure `logic.game_act` (my move while it is my
+turn and my clock runs, a timeout claim once the opponent's has run out) and hands the typed
+action to the role's one executor: the move is simulated, recorded under its intent and sent
+like every other transaction of the agent.
 """
 
 from __future__ import annotations
