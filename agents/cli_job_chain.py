@@ -14,10 +14,12 @@ does not check is one error line, exit 2, and nothing is written.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agents.cli_errors import UserError
 
@@ -59,12 +61,13 @@ def _chain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rpc-url", help="the chain's JSON-RPC URL (default: the deployment's)")
 
 
-def open_reader(args: argparse.Namespace):
-    """(Web3, JobReader) of the job in args, from the deployment file; UserError otherwise."""
+async def open_reader(args: argparse.Namespace):
+    """(AsyncWeb3, JobReader) of the job in args, from the deployment file; UserError otherwise.
+    The caller disconnects the client (`await w3.provider.disconnect()`)."""
     from web3 import Web3
 
-    from agents.core.chain import ChainUnavailable, connect
-    from agents.core.deploy import load_artifact
+    from agents.core.bindings import bind
+    from agents.core.chain import ChainUnavailable, async_connect
     from agents.roles.job_reads import JobReader
 
     if args.job_id <= 0:
@@ -81,12 +84,13 @@ def open_reader(args: argparse.Namespace):
     if not url:
         raise UserError(f"--deployment {path} names no rpc_url: pass --rpc-url")
     try:
-        w3 = connect(url)
+        w3 = await async_connect(url)
     except (ChainUnavailable, OSError) as exc:
         raise UserError(f"--rpc-url {url}: no chain there ({exc})") from None
-    if not w3.eth.get_code(manager):
+    if not await w3.eth.get_code(manager):
+        await w3.provider.disconnect()
         raise UserError(f"no JobManager at {manager} on {url} (another chain's deployment?)")
-    contract = w3.eth.contract(address=manager, abi=load_artifact("JobManager")["abi"])
+    contract = bind(w3, "JobManager", manager)
     return w3, JobReader(w3, contract, args.job_id, int(record.get("block", 0)))
 
 
@@ -94,11 +98,16 @@ def run_status(args: argparse.Namespace) -> int:
     from agents.roles.errors import RoleError
     from agents.roles.job_view import facts_json, render_rich, render_text
 
-    _, reader = open_reader(args)
-    try:
-        facts = reader.read()
-    except RoleError as exc:
-        raise UserError(str(exc)) from None
+    async def read() -> Any:
+        w3, reader = await open_reader(args)
+        try:
+            return await reader.read()
+        except RoleError as exc:
+            raise UserError(str(exc)) from None
+        finally:
+            await w3.provider.disconnect()
+
+    facts = asyncio.run(read())
     if args.json:
         print(json.dumps(facts_json(facts)))
     elif sys.stdout.isatty():
@@ -130,25 +139,38 @@ def run_fetch(args: argparse.Namespace) -> int:
     from agents.roles.jobs import JobRejected, fetch_spec
     from agents.training.spec import SPEC_VERSION, ModelSpec
 
-    w3, reader = open_reader(args)
-    if args.allow_local_locators and w3.eth.chain_id not in DEV_CHAIN_IDS:
-        raise UserError(f"--allow-local-locators: chain id {w3.eth.chain_id} is not a dev chain")
     what = f"job {args.job_id}"
+
+    async def read() -> tuple[Any, Any]:
+        """The completed job's record and its one unit's commitment (UserError otherwise)."""
+        w3, reader = await open_reader(args)
+        try:
+            chain_id = await w3.eth.chain_id
+            if args.allow_local_locators and chain_id not in DEV_CHAIN_IDS:
+                raise UserError(f"--allow-local-locators: chain id {chain_id} is not a dev chain")
+            job = await reader.job()
+            status = JobStatus(job.status)
+            if status != JobStatus.COMPLETED:
+                raise UserError(f"{what} is {status.name.lower()}: it has no final model")
+            units = await reader.unit_ids(int(job.unitCount))
+            if len(units) != 1:
+                raise UserError(
+                    f"{what} has {len(units)} units: fetch reads a one-unit job's model"
+                )
+            return job, await reader.commitment(units[0])
+        except RoleError as exc:
+            raise UserError(str(exc)) from None
+        finally:
+            await w3.provider.disconnect()
+
+    job, c = asyncio.run(read())
     try:
-        job = reader.job()
-        status = JobStatus(job["status"])
-        if status != JobStatus.COMPLETED:
-            raise UserError(f"{what} is {status.name.lower()}: it has no final model")
-        units = reader.unit_ids(int(job["unitCount"]))
-        if len(units) != 1:
-            raise UserError(f"{what} has {len(units)} units: fetch reads a one-unit job's model")
-        c = reader.commitment(units[0])
         stores = [open_blob_store(url) for url in args.spec_store]
         try:
             stores.append(locator_store(parse_locator(c.locator)[0], args.allow_local_locators))
         except BadBlob as exc:
             raise UserError(f"{what}: {exc}") from None
-        spec = fetch_spec(bytes(job["specHash"]), stores, what)
+        spec = fetch_spec(bytes(job.specHash), stores, what)
         if isinstance(spec, ModelSpec):
             got = _fetch_model(spec, job, stores, c, args.allow_local_locators, what)
         elif spec.version == SPEC_VERSION:
@@ -192,8 +214,9 @@ def metric_words(metrics: dict[str, float]) -> str:
     return "test accuracy n/a (no test split)"
 
 
-def _fetch_mlp(spec, job: dict, c, local_ok: bool, what: str) -> Fetched:
-    """A version-1 job: the MLP's checkpoint, as `torch.nn.Sequential` names its layers."""
+def _fetch_mlp(spec, job: Any, c, local_ok: bool, what: str) -> Fetched:
+    """A version-1 job (`job`: IJobManager.Job, decoded by name): the MLP's checkpoint, as
+    `torch.nn.Sequential` names its layers."""
     from agents.core import datasets
     from agents.roles.artifacts import read_final_state
     from agents.training.engine import Engine
@@ -201,7 +224,7 @@ def _fetch_mlp(spec, job: dict, c, local_ok: bool, what: str) -> Fetched:
 
     st, losses = read_final_state(spec, c.locator, c.published_root, c.final_root, local_ok)
     data = datasets.load_dataset(spec.dataset_name)
-    if data.root() != bytes(job["datasetRoot"]):
+    if data.root() != bytes(job.datasetRoot):
         raise UserError(f"{what}: dataset {spec.dataset_name} differs from the chain's root")
     test = datasets.test_split_for(spec.dataset_name)
     metrics = {} if test is None else {"test_accuracy": Engine(spec, data).accuracy(st, test)}
@@ -209,7 +232,7 @@ def _fetch_mlp(spec, job: dict, c, local_ok: bool, what: str) -> Fetched:
                    losses[-1] if losses else None)  # fmt: skip
 
 
-def _fetch_model(spec, job: dict, stores: list, c, local_ok: bool, what: str) -> Fetched:
+def _fetch_model(spec, job: Any, stores: list, c, local_ok: bool, what: str) -> Fetched:
     """A version-3 job: its model bundle and S_0 from the stores (each checked against the spec
     and the chain, as a solver loads it), the final checkpoint checked against the committed
     root, the weights under the PyTorch module's own names, and the held-out metric from the
@@ -218,8 +241,8 @@ def _fetch_model(spec, job: dict, stores: list, c, local_ok: bool, what: str) ->
     from agents.roles.artifacts import read_final_state
     from agents.roles.runtime import ChainJob, job_runtime
 
-    chain = ChainJob(int(job["steps"]), int(job["checkpointInterval"]),
-                     bytes(job["datasetRoot"]), bytes(job["initialStateRoot"]))  # fmt: skip
+    chain = ChainJob(int(job.steps), int(job.checkpointInterval),
+                     bytes(job.datasetRoot), bytes(job.initialStateRoot))  # fmt: skip
     rt = job_runtime(spec, chain, stores, what, MAX_PARAMS, None)
     st, losses = read_final_state(rt, c.locator, c.published_root, c.final_root, local_ok)
     return Fetched(module_state_dict(rt.job.bundle, st), state_root(st), rt.metrics(st),

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from web3 import Web3
-from web3.providers.rpc import HTTPProvider
+from web3 import AsyncWeb3, Web3
+from web3.providers.rpc import AsyncHTTPProvider, HTTPProvider
 from web3.providers.rpc.utils import ExceptionRetryConfiguration
 from web3.types import RPCEndpoint
 
@@ -114,6 +114,35 @@ def connect(rpc_url: str, timeout_s: float = 5.0, attempts: int = 1) -> Web3:
                 raise ChainUnavailable(f"cannot reach RPC {rpc_url}: {reason}") from None
             time.sleep(0.5 * 2**attempt)
     provider.exception_retry_configuration = _read_retries()
+    return w3
+
+
+def async_provider(rpc_url: str, timeout_s: float = 10.0) -> AsyncHTTPProvider:
+    """The HTTP provider of an AsyncWeb3: an agent's one client (agents/core/runtime.py) and the
+    one-shot `job` commands'. eth_chainId is cached: web3 asks for it with every eth_call (to
+    validate the call's chain id), two of every three requests of a role's round otherwise;
+    nothing else is. Transport failures of reads are retried by web3's default (aiohttp's
+    ClientError and timeouts, 5 times from 0.125 s doubling)."""
+    if not rpc_url.startswith(("http://", "https://")):
+        raise ChainUnavailable(f"unsupported RPC URL {rpc_url!r}: expected http:// or https://")
+    return AsyncHTTPProvider(
+        rpc_url,
+        request_kwargs={"timeout": timeout_s},
+        cache_allowed_requests=True,
+        cacheable_requests={RPCEndpoint("eth_chainId")},
+    )
+
+
+async def async_connect(rpc_url: str, timeout_s: float = 10.0) -> AsyncWeb3:
+    """A connected AsyncWeb3 for `rpc_url` (its chain id read once), or ChainUnavailable naming
+    the URL and the reason; the caller disconnects it (`await w3.provider.disconnect()`)."""
+    w3 = AsyncWeb3(async_provider(rpc_url, timeout_s))
+    try:
+        await w3.eth.chain_id
+    except Exception as exc:  # any transport or decoding failure means "not usable"
+        await w3.provider.disconnect()
+        text = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise ChainUnavailable(f"cannot reach RPC {rpc_url}: {text}") from None
     return w3
 
 

@@ -21,11 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from web3 import AsyncWeb3
-from web3.providers.rpc import AsyncHTTPProvider
-from web3.types import RPCEndpoint
 
 from agents.core.blobs import BlobStore, open_blob_store
-from agents.core.chain import ChainUnavailable
+from agents.core.chain import async_connect
 from agents.core.clock import Clock, RealClock
 from agents.core.config import AgentConfig, ConfigError
 from agents.core.events import EventStream, Web3LogSource
@@ -67,23 +65,11 @@ async def open_agent(
     if not config.rpc_url.startswith(("http://", "https://")):
         raise ConfigError([f"rpc_url ({config.rpc_url}): agents poll over http(s) for now"])
     clock = clock or RealClock()
-    # The agent's one client, for its reads and its sends. eth_chainId is cached: web3 asks for
-    # it with every eth_call (to validate the call's chain id), two of every three requests of
-    # a role's round otherwise; nothing else is.
-    provider = AsyncHTTPProvider(
-        config.rpc_url,
-        request_kwargs={"timeout": rpc_timeout_s},
-        cache_allowed_requests=True,
-        cacheable_requests={RPCEndpoint("eth_chainId")},
-    )
-    w3 = AsyncWeb3(provider)
+    # The agent's one client, for every read and send of its role (ChainUnavailable: one line)
+    w3 = await async_connect(config.rpc_url, rpc_timeout_s)
     store: Store | None = None
     try:
-        try:
-            chain_id = int(await w3.eth.chain_id)
-        except Exception as exc:
-            reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-            raise ChainUnavailable(f"cannot reach RPC {config.rpc_url}: {reason}") from None
+        chain_id = int(await w3.eth.chain_id)  # cached by the provider
         account = load_account(config.key, chain_id)
         config.data_dir.mkdir(parents=True, exist_ok=True)
         store = Store(config.db_path, clock_wall=clock.wall)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from agents.core.blobs import BlobError
 from agents.core.bounded import BoundedCache
-from agents.core.chain import named_call
 from agents.core.enums import Role, RoundJobStatus, RoundStatus
 from agents.roles.actions import (
     Approve,
@@ -113,9 +113,6 @@ class Aggregator(RoleAgent):
     def __init__(self, *a, strategy: AggregatorStrategy | None = None, **kw) -> None:
         super().__init__(*a, **kw)
         self.strategy = strategy or HonestAggregator()
-        if self.rounds is None:
-            raise RoleError("no RoundManager: pass --round-manager or a --deployment that has one")
-        self.rm = self.rounds.rm
         self.completed = SettledJobs()  # decomposed jobs no round reads again (unfinished_jobs)
         # (job, round) -> my aggregate of its units, recomputed from them when evicted
         self.honest: BoundedCache[tuple[int, int], State] = BoundedCache(self.max_loaded_jobs)
@@ -124,14 +121,19 @@ class Aggregator(RoleAgent):
             BoundedCache(self.max_loaded_jobs)
         )
 
+    def opened(self) -> None:
+        if self.rounds is None:
+            raise RoleError("no RoundManager: pass --round-manager or a --deployment that has one")
+        self.rm = self.rounds.rm
+
     async def setup(self) -> None:
         # RoundManager aggregators are registered solvers (PROTOCOL §6.9).
         await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), (0, 0, 0))
         self.strategy.announce(self.log)
 
     async def round(self) -> bool:
-        now = self.now()
-        for dj, job in self.unfinished_jobs():
+        now = await self.now()
+        for dj, job in await self.unfinished_jobs():
             if job.status != RoundJobStatus.RUNNING:
                 continue
             with self.isolated(f"decomposed job {dj}"):
@@ -139,29 +141,36 @@ class Aggregator(RoleAgent):
         await self.withdraw_round_credits(now)
         return False
 
-    def unfinished_jobs(self) -> list[tuple[int, tuple]]:
+    async def unfinished_jobs(self) -> list[tuple[int, tuple]]:
         """(id, getJob) of each decomposed job not known Completed for good. A job Completed
         `--confirmations` deep (no transition leaves Completed) is not read again, so a round's
         reads grow with the running jobs, not with every job ever posted."""
         out = []
-        for dj in range(self.completed.floor + 1, self.rm.functions.jobCount().call() + 1):
+        count = await self.rm.functions.jobCount().call()
+        for dj in range(self.completed.floor + 1, count + 1):
             if dj in self.completed:
                 continue
-            job = self.rm.functions.getJob(dj).call()
-            if job.status == RoundJobStatus.COMPLETED and self.holds_deep(
-                lambda block, dj=dj: (
-                    self.rm.functions.getJob(dj).call(block_identifier=block).status
-                    == RoundJobStatus.COMPLETED
-                )
+            job = await self.rm.functions.getJob(dj).call()
+            if job.status == RoundJobStatus.COMPLETED and await self.holds_deep(
+                self.completed_at(dj)
             ):
                 self.completed.add(dj)
                 continue
             out.append((dj, job))
         return out
 
+    def completed_at(self, dj: int) -> Callable[[int], Awaitable[bool]]:
+        """Whether decomposed job `dj` is Completed at a block (for `holds_deep`)."""
+
+        async def holds(block: int) -> bool:
+            job = await self.rm.functions.getJob(dj).call(block_identifier=block)
+            return job.status == RoundJobStatus.COMPLETED
+
+        return holds
+
     async def follow(self, dj: int, r: int, now) -> None:
         """Round `r` of decomposed job `dj`: aggregate, answer or check, then finalize."""
-        status, attempt, deadline, aggregator, root = self.rm.functions.getRound(dj, r).call()
+        status, attempt, deadline, aggregator, root = await self.rm.functions.getRound(dj, r).call()
         if status == RoundStatus.TRAINING:
             await self.aggregate(dj, r, attempt)
         elif status != RoundStatus.COMMITTED:
@@ -173,16 +182,16 @@ class Aggregator(RoleAgent):
             await self.finalize(dj, r, attempt, deadline, now)
 
     async def finalize(self, dj: int, r: int, attempt: int, deadline: int, now) -> None:
-        pending = self.rm.functions.revealRequestOf(dj, r).call()
+        pending = await self.rm.functions.revealRequestOf(dj, r).call()
         if now.timestamp > deadline and int(pending.requester, 16) == 0:
             await self.executor.execute(FinalizeRound(f"finalizeRound:{dj}:{r}:{attempt}", dj))
 
-    def honest_aggregate(self, dj: int, r: int) -> tuple[list[State], State] | None:
+    async def honest_aggregate(self, dj: int, r: int) -> tuple[list[State], State] | None:
         try:
-            units = self.rounds.unit_states(dj, r)
+            units = await self.rounds.unit_states(dj, r)
         except JobRejected:
             return None  # units not finalized (or their blobs not there) yet
-        spec, data = self.rounds.job_spec(dj)
+        spec, data = await self.rounds.job_spec(dj)
         weights = aggregation_weights(data.n, spec.shards)
         mine = self.honest.get((dj, r))
         if mine is None:
@@ -191,12 +200,12 @@ class Aggregator(RoleAgent):
         return units, mine
 
     async def aggregate(self, dj: int, r: int, attempt: int) -> None:
-        got = self.honest_aggregate(dj, r)
+        got = await self.honest_aggregate(dj, r)
         if got is None:
             return
         g = self.strategy.aggregate_to_commit(got[1])
-        bond = named_call(self.rm.functions.config())["aggregatorBond"]
-        if self.token.functions.allowance(self.me, self.rm.address).call() < bond:
+        bond = (await self.rm.functions.config().call()).aggregatorBond
+        if await self.token.functions.allowance(self.me, self.rm.address).call() < bond:
             approve = Approve(f"aggregate:{dj}:{r}:{attempt}:approve", self.rm.address, bond)
             await self.executor.execute(approve)
         address = self.agent.blobs.put(encode_state(g))
@@ -215,15 +224,15 @@ class Aggregator(RoleAgent):
     async def check(self, dj: int, r: int, attempt: int, root: bytes) -> bool:
         """Prove someone else's wrong aggregate wrong; True while I dispute it (the round is
         then not mine to finalize)."""
-        got = self.honest_aggregate(dj, r)
+        got = await self.honest_aggregate(dj, r)
         if got is None or state_root(got[1]) == root:
             return False
         units, honest = got
-        claimed = self.committed_state(dj, r, root)
+        claimed = await self.committed_state(dj, r, root)
         if claimed is None:  # withheld: make the aggregator reveal what I dispute
             await self.dispute_withheld(dj, r, attempt, root, units, honest)
             return True
-        spec, data = self.rounds.job_spec(dj)
+        spec, data = await self.rounds.job_spec(dj)
         where = first_wrong_element(units, aggregation_weights(data.n, spec.shards), claimed)
         if where is None:
             return False
@@ -233,19 +242,19 @@ class Aggregator(RoleAgent):
             self.log.info("proved G_%d of job %d wrong at tensor %d element %d", r + 1, dj, *where)
         return True
 
-    def committed_roots(self, dj: int, r: int, root: bytes) -> tuple[list[bytes], int] | None:
+    async def committed_roots(self, dj: int, r: int, root: bytes) -> tuple[list[bytes], int] | None:
         """The data roots the aggregate `root` was committed with (commitAggregate's calldata)
         and the block it was committed in."""
         kept = self._committed.get((dj, r, root))
         if kept is not None:
             return kept
-        logs = self.rm.events.AggregateCommitted().get_logs(
+        logs = await self.rm.events.AggregateCommitted().get_logs(
             from_block=0, argument_filters={"jobId": dj}
         )
         for log in reversed(logs):
             if log["args"]["round"] != r or bytes(log["args"]["aggregateRoot"]) != root:
                 continue
-            tx = self.w3.eth.get_transaction(log["transactionHash"])
+            tx = await self.w3.eth.get_transaction(log["transactionHash"])
             _, args = self.rm.decode_function_input(tx["input"])
             found = [bytes(x) for x in args["dataRoots"]], int(log["blockNumber"])
             self._committed.put((dj, r, root), found)
@@ -255,7 +264,7 @@ class Aggregator(RoleAgent):
     async def dispute_withheld(
         self, dj: int, r: int, attempt: int, root: bytes, units: list[State], honest: State
     ) -> None:
-        committed = self.committed_roots(dj, r, root)
+        committed = await self.committed_roots(dj, r, root)
         if committed is None:
             return
         roots, block = committed
@@ -264,7 +273,7 @@ class Aggregator(RoleAgent):
             return  # the same data roots: the state roots cannot differ
         layout = layout_of(honest)
         key = f"{dj}:{r}:{attempt}"
-        revealed = self.rm.events.AggregateLeafRevealed().get_logs(
+        revealed = await self.rm.events.AggregateLeafRevealed().get_logs(
             from_block=block, argument_filters={"jobId": dj}
         )
         for ev in revealed:
@@ -286,14 +295,15 @@ class Aggregator(RoleAgent):
                     r + 1, dj, tensor, element,
                 )  # fmt: skip
             return
-        requester, deadline = self.rm.functions.revealRequestOf(dj, r).call()[:2]
-        if int(requester, 16) != 0:
-            due = requester.lower() == self.me.lower() and self.now().timestamp > deadline
+        pending = await self.rm.functions.revealRequestOf(dj, r).call()
+        if int(pending.requester, 16) != 0:
+            mine = pending.requester.lower() == self.me.lower()
+            due = mine and (await self.now()).timestamp > pending.deadline
             if due and await self.executor.execute(ClaimAggregateWithheld(f"withheld:{key}", dj)):
                 self.log.info("job %d round %d: the aggregate was withheld; slashed", dj, r)
             return
-        bond = self.rm.functions.revealBond().call()
-        if self.token.functions.allowance(self.me, self.rm.address).call() < bond:
+        bond = await self.rm.functions.revealBond().call()
+        if await self.token.functions.allowance(self.me, self.rm.address).call() < bond:
             await self.executor.execute(Approve(f"reveal:{key}:approve", self.rm.address, bond))
         request = RequestAggregateReveal(
             f"reveal:{key}", dj, tuple(reveal_request(layout, roots, honest, tensor))
@@ -310,17 +320,17 @@ class Aggregator(RoleAgent):
 
     async def answer_reveal(self, dj: int, r: int, attempt: int, root: bytes) -> bool:
         """Answer a reveal request on my aggregate from my own blob; True while one pending."""
-        req = self.rm.functions.revealRequestOf(dj, r).call()
+        req = await self.rm.functions.revealRequestOf(dj, r).call()
         if int(req.requester, 16) == 0:
             return False
         rec = self.agent.store.get_record("aggregate", f"{dj}:{r}:{attempt}")
         if rec is None:
             return True  # not committed from this data folder: nothing to reveal from
-        spec, _ = self.rounds.job_spec(dj)
+        spec, _ = await self.rounds.job_spec(dj)
         mine = decode_state(spec, self.agent.blobs.get(rec.data["blob"]))
         if state_root(mine) != root:
             return True
-        logs = self.rm.events.AggregateRevealRequested().get_logs(
+        logs = await self.rm.events.AggregateRevealRequested().get_logs(
             from_block=0, argument_filters={"jobId": dj}
         )
         ask = next(
@@ -338,10 +348,10 @@ class Aggregator(RoleAgent):
             self.log.info("job %d round %d: revealed tensor %d", dj, r, ask["tensor"])
         return True
 
-    def committed_state(self, dj: int, r: int, root: bytes) -> State | None:
+    async def committed_state(self, dj: int, r: int, root: bytes) -> State | None:
         """The committed aggregate's state from the locator of its AggregateCommitted event."""
-        spec, _ = self.rounds.job_spec(dj)
-        logs = self.rm.events.AggregateCommitted().get_logs(
+        spec, _ = await self.rounds.job_spec(dj)
+        logs = await self.rm.events.AggregateCommitted().get_logs(
             from_block=0, argument_filters={"jobId": dj}
         )
         for log in reversed(logs):
@@ -364,9 +374,9 @@ class Aggregator(RoleAgent):
         credited at once) or stood (the bond went to the jackpot)."""
         for rec in self.agent.store.list_records("reveal-bond", state="requested"):
             dj, r, attempt = (int(x) for x in rec.record_id.split(":"))
-            status, current = self.rm.functions.getRound(dj, r).call()[:2]
-            if current > attempt:
-                held = self.rm.functions.heldBondOf(dj, r, attempt, self.me).call()
+            rnd = await self.rm.functions.getRound(dj, r).call()
+            if rnd.attempt > attempt:
+                held = await self.rm.functions.heldBondOf(dj, r, attempt, self.me).call()
                 if held:
                     act = ReclaimRevealBond(f"reclaim:{rec.record_id}", dj, r, attempt)
                     if not await self.executor.execute(act):
@@ -376,12 +386,12 @@ class Aggregator(RoleAgent):
                         dj, r, held / 1e18,
                     )  # fmt: skip
                 self.agent.store.put_record("reveal-bond", rec.record_id, "returned", {})
-            elif status == RoundStatus.FINAL:
+            elif rnd.status == RoundStatus.FINAL:
                 self.agent.store.put_record("reveal-bond", rec.record_id, "forfeited", {})
 
     async def withdraw_round_credits(self, now) -> None:
         await self.reclaim_reveal_bonds()
-        credits = self.rm.functions.credits(self.me).call()
+        credits = await self.rm.functions.credits(self.me).call()
         withdraw = WithdrawRounds(f"rm-withdraw:{credits}:{now.block}")
         if credits > 0 and await self.executor.execute(withdraw):
             self.log.info("withdrew %g tokens from the RoundManager", credits / 1e18)

@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from web3.contract import Contract
+from web3.contract import AsyncContract
 
 from agents.core import datasets
 from agents.core.blobs import BlobStore
@@ -72,7 +72,8 @@ class Rounds:
     """One role's view of a RoundManager: decomposed jobs, their specs and global states."""
 
     def __init__(
-        self, rm: Contract, manager: Contract, game: Contract, stores: list[BlobStore],
+        self, rm: AsyncContract, manager: AsyncContract, game: AsyncContract,
+        stores: list[BlobStore],
         local_locators: bool = False, max_params: int = DEFAULT_MAX_PARAMS,
         max_loaded: int = DEFAULT_MAX_LOADED_JOBS, engine_cfg: EngineConfig = EngineConfig(),
     ) -> None:  # fmt: skip
@@ -88,13 +89,13 @@ class Rounds:
     def is_unit_job(self, job: Any) -> bool:
         return job.submitter.lower() == self.rm.address.lower()
 
-    def job_spec(self, dj: int) -> tuple[JobSpec, Dataset]:
+    async def job_spec(self, dj: int) -> tuple[JobSpec, Dataset]:
         """The decomposed job's v2 spec and dataset, checked against its RoundManager record
         (cheap checks first; any error of the published data is JobRejected)."""
         kept = self._specs.get(dj)
         if kept is not None:
             return kept
-        p = self.rm.functions.getJob(dj).call().params
+        p = (await self.rm.functions.getJob(dj).call()).params
         what = f"decomposed job {dj}"
         spec = fetch_spec(bytes(p.specHash), self.stores, what, self.max_params)
         with rejecting(what):
@@ -115,16 +116,17 @@ class Rounds:
         self._specs.put(dj, (spec, data))
         return spec, data
 
-    def unit_states(self, dj: int, r: int) -> list[State]:
+    async def unit_states(self, dj: int, r: int) -> list[State]:
         """S_{r,s} for every shard, from the finalized unit jobs' checkpoint blobs."""
-        spec, _ = self.job_spec(dj)
+        spec, _ = await self.job_spec(dj)
         out = []
         for s in range(spec.shards):
-            unit_job = self.rm.functions.unitJobOf(dj, r, s).call()
-            if self.manager.functions.getJob(unit_job).call().status != JobStatus.COMPLETED:
+            unit_job = await self.rm.functions.unitJobOf(dj, r, s).call()
+            job = await self.manager.functions.getJob(unit_job).call()
+            if job.status != JobStatus.COMPLETED:
                 raise JobRejected(f"unit ({r}, {s}) of job {dj} not found finalized yet")
-            u = self.manager.functions.getUnit(unit_job << 32).call()
-            locator = self.locator(unit_job << 32)
+            u = await self.manager.functions.getUnit(unit_job << 32).call()
+            locator = await self.locator(unit_job << 32)
             try:
                 reader = CheckpointReader(
                     unit_spec(spec), locator, bytes(u.checkpointRoot), self.local_locators
@@ -137,26 +139,26 @@ class Rounds:
             out.append(st)
         return out
 
-    def locator(self, unit_id: int) -> str:
+    async def locator(self, unit_id: int) -> str:
         """The unit's latest blob locator (only its CheckpointsCommitted event carries it)."""
-        logs = self.manager.events.CheckpointsCommitted().get_logs(
+        logs = await self.manager.events.CheckpointsCommitted().get_logs(
             argument_filters={"unitId": unit_id}, from_block=0
         )
         return str(logs[-1]["args"]["blobLocator"]) if logs else ""
 
-    def global_state(self, dj: int, r: int) -> State:
+    async def global_state(self, dj: int, r: int) -> State:
         """G_r, checked against the RoundManager's root of it."""
         kept = self._globals.get((dj, r))
         if kept is not None:
             return kept
-        spec, data = self.job_spec(dj)
-        units = self.unit_states(dj, r - 1) if r > 0 else []
+        spec, data = await self.job_spec(dj)
+        units = await self.unit_states(dj, r - 1) if r > 0 else []
         with rejecting(f"job {dj}: G_{r}"):
             if r == 0:
                 g = UnitEngine(spec, data, 0).initial_state()
             else:
                 g = aggregate(units, aggregation_weights(data.n, spec.shards))
-        want = bytes(self.rm.functions.globalRoot(dj, r).call())
+        want = bytes(await self.rm.functions.globalRoot(dj, r).call())
         if state_root(g) != want:
             raise JobRejected(
                 f"job {dj}: G_{r} from the units has root 0x{state_root(g).hex()[:16]}…, "
@@ -165,13 +167,13 @@ class Rounds:
         self._globals.put((dj, r), g)
         return g
 
-    def load_unit(self, job_id: int, job: Any) -> JobContext:
+    async def load_unit(self, job_id: int, job: Any) -> JobContext:
         """A unit job as a JobContext (its engine, its k_local-step spec, G_r as start); the
         registered config and placement are checked before G_r is built. `job` is
         IJobManager.Job, decoded by name."""
-        dj, r, s = self.rm.functions.unitOf(job_id).call()
-        spec, data = self.job_spec(dj)
-        unit_hash = self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()
+        dj, r, s = await self.rm.functions.unitOf(job_id).call()
+        spec, data = await self.job_spec(dj)
+        unit_hash = await self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()
         if bytes(job.specHash) != bytes(unit_hash):
             raise JobRejected(f"job {job_id}: unit spec hash is not unit ({r}, {s})'s")
         uspec = unit_spec(spec)
@@ -182,19 +184,19 @@ class Rounds:
             jg = job_graph(uspec, data.n)
         # A unit is disputed under the job's config at its placement (PROTOCOL §6.9, §7.2):
         # without both, a game over it would replay other batches, so take no part.
-        registered = bytes(self.game.functions.configOf(job_id).call())
+        registered = bytes(await self.game.functions.configOf(job_id).call())
         if registered != jg.config.hash():
             raise JobRejected(
                 f"job {job_id}: registered dispute config 0x{registered.hex()[:16]}… is not "
                 f"the spec's 0x{jg.config.hash().hex()[:16]}…"
             )
-        placement = tuple(self.game.functions.placementOf(job_id).call())
+        placement = tuple(await self.game.functions.placementOf(job_id).call())
         if placement != (t0, spec.shards, s):
             raise JobRejected(
                 f"job {job_id}: registered placement {placement} is not unit ({r}, {s})'s "
                 f"{(t0, spec.shards, s)}"
             )
-        start = self.global_state(dj, r)
+        start = await self.global_state(dj, r)
         if state_root(start) != bytes(job.initialStateRoot):
             raise JobRejected(f"job {job_id}: initial state is not G_{r}")
         with rejecting(f"job {job_id}"):
@@ -203,23 +205,23 @@ class Rounds:
 
     # --- scheduling policy ------------------------------------------------------------------
 
-    def busy_in_round(self, job_id: int, me: str, limit: int = 1) -> bool:
+    async def busy_in_round(self, job_id: int, me: str, limit: int = 1) -> bool:
         """I already hold `limit` other units of this unit's round (claimed while open, or
         assigned, whatever became of them): the S units of a round run on S machines where S
         live solvers exist (`limit` 0: no limit, for networks with fewer solvers than shards)."""
         if limit <= 0:
             return False
-        dj, r, s = self.rm.functions.unitOf(job_id).call()
-        shards = self.rm.functions.getJob(dj).call().params.shards
+        dj, r, s = await self.rm.functions.unitOf(job_id).call()
+        shards = (await self.rm.functions.getJob(dj).call()).params.shards
         held = 0
         for other in range(shards):
             if other == s:
                 continue
-            uid = self.rm.functions.unitJobOf(dj, r, other).call() << 32
-            u = self.manager.functions.getUnit(uid).call()
+            uid = await self.rm.functions.unitJobOf(dj, r, other).call() << 32
+            u = await self.manager.functions.getUnit(uid).call()
             status, assignee = u.status, u.assignee
             if status in (1, 2):  # Open, Selecting: my claim holds me there
-                claimants = self.manager.functions.getClaimants(uid).call().solvers
+                claimants = (await self.manager.functions.getClaimants(uid).call()).solvers
                 held += any(c.lower() == me.lower() for c in claimants)
             elif status in (3, 4, 5, 6, 7) and assignee.lower() == me.lower():
                 held += 1  # Assigned, Committed, Verifying, Disputed, Finalized
@@ -255,7 +257,7 @@ async def post_decomposed(sub) -> None:
     unit_reward = int(sub.args.reward * 10**18)
     agg_reward = int(sub.args.aggregator_reward * 10**18)
     escrow = spec.rounds * (spec.shards * unit_reward + agg_reward)
-    if sub.token.functions.balanceOf(sub.me).call() < escrow:
+    if await sub.token.functions.balanceOf(sub.me).call() < escrow:
         raise RoleError(f"account {sub.me} cannot escrow {escrow / 1e18:g} tokens: fund it first")
     await sub.executor.execute(Approve(f"post:{spec_hash}:approve", rm.address, escrow))
     g0 = sub.engine.initial_state()
@@ -279,7 +281,7 @@ async def post_decomposed(sub) -> None:
     out = await sub.executor.execute(PostRoundJob(f"post:{spec_hash}", params))
     if out is None:
         raise RoleError("RoundManager.postJob reverted (see the warning above)")
-    receipt = sub.w3.eth.get_transaction_receipt(out.tx_hash)
+    receipt = await sub.w3.eth.get_transaction_receipt(out.tx_hash)
     posted = rm.events.DecomposedJobPosted().process_receipt(receipt, errors=DISCARD)
     sub.job_id = int(posted[0]["args"]["jobId"])
     sub.agent.store.put_record("post", spec_hash, "posted", {"job_id": sub.job_id})
@@ -296,22 +298,23 @@ async def follow_decomposed(sub) -> bool:
     """One round of the submitter of a decomposed job: keeper steps of the current round's unit
     jobs (a missed commit deadline re-opens the unit: expireAssignment), finalizing the round
     after its aggregation window; at the end, G_R from the units, checked, and its accuracy."""
-    rm, dj, now = sub.rounds.rm, sub.job_id, sub.now()
-    job = rm.functions.getJob(dj).call()
+    rm, dj, now = sub.rounds.rm, sub.job_id, await sub.now()
+    job = await rm.functions.getJob(dj).call()
     if job.status == RoundJobStatus.COMPLETED:
-        return finish_decomposed(sub)
+        return await finish_decomposed(sub)
     r = job.currentRound
-    status, attempt, deadline, aggregator, _ = rm.functions.getRound(dj, r).call()
+    status, attempt, deadline, aggregator, _ = await rm.functions.getRound(dj, r).call()
+    reveal_slot = 2 * await sub.reveal_window()
     acted = False
     for s in range(sub.spec.shards):
-        u = sub.unit(rm.functions.unitJobOf(dj, r, s).call() << 32)
+        u = await sub.unit(await rm.functions.unitJobOf(dj, r, s).call() << 32)
         key = (r, s, u.status, u.attempt)
         if key not in sub.seen:
             sub.seen.add(key)
             sub.log.info(
                 "round %d unit %d: %s (attempt %d)", r, s, u.status.name.lower(), u.attempt
             )
-        acts: list[ChainAction] = [*keeper_acts(u, now, reveal_slot=2 * sub.reveal_window)]
+        acts: list[ChainAction] = [*keeper_acts(u, now, reveal_slot=reveal_slot)]
         if u.status == UnitStatus.ASSIGNED and now.timestamp > u.deadline:
             acts.append(ExpireAssignment(f"expire:{u.unit_id}:{u.attempt}", u.unit_id))
         for act in acts:
@@ -324,7 +327,7 @@ async def follow_decomposed(sub) -> bool:
         await sub.executor.execute(FinalizeRound(f"finalizeRound:{dj}:{r}:{attempt}", dj))
         acted = True
     if not acted:
-        sub.mine_if_idle()
+        await sub.mine_if_idle()
     return False
 
 
@@ -336,10 +339,10 @@ _ROUND = {
 }
 
 
-def finish_decomposed(sub) -> bool:
+async def finish_decomposed(sub) -> bool:
     rm, dj, spec = sub.rounds.rm, sub.job_id, sub.spec
     try:
-        final = sub.rounds.global_state(dj, spec.rounds)
+        final = await sub.rounds.global_state(dj, spec.rounds)
     except JobRejected as exc:
         sub.log.error("final model unavailable (will retry): %s", exc)
         return False
@@ -348,8 +351,8 @@ def finish_decomposed(sub) -> bool:
     units = []
     for r in range(spec.rounds):
         for s in range(spec.shards):
-            unit_job = rm.functions.unitJobOf(dj, r, s).call()
-            u = sub.manager.functions.getUnit(unit_job << 32).call()
+            unit_job = await rm.functions.unitJobOf(dj, r, s).call()
+            u = await sub.manager.functions.getUnit(unit_job << 32).call()
             root = "0x" + bytes(u.finalStateRoot).hex()
             units.append(
                 {
@@ -363,8 +366,8 @@ def finish_decomposed(sub) -> bool:
             )
     aggregations = []
     for r in range(spec.rounds):
-        rnd = rm.functions.getRound(dj, r).call()
-        root = "0x" + bytes(rm.functions.globalRoot(dj, r + 1).call()).hex()
+        rnd = await rm.functions.getRound(dj, r).call()
+        root = "0x" + bytes(await rm.functions.globalRoot(dj, r + 1).call()).hex()
         aggregations.append(
             {
                 "round": r,

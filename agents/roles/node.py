@@ -20,7 +20,6 @@ import json
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 
-from agents.core.chain import named_call
 from agents.core.tx import TxError, TxFailed, TxReverted
 from agents.roles.actions import (
     AddStake,
@@ -155,66 +154,64 @@ class NodeCommand(RoleAgent):
             if args.action == "add-stake" and args.amount_wei == ALL:
                 raise RoleError("node add-stake needs an amount of tokens, not `all`")
 
-    def status(self) -> NodeStatus:
-        n = named_call(self.registry.functions.getNode(self.me))  # INodeRegistry.Node
-        court = self.court.functions.credits(self.me).call() if self.court is not None else 0
+    async def status(self) -> NodeStatus:
+        registry = self.registry.functions
+        n = await registry.getNode(self.me).call()  # INodeRegistry.Node, decoded by name
+        court = await self.court.functions.credits(self.me).call() if self.court is not None else 0
         return NodeStatus(
             address=self.me,
-            role_id=n["role"],
-            stake=n["stake"],
-            locked=n["locked"],
-            unbonding=n["unbonding"],
-            unbond_ready_at=n["unbondReadyAt"],
-            last_heartbeat=n["lastHeartbeat"],
-            online=self.registry.functions.isOnline(self.me).call(),
-            completed=n["completed"],
-            failed=n["failed"],
-            slashed=n["slashed"],
-            selection_weight=self.registry.functions.selectionWeight(self.me).call(),
-            pool_entry=n["poolSlot"] - 1 if n["poolSlot"] else None,
-            credits=self.manager.functions.credits(self.me).call(),
+            role_id=n.role,
+            stake=n.stake,
+            locked=n.locked,
+            unbonding=n.unbonding,
+            unbond_ready_at=n.unbondReadyAt,
+            last_heartbeat=n.lastHeartbeat,
+            online=await registry.isOnline(self.me).call(),
+            completed=n.completed,
+            failed=n.failed,
+            slashed=n.slashed,
+            selection_weight=await registry.selectionWeight(self.me).call(),
+            pool_entry=n.poolSlot - 1 if n.poolSlot else None,
+            credits=await self.manager.functions.credits(self.me).call(),
             court_credits=court,
-            balance=self.token.functions.balanceOf(self.me).call(),
+            balance=await self.token.functions.balanceOf(self.me).call(),
         )
 
     async def round(self) -> bool:
         action = self.args.action
         if action == "status":
-            self.report(self.status())
+            await self.report(await self.status())
             return True
-        s = self.status()
+        s = await self.status()
+        block = await self.w3.eth.block_number  # names this command's intents
         if action == "add-stake":
             if s.role == "none":
                 raise RoleError(f"{self.me} is not registered: run its role agent with --stake")
             amount = self.args.amount_wei
             if s.balance < amount:
                 raise RoleError(f"the wallet holds {_tokens(s.balance)}, asked {_tokens(amount)}")
-            block = self.w3.eth.block_number
             await self.do(Approve(f"node:approve:{amount}:{block}", self.registry.address, amount))
             await self.do(AddStake(f"node:add-stake:{amount}:{block}", amount))
         elif action == "unbond":
-            min_stake = self.registry.functions.minStake(s.role_id).call()
+            min_stake = await self.registry.functions.minStake(s.role_id).call()
             amount = unbond_request(self.args.amount_wei, s, min_stake)
-            block = self.w3.eth.block_number
             await self.do(RequestUnbond(f"node:unbond:{amount}:{block}", amount))
         elif action == "withdraw-unbonded":
             if not s.unbonding:
                 raise RoleError("nothing is unbonding")
-            now = self.w3.eth.get_block("latest")["timestamp"]
+            now = (await self.now()).timestamp
             if now < s.unbond_ready_at:
                 wait = s.unbond_ready_at - now
                 raise RoleError(f"{_tokens(s.unbonding)} is unbonding, ready in {wait} s")
-            block = self.w3.eth.block_number
             await self.do(WithdrawUnbonded(f"node:withdraw-unbonded:{block}"))
         elif action == "withdraw":
             if not s.credits and not s.court_credits:
                 raise RoleError("nothing to withdraw: no credits in the job manager or the court")
-            block = self.w3.eth.block_number
             if s.credits:
                 await self.do(Withdraw(f"node:withdraw:{block}"))
             if s.court_credits:
                 await self.do(WithdrawCourt(f"node:withdraw-court:{block}"))
-        self.report(self.status())
+        await self.report(await self.status())
         return True
 
     async def do(self, action: ChainAction) -> None:
@@ -227,12 +224,12 @@ class NodeCommand(RoleAgent):
         except (TxFailed, TxError) as exc:
             raise RoleError(f"{what} failed: {str(exc).splitlines()[0]}") from None
 
-    def report(self, s: NodeStatus) -> None:
+    async def report(self, s: NodeStatus) -> None:
         if self.args.json:
             print(json.dumps(asdict(s) | {"role": s.role, "free": s.free}))
             return
-        now = self.w3.eth.get_block("latest")["timestamp"]
-        ttl = self.registry.functions.heartbeatTtl().call()
+        now = (await self.now()).timestamp
+        ttl = await self.registry.functions.heartbeatTtl().call()
         print("\n".join(status_lines(s, now, ttl)))
 
     async def run(self, stop: asyncio.Event, run_for: float = 0.0) -> int:

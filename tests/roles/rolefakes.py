@@ -54,6 +54,33 @@ class Call:
         return self.value() if callable(self.value) else self.value
 
 
+async def ready(value: object) -> object:
+    """`value`, awaited: what an AsyncWeb3 read answers."""
+    return value
+
+
+class FakeEth:
+    """`w3.eth` of an AsyncWeb3 for roles without a chain: `await eth.block_number`, `await
+    eth.get_block("latest")` (`head`, `timestamp`), `await eth.get_balance(a)`, `await
+    eth.get_code(a)`; a test moves `head` and `timestamp` as its chain would."""
+
+    def __init__(self, head: int = 0, timestamp: int = 0, balance: int = 10**18) -> None:
+        self.head, self.timestamp, self.balance = head, timestamp, balance
+
+    @property
+    def block_number(self):
+        return ready(self.head)
+
+    async def get_block(self, block: object = "latest") -> dict:
+        return {"number": self.head, "timestamp": self.timestamp}
+
+    async def get_balance(self, address: str) -> int:
+        return self.balance
+
+    async def get_code(self, address: str) -> bytes:
+        return b"\x60"
+
+
 class FakeContract:
     """`functions.<name>(*args).call()` returns `views[name](*args)`; `abi` and `address` for
     code that reads them (an empty ABI and a fixed address by default)."""

@@ -26,7 +26,7 @@ def aggregator(tmp_path, rounds: dict[tuple[int, int], tuple[int, int]], held: d
     )
 
     async def send(act, fn) -> bool:  # mined
-        a.sent.append((act, fn.call()))
+        a.sent.append((act, await fn.call()))
         return True
 
     a.rounds = SimpleNamespace(rm=a.rm)  # the executor's RoundManager (RoleAgent.round_manager)

@@ -7,6 +7,7 @@ whose spec, dataset root, initial state and dispute config are the real ones.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,7 +36,7 @@ class _View:
     def __init__(self, value):
         self.value = value
 
-    def call(self):
+    async def call(self):
         return self.value
 
 
@@ -44,7 +45,7 @@ def _returning(value) -> object:
 
 
 def fake(**views) -> SimpleNamespace:
-    """`contract.functions.<name>(*args).call()` returns `views[name]`."""
+    """`await contract.functions.<name>(*args).call()` returns `views[name]`."""
     return SimpleNamespace(
         functions=SimpleNamespace(**{k: _returning(v) for k, v in views.items()})
     )
@@ -89,7 +90,7 @@ def role(
 
 def test_job_with_its_spec_config_and_no_placement_is_taken(tmp_path, digits_job):
     job, config = digits_job
-    ctx = role(tmp_path, job, config, (0, 0, 0)).job_context(7)
+    ctx = asyncio.run(role(tmp_path, job, config, (0, 0, 0)).job_context(7))
     assert ctx.spec.spec_hash() == DIGITS.spec_hash()
 
 
@@ -100,7 +101,7 @@ def test_job_that_is_no_units_but_has_a_placement_is_refused(tmp_path, digits_jo
     job, config = digits_job
     r = role(tmp_path, job, config, (4, 3, 2))
     with pytest.raises(JobRejected, match=r"placement \(4, 3, 2\)"):
-        r.job_context(7)
+        asyncio.run(r.job_context(7))
     assert 7 not in r.jobs
 
 
@@ -112,24 +113,24 @@ def test_at_most_max_loaded_jobs_stay_loaded_least_recently_used_out(tmp_path, d
     now at most --max-loaded-jobs of them, and the one used least recently goes first."""
     job, config = digits_job
     r = role(tmp_path, job, config, (0, 0, 0), max_loaded_jobs=2)
-    first = r.job_context(1)
-    r.job_context(2)
-    assert r.job_context(1) is first  # a hit: job 1 is now the most recently used
-    r.job_context(3)
+    first = asyncio.run(r.job_context(1))
+    asyncio.run(r.job_context(2))
+    assert asyncio.run(r.job_context(1)) is first  # a hit: job 1 is now the most recently used
+    asyncio.run(r.job_context(3))
     assert r.jobs.keys() == [1, 3]
     assert (len(r.jobs), r.jobs.evictions) == (2, 1)
     for job_id in range(4, 40):
-        r.job_context(job_id)
+        asyncio.run(r.job_context(job_id))
         assert len(r.jobs) <= 2
 
 
 def test_an_evicted_job_loads_again_the_same(tmp_path, digits_job):
     job, config = digits_job
     r = role(tmp_path, job, config, (0, 0, 0), max_loaded_jobs=1)
-    before = r.job_context(1)
-    r.job_context(2)
+    before = asyncio.run(r.job_context(1))
+    asyncio.run(r.job_context(2))
     assert 1 not in r.jobs
-    again = r.job_context(1)
+    again = asyncio.run(r.job_context(1))
     assert again is not before
     assert again.spec == before.spec
     assert again.jg.config.hash() == before.jg.config.hash()
@@ -147,11 +148,11 @@ def test_an_evicted_job_loads_again_after_its_spec_store_is_gone(tmp_path, digit
     r = role(
         tmp_path, job, config, (0, 0, 0), spec_store=str(tmp_path / "submitter"), max_loaded_jobs=1
     )
-    r.job_context(1)
+    asyncio.run(r.job_context(1))
     assert r.agent.blobs.has(address)
     (tmp_path / "submitter").rename(tmp_path / "gone")
-    r.job_context(2)  # evicts job 1
-    assert r.job_context(1).spec.spec_hash() == DIGITS.spec_hash()
+    asyncio.run(r.job_context(2))  # evicts job 1
+    assert asyncio.run(r.job_context(1)).spec.spec_hash() == DIGITS.spec_hash()
 
 
 def test_a_store_i_cannot_write_to_does_not_stop_the_job(tmp_path, digits_job, caplog):
@@ -167,7 +168,7 @@ def test_a_store_i_cannot_write_to_does_not_stop_the_job(tmp_path, digits_job, c
 
     r.agent.blobs.put = refuse
     with caplog.at_level(logging.WARNING, logger="test.job_context"):
-        assert r.job_context(1).spec.spec_hash() == DIGITS.spec_hash()
+        assert asyncio.run(r.job_context(1)).spec.spec_hash() == DIGITS.spec_hash()
     assert "could not keep a copy of spec" in caplog.text
 
 

@@ -5,6 +5,7 @@ may (Anvil). Counting blocks made Hardhat's chain time run 2.4 times as fast as 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 from types import SimpleNamespace
 
@@ -39,12 +40,12 @@ class Chain:
         previous = self.timestamps[-1]
         self.timestamps.append(max(wall, previous + 1) if self.strict else max(wall, previous))
 
-    # the web3 surface mine_if_idle uses
-    def get_block(self, which: str) -> dict:
+    # the AsyncWeb3 surface mine_if_idle uses
+    async def get_block(self, which: str) -> dict:
         assert which == "latest"
         return {"timestamp": self.timestamps[-1]}
 
-    def make_request(self, method: str, params: list) -> None:
+    async def make_request(self, method: str, params: list) -> None:
         assert method == "evm_mine"
         self.block()
 
@@ -69,7 +70,7 @@ def test_two_idle_miners_and_busy_senders_keep_chain_time_with_the_wall_clock(st
         if tick % 4 == 0:
             chain.block()  # someone's transaction
         for m in miners:
-            m.mine_if_idle()
+            asyncio.run(m.mine_if_idle())
         clock.advance(0.5)
     wall_elapsed = clock.wall() - start_wall
     chain_elapsed = chain.timestamps[-1] - start_chain
@@ -83,5 +84,5 @@ def test_without_the_flag_nothing_is_mined() -> None:
     chain = Chain(clock, strict=True)
     role = idle_role(chain, clock)
     role.args.mine_when_idle = False
-    role.mine_if_idle()
+    asyncio.run(role.mine_if_idle())
     assert len(chain.timestamps) == 1

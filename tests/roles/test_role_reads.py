@@ -7,12 +7,13 @@ No chain: the job manager is a fake that counts its getUnit reads.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rolefakes import decoded
+from rolefakes import Call, FakeEth, decoded, ready
 from web3.exceptions import BadFunctionCallOutput
 
 from agents.core.enums import RoundJobStatus
@@ -41,9 +42,9 @@ class Manager:
         self.events = SimpleNamespace(JobPosted=lambda: SimpleNamespace(get_logs=self._logs))
 
     def _count(self):
-        return SimpleNamespace(call=lambda: len(set(self.status) | set(self.posted)))  # monotone
+        return Call(lambda: len(set(self.status) | set(self.posted)))  # monotone
 
-    def _logs(self, from_block: int, to_block: int) -> list[dict]:
+    async def _logs(self, from_block: int, to_block: int) -> list[dict]:
         self.scans.append((from_block, to_block))
         jobs = sorted(set(self.status) | set(self.posted))
         return [
@@ -51,7 +52,7 @@ class Manager:
         ]
 
     def _unit(self, unit_id: int):
-        def call(block_identifier: int | None = None) -> tuple:
+        async def call(block_identifier: int | None = None) -> tuple:
             j = unit_id >> 32
             if block_identifier is None:
                 self.reads.append(j)
@@ -75,11 +76,11 @@ HEAD, CONFIRMATIONS = 100, 2
 def role(manager: Manager) -> RoleAgent:
     r = object.__new__(RoleAgent)
     r.manager, r.log = manager, logging.getLogger("test.role_reads")
-    r.w3 = SimpleNamespace(eth=SimpleNamespace(block_number=HEAD))
+    r.w3 = SimpleNamespace(eth=FakeEth(head=HEAD))
     r.agent = SimpleNamespace(config=SimpleNamespace(confirmations=CONFIRMATIONS))
     r._locators, r.settled = {}, SettledRecords()
     r.live_jobs, r._posted_from, r._posted_count = set(), 0, -1
-    r.commitment = lambda unit_id: (f"http://blobs/{unit_id}", b"\x01" * 32)
+    r.commitment = lambda unit_id: ready((f"http://blobs/{unit_id}", b"\x01" * 32))
     return r
 
 
@@ -88,21 +89,21 @@ def test_a_settled_unit_is_seen_once_then_no_longer_read():
     status.update({7: UnitStatus.VERIFYING, 30: UnitStatus.OPEN, 41: UnitStatus.CANCELLED})
     chain = Manager(status)
     r = role(chain)
-    first = r.units()
+    first = asyncio.run(r.units())
     assert [u.job_id for u in first] == list(range(1, 42))  # every job, settled ones too
     chain.reads.clear()
-    second = r.units()
+    second = asyncio.run(r.units())
     assert chain.reads == [7, 30]  # only the live ones are read again
     assert [u.job_id for u in second] == [7, 30]
     assert r.settled.records() == 39 and r.live_jobs == {7, 30}
     assert set(r._locators) == {7 << 32}  # the settled ones' locators were let go
 
     chain.status[7] = UnitStatus.FINALIZED  # it settles: seen once more, then never read
-    assert [u.job_id for u in r.units()] == [7, 30]
+    assert [u.job_id for u in asyncio.run(r.units())] == [7, 30]
     chain.status[42] = UnitStatus.OPEN  # a new job is read from its first round
     chain.posted[42] = HEAD
     chain.reads.clear()
-    assert [u.job_id for u in r.units()] == [30, 42]
+    assert [u.job_id for u in asyncio.run(r.units())] == [30, 42]
     assert chain.reads == [30, 42]
 
 
@@ -112,18 +113,18 @@ def test_jobs_are_found_through_JobPosted_from_where_the_last_scan_left_off():
     the head the last one reached, in ranges of POSTED_SCAN_BLOCKS."""
     chain = Manager({1: UnitStatus.OPEN})
     r = role(chain)
-    r.units()
+    asyncio.run(r.units())
     assert chain.scans == [(0, HEAD)]
-    r.units()
+    asyncio.run(r.units())
     assert chain.scans == [(0, HEAD)]  # jobCount did not move: no scan
     recycled = 1 << 32 | 2  # record 2's second job
     chain.status[recycled] = UnitStatus.OPEN
     chain.posted[recycled] = HEAD
-    assert [u.job_id for u in r.units()] == [1, recycled]
+    assert [u.job_id for u in asyncio.run(r.units())] == [1, recycled]
     assert chain.scans[-1] == (HEAD + 1 - CONFIRMATIONS, HEAD)
     long = role(Manager({1: UnitStatus.OPEN}))
-    long.w3.eth.block_number = 2 * POSTED_SCAN_BLOCKS + 5
-    long.units()
+    long.w3.eth.head = 2 * POSTED_SCAN_BLOCKS + 5
+    asyncio.run(long.units())
     assert long.manager.scans == [
         (0, POSTED_SCAN_BLOCKS - 1),
         (POSTED_SCAN_BLOCKS, 2 * POSTED_SCAN_BLOCKS - 1),
@@ -136,14 +137,14 @@ def test_a_job_whose_record_took_another_job_is_dropped_unread():
     handed to the role, and never read again; the record's new job is."""
     chain = Manager({1: UnitStatus.VERIFYING, 2: UnitStatus.OPEN})
     r = role(chain)
-    r.units()
+    asyncio.run(r.units())
     del chain.status[1]  # record 1 took another job, whose JobPosted comes next
     chain.status[1 << 32 | 1] = UnitStatus.OPEN
     chain.posted[1 << 32 | 1] = HEAD
-    assert [u.job_id for u in r.units()] == [2, 1 << 32 | 1]
+    assert [u.job_id for u in asyncio.run(r.units())] == [2, 1 << 32 | 1]
     assert 1 in r.settled and 1 not in r.live_jobs
     chain.reads.clear()
-    r.units()
+    asyncio.run(r.units())
     assert chain.reads == [2, 1 << 32 | 1]
 
 
@@ -153,14 +154,14 @@ def test_a_settlement_a_reorg_could_undo_is_read_again_until_it_is_deep_enough()
     chain = Manager({1: UnitStatus.FINALIZED, 2: UnitStatus.OPEN})
     chain.confirmed[1] = UnitStatus.VERIFYING
     r = role(chain)
-    r.units()
+    asyncio.run(r.units())
     chain.reads.clear()
-    assert [u.job_id for u in r.units()] == [1, 2]
+    assert [u.job_id for u in asyncio.run(r.units())] == [1, 2]
     assert chain.reads == [1, 2]
     del chain.confirmed[1]  # now settled deep enough
-    r.units()
+    asyncio.run(r.units())
     chain.reads.clear()
-    assert [u.job_id for u in r.units()] == [2]
+    assert [u.job_id for u in asyncio.run(r.units())] == [2]
 
 
 def test_a_settlement_that_cannot_be_read_at_depth_is_read_again():
@@ -169,23 +170,23 @@ def test_a_settlement_that_cannot_be_read_at_depth_is_read_again():
     chain = Manager({1: UnitStatus.FINALIZED, 2: UnitStatus.OPEN})
     chain.no_code_then.add(1)
     r = role(chain)
-    assert [u.job_id for u in r.units()] == [1, 2]
-    assert [u.job_id for u in r.units()] == [1, 2]
+    assert [u.job_id for u in asyncio.run(r.units())] == [1, 2]
+    assert [u.job_id for u in asyncio.run(r.units())] == [1, 2]
     chain.no_code_then.clear()
-    r.units()
-    assert [u.job_id for u in r.units()] == [2]
+    asyncio.run(r.units())
+    assert [u.job_id for u in asyncio.run(r.units())] == [2]
 
 
 def test_a_locator_is_looked_up_again_for_a_new_attempt_only():
     chain = Manager({1: UnitStatus.VERIFYING})
     r = role(chain)
     looked: list[int] = []
-    r.commitment = lambda unit_id: looked.append(unit_id) or ("http://x", b"\x01" * 32)
-    r.units()
-    r.units()
+    r.commitment = lambda unit_id: looked.append(unit_id) or ready(("http://x", b"\x01" * 32))
+    asyncio.run(r.units())
+    asyncio.run(r.units())
     assert looked == [1 << 32]
     r._locators[1 << 32] = ((0, b"\x01" * 32), r._locators[1 << 32][1])  # as if attempt 0's
-    r.units()
+    asyncio.run(r.units())
     assert looked == [1 << 32, 1 << 32]
 
 
@@ -234,7 +235,7 @@ def test_a_verifier_forgets_a_units_bookkeeping_once_it_is_settled_for_good():
         v.reads.ask(key, lambda: "old", 60)
     assert v.reads.wait(10)
     v._no_contest = {f"{one}:1", f"{two}:1"}
-    v.units()
+    asyncio.run(v.units())
     # unit one's answers are gone (asked again, read again); unit two's stay
     assert [v.reads.ask(key, lambda: "new", 60) for key in keys[2:]] == ["old"]
     for key in keys[:2]:
@@ -251,7 +252,7 @@ def test_an_aggregator_reads_a_completed_decomposed_job_no_more_once_it_is_deep(
     reads: list[int] = []
 
     def get_job(dj: int):
-        def call(block_identifier: int | None = None) -> tuple:
+        async def call(block_identifier: int | None = None) -> tuple:
             if block_identifier is None:
                 reads.append(dj)
                 return SimpleNamespace(status=status[dj], currentRound=0)
@@ -261,15 +262,15 @@ def test_an_aggregator_reads_a_completed_decomposed_job_no_more_once_it_is_deep(
         return SimpleNamespace(call=call)
 
     rm = SimpleNamespace(functions=SimpleNamespace(
-        jobCount=lambda: SimpleNamespace(call=lambda: len(status)), getJob=get_job))  # fmt: skip
+        jobCount=lambda: Call(lambda: len(status)), getJob=get_job))  # fmt: skip
     a = object.__new__(Aggregator)
     a.__dict__.update(role(Manager({})).__dict__)
     a.rm, a.completed = rm, SettledJobs()
-    assert [dj for dj, _ in a.unfinished_jobs()] == [2, 3]
+    assert [dj for dj, _ in asyncio.run(a.unfinished_jobs())] == [2, 3]
     reads.clear()
-    assert [dj for dj, _ in a.unfinished_jobs()] == [2, 3] and reads == [2, 3]
+    assert [dj for dj, _ in asyncio.run(a.unfinished_jobs())] == [2, 3] and reads == [2, 3]
     del confirmed[3]
-    a.unfinished_jobs()
+    asyncio.run(a.unfinished_jobs())
     reads.clear()
-    assert [dj for dj, _ in a.unfinished_jobs()] == [2] and reads == [2]
+    assert [dj for dj, _ in asyncio.run(a.unfinished_jobs())] == [2] and reads == [2]
     assert a.completed.floor == 1
