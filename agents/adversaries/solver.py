@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from agents.adversaries.banner import Announced
@@ -91,10 +91,10 @@ class FaultySolver(Announced, HonestSolver):
         solver.comps[u.unit_id] = comp
         return ClaimedTraining(comp, ctx.spec.checkpoint_every)
 
-    def forced_checkpoints(
-        self, drawn: Callable[[], tuple[int, list[int]]]
+    async def forced_checkpoints(
+        self, drawn: Callable[[], Awaitable[tuple[int, list[int]]]]
     ) -> tuple[int, list[int]]:
-        return 0, []
+        return 0, []  # the judge's draw is never read
 
     def commitment(
         self, checkpoint_root: bytes, true_root: bytes, account: Callable[[], Claim]

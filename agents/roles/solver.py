@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -245,11 +245,11 @@ class SolverStrategy(Protocol):
         """The run the worker publishes for `u` (set up on the loop, before it starts)."""
         ...
 
-    def forced_checkpoints(
-        self, drawn: Callable[[], tuple[int, list[int]]]
+    async def forced_checkpoints(
+        self, drawn: Callable[[], Awaitable[tuple[int, list[int]]]]
     ) -> tuple[int, list[int]]:
-        """The anchor and perturbed checkpoints of the forced round I play (`drawn()`: the
-        judge's draw for my secret; (0, []): an ordinary round)."""
+        """The anchor and perturbed checkpoints of the forced round I play (`await drawn()`:
+        the judge's draw for my secret, read only if used; (0, []): an ordinary round)."""
         ...
 
     def sealed_true_roots(
@@ -296,10 +296,10 @@ class HonestSolver:
     def training(self, solver: Solver, u: UnitView, ctx: JobContext) -> Training:
         return EngineTraining(ctx.runtime, ctx.spec.checkpoint_every)
 
-    def forced_checkpoints(
-        self, drawn: Callable[[], tuple[int, list[int]]]
+    async def forced_checkpoints(
+        self, drawn: Callable[[], Awaitable[tuple[int, list[int]]]]
     ) -> tuple[int, list[int]]:
-        return drawn()
+        return await drawn()
 
     def sealed_true_roots(
         self, true_roots: list[str], anchor: int, state_at: Callable[[int], State],
@@ -353,10 +353,10 @@ class Solver(RoleAgent):
     # --- a round ----------------------------------------------------------------------------
 
     async def round(self) -> bool:
-        now = self.now()
+        now = await self.now()
         await self.heartbeat_if_due(now)
         self.reap_training()
-        units = self.units_in_preference_order()
+        units = await self.units_in_preference_order()
         self.stop_stale_training(units)
         # The work I hold, read once this round if a claim is weighed (held_seconds).
         self.round_units, self.held = units, None
@@ -366,36 +366,37 @@ class Solver(RoleAgent):
                 drop_computation(self.comps, u.unit_id)
                 continue
             with self.isolated(f"unit {u.unit_id}"):
-                for act in solver_acts(u, now, self.facts(u)):
+                for act in solver_acts(u, now, await self.facts(u)):
                     await self.handle(act, u, now)
         await self.withdraw_if_credited(now)
         return False
 
-    def units_in_preference_order(self) -> list[UnitView]:
+    async def units_in_preference_order(self) -> list[UnitView]:
         """Every unit; a RoundManager's units in my own order (decomposed.preference)."""
-        units = self.units()
+        units = await self.units()
         if self.rounds is None:
             return units
         from agents.roles.decomposed import preference
 
         return sorted(units, key=lambda u: preference(self.me, u.unit_id))
 
-    def facts(self, u: UnitView) -> SolverFacts:
-        claimed = self.claimed(u)
+    async def facts(self, u: UnitView) -> SolverFacts:
+        claimed = await self.claimed(u)
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
         trained = rec is not None and rec.state == "published"
         game_id = 0
         if u.status == UnitStatus.DISPUTED:
-            game_id = int(self.dispute(u).gameId)
+            game_id = int((await self.dispute(u)).gameId)
         # Eligibility decides a claim only: a unit I hold is served whatever it would say now
         # (my claim itself locked the stake it compares).
-        eligible = u.status == UnitStatus.OPEN and not claimed and self.eligible(u)
-        return SolverFacts(self.me, claimed, eligible, trained, game_id, self.reveal_due(u))
+        eligible = u.status == UnitStatus.OPEN and not claimed and await self.eligible(u)
+        reveal_due = await self.reveal_due(u)
+        return SolverFacts(self.me, claimed, eligible, trained, game_id, reveal_due)
 
-    def claimed(self, u: UnitView) -> bool:
-        return any(c.lower() == self.me.lower() for c in self.claimants(u))
+    async def claimed(self, u: UnitView) -> bool:
+        return any(c.lower() == self.me.lower() for c in await self.claimants(u))
 
-    def reveal_due(self, u: UnitView) -> bool:
+    async def reveal_due(self, u: UnitView) -> bool:
         """My forced round awaits its reveal and no drawn verifier can still seal or open its seal
         (logic.forced_reveal_open; the judge refuses earlier, and showing the secret while one
         is still to seal would get me slashed)."""
@@ -405,36 +406,37 @@ class Solver(RoleAgent):
             return False
         if self.agent.store.get_record("forced", f"{u.unit_id}:{u.attempt}") is None:
             return False
-        statuses = [d.status for d in self.drawn(u)]
-        return forced_reveal_open(statuses, self.now(), u.deadline, self.reveal_window)
+        statuses = [d.status for d in await self.drawn(u)]
+        now, window = await self.now(), await self.reveal_window()
+        return forced_reveal_open(statuses, now, u.deadline, window)
 
-    def eligible(self, u: UnitView) -> bool:
+    async def eligible(self, u: UnitView) -> bool:
         """May I claim this open unit: not refused before, a claim deadline near enough,
         capable, free stake for the collateral, a job I can load, and time to train it."""
         if self.agent.store.get_record("job", str(u.job_id)) is not None:
             return False  # refused before
-        if self.failed_before(u):
+        if await self.failed_before(u):
             return False
-        wait = u.deadline - self.now().timestamp
+        wait = u.deadline - (await self.now()).timestamp
         if wait > self.args.max_claim_wait:
             # my collateral would stay locked until the claim deadline (selection)
             why = f"claim deadline in {wait} s, over --max-claim-wait {self.args.max_claim_wait}"
             self.refuse_once((u.unit_id, u.attempt, u.deadline), u, why)
             return False
-        job = self.job_of(u)
+        job = await self.job_of(u)
         required = (job.deviceClass, job.memoryMiB, job.throughput)
         if not all(a >= b for a, b in zip(self.capability, required, strict=True)):
             return False
-        if self.busy_in_round(job, u.job_id):
+        if await self.busy_in_round(job, u.job_id):
             return False
-        free = self.registry.functions.freeStake(self.me).call()
-        if free < self.manager.functions.collateralOf(u.job_id).call():
+        free = await self.registry.functions.freeStake(self.me).call()
+        if free < await self.manager.functions.collateralOf(u.job_id).call():
             return False
-        ctx = self.context(u.job_id)
+        ctx = await self.context(u.job_id)
         if ctx is None:
             return False
         own = job_training_seconds(ctx, self.train_speed)
-        refusal = fit_refusal(own, self.held_seconds(u.unit_id), int(job.computeTime))
+        refusal = fit_refusal(own, await self.held_seconds(u.unit_id), int(job.computeTime))
         if refusal is None:
             return True
         why, lasting = refusal
@@ -445,7 +447,7 @@ class Solver(RoleAgent):
             self.refuse_once((u.unit_id, u.attempt, "busy"), u, why)
         return False
 
-    def failed_before(self, u: UnitView) -> bool:
+    async def failed_before(self, u: UnitView) -> bool:
         """My commitment of an earlier attempt of this unit was mined and the unit re-opened by
         a lost dispute (not by a reported leak of my secret): the network refused my run.
         Claiming it again would stake my collateral on the same replay. (An assignment that
@@ -462,15 +464,15 @@ class Solver(RoleAgent):
         # A leaked secret of mine re-opens the unit too (PrematureRevealReported) — whether the
         # report landed before or after my commit is a race: that attempt's run was not refused,
         # so only re-opens beyond the reports count.
-        if len(committed) <= self.leaks_reported(u.unit_id):
+        if len(committed) <= await self.leaks_reported(u.unit_id):
             return False
         why = f"my commitment of attempt {committed[-1]} was refused (lost dispute)"
         self.refuse_once((u.unit_id, "failed"), u, why)
         return True
 
-    def leaks_reported(self, unit_id: int) -> int:
+    async def leaks_reported(self, unit_id: int) -> int:
         """How many times a leaked secret of mine re-opened this unit (PrematureRevealReported)."""
-        logs = self.manager.events.PrematureRevealReported().get_logs(
+        logs = await self.manager.events.PrematureRevealReported().get_logs(
             argument_filters={"unitId": unit_id, "solver": self.me}, from_block=0
         )
         return len(logs)
@@ -486,22 +488,22 @@ class Solver(RoleAgent):
         if seen.first(key):
             self.log.info("not claiming unit %d (job %d): %s", u.unit_id, u.job_id, why)
 
-    def held_seconds(self, exclude: int) -> float:
+    async def held_seconds(self, exclude: int) -> float:
         """Estimated training still ahead of me on the units I hold and have not trained (claimed
         while open, or assigned), other than `exclude`: assigned units are trained one after
         the other, so a new one waits for all of them. Read once per round (round_units)."""
         if self.held is None:
             self.held = {}
             for v in self.round_units:
-                left = self.training_left(v)
+                left = await self.training_left(v)
                 if left:
                     self.held[v.unit_id] = left
         return sum(s for uid, s in self.held.items() if uid != exclude)
 
-    def training_left(self, v: UnitView) -> float:
+    async def training_left(self, v: UnitView) -> float:
         """Estimated seconds of training left on unit `v` if I hold it, else 0."""
         if v.status in (UnitStatus.OPEN, UnitStatus.SELECTING):
-            if not self.claimed(v):
+            if not await self.claimed(v):
                 return 0.0
             done = 0
         elif v.status == UnitStatus.ASSIGNED and v.assignee.lower() == self.me.lower():
@@ -512,22 +514,22 @@ class Solver(RoleAgent):
         else:
             return 0.0
         try:
-            ctx = self.job_context(v.job_id)
+            ctx = await self.job_context(v.job_id)
         except JobRejected:
             return 0.0  # a job I cannot load is not trained either
         total = ctx.segments + 1
         return job_training_seconds(ctx, self.train_speed) * max(0, total - done) / total
 
-    def busy_in_round(self, job: Any, job_id: int) -> bool:
+    async def busy_in_round(self, job: Any, job_id: int) -> bool:
         """A RoundManager unit while I hold --units-per-round others of its round (§6.9)."""
         rounds = self.rounds
         if rounds is None or not rounds.is_unit_job(job):
             return False
-        return rounds.busy_in_round(job_id, self.me, self.args.units_per_round)
+        return await rounds.busy_in_round(job_id, self.me, self.args.units_per_round)
 
-    def context(self, job_id: int) -> JobContext | None:
+    async def context(self, job_id: int) -> JobContext | None:
         try:
-            return self.job_context(job_id)
+            return await self.job_context(job_id)
         except JobRejected as exc:
             self.log.warning("not taking part: %s", exc)
             if "not found" not in str(exc) and "registered" not in str(exc):
@@ -540,9 +542,9 @@ class Solver(RoleAgent):
                 claim = ClaimWithSecret(intent, unit_id, keccak(self.secret(u)))
                 if await self.executor.execute(claim) is not None and self.held is not None:
                     # the next claim this round counts this one's training too
-                    self.held[u.unit_id] = self.training_left(u)
+                    self.held[u.unit_id] = await self.training_left(u)
             case Train():
-                self.start_training(u)
+                await self.start_training(u)
             case Commit():
                 await self.commit(act, u)
             case Defend(game_id=game_id):
@@ -556,10 +558,18 @@ class Solver(RoleAgent):
 
     # --- training and publishing --------------------------------------------------------------
 
-    def computation(self, u: UnitView) -> Claim:
-        """This solver's account of the unit (as its strategy computes it)."""
+    async def computation(self, u: UnitView) -> Claim:
+        """This solver's account of the unit (as its strategy computes it); the job's context is
+        read only to make a new one."""
+        comp = self.comps.get(u.unit_id)
+        if comp is not None:
+            return comp
+        return self.account_of(u, await self.job_context(u.job_id))
+
+    def account_of(self, u: UnitView, ctx: JobContext) -> Claim:
+        """`computation` given the unit's job context (read by the async caller): for the
+        strategy hooks, which ask for my account through a plain callable."""
         if u.unit_id not in self.comps:
-            ctx = self.job_context(u.job_id)
             fresh = self.new_computation(ctx)
             self.comps[u.unit_id] = self.strategy.account(
                 fresh, lambda comp: self._seed_states(comp, u, ctx)
@@ -581,14 +591,14 @@ class Solver(RoleAgent):
         for i, address in enumerate(rec.data["states"]):
             comp.seed(i * k, ctx.runtime.decode_state(self.agent.blobs.get(address)))
 
-    def start_training(self, u: UnitView) -> None:
+    async def start_training(self, u: UnitView) -> None:
         """The "train" act: start the unit's training in a worker thread unless a training is in
         flight (this unit's: it goes on; another's: this one waits its turn). What reads the
         chain (the job's context) runs here, on the loop; an error in it costs the unit this
         round, as before."""
         if self.trainer is not None:
             return
-        ctx = self.job_context(u.job_id)
+        ctx = await self.job_context(u.job_id)
         training = self.strategy.training(self, u, ctx)
         run = TrainingRun(f"{u.unit_id}:{u.attempt}", u.unit_id)
 
@@ -651,9 +661,10 @@ class Solver(RoleAgent):
         self.stop_training()
         super().close()
 
-    def train(self, u: UnitView) -> None:
-        """Train unit `u` to the end in the calling thread (the worker's work, synchronously)."""
-        ctx = self.job_context(u.job_id)
+    async def train(self, u: UnitView) -> None:
+        """Train unit `u` to the end in the calling thread (the worker's work, synchronously,
+        once the job's context is read)."""
+        ctx = await self.job_context(u.job_id)
         self._train(u, ctx, self.strategy.training(self, u, ctx), threading.Event())
 
     def _train(
@@ -698,19 +709,20 @@ class Solver(RoleAgent):
         needs no storage, survives restarts and nobody else can compute it."""
         return derived_secret(self.agent.account, u.unit_id, u.attempt)
 
-    def forced_checkpoints(self, u: UnitView, ctx: JobContext) -> tuple[int, list[int]]:
+    async def forced_checkpoints(self, u: UnitView, ctx: JobContext) -> tuple[int, list[int]]:
         """The anchor and every checkpoint of the forced round I play ((0, []): an ordinary
         round): those my secret and the assignment seed perturb (the judge's view, PROTOCOL
         §8.1), as my strategy plays them."""
-        return self.strategy.forced_checkpoints(lambda: self._drawn_checkpoints(u, ctx))
+        return await self.strategy.forced_checkpoints(lambda: self._drawn_checkpoints(u, ctx))
 
-    def _drawn_checkpoints(self, u: UnitView, ctx: JobContext) -> tuple[int, list[int]]:
+    async def _drawn_checkpoints(self, u: UnitView, ctx: JobContext) -> tuple[int, list[int]]:
         secret = self.secret(u)
-        forced, anchor = self.judge.functions.isForced(secret, u.assign_seed, ctx.segments).call()
+        f = self.judge.functions
+        forced, anchor = await f.isForced(secret, u.assign_seed, ctx.segments).call()
         if not forced:
             return 0, []
-        fn = self.judge.functions.perturbedCheckpoints(secret, u.assign_seed, ctx.segments)
-        return int(anchor), [int(c) for c in fn.call()]
+        fn = f.perturbedCheckpoints(secret, u.assign_seed, ctx.segments)
+        return int(anchor), [int(c) for c in await fn.call()]
 
     async def reveal(self, act: Reveal, u: UnitView) -> None:
         """Prove my forced error: secret, true root, both lists' entries (with proofs) at every
@@ -722,11 +734,12 @@ class Solver(RoleAgent):
         true = [bytes.fromhex(r[2:]) for r in rec.data["true_roots"]]
         pub = [bytes.fromhex(r[2:]) for r in rec.data["roots"]]
         samples, end_roots = [], []
-        for v, status in ((d.verifier, d.status) for d in self.drawn(u)):
-            samples.append(self.manager.functions.sampledSegments(u.unit_id, v).call())
+        for d in await self.drawn(u):
+            v, status = d.verifier, d.status
+            samples.append(await self.manager.functions.sampledSegments(u.unit_id, v).call())
             ends: list[bytes] = []
             if status == VerifierStatus.ATTESTED:
-                logs = self.manager.events.Attested().get_logs(
+                logs = await self.manager.events.Attested().get_logs(
                     argument_filters={"unitId": u.unit_id, "verifier": v}, from_block=0
                 )
                 ends = list(logs[-1]["args"]["endRoots"])
@@ -743,11 +756,11 @@ class Solver(RoleAgent):
     async def commit(self, act: Commit, u: UnitView) -> None:
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
         assert rec is not None
-        ctx = self.job_context(u.job_id)
+        ctx = await self.job_context(u.job_id)
         spec_hash = "0x" + ctx.spec.spec_hash().hex()
         roots, states = list(rec.data["roots"]), list(rec.data["states"])
         true_root = Manifest(spec_hash, roots, states, rec.data["losses"]).checkpoint_root()
-        position, forced = self.forced_checkpoints(u, ctx)
+        position, forced = await self.forced_checkpoints(u, ctx)
         if position:
             # A forced round: publish each perturbed checkpoint one bit away, reveal them later.
             rt = ctx.runtime
@@ -777,7 +790,7 @@ class Solver(RoleAgent):
         address = self.agent.blobs.put(m.to_bytes())
         locator = make_locator(self.public_blob_url, address)
         cp_root, true_root = self.strategy.commitment(
-            m.checkpoint_root(), true_root, lambda: self.computation(u)
+            m.checkpoint_root(), true_root, lambda: self.account_of(u, ctx)
         )
         final = bytes.fromhex(rec.data["roots"][-1][2:])
         # The seal binds the root this solver holds true to its secret (PROTOCOL §8.1).
@@ -789,14 +802,14 @@ class Solver(RoleAgent):
 
     # --- data requests (PROTOCOL §6.11) ----------------------------------------------------------
 
-    def committed_checkpoint(self, u: UnitView, c: int) -> tuple[list[bytes], State]:
+    async def committed_checkpoint(self, u: UnitView, c: int) -> tuple[list[bytes], State]:
         """The state roots the unit's checkpoint root binds now and my state at checkpoint `c`:
         the published ones, a forced round's perturbed ones at its perturbed checkpoints until
         its reveal (then the true ones, the chain's root), as my strategy committed them."""
-        ctx = self.job_context(u.job_id)
+        ctx = await self.job_context(u.job_id)
         return self.strategy.committed_checkpoint(
             lambda: self._published_checkpoint(u, c, ctx),
-            lambda: self.computation(u),
+            lambda: self.account_of(u, ctx),
             c * ctx.spec.checkpoint_every,
         )
 
@@ -821,8 +834,8 @@ class Solver(RoleAgent):
         posted, in order (each piece its own intent, so a restart resumes where the chain is)."""
         req = u.data_request
         assert req is not None
-        roots, st = self.committed_checkpoint(u, req.checkpoint)
-        rt = self.job_context(u.job_id).runtime
+        roots, st = await self.committed_checkpoint(u, req.checkpoint)
+        rt = (await self.job_context(u.job_id)).runtime
         answer = encode_answer(rt.committed(st), roots, req.checkpoint)
         tag = f"{u.unit_id}:{u.attempt}:{req.requester.lower()}"
         if not req.state_opened:
@@ -851,7 +864,8 @@ class Solver(RoleAgent):
         if self.games.get(game_id) is None:
             self.games.put(game_id, u.unit_id)
             self.log.info("defending unit %d in dispute game %d", u.unit_id, game_id)
-        player = Defender(self.computation(u), self.job_context(u.job_id).jg)
+        comp = await self.computation(u)
+        player = Defender(comp, (await self.job_context(u.job_id)).jg)
         await take_turn(self.executor, self.game_reader, game_id, Side.DEFENDER, player, now)
 
 

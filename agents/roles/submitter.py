@@ -119,19 +119,19 @@ class Submitter(RoleAgent):
         assert address == spec_hash
         reward = int(self.args.reward * TOKEN)
         fee = int(self.args.verification_fee * TOKEN)
-        balance = self.token.functions.balanceOf(self.me).call()
+        balance = await self.token.functions.balanceOf(self.me).call()
         if balance < reward:
             raise RoleError(
                 f"account {self.me} holds {balance / 1e18:g} tokens, the job's reward "
                 f"is {reward / 1e18:g}: fund it first"
             )
-        if self.w3.eth.get_balance(self.me) == 0:
+        if await self.w3.eth.get_balance(self.me) == 0:
             raise RoleError(f"account {self.me} has no ether to pay gas")
         await self.executor.execute(
             Approve(f"post:{spec_hash}:approve", self.manager.address, reward)
         )
         out = await self.post_job(spec_hash, reward, fee)
-        receipt = self.w3.eth.get_transaction_receipt(out.tx_hash)
+        receipt = await self.w3.eth.get_transaction_receipt(out.tx_hash)
         posted = self.manager.events.JobPosted().process_receipt(receipt, errors=DISCARD)
         self.job_id = int(posted[0]["args"]["jobId"])
         self.agent.store.put_record("post", spec_hash, "posted", {"job_id": self.job_id})
@@ -151,7 +151,7 @@ class Submitter(RoleAgent):
         games = [("config", self.game, "")]
         missing = 0
         for intent, game, where in games:
-            if any(bytes(game.functions.configOf(self.job_id).call())):
+            if any(bytes(await game.functions.configOf(self.job_id).call())):
                 continue
             missing += 1
             register = RegisterConfig(f"{intent}:{self.job_id}", self.job_id, cfg)
@@ -164,8 +164,8 @@ class Submitter(RoleAgent):
                 )
         self.configured = missing == 0
 
-    def job_params(self, reward: int, fee: int) -> tuple:
-        now = self.now()
+    async def job_params(self, reward: int, fee: int) -> tuple:
+        now = await self.now()
         return (
             self.spec.spec_hash(),
             self.data.root(),
@@ -190,7 +190,7 @@ class Submitter(RoleAgent):
             while True:
                 recorded = self.agent.store.get_intent(intent)
                 if recorded is None:
-                    post = PostJob(intent, self.job_params(reward, fee))
+                    post = PostJob(intent, await self.job_params(reward, fee))
                     out = await self.executor.execute(post)
                     if out is not None:
                         return out
@@ -211,8 +211,8 @@ class Submitter(RoleAgent):
     async def round(self) -> bool:
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             return await follow_decomposed(self)
-        now = self.now()
-        u = self.unit(self.job_id << 32)
+        now = await self.now()
+        u = await self.unit(self.job_id << 32)
         if u.status != self.last_status:
             self.log.info(
                 "job %d unit: %s (attempt %d%s)",
@@ -223,13 +223,13 @@ class Submitter(RoleAgent):
             )
             self.last_status = u.status
         if u.status == UnitStatus.FINALIZED:
-            return self.finish(u)
+            return await self.finish(u)
         if u.status == UnitStatus.CANCELLED:
             raise RoleError(f"job {self.job_id} was cancelled")
         await self.ensure_configs()
-        acts = keeper_acts(u, now, reveal_slot=2 * self.reveal_window)
+        acts = keeper_acts(u, now, reveal_slot=2 * await self.reveal_window())
         checkpoints = self.spec.steps // self.spec.checkpoint_every + 1
-        acts += final_data_acts(u, now, self.final_read(u, now), checkpoints)
+        acts += final_data_acts(u, now, await self.final_read(u, now), checkpoints)
         for act in acts:
             match act:
                 case RequestData():
@@ -239,12 +239,12 @@ class Submitter(RoleAgent):
         if not acts:
             # An automining dev chain makes no blocks while nobody sends: its clock and block
             # number stand still, and with them every deadline this job waits for.
-            self.mine_if_idle()
+            await self.mine_if_idle()
         return False
 
     # --- the final checkpoint's data (PROTOCOL §6.11) -------------------------------------------
 
-    def final_read(self, u: UnitView, now: Now) -> str:
+    async def final_read(self, u: UnitView, now: Now) -> str:
         """My read of the attempt's final state while the unit is verified: "ok" (held and
         checked), "pending" (read off the round loop, within its budget), "failed" (unusable
         or late: demand it on chain), "requested" (demanded; it comes from the chain), or ""
@@ -255,7 +255,7 @@ class Submitter(RoleAgent):
         if key in self.finals:
             return "ok"
         if self.agent.store.get_record("final-request", key) is not None:
-            st = self.final_from_chain(u)
+            st = await self.final_from_chain(u)
             return "ok" if st is not None else "requested"
         if key in self.final_failed:
             return "failed"
@@ -295,7 +295,7 @@ class Submitter(RoleAgent):
                 checkpoint,
             )
 
-    def final_from_chain(self, u: UnitView) -> State | None:
+    async def final_from_chain(self, u: UnitView) -> State | None:
         """The final state posted on chain in answer to my request of this attempt, checked
         against the committed final root; None until the request is answered."""
         key = f"{u.unit_id}:{u.attempt}"
@@ -307,15 +307,16 @@ class Submitter(RoleAgent):
         ev = self.manager.events
         filters = {"unitId": u.unit_id}
         first = int(sent.data["block"])
-        answered = [
-            e
-            for e in ev.DataRequestAnswered().get_logs(from_block=first, argument_filters=filters)
-            if e["args"]["requester"].lower() == self.me.lower()
-        ]
+        answers = await ev.DataRequestAnswered().get_logs(
+            from_block=first, argument_filters=filters
+        )
+        answered = [e for e in answers if e["args"]["requester"].lower() == self.me.lower()]
         if not answered:
             return None
         last = answered[0]["blockNumber"]
-        posted = ev.DataPosted().get_logs(from_block=first, to_block=last, argument_filters=filters)
+        posted = await ev.DataPosted().get_logs(
+            from_block=first, to_block=last, argument_filters=filters
+        )
         try:
             st = decode_answer([e["args"] for e in posted], self.runtime.state_names, u.final_root)
         except DataMismatch as exc:
@@ -326,10 +327,10 @@ class Submitter(RoleAgent):
         self.finals[key] = self.runtime.decode_state(self.runtime.encode_state(dict(st)))
         return self.finals[key]
 
-    def finish(self, u) -> bool:
+    async def finish(self, u) -> bool:
         key = f"{u.unit_id}:{u.attempt}"
         losses = self.losses.get(key, [])
-        final = self.finals.get(key) or self.final_from_chain(u)
+        final = self.finals.get(key) or await self.final_from_chain(u)
         try:
             if final is None:
                 # the published data (after a forced error's reveal it differs from the true

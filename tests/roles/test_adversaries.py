@@ -168,9 +168,12 @@ def test_faulty_solver_commits_and_defends_its_account_and_plays_no_forced_round
     seeded: list[object] = []
     assert honest.account("fresh", seeded.append) == "fresh" and seeded == ["fresh"]
     assert cheat.account("fresh", seeded.append) == "fresh" and seeded == ["fresh"]
-    drawn = lambda: (2, [2, 3])  # noqa: E731
-    assert honest.forced_checkpoints(drawn) == (2, [2, 3])
-    assert cheat.forced_checkpoints(drawn) == (0, [])
+
+    async def drawn() -> tuple[int, list[int]]:  # the judge's draw, read on the loop
+        return 2, [2, 3]
+
+    assert asyncio.run(honest.forced_checkpoints(drawn)) == (2, [2, 3])
+    assert asyncio.run(cheat.forced_checkpoints(drawn)) == (0, [])
     mine, true = b"\x01" * 32, b"\x02" * 32
     assert honest.commitment(mine, true, Account) == (mine, true)
     assert cheat.commitment(mine, true, Account) == (b"\xcc" * 32, b"\xcc" * 32)

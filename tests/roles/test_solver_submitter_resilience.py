@@ -54,6 +54,16 @@ def job_tuple(spec: specs.JobSpec, data: datasets.Dataset, compute_time: int = 3
     return decoded("getJob", tuple(t))
 
 
+def awaited(f):
+    """`f` as a coroutine function: a stand-in for a read the roles await (RoleAgent's reads
+    are coroutines on the agent's AsyncWeb3)."""
+
+    async def read(*a, **kw):
+        return f(*a, **kw)
+
+    return read
+
+
 def bare(cls, tmp_path: Path, blobs, manager, game, **args):
     """A role object without a chain: the attributes its decision code reads."""
     r = object.__new__(cls)
@@ -75,7 +85,7 @@ def bare(cls, tmp_path: Path, blobs, manager, game, **args):
     r.settled = SettledJobs()
     r.progress = False
     r.failures = 0
-    r.now = lambda: NOW
+    r.now = awaited(lambda: NOW)
     return r
 
 
@@ -135,11 +145,11 @@ def _restarted_after_training(tmp_path: Path) -> tuple[Solver, UnitView]:
 def test_restarted_solver_with_locked_stake_commits_its_trained_unit(tmp_path):
     s, u = _restarted_after_training(tmp_path)
     s.executor = RecordingExecutor(s)
-    s.forced_checkpoints = lambda u, ctx: (0, [])
+    s.forced_checkpoints = awaited(lambda u, ctx: (0, []))
     s.manager.functions.commitCheckpoints = lambda *a: Call(("commitCheckpoints", a))
 
     async def one_round():
-        for act in solver_acts(u, NOW, s.facts(u)):
+        for act in solver_acts(u, NOW, await s.facts(u)):
             await s.handle(act, u, NOW)
 
     asyncio.run(one_round())  # KeyError before the fix: the job was never loaded
@@ -160,8 +170,9 @@ def test_restarted_solver_with_locked_stake_defends_its_disputed_unit(tmp_path, 
 
     monkeypatch.setattr("agents.roles.solver.Defender", Defender)
     view = SimpleNamespace(phase=0, moves=0)
+    # the AsyncGameReader's reads: the game's view and its turn's deadline (turn: (1, 0))
     s.game_reader = SimpleNamespace(
-        view=lambda game_id: view, game=FakeContract(turn=lambda game_id: (1, 0))
+        view=awaited(lambda game_id: view), deadline=awaited(lambda game_id: 0)
     )
     asyncio.run(s.defend(7, u, NOW))  # KeyError before the fix
     (comp, jg), = built  # fmt: skip
@@ -183,8 +194,8 @@ def test_solver_declines_a_job_it_cannot_train_within_its_compute_time(tmp_path,
     s = a_solver(tmp_path, {1: (spec, job_tuple(spec, data, compute_time=60))})
     u = unit(1, UnitStatus.OPEN, NOW.timestamp + 600)
     caplog.set_level(logging.INFO)
-    assert not s.eligible(u)
-    assert not s.eligible(u)
+    assert not asyncio.run(s.eligible(u))
+    assert not asyncio.run(s.eligible(u))
     refusal = s.agent.store.get_record("job", "1")
     assert refusal is not None and "computeTime 60 s" in refusal.data["reason"]
     assert len([r for r in caplog.records if "computeTime 60" in r.getMessage()]) == 1
@@ -205,20 +216,20 @@ def test_solver_counts_the_units_it_holds_before_claiming_another(tmp_path, capl
     s = a_solver(tmp_path, jobs, getClaimants=lambda uid: (claimants[uid], []))
     candidate = unit(2, UnitStatus.OPEN, NOW.timestamp + 600)
     s.round_units = [candidate]
-    assert s.eligible(candidate)  # nothing held: it fits
+    assert asyncio.run(s.eligible(candidate))  # nothing held: it fits
     caplog.set_level(logging.INFO)
     for held_unit in (
         unit(1, UnitStatus.OPEN, NOW.timestamp + 600),  # claimed, not selected yet
         unit(1, UnitStatus.ASSIGNED, NOW.timestamp + 600, ME),  # assigned, not trained
     ):
         s.round_units, s.held = [held_unit, candidate], None  # a new round
-        assert not s.eligible(candidate)
-        assert not s.eligible(candidate)
+        assert not asyncio.run(s.eligible(candidate))
+        assert not asyncio.run(s.eligible(candidate))
     assert s.agent.store.get_record("job", "2") is None
     assert len([r for r in caplog.records if "units I hold" in r.getMessage()]) == 1
     # someone else was assigned the big unit: my claim is released, the small one fits again
     s.round_units, s.held = [unit(1, UnitStatus.ASSIGNED, 0, OTHER), candidate], None
-    assert s.eligible(candidate)
+    assert asyncio.run(s.eligible(candidate))
 
 
 def test_a_claim_counts_against_the_next_one_in_the_same_round(tmp_path):
@@ -238,12 +249,12 @@ def test_a_claim_counts_against_the_next_one_in_the_same_round(tmp_path):
         unit(1, UnitStatus.OPEN, NOW.timestamp + 600),
         unit(2, UnitStatus.OPEN, NOW.timestamp + 600),
     ]
-    s.units_in_preference_order = lambda: units
+    s.units_in_preference_order = awaited(lambda: units)
     s.heartbeat_if_due = s.withdraw_if_credited = lambda now: asyncio.sleep(0)
-    s.reveal_due = lambda u: False
+    s.reveal_due = awaited(lambda u: False)
 
     async def send(act, fn):
-        claimants[fn.call()].append(ME)  # mined: I am a claimant now
+        claimants[await fn.call()].append(ME)  # mined: I am a claimant now
         return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
 
     s.executor = SendingExecutor(s, send)
@@ -273,11 +284,11 @@ def test_solver_does_not_claim_a_unit_whose_claim_deadline_is_beyond_max_claim_w
     s.args.max_claim_wait = 3600
     caplog.set_level(logging.INFO)
     far = unit(1, UnitStatus.OPEN, NOW.timestamp + 10 * 365 * 86400)
-    assert not s.eligible(far)
-    assert not s.eligible(far)
+    assert not asyncio.run(s.eligible(far))
+    assert not asyncio.run(s.eligible(far))
     assert len([r for r in caplog.records if "--max-claim-wait" in r.getMessage()]) == 1
     assert s.agent.store.get_record("job", "1") is None  # a later attempt may be near
-    assert s.eligible(unit(1, UnitStatus.OPEN, NOW.timestamp + 3000))
+    assert asyncio.run(s.eligible(unit(1, UnitStatus.OPEN, NOW.timestamp + 3000)))
 
 
 def test_solver_does_not_claim_again_a_unit_whose_commitment_of_mine_was_refused(tmp_path, caplog):
@@ -293,19 +304,19 @@ def test_solver_does_not_claim_again_a_unit_whose_commitment_of_mine_was_refused
     s = a_solver(tmp_path, jobs)
     again = replace(unit(1, UnitStatus.OPEN, NOW.timestamp + 600), attempt=1)
     s.agent.store.put_record("train", f"{1 << 32}:0", "published", {"roots": []})
-    assert s.eligible(again)  # trained, never committed (expired): it may try again
+    assert asyncio.run(s.eligible(again))  # trained, never committed (expired): it may try again
     s.agent.store.record_intent(f"commit:{1 << 32}:0", ME, "digest", 7, "0x", "0x01")
-    assert s.eligible(again)  # the commit is not mined (yet)
+    assert asyncio.run(s.eligible(again))  # the commit is not mined (yet)
     s.agent.store.finish_intent(f"commit:{1 << 32}:0", "mined", 5, 1)
-    s.leaks_reported = lambda unit_id: 1  # the re-open was a reported leak of my secret
-    assert s.eligible(again)
-    s.leaks_reported = lambda unit_id: 0  # the re-open was a lost dispute
+    s.leaks_reported = awaited(lambda unit_id: 1)  # the re-open was a reported leak of my secret
+    assert asyncio.run(s.eligible(again))
+    s.leaks_reported = awaited(lambda unit_id: 0)  # the re-open was a lost dispute
     caplog.set_level(logging.INFO)
-    assert not s.eligible(again)
-    assert not s.eligible(again)
+    assert not asyncio.run(s.eligible(again))
+    assert not asyncio.run(s.eligible(again))
     assert len([r for r in caplog.records if "attempt 0 was refused" in r.getMessage()]) == 1
     assert s.agent.store.get_record("job", "1") is None  # the job's other units stay open to me
-    assert s.eligible(unit(2, UnitStatus.OPEN, NOW.timestamp + 600))
+    assert asyncio.run(s.eligible(unit(2, UnitStatus.OPEN, NOW.timestamp + 600)))
 
 
 # --- F7: the submitter registers the dispute config whenever the chain has none -------------
@@ -324,9 +335,10 @@ def a_submitter(tmp_path: Path, court: bool = False):
     s.spec, s.data = DIGITS, datasets.load_dataset(DIGITS.dataset_name)
     s.court_game = game_of("court") if court else None
     s.job_id, s.last_status, s.configured = 0, None, False
-    s.unit = lambda uid: unit(1, UnitStatus.OPEN, NOW.timestamp + 600)
-    s.mine_if_idle = lambda: None
-    s.reveal_window = 20  # JobManager.Config.revealWindow (its keeper's reveal slot)
+    s.unit = awaited(lambda uid: unit(1, UnitStatus.OPEN, NOW.timestamp + 600))
+    s.mine_if_idle = awaited(lambda: None)
+    # JobManager.Config.revealWindow (its keeper's reveal slot)
+    s.reveal_window = awaited(lambda: 20)
     return s, configs, sent
 
 
@@ -336,7 +348,7 @@ def test_submitter_restarted_after_post_registers_the_config(tmp_path):
 
     async def send(act, fn):
         sent.append(act.intent)
-        name, _, cfg = fn.call()  # what registerConfig(job, cfg) would store
+        name, _, cfg = await fn.call()  # what registerConfig(job, cfg) would store
         configs[name] = cfg
         return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
 
@@ -363,7 +375,7 @@ def test_submitter_retries_the_config_each_round_until_the_chain_holds_it(tmp_pa
         sent.append(act.intent)
         if not reachable:
             return None
-        name, _, cfg = fn.call()  # what registerConfig(job, cfg) would store
+        name, _, cfg = await fn.call()  # what registerConfig(job, cfg) would store
         configs[name] = cfg
         return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
 

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_solver_submitter_resilience import ME, NOW, a_solver, digits, job_tuple, unit
+from test_solver_submitter_resilience import ME, NOW, a_solver, awaited, digits, job_tuple, unit
 
 from agents.core.store import StoreError
 from agents.roles.logic import UnitStatus, UnitView
@@ -53,8 +53,8 @@ def solver(tmp_path: Path, units: list[UnitView], spec=SPEC) -> Solver:
 
     s.executor = Intents()
     s.heartbeat_if_due = s.withdraw_if_credited = nothing
-    s.forced_checkpoints = lambda u, ctx: (0, [])
-    s.units_in_preference_order = lambda: units
+    s.forced_checkpoints = awaited(lambda u, ctx: (0, []))
+    s.units_in_preference_order = awaited(lambda: units)
     s.blob_server = None
     return s
 
@@ -85,7 +85,7 @@ class Gate:
     def __init__(
         self, s: Solver, job_id: int, at: int | None = None, fail: Exception | None = None
     ) -> None:
-        eng = s.job_context(job_id).engine
+        eng = asyncio.run(s.job_context(job_id)).engine
         step = eng.step
         self.entered, self.release = threading.Event(), threading.Event()
         self.started = 0
@@ -119,7 +119,7 @@ def state(s: Solver, u: UnitView) -> str | None:
 
 def publish(s: Solver, u: UnitView) -> None:
     """Mark `u` trained (its record as a finished training leaves it)."""
-    s.train(u)
+    asyncio.run(s.train(u))
     assert state(s, u) == "published"
 
 
@@ -159,7 +159,8 @@ def test_one_training_at_a_time_never_twice_the_same_unit_then_published_and_com
     finish(s)
     assert state(s, a) == "published"
     same = solver(tmp_path / "sync", [a])
-    same.train(a)  # the same training in the calling thread publishes the same checkpoints
+    # the same training in the calling thread publishes the same checkpoints
+    asyncio.run(same.train(a))
     assert same.agent.store.get_record("train", f"{a.unit_id}:0").data == (
         s.agent.store.get_record("train", f"{a.unit_id}:0").data
     )
@@ -215,7 +216,7 @@ def test_a_stopped_training_resumes_from_its_last_checkpoint_and_publishes_the_s
     assert state(s, a) == "training"
     assert len(s.agent.store.get_record("train", f"{a.unit_id}:0").data["roots"]) == 3
     again = solver(tmp_path, [a])
-    eng = again.job_context(1).engine
+    eng = asyncio.run(again.job_context(1)).engine
     step, ran = eng.step, []
 
     def counted(st, t):
@@ -224,11 +225,11 @@ def test_a_stopped_training_resumes_from_its_last_checkpoint_and_publishes_the_s
 
     eng.step = counted
     caplog.set_level(logging.INFO)
-    again.train(a)
+    asyncio.run(again.train(a))
     assert ran == list(range(20, SPEC.steps))
     assert f"resuming unit {a.unit_id} from checkpoint 2" in caplog.text
     fresh = solver(tmp_path / "fresh", [a])
-    fresh.train(a)
+    asyncio.run(fresh.train(a))
     key = f"{a.unit_id}:0"
     assert again.agent.store.get_record("train", key).data == (
         fresh.agent.store.get_record("train", key).data
@@ -247,7 +248,7 @@ def test_a_fatal_error_in_the_worker_still_ends_the_process(tmp_path):
 
 
 def slow(s: Solver, job_id: int, delay: float) -> None:
-    eng = s.job_context(job_id).engine
+    eng = asyncio.run(s.job_context(job_id)).engine
     step = eng.step
 
     def slow_step(st, t):
@@ -281,11 +282,11 @@ def test_stopping_the_agent_stops_the_training_and_a_restart_resumes_it(tmp_path
     # a restarted solver over the same data folder resumes from the last checkpoint
     caplog.set_level(logging.INFO)
     again = solver(tmp_path / "run", [a], spec)
-    again.train(a)
+    asyncio.run(again.train(a))
     assert f"resuming unit {a.unit_id} from checkpoint {kept - 1}" in caplog.text
     resumed = again.agent.store.get_record("train", f"{a.unit_id}:0")
     whole = solver(tmp_path / "whole", [a], spec)
-    whole.train(a)
+    asyncio.run(whole.train(a))
     expected = whole.agent.store.get_record("train", f"{a.unit_id}:0")
     assert resumed is not None and expected is not None
     assert resumed.state == "published"
