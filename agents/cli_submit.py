@@ -74,17 +74,17 @@ class FollowedSubmitter(Submitter):
         try:
             done = await super().round()
         except RoleError:
-            self.show()  # the view that explains the end
+            await self.show()  # the view that explains the end
             raise
-        self.show()
+        await self.show()
         return done
 
-    def show(self) -> None:
+    async def show(self) -> None:
         from agents.roles.job_view import change_key, render_rich, render_text
 
         if self.reader is None:
             return
-        facts = self.reader.read()
+        facts = await self.reader.read()
         if self.terminal:
             if self.live is None:
                 self.live = self._start_live(render_rich(facts))

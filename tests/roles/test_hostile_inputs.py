@@ -6,6 +6,7 @@ built with object.__new__ over small fakes of the contracts, no chain."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import logging
@@ -13,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from rolefakes import Call, FakeContract, decoded, in_rounds
+from rolefakes import Call, FakeContract, FakeEth, decoded, in_rounds, ready
 
 from agents.core.blobs import open_blob_store, serving
 from agents.core.bounded import SaidOnce
@@ -49,10 +50,13 @@ ME = "0x" + "ab" * 20
 
 
 class FakeEvents:
-    """`events.<Name>().get_logs(...)` over a fixed list of logs."""
+    """`await events.<Name>().get_logs(...)` over a fixed list of logs."""
 
     def __init__(self, name: str, logs: list[dict]):
-        setattr(self, name, lambda: SimpleNamespace(get_logs=lambda **kw: list(logs)))
+        async def get_logs(**kw) -> list[dict]:
+            return list(logs)
+
+        setattr(self, name, lambda: SimpleNamespace(get_logs=get_logs))
 
 
 def job_tuple(spec: specs.JobSpec, *, dataset_root=None, s0=None) -> tuple:
@@ -85,7 +89,7 @@ def role(cls, tmp_path: Path, blobs, manager, game, **args):
     r.settled = SettledJobs()
     r.progress = False
     r.failures = 0
-    r.w3 = SimpleNamespace(eth=SimpleNamespace(get_block=lambda b: {"number": 1, "timestamp": 10}))
+    r.w3 = SimpleNamespace(eth=FakeEth(head=1, timestamp=10))
     return r
 
 
@@ -123,16 +127,16 @@ def digits_job(spec: specs.JobSpec = DIGITS) -> tuple[tuple, bytes]:
 def test_solver_declines_a_spec_whose_input_width_is_not_the_dataset_s(tmp_path):
     obj = DIGITS.to_obj() | {"model": {"arch": "mlp", "widths": [10, 10]}}
     solver = solver_for(tmp_path, obj)
-    assert solver.eligible(open_unit()) is False  # JobSpecError escaped before the fix
+    assert asyncio.run(solver.eligible(open_unit())) is False  # JobSpecError escaped before the fix
     refusal = solver.agent.store.get_record("job", "1")
     assert refusal is not None and "10" in refusal.data["reason"], "the refusal is stored"
-    assert solver.eligible(open_unit()) is False  # and not looked at again
+    assert asyncio.run(solver.eligible(open_unit())) is False  # and not looked at again
 
 
 def test_solver_declines_a_spec_naming_an_unknown_dataset(tmp_path):
     obj = DIGITS.to_obj() | {"dataset": {"name": "nope/none", "root": "0x" + "11" * 32}}
     solver = solver_for(tmp_path, obj)
-    assert solver.eligible(open_unit()) is False  # DatasetError escaped before the fix
+    assert asyncio.run(solver.eligible(open_unit())) is False  # DatasetError escaped before the fix
     assert "unknown dataset" in solver.agent.store.get_record("job", "1").data["reason"]
 
 
@@ -243,7 +247,7 @@ def test_load_job_refuses_a_model_over_max_params_before_anything_is_built(tmp_p
     assert load_job(1, job, [store], cfg, max_params=DIGITS.n_params).spec == DIGITS
     solver = solver_for(tmp_path / "s", DIGITS.to_obj())
     solver.args.max_params = 100
-    assert solver.eligible(open_unit()) is False
+    assert asyncio.run(solver.eligible(open_unit())) is False
     assert "--max-params 100" in solver.agent.store.get_record("job", "1").data["reason"]
 
 
@@ -258,10 +262,10 @@ def test_a_solvers_dispute_computation_keeps_states_within_state_cache_mib(tmp_p
     game = FakeContract(configOf=lambda j: cfg, placementOf=lambda j: (0, 0, 0))
     solver = role(Solver, tmp_path, blobs, manager, game, state_cache_mib=3)
     solver.comps = {}  # (what the fakes' role() leaves to __init__)
-    comp = solver.computation(open_unit())
+    comp = asyncio.run(solver.computation(open_unit()))
     assert comp.budget is solver.state_budget
     assert solver.state_budget.limit_bytes == solver.state_cache_bytes == 3 << 20
-    other = solver.new_computation(solver.job_context(1))
+    other = solver.new_computation(asyncio.run(solver.job_context(1)))
     assert other.budget is comp.budget  # one budget for all my accounts, not one each
 
 
@@ -269,7 +273,7 @@ def test_rounds_refuses_a_decomposed_model_over_max_params(tmp_path):
     rounds = rounds_for(tmp_path, V2)
     rounds.max_params = V2.n_params - 1
     with pytest.raises(JobRejected, match="over --max-params"):
-        rounds.job_spec(1)
+        asyncio.run(rounds.job_spec(1))
 
 
 # --- F1 (decomposed jobs): Rounds.job_spec and load_unit --------------------------------------
@@ -299,7 +303,7 @@ def test_rounds_rejects_a_decomposed_spec_naming_an_unknown_dataset(tmp_path):
         )
     )
     with pytest.raises(JobRejected, match="unknown dataset"):
-        rounds_for(tmp_path, bad).job_spec(1)  # DatasetError before the fix
+        asyncio.run(rounds_for(tmp_path, bad).job_spec(1))  # DatasetError before the fix
 
 
 def test_rounds_rejects_a_decomposed_spec_whose_width_is_not_the_dataset_s(tmp_path):
@@ -307,28 +311,28 @@ def test_rounds_rejects_a_decomposed_spec_whose_width_is_not_the_dataset_s(tmp_p
         specs.canonical_json(V2.to_obj() | {"model": {"arch": "mlp", "widths": [10, 10]}})
     )
     with pytest.raises(JobRejected, match="features"):
-        rounds_for(tmp_path, bad).job_spec(1)
+        asyncio.run(rounds_for(tmp_path, bad).job_spec(1))
 
 
 def test_load_unit_checks_config_and_placement_before_building_the_global_state(tmp_path):
     rounds = rounds_for(tmp_path, V2)
-    spec, data = rounds.job_spec(1)
+    spec, data = asyncio.run(rounds.job_spec(1))
     uspec = dataclasses.replace(spec, steps=spec.k_local)
     unit_hash = b"\x44" * 32
     rounds.rm.functions.unitOf = lambda j: Call((1, 0, 2))
     rounds.rm.functions.unitSpecHash = lambda h, r, s: Call(unit_hash)
     rounds.game = FakeContract(configOf=lambda j: b"\x00" * 32, placementOf=lambda j: (0, 3, 2))
     built: list[int] = []
-    rounds.global_state = lambda dj, r: built.append(r)
+    rounds.global_state = lambda dj, r: ready(built.append(r))
     job = [0] * 16
     job[1], job[10], job[13] = uspec.steps, uspec.checkpoint_every, unit_hash
     job = decoded("getJob", tuple(job))
     with pytest.raises(JobRejected, match="registered dispute config"):
-        rounds.load_unit(7, job)
+        asyncio.run(rounds.load_unit(7, job))
     cfg = job_graph(uspec, data.n).config.hash()
     rounds.game = FakeContract(configOf=lambda j: cfg, placementOf=lambda j: (0, 3, 1))
     with pytest.raises(JobRejected, match="placement"):
-        rounds.load_unit(7, job)
+        asyncio.run(rounds.load_unit(7, job))
     assert built == []
 
 
@@ -494,7 +498,7 @@ def test_aggregator_survives_a_hostile_unit_manifest(tmp_path):
         rounds._specs.put(1, (V2, data))
         a = role(Aggregator, tmp_path, None, manager, None)
         a.rounds, a.rm, a.honest = rounds, rm, {}
-        assert a.honest_aggregate(1, 0) is None  # TypeError escaped before the fix
+        assert asyncio.run(a.honest_aggregate(1, 0)) is None  # TypeError escaped before the fix
 
 
 # --- F9: a locator opens only an http(s) store, and never touches the reader's disk ---------
@@ -559,10 +563,10 @@ def test_rounds_keep_at_most_max_loaded_decomposed_jobs_and_reload_from_my_own_s
     address = theirs.put(V2.canonical_bytes())
     base = rounds_for(tmp_path, V2)
     rounds = Rounds(base.rm, None, None, [mine, theirs], max_loaded=1)
-    first = rounds.job_spec(1)[0]
+    first = asyncio.run(rounds.job_spec(1))[0]
     assert mine.has(address)
-    rounds.job_spec(2)
+    asyncio.run(rounds.job_spec(2))
     assert rounds._specs.keys() == [2]
     rounds.stores = [mine]  # the submitter's store is gone
-    assert rounds.job_spec(1)[0] == first
+    assert asyncio.run(rounds.job_spec(1))[0] == first
     assert rounds._specs.keys() == [1]
