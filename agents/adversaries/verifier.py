@@ -27,9 +27,9 @@ class LazyVerifier(Announced, HonestVerifier):
 
     banner: str = "LAZY: will attest without replaying"
 
-    def judge_unread(
+    async def judge_unread(
         self, segments: list[int], final_root: bytes, record: Callable[[VerdictRecord], None],
-        read: Callable[[], None],
+        read: Callable[[], Awaitable[None]],
     ) -> None:  # fmt: skip
         ends = ["0x" + final_root.hex()] * len(segments)
         record((Verdict.AGREE, {"segments": segments, "end_roots": ends, "replayed": False}))
@@ -45,9 +45,9 @@ class LyingVerifier(Announced, HonestVerifier):
 
     banner: str = "CHEAT-CHALLENGE: will dispute every unit without replaying"
 
-    def judge_read(
+    async def judge_read(
         self, segments: list[int], published_root: Callable[[int], bytes],
-        record: Callable[[VerdictRecord], None], replay: Callable[[], None],
+        record: Callable[[VerdictRecord], None], replay: Callable[[], Awaitable[None]],
     ) -> None:  # fmt: skip
         ends = ["0x" + published_root(s + 1).hex() for s in segments]
         record((Verdict.DISAGREE, {"segments": segments, "end_roots": ends, "wrong": []}))

@@ -7,7 +7,7 @@ imports the other.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -125,17 +125,18 @@ class ChallengerMixin:
         return ctx.runtime.computation(k, k, t0=segment * k, start=start,
                                        budget=self.state_budget)  # fmt: skip
 
-    def court_start(
+    async def court_start(
         self,
         ctx: JobContext,
         segment: int,
         root: bytes,
         kept: str | None,
-        solver: Callable[[], State | None],
+        solver: Callable[[], Awaitable[State | None]],
     ) -> State | None:
         """The start state of a court game over `segment`, whose state root the game fixed at
         `root`: my own copy, kept when I replayed the segment, else the solver's checkpoint
-        (`solver()`: None while it is being read, off the round loop: then None, ask again),
+        (`await solver()`, a coroutine since finding it reads the chain: None while it is being
+        read, off the round loop: then None, ask again),
         else my own replay from step 0 (the solver's state there whenever its checkpoint is
         right, as it is under a true attestation). None when no source has it."""
         rt = ctx.runtime
@@ -143,7 +144,7 @@ class ChallengerMixin:
         if st is not None:
             return st
         try:
-            st = solver()
+            st = await solver()
         except BadBlob as exc:
             self.log.warning(
                 "segment %d: the solver's checkpoint is unusable (%s); replaying from step 0",
@@ -171,13 +172,16 @@ class ChallengerMixin:
             return False
         # The bond scales with the job's collateral (at least the flat `challengeBond`): quote it
         # from the chain just before the challenge, as the manager will take it.
-        bond = int(self.manager.functions.challengeBondOf(u.unit_id).call())
+        bond = int(await self.manager.functions.challengeBondOf(u.unit_id).call())
         await self.approve_at_least(act.intent, self.manager.address, bond)
         out = await self.executor.execute(ChallengeUnit(act.intent, u.unit_id, counter))
         if out is not None:
-            gid, _, paid = self.manager.functions.getDispute(u.unit_id).call()
+            d = await self.manager.functions.getDispute(u.unit_id).call()
             self.log.info(
-                "challenged unit %d: dispute game %d opened, bond %d paid", u.unit_id, gid, paid
+                "challenged unit %d: dispute game %d opened, bond %d paid",
+                u.unit_id,
+                d.gameId,
+                d.bond,
             )
         return True
 

@@ -141,20 +141,22 @@ class VerifierStrategy(ChallengerStrategy, Protocol):
         """Say once at start-up what this strategy does, if it is not the honest one."""
         ...
 
-    def judge_unread(
+    async def judge_unread(
         self, segments: list[int], final_root: bytes, record: Callable[[VerdictRecord], None],
-        read: Callable[[], None],
+        read: Callable[[], Awaitable[None]],
     ) -> None:  # fmt: skip
-        """Decide a unit's verdict before any checkpoint is fetched: `read()` fetches the
-        solver's checkpoints (then `judge_read`); `record(verdict)` decides without them."""
+        """Decide a unit's verdict before any checkpoint is fetched: `await read()` fetches the
+        solver's checkpoints (then `judge_read`); `record(verdict)` decides without them. A
+        coroutine, as `read` is: it reads the chain."""
         ...
 
-    def judge_read(
+    async def judge_read(
         self, segments: list[int], published_root: Callable[[int], bytes],
-        record: Callable[[VerdictRecord], None], replay: Callable[[], None],
+        record: Callable[[VerdictRecord], None], replay: Callable[[], Awaitable[None]],
     ) -> None:  # fmt: skip
-        """Decide it once the solver's checkpoints are read: `replay()` replays the segments
-        and records what the replay says; `record(verdict)` decides from the published roots."""
+        """Decide it once the solver's checkpoints are read: `await replay()` replays the
+        segments and records what the replay says (it reads the chain time after the replay);
+        `record(verdict)` decides from the published roots."""
         ...
 
     async def defend_court(self, defend: Callable[[], Awaitable[None]]) -> None:
@@ -169,17 +171,17 @@ class HonestVerifier(HonestChallenger):
     def announce(self, log: logging.Logger) -> None:
         return None
 
-    def judge_unread(
+    async def judge_unread(
         self, segments: list[int], final_root: bytes, record: Callable[[VerdictRecord], None],
-        read: Callable[[], None],
+        read: Callable[[], Awaitable[None]],
     ) -> None:  # fmt: skip
-        read()
+        await read()
 
-    def judge_read(
+    async def judge_read(
         self, segments: list[int], published_root: Callable[[int], bytes],
-        record: Callable[[VerdictRecord], None], replay: Callable[[], None],
+        record: Callable[[VerdictRecord], None], replay: Callable[[], Awaitable[None]],
     ) -> None:  # fmt: skip
-        replay()
+        await replay()
 
     async def defend_court(self, defend: Callable[[], Awaitable[None]]) -> None:
         await defend()
@@ -206,14 +208,14 @@ class Verifier(ChallengerMixin, RoleAgent):
         self.strategy.announce(self.log)
 
     async def round(self) -> bool:
-        now = self.now()
+        now = await self.now()
         await self.heartbeat_if_due(now)
-        for u in self.units():
+        for u in await self.units():
             if u.status in (UnitStatus.FINALIZED, UnitStatus.CANCELLED, UnitStatus.NONE):
                 continue
             with self.isolated(f"unit {u.unit_id}"):
-                self.warn_if_lock_uncovered(u)
-                for act in verifier_acts(u, now, self.facts(u, now)):
+                await self.warn_if_lock_uncovered(u)
+                for act in verifier_acts(u, now, await self.facts(u, now)):
                     await self.handle(act, u, now)
         await self.withdraw_if_credited(now)
         with self.isolated("court defence"):
@@ -227,13 +229,13 @@ class Verifier(ChallengerMixin, RoleAgent):
         self.reads.forget(f"checkpoints:{prefix}")
         self._no_contest.difference_update({k for k in self._no_contest if k.startswith(prefix)})
 
-    def warn_if_lock_uncovered(self, u: UnitView) -> None:
+    async def warn_if_lock_uncovered(self, u: UnitView) -> None:
         """Say once per unit, before its draw, when my free stake cannot cover its verifier lock S
         (PROTOCOL §6.5: the draw skips me), so an operator sees why it is never drawn."""
         if u.status != UnitStatus.COMMITTED or u.unit_id in self._lock_warned:
             return
-        lock = self.manager.functions.verifierLockOf(u.job_id).call()
-        free = self.registry.functions.freeStake(self.me).call()
+        lock = await self.manager.functions.verifierLockOf(u.job_id).call()
+        free = await self.registry.functions.freeStake(self.me).call()
         if free < lock and self._lock_warned.first(u.unit_id):
             self.log.warning(
                 "unit %d: its verifier lock %g exceeds my free stake %g: the draw skips me",
@@ -244,7 +246,7 @@ class Verifier(ChallengerMixin, RoleAgent):
 
     # --- job contexts: replaying needs the spec and the data, a game also the config -----------
 
-    def replay_context(self, job_id: int) -> JobContext | None:
+    async def replay_context(self, job_id: int) -> JobContext | None:
         """The job's spec, data and engine, checked against the chain like `context` but not its
         dispute config: a drawn verifier does not choose its units and loses its lock S if it
         stays silent, while only a game needs the config (`game_context`). A unit job of a
@@ -252,9 +254,9 @@ class Verifier(ChallengerMixin, RoleAgent):
         ctx = self.jobs.get(job_id) or self._replay_jobs.get(job_id)
         if ctx is not None:
             return ctx
-        job = self.manager.functions.getJob(job_id).call()
+        job = await self.manager.functions.getJob(job_id).call()
         if self.rounds is not None and self.rounds.is_unit_job(job):
-            return self.context(job_id)
+            return await self.context(job_id)
         try:
             ctx = load_job(job_id, job, self.spec_stores(), None, self.max_params, self.engine_cfg)
         except JobRejected as exc:
@@ -264,7 +266,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         self._replay_jobs.put(job_id, ctx)
         return ctx
 
-    def game_context(self, job_id: int) -> JobContext | None:
+    async def game_context(self, job_id: int) -> JobContext | None:
         """The job's context if the game it would be disputed in is set up for it (a challenge
         opens a game under its registered config); else None, said once per job: I replay and
         attest, but do not challenge. The checks are RoleAgent.job_context's game checks: the
@@ -272,11 +274,11 @@ class Verifier(ChallengerMixin, RoleAgent):
         no round manager's unit (its one-step proofs would draw another step's batch)."""
         if (checked := self.jobs.get(job_id)) is not None:
             return checked
-        ctx = self.replay_context(job_id)
+        ctx = await self.replay_context(job_id)
         if ctx is None or job_id in self.jobs:
             return ctx
-        registered = bytes(self.game.functions.configOf(job_id).call())
-        placement = self.foreign_placement(job_id)
+        registered = bytes(await self.game.functions.configOf(job_id).call())
+        placement = await self.foreign_placement(job_id)
         if registered == ctx.jg.config.hash() and placement is None:
             # what `context` checks for a job that is no unit job; it leaves the replay cache,
             # so that one context is not counted (and kept) twice
@@ -339,13 +341,13 @@ class Verifier(ChallengerMixin, RoleAgent):
         await self.court_events().catch_up()
         for rec in self.agent.store.list_records("court", "open"):
             await self.defend_one(int(rec.record_id), rec.data, now)
-        credits = self.court.functions.credits(self.me).call()
+        credits = await self.court.functions.credits(self.me).call()
         if credits > 0:
             await self.executor.execute(WithdrawCourt(f"court-withdraw:{credits}:{now.block}"))
 
     async def defend_one(self, gid: int, data: dict, now: Now) -> None:
         assert self.court_game is not None
-        view = self.court_game_reader.view(gid)
+        view = await self.court_game_reader.view(gid)
         if view.phase == Phase.RESOLVED:
             drop_computation(self.__dict__.get("_court_comps", {}), gid)  # done with its states
             self.reads.forget(f"court:{gid}:")
@@ -355,13 +357,14 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
             return
         unit_id, s = int(data["unit"]), int(data["segment"])
-        ctx = self.replay_context(unit_id >> 32)
+        ctx = await self.replay_context(unit_id >> 32)
         if ctx is None:
             return
         comps = self.__dict__.setdefault("_court_comps", {})
-        _, deadline = self.court_game.functions.turn(gid).call()
+        deadline = await self.court_game_reader.deadline(gid)
         if gid not in comps:
-            start = self.defence_start(gid, unit_id, s, int(data["block"]), ctx, now, deadline)
+            block = int(data["block"])
+            start = await self.defence_start(gid, unit_id, s, block, ctx, now, deadline)
             if start is None:
                 return
             comps[gid] = self.court_comp(ctx, s, start)
@@ -372,7 +375,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             view=view, deadline=deadline,
         )  # fmt: skip
 
-    def defence_start(
+    async def defence_start(
         self,
         gid: int,
         unit_id: int,
@@ -385,22 +388,22 @@ class Verifier(ChallengerMixin, RoleAgent):
         """The start state of court game `gid` over segment `s` of my attestation, which was
         challenged in `block` (the unit as it was then: a later attempt overwrites it); the
         solver's checkpoint is read within the budget of my turn's `deadline`."""
-        u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-        root = bytes(self.court_game.functions.claimOf(gid).call().initialStateRoot)
+        u = await self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+        root = bytes((await self.court_game.functions.claimOf(gid).call()).initialStateRoot)
         rec = self.agent.store.get_record("verdict", f"{unit_id}:{u.attempt}")
         kept = rec.data.get("starts", {}).get(str(s)) if rec is not None else None
         reading = False
 
-        def solver() -> State | None:
+        async def solver() -> State | None:
             nonlocal reading
-            locator = self.locator(unit_id, block)
+            locator = await self.locator(unit_id, block)
             got = self.checkpoints_read(
                 f"court:{gid}:", ctx.runtime, locator, bytes(u.checkpointRoot), [s], now, deadline
             )
             reading = got is None
             return None if got is None else got.state(s)
 
-        start = self.court_start(ctx, s, root, kept, solver)
+        start = await self.court_start(ctx, s, root, kept, solver)
         if start is None and not reading and self._undefended.first(gid):
             self.log.error(
                 "court game %d: no state of segment %d has the game's start root 0x%s…: "
@@ -411,17 +414,17 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
         return start
 
-    def facts(self, u: UnitView, now: Now) -> VerifierFacts:
-        status = self.verifier_status(u, self.me)
+    async def facts(self, u: UnitView, now: Now) -> VerifierFacts:
+        status = await self.verifier_status(u, self.me)
         rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
         verdict = Verdict(rec.state) if rec is not None else None
         game_id, mine = 0, False
         if u.status == UnitStatus.DISPUTED:
-            d = self.dispute(u)
+            d = await self.dispute(u)
             game_id, mine = int(d.gameId), d.challenger.lower() == self.me.lower()
         opened = last = False
         if status in (VerifierStatus.SEALED, VerifierStatus.PENDING) and verdict is not None:
-            statuses = [d.status for d in self.drawn(u)]
+            statuses = [d.status for d in await self.drawn(u)]
             opened = seals_open(statuses, now, u.deadline)
             # Pending myself: am I the only one left to answer?
             last = status == VerifierStatus.PENDING and statuses.count(VerifierStatus.PENDING) == 1
@@ -440,7 +443,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             game_id,
             mine,
             opened,
-            self.reveal_window,
+            await self.reveal_window(),
             challenged,
             last,
             replayed,
@@ -450,7 +453,7 @@ class Verifier(ChallengerMixin, RoleAgent):
     async def handle(self, act: Act, u: UnitView, now: Now) -> None:
         match act:
             case Replay():
-                self.replay(u, now)
+                await self.replay(u, now)
             case Seal():
                 await self.seal(act, u)
             case Attest():
@@ -458,7 +461,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             case Challenge():
                 await self.challenge(act, u)
             case Play(game_id=game_id):
-                ctx = self.game_context(u.job_id)
+                ctx = await self.game_context(u.job_id)
                 if ctx is not None:
                     await self.play(game_id, ctx, now)
             case ChainAction():  # keeper steps, the settlement of my held win
@@ -467,7 +470,7 @@ class Verifier(ChallengerMixin, RoleAgent):
     async def challenge(self, act: Challenge, u: UnitView) -> None:
         """Challenge the unit with my full replay's root; when that root is the unit's, say why
         I do not."""
-        ctx = self.game_context(u.job_id)
+        ctx = await self.game_context(u.job_id)
         if ctx is None or await self.open_challenge(act, u, ctx):
             return
         if act.revealed:
@@ -512,28 +515,27 @@ class Verifier(ChallengerMixin, RoleAgent):
         if await self.executor.execute(AttestRoots(act.intent, u.unit_id, tuple(roots), salt)):
             self.log.info("attested unit %d: opened my seal of %d end roots", u.unit_id, len(roots))
 
-    def replay(self, u: UnitView, now: Now | None = None) -> None:
+    async def replay(self, u: UnitView, now: Now | None = None) -> None:
         """Decide my verdict of the unit's attempt: replay the segments from the solver's
         checkpoints, read off the round loop (this returns at once, deciding nothing, while the
         read runs inside its budget), or from my own replay from step 0 as soon as the data is
         unusable or late."""
-        now = now or self.now()
-        ctx = self.replay_context(u.job_id)
+        now = now or await self.now()
+        ctx = await self.replay_context(u.job_id)
         if ctx is None:
             return
         key = f"{u.unit_id}:{u.attempt}"
-        segments = [
-            int(s) for s in self.manager.functions.sampledSegments(u.unit_id, self.me).call()
-        ]
+        sampled = await self.manager.functions.sampledSegments(u.unit_id, self.me).call()
+        segments = [int(s) for s in sampled]
 
         def record(verdict: VerdictRecord) -> None:
             self.agent.store.put_record("verdict", key, *verdict)
 
-        self.strategy.judge_unread(
+        await self.strategy.judge_unread(
             segments, u.final_root, record, lambda: self._read(u, ctx, segments, now, record)
         )
 
-    def _read(
+    async def _read(
         self, u: UnitView, ctx: JobContext, segments: list[int], now: Now,
         record: Callable[[VerdictRecord], None],
     ) -> None:  # fmt: skip
@@ -554,14 +556,14 @@ class Verifier(ChallengerMixin, RoleAgent):
             return
         if reader is None:
             return
-        self.strategy.judge_read(
+        await self.strategy.judge_read(
             segments,
             reader.root,
             record,
             lambda: self._replay_read(u, ctx, segments, check, reader),
         )
 
-    def _replay_read(
+    async def _replay_read(
         self,
         u: UnitView,
         ctx: JobContext,
@@ -594,7 +596,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
         else:
             self.log.info("unit %d: replayed segments %s: all agree", u.unit_id, sorted(mine))
-        late = late_by(self.now(), u.deadline)
+        late = late_by(await self.now(), u.deadline)
         if late > 0:
             # an operator's machine too slow for the job's window: say so, it costs the lock
             self.log.error(

@@ -158,22 +158,22 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         return [r for r in records if not r.data.get("retracted")]
 
     async def round(self) -> bool:
-        now = self.now()
+        now = await self.now()
         await self.heartbeat_if_due(now)
         await self.scan()
         for rec in self.attestations():
             with self.isolated(f"attestation {rec.record_id}"):
                 await self.follow(rec, now)
-        for u in self.units():
+        for u in await self.units():
             if u.status == UnitStatus.DISPUTED:
                 with self.isolated(f"unit {u.unit_id}"):
-                    d = self.dispute(u)
+                    d = await self.dispute(u)
                     mine = d.challenger.lower() == self.me.lower()
-                    if mine and held_result_due(u, now, 2 * self.reveal_window):
+                    if mine and held_result_due(u, now, 2 * await self.reveal_window()):
                         # my win was held for a forced round's reveal that did not come: I am
                         # owed my bond and the reward
                         await self.executor.execute(settle_act(u))
-                    ctx = self.context(u.job_id)
+                    ctx = await self.context(u.job_id)
                     if mine and not u.result_held and ctx is not None:
                         await self.play(int(d.gameId), ctx, now)
         if self.args.leaked_secrets:
@@ -181,7 +181,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                 await self.report_leaks(now)
         await self.withdraw_if_credited(now)
         if self.court is not None:
-            credits = self.court.functions.credits(self.me).call()
+            credits = await self.court.functions.credits(self.me).call()
             if credits > 0:
                 act = WithdrawCourt(f"court-withdraw:{credits}:{now.block}")
                 if await self.executor.execute(act) is not None:
@@ -191,7 +191,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
     async def follow(self, rec: Record, now: Now) -> None:
         """One round of my record of an attestation: close it when nothing more can come of it
         (logic.attestation_done: its unit settled for good), else take its next actions."""
-        u = self.unit(int(rec.data["unit"]))
+        u = await self.unit(int(rec.data["unit"]))
         facts = AttestationFacts(
             None if rec.state == "new" else AttestationVerdict(rec.state),
             bool(rec.data.get("commitment_wrong")),
@@ -201,10 +201,10 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             bool(rec.data.get("court_done")),
             int(rec.data.get("tries", 0)),
             int(rec.data.get("last_try", 0)),
-            self.court_open_for_recheck(u, rec.state, rec.data, now),
+            await self.court_open_for_recheck(u, rec.state, rec.data, now),
             rec.data.get("attempt"),
         )
-        window = self.court_window() if self.court is not None else None
+        window = await self.court_window() if self.court is not None else None
         if u.job_id in self.settled and attestation_done(u, now, facts, window):
             # kept with its verdict, and no longer read each round (nor its unit)
             data = rec.data | {"verdict": rec.state}
@@ -213,7 +213,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         for act in whistleblower_acts(u, now, rec.record_id, facts):
             await self.handle(act, u, rec.record_id)
 
-    def court_open_for_recheck(self, u: UnitView, state: str, data: dict, now: Now) -> bool:
+    async def court_open_for_recheck(self, u: UnitView, state: str, data: dict, now: Now) -> bool:
         """court_open, asked only where it can matter: an "unavailable" attestation of a unit
         that is no longer live, whose next re-check is due (it reads the unit as attested,
         an archive read, so not every round)."""
@@ -224,27 +224,27 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             return False
         if not recheck_due(int(data.get("tries", 0)), int(data.get("last_try", 0)), now):
             return False
-        return self.court_open(u, data, now)
+        return await self.court_open(u, data, now)
 
-    def court_open(self, u: UnitView, data: dict, now: Now) -> bool:
+    async def court_open(self, u: UnitView, data: dict, now: Now) -> bool:
         """The court still takes this attestation: a court is deployed, the unit is final in the
         attempt attested (a re-opened unit's attestations leave the court's reach) and its
         window after the challenge deadline runs (a stood case's later window is not counted:
         the re-check only needs the first)."""
         if self.court is None or u.status != UnitStatus.FINALIZED:
             return False
-        if int(self.unit_at(u.unit_id, int(data["block"])).attempt) != u.attempt:
+        if int((await self.unit_at(u.unit_id, int(data["block"]))).attempt) != u.attempt:
             return False
-        return now.timestamp <= u.deadline + self.court_window()
+        return now.timestamp <= u.deadline + await self.court_window()
 
-    def unit_at(self, unit_id: int, block: int) -> Any:
+    async def unit_at(self, unit_id: int, block: int) -> Any:
         """IJobManager.getUnit as it was at `block` (decoded by name, agents/core/bindings)."""
-        return self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+        return await self.manager.functions.getUnit(unit_id).call(block_identifier=block)
 
-    def court_window(self) -> int:
+    async def court_window(self) -> int:
         """The court's window (seconds after a unit's challenge deadline), read once."""
         if "_court_window" not in self.__dict__:
-            self._court_window = int(self.court.functions.window().call())
+            self._court_window = int(await self.court.functions.window().call())
         return self._court_window
 
     async def handle(self, act: Act, u: UnitView, key: str) -> None:
@@ -253,11 +253,11 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         data = dict(rec.data)
         match act:
             case Recheck():
-                self.recheck(key, data)
+                await self.recheck(key, data)
             case Report():
                 self.report(key, rec.state, data)
             case Challenge():
-                ctx = self.context(u.job_id)
+                ctx = await self.context(u.job_id)
                 if ctx is not None and not await self.open_challenge(act, u, ctx):
                     self.roots_are_right(u)
             case CourtChallenge():
@@ -307,13 +307,13 @@ class Whistleblower(ChallengerMixin, RoleAgent):
     async def report_leaks(self, now: Now) -> None:
         """Report each leaked secret that is the current assignee's, while that is premature."""
         for unit_id, secret in self.leaks().items():
-            u = self.unit(unit_id)
+            u = await self.unit(unit_id)
             if not UnitStatus.ASSIGNED <= u.status <= UnitStatus.DISPUTED:
                 continue  # no assignee whose claim the secret could match
             key = f"{unit_id}:{u.attempt}"
             fn = self.manager.functions.secretHashOf(unit_id, u.assignee_index)
-            expected = bytes(fn.call())
-            statuses = [d.status for d in self.drawn(u)]
+            expected = bytes(await fn.call())
+            statuses = [d.status for d in await self.drawn(u)]
             # ForcedErrors.secretHash: keccak256(abi.encode(r))
             matches = keccak(encode(["bytes32"], [secret])) == expected
             reported = self.agent.store.get_record("leak", key) is not None
@@ -331,7 +331,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
 
     # --- attestation disputes (AttestationCourt) -------------------------------------------
 
-    def read_then(
+    async def read_then(
         self, key: str, data: dict, indices: list[int], now: Now | None = None
     ) -> Checkpoints | None:
         """The solver's checkpoints (`indices`' states) of the attestation's unit as it was when
@@ -339,24 +339,25 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         the read runs, BadBlob when it failed or is late); its budget is a share of the time
         left to dispute the attestation (the unit's window, and the court's after it)."""
         unit_id, block = int(data["unit"]), int(data["block"])
-        ctx = self.context(unit_id >> 32)
+        ctx = await self.context(unit_id >> 32)
         if ctx is None:
             raise BadBlob(f"job {unit_id >> 32} is not one I take part in")
-        u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
-        deadline = int(u.deadline) + (self.court_window() if self.court is not None else 0)
+        u = await self.unit_at(unit_id, block)
+        deadline = int(u.deadline) + (await self.court_window() if self.court is not None else 0)
+        locator = await self.locator(unit_id, block)
         return self.checkpoints_read(
-            f"{key}:", ctx.runtime, self.locator(unit_id, block), bytes(u.checkpointRoot), indices,
-            now or self.now(), deadline,
+            f"{key}:", ctx.runtime, locator, bytes(u.checkpointRoot), indices,
+            now or await self.now(), deadline,
         )  # fmt: skip
 
-    def checkpoint_roots(self, data: dict) -> list[bytes] | None:
+    async def checkpoint_roots(self, data: dict) -> list[bytes] | None:
         """The solver's checkpoint roots the attestation was made against: my copy, kept when
         the re-check found it false, else the solver's manifest (BadBlob when that is gone too);
         None when I take no part in the job."""
         kept = data.get("roots")
         if kept:
             unit_id, block = int(data["unit"]), int(data["block"])
-            u = self.manager.functions.getUnit(unit_id).call(block_identifier=block)
+            u = await self.unit_at(unit_id, block)
             try:
                 roots = [bytes.fromhex(r[2:]) for r in json.loads(self.agent.blobs.get(kept))]
             except (BlobError, ValueError, TypeError) as exc:
@@ -364,9 +365,9 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             else:
                 if merkle.checkpoint_root(roots) == bytes(u.checkpointRoot):
                     return roots
-        if self.context(int(data["unit"]) >> 32) is None:
+        if await self.context(int(data["unit"]) >> 32) is None:
             return None
-        reader = self.read_then(f"roots:{data['unit']}:{data['block']}", data, [])
+        reader = await self.read_then(f"roots:{data['unit']}:{data['block']}", data, [])
         if reader is None:
             return None  # still being read: asked again next round
         return [bytes.fromhex(r[2:]) for r in reader.manifest.roots]
@@ -388,7 +389,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
     async def court_challenge(self, act: CourtChallenge, key: str, data: dict) -> None:
         """Dispute the first false entry of the attestation through the court."""
         assert self.court is not None
-        roots = self.checkpoint_roots(data)
+        roots = await self.checkpoint_roots(data)
         if roots is None:
             return
         j = next(
@@ -401,7 +402,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         ends = [bytes.fromhex(r[2:]) for r in data["end_roots"]]
         # The bond scales with the penalty the challenge locks (at least the flat `bond`); the
         # penalty reads the verifier's free stake, so quote it now, just before the challenge.
-        bond = int(self.court.functions.bondOf(int(data["unit"]), data["verifier"]).call())
+        bond = int(await self.court.functions.bondOf(int(data["unit"]), data["verifier"]).call())
         await self.approve_at_least(act.intent, self.court.address, bond)
         challenge = ChallengeAttestation(
             act.intent, int(data["unit"]), data["verifier"], j, tuple(ends), roots[s], tuple(proof)
@@ -409,7 +410,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         out = await self.executor.execute(challenge)
         if out is None:
             return
-        receipt = self.w3.eth.get_transaction_receipt(out.tx_hash)
+        receipt = await self.w3.eth.get_transaction_receipt(out.tx_hash)
         ev = self.court.events.AttestationChallenged().process_receipt(receipt, errors=DISCARD)[0][
             "args"
         ]
@@ -430,7 +431,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
     async def play_court(self, key: str, data: dict) -> None:
         assert self.court_game is not None
         gid = int(data["court_game"])
-        view = self.court_game_reader.view(gid)
+        view = await self.court_game_reader.view(gid)
         if view.phase == Phase.RESOLVED:
             drop_computation(self.court_comps, gid)  # done with its states
             data["court_done"] = True
@@ -446,19 +447,19 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             )
             return
         unit_id = int(data["unit"])
-        ctx = self.context(unit_id >> 32)
+        ctx = await self.context(unit_id >> 32)
         if ctx is None:
             return
         s = int(data["court_segment"])
         if gid not in self.court_comps:
-            root = bytes(self.court_game.functions.claimOf(gid).call().initialStateRoot)
+            root = bytes((await self.court_game.functions.claimOf(gid).call()).initialStateRoot)
 
-            def solver() -> State | None:
-                got = self.read_then(f"court:{gid}", data, [s])
+            async def solver() -> State | None:
+                got = await self.read_then(f"court:{gid}", data, [s])
                 return None if got is None else got.state(s)
 
             kept = data.get("starts", {}).get(str(s))
-            start = self.court_start(ctx, s, root, kept, solver)
+            start = await self.court_start(ctx, s, root, kept, solver)
             if start is None:
                 if self._no_start.first(gid):
                     self.log.error(
@@ -472,24 +473,24 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             self.reads.forget(f"court:{gid}:")  # the start state lives in the computation now
         player = Challenger(self.court_comps[gid], ctx.jg)
         taken = await take_turn(
-            self.executor, self.court_game_reader, gid, Side.CHALLENGER, player, self.now(),
+            self.executor, self.court_game_reader, gid, Side.CHALLENGER, player, await self.now(),
             court=True, view=view,
         )  # fmt: skip
         if taken is None:
-            self.mine_if_idle()  # let the silent side's clock run out on an automining chain
+            await self.mine_if_idle()  # let the silent side's clock run out on an automining chain
 
-    def recheck(self, key: str, data: dict, now: Now | None = None) -> None:
+    async def recheck(self, key: str, data: dict, now: Now | None = None) -> None:
         """Replay the attested segments from the solver's checkpoints, read off the round loop
         (this returns at once, deciding nothing, while the read runs inside its budget); data
         that failed or is late counts a try (logic.recheck_due's backoff) and, after
         FULL_REPLAY_AFTER_TRIES, is checked from my own replay from step 0."""
         unit_id, block = int(data["unit"]), int(data["block"])
-        ctx = self.context(unit_id >> 32)
+        ctx = await self.context(unit_id >> 32)
         if ctx is None:
             return
         # The unit as it was when the attestation was made (a later attempt overwrites it); my
         # verdict is about that attempt (logic.AttestationFacts.attested_attempt).
-        u = self.unit_at(unit_id, block)
+        u = await self.unit_at(unit_id, block)
         data["attempt"] = int(u.attempt)
         starts: dict[int, bytes] = {}  # each attested segment's start, as a state blob
 
@@ -497,7 +498,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             starts[s] = ctx.runtime.encode_state(st)
 
         try:
-            reader = self.read_then(f"recheck:{key}", data, data["segments"], now)
+            reader = await self.read_then(f"recheck:{key}", data, data["segments"], now)
             if reader is None:
                 return
             self.reads.forget(f"recheck:{key}:")  # its states are replayed now
@@ -505,7 +506,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         except BadBlob as exc:
             # retried with backoff while the unit is live (logic.recheck_due)
             data["tries"] = int(data.get("tries", 0)) + 1
-            data["last_try"] = self.now().timestamp
+            data["last_try"] = (await self.now()).timestamp
             if data["tries"] >= FULL_REPLAY_AFTER_TRIES and self.check_from_own_replay(
                 key, data, ctx, bytes(u.checkpointRoot)
             ):

@@ -48,10 +48,10 @@ class Steps:
     def record(self, verdict) -> None:
         self.taken.append(verdict)
 
-    def read(self) -> None:
+    async def read(self) -> None:
         self.taken.append("read")
 
-    def replay(self) -> None:
+    async def replay(self) -> None:
         self.taken.append("replay")
 
     async def defend(self) -> None:
@@ -61,8 +61,8 @@ class Steps:
 def judged(v) -> list[object]:
     """What `v` does with a unit: before reading its checkpoints, after, and in the court."""
     steps = Steps()
-    v.judge_unread(SEGMENTS, FINAL, steps.record, steps.read)
-    v.judge_read(SEGMENTS, published, steps.record, steps.replay)
+    asyncio.run(v.judge_unread(SEGMENTS, FINAL, steps.record, steps.read))
+    asyncio.run(v.judge_read(SEGMENTS, published, steps.record, steps.replay))
     asyncio.run(v.defend_court(steps.defend))
     return steps.taken
 

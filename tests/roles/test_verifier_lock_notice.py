@@ -4,6 +4,7 @@ staking the minimum would never learn why it is not drawn. Chain views are faked
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from types import SimpleNamespace
 
@@ -20,7 +21,7 @@ class _View:
     def __init__(self, value: int) -> None:
         self.value = value
 
-    def call(self) -> int:
+    async def call(self) -> int:
         return self.value
 
 
@@ -51,8 +52,8 @@ def _unit(unit_id: int, job_id: int, status: UnitStatus) -> UnitView:
 def test_notice_only_before_the_draw_when_the_lock_is_not_covered(caplog, free, status, warned):
     v = _verifier(free, {7: 143_820_000_000_000_000_000})
     with caplog.at_level(logging.WARNING, logger="verifier-test"):
-        v.warn_if_lock_uncovered(_unit(1, 7, status))
-        v.warn_if_lock_uncovered(_unit(1, 7, status))  # once per unit
+        asyncio.run(v.warn_if_lock_uncovered(_unit(1, 7, status)))
+        asyncio.run(v.warn_if_lock_uncovered(_unit(1, 7, status)))  # once per unit
     notices = [r.getMessage() for r in caplog.records]
     if warned:
         assert notices == [

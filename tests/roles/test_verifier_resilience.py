@@ -20,7 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import pytest
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
-from rolefakes import FakeContract, RecordingExecutor, decoded, in_rounds, recheck_now
+from rolefakes import FakeContract, RecordingExecutor, decoded, in_rounds
 
 from agents.adversaries.faults import Fault, FaultyComputation
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
@@ -156,10 +156,44 @@ def faulty(job: Job) -> Computation:
 # --- fakes -----------------------------------------------------------------------------------
 
 
+def answering(fn: Callable[..., object]) -> Callable[..., Awaitable[object]]:
+    """`fn` as a coroutine function: the roles await their reads (one AsyncWeb3 an agent), so a
+    test's stand-in for a read (`now`, `unit`, `context`, ...) is awaited too."""
+
+    async def answer(*a, **kw) -> object:
+        return fn(*a, **kw)
+
+    return answer
+
+
+def in_rounds_async(role, step: Callable[[], Awaitable[object]], done, rounds: int = 4) -> None:
+    """rolefakes.in_rounds of a step that is a coroutine (a replay, a re-check: they read the
+    chain): each try run to its end, the role's background reads awaited between tries."""
+    in_rounds(role, lambda: asyncio.run(step()), done, rounds)
+
+
+def recheck_now(w, key: str) -> None:
+    """A whistleblower's re-check of attestation `key` as its rounds run it (rolefakes'
+    recheck_now, for the awaited `Whistleblower.recheck`): until the record changes (its read,
+    off the loop, answered and was judged)."""
+    store = w.agent.store
+    before = store.get_record("attestation", key)
+
+    def changed() -> bool:
+        rec = store.get_record("attestation", key)
+        return (rec.state, rec.data) != (before.state, before.data)
+
+    def step() -> Awaitable[None]:
+        return w.recheck(key, dict(store.get_record("attestation", key).data))
+
+    in_rounds_async(w, step, changed)
+
+
 def committed_events(locator: str, root: bytes) -> SimpleNamespace:
-    """`manager.events.CheckpointsCommitted().get_logs(...)`: the unit's one commitment."""
+    """`await manager.events.CheckpointsCommitted().get_logs(...)`: the unit's one commitment."""
     logs = [{"blockNumber": 5, "args": {"blobLocator": locator, "checkpointRoot": root}}]
-    return SimpleNamespace(CheckpointsCommitted=lambda: SimpleNamespace(get_logs=lambda **kw: logs))
+    get_logs = answering(lambda **kw: logs)
+    return SimpleNamespace(CheckpointsCommitted=lambda: SimpleNamespace(get_logs=get_logs))
 
 
 def unit_view(data: SolverData | None, status: UnitStatus = UnitStatus.VERIFYING) -> UnitView:
@@ -205,8 +239,8 @@ def bare(cls, tmp_path: Path, store: Store, chain: FakeChain | None = None, **ar
     r.settled = SettledJobs()
     r.progress = False
     r.failures = 0
-    r.w3 = SimpleNamespace(eth=SimpleNamespace(gas_price=1, get_logs=lambda q: []))
-    r.now = lambda: Now(10, 1_000)
+    r.w3 = SimpleNamespace(eth=SimpleNamespace(gas_price=1, get_logs=answering(lambda q: [])))
+    r.now = answering(lambda: Now(10, 1_000))
     r.executor = RecordingExecutor(r)
     r.sent = r.executor.sent
     return r
@@ -303,7 +337,7 @@ def test_verifier_defends_a_true_attestation_from_its_kept_start_state_once_the_
         v = _replayed_verifier(tmp_path, job, data, data.roots[SEGMENT])
         v.agent.blobs.put(job.spec.canonical_bytes())
         u = unit_view(data)
-        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
         assert v.agent.store.get_record("verdict", f"{UNIT}:0").state == "agree"
         data.take_down()
 
@@ -409,7 +443,7 @@ def test_drawn_verifier_seals_its_replay_of_a_job_without_a_registered_config(tm
     with solver_data(tmp_path, job) as data:
         v = _drawn(tmp_path, job, data, bytes(32))  # none registered
         u = unit_view(data)
-        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
     assert _acts(v, u) == [Seal]
 
 
@@ -420,8 +454,8 @@ def test_drawn_verifier_whose_replay_ends_after_the_window_says_it_can_send_noth
         v = _drawn(tmp_path, job, data, bytes(32))
         u = unit_view(data)
         caplog.set_level(logging.INFO, logger=v.log.name)
-        v.now = lambda: Now(10, DEADLINE)  # the replay ends on the deadline, past its margin
-        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        v.now = answering(lambda: Now(10, DEADLINE))  # the replay ends past its margin
+        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
         late = [
             r.getMessage() for r in caplog.records if "after the verify window" in r.getMessage()
         ]
@@ -429,8 +463,8 @@ def test_drawn_verifier_whose_replay_ends_after_the_window_says_it_can_send_noth
                         "attestation or challenge can be sent"]  # fmt: skip
         # in time: nothing said
         caplog.clear()
-        v.now = lambda: Now(10, DEADLINE - 100)
-        in_rounds(v, lambda: v.replay(u), lambda: "all agree" in caplog.text)
+        v.now = answering(lambda: Now(10, DEADLINE - 100))
+        in_rounds_async(v, lambda: v.replay(u), lambda: "all agree" in caplog.text)
         assert not [r for r in caplog.records if "after the verify window" in r.getMessage()]
 
 
@@ -440,7 +474,7 @@ def test_drawn_verifier_skips_only_the_challenge_under_a_wrong_config_and_says_s
     with solver_data(tmp_path, job, faulty(job)) as data:
         v = _drawn(tmp_path, job, data, b"\x33" * 32)  # not the spec's
         u = unit_view(data)
-        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
     assert _acts(v, u) == [Challenge, Seal]
     challenges: list[int] = []
 
@@ -490,10 +524,11 @@ def test_whistleblower_counts_a_failed_recheck_and_finds_the_false_attestation_l
         assert rec.state == "unavailable"
         assert (rec.data["tries"], rec.data["last_try"]) == (1, 1_000)
         aside.rename(folder)
-        w.now = lambda: Now(11, 1_010)
+        now = Now(11, 1_010)
+        w.now = answering(lambda: now)
         u = unit_view(data)
         facts = AttestationFacts("unavailable", False, False, True, 0, False, 1, 1_000)
-        assert whistleblower_acts(u, w.now(), key, facts) == [Recheck(key)]
+        assert whistleblower_acts(u, now, key, facts) == [Recheck(key)]
         recheck_now(w, key)
     assert w.agent.store.get_record("attestation", key).state == "false"
 
@@ -600,7 +635,7 @@ class FakeChain:
     def events(self, abi: dict) -> SimpleNamespace:
         decoder = AbiDecoder([abi])
 
-        def get_logs(from_block=0, to_block="latest", argument_filters=None):
+        async def get_logs(from_block=0, to_block="latest", argument_filters=None):
             hi = self.head_now if to_block == "latest" else int(to_block)
             out = []
             for _, raws in self.blocks[from_block : hi + 1]:
@@ -674,11 +709,11 @@ def _attested_whistleblower(tmp_path: Path, chain: FakeChain, store: Store) -> W
     async def nothing(*a) -> None:
         return None
 
-    w.now = lambda: Now(chain.head_now, 1_000 + chain.head_now)
+    w.now = answering(lambda: Now(chain.head_now, 1_000 + chain.head_now))
     w.heartbeat_if_due = w.withdraw_if_credited = nothing
-    w.units = lambda: []
-    w.unit = lambda uid: unit_view(None, UnitStatus.FINALIZED)
-    w.context = lambda job_id: None  # no re-check here: only what the scan records
+    w.units = answering(lambda: [])
+    w.unit = answering(lambda uid: unit_view(None, UnitStatus.FINALIZED))
+    w.context = answering(lambda job_id: None)  # no re-check here: only what the scan records
     return w
 
 
@@ -702,7 +737,7 @@ def test_whistleblower_drops_an_attestation_that_a_reorg_took_away(tmp_path):
     store = new_store(tmp_path, "whistleblower")
     w = _attested_whistleblower(tmp_path, chain, store)
     looked: list[int] = []
-    w.context = lambda job_id: looked.append(job_id)  # the re-check of the attestation
+    w.context = answering(lambda job_id: looked.append(job_id))  # the attestation's re-check
     asyncio.run(w.round())
     assert looked == [1]
     chain.reorg(10)  # blocks 91..100 replaced by a branch without the attestation

@@ -10,15 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from rolefakes import FakeContract, recheck_now
+from rolefakes import FakeContract
 from test_verifier_resilience import (  # noqa: F401  (job is a fixture)
     GAME,
     OTHER,
     SEGMENT,
     UNIT,
     _false_attestation,
+    answering,
     faulty,
     job,
+    recheck_now,
     solver_data,
     unit_view,
     whistleblower,
@@ -152,15 +154,19 @@ def test_an_unavailable_attestation_of_a_final_unit_is_rechecked_while_the_court
 def test_court_open_reads_the_court_window_and_the_attested_attempt(tmp_path, job):
     with solver_data(tmp_path, job) as data:
         w, key = _false_attestation(tmp_path, job, data)
-    w.court.functions.window = lambda: type("C", (), {"call": lambda self: 100})()
+    w.court.functions.window = FakeContract(window=lambda: 100).functions.window
     final = unit_view(data, UnitStatus.FINALIZED)
     rec = w.agent.store.get_record("attestation", key).data
-    assert w.court_open(final, rec, Now(1, final.deadline + 100))
-    assert not w.court_open(final, rec, Now(1, final.deadline + 101))
-    assert not w.court_open(unit_view(data, UnitStatus.VERIFYING), rec, Now(1, 0))
+
+    def court_open(u, now: Now) -> bool:
+        return asyncio.run(w.court_open(u, rec, now))
+
+    assert court_open(final, Now(1, final.deadline + 100))
+    assert not court_open(final, Now(1, final.deadline + 101))
+    assert not court_open(unit_view(data, UnitStatus.VERIFYING), Now(1, 0))
     later = unit_view(data, UnitStatus.FINALIZED)
     object.__setattr__(later, "attempt", 1)  # a re-opened unit's later attempt
-    assert not w.court_open(later, rec, Now(1, final.deadline))
+    assert not court_open(later, Now(1, final.deadline))
 
 
 def test_court_open_is_read_only_when_a_recheck_of_a_final_unit_is_due(tmp_path, job):
@@ -169,14 +175,18 @@ def test_court_open_is_read_only_when_a_recheck_of_a_final_unit_is_due(tmp_path,
     with solver_data(tmp_path, job) as data:
         w, key = _false_attestation(tmp_path, job, data)
     asked: list[int] = []
-    w.court_open = lambda u, d, now: asked.append(now.timestamp) or True
+    w.court_open = answering(lambda u, d, now: asked.append(now.timestamp) or True)
     final = unit_view(data, UnitStatus.FINALIZED)
     rec = {"tries": 3, "last_try": 1_000}  # next re-check due at 1_040 (10 s doubled twice)
-    assert not w.court_open_for_recheck(final, "unavailable", rec, Now(1, 1_039))
-    assert w.court_open_for_recheck(final, "unavailable", rec, Now(1, 1_040))
-    assert not w.court_open_for_recheck(final, "false", rec, Now(1, 1_040))
+
+    def for_recheck(u, state: str, now: Now) -> bool:
+        return asyncio.run(w.court_open_for_recheck(u, state, rec, now))
+
+    assert not for_recheck(final, "unavailable", Now(1, 1_039))
+    assert for_recheck(final, "unavailable", Now(1, 1_040))
+    assert not for_recheck(final, "false", Now(1, 1_040))
     live = unit_view(data, UnitStatus.VERIFYING)
-    assert not w.court_open_for_recheck(live, "unavailable", rec, Now(1, 1_040))
+    assert not for_recheck(live, "unavailable", Now(1, 1_040))
     assert asked == [1_040]
 
 
@@ -195,7 +205,7 @@ def test_a_record_nothing_more_can_come_of_is_closed_and_no_longer_read(tmp_path
     w = whistleblower(tmp_path, manager=FakeContract(getUnit=get_unit),
                       court=FakeContract(window=lambda: 100))  # fmt: skip
     w.settled = SettledJobs()
-    w.commitment = lambda unit_id, block="latest": ("", b"")  # no locator needed here
+    w.commitment = answering(lambda unit_id, block="latest": ("", b""))  # no locator needed
     store = w.agent.store
     base = {"unit": UNIT, "verifier": OTHER, "segments": [1], "end_roots": []}
     store.put_record("attestation", "a", "true", base | {"block": 9})
@@ -234,12 +244,12 @@ def test_a_wrong_commitment_of_an_earlier_attempt_does_not_judge_the_current_one
         decided.append(type(act))
 
     w.handle = handle
-    w.court_window = lambda: 100
+    w.court_window = answering(lambda: 100)
 
     def follow(attempt: int) -> list[str]:
         live = unit_view(data, UnitStatus.VERIFYING)
         object.__setattr__(live, "attempt", attempt)
-        w.unit = lambda unit_id: live
+        w.unit = answering(lambda unit_id: live)
         decided.clear()
         asyncio.run(w.follow(rec, Now(10, live.deadline - 60)))
         return decided
