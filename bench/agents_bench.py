@@ -7,8 +7,9 @@ deployment (deploy_all, a MockArbiter) holds UNITS live units of the demo's job
 (examples/digits-mlp.json): each assigned to the solver, committed and its verifiers drawn; the
 bench's verifier sealed where drawn; the last unit challenged by the whistleblower (Disputed).
 A solver, a verifier and a whistleblower are built in this process as their CLIs build them,
-over that chain, and each role's reads of one round are counted at the HTTP provider of the
-role's own connection (every JSON-RPC request sent to the node, eth_call or not):
+over that chain, and each role's reads of one round are counted at the async HTTP provider of
+its agent's one client, which its sends share (every JSON-RPC request sent to the node,
+eth_call or not):
 
 - solver: `units()`, then `facts(u)` of each unit (its claim, its dispute, and whether its
   forced round's reveal is due: a forced record is planted so that the drawn verifiers'
@@ -45,7 +46,7 @@ from typing import Any
 
 from eth_account import Account
 from eth_utils import keccak
-from web3 import Web3
+from web3 import AsyncWeb3
 
 from agents.core.bindings import bind
 from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
@@ -76,22 +77,22 @@ CHECKPOINT_ROOT = b"\x11" * 32
 SUBMITTER, SOLVER_ACCT, WHISTLE_ACCT, FIRST_VERIFIER = 1, 2, 3, 4
 
 
-def counted(w3: Web3) -> Counter:
-    """Count every JSON-RPC request `w3`'s HTTP provider sends from now on, by method: at the
-    transport, below web3's middlewares and its request cache (what the node is asked)."""
+def counted(w3: AsyncWeb3) -> Counter:
+    """Count every JSON-RPC request `w3`'s async HTTP provider sends from now on, by method: at
+    the transport, below web3's middlewares and its request cache (what the node is asked)."""
     counts: Counter = Counter()
     provider = w3.provider
     send = type(provider)._make_request.__get__(provider)
 
-    def counting(method, request_data):
+    async def counting(method, request_data):
         counts[method] += 1
-        return send(method, request_data)
+        return await send(method, request_data)
 
     provider._make_request = counting
     return counts
 
 
-def counts_off(w3: Web3) -> None:
+def counts_off(w3: AsyncWeb3) -> None:
     del w3.provider._make_request  # the class's again
 
 
@@ -187,21 +188,21 @@ def role_args(role: str, key_index: int, url: str, manager: str, data_dir: Path,
 
 
 async def solver_round(s: Solver) -> None:
-    for u in s.units():
-        s.facts(u)
+    for u in await s.units():
+        await s.facts(u)
 
 
 async def verifier_round(v: Verifier) -> None:
-    now = v.now()
-    for u in v.units():
-        v.facts(u, now)
+    now = await v.now()
+    for u in await v.units():
+        await v.facts(u, now)
 
 
 async def whistleblower_round(w: Whistleblower) -> None:
-    now = w.now()
-    for u in w.units():
+    now = await w.now()
+    for u in await w.units():
         if u.status == UnitStatus.DISPUTED:
-            w.dispute(u)
+            await w.dispute(u)
     await w.report_leaks(now)
 
 
@@ -227,6 +228,7 @@ async def measure(world: World, tmp: Path) -> dict[str, dict]:
         async with open_agent(config_from(args)) as agent:
             role = cls(agent, manager, args, log)
             try:
+                await role.open()
                 plant(role, world)
                 out[name] = {}
                 paths = (("lens", role.lens, True), ("getters", None, True),

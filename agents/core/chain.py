@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from web3 import AsyncWeb3, Web3
 from web3.providers.rpc import AsyncHTTPProvider, HTTPProvider
@@ -66,24 +65,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def named_call(fn: Any) -> dict[str, Any]:
-    """The result of a view that returns one struct, as {field name: value}, named from the
-    function's ABI: no positional reads of a struct, which a new field would shift."""
-    (out,) = fn.abi["outputs"]
-    values = fn.call()
-    return {c["name"]: v for c, v in zip(out["components"], values, strict=True)}
-
-
-def named_outputs(fn: Any) -> dict[str, Any]:
-    """The result of a view with several outputs, as {output name: value} (named_call is for
-    a view returning one struct): verifierStatus -> {"status": .., "attestationHash": ..}."""
-    outputs = fn.abi["outputs"]
-    if len(outputs) < 2 or not all(o["name"] for o in outputs):
-        raise ValueError(f"{fn.abi['name']}: not a view with several named outputs")
-    values = fn.call()
-    return {o["name"]: v for o, v in zip(outputs, values, strict=True)}
 
 
 def connect(rpc_url: str, timeout_s: float = 5.0, attempts: int = 1) -> Web3:

@@ -29,15 +29,13 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "roles"))
 
-from rolefakes import FakeContract, decoded  # noqa: E402
+from rolefakes import FakeContract, decoded, in_rounds, recheck_now  # noqa: E402
 from test_verifier_resilience import (  # noqa: E402
     MANAGER_ABI,
     OTHER,
     UNIT,
     Job,
     committed_events,
-    in_rounds_async,
-    recheck_now,
     solver_data,
     unit_tuple,
     unit_view,
@@ -151,7 +149,7 @@ def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp
         v = verifier(tmp_path, manager=manager, game=game)
         v.agent.blobs.put(spec.canonical_bytes())
         u = unit_view(data)
-        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
         rec = v.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
         assert rec.state == "agree"
         assert rec.data["end_roots"] == ["0x" + data.roots[s + 1].hex() for s in SAMPLED]

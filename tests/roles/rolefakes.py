@@ -5,7 +5,9 @@ as a named tuple), so a test's plain tuple reads as the chain's would."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import inspect
 import json
 from types import SimpleNamespace
 
@@ -54,6 +56,16 @@ class Call:
         return self.value() if callable(self.value) else self.value
 
 
+def answering(fn):
+    """`fn` as a coroutine function: the roles await their reads (one AsyncWeb3 an agent), so a
+    test's stand-in for a read (`now`, `unit`, `context`, ...) is awaited too."""
+
+    async def answer(*a, **kw):
+        return fn(*a, **kw)
+
+    return answer
+
+
 async def ready(value: object) -> object:
     """`value`, awaited: what an AsyncWeb3 read answers."""
     return value
@@ -95,10 +107,12 @@ class FakeContract:
 
 def in_rounds(role, step, done, rounds: int = 4) -> None:
     """What a role's rounds do with work whose read runs off the loop (agents/core/fetches.py):
-    `step()` (a replay, a re-check) until `done()`, the role's background reads awaited between
-    tries, at most `rounds` times."""
+    `step()` (a replay, a re-check; a coroutine is run to its end, as a round awaits it) until
+    `done()`, the role's background reads awaited between tries, at most `rounds` times."""
     for _ in range(rounds):
-        step()
+        result = step()
+        if inspect.isawaitable(result):
+            asyncio.run(result)
         if done():
             return
         role.reads.wait(60)

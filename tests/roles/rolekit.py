@@ -3,6 +3,7 @@ game and short deadlines, funded dev accounts, role processes, and chain-history
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from web3 import Web3
 
@@ -75,6 +77,34 @@ LENSES: dict[str, str] = {}
 
 def contract(w3: Web3, name: str, address: str):
     return w3.eth.contract(address=address, abi=load_artifact(name)["abi"])
+
+
+@dataclass(frozen=True)
+class JobRead:
+    """A job as `job status` reads it (agents/roles/job_reads.py): its facts, the latest
+    commitment of its first unit, and the JobManager's address."""
+
+    facts: Any
+    commitment: Any
+    manager: str
+
+
+def read_job(url: str, manager: str, job_id: int) -> JobRead:
+    """Job `job_id` read once through a JobReader over its own AsyncWeb3, as the CLI reads it."""
+    from agents.core.bindings import bind
+    from agents.core.chain import async_connect
+    from agents.roles.job_reads import JobReader
+
+    async def read() -> JobRead:
+        w3 = await async_connect(url)
+        try:
+            reader = JobReader(w3, bind(w3, "JobManager", manager), job_id)
+            facts = await reader.read()
+            return JobRead(facts, await reader.commitment(facts.units[0].unit_id), manager)
+        finally:
+            await w3.provider.disconnect()
+
+    return asyncio.run(read())
 
 
 def write_spec(path: Path, steps: int, every: int) -> Path:

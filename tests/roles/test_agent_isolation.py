@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from rolefakes import answering
 
 from agents.core.clock import RealClock
 from agents.core.store import Store, StoreError
@@ -72,12 +73,12 @@ def solver_over(tmp_path: Path, units: list[UnitView], fail: dict[int, Exception
     (as loading a hostile job's spec does); every other unit gets one commit to send."""
     s = bare(Solver, tmp_path)
     s.sent = []
-    s.now = lambda: NOW
+    s.now = answering(lambda: NOW)
     s.heartbeat_if_due = _nothing
     s.withdraw_if_credited = _nothing
-    s.units_in_preference_order = lambda: units
+    s.units_in_preference_order = answering(lambda: units)
 
-    def facts(u: UnitView):
+    async def facts(u: UnitView):
         if u.job_id in fail:
             raise fail[u.job_id]
         return "facts"
@@ -142,12 +143,12 @@ def test_a_fatal_error_in_one_unit_ends_the_process(tmp_path, commit_for_every_u
 
 def test_verifier_round_survives_a_unit_whose_replay_raises(tmp_path, monkeypatch):
     v = bare(Verifier, tmp_path, lazy=False)
-    v.now = lambda: NOW
+    v.now = answering(lambda: NOW)
     v.heartbeat_if_due = _nothing
     v.withdraw_if_credited = _nothing
-    v.units = lambda: [unit(1, UnitStatus.VERIFYING), unit(2, UnitStatus.VERIFYING)]
-    v.warn_if_lock_uncovered = lambda u: None
-    v.facts = lambda u, now: None
+    v.units = answering(lambda: [unit(1, UnitStatus.VERIFYING), unit(2, UnitStatus.VERIFYING)])
+    v.warn_if_lock_uncovered = _nothing
+    v.facts = _nothing
     done: list[int] = []
 
     async def handle(act: Act, u: UnitView, now: Now) -> None:

@@ -18,7 +18,6 @@ from agents.cli_job import load_factory
 from agents.core import datasets
 from agents.core.blobs import open_blob_store
 from agents.roles.artifacts import CheckpointReader
-from agents.roles.job_reads import JobReader
 from agents.roles.runtime import model_runtime_from_files
 from agents.training.spec import load as load_spec
 
@@ -41,7 +40,7 @@ def build_cnn(tmp, steps: int = 80, every: int = 40):
 @pytest.fixture(scope="module")
 def completed(tmp_path_factory):
     """A chain on which `submit` posted the CNN's job 1 and followed it to completion; yields
-    (tmp dir, spec file, deployment file, JobReader)."""
+    (tmp dir, spec file, deployment file, JobRead)."""
     tmp = tmp_path_factory.mktemp("fetch")
     spec = build_cnn(tmp)
     submitter = rk.Party("submitter", "submit", 1)
@@ -61,8 +60,7 @@ def completed(tmp_path_factory):
             ag.start(submitter, "--spec", str(spec), "--claim-window", "8",
                      "--deployment", str(deployment))  # fmt: skip
             rk.wait_job_completed(ag, 300, ("solver", "verifier"))
-        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
-        yield tmp, spec, deployment, JobReader(w3, manager, JOB)
+        yield tmp, spec, deployment, rk.read_job(url, addrs["JobManager"], JOB)
 
 
 def _fetch(capsys, deployment, out, *extra, job=JOB):
@@ -78,7 +76,7 @@ def _final_checkpoint(spec_path, reader):
     commitment."""
     spec = load_spec(spec_path)
     rt = model_runtime_from_files(spec, [open_blob_store(str(spec_path.with_suffix(".blobs")))])
-    c = reader.commitment(reader.read().units[0].unit_id)
+    c = reader.commitment
     return rt, CheckpointReader(rt, c.locator, c.published_root, local_ok=True)
 
 
@@ -92,7 +90,7 @@ def test_fetch_writes_the_chains_weights_which_load_in_the_plain_module(complete
     printed = float(line.rsplit(" ", 1)[1])
     code, stdout, err = _fetch(capsys, deployment, tmp / "again.safetensors", "--json")
     got = json.loads(stdout)
-    assert got["state_root"] == "0x" + reader.read().units[0].final_root.hex()
+    assert got["state_root"] == "0x" + reader.facts.units[0].final_root.hex()
     assert round(got["test_accuracy"], 4) == printed
     # the weights are the parameters of the checkpoint whose root the chain holds
     rt, blobs = _final_checkpoint(spec, reader)
@@ -135,5 +133,5 @@ def test_fetch_of_a_job_that_does_not_exist_is_one_line(completed, capsys):
     out = tmp / "none.safetensors"
     code, stdout, err = _fetch(capsys, deployment, out, job=7)
     assert code == 2 and stdout == ""
-    assert err.strip() == f"error: no job 7 on JobManager {reader.manager.address}"
+    assert err.strip() == f"error: no job 7 on JobManager {reader.manager}"
     assert not out.exists()

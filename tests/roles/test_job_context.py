@@ -225,13 +225,13 @@ def test_a_verifiers_replays_are_bounded_and_a_checked_job_is_kept_once(tmp_path
     cache to `jobs` (one copy, not one in each), and each cache keeps --max-loaded-jobs."""
     job, config = digits_job
     v = a_verifier(role(tmp_path, job, config, (0, 0, 0), max_loaded_jobs=2))
-    replayed = v.replay_context(1)
+    replayed = asyncio.run(v.replay_context(1))
     assert (v._replay_jobs.keys(), v.jobs.keys()) == ([1], [])
-    assert v.game_context(1) is replayed
+    assert asyncio.run(v.game_context(1)) is replayed
     assert (v._replay_jobs.keys(), v.jobs.keys()) == ([], [1])
-    assert v.replay_context(1) is replayed  # found among the checked ones
+    assert asyncio.run(v.replay_context(1)) is replayed  # found among the checked ones
     for job_id in range(2, 9):
-        v.replay_context(job_id)
+        asyncio.run(v.replay_context(job_id))
     assert (v._replay_jobs.keys(), v.jobs.keys()) == ([7, 8], [1])
 
 
@@ -244,7 +244,7 @@ def test_a_verifiers_replays_from_step_0_are_bounded_and_give_their_states_back(
     states to the budget and, asked again, computes the same roots."""
     job, config = digits_job
     v = a_verifier(role(tmp_path, job, config, (0, 0, 0), max_loaded_jobs=1))
-    one, two = v.replay_context(1), v.replay_context(2)
+    one, two = asyncio.run(v.replay_context(1)), asyncio.run(v.replay_context(2))
     k = DIGITS.checkpoint_every
     first = v.challenger_comp(one)
     root = state_root(first.state(2 * k))
@@ -253,6 +253,6 @@ def test_a_verifiers_replays_from_step_0_are_bounded_and_give_their_states_back(
     v.challenger_comp(two)  # evicts job 1's account
     assert first.kept_bytes == 0
     assert v.state_budget.entries() == 1  # job 2's initial state, all that is left
-    again = v.challenger_comp(v.replay_context(1))
+    again = v.challenger_comp(asyncio.run(v.replay_context(1)))
     assert again is not first
     assert state_root(again.state(2 * k)) == root

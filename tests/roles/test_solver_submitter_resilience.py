@@ -20,7 +20,14 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
-from rolefakes import Call, FakeContract, RecordingExecutor, SendingExecutor, decoded
+from rolefakes import (
+    Call,
+    FakeContract,
+    RecordingExecutor,
+    SendingExecutor,
+    answering,
+    decoded,
+)
 
 from agents.core.blobs import open_blob_store
 from agents.core.bounded import BoundedCache, SaidOnce
@@ -54,16 +61,6 @@ def job_tuple(spec: specs.JobSpec, data: datasets.Dataset, compute_time: int = 3
     return decoded("getJob", tuple(t))
 
 
-def awaited(f):
-    """`f` as a coroutine function: a stand-in for a read the roles await (RoleAgent's reads
-    are coroutines on the agent's AsyncWeb3)."""
-
-    async def read(*a, **kw):
-        return f(*a, **kw)
-
-    return read
-
-
 def bare(cls, tmp_path: Path, blobs, manager, game, **args):
     """A role object without a chain: the attributes its decision code reads."""
     r = object.__new__(cls)
@@ -85,7 +82,7 @@ def bare(cls, tmp_path: Path, blobs, manager, game, **args):
     r.settled = SettledJobs()
     r.progress = False
     r.failures = 0
-    r.now = awaited(lambda: NOW)
+    r.now = answering(lambda: NOW)
     return r
 
 
@@ -145,7 +142,7 @@ def _restarted_after_training(tmp_path: Path) -> tuple[Solver, UnitView]:
 def test_restarted_solver_with_locked_stake_commits_its_trained_unit(tmp_path):
     s, u = _restarted_after_training(tmp_path)
     s.executor = RecordingExecutor(s)
-    s.forced_checkpoints = awaited(lambda u, ctx: (0, []))
+    s.forced_checkpoints = answering(lambda u, ctx: (0, []))
     s.manager.functions.commitCheckpoints = lambda *a: Call(("commitCheckpoints", a))
 
     async def one_round():
@@ -172,7 +169,7 @@ def test_restarted_solver_with_locked_stake_defends_its_disputed_unit(tmp_path, 
     view = SimpleNamespace(phase=0, moves=0)
     # the AsyncGameReader's reads: the game's view and its turn's deadline (turn: (1, 0))
     s.game_reader = SimpleNamespace(
-        view=awaited(lambda game_id: view), deadline=awaited(lambda game_id: 0)
+        view=answering(lambda game_id: view), deadline=answering(lambda game_id: 0)
     )
     asyncio.run(s.defend(7, u, NOW))  # KeyError before the fix
     (comp, jg), = built  # fmt: skip
@@ -249,9 +246,9 @@ def test_a_claim_counts_against_the_next_one_in_the_same_round(tmp_path):
         unit(1, UnitStatus.OPEN, NOW.timestamp + 600),
         unit(2, UnitStatus.OPEN, NOW.timestamp + 600),
     ]
-    s.units_in_preference_order = awaited(lambda: units)
+    s.units_in_preference_order = answering(lambda: units)
     s.heartbeat_if_due = s.withdraw_if_credited = lambda now: asyncio.sleep(0)
-    s.reveal_due = awaited(lambda u: False)
+    s.reveal_due = answering(lambda u: False)
 
     async def send(act, fn):
         claimants[await fn.call()].append(ME)  # mined: I am a claimant now
@@ -308,9 +305,9 @@ def test_solver_does_not_claim_again_a_unit_whose_commitment_of_mine_was_refused
     s.agent.store.record_intent(f"commit:{1 << 32}:0", ME, "digest", 7, "0x", "0x01")
     assert asyncio.run(s.eligible(again))  # the commit is not mined (yet)
     s.agent.store.finish_intent(f"commit:{1 << 32}:0", "mined", 5, 1)
-    s.leaks_reported = awaited(lambda unit_id: 1)  # the re-open was a reported leak of my secret
+    s.leaks_reported = answering(lambda unit_id: 1)  # the re-open was a reported leak of my secret
     assert asyncio.run(s.eligible(again))
-    s.leaks_reported = awaited(lambda unit_id: 0)  # the re-open was a lost dispute
+    s.leaks_reported = answering(lambda unit_id: 0)  # the re-open was a lost dispute
     caplog.set_level(logging.INFO)
     assert not asyncio.run(s.eligible(again))
     assert not asyncio.run(s.eligible(again))
@@ -335,10 +332,10 @@ def a_submitter(tmp_path: Path, court: bool = False):
     s.spec, s.data = DIGITS, datasets.load_dataset(DIGITS.dataset_name)
     s.court_game = game_of("court") if court else None
     s.job_id, s.last_status, s.configured = 0, None, False
-    s.unit = awaited(lambda uid: unit(1, UnitStatus.OPEN, NOW.timestamp + 600))
-    s.mine_if_idle = awaited(lambda: None)
+    s.unit = answering(lambda uid: unit(1, UnitStatus.OPEN, NOW.timestamp + 600))
+    s.mine_if_idle = answering(lambda: None)
     # JobManager.Config.revealWindow (its keeper's reveal slot)
-    s.reveal_window = awaited(lambda: 20)
+    s.reveal_window = answering(lambda: 20)
     return s, configs, sent
 
 

@@ -19,7 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_solver_submitter_resilience import ME, NOW, a_solver, awaited, digits, job_tuple, unit
+from rolefakes import answering
+from test_solver_submitter_resilience import ME, NOW, a_solver, digits, job_tuple, unit
 
 from agents.core.store import StoreError
 from agents.roles.logic import UnitStatus, UnitView
@@ -53,8 +54,8 @@ def solver(tmp_path: Path, units: list[UnitView], spec=SPEC) -> Solver:
 
     s.executor = Intents()
     s.heartbeat_if_due = s.withdraw_if_credited = nothing
-    s.forced_checkpoints = awaited(lambda u, ctx: (0, []))
-    s.units_in_preference_order = awaited(lambda: units)
+    s.forced_checkpoints = answering(lambda u, ctx: (0, []))
+    s.units_in_preference_order = answering(lambda: units)
     s.blob_server = None
     return s
 

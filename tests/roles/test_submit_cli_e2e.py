@@ -17,7 +17,6 @@ from agents.__main__ import main
 from agents.core import datasets
 from agents.core.enums import JobStatus, UnitStatus
 from agents.roles.artifacts import CheckpointReader
-from agents.roles.job_reads import JobReader
 from agents.training.spec import load as load_spec
 
 pytestmark = [pytest.mark.timeout(400), pytest.mark.slow]
@@ -28,7 +27,7 @@ JOB = 1
 @pytest.fixture(scope="module")
 def completed(tmp_path_factory):
     """A chain on which `submit` posted job 1 and followed it to completion; yields (tmp dir,
-    deployment file, JobReader, submit's output)."""
+    deployment file, JobRead, submit's output)."""
     tmp = tmp_path_factory.mktemp("submit")
     spec = rk.write_spec(tmp / "spec.json", steps=120, every=40)
     submitter = rk.Party("submitter", "submit", 1)
@@ -50,8 +49,7 @@ def completed(tmp_path_factory):
             ag.start(submitter, "--spec", str(spec), "--claim-window", "8",
                      "--deployment", str(deployment))  # fmt: skip
             rk.wait_job_completed(ag, 240, ("solver", "verifier"))
-        manager = rk.contract(w3, "JobManager", addrs["JobManager"])
-        yield tmp, deployment, JobReader(w3, manager, JOB), ag.log("submitter")
+        yield tmp, deployment, rk.read_job(url, addrs["JobManager"], JOB), ag.log("submitter")
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -80,12 +78,12 @@ def test_job_status_reads_the_completed_job(completed, capsys):
     assert got["status"] == JobStatus.COMPLETED.name.lower()
     (unit,) = got["units"]
     assert unit["status"] == UnitStatus.FINALIZED.name.lower()
-    assert unit["final_state_root"] == "0x" + reader.read().units[0].final_root.hex()
+    assert unit["final_state_root"] == "0x" + reader.facts.units[0].final_root.hex()
     assert got["disputes"] == [] and got["escrow"] == 0
     code, out, _ = _run(capsys, "job", "status", str(JOB), "--deployment", str(deployment))
     assert code == 0 and out.startswith(f"job {JOB}: completed") and "finalized" in out
     code, _, err = _run(capsys, "job", "status", "99", "--deployment", str(deployment))
-    assert code == 2 and err.strip() == f"error: no job 99 on JobManager {reader.manager.address}"
+    assert code == 2 and err.strip() == f"error: no job 99 on JobManager {reader.manager}"
 
 
 def _fetch(capsys, deployment, out, *extra):
@@ -99,10 +97,10 @@ def test_job_fetch_writes_checked_weights_that_load_in_plain_pytorch(completed, 
     code, stdout, err = _fetch(capsys, deployment, out, "--json")
     assert code == 0, err
     got = json.loads(stdout)
-    chain_root = reader.read().units[0].final_root
+    chain_root = reader.facts.units[0].final_root
     assert got["state_root"] == "0x" + chain_root.hex()
     # the weights are the parameters of the checkpoint whose root the chain holds
-    c = reader.commitment(reader.read().units[0].unit_id)
+    c = reader.commitment
     spec = load_spec(tmp / "spec.json")
     final = CheckpointReader(spec, c.locator, c.published_root, local_ok=True).state(3)
     weights = load_file(str(out))
@@ -120,7 +118,7 @@ def test_job_fetch_writes_checked_weights_that_load_in_plain_pytorch(completed, 
 
 def test_job_fetch_refuses_a_tampered_checkpoint_and_writes_nothing(completed, capsys):
     tmp, deployment, reader, _ = completed
-    c = reader.commitment(reader.read().units[0].unit_id)
+    c = reader.commitment
     spec = load_spec(tmp / "spec.json")
     blobs = CheckpointReader(spec, c.locator, c.published_root, local_ok=True)
     path = blobs.store.backend.path(blobs.manifest.states[-1])

@@ -20,7 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,7 +28,14 @@ from types import SimpleNamespace
 import pytest
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
-from rolefakes import FakeContract, RecordingExecutor, decoded, in_rounds
+from rolefakes import (
+    FakeContract,
+    RecordingExecutor,
+    answering,
+    decoded,
+    in_rounds,
+    recheck_now,
+)
 
 from agents.adversaries.faults import Fault, FaultyComputation
 from agents.core.blobs import BlobServer, LocalDirBackend, open_blob_store
@@ -154,39 +161,6 @@ def faulty(job: Job) -> Computation:
 
 
 # --- fakes -----------------------------------------------------------------------------------
-
-
-def answering(fn: Callable[..., object]) -> Callable[..., Awaitable[object]]:
-    """`fn` as a coroutine function: the roles await their reads (one AsyncWeb3 an agent), so a
-    test's stand-in for a read (`now`, `unit`, `context`, ...) is awaited too."""
-
-    async def answer(*a, **kw) -> object:
-        return fn(*a, **kw)
-
-    return answer
-
-
-def in_rounds_async(role, step: Callable[[], Awaitable[object]], done, rounds: int = 4) -> None:
-    """rolefakes.in_rounds of a step that is a coroutine (a replay, a re-check: they read the
-    chain): each try run to its end, the role's background reads awaited between tries."""
-    in_rounds(role, lambda: asyncio.run(step()), done, rounds)
-
-
-def recheck_now(w, key: str) -> None:
-    """A whistleblower's re-check of attestation `key` as its rounds run it (rolefakes'
-    recheck_now, for the awaited `Whistleblower.recheck`): until the record changes (its read,
-    off the loop, answered and was judged)."""
-    store = w.agent.store
-    before = store.get_record("attestation", key)
-
-    def changed() -> bool:
-        rec = store.get_record("attestation", key)
-        return (rec.state, rec.data) != (before.state, before.data)
-
-    def step() -> Awaitable[None]:
-        return w.recheck(key, dict(store.get_record("attestation", key).data))
-
-    in_rounds_async(w, step, changed)
 
 
 def committed_events(locator: str, root: bytes) -> SimpleNamespace:
@@ -326,7 +300,7 @@ def _replayed_verifier(tmp_path: Path, job: Job, data: SolverData, start_root: b
 def _defence(v: Verifier) -> list:
     """Two rounds of the defence (the first may only start the read of the solver's data)."""
     case = {"unit": UNIT, "segment": SEGMENT, "block": 9}
-    in_rounds(v, lambda: asyncio.run(v.defend_one(GAME, case, Now(10, 1_000))), lambda: v.sent, 2)
+    in_rounds(v, lambda: v.defend_one(GAME, case, Now(10, 1_000)), lambda: v.sent, 2)
     return [sent for _, sent in v.sent]
 
 
@@ -337,7 +311,7 @@ def test_verifier_defends_a_true_attestation_from_its_kept_start_state_once_the_
         v = _replayed_verifier(tmp_path, job, data, data.roots[SEGMENT])
         v.agent.blobs.put(job.spec.canonical_bytes())
         u = unit_view(data)
-        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
         assert v.agent.store.get_record("verdict", f"{UNIT}:0").state == "agree"
         data.take_down()
 
@@ -443,7 +417,7 @@ def test_drawn_verifier_seals_its_replay_of_a_job_without_a_registered_config(tm
     with solver_data(tmp_path, job) as data:
         v = _drawn(tmp_path, job, data, bytes(32))  # none registered
         u = unit_view(data)
-        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
     assert _acts(v, u) == [Seal]
 
 
@@ -455,7 +429,7 @@ def test_drawn_verifier_whose_replay_ends_after_the_window_says_it_can_send_noth
         u = unit_view(data)
         caplog.set_level(logging.INFO, logger=v.log.name)
         v.now = answering(lambda: Now(10, DEADLINE))  # the replay ends past its margin
-        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
         late = [
             r.getMessage() for r in caplog.records if "after the verify window" in r.getMessage()
         ]
@@ -464,7 +438,7 @@ def test_drawn_verifier_whose_replay_ends_after_the_window_says_it_can_send_noth
         # in time: nothing said
         caplog.clear()
         v.now = answering(lambda: Now(10, DEADLINE - 100))
-        in_rounds_async(v, lambda: v.replay(u), lambda: "all agree" in caplog.text)
+        in_rounds(v, lambda: v.replay(u), lambda: "all agree" in caplog.text)
         assert not [r for r in caplog.records if "after the verify window" in r.getMessage()]
 
 
@@ -474,7 +448,7 @@ def test_drawn_verifier_skips_only_the_challenge_under_a_wrong_config_and_says_s
     with solver_data(tmp_path, job, faulty(job)) as data:
         v = _drawn(tmp_path, job, data, b"\x33" * 32)  # not the spec's
         u = unit_view(data)
-        in_rounds_async(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
+        in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
     assert _acts(v, u) == [Challenge, Seal]
     challenges: list[int] = []
 
