@@ -41,6 +41,7 @@ from eth_abi import decode as abi_decode
 from eth_utils import keccak, to_checksum_address
 
 from agents.core.clock import Clock, RealClock
+from agents.core.rpc_errors import transport_errors
 from agents.core.store import Checkpoint, Cursor, Store
 
 log = logging.getLogger(__name__)
@@ -499,7 +500,7 @@ class EventStream:
                 try:
                     result = await self.poll_once()
                     delay = error_backoff_s
-                except (TimeoutError, OSError, _transport_errors()) as exc:
+                except transport_errors() as exc:
                     log.warning("stream %s: %s; retrying in %.1f s", self.name, exc, delay)
                     await self.clock.sleep(delay)
                     delay = min(max_backoff_s, delay * 2)
@@ -561,15 +562,6 @@ async def watch_new_heads(
         except (OSError, TimeoutError, websockets.WebSocketException) as exc:
             log.warning("new-heads socket %s: %s; reconnecting in %.1f s", ws_url, exc, retry_s)
         await clock.sleep(retry_s)
-
-
-def _transport_errors() -> type[BaseException] | tuple[type[BaseException], ...]:
-    try:
-        import aiohttp
-
-        return aiohttp.ClientError
-    except ImportError:  # pragma: no cover - aiohttp ships with web3
-        return ()
 
 
 async def _call(handler: Handler, event: Event) -> None:

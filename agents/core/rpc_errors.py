@@ -112,3 +112,14 @@ def revert_data(data: Any) -> bytes:
             if found:
                 return found
     return b""
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """What an async web3 client raises when the node cannot be reached or answers with an HTTP
+    error (aiohttp's ClientError: a 503 is its ClientResponseError), times out or drops the
+    connection: what the sender, the event streams and the roles' rounds retry."""
+    import asyncio
+
+    import aiohttp
+
+    return (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError)

@@ -42,7 +42,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils import keccak, to_checksum_address
 
 from agents.core.clock import Clock, RealClock, backoff_delays
-from agents.core.rpc_errors import SendError, classify_send_error, revert_data
+from agents.core.rpc_errors import SendError, classify_send_error, revert_data, transport_errors
 from agents.core.store import Intent, Store
 
 log = logging.getLogger(__name__)
@@ -267,12 +267,6 @@ class NonceManager:
 # --- the sender ------------------------------------------------------------------------------
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    import aiohttp
-
-    return (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError)
-
-
 async def retry_transport(
     fn: Callable[[], Awaitable[T]], clock: Clock, what: str, attempts: int = 5,
     base_s: float = 0.25, cap_s: float = 8.0,
@@ -282,7 +276,7 @@ async def retry_transport(
     for attempt in range(attempts):
         try:
             return await fn()
-        except _transport_errors() as exc:
+        except transport_errors() as exc:
             if attempt == attempts - 1:
                 raise TransportError(
                     f"{what}: node unreachable after {attempts} tries: {exc}"

@@ -35,6 +35,7 @@ from agents.core.config import AgentConfig, ConfigError, build_parser, config_fr
 from agents.core.events import ReorgTooDeep
 from agents.core.fetches import DEFAULT_FETCH_WORKERS, PENDING, Failed, Reads
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
+from agents.core.rpc_errors import transport_errors
 from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError
@@ -74,8 +75,14 @@ from agents.training.engine import EngineConfig
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 
-# The node or the network failed: the whole round is retried after the poll interval.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (TransportError, ChainUnavailable, OSError)
+# The node or the network failed (a read of the agent's async client too, once web3's own
+# retries are spent: an HTTP 503 is aiohttp's ClientResponseError): the whole round is retried
+# after the poll interval.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    TransportError,
+    ChainUnavailable,
+    *transport_errors(),
+)
 # The agent itself cannot go on safely (its store is unreadable, the chain reorganised deeper
 # than it can undo, or a role decided to stop): the process ends with one line.
 FATAL_ERRORS: tuple[type[BaseException], ...] = (RoleError, StoreError, ReorgTooDeep)
