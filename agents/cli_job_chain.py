@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,21 @@ def _chain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rpc-url", help="the chain's JSON-RPC URL (default: the deployment's)")
 
 
+@contextlib.asynccontextmanager
+async def job_reader(args: argparse.Namespace) -> AsyncIterator[tuple[Any, Any]]:
+    """(AsyncWeb3, JobReader) of the job in args, disconnected on exit; a RoleError of a read
+    inside (no such job, no commitment) is the user's one-line UserError."""
+    from agents.roles.errors import RoleError
+
+    w3, reader = await open_reader(args)
+    try:
+        yield w3, reader
+    except RoleError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        await w3.provider.disconnect()
+
+
 async def open_reader(args: argparse.Namespace):
     """(AsyncWeb3, JobReader) of the job in args, from the deployment file; UserError otherwise.
     The caller disconnects the client (`await w3.provider.disconnect()`)."""
@@ -95,17 +112,11 @@ async def open_reader(args: argparse.Namespace):
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from agents.roles.errors import RoleError
     from agents.roles.job_view import facts_json, render_rich, render_text
 
     async def read() -> Any:
-        w3, reader = await open_reader(args)
-        try:
+        async with job_reader(args) as (_, reader):
             return await reader.read()
-        except RoleError as exc:
-            raise UserError(str(exc)) from None
-        finally:
-            await w3.provider.disconnect()
 
     facts = asyncio.run(read())
     if args.json:
@@ -143,8 +154,7 @@ def run_fetch(args: argparse.Namespace) -> int:
 
     async def read() -> tuple[Any, Any]:
         """The completed job's record and its one unit's commitment (UserError otherwise)."""
-        w3, reader = await open_reader(args)
-        try:
+        async with job_reader(args) as (w3, reader):
             chain_id = await w3.eth.chain_id
             if args.allow_local_locators and chain_id not in DEV_CHAIN_IDS:
                 raise UserError(f"--allow-local-locators: chain id {chain_id} is not a dev chain")
@@ -158,10 +168,6 @@ def run_fetch(args: argparse.Namespace) -> int:
                     f"{what} has {len(units)} units: fetch reads a one-unit job's model"
                 )
             return job, await reader.commitment(units[0])
-        except RoleError as exc:
-            raise UserError(str(exc)) from None
-        finally:
-            await w3.provider.disconnect()
 
     job, c = asyncio.run(read())
     try:
