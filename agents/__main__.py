@@ -26,6 +26,7 @@ COMMANDS = (
     "aggregator",
     "node",
     "deploy",
+    "explore",
 )
 
 

@@ -204,13 +204,18 @@ class Web3LogSource:
 
     async def logs(
         self, from_block: int, to_block: int, addresses: Sequence[str] | None,
-        topic0: Sequence[str] | None,
+        topic0: Sequence[str] | None, topic1: Sequence[str] | None = None,
     ) -> list[RawLog]:  # fmt: skip
+        """The logs in [from_block, to_block] of `addresses` (None: any), of the events whose
+        topic0 is in `topic0` and, when given, whose first indexed argument is in `topic1`
+        (0x + 64 hex each: a unit id, a game id, an account as a 32-byte word)."""
         params: dict[str, Any] = {"fromBlock": from_block, "toBlock": to_block}
         if addresses:
             params["address"] = [to_checksum_address(a) for a in addresses]
-        if topic0:
-            params["topics"] = [list(topic0)]
+        if topic0 or topic1:
+            params["topics"] = [list(topic0) if topic0 else None]
+            if topic1:
+                params["topics"].append(list(topic1))
         out = []
         for entry in await self.w3.eth.get_logs(params):
             out.append(

@@ -291,17 +291,19 @@ def _list_proof(domain: bytes, values: list[bytes], index: int) -> list[bytes]:
     return list(merkle.list_proof(domain, values, index).siblings)
 
 
-def _in_source(sv: StepValues, inp: TensorInput, elems: list[int]) -> list[int]:
-    """Elements of a batch input mapped to the dataset tensor's elements (§4)."""
+def source_elements(picks: np.ndarray, inp: TensorInput, elems: list[int]) -> list[int]:
+    """Elements of an input mapped to the elements of the tensor it is opened in: a batch
+    input's to the dataset tensor's (§4, `picks` the step's batch positions), any other's are
+    its own. What a one-step proof opens (here) and what a reader of one shows (the explorer)."""
     if inp.kind == KIND_BATCH_X:
         f = prod(inp.shape[1:])
-        return [int(sv.picks[e // f]) * f + e % f for e in elems]
+        return [int(picks[e // f]) * f + e % f for e in elems]
     if inp.kind == KIND_BATCH_Y:
-        return [int(sv.picks[e]) for e in elems]
+        return [int(picks[e]) for e in elems]
     if inp.kind in (KIND_WINDOW_X, KIND_WINDOW_Y):
         T = inp.shape[1]
         shift = 1 if inp.kind == KIND_WINDOW_Y else 0
-        return [int(sv.picks[e // T]) + e % T + shift for e in elems]
+        return [int(picks[e // T]) + e % T + shift for e in elems]
     return elems
 
 
@@ -314,7 +316,7 @@ def openings(sv: StepValues, i: int, reads: list[list[int]], node_roots: TraceRo
         if inp.kind == KIND_WORD:
             out.append((bytes(32), [], bytes(32), []))
             continue
-        elems = _in_source(sv, inp, reads[k])
+        elems = source_elements(sv.picks, inp, reads[k])
         open_elements = getattr(sv.job.data, "open_elements", None)
         if inp.kind in DATA_KINDS and open_elements is not None:
             # a packed split: only the chunks holding the opened elements are fetched

@@ -243,6 +243,32 @@ def locator_problem(base: str, local_ok: bool = False) -> str | None:
     return None
 
 
+def read_manifest(
+    locator: str,
+    checkpoints: int,
+    checkpoint_root: bytes,
+    local_ok: bool = False,
+    timeout_s: float = LOCATOR_TIMEOUT_S,
+) -> tuple[BlobStore, Manifest]:
+    """The store `locator` names and the manifest behind it, of `checkpoints` entries, whose
+    roots hash to the committed `checkpoint_root`; BadBlob for anything else (unreachable,
+    oversized, malformed, another root). What a reader of losses alone needs (the explorer);
+    `CheckpointReader` reads the states on top of it."""
+    base, address = parse_locator(locator)
+    with _bad_blob(f"manifest {address}"):
+        # the deadline grows with the largest blob read (blobs.py: at 1 MiB/s)
+        store = locator_store(base, local_ok, timeout_s)
+        raw = store.get(address, max_bytes=manifest_max_bytes(checkpoints))
+        manifest = Manifest.from_bytes(raw, checkpoints)
+        cp_root = manifest.checkpoint_root()
+    if cp_root != checkpoint_root:
+        raise BadBlob(
+            f"manifest {address} lists roots whose checkpoint root is 0x"
+            f"{cp_root.hex()}, the chain has 0x{checkpoint_root.hex()}"
+        )
+    return store, manifest
+
+
 class CheckpointReader:
     """Reads a unit's manifest and states from its locator, checking every root; any failure
     (unreachable, oversized, malformed, a wrong root) raises BadBlob."""
@@ -258,18 +284,9 @@ class CheckpointReader:
         self.codec = codec = as_codec(codec)
         self.checkpoints = codec.steps // codec.checkpoint_every + 1
         self.state_bytes = codec.state_bytes
-        base, address = parse_locator(locator)
-        with _bad_blob(f"manifest {address}"):
-            # the deadline grows with the largest blob read (blobs.py: at 1 MiB/s)
-            self.store: BlobStore = locator_store(base, local_ok, timeout_s)
-            raw = self.store.get(address, max_bytes=manifest_max_bytes(self.checkpoints))
-            self.manifest = Manifest.from_bytes(raw, self.checkpoints)
-            cp_root = self.manifest.checkpoint_root()
-        if cp_root != checkpoint_root:
-            raise BadBlob(
-                f"manifest {address} lists roots whose checkpoint root is 0x"
-                f"{cp_root.hex()}, the chain has 0x{checkpoint_root.hex()}"
-            )
+        self.store, self.manifest = read_manifest(
+            locator, self.checkpoints, checkpoint_root, local_ok, timeout_s
+        )
 
     def root(self, index: int) -> bytes:
         self._check_index(index)
