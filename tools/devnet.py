@@ -12,6 +12,7 @@ from pathlib import Path
 
 from eth_account import Account
 from web3 import Web3
+from web3.logs import DISCARD
 
 from agents.core.chain import dev_private_key
 from agents.core.deploy import load_artifact
@@ -91,3 +92,51 @@ def audit_sends(w3: Web3, first: int, data_dirs: dict[str, Path]) -> list[dict]:
             if len(hashes) > 1:
                 problems.append({"from": sender, "intent": intent, "txs": hashes})
     return problems
+
+
+def post_job_like(
+    w3: Web3,
+    addresses: dict[str, str],
+    key_index: int,
+    like: int,
+    reward: int = 100 * TOKEN,
+    fee: int = 10 * TOKEN,
+) -> int:
+    """Post a new job with job `like`'s spec, data and size from dev key `key_index` (approving
+    the reward first), open for claims for an hour; its id. What a second submitter of the same
+    model does, without an agent (the explorer's test watches it appear)."""
+    manager = w3.eth.contract(
+        address=addresses["JobManager"], abi=load_artifact("JobManager")["abi"], decode_tuples=True
+    )
+    token = w3.eth.contract(address=addresses["Token"], abi=load_artifact("TestToken")["abi"])
+    acct = Account.from_key(dev_private_key(key_index))
+    j = manager.functions.getJob(like).call()
+    now = int(w3.eth.get_block("latest")["timestamp"])
+    params = (
+        bytes(j.specHash),
+        bytes(j.datasetRoot),
+        bytes(j.initialStateRoot),
+        j.steps,
+        j.checkpointInterval,
+        (j.deviceClass, j.memoryMiB, j.throughput),
+        reward,
+        fee,
+        now + 3600,
+        j.computeTime,
+    )
+    nonce = w3.eth.get_transaction_count(acct.address, "pending")
+    receipt = None
+    for call in (
+        token.functions.approve(manager.address, reward),
+        manager.functions.postJob(params),
+    ):
+        tx = call.build_transaction(
+            {"from": acct.address, "nonce": nonce, "chainId": w3.eth.chain_id}
+        )
+        h = w3.eth.send_raw_transaction(acct.sign_transaction(tx).raw_transaction)
+        receipt = w3.eth.wait_for_transaction_receipt(h, timeout=60)
+        if receipt["status"] != 1:
+            raise DevnetError(f"posting a job like job {like} reverted")
+        nonce += 1
+    (posted,) = manager.events.JobPosted().process_receipt(receipt, errors=DISCARD)
+    return int(posted["args"]["jobId"])

@@ -27,7 +27,13 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from web3 import Web3
@@ -135,7 +141,9 @@ def render(request: Request, name: str, ctx: dict[str, Any], status: int = 200) 
     }
     template = ENV.get_template(name)
     if request.query_params.get("fragment"):
-        body = "".join(template.blocks["content"](template.new_context(ctx)))
+        # what base.html's <main> holds: the chain's status, then the page's main block
+        head = ENV.get_template("_status.html").render(ctx)
+        body = head + "".join(template.blocks["main"](template.new_context(ctx)))
     else:
         body = template.render(ctx)
     return HTMLResponse(body, status_code=status)
@@ -165,8 +173,12 @@ def guarded(name: str):
     return wrap
 
 
-def _error(request: Request, status: int, message: str) -> HTMLResponse:
-    return render(request, "error.html", {"status": status, "message": message}, status)
+def _error(request: Request, status: int, message: str) -> Response:
+    try:
+        return render(request, "error.html", {"status": status, "message": message}, status)
+    except Exception:  # the error page itself failed: say it in one line, no trace either
+        log.exception("the error page failed")
+        return PlainTextResponse(f"{status}: {message}", status)
 
 
 def _int(request: Request, key: str, what: str) -> int:

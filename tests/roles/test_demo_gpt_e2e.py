@@ -4,7 +4,13 @@
   cheat to catch (batch 2, 4 steps): the cheater's flipped attention probability is caught at
   that node and element, the cheater slashed, the honest retrain completes the job, `job fetch`
   writes the model whose root the chain holds, which plain PyTorch loads, scores and samples;
-  its validation loss next to plain PyTorch's own training's; the report JSON as the MLP demo's;
+  its validation loss next to plain PyTorch's own training's; the report JSON as the MLP demo's.
+  The demo runs on an Anvil this module starts (`--rpc-url`), so that the chain outlives it;
+- the explorer on that chain, in a real browser (Debian's chromium, the checks of
+  tests/roles/explorer_checks.py): the jobs page, the job's loss curve, the cheater slashed
+  and the retrain, the dispute down to the node's operator and the element the chain recomputed,
+  a new job appearing live. The scenario is run once for both (CI time: it is the costly part);
+  the demo's own private chain, started and stopped, is tests/foundation/test_demo.py's;
 - fast, without a chain: the node the demo cheats at is the first attention softmax's output
   (as the lowering's provenance records it, tests/roles/model_nodes.py), and the demo's local
   side (the fetched weights in the plain module, its samples, plain PyTorch's training) on a
@@ -21,10 +27,12 @@ import time
 from pathlib import Path
 
 import pytest
+from explorer_checks import check_explorer
 from model_nodes import build_with_provenance, first_run
 from safetensors.torch import save_file
 
 from agents.cli_job import load_job
+from agents.core.chain import AnvilConfig, local_anvil
 from agents.model.job import module_state_dict
 from scripts import demo_gpt
 
@@ -37,18 +45,26 @@ def _leftovers(marker: str) -> list[str]:
     return [line for line in out.splitlines() if "pgrep" not in line]
 
 
+@pytest.fixture(scope="module")
+def demo_chain():
+    """The GPT demo run on a chain of this module's (automining, as the demo's private one):
+    (rpc url, the demo's finished process); the chain stays up for the explorer's checks."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with local_anvil(AnvilConfig()) as url:
+        cmd = [sys.executable, "-m", "scripts.demo_gpt", *SMALL, "--rpc-url", url]
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=840)
+        yield url, proc
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_make_demo_gpt_catches_the_cheat_fetches_and_samples_the_model():
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "scripts.demo_gpt", *SMALL], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=840)  # fmt: skip
+def test_make_demo_gpt_catches_the_cheat_fetches_and_samples_the_model(demo_chain):
+    url, proc = demo_chain
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((demo_gpt.REPORT_DIR / "report.json").read_text())
     time.sleep(0.5)
     assert _leftovers(str(demo_gpt.REPORT_DIR / "run")) == [], "demo left agent processes running"
-    port = report["rpc_url"].rsplit(":", 1)[1]
-    assert _leftovers(f"--port {port} ") == [], "demo left its anvil running"
+    assert report["rpc_url"] == url and report["private_chain"] is False
 
     job = report["job"]
     assert job["status"] == "completed" and job["attempts"] == 2
@@ -127,3 +143,11 @@ def test_the_local_side_loads_samples_and_compares_with_plain_pytorch(gpt_spec, 
     a, b = (demo_gpt.sample(module, "ROMEO:", 40, seed=3) for _ in range(2))
     assert a == b and a.startswith("ROMEO:") and len(a) == 46  # seeded: the same text
     assert demo_gpt.sample(module, "ROMEO:", 40, seed=4) != a
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_explorer_shows_the_demo_in_a_browser(demo_chain):
+    url, proc = demo_chain
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    check_explorer(url, json.loads((demo_gpt.REPORT_DIR / "report.json").read_text()))

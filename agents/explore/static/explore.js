@@ -15,6 +15,7 @@ function drawCharts(root) {
         datasets: series.map((s, i) => ({
           label: s.label, data: s.points, showLine: true, pointRadius: 3,
           borderColor: ["#2563eb", "#dc2626", "#16a34a", "#9333ea"][i % 4],
+          borderDash: i ? [6, 4] : [],
           backgroundColor: ["#2563eb", "#dc2626", "#16a34a", "#9333ea"][i % 4],
         })),
       },
