@@ -24,12 +24,13 @@ NODE_STAMP := node_modules/.installed
 SOLC_LINK  := .solcx/solc-v$(SOLC_VERSION)
 ABI_STAMP  := build/abi/.exported
 
-.PHONY: help setup compile abi demo test test-fast lint format bench fuzz clean slither reliability
+.PHONY: help setup compile abi demo explore browser test test-fast lint format bench fuzz clean slither reliability
 
 help:
 	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
 	@echo "               DEMO=decomposed: a 2-round x 3-shard job (RoundManager, aggregation fraud proof)"
 	@echo "               DEMO=gpt: the char GPT, a cheat at an attention softmax caught, the model fetched and sampled"
+	@echo "make explore - the GPT demo on a local chain, watched live in the explorer at http://127.0.0.1:8600/"
 	@echo "make test    - the whole test suite (PROVIDER=test to run contract tests on py-evm)"
 	@echo "make lint    - ruff check + format check, import layering, solhint, slither (fails on high/medium)"
 	@echo "make bench   - run bench/ and write JSON under bench/results/"
@@ -67,6 +68,18 @@ $(OZ_DEPS): $(NODE_STAMP)
 
 setup: $(VENV_STAMP) $(NODE_STAMP) $(SOLC_LINK) $(OZ_DEPS)
 
+# Debian's chromium for the explorer's browser test (tests/roles/explorer_checks.py), which
+# Playwright drives (its own browser download is never used). Installed once, as root (CI runs
+# as root); elsewhere a missing browser is said here and that one test is skipped.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "make browser: $(CHROMIUM) is missing; as root: apt-get install chromium (the explorer's browser test is skipped without it)" >&2; \
+	  fi; }
+
 # --- build --------------------------------------------------------------------------------
 CONTRACT_SOURCES := $(shell find contracts -name '*.sol' -not -path '*/.cache/*' 2>/dev/null)
 
@@ -92,7 +105,11 @@ DEMO_SCRIPT = $(if $(filter decomposed,$(DEMO)),scripts.demo_decomposed,$(if $(f
 demo: $(ABI_STAMP)
 	@$(PY) -m $(DEMO_SCRIPT) $(if $(RPC_URL),--rpc-url $(RPC_URL))
 
-test: $(ABI_STAMP)
+# The GPT demo on a local chain that outlives it, with the explorer following it live (PORT=...).
+explore: $(ABI_STAMP)
+	@$(PY) -m scripts.explore_demo $(if $(PORT),--port $(PORT))
+
+test: $(ABI_STAMP) browser
 	$(PY) -m tools.run_tests --provider $(PROVIDER)
 
 # --- quality, speed, long runs --------------------------------------------------------------

@@ -79,11 +79,17 @@ class Explorer:
 
 @contextlib.contextmanager
 def explorer(
-    rpc_url: str, deployment: Path, log: Path, *extra: str, ready_s: float = 60.0
+    rpc_url: str,
+    deployment: Path,
+    log: Path,
+    *extra: str,
+    port: int | None = None,
+    ready_s: float = 60.0,
 ) -> Iterator[Explorer]:
-    """Start the explorer on a free port against `rpc_url` and `deployment` (its output to
-    `log`), wait until its jobs page answers, stop it (SIGINT, as Ctrl-C) on exit."""
-    port = free_port()
+    """Start the explorer on `port` (default: a free one) against `rpc_url` and `deployment`
+    (its output to `log`), wait until its jobs page answers, stop it (SIGINT, as Ctrl-C) on
+    exit."""
+    port = port or free_port()
     cmd = [
         sys.executable,
         "-m",

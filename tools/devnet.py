@@ -102,28 +102,29 @@ def post_job_like(
     reward: int = 100 * TOKEN,
     fee: int = 10 * TOKEN,
 ) -> int:
-    """Post a new job with job `like`'s spec, data and size from dev key `key_index` (approving
-    the reward first), open for claims for an hour; its id. What a second submitter of the same
-    model does, without an agent (the explorer's test watches it appear)."""
+    """Post a new job with job `like`'s spec, data and size from dev key `key_index`, open for
+    claims for an hour; its id. What a second submitter of the same model does, without an
+    agent (the explorer's test watches it appear)."""
     manager = w3.eth.contract(
         address=addresses["JobManager"], abi=load_artifact("JobManager")["abi"], decode_tuples=True
     )
-    token = w3.eth.contract(address=addresses["Token"], abi=load_artifact("TestToken")["abi"])
-    acct = Account.from_key(dev_private_key(key_index))
     j = manager.functions.getJob(like).call()
     now = int(w3.eth.get_block("latest")["timestamp"])
-    params = (
-        bytes(j.specHash),
-        bytes(j.datasetRoot),
-        bytes(j.initialStateRoot),
-        j.steps,
-        j.checkpointInterval,
-        (j.deviceClass, j.memoryMiB, j.throughput),
-        reward,
-        fee,
-        now + 3600,
-        j.computeTime,
+    params = (bytes(j.specHash), bytes(j.datasetRoot), bytes(j.initialStateRoot), j.steps,
+              j.checkpointInterval, (j.deviceClass, j.memoryMiB, j.throughput), reward, fee,
+              now + 3600, j.computeTime)  # fmt: skip
+    return post_job(w3, addresses, key_index, params)
+
+
+def post_job(w3: Web3, addresses: dict[str, str], key_index: int, params: tuple) -> int:
+    """Approve the reward and post `params` (IJobManager.JobParams, in its order) from dev key
+    `key_index`; the new job's id."""
+    manager = w3.eth.contract(
+        address=addresses["JobManager"], abi=load_artifact("JobManager")["abi"]
     )
+    token = w3.eth.contract(address=addresses["Token"], abi=load_artifact("TestToken")["abi"])
+    acct = Account.from_key(dev_private_key(key_index))
+    reward = params[6]
     nonce = w3.eth.get_transaction_count(acct.address, "pending")
     receipt = None
     for call in (
@@ -136,7 +137,7 @@ def post_job_like(
         h = w3.eth.send_raw_transaction(acct.sign_transaction(tx).raw_transaction)
         receipt = w3.eth.wait_for_transaction_receipt(h, timeout=60)
         if receipt["status"] != 1:
-            raise DevnetError(f"posting a job like job {like} reverted")
+            raise DevnetError(f"posting a job from dev:{key_index} reverted")
         nonce += 1
     (posted,) = manager.events.JobPosted().process_receipt(receipt, errors=DISCARD)
     return int(posted["args"]["jobId"])
