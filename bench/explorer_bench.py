@@ -179,8 +179,6 @@ def measure(url: str, deployment: Path, log: Path) -> dict:
                 rss[f"after_{i + 1}_requests"] = proc.memory_info().rss
         job_ms = [_timed(e, "/job/1")[0] for _ in range(20)]
         decomposed_ms = [_timed(e, "/decomposed/1")[0] for _ in range(20)]
-        node = Account.from_key(dev_private_key(0)).address
-        node_status = _timed(e, f"/node/{node}")[1]
         return {
             "index_synced_s": round(synced_s, 1),
             "listed_jobs": listed,
@@ -188,7 +186,6 @@ def measure(url: str, deployment: Path, log: Path) -> dict:
             "jobs_page_open_filter_ms": _stats(open_ms),
             "job_page_ms": _stats(job_ms),
             "decomposed_page_ms": _stats(decomposed_ms),
-            "node_page_status": node_status,
             "rss_mib": {k: round(v / 2**20, 1) for k, v in rss.items()},
             "rss_growth_over_requests_mib": round(
                 (rss[f"after_{REQUESTS}_requests"] - rss["after_100_requests"]) / 2**20, 1

@@ -28,6 +28,10 @@ PLANTS = {
         "agents/dispute/_planted.py",
         "import agents.adversaries\n",
     ),
+    "production code does not import the explorer": (
+        "agents/roles/_planted.py",
+        "import agents.explore.app\n",
+    ),
     "no role imports another role, directly or indirectly": (
         "agents/roles/solver.py",
         "import agents.roles.verifier  # noqa\n",
