@@ -6,7 +6,8 @@ browser as server-sent events, and reads the published blobs (specs, manifests, 
 with the roles' checks against the roots the chain holds. It signs nothing and holds no key.
 
 Layout: `config` (the frozen start-up config and the deployment), `reads` (chain reads),
-`published` (blob reads), `index` (the live job index and the event fan-out), `dispute` (a
-dispute game as a path and a proof), `provenance` (which module a graph node came from), `app`
-(the Starlette pages) and `server` (uvicorn).
+`published` (blob reads), `index` (the live job index and the event fan-out), `job` (a job's
+page: units, commitments, history, slashes and credits), `dispute` (a dispute game as a path
+and a proof), `provenance` (which module a graph node came from), `app` (the Starlette pages)
+and `server` (uvicorn). Nothing in the agents imports it (`[tool.importlinter]`).
 """

@@ -19,6 +19,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,9 @@ def _env() -> Environment:
     env.filters["short"] = lambda a: "-" if not a or int(a, 16) == 0 else f"{a[:8]}…{a[-4:]}"
     env.filters["hex"] = lambda b: "0x" + bytes(b).hex()
     env.filters["duration"] = duration
+    env.filters["when"] = lambda t: datetime.fromtimestamp(int(t), UTC).strftime(
+        "%Y-%m-%d %H:%M:%S"
+    )
     env.globals["role_name"] = lambda r: Role(int(r)).name.lower()
     return env
 
