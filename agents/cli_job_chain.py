@@ -176,6 +176,9 @@ def run_fetch(args: argparse.Namespace) -> int:
             stores.append(locator_store(parse_locator(c.locator)[0], args.allow_local_locators))
         except BadBlob as exc:
             raise UserError(f"{what}: {exc}") from None
+        for held in c.holders:  # the holders of the result keep the job's spec and model too
+            with contextlib.suppress(BadBlob):
+                stores.append(locator_store(parse_locator(held)[0], args.allow_local_locators))
         spec = fetch_spec(bytes(job.specHash), stores, what)
         if isinstance(spec, ModelSpec):
             got = _fetch_model(spec, job, stores, c, args.allow_local_locators, what)
@@ -224,11 +227,11 @@ def _fetch_mlp(spec, job: Any, c, local_ok: bool, what: str) -> Fetched:
     """A version-1 job (`job`: IJobManager.Job, decoded by name): the MLP's checkpoint, as
     `torch.nn.Sequential` names its layers."""
     from agents.core import datasets
-    from agents.roles.artifacts import read_final_state
+    from agents.roles.artifacts import read_result
     from agents.training.engine import Engine
     from agents.training.state import state_root, torch_state_dict
 
-    st, losses = read_final_state(spec, c.locator, c.published_root, c.final_root, local_ok)
+    st, losses = read_result(spec, c.locator, c.published_root, c.final_root, c.holders, local_ok)
     data = datasets.load_dataset(spec.dataset_name)
     if data.root() != bytes(job.datasetRoot):
         raise UserError(f"{what}: dataset {spec.dataset_name} differs from the chain's root")
@@ -244,13 +247,13 @@ def _fetch_model(spec, job: Any, stores: list, c, local_ok: bool, what: str) -> 
     root, the weights under the PyTorch module's own names, and the held-out metric from the
     committed forward graph."""
     from agents.model.job import MAX_PARAMS, module_state_dict, state_root
-    from agents.roles.artifacts import read_final_state
+    from agents.roles.artifacts import read_result
     from agents.roles.runtime import ChainJob, job_runtime
 
     chain = ChainJob(int(job.steps), int(job.checkpointInterval),
                      bytes(job.datasetRoot), bytes(job.initialStateRoot))  # fmt: skip
     rt = job_runtime(spec, chain, stores, what, MAX_PARAMS, None)
-    st, losses = read_final_state(rt, c.locator, c.published_root, c.final_root, local_ok)
+    st, losses = read_result(rt, c.locator, c.published_root, c.final_root, c.holders, local_ok)
     return Fetched(module_state_dict(rt.job.bundle, st), state_root(st), rt.metrics(st),
                    losses[-1] if losses else None)  # fmt: skip
 

@@ -60,6 +60,7 @@ from agents.roles.whistleblower import Whistleblower
 from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.engine import Engine
+from agents.training.merkle import checkpoint_root, final_proof
 from agents.training.state import state_root
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +73,6 @@ PATHS = ("before", "getters", "lens")
 SOLVER, VERIFIER, WHISTLEBLOWER = 1, 2, 3  # INodeRegistry.Role
 CAP = (1, 16_384, 1_000)
 SECRET = b"\x5e" * 32
-CHECKPOINT_ROOT = b"\x11" * 32
 # accounts: 0 deployer, 1 submitter, 2 solver, 3 whistleblower, 4.. verifiers
 SUBMITTER, SOLVER_ACCT, WHISTLE_ACCT, FIRST_VERIFIER = 1, 2, 3, 4
 
@@ -155,8 +155,10 @@ class World:
             self.send(0, f.closeClaims(unit_id))
             self.warp(1, blocks=2)
             self.send(0, f.selectAssignee(unit_id))
-            seal = keccak(CHECKPOINT_ROOT + SECRET)
-            commit = f.commitCheckpoints(unit_id, CHECKPOINT_ROOT, checkpoints, b"\x22" * 32,
+            roots = [keccak(b"checkpoint" + bytes([c])) for c in range(checkpoints)]
+            root = checkpoint_root(roots)
+            seal = keccak(root + SECRET)
+            commit = f.commitCheckpoints(unit_id, root, checkpoints, roots[-1], final_proof(roots),
                                          "http://127.0.0.1:9/blobs", seal)  # fmt: skip
             self.send(SOLVER_ACCT, commit)
             self.warp(1, blocks=2)

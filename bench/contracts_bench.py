@@ -37,6 +37,7 @@ from agents.core.deploy import (
     deploy_all,
     load_artifact,
 )
+from agents.training.merkle import checkpoint_root, final_proof
 from bench.gas_anatomy import Anatomy, anatomy, total
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,10 +168,11 @@ class Bench:
 
     def to_verifying(self, solver: int) -> tuple[int, dict[str, int]]:
         unit, steps = self.to_selected(solver)
-        root = fresh("checkpoints", unit)
+        roots = [fresh("checkpoint", unit, c) for c in range(5)]
+        root = checkpoint_root(roots)
         seal = Web3.keccak(root + fresh("secret", unit))
         commit = self.manager.functions.commitCheckpoints(
-            unit, root, 5, fresh("final", unit), "blob://vtp/unit/1", seal
+            unit, root, 5, roots[-1], final_proof(roots), "blob://vtp/unit/1", seal
         )
         steps["commitCheckpoints"] = self.gas(solver, commit)
         self.mine()

@@ -46,6 +46,8 @@ SCENARIOS_A = [
     # the rest of tests/roles, a fresh-clone run took B past 36 minutes with A done at 22
     "tests/roles/test_demo_gpt_e2e.py",
     "tests/roles/test_readme_journey.py",
+    # a 1M-parameter GPT's data requests through the agents, twice (about 5 minutes)
+    "tests/roles/test_availability_e2e.py",
 ]
 # The dispute-game tests (CPU-bound, about 5 minutes) run in B, all but test_game.py: in a
 # fresh-clone run on 2 cores with them in the rest, A took 19.4, B 18.2 and the rest 23.6

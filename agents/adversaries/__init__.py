@@ -3,7 +3,8 @@ need, as strategy objects the start-up wiring (agents/cli_*.py) hands to a role 
 honest one. No production module imports this package (an import-linter contract, pyproject).
 
 - verifier  --lazy (`LazyVerifier`), --cheat-challenge (`LyingVerifier`)
-- solver    --cheat KIND[:...] (`FaultySolver`), --false-truth (`FalseTruthSolver`)
+- solver    --cheat KIND[:...] (`FaultySolver`), --false-truth (`FalseTruthSolver`),
+            --stale-final C (`StaleFinalSolver`)
 - aggregator  --cheat and/or --withhold (`CheatingAggregator`)
 - liars     dispute-game players that lie where an honest party never would (tests, benches,
             --cheat-challenge)
@@ -20,7 +21,12 @@ from __future__ import annotations
 import argparse
 
 from agents.adversaries.aggregator import CheatingAggregator
-from agents.adversaries.solver import FalseTruthSolver, FaultySolver, parse_cheat
+from agents.adversaries.solver import (
+    FalseTruthSolver,
+    FaultySolver,
+    StaleFinalSolver,
+    parse_cheat,
+)
 from agents.adversaries.verifier import LazyVerifier, LyingVerifier
 from agents.roles.aggregator import AggregatorStrategy
 from agents.roles.solver import SolverStrategy
@@ -43,6 +49,8 @@ def solver_strategy(args: argparse.Namespace) -> SolverStrategy | None:
         return FaultySolver(fault=fault)
     if args.false_truth:
         return FalseTruthSolver()
+    if args.stale_final is not None:
+        return StaleFinalSolver(checkpoint=args.stale_final)
     return None
 
 

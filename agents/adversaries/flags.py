@@ -21,6 +21,13 @@ def add_solver_flags(p: argparse.ArgumentParser) -> None:
         help="test adversary: inject a fault (demos/tests only), e.g. "
         "element:step=217,node=2,element=5,mask=0x40000000 (kinds: " + ", ".join(FAULT_KINDS) + ")",
     )
+    p.add_argument(
+        "--stale-final",
+        type=int,
+        metavar="C",
+        help="test adversary: train honestly but commit checkpoint C's state root as the final "
+        "one, with its own list proof (refused on chain: FinalRootNotLast; tests only)",
+    )
 
 
 def add_verifier_flags(p: argparse.ArgumentParser) -> None:

@@ -19,6 +19,7 @@ from agents.roles.logic import UnitView
 from agents.roles.runner import RoleError
 from agents.roles.runtime import Claim, JobRuntime
 from agents.roles.solver import HonestSolver, Solver, Training, TrainingStopped, flipped
+from agents.training.merkle import CHECKPOINT_DOMAIN, list_proof
 from agents.training.state import State
 
 
@@ -108,6 +109,25 @@ class FaultySolver(Announced, HonestSolver):
     ) -> tuple[list[bytes], State]:  # fmt: skip
         comp = account()
         return comp.checkpoint_roots(), comp.state(step)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StaleFinalSolver(Announced, HonestSolver):
+    """Trains and publishes honestly but commits checkpoint `checkpoint`'s state root as the
+    final one, with that entry's own valid list proof: issue #38's finding, where every verifier
+    agreed with the list and the wrong result was paid. The chain refuses the commitment
+    (`FinalRootNotLast`), so the unit expires and the collateral is slashed."""
+
+    checkpoint: int
+    banner: str = ""
+
+    def __post_init__(self) -> None:
+        text = f"STALE FINAL: will commit checkpoint {self.checkpoint}'s root as the final one"
+        object.__setattr__(self, "banner", text)
+
+    def final_root(self, published: list[bytes]) -> tuple[bytes, list[bytes]]:
+        c = min(self.checkpoint, len(published) - 1)
+        return published[c], list_proof(CHECKPOINT_DOMAIN, published, c).siblings
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -264,6 +264,12 @@ def deploy_all(
     mgr_cfg = _config_tuple(DEFAULT_MANAGER_CONFIG, params.get("manager_config"))
     manager = sender.deploy(mgr_art, registry, mgr_cfg, step="JobManager")
     out["JobManager"] = manager
+    # the rare paths' code, deployed for this manager and wired at once (PROTOCOL §6.12)
+    extension = sender.deploy(load_artifact("JobManagerExtension", abi_dir), manager,
+                              step="JobManagerExtension")  # fmt: skip
+    mgr = w3.eth.contract(address=manager, abi=mgr_art["abi"])
+    sender.call(mgr.functions.setExtension(extension), step="JobManager.setExtension")
+    out["JobManagerExtension"] = extension
 
     slashers = [manager]
     court_params = params.get("attestation_court")
@@ -306,7 +312,6 @@ def deploy_all(
         out["MockArbiter"] = arbiter
     if arbiter:
         arbiter = Web3.to_checksum_address(arbiter)
-        mgr = w3.eth.contract(address=manager, abi=mgr_art["abi"])
         sender.call(mgr.functions.setArbiter(arbiter), step="JobManager.setArbiter")
         out["Arbiter"] = arbiter
     if params.get("round_manager"):

@@ -1,20 +1,20 @@
-"""Data requests (PROTOCOL §6.11): the arguments that post one checkpoint's whole state on chain,
-and the state rebuilt from the posted chunks.
+"""Data requests (PROTOCOL §6.11): the arguments of an answer — proof that one checkpoint's state
+is held, at a cost bounded whatever the state's size — and the sample draw every party computes.
 
-A data request demands the state at checkpoint `checkpoint` of a unit: whoever holds it calls
-`JobManager.openDataState(unitId, tensorCount, stateTree, checkpointProof)` once, then
-`JobManager.postData(unitId, (nameHash, dtype, rows, cols, dataRoot), entryProof, firstChunk,
-chunks, rangeProof)` for each run of at most MAX_DATA_CHUNKS 256-byte chunks of each tensor, in
-state order. `encode_answer` builds those arguments from the state (named tensors in state-root
-order, as agents.training.state keeps them); `decode_answer` rebuilds the state from the
-`DataPosted` events' arguments and checks it against the state root. Pure: no chain access; the
-Merkle code is agents.training.merkle's.
+An answer opens the state (`openDataState`: its root against the checkpoint root), then its tensor
+headers part by part (`openDataHeaders`: at most DATA_OPEN_PART a call, each part's subtree proved
+under the state tree; the layout follows: each tensor's first global chunk and chunk count), then
+proves DATA_SAMPLES chunks (`proveDataSamples`), drawn by the hash of the block after the request
+uniformly over every 256-byte chunk of the state. The state itself travels off chain, from any
+holder's blob store (`DataOffered`, `DataRequestAnswered`). Pure: no chain access; the Merkle code
+is agents.training.merkle's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -23,186 +23,208 @@ import torch
 from agents.training import merkle
 from agents.training.keccak import keccak256
 
-#: At most this many 256-byte chunks per postData call (IJobManager.sol's MAX_DATA_CHUNKS).
-MAX_DATA_CHUNKS = 64
+#: IJobManager.sol's DATA_SAMPLES: the chunks an answer proves.
+DATA_SAMPLES = 64
+#: IJobManager.sol's DATA_OPEN_PART: the headers one openDataHeaders call opens at most.
+DATA_OPEN_PART = 256
+PART_DEPTH = 8  # log2(DATA_OPEN_PART)
+LAYOUT_DOMAIN = keccak256(b"vtp.layout.v1")
 
 NamedState = Mapping[str, torch.Tensor] | Sequence[tuple[str, torch.Tensor]]
 
 
-class DataMismatch(ValueError):
-    """Posted data that does not rebuild the committed state."""
-
-
 @dataclass(frozen=True)
-class OpenDataStateArgs:
-    """`openDataState`'s arguments after the unit id."""
+class Header:
+    """`IJobManager.TensorHeader`: a tensor as the state root's entry commits it."""
 
-    tensor_count: int
-    state_tree: bytes
-    checkpoint_proof: list[bytes]
-
-    def args(self, unit_id: int) -> tuple[Any, ...]:
-        return (unit_id, self.tensor_count, self.state_tree, self.checkpoint_proof)
-
-
-@dataclass(frozen=True)
-class PostDataArgs:
-    """`postData`'s arguments after the unit id: chunks `first_chunk`, ... of tensor `tensor`."""
-
-    tensor: int
     name_hash: bytes
     dtype: int
     rows: int
     cols: int
     data_root: bytes
-    entry_proof: list[bytes]
-    first_chunk: int
-    chunks: bytes
-    range_proof: list[bytes]
 
-    def header(self) -> tuple[bytes, int, int, int, bytes]:
-        """`IJobManager.TensorHeader`: the tensor as the state root's entry commits it."""
+    def args(self) -> tuple[bytes, int, int, int, bytes]:
         return (self.name_hash, self.dtype, self.rows, self.cols, self.data_root)
-
-    def args(self, unit_id: int) -> tuple[Any, ...]:
-        return (
-            unit_id,
-            self.header(),
-            self.entry_proof,
-            self.first_chunk,
-            self.chunks,
-            self.range_proof,
-        )
 
 
 @dataclass(frozen=True)
-class DataAnswer:
-    """Everything that answers a data request: the state root, the opening, the posts in order."""
+class OpenState:
+    """`openDataState`'s arguments after the unit id."""
 
-    state_root: bytes
-    open_state: OpenDataStateArgs
-    posts: list[PostDataArgs]
-
-
-def _items(state: NamedState) -> list[tuple[str, torch.Tensor]]:
-    return list(state.items()) if isinstance(state, Mapping) else list(state)
+    tensor_count: int
+    state_tree: bytes
+    checkpoint_proof: tuple[bytes, ...]
 
 
-def encode_answer(
-    state: NamedState,
-    checkpoint_roots: Sequence[bytes],
-    checkpoint: int,
-    max_chunks: int = MAX_DATA_CHUNKS,
-) -> DataAnswer:
-    """The openDataState and postData arguments that post `state`, the state at `checkpoint` of
-    a unit whose commitment's state roots are `checkpoint_roots` (steps 0, k, ..., T).
+@dataclass(frozen=True)
+class HeaderPart:
+    """`openDataHeaders`' arguments after the unit id: tensors `first_tensor`, …"""
 
-    Raises ValueError if the state's root is not `checkpoint_roots[checkpoint]`, or for a
-    `max_chunks` outside 1..MAX_DATA_CHUNKS."""
-    if not 1 <= max_chunks <= MAX_DATA_CHUNKS:
-        raise ValueError(f"max_chunks must be in 1..{MAX_DATA_CHUNKS}, got {max_chunks}")
-    if not 0 <= checkpoint < len(checkpoint_roots):
-        raise ValueError(f"checkpoint {checkpoint} out of range for {len(checkpoint_roots)}")
-    items = _items(state)
-    if not items:
-        raise ValueError("a state has at least one tensor")
-    shapes = [merkle.words(t) for _, t in items]
-    data_roots = [merkle.data_root(t) for _, t in items]
-    entries = [
-        merkle.state_entry(name, merkle.tensor_root_from(code, rows, cols, droot))
-        for (name, _), (_, code, rows, cols), droot in zip(items, shapes, data_roots, strict=True)
-    ]
-    state_root = merkle.root_list(merkle.STATE_DOMAIN, entries)
-    if state_root != bytes(checkpoint_roots[checkpoint]):
-        raise ValueError(f"the state's root is not checkpoint {checkpoint}'s committed root")
-    state_tree = merkle.root_of_leaves(merkle.list_leaves(merkle.STATE_DOMAIN, entries))
-    roots = [bytes(r) for r in checkpoint_roots]
-    cproof = merkle.list_proof(merkle.CHECKPOINT_DOMAIN, roots, checkpoint)
-    opening = OpenDataStateArgs(len(items), state_tree, list(cproof.siblings))
-    posts: list[PostDataArgs] = []
-    for i, ((name, t), (w, code, rows, cols), droot) in enumerate(
-        zip(items, shapes, data_roots, strict=True)
-    ):
-        entry_proof = list(merkle.list_proof(merkle.STATE_DOMAIN, entries, i).siblings)
-        n_leaves = -(-w.size // merkle.LEAF_ELEMS)
-        for first in range(0, n_leaves, max_chunks):
-            rp = merkle.range_proof(t, first, min(max_chunks, n_leaves - first))
-            posts.append(
-                PostDataArgs(
-                    tensor=i,
-                    name_hash=keccak256(name.encode()),
-                    dtype=code,
-                    rows=rows,
-                    cols=cols,
-                    data_root=droot,
-                    entry_proof=entry_proof,
-                    first_chunk=first,
-                    chunks=b"".join(rp.chunks),
-                    range_proof=list(rp.siblings),
-                )
-            )
-    return DataAnswer(state_root, opening, posts)
+    first_tensor: int
+    headers: tuple[Header, ...]
+    part_proof: tuple[bytes, ...]
+
+    def args(self) -> tuple[int, list[tuple], list[bytes]]:
+        return (self.first_tensor, [h.args() for h in self.headers], list(self.part_proof))
 
 
-def _field(event: Mapping[str, Any], *names: str) -> Any:
-    for n in names:
-        if n in event:
-            return event[n]
-    raise DataMismatch(f"DataPosted args lack {names[0]!r}")
+@dataclass(frozen=True)
+class Sample:
+    """`IJobManager.DataSample`: one drawn chunk, its tensor's place in the layout and its proof."""
+
+    tensor: int
+    start: int
+    leaves: int
+    data_root: bytes
+    layout_proof: tuple[bytes, ...]
+    chunk: bytes
+    chunk_proof: tuple[bytes, ...]
+
+    def args(self) -> tuple[Any, ...]:
+        return (self.tensor, self.start, self.leaves, self.data_root, list(self.layout_proof),
+                self.chunk, list(self.chunk_proof))  # fmt: skip
 
 
-def _tensor(dtype: int, rows: int, cols: int, data: bytes) -> torch.Tensor:
-    numel = rows * cols
-    w = np.frombuffer(data[: 4 * numel], dtype=">u4").astype(np.uint32)
-    if dtype == merkle.DTYPE_F32:
-        return torch.from_numpy(w.view(np.float32).reshape(rows, cols).copy())
-    if dtype == merkle.DTYPE_U32:
-        return torch.from_numpy(w.astype(np.int64).reshape(rows, cols))
-    raise DataMismatch(f"unknown dtype {dtype}")
+def sample_index(seed: bytes, j: int, total_leaves: int) -> int:
+    """Sample `j`'s global chunk: uint256(keccak256(abi.encode(seed, j))) mod total_leaves."""
+    return int.from_bytes(keccak256(bytes(seed) + merkle.u256(j)), "big") % total_leaves
 
 
-def decode_answer(
-    posted: Iterable[Mapping[str, Any]], names: Sequence[str], state_root: bytes
-) -> dict[str, torch.Tensor]:
-    """The state rebuilt from `DataPosted` event args (dicts, in log order; keys as in the ABI:
-    tensor, nameHash, dtype, rows, cols, firstChunk, chunks; snake_case is accepted too), given
-    the state's tensor names in order, checked against `state_root`.
+def layout_leaf(tensor: int, start: int, leaves: int, data_root: bytes) -> bytes:
+    """keccak256(abi.encode(LAYOUT_DOMAIN, tensor, start, leaves, dataRoot))."""
+    return keccak256(
+        LAYOUT_DOMAIN + merkle.u256(tensor) + merkle.u256(start) + merkle.u256(leaves) + data_root
+    )
 
-    Raises DataMismatch on a gap, a repeat, a name, shape or length that does not fit, a missing
-    tensor, or a rebuilt state whose root is not `state_root`. float32 tensors come back as
-    float32, uint32 ones (labels) as int64, as agents.training.merkle.words reads them."""
-    parts: list[list[bytes]] = [[] for _ in names]
-    shapes: list[tuple[int, int, int] | None] = [None] * len(names)
-    next_chunk = [0] * len(names)
-    for ev in posted:
-        i = int(_field(ev, "tensor"))
-        if not 0 <= i < len(names):
-            raise DataMismatch(f"tensor {i} out of range for {len(names)} names")
-        name_hash = bytes(_field(ev, "nameHash", "name_hash"))
-        if name_hash != keccak256(names[i].encode()):
-            raise DataMismatch(f"tensor {i}: name hash does not match {names[i]!r}")
-        shape = (int(_field(ev, "dtype")), int(_field(ev, "rows")), int(_field(ev, "cols")))
-        if shapes[i] is not None and shapes[i] != shape:
-            raise DataMismatch(f"tensor {i}: shape {shape} differs from {shapes[i]}")
-        shapes[i] = shape
-        first = int(_field(ev, "firstChunk", "first_chunk"))
-        if first != next_chunk[i]:
-            raise DataMismatch(f"tensor {i}: chunk {first} posted, {next_chunk[i]} expected")
-        chunks = bytes(_field(ev, "chunks"))
-        if not chunks or len(chunks) % merkle.LEAF_BYTES:
-            raise DataMismatch(f"tensor {i}: {len(chunks)} bytes is not whole chunks")
-        parts[i].append(chunks)
-        next_chunk[i] += len(chunks) // merkle.LEAF_BYTES
-    named: list[tuple[str, torch.Tensor]] = []
-    for i, name in enumerate(names):
-        shape = shapes[i]
-        if shape is None:
-            raise DataMismatch(f"tensor {i} ({name!r}) was not posted")
-        dtype, rows, cols = shape
-        leaves = -(-(rows * cols) // merkle.LEAF_ELEMS)
-        if next_chunk[i] != leaves:
-            raise DataMismatch(f"tensor {i}: {next_chunk[i]} chunks posted, {leaves} expected")
-        named.append((name, _tensor(dtype, rows, cols, b"".join(parts[i]))))
-    if merkle.state_root(named) != bytes(state_root):
-        raise DataMismatch("the posted data does not rebuild the state root")
-    return dict(named)
+
+def _siblings(levels: list[np.ndarray], index: int, depth: int) -> tuple[bytes, ...]:
+    """The first `depth` siblings, bottom-up, of leaf `index` in a tree's `levels`."""
+    out = []
+    for level in levels[:depth]:
+        out.append(level[index ^ 1].tobytes())
+        index //= 2
+    return tuple(out)
+
+
+class StateOpening:
+    """One state as a data request's answer opens it: its headers and layout, its trees, and
+    the proofs of any chunk. `named`: the state's tensors in state-root order (2-D, as
+    committed: a runtime's `committed(state)`)."""
+
+    def __init__(self, named: NamedState) -> None:
+        items = list(named.items()) if isinstance(named, Mapping) else list(named)
+        if not items:
+            raise ValueError("a state has at least one tensor")
+        self.names = [n for n, _ in items]
+        self.tensors = [t for _, t in items]
+        self.words = [merkle.words(t) for t in self.tensors]
+        self.headers = tuple(
+            Header(keccak256(name.encode()), code, rows, cols, merkle.data_root(t))  # fmt: skip
+            for name, t, (_, code, rows, cols) in zip(
+                self.names, self.tensors, self.words, strict=True
+            )  # fmt: skip
+        )
+        self.leaf_counts = [-(-w.size // merkle.LEAF_ELEMS) for w, *_ in self.words]
+        self.starts = [int(x) for x in np.cumsum([0, *self.leaf_counts[:-1]])]
+        self.total_leaves = sum(self.leaf_counts)
+        self._data_levels: dict[int, list[np.ndarray]] = {}
+
+    @property
+    def tensor_count(self) -> int:
+        return len(self.headers)
+
+    @cached_property
+    def entries(self) -> list[bytes]:
+        return [
+            merkle.state_entry(name, merkle.tensor_root_from(h.dtype, h.rows, h.cols, h.data_root))
+            for name, h in zip(self.names, self.headers, strict=True)
+        ]
+
+    @cached_property
+    def state_levels(self) -> list[np.ndarray]:
+        return merkle.levels(merkle.list_leaves(merkle.STATE_DOMAIN, self.entries))
+
+    @cached_property
+    def layout_levels(self) -> list[np.ndarray]:
+        leaves = [
+            np.frombuffer(layout_leaf(i, s, n, h.data_root), np.uint8)
+            for i, (s, n, h) in enumerate(
+                zip(self.starts, self.leaf_counts, self.headers, strict=True)
+            )  # fmt: skip
+        ]
+        return merkle.levels(np.stack(leaves))
+
+    @property
+    def state_tree(self) -> bytes:
+        return self.state_levels[-1][0].tobytes()
+
+    @property
+    def state_root(self) -> bytes:
+        return keccak256(merkle.STATE_DOMAIN + merkle.u256(self.tensor_count) + self.state_tree)
+
+    @property
+    def layout_root(self) -> bytes:
+        return self.layout_levels[-1][0].tobytes()
+
+    def open_state(self, checkpoint_roots: Sequence[bytes], checkpoint: int) -> OpenState:
+        """openDataState's arguments for the state at `checkpoint` of a commitment over
+        `checkpoint_roots`; ValueError if this state is not that entry."""
+        roots = [bytes(r) for r in checkpoint_roots]
+        if not 0 <= checkpoint < len(roots):
+            raise ValueError(f"checkpoint {checkpoint} out of range for {len(roots)}")
+        if self.state_root != roots[checkpoint]:
+            raise ValueError(f"the state's root is not checkpoint {checkpoint}'s committed root")
+        proof = merkle.list_proof(merkle.CHECKPOINT_DOMAIN, roots, checkpoint).siblings
+        return OpenState(self.tensor_count, self.state_tree, tuple(proof))
+
+    def header_parts(self) -> list[HeaderPart]:
+        """openDataHeaders' arguments, in order: whole subtrees of DATA_OPEN_PART tensors (the
+        whole tree when the state has at most that many), each with its place under the tree."""
+        n = self.tensor_count
+        depth = merkle.depth_for(n)
+        part_depth = depth if n <= DATA_OPEN_PART else PART_DEPTH
+        parts = []
+        for first in range(0, n, DATA_OPEN_PART):
+            headers = self.headers[first : first + DATA_OPEN_PART]
+            # the part's subtree root sits at level part_depth; its siblings climb from there
+            proof = _siblings(self.state_levels[part_depth:], first >> part_depth,
+                              depth - part_depth)  # fmt: skip
+            parts.append(HeaderPart(first, headers, proof))
+        return parts
+
+    def _levels(self, tensor: int) -> list[np.ndarray]:
+        if tensor not in self._data_levels:
+            w, code, _, _ = self.words[tensor]
+            self._data_levels[tensor] = merkle.levels(merkle.leaves(w, code == merkle.DTYPE_F32))
+        return self._data_levels[tensor]
+
+    def chunk_at(self, index: int) -> tuple[int, int]:
+        """(tensor, leaf) of global chunk `index`."""
+        if not 0 <= index < self.total_leaves:
+            raise IndexError(f"chunk {index} out of range for {self.total_leaves}")
+        tensor = int(np.searchsorted(self.starts, index, side="right")) - 1
+        return tensor, index - self.starts[tensor]
+
+    def sample_at(self, tensor: int, leaf: int) -> Sample:
+        """Chunk `leaf` of tensor `tensor` as a sample: its place in the layout and its proof."""
+        w, code, _, _ = self.words[tensor]
+        chunk = merkle.encode_chunk(w[leaf * merkle.LEAF_ELEMS : (leaf + 1) * merkle.LEAF_ELEMS],
+                                    code == merkle.DTYPE_F32)  # fmt: skip
+        levels = self._levels(tensor)
+        return Sample(
+            tensor=tensor,
+            start=self.starts[tensor],
+            leaves=self.leaf_counts[tensor],
+            data_root=self.headers[tensor].data_root,
+            layout_proof=_siblings(self.layout_levels, tensor, len(self.layout_levels) - 1),
+            chunk=chunk,
+            chunk_proof=_siblings(levels, leaf, len(levels) - 1),
+        )
+
+    def sample(self, seed: bytes, j: int) -> Sample:
+        """Sample `j` of the answer whose samples `seed` draws."""
+        return self.sample_at(*self.chunk_at(sample_index(seed, j, self.total_leaves)))
+
+    def samples(self, seed: bytes, first: int, count: int) -> list[Sample]:
+        """Samples `first`, … (`count` of them) of the answer whose samples `seed` draws."""
+        return [self.sample(seed, j) for j in range(first, first + count)]

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Protocol
 from web3.contract import Contract
 from web3.contract.contract import ContractFunction
 
+from agents.dispute.availability import HeaderPart, Sample
 from agents.dispute.player import Move
 
 
@@ -111,7 +112,16 @@ class Defend(LocalWork):
 
 @dataclass(frozen=True)
 class AnswerData(LocalWork):
-    """Post the requested checkpoint's state on chain, the pieces not yet posted."""
+    """Answer a data request: open the requested state, its headers, prove its samples (the
+    steps not yet on chain)."""
+
+    unit_id: int
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Offer(LocalWork):
+    """Say where I serve the unit's result (`offerData`): its data was requested."""
 
     unit_id: int
     attempt: int
@@ -286,10 +296,11 @@ class ExpireDataRequest(ChainAction):
 
 @dataclass(frozen=True)
 class ExpireAssignment(ChainAction):
-    """Re-open a unit whose assignee missed its commit deadline (decomposed jobs' submitter)."""
+    """Re-open a unit whose assignee missed its commit deadline (a keeper step)."""
 
     intent: str
     unit_id: int
+    keeper: ClassVar[bool] = True
 
     def tx(self, c: Contracts) -> ContractFunction:
         return c.manager.functions.expireAssignment(self.unit_id)
@@ -327,13 +338,14 @@ class CommitCheckpoints(ChainAction):
     checkpoint_root: bytes
     checkpoints: int
     final_root: bytes
+    final_proof: list[bytes]  # opens the list's last entry: the final root (PROTOCOL §6.5)
     locator: str
     seal: bytes
 
     def tx(self, c: Contracts) -> ContractFunction:
         return c.manager.functions.commitCheckpoints(
-            self.unit_id, self.checkpoint_root, self.checkpoints, self.final_root, self.locator,
-            self.seal,
+            self.unit_id, self.checkpoint_root, self.checkpoints, self.final_root,
+            self.final_proof, self.locator, self.seal,
         )  # fmt: skip
 
 
@@ -385,15 +397,42 @@ class OpenDataState(ChainAction):
 
 
 @dataclass(frozen=True)
-class PostData(ChainAction):
-    """One piece of a data request's answer: `args` are postData's, from the answer's post
-    (agents/dispute/availability.py `DataPost.args`), unit id first."""
+class OpenDataHeaders(ChainAction):
+    """One part of a data request's headers (agents/dispute/availability.py `HeaderPart`)."""
 
     intent: str
-    args: tuple[Any, ...]
+    unit_id: int
+    part: HeaderPart
 
     def tx(self, c: Contracts) -> ContractFunction:
-        return c.manager.functions.postData(*self.args)
+        return c.manager.functions.openDataHeaders(self.unit_id, *self.part.args())
+
+
+@dataclass(frozen=True)
+class ProveDataSamples(ChainAction):
+    """A batch of a data request's samples; the batch that proves the last one answers it, with
+    `locator`: where I serve the state."""
+
+    intent: str
+    unit_id: int
+    samples: tuple[Sample, ...]
+    locator: str
+
+    def tx(self, c: Contracts) -> ContractFunction:
+        samples = [s.args() for s in self.samples]
+        return c.manager.functions.proveDataSamples(self.unit_id, samples, self.locator)
+
+
+@dataclass(frozen=True)
+class OfferData(ChainAction):
+    """Say where I serve a unit's data (`DataOffered`): as its assignee or a drawn verifier."""
+
+    intent: str
+    unit_id: int
+    locator: str
+
+    def tx(self, c: Contracts) -> ContractFunction:
+        return c.manager.functions.offerData(self.unit_id, self.locator)
 
 
 @dataclass(frozen=True)

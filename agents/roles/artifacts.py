@@ -371,3 +371,46 @@ def read_final_state(
             f"final state root 0x{final_root.hex()}"
         )
     return st, list(reader.manifest.losses)
+
+
+def read_result(
+    codec: StateCodec | JobSpec,
+    locator: str,
+    published_root: bytes,
+    final_root: bytes,
+    holders: tuple[str, ...] = (),
+    local_ok: bool = False,
+) -> tuple[State, list[float]]:
+    """A unit's trained model from its solver (`read_final_state`: with the manifest's losses),
+    else from the first holder that serves it (`read_served_state`, no losses). BadBlob with
+    the solver's failure when no copy checks."""
+    try:
+        return read_final_state(codec, locator, published_root, final_root, local_ok)
+    except BadBlob as first:
+        for held in holders:
+            try:
+                return read_served_state(codec, held, final_root, local_ok), []
+            except BadBlob:
+                continue
+        raise first from None
+
+
+def read_served_state(
+    codec: StateCodec | JobSpec,
+    locator: str,
+    root: bytes,
+    local_ok: bool = False,
+    timeout_s: float = LOCATOR_TIMEOUT_S,
+) -> State:
+    """A state a holder serves (a data request's answer or a `DataOffered` locator,
+    ``<store URL>#<state blob address>``, PROTOCOL §6.11), checked against the state root `root`
+    it must have: BadBlob for any failure, nothing unchecked is returned."""
+    codec = as_codec(codec)
+    base, address = parse_locator(locator)
+    with _bad_blob(f"state blob {address}"):
+        store = locator_store(base, local_ok, timeout_s)
+        st = codec.decode_state(store.get(address, max_bytes=codec.state_bytes))
+    got = codec.state_root(st)
+    if got != root:
+        raise BadBlob(f"state blob {address} has state root 0x{got.hex()}, not 0x{root.hex()}")
+    return st

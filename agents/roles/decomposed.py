@@ -26,7 +26,7 @@ from agents.core.blobs import BlobStore
 from agents.core.bounded import BoundedCache
 from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus
 from agents.dispute.graph import job_graph
-from agents.roles.actions import Approve, ChainAction, ExpireAssignment, FinalizeRound, PostRoundJob
+from agents.roles.actions import Approve, ChainAction, FinalizeRound, PostRoundJob
 from agents.roles.addresses import companion_address
 from agents.roles.aggregation import layout_of
 from agents.roles.artifacts import BadBlob, CheckpointReader
@@ -40,7 +40,7 @@ from agents.roles.jobs import (
     keep_spec,
     rejecting,
 )
-from agents.roles.logic import UnitStatus, keeper_acts
+from agents.roles.logic import keeper_acts
 from agents.roles.runtime import MlpRuntime, check_dataset
 from agents.training import spec as specs
 from agents.training.data import Dataset
@@ -315,8 +315,6 @@ async def follow_decomposed(sub) -> bool:
                 "round %d unit %d: %s (attempt %d)", r, s, u.status.name.lower(), u.attempt
             )
         acts: list[ChainAction] = [*keeper_acts(u, now, reveal_slot=reveal_slot)]
-        if u.status == UnitStatus.ASSIGNED and now.timestamp > u.deadline:
-            acts.append(ExpireAssignment(f"expire:{u.unit_id}:{u.attempt}", u.unit_id))
         for act in acts:
             await sub.executor.execute(act)
         acted = acted or bool(acts)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
+from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, final_proof, list_proof
 
 
 def judged_checkpoints(samples: Iterable[Iterable[int]], perturbed: Collection[int]) -> list[int]:
@@ -31,8 +31,9 @@ def forced_reveal(
     end_roots: list[list[bytes]],
 ) -> tuple:
     """`IJobManager.ForcedReveal`: the secret, the true list's root C, and each checkpoint's
-    published and true entry with its list proof, then each drawn verifier's attested end roots
-    (empty for one that did not attest)."""
+    published and true entry with its list proof, each drawn verifier's attested end roots
+    (empty for one that did not attest), and the proof that C's last entry is the final state
+    root (the list's last entry; never perturbed, so the published list's too)."""
     return (
         secret,
         checkpoint_root(true),
@@ -42,4 +43,5 @@ def forced_reveal(
         [true[c] for c in checkpoints],
         [list_proof(CHECKPOINT_DOMAIN, true, c).siblings for c in checkpoints],
         end_roots,
+        final_proof(true),
     )

@@ -40,6 +40,9 @@ class Commitment:
     locator: str
     published_root: bytes
     final_root: bytes
+    # where the holders of the attempt's result say they serve it (PROTOCOL §6.11: answers to a
+    # request for it, and DataOffered), in chain order: read when the solver's copy is not
+    holders: tuple[str, ...] = ()
 
 
 class JobReader:
@@ -157,4 +160,21 @@ class JobReader:
             locator=str(last["blobLocator"]),
             published_root=bytes(last["checkpointRoot"]),
             final_root=bytes(u.finalStateRoot),
+            holders=await self._holders(
+                unit_id, int(u.attempt), int(logs[-1]["blockNumber"]), head
+            ),  # fmt: skip
         )
+
+    async def _holders(self, unit_id: int, attempt: int, start: int, head: int) -> tuple[str, ...]:
+        """The locators of the attempt's result its holders gave since its commitment (block
+        `start`): answers to requests for it, then offers of the attempt."""
+        answered, offered = self.manager.events.DataRequestAnswered, self.manager.events.DataOffered
+        topics = {"0x" + event_abi_to_log_topic(e().abi).hex(): e for e in (answered, offered)}
+        out = []
+        for log in await self._logs(list(topics), [unit_id], start, head):
+            event = topics["0x" + bytes(log["topics"][0]).hex()]
+            args = event().process_log(log)["args"]
+            if event is offered and int(args["attempt"]) != attempt:
+                continue
+            out.append(str(args["locator"]))
+        return tuple(dict.fromkeys(out))

@@ -37,10 +37,12 @@ from agents.roles.actions import (
     CourtChallenge,
     Defend,
     DrawVerifiers,
+    ExpireAssignment,
     ExpireDataRequest,
     Finalize,
     GameMove,
     LocalWork,
+    Offer,
     Planned,
     Play,
     PlayCourt,
@@ -171,17 +173,19 @@ def idle_block_due(chain_ts: int, last: IdleBlock | None, now_s: float) -> bool:
 @dataclass(frozen=True)
 class DataRequest:
     """An open data request on a unit (JobManager.dataRequestOf, PROTOCOL §6.11): `requester`
-    demands the state at checkpoint `checkpoint`, which must be posted on chain, piece by piece
-    (`next_tensor`, `next_chunk` mark the next piece), by `answer_deadline`."""
+    demands proof that the state at checkpoint `checkpoint` is held, by `answer_deadline`: its
+    state opened, then its headers (`opened` of `tensor_count` so far), then `samples` of the
+    DATA_SAMPLES chunks the hash of block `seed_block` draws."""
 
     requester: str
     checkpoint: int
     answer_deadline: int
     bond: int = 0
+    seed_block: int = 0
     state_opened: bool = False
     tensor_count: int = 0
-    next_tensor: int = 0
-    next_chunk: int = 0
+    opened: int = 0
+    samples: int = 0
 
 
 @dataclass(frozen=True)
@@ -258,11 +262,25 @@ def read_budget_s(now: Now, deadline: int) -> float:
 
 
 KeeperStep = (
-    CloseClaims | SelectAssignee | DrawVerifiers | Finalize | SettleDispute | ExpireDataRequest
+    CloseClaims
+    | SelectAssignee
+    | ExpireAssignment
+    | DrawVerifiers
+    | Finalize
+    | SettleDispute
+    | ExpireDataRequest
 )
 #: The job manager's keeper steps (anyone may take them), by action type.
 KEEPER_STEPS: frozenset[type[ChainAction]] = frozenset(
-    {CloseClaims, SelectAssignee, DrawVerifiers, Finalize, SettleDispute, ExpireDataRequest}
+    {
+        CloseClaims,
+        SelectAssignee,
+        ExpireAssignment,
+        DrawVerifiers,
+        Finalize,
+        SettleDispute,
+        ExpireDataRequest,
+    }
 )
 SOLVER_KEEPS: frozenset[type[ChainAction]] = frozenset({CloseClaims, SelectAssignee})
 #: Seconds (or blocks) a backup keeper waits before taking a step the submitter has not taken.
@@ -295,6 +313,9 @@ def _keeper_acts(u: UnitView, now: Now, delay: int, reveal_slot: int = 0) -> lis
         return [CloseClaims(f"close:{uid}:{a}:{u.deadline}", uid)]
     if u.status == UnitStatus.SELECTING and now.block > u.seed_block + delay:
         return [SelectAssignee(f"select:{uid}:{a}:{u.seed_block}", uid)]
+    if u.status == UnitStatus.ASSIGNED and now.timestamp > u.deadline + delay:
+        # the assignee missed its commit deadline (or its commitment was refused): re-open
+        return [ExpireAssignment(f"expire:{uid}:{a}", uid)]
     if u.status == UnitStatus.COMMITTED and now.block > u.seed_block + delay:
         return [DrawVerifiers(f"draw:{uid}:{a}:{u.seed_block}", uid)]
     slot = 0 if u.forced_revealed else reveal_slot
@@ -423,6 +444,11 @@ class VerifierFacts:
     last_to_answer: bool = False  # I am Pending and every other drawn verifier sealed or attested
     replayed: bool = False  # my verdict comes from a replay (its record does not say otherwise)
     contested: bool = False  # I already challenged the revealed C of this attempt (or chose not to)
+    # PROTOCOL §6.11: a data request for this attempt's final checkpoint is open, I hold that
+    # state (my verdict record keeps it), and I said where I serve it (offerData)
+    result_requested: bool = False
+    holds_result: bool = False
+    offered: bool = False
 
 
 def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
@@ -467,7 +493,26 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     # reward, so I apply it myself once the reveal's slot is over
     if f.my_challenge and held_result_due(u, now, 2 * f.reveal_window):
         acts.append(settle_act(u))
+    acts += holder_acts(u, now, f)
     return acts + keeper_acts(u, now, frozenset({DrawVerifiers}), BACKUP_DELAY)
+
+
+def holder_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
+    """Attesting is holding the result (PROTOCOL §6.11). When it is requested, a drawn verifier
+    that holds it says where it serves it (once per attempt), and one that attested also answers
+    the request itself once half the answer window has passed without the assignee's answer: an
+    unanswered request for the result costs every attestor its lock."""
+    req = u.data_request
+    drawn = f.status not in (VerifierStatus.NONE, VerifierStatus.SLASHED)
+    if not (f.result_requested and f.holds_result and drawn and req is not None):
+        return []
+    acts: list[Act] = []
+    if not f.offered:
+        acts.append(Offer(u.unit_id, u.attempt))
+    half_gone = now.timestamp >= req.answer_deadline - f.reveal_window // 2
+    if f.status == VerifierStatus.ATTESTED and half_gone and late_by(now, req.answer_deadline) <= 0:
+        acts.append(AnswerData(u.unit_id, u.attempt))
+    return acts
 
 
 # --- whistleblower -----------------------------------------------------------------------------

@@ -373,10 +373,11 @@ def data_request_view(r: Any) -> DataRequest | None:
         checkpoint=int(r.checkpoint),
         answer_deadline=int(r.answerDeadline),
         bond=int(r.bond),
+        seed_block=int(r.seedBlock),
         state_opened=any(bytes(r.stateRoot)),
         tensor_count=int(r.tensorCount),
-        next_tensor=int(r.nextTensor),
-        next_chunk=int(r.nextChunk),
+        opened=int(r.opened),
+        samples=int(r.samples),
     )
 
 
@@ -416,7 +417,7 @@ class RoleAgent:
             self.public_blob_url = getattr(args, "public_blob_url", None) or self.blob_server.url
             log.info("serving my blobs at %s", self.blob_server.url)
         problem = locator_problem(self.public_blob_url, self.local_locators)
-        if problem and self.role in ("solver", "aggregator"):
+        if problem and self.role in ("solver", "aggregator", "verifier"):
             log.warning(
                 "other agents will not read the blobs I publish: %s; serve them over http(s) "
                 "(--serve-blobs HOST:PORT --public-blob-url http://HOST:PORT)",
@@ -716,6 +717,12 @@ class RoleAgent:
     async def now(self) -> Now:
         b = await self.w3.eth.get_block("latest")
         return Now(int(b["number"]), int(b["timestamp"]))
+
+    async def block_hash(self, number: int) -> bytes | None:
+        """The hash of block `number`, None while it is not mined (a data request's seed)."""
+        if (await self.now()).block < number:
+            return None
+        return bytes((await self.w3.eth.get_block(number))["hash"])
 
     async def locator(self, unit_id: int, block: int | str = "latest") -> str:
         """Where the unit's checkpoints of the latest commitment up to `block` can be fetched:

@@ -35,7 +35,7 @@ from eth_utils import keccak
 from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.enums import Role
 from agents.core.keys import derived_secret
-from agents.dispute.availability import encode_answer
+from agents.dispute.availability import StateOpening
 from agents.dispute.budget import StateBudget
 from agents.dispute.player import Defender
 from agents.dispute.trace import drop_computation
@@ -47,8 +47,6 @@ from agents.roles.actions import (
     Commit,
     CommitCheckpoints,
     Defend,
-    OpenDataState,
-    PostData,
     Reveal,
     RevealForced,
     Train,
@@ -56,6 +54,7 @@ from agents.roles.actions import (
 from agents.roles.artifacts import Manifest, make_locator
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
 from agents.roles.games import take_turn
+from agents.roles.holding import answer_request
 from agents.roles.jobs import JobContext, JobRejected
 from agents.roles.logic import (
     Act,
@@ -71,7 +70,7 @@ from agents.roles.logic import (
 from agents.roles.runner import RoleAgent, RoleError, progress_bar
 from agents.roles.runtime import Claim, JobRuntime
 from agents.training.float32 import check_no_flush_denormal
-from agents.training.merkle import checkpoint_root
+from agents.training.merkle import checkpoint_root, final_proof
 from agents.training.spec import JobSpec, ModelSpec
 from agents.training.state import State
 
@@ -275,6 +274,11 @@ class SolverStrategy(Protocol):
         my training's, as the chain holds them now)."""
         ...
 
+    def final_root(self, published: list[bytes]) -> tuple[bytes, list[bytes]]:
+        """The final state root I commit with the list proof that opens it (`published`: the
+        state roots of the list I commit)."""
+        ...
+
 
 @dataclass(frozen=True, kw_only=True)
 class HonestSolver:
@@ -317,6 +321,10 @@ class HonestSolver:
         step: int,
     ) -> tuple[list[bytes], State]:  # fmt: skip
         return published()
+
+    def final_root(self, published: list[bytes]) -> tuple[bytes, list[bytes]]:
+        # the list's last entry: never perturbed, so a forced round's too
+        return published[-1], final_proof(published)
 
 
 class Solver(RoleAgent):
@@ -792,11 +800,11 @@ class Solver(RoleAgent):
         cp_root, true_root = self.strategy.commitment(
             m.checkpoint_root(), true_root, lambda: self.account_of(u, ctx)
         )
-        final = bytes.fromhex(rec.data["roots"][-1][2:])
+        final, proof = self.strategy.final_root([bytes.fromhex(r[2:]) for r in m.roots])
         # The seal binds the root this solver holds true to its secret (PROTOCOL §8.1).
         seal = keccak(true_root + self.secret(u))
-        commit = CommitCheckpoints(act.intent, u.unit_id, cp_root, len(m.roots), final, locator,
-                                   seal)  # fmt: skip
+        commit = CommitCheckpoints(act.intent, u.unit_id, cp_root, len(m.roots), final, proof,
+                                   locator, seal)  # fmt: skip
         if await self.executor.execute(commit) is not None:
             self.log.info("committed unit %d: checkpoint root 0x%s…", u.unit_id, cp_root.hex()[:16])
 
@@ -830,33 +838,15 @@ class Solver(RoleAgent):
         return roots, st
 
     async def answer_data(self, u: UnitView) -> None:
-        """Post the requested checkpoint's state on chain: open it, then every piece not yet
-        posted, in order (each piece its own intent, so a restart resumes where the chain is)."""
+        """Answer a data request on my unit (PROTOCOL §6.11): prove that I hold the requested
+        checkpoint's state, as my commitment binds it, and serve it from my blob store."""
         req = u.data_request
         assert req is not None
         roots, st = await self.committed_checkpoint(u, req.checkpoint)
         rt = (await self.job_context(u.job_id)).runtime
-        answer = encode_answer(rt.committed(st), roots, req.checkpoint)
-        tag = f"{u.unit_id}:{u.attempt}:{req.requester.lower()}"
-        if not req.state_opened:
-            o = answer.open_state
-            open_state = OpenDataState(
-                f"open-data:{tag}", u.unit_id, o.tensor_count, o.state_tree,
-                tuple(o.checkpoint_proof),
-            )  # fmt: skip
-            if await self.executor.execute(open_state) is None:
-                return
-            self.log.info(
-                "unit %d: answering %s's data request for checkpoint %d on chain (%d posts)",
-                u.unit_id, req.requester, req.checkpoint, len(answer.posts),
-            )  # fmt: skip
-        for post in answer.posts:
-            if (post.tensor, post.first_chunk) < (req.next_tensor, req.next_chunk):
-                continue  # on chain already
-            piece = PostData(f"post-data:{tag}:{post.tensor}:{post.first_chunk}",
-                             post.args(u.unit_id))  # fmt: skip
-            if await self.executor.execute(piece) is None:
-                return
+        locator = make_locator(self.public_blob_url, self.agent.blobs.put(rt.encode_state(st)))
+        opening = StateOpening(rt.committed(st))
+        await answer_request(self.executor, u, opening, roots, locator, self.block_hash, self.log)
 
     # --- disputes -----------------------------------------------------------------------------
 

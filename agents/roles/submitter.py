@@ -21,12 +21,12 @@ from web3.logs import DISCARD
 
 from agents.core import datasets
 from agents.core.blobs import BlobError, BlobStore, open_blob_store
+from agents.core.bounded import SaidOnce
 from agents.core.tx import TxError, TxFailed, TxOutcome
-from agents.dispute.availability import DataMismatch, decode_answer
 from agents.dispute.graph import job_graph
 from agents.model import job as mj
 from agents.roles.actions import Approve, PostJob, RegisterConfig, RequestData
-from agents.roles.artifacts import BadBlob, read_final_state
+from agents.roles.artifacts import BadBlob, read_final_state, read_served_state
 from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.errors import JobRejected
 from agents.roles.logic import Now, UnitStatus, UnitView, final_data_acts, keeper_acts
@@ -74,6 +74,7 @@ class Submitter(RoleAgent):
         # on chain comes without them)
         self.losses: dict[str, list] = {}
         self.final_failed: set[str] = set()
+        self._unserved = SaidOnce()  # holders' locators (and finals) whose failure I logged
 
     @functools.cached_property
     def runtime(self) -> JobRuntime:
@@ -247,18 +248,17 @@ class Submitter(RoleAgent):
     async def final_read(self, u: UnitView, now: Now) -> str:
         """My read of the attempt's final state while the unit is verified: "ok" (held and
         checked), "pending" (read off the round loop, within its budget), "failed" (unusable
-        or late: demand it on chain), "requested" (demanded; it comes from the chain), or ""
-        (nothing to read)."""
-        if u.status != UnitStatus.VERIFYING:
+        or late: demand it, PROTOCOL §6.11), "requested" (demanded: read from its holders), or
+        "" (nothing to read)."""
+        if u.status not in (UnitStatus.VERIFYING, UnitStatus.DISPUTED):
             return ""
         key = f"{u.unit_id}:{u.attempt}"
         if key in self.finals:
             return "ok"
         if self.agent.store.get_record("final-request", key) is not None:
-            st = await self.final_from_chain(u)
-            return "ok" if st is not None else "requested"
-        if key in self.final_failed:
-            return "failed"
+            return "ok" if await self.final_from_holders(u) is not None else "requested"
+        if key in self.final_failed or u.status != UnitStatus.VERIFYING:
+            return "failed" if key in self.final_failed else ""
         last = self.spec.steps // self.spec.checkpoint_every
         root = u.published_root or u.checkpoint_root
         try:
@@ -281,56 +281,58 @@ class Submitter(RoleAgent):
         return "ok"
 
     async def request_data(self, act: RequestData, u: UnitView) -> None:
-        """Demand the final checkpoint's state on chain (my bond as submitter is zero)."""
+        """Demand proof that the final checkpoint's state is held (my bond as submitter is zero):
+        its holders answer and say where they serve it."""
         unit_id, checkpoint = act.unit_id, act.checkpoint
         out = await self.executor.execute(act)
         if out is not None:
-            # where the answer's logs start (kept: a restarted submitter still finds them)
+            # where the answer's and the offers' logs start (kept: a restarted submitter still
+            # finds them)
             key = f"{unit_id}:{u.attempt}"
             self.agent.store.put_record("final-request", key, "mined", {"block": out.block_number})
             self.log.warning(
-                "unit %d: demanded checkpoint %d's data on chain: the solver must post it or "
-                "lose its collateral",
+                "unit %d: demanded proof that checkpoint %d's state is held: a holder must "
+                "answer, or the solver and every attesting verifier lose their stake",
                 unit_id,
                 checkpoint,
             )
 
-    async def final_from_chain(self, u: UnitView) -> State | None:
-        """The final state posted on chain in answer to my request of this attempt, checked
-        against the committed final root; None until the request is answered."""
+    async def holder_locators(self, u: UnitView) -> list[str]:
+        """Where the holders of the attempt's result serve it (PROTOCOL §6.11): the answers to my
+        request, then the offers of the attempt's assignee and drawn verifiers, in chain order."""
+        sent = self.agent.store.get_record("final-request", f"{u.unit_id}:{u.attempt}")
+        first = int(sent.data["block"]) if sent is not None else 0
+        ev, filters = self.manager.events, {"unitId": u.unit_id}
+        answers = await ev.DataRequestAnswered().get_logs(from_block=first,
+                                                          argument_filters=filters)  # fmt: skip
+        offers = await ev.DataOffered().get_logs(from_block=first, argument_filters=filters)
+        out = [str(e["args"]["locator"]) for e in answers
+               if e["args"]["requester"].lower() == self.me.lower()]  # fmt: skip
+        out += [str(e["args"]["locator"]) for e in offers if e["args"]["attempt"] == u.attempt]
+        return list(dict.fromkeys(out))
+
+    async def final_from_holders(self, u: UnitView) -> State | None:
+        """The attempt's final state from the first holder that serves it, checked against the
+        committed final root; None while none does (each locator is tried once per call)."""
         key = f"{u.unit_id}:{u.attempt}"
         if key in self.finals:
             return self.finals[key]
-        sent = self.agent.store.get_record("final-request", key)
-        if sent is None:
-            return None
-        ev = self.manager.events
-        filters = {"unitId": u.unit_id}
-        first = int(sent.data["block"])
-        answers = await ev.DataRequestAnswered().get_logs(
-            from_block=first, argument_filters=filters
-        )
-        answered = [e for e in answers if e["args"]["requester"].lower() == self.me.lower()]
-        if not answered:
-            return None
-        last = answered[0]["blockNumber"]
-        posted = await ev.DataPosted().get_logs(
-            from_block=first, to_block=last, argument_filters=filters
-        )
-        try:
-            st = decode_answer([e["args"] for e in posted], self.runtime.state_names, u.final_root)
-        except DataMismatch as exc:
-            self.log.error("unit %d: the posted final state does not check: %s", u.unit_id, exc)
-            return None
-        self.log.info("unit %d: final state received on chain and checked", u.unit_id)
-        # posted as committed (2-D views): the same words in the same order as a state blob
-        self.finals[key] = self.runtime.decode_state(self.runtime.encode_state(dict(st)))
-        return self.finals[key]
+        for locator in await self.holder_locators(u):
+            try:
+                st = read_served_state(self.runtime, locator, u.final_root, self.local_locators)
+            except BadBlob as exc:
+                if self._unserved.first(f"{key}:{locator}"):
+                    self.log.warning("unit %d: a holder's copy is unusable: %s", u.unit_id, exc)
+                continue
+            self.log.info("unit %d: final state received from a holder (%s)", u.unit_id, locator)
+            self.finals[key] = st
+            return st
+        return None
 
     async def finish(self, u) -> bool:
         key = f"{u.unit_id}:{u.attempt}"
         losses = self.losses.get(key, [])
-        final = self.finals.get(key) or await self.final_from_chain(u)
+        final = self.finals.get(key) or await self.final_from_holders(u)
         try:
             if final is None:
                 # the published data (after a forced error's reveal it differs from the true
@@ -340,8 +342,16 @@ class Submitter(RoleAgent):
                     self.runtime, u.locator, root, u.final_root, self.local_locators
                 )
         except (BadBlob, BlobError) as exc:
-            self.log.error("final model unavailable (will retry): %s", exc)
-            return False
+            if not await self.withheld_for_good(u):
+                if self._unserved.first(f"{key}:final"):
+                    self.log.error("final model unavailable (will retry): %s", exc)
+                return False
+            raise RoleError(
+                f"job {self.job_id} completed, but neither its solver nor any verifier holding "
+                f"its result served the final state (the last error: {exc}); the spec fixes "
+                f"every bit of it: recompute it with `python -m agents train --spec "
+                f"{self.args.spec}`"
+            ) from None
         if self.runtime.state_root(final) != u.final_root:  # read earlier, or posted on chain
             self.log.error("final model's root differs from the committed one (will retry)")
             return False
@@ -370,6 +380,12 @@ class Submitter(RoleAgent):
             Path(self.args.out).write_text(json.dumps(self.result, indent=2) + "\n")
         print(json.dumps(self.result), flush=True)
         return True
+
+    async def withheld_for_good(self, u: UnitView) -> bool:
+        """The finalized result is not served, and the holders have had a whole reveal window
+        past the unit's deadline to serve it: the outcome is final (PROTOCOL §6.11), so I stop
+        asking rather than loop."""
+        return (await self.now()).timestamp > u.deadline + 2 * await self.reveal_window()
 
 
 _ZERO = "0x" + "00" * 20

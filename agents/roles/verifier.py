@@ -40,28 +40,34 @@ from agents.core.bounded import SaidOnce
 from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
 from agents.core.store import Store
+from agents.dispute.availability import StateOpening
 from agents.dispute.player import Defender, Phase
 from agents.dispute.trace import drop_computation
 from agents.roles.actions import (
+    AnswerData,
     Attest,
     AttestRoots,
     ChainAction,
     Challenge,
+    Offer,
+    OfferData,
     Play,
     Replay,
     Seal,
     SealAttestation,
     WithdrawCourt,
 )
-from agents.roles.artifacts import BadBlob, Checkpoints
+from agents.roles.artifacts import BadBlob, Checkpoints, make_locator
 from agents.roles.challenge import (
     ChallengerMixin,
     ChallengerStrategy,
     HonestChallenger,
     keep_state,
+    kept_state,
     replay_segments,
 )
 from agents.roles.games import take_turn
+from agents.roles.holding import answer_request
 from agents.roles.jobs import (
     JobContext,
     JobRejected,
@@ -83,6 +89,7 @@ from agents.roles.logic import (
     verifier_acts,
 )
 from agents.roles.runner import RoleAgent
+from agents.training.merkle import checkpoint_root
 from agents.training.state import State
 
 TOKEN = 10**18
@@ -436,6 +443,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.agent.store.get_intent(f"challenge-revealed:{key}") is not None
             or key in self._no_contest
         )
+        req = u.data_request
         return VerifierFacts(
             self.me,
             status,
@@ -448,12 +456,19 @@ class Verifier(ChallengerMixin, RoleAgent):
             last,
             replayed,
             contested,
+            result_requested=req is not None and req.checkpoint == await self.final_checkpoint(u),
+            holds_result=rec is not None and "final" in rec.data,
+            offered=self.agent.store.get_intent(f"offer-data:{key}") is not None,
         )
 
     async def handle(self, act: Act, u: UnitView, now: Now) -> None:
         match act:
             case Replay():
                 await self.replay(u, now)
+            case Offer():
+                await self.offer(u)
+            case AnswerData():
+                await self.answer_result(u)
             case Seal():
                 await self.seal(act, u)
             case Attest():
@@ -483,6 +498,47 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
         else:
             self.roots_are_right(u)
+
+    # --- holding the result (PROTOCOL §6.11) ----------------------------------------------------
+
+    async def final_checkpoint(self, u: UnitView) -> int:
+        """The index of the unit's final checkpoint, T / k."""
+        job = await self.job_of(u)
+        return int(job.steps) // int(job.checkpointInterval)
+
+    def _held(self, u: UnitView) -> dict:
+        rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
+        assert rec is not None and "final" in rec.data
+        return rec.data
+
+    async def offer(self, u: UnitView) -> None:
+        """Say where I serve the unit's result, now that it is requested."""
+        locator = make_locator(self.public_blob_url, self._held(u)["final"])
+        act = OfferData(f"offer-data:{u.unit_id}:{u.attempt}", u.unit_id, locator)
+        if await self.executor.execute(act) is not None:
+            self.log.info("unit %d: its result was requested; I serve it at %s", u.unit_id, locator)
+
+    async def answer_result(self, u: UnitView) -> None:
+        """Answer the request for the unit's result myself: the assignee has not, and an
+        unanswered request costs every attestor its lock."""
+        held = self._held(u)
+        ctx = await self.replay_context(u.job_id)
+        if ctx is None:
+            return
+        rt = ctx.runtime
+        roots = [bytes.fromhex(r[2:]) for r in held["roots"]]
+        if checkpoint_root(roots) != u.checkpoint_root:
+            # I replayed from the published list; after a forced reveal the root is C
+            self.log.warning("unit %d: my checkpoint roots are not the unit's: not answering",
+                             u.unit_id)  # fmt: skip
+            return
+        st = kept_state(self.agent.blobs, rt, held["final"], u.final_root)
+        if st is None:
+            self.log.error("unit %d: my copy of its result is gone: cannot answer", u.unit_id)
+            return
+        locator = make_locator(self.public_blob_url, held["final"])
+        opening = StateOpening(rt.committed(st))
+        await answer_request(self.executor, u, opening, roots, locator, self.block_hash, self.log)
 
     def verdict_roots(self, u: UnitView) -> tuple[list[int], list[bytes]]:
         """The sampled segments and the end roots my replay gave (its stored verdict)."""
@@ -543,10 +599,11 @@ class Verifier(ChallengerMixin, RoleAgent):
         key = f"{u.unit_id}:{u.attempt}"
         check = list(range(ctx.segments)) if self.args.replay_all else segments
         try:
-            # read off the round loop: None while the read runs inside its budget
+            # read off the round loop: None while the read runs inside its budget. The final
+            # checkpoint is read too: attesting is holding the result (PROTOCOL §6.11).
             reader = self.checkpoints_read(
-                f"checkpoints:{key}:", ctx.runtime, u.locator, u.checkpoint_root, check, now,
-                u.deadline,
+                f"checkpoints:{key}:", ctx.runtime, u.locator, u.checkpoint_root,
+                [*check, ctx.segments], now, u.deadline,
             )  # fmt: skip
         except BadBlob as exc:
             self.log.error(
@@ -589,6 +646,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         ends = ["0x" + mine[s].hex() for s in segments]
         verdict = Verdict.DISAGREE if wrong else Verdict.AGREE
         data = {"segments": segments, "end_roots": ends, "wrong": wrong, "starts": starts}
+        data |= self._held_result(ctx, reader.state(ctx.segments), reader.manifest.roots)
         self.agent.store.put_record("verdict", key, verdict, data)
         if wrong:
             self.log.warning(
@@ -640,7 +698,16 @@ class Verifier(ChallengerMixin, RoleAgent):
         }
         starts = {s: a for s, a in kept.items() if a is not None}
         data = {"segments": segments, "end_roots": ends, "wrong": [], "starts": starts}
+        hexes = ["0x" + r.hex() for r in roots]
+        data |= self._held_result(ctx, comp.state(ctx.spec.steps), hexes)
         self.agent.store.put_record("verdict", key, Verdict.AGREE, data)
+
+    def _held_result(self, ctx: JobContext, final: State, roots: list[str]) -> dict:
+        """The final state I hold for the unit, kept in my own blob store, and the checkpoint
+        roots it closes (`final`, `roots` of my verdict record): what I serve, and prove I hold,
+        when the result is requested (PROTOCOL §6.11). Empty when my store refuses it."""
+        address = keep_state(self.agent.blobs, ctx.runtime, final, self.log)
+        return {} if address is None else {"final": address, "roots": roots}
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

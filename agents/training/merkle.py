@@ -321,6 +321,12 @@ def list_proof(domain: bytes, values: list[bytes], index: int) -> ListProof:
     return ListProof(index, values[index], sib)
 
 
+def final_proof(state_roots: list[bytes]) -> list[bytes]:
+    """The siblings that open the last entry of the checkpoint list over `state_roots`:
+    `commitCheckpoints`' and a forced reveal's `finalProof` (PROTOCOL §6.5, §8.1)."""
+    return list_proof(CHECKPOINT_DOMAIN, state_roots, len(state_roots) - 1).siblings
+
+
 def verify_list_proof(domain: bytes, root: bytes, n: int, proof: ListProof) -> bool:
     if not 0 <= proof.index < n or len(proof.siblings) != depth_for(n):
         return False

@@ -4,9 +4,13 @@ pragma solidity 0.8.37;
 import {INodeRegistry} from "./INodeRegistry.sol";
 import {IDisputeCallback} from "./IDisputeCallback.sol";
 
-// The most 256-byte chunks one `IJobManager.postData` call may post (16 KiB): its gas is bounded
-// whatever the tensor's size (PROTOCOL §6.11).
-uint256 constant MAX_DATA_CHUNKS = 64;
+// A data request is answered by a sample of the requested state, not the state itself
+// (PROTOCOL §6.11): `DATA_SAMPLES` 256-byte chunks drawn uniformly over every chunk of the state
+// by the hash of the block after the request, so its cost is bounded whatever the state's size.
+uint256 constant DATA_SAMPLES = 64;
+// An answer opens the state's tensor headers in parts of at most `DATA_OPEN_PART` (a whole
+// subtree of the state tree each), so that no call outgrows a block or a transaction's size.
+uint256 constant DATA_OPEN_PART = 256;
 
 /// @title IJobManager
 /// @notice Job escrow, scheduling, checkpoint commitments, verification and settlement
@@ -132,9 +136,11 @@ interface IJobManager is IDisputeCallback {
     ///         judgement reads (strictly ascending: the perturbed ones the drawn verifiers'
     ///         segments touch, and the end of each such segment that starts perturbed), its
     ///         published and its true entry with their list proofs (§3) against the published
-    ///         root and C; and, for each drawn verifier in draw order, the end roots it attested
+    ///         root and C; for each drawn verifier in draw order, the end roots it attested
     ///         (empty for one that did not attest), checked against the recorded attestation
-    ///         hashes.
+    ///         hashes; and `finalProof`, the list proof that the unit's final state root is C's
+    ///         last entry (C replaces the published root, and the result must stay its last
+    ///         entry).
     struct ForcedReveal {
         bytes32 secret;
         bytes32 trueRoot;
@@ -144,6 +150,7 @@ interface IJobManager is IDisputeCallback {
         bytes32[] trueEntries;
         bytes32[][] trueProofs;
         bytes32[][] endRoots;
+        bytes32[] finalProof;
     }
 
     /// @notice An open dispute over a unit.
@@ -153,9 +160,9 @@ interface IJobManager is IDisputeCallback {
         uint96 bond;
     }
 
-    /// @notice A tensor of a posted state (`postData`, PROTOCOL §6.11), as the state root's entry
-    ///         commits it: `keccak256(abi.encode(nameHash, tensorRoot(dtype, rows, cols,
-    ///         dataRoot)))`; `nameHash` is `keccak256(bytes(name))`.
+    /// @notice A tensor of a requested state (`openDataState`, PROTOCOL §6.11), as the state
+    ///         root's entry commits it: `keccak256(abi.encode(nameHash, tensorRoot(dtype, rows,
+    ///         cols, dataRoot)))`; `nameHash` is `keccak256(bytes(name))`.
     struct TensorHeader {
         bytes32 nameHash;
         uint8 dtype;
@@ -165,20 +172,37 @@ interface IJobManager is IDisputeCallback {
     }
 
     /// @notice An open data request over a unit (PROTOCOL §6.11): `requester` (zero when none is
-    ///         open) demands the whole state at checkpoint `checkpoint`, to be posted on chain by
-    ///         `answerDeadline`; `bond` is what it posted (zero for the submitter). `stateRoot` is
-    ///         zero until `openDataState` proved it is that checkpoint's entry, and `tensorCount`
-    ///         its number of tensors; the next post must carry tensor `nextTensor` from chunk
-    ///         `nextChunk`.
+    ///         open) demands proof that the state at checkpoint `checkpoint` is held, answered by
+    ///         `answerDeadline`; `bond` is what it posted (zero for the submitter). The hash of
+    ///         block `seedBlock` draws the samples. `stateRoot` is zero until `openDataState`
+    ///         proved it is the checkpoint's entry, of `tensorCount` tensors; `opened` of them
+    ///         have their headers open (`openDataHeaders`), holding `totalLeaves` chunks, and
+    ///         `samples` of the `DATA_SAMPLES` are proved.
     struct DataRequest {
         address requester;
         uint32 checkpoint;
         uint40 answerDeadline;
         uint96 bond;
-        bytes32 stateRoot;
+        uint40 seedBlock;
         uint32 tensorCount;
-        uint32 nextTensor;
-        uint32 nextChunk;
+        uint32 opened;
+        uint64 totalLeaves;
+        uint32 samples;
+        bytes32 stateRoot;
+    }
+
+    /// @notice One sampled chunk of a requested state (`proveDataSamples`): the tensor it lies in
+    ///         (`tensor`, its first global chunk `start`, its `leaves` chunks and `dataRoot`,
+    ///         proved by `layoutProof` against the layout the opening built), the 256-byte
+    ///         `chunk` itself and its leaf proof `chunkProof` against `dataRoot` (§3).
+    struct DataSample {
+        uint32 tensor;
+        uint64 start;
+        uint64 leaves;
+        bytes32 dataRoot;
+        bytes32[] layoutProof;
+        bytes chunk;
+        bytes32[] chunkProof;
     }
 
     /// @notice Deployment parameters (PROTOCOL §6.4 lists defaults and reasons).
@@ -211,6 +235,12 @@ interface IJobManager is IDisputeCallback {
     error ArbiterAlreadySet(address arbiter);
     /// @notice No job can be posted before the arbiter is wired.
     error ArbiterNotSet();
+    /// @notice The extension was already wired.
+    error ExtensionAlreadySet(address extension);
+    /// @notice `extension` runs on another manager's storage, `manager`.
+    error ExtensionOfAnotherManager(address extension, address manager);
+    /// @notice A rare path was called before the extension that runs it was wired.
+    error ExtensionNotSet();
     /// @notice `steps` is zero.
     error ZeroSteps();
     /// @notice `steps` does not fit the 32 bits a job record keeps it in.
@@ -256,6 +286,10 @@ interface IJobManager is IDisputeCallback {
     error DeadlineNotPassed(uint256 unitId, uint64 deadline);
     /// @notice The committed count is not `steps / checkpointInterval + 1`.
     error WrongCheckpointCount(uint256 unitId, uint64 given, uint64 expected);
+    /// @notice `finalStateRoot` is not the last entry of the committed checkpoint list
+    ///         `checkpointRoot`: the final-entry proof (PROTOCOL §3 root-list proof of entry
+    ///         `numCheckpoints - 1`) fails.
+    error FinalRootNotLast(uint256 unitId, bytes32 finalStateRoot, bytes32 checkpointRoot);
     /// @notice The blob locator is empty.
     error EmptyBlobLocator();
     /// @notice The unit's challenge window is over.
@@ -350,33 +384,47 @@ interface IJobManager is IDisputeCallback {
     error NoDataRequest(uint256 unitId);
     /// @notice The request's state was opened already, with root `stateRoot`.
     error DataStateAlreadyOpened(uint256 unitId, bytes32 stateRoot);
-    /// @notice `postData` needs the request's state opened first (`openDataState`).
+    /// @notice `proveDataSamples` needs the request's state opened first (`openDataState`).
     error DataStateNotOpened(uint256 unitId);
     /// @notice A state has at least one tensor.
     error EmptyDataState(uint256 unitId);
+    /// @notice An opening part must start at tensor `expected` (the next unopened one).
+    error WrongFirstTensor(uint256 unitId, uint32 given, uint32 expected);
+    /// @notice An opening part carries `given` headers; it must carry `expected` (a whole part,
+    ///         `DATA_OPEN_PART`, or the rest of the state).
+    error WrongDataPartLength(uint256 unitId, uint256 given, uint256 expected);
+    /// @notice The headers of tensors `firstTensor`, … do not make that part of the opened
+    ///         state's tree (`partProof` against the state tree fails).
+    error BadDataHeaders(uint256 unitId, uint32 firstTensor);
+    /// @notice Samples need every header open first: `opened` of `tensorCount` are.
+    error DataHeadersNotOpened(uint256 unitId, uint32 opened, uint32 tensorCount);
+    /// @notice The samples are drawn by the hash of block `seedBlock`, not mined yet.
+    error DataSeedNotYetAvailable(uint256 unitId, uint64 seedBlock);
+    /// @notice `proveDataSamples` carries no sample, or more than the `left` still due.
+    error WrongDataSampleCount(uint256 unitId, uint256 given, uint256 left);
+    /// @notice Sample `sample`'s tensor `tensor` (start, leaves, data root) is not the opened
+    ///         layout's.
+    error BadDataLayoutProof(uint256 unitId, uint256 sample, uint32 tensor);
+    /// @notice Sample `sample` draws chunk `index` of the state, which tensor `tensor` (from
+    ///         `start`, `leaves` chunks) does not hold.
+    error DataSampleNotInTensor(uint256 unitId, uint256 sample, uint256 index, uint32 tensor);
+    /// @notice Sample `sample`'s chunk is not leaf `leaf` of tensor `tensor`'s data root.
+    error BadDataChunkProof(uint256 unitId, uint256 sample, uint32 tensor, uint256 leaf);
+    /// @notice Only the unit's assignee or a verifier drawn for its current attempt holds its
+    ///         data: `offerData` is theirs.
+    error NotDataHolder(uint256 unitId, address caller);
     /// @notice `stateRoot` is not entry `checkpoint` of the unit's checkpoint root.
     error BadDataStateProof(uint256 unitId, uint32 checkpoint, bytes32 stateRoot);
     /// @notice The request could be answered until `answerDeadline` only.
     error DataAnswerWindowClosed(uint256 unitId, uint64 answerDeadline);
     /// @notice The request can still be answered until `answerDeadline`: it cannot expire yet.
     error DataAnswerWindowOpen(uint256 unitId, uint64 answerDeadline);
-    /// @notice The post must start at chunk `expected` of the current tensor.
-    error WrongFirstChunk(uint256 unitId, uint32 given, uint32 expected);
-    /// @notice The tensor entry is not entry `tensor` of the request's state root `stateRoot`.
-    error BadDataEntryProof(uint256 unitId, uint32 tensor, bytes32 stateRoot);
-    /// @notice `length` bytes are not a positive whole number of 256-byte chunks.
-    error DataNotWholeChunks(uint256 unitId, uint256 length);
-    /// @notice One post carries at most `max` (`MAX_DATA_CHUNKS`) chunks.
-    error TooManyDataChunks(uint256 unitId, uint256 given, uint256 max);
-    /// @notice The chunks would end at chunk `end` (exclusive), past the tensor's `leafCount`.
-    error DataPastTensorEnd(uint256 unitId, uint32 tensor, uint256 end, uint256 leafCount);
-    /// @notice The range proof of the chunks from `firstChunk` fails against the tensor's data
-    ///         root.
-    error BadDataRangeProof(uint256 unitId, uint32 tensor, uint32 firstChunk);
 
     // ------------------------------------------------------------------ events
     /// @notice The dispute arbiter was wired.
     event ArbiterSet(address indexed arbiter);
+    /// @notice The extension that runs the rare paths was wired.
+    event ExtensionSet(address indexed extension);
     /// @notice A job was posted and its reward escrowed.
     event JobPosted(
         uint256 indexed jobId,
@@ -492,36 +540,52 @@ interface IJobManager is IDisputeCallback {
     event PrematureRevealReported(
         uint256 indexed unitId, address indexed solver, address indexed reporter, uint256 slashed
     );
-    /// @notice `requester` (a drawn verifier, bond `bond`, or the submitter, bond 0) demanded the
-    ///         whole state at checkpoint `checkpoint` on chain by `answerDeadline`; the unit is
-    ///         Disputed until it is answered, expires or is voided (PROTOCOL §6.11).
+    /// @notice `requester` (a drawn verifier, bond `bond`, or the submitter, bond 0) demanded
+    ///         proof that the state at checkpoint `checkpoint` is held, by `answerDeadline`; the
+    ///         hash of block `seedBlock` draws the samples. The unit is Disputed until the request
+    ///         is answered, expires or is voided (PROTOCOL §6.11).
     event DataRequested(
-        uint256 indexed unitId, address indexed requester, uint32 checkpoint, uint96 bond, uint64 answerDeadline
+        uint256 indexed unitId,
+        address indexed requester,
+        uint32 checkpoint,
+        uint96 bond,
+        uint64 answerDeadline,
+        uint64 seedBlock
     );
     /// @notice The requested checkpoint's state root `stateRoot`, of `tensorCount` tensors, was
     ///         proved against the checkpoint root.
     event DataStateOpened(uint256 indexed unitId, bytes32 stateRoot, uint32 tensorCount);
-    /// @notice Chunks `firstChunk`, … of tensor `tensor` (state order; name hash, dtype and shape
-    ///         as committed) were posted: `chunks` is their concatenated 256-byte chunks (§3).
-    event DataPosted(
-        uint256 indexed unitId,
-        uint32 tensor,
-        bytes32 nameHash,
-        uint8 dtype,
-        uint32 rows,
-        uint32 cols,
-        uint32 firstChunk,
-        bytes chunks
-    );
-    /// @notice The whole requested state was posted: the requester's bond was forfeited as a
-    ///         failed challenge's, and the unit is Verifying until `deadline`.
+    /// @notice The headers of tensors `firstTensor`, … (`count` of them; the call's calldata) were
+    ///         proved against the opened state; the tensors opened so far hold `totalLeaves`
+    ///         chunks.
+    event DataHeadersOpened(uint256 indexed unitId, uint32 firstTensor, uint32 count, uint64 totalLeaves);
+    /// @notice The seed block's hash was no longer available; the samples are drawn by block
+    ///         `seedBlock`'s instead.
+    event DataSeedRearmed(uint256 indexed unitId, uint64 seedBlock);
+    /// @notice Samples `first`, … (`count` of them) of the requested state were proved by
+    ///         `prover`.
+    event DataSamplesProved(uint256 indexed unitId, address indexed prover, uint32 first, uint32 count);
+    /// @notice Every sample was proved: the state is held. `answerer` (whoever proved the last
+    ///         samples) serves it at `locator`; the requester's bond was forfeited as a failed
+    ///         challenge's, and the unit is Verifying until `deadline`.
     event DataRequestAnswered(
-        uint256 indexed unitId, address indexed requester, uint32 checkpoint, uint64 deadline
+        uint256 indexed unitId,
+        address indexed requester,
+        address indexed answerer,
+        uint32 checkpoint,
+        uint64 deadline,
+        string locator
     );
+    /// @notice `holder` (the assignee or a verifier drawn for attempt `attempt`) serves the
+    ///         unit's data at `locator` (the state blob of a checkpoint behind `<store URL>#`,
+    ///         PROTOCOL §6.11): where a submitter whose solver withholds reads its result.
+    event DataOffered(uint256 indexed unitId, address indexed holder, uint32 attempt, string locator);
     /// @notice The request was not answered in time: the solver lost as in a lost dispute game
-    ///         (collateral slashed, `requester` credited its bond and its reward, the drawn
-    ///         verifiers' locks released) and the unit re-opened (`UnitOpened` follows; no
-    ///         `DisputeResolved`: there was no game).
+    ///         (collateral slashed, `requester` credited its bond and its reward) and, for the
+    ///         final checkpoint, every drawn verifier that attested lost its lock
+    ///         (`VerifierPenalised`: attesting is holding the result); the other locks were
+    ///         released and the unit re-opened (`UnitOpened` follows; no `DisputeResolved`: there
+    ///         was no game).
     event DataRequestExpired(uint256 indexed unitId, address indexed requester, uint32 checkpoint);
     /// @notice A forced-error reveal voided the open data request: `requester` got its bond back.
     event DataRequestVoided(uint256 indexed unitId, address indexed requester, uint32 checkpoint);
@@ -529,6 +593,11 @@ interface IJobManager is IDisputeCallback {
     // ------------------------------------------------------------------ wiring
     /// @notice Sets the dispute arbiter. Deployer only, once.
     function setArbiter(address newArbiter) external;
+
+    /// @notice Wires the `JobManagerExtension` that runs the rare paths (cancelling, expiries,
+    ///         disputes, data requests, forced reveals) on this manager's storage; it must have
+    ///         been deployed for this manager (its `manager()`). Deployer only, once.
+    function setExtension(address newExtension) external;
 
     // ------------------------------------------------------------------ submitter
     /// @notice Posts a job and pulls `params.reward` into escrow (needs approval).
@@ -556,13 +625,18 @@ interface IJobManager is IDisputeCallback {
 
     // ------------------------------------------------------------------ solver
     /// @notice Commits the (published) checkpoint root over state roots at steps 0, k, ..., T
-    ///         (PROTOCOL §3), their count, the final state root, where the checkpoints can be
-    ///         fetched, and `seal = keccak256(abi.encode(C, r))` of the true checkpoint root C.
+    ///         (PROTOCOL §3), their count, the final state root with `finalProof`, the list
+    ///         proof (siblings bottom-up) that it is the list's last entry, where the checkpoints
+    ///         can be fetched, and `seal = keccak256(abi.encode(C, r))` of the true checkpoint
+    ///         root C. The final root is the unit's result (the job's, or a decomposed round's
+    ///         input to its aggregation): bound to the list here, so that a list every verifier
+    ///         agrees with cannot carry another result (`FinalRootNotLast`, PROTOCOL §6.5).
     function commitCheckpoints(
         uint256 unitId,
         bytes32 checkpointRoot,
         uint64 numCheckpoints,
         bytes32 finalStateRoot,
+        bytes32[] calldata finalProof,
         string calldata blobLocator,
         bytes32 seal
     ) external;
@@ -619,14 +693,15 @@ interface IJobManager is IDisputeCallback {
     function settleDispute(uint256 unitId) external;
 
     // ------------------------------------------------------------------ data requests (§6.11)
-    /// @notice Demands the whole state at checkpoint `checkpoint` on chain (a data-availability
-    ///         challenge): the unit Verifying, `now ≤ deadline`, `checkpoint < numCheckpoints`;
-    ///         the caller a verifier drawn for the current attempt, which posts
-    ///         `bond = challengeBondOf(unitId)` (pulled, needs approval), or the job's submitter,
-    ///         bond 0, for the final checkpoint only; once per requester per attempt. The unit
-    ///         becomes Disputed (no finalize, no challenge) until the request is answered
-    ///         (`postData`), expires (`expireDataRequest`) or a forced reveal voids it; the
-    ///         answer is due by `now + revealWindow`.
+    /// @notice Demands proof that the state at checkpoint `checkpoint` is held (a
+    ///         data-availability challenge): the unit Verifying, `now ≤ deadline`,
+    ///         `checkpoint < numCheckpoints`; the caller a verifier drawn for the current attempt,
+    ///         which posts `bond = challengeBondOf(unitId)` (pulled, needs approval), or the job's
+    ///         submitter, bond 0, for the final checkpoint only; once per requester per attempt.
+    ///         The unit becomes Disputed (no finalize, no challenge) until the request is answered
+    ///         (`openDataState`, then `proveDataSamples`), expires (`expireDataRequest`) or a
+    ///         forced reveal voids it; the answer is due by `now + revealWindow`, and its samples
+    ///         are drawn by the hash of the next block.
     function requestData(uint256 unitId, uint32 checkpoint) external returns (uint96 bond);
 
     /// @notice Opens the requested checkpoint's state (anyone, once, by the answer deadline):
@@ -636,32 +711,46 @@ interface IJobManager is IDisputeCallback {
     function openDataState(uint256 unitId, uint32 tensorCount, bytes32 stateTree, bytes32[] calldata checkpointProof)
         external;
 
-    /// @notice Posts the next 1 to `MAX_DATA_CHUNKS` whole 256-byte chunks of the requested state
-    ///         (anyone, state opened, by the answer deadline): tensor `nextTensor` (its `tensor`
-    ///         header: nameHash, dtype, rows, cols, dataRoot) from chunk
-    ///         `firstChunk == nextChunk`. `entryProof` proves
-    ///         `keccak256(abi.encode(nameHash, tensorRoot(dtype, rows, cols, dataRoot)))` is
-    ///         entry `nextTensor` of the state root; `rangeProof` proves the chunks are leaves
-    ///         `firstChunk…` of `dataRoot` (§3 range proof), within the tensor's
-    ///         `ceil(rows·cols / 64)` leaves. Emits `DataPosted`; the post that completes the
-    ///         last tensor answers the request (`DataRequestAnswered`): the requester's bond is
-    ///         forfeited as a failed challenge's (`challengerRewardBps` of it to the solver, the
-    ///         rest to the jackpot) and the unit returns to Verifying with its deadline at least
-    ///         `disputeGrace` away.
-    function postData(
+    /// @notice Opens the next part of the opened state's tensor headers (anyone, by the answer
+    ///         deadline): `headers` are tensors `firstTensor` (the next unopened one), … in state
+    ///         order, `DATA_OPEN_PART` of them or the rest; `partProof` the siblings, bottom-up,
+    ///         that place their subtree of the state tree (§3: a whole subtree of
+    ///         `DATA_OPEN_PART` leaves, or the whole tree for a state of at most that many
+    ///         tensors, then no siblings) under the opened state tree. Every part is checked on
+    ///         its own, so no caller can spoil an answer with a wrong one. Fixes the state's
+    ///         layout, in state order: each tensor's first global chunk and its chunk count.
+    function openDataHeaders(
         uint256 unitId,
-        TensorHeader calldata tensor,
-        bytes32[] calldata entryProof,
-        uint32 firstChunk,
-        bytes calldata chunks,
-        bytes32[] calldata rangeProof
+        uint32 firstTensor,
+        TensorHeader[] calldata headers,
+        bytes32[] calldata partProof
     ) external;
+
+    /// @notice Proves the next samples of the opened state (anyone, by the answer deadline):
+    ///         sample j is the state's global chunk
+    ///         `uint256(keccak256(abi.encode(seed, j))) mod totalLeaves`, seed the hash of the
+    ///         request's seed block (fixed by the first call; re-armed to the next block, with
+    ///         nothing proved, if it is no longer available). Each sample proves its tensor's
+    ///         place in the layout and its chunk against the tensor's data root. The call that
+    ///         proves the last of the `DATA_SAMPLES` answers the request
+    ///         (`DataRequestAnswered`, with `locator`: where the caller serves the state): the
+    ///         requester's bond is forfeited as a failed challenge's (`challengerRewardBps` of it
+    ///         to the solver, the rest to the jackpot) and the unit returns to Verifying with its
+    ///         deadline at least `disputeGrace` away.
+    function proveDataSamples(uint256 unitId, DataSample[] calldata samples, string calldata locator) external;
+
+    /// @notice Says where the caller serves the unit's data (`DataOffered`): the assignee or a
+    ///         verifier drawn for the unit's current attempt, the unit Verifying, Disputed or
+    ///         Finalized, `locator` nonempty. Changes no state.
+    function offerData(uint256 unitId, string calldata locator) external;
 
     /// @notice After the answer deadline of an unanswered request (anyone): the solver loses as
     ///         in a lost dispute game — its collateral is slashed, the requester is credited its
-    ///         bond plus `challengerRewardBps` of the collateral, the rest goes to the jackpot,
-    ///         the drawn verifiers' locks are released — and the unit re-opens. Never held for a
-    ///         forced round's reveal: a forced round must serve its data too.
+    ///         bond plus `challengerRewardBps` of the collateral, the rest goes to the jackpot —,
+    ///         for the final checkpoint every drawn verifier that attested loses its lock to the
+    ///         jackpot (it attested, so it held the result and did not answer), the other locks
+    ///         are released, and the unit re-opens. Never held for a forced round's reveal: a
+    ///         forced round must serve its data too.
     function expireDataRequest(uint256 unitId) external;
 
     /// @notice After the challenge window (and, while a seal is still closed, the reveal window),
@@ -693,6 +782,8 @@ interface IJobManager is IDisputeCallback {
     function registry() external view returns (address);
     /// @notice The dispute arbiter (zero until wired).
     function arbiter() external view returns (address);
+    /// @notice The extension that runs the rare paths (zero until wired).
+    function extension() external view returns (address);
     /// @notice The deployment parameters.
     function config() external view returns (Config memory);
     /// @notice Number of jobs posted. Job ids are `generation << 32 | record` (`JobIds`): 1, 2, 3,

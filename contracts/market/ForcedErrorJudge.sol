@@ -193,7 +193,14 @@ contract ForcedErrorJudge {
         IJobManager.Job memory job = manager.getJob(JobIds.jobOf(unitId));
         round = _round(rv.secret, u.assignSeed, job.steps / job.checkpointInterval);
         if (round.anchor == 0) revert IJobManager.NotForced(unitId);
-        _checkEntries(unitId, u.checkpointRoot, rv, round.segments + 1);
+        uint256 count = round.segments + 1;
+        _checkEntries(unitId, u.checkpointRoot, rv, count);
+        // INVARIANT: C replaces the published root, and the unit's result stays its last entry
+        // (bound to the published list at commit): a C that moves it is refused.
+        bool finalHolds = TensorMerkle.verifyListEntry(
+            rv.trueRoot, TensorMerkle.CHECKPOINT_DOMAIN, count, count - 1, u.finalStateRoot, rv.finalProof
+        );
+        if (!finalHolds) revert IJobManager.BadCheckpointProof(unitId, uint64(count - 1), rv.trueRoot);
     }
 
     /// @dev Each carried checkpoint's published entry against the published root and its true

@@ -9,6 +9,7 @@ import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {Credits} from "../libraries/Credits.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
+import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 import {ForcedErrors} from "../libraries/ForcedErrors.sol";
 import {ForcedErrorJudge} from "./ForcedErrorJudge.sol";
 import {JobManagerBase} from "./JobManagerBase.sol";
@@ -33,16 +34,16 @@ contract JobManager is JobManagerBase, IJobManager {
     using Credits for Credits.Ledger;
 
     address private immutable _deployer;
-    /// @dev The rare paths' code (`JobManagerExtension`, created here), run on this storage.
-    address private immutable _extension;
+    /// @dev The rare paths' code (`JobManagerExtension`, wired once by `setExtension`), run on
+    ///      this storage. Deployed on its own: its creation code beside this contract's and the
+    ///      judge's would pass the 48 KiB limit on creation code (EIP-3860).
+    address private _extension;
 
-    /// @dev Creates its own ForcedErrorJudge and JobManagerExtension, so that no deployment step
-    ///      changes: the judge's checks and the extension's paths would not fit this contract.
+    /// @dev Creates its own ForcedErrorJudge: the judge's checks would not fit this contract.
     constructor(address registry_, Config memory cfg)
         JobManagerBase(registry_, cfg, address(new ForcedErrorJudge()))
     {
         _deployer = msg.sender;
-        _extension = address(new JobManagerExtension(registry_, cfg, _judge));
     }
 
     // ------------------------------------------------------------------ wiring
@@ -54,6 +55,17 @@ contract JobManager is JobManagerBase, IJobManager {
         if (newArbiter == address(0)) revert ZeroAddress();
         _arbiter = newArbiter;
         emit ArbiterSet(newArbiter);
+    }
+
+    /// @inheritdoc IJobManager
+    function setExtension(address newExtension) external {
+        if (msg.sender != _deployer) revert NotDeployer(msg.sender);
+        if (_extension != address(0)) revert ExtensionAlreadySet(_extension);
+        if (newExtension == address(0)) revert ZeroAddress();
+        address runsOn = JobManagerExtension(newExtension).manager();
+        if (runsOn != address(this)) revert ExtensionOfAnotherManager(newExtension, runsOn);
+        _extension = newExtension;
+        emit ExtensionSet(newExtension);
     }
 
     // ------------------------------------------------------------------ submitter
@@ -188,6 +200,7 @@ contract JobManager is JobManagerBase, IJobManager {
         bytes32 checkpointRoot,
         uint64 numCheckpoints,
         bytes32 finalStateRoot,
+        bytes32[] calldata finalProof,
         string calldata blobLocator,
         bytes32 seal
     ) external {
@@ -201,6 +214,11 @@ contract JobManager is JobManagerBase, IJobManager {
         if (finalStateRoot == bytes32(0)) revert ZeroCommitment();
         if (seal == bytes32(0)) revert ZeroCommitment();
         if (bytes(blobLocator).length == 0) revert EmptyBlobLocator();
+        // INVARIANT: the unit's result is its checkpoint list's last entry. Only a game checks
+        // the list's entries, and no honest party can open one over a list it agrees with.
+        if (!TensorMerkle.verifyListEntry(
+                checkpointRoot, TensorMerkle.CHECKPOINT_DOMAIN, expected, expected - 1, finalStateRoot, finalProof
+            )) revert FinalRootNotLast(unitId, finalStateRoot, checkpointRoot);
         uint40 seedBlock = uint40(block.number) + 1;
         r.status = UnitStatus.Committed;
         r.seedBlock = seedBlock;
@@ -400,9 +418,17 @@ contract JobManager is JobManagerBase, IJobManager {
     }
 
     /// @inheritdoc IJobManager
-    function postData(uint256, TensorHeader calldata, bytes32[] calldata, uint32, bytes calldata, bytes32[] calldata)
-        external
-    {
+    function openDataHeaders(uint256, uint32, TensorHeader[] calldata, bytes32[] calldata) external {
+        _delegate();
+    }
+
+    /// @inheritdoc IJobManager
+    function proveDataSamples(uint256, DataSample[] calldata, string calldata) external {
+        _delegate();
+    }
+
+    /// @inheritdoc IJobManager
+    function offerData(uint256, string calldata) external {
         _delegate();
     }
 
@@ -415,12 +441,13 @@ contract JobManager is JobManagerBase, IJobManager {
     ///      (DELEGATECALL: same msg.sender, same storage, the `JobManagerBase` layout both share),
     ///      and returns or reverts with exactly what it returned. Never returns to its caller.
     function _delegate() private {
-        address extension = _extension;
+        address target = _extension;
+        if (target == address(0)) revert ExtensionNotSet();
         assembly ("memory-safe") {
             // Copy the calldata to free memory; nothing after this returns to Solidity code.
             let ptr := mload(0x40)
             calldatacopy(ptr, 0, calldatasize())
-            let ok := delegatecall(gas(), extension, ptr, calldatasize(), 0, 0)
+            let ok := delegatecall(gas(), target, ptr, calldatasize(), 0, 0)
             // Hand back the extension's return data (or revert data) as this call's.
             returndatacopy(ptr, 0, returndatasize())
             if iszero(ok) { revert(ptr, returndatasize()) }
@@ -455,6 +482,11 @@ contract JobManager is JobManagerBase, IJobManager {
     /// @inheritdoc IJobManager
     function registry() external view returns (address) {
         return address(_registry);
+    }
+
+    /// @inheritdoc IJobManager
+    function extension() external view returns (address) {
+        return _extension;
     }
 
     /// @inheritdoc IJobManager
@@ -615,9 +647,18 @@ contract JobManager is JobManagerBase, IJobManager {
     function dataRequestOf(uint256 unitId) external view returns (DataRequest memory d) {
         (, uint256 record, bool live) = _unit(unitId);
         if (!live) return d;
-        DataRequestSlot memory q = _dataRequests[record];
+        DataRequestSlot storage q = _dataRequests[record];
         return DataRequest(
-            q.requester, q.checkpoint, q.answerDeadline, q.bond, q.stateRoot, q.tensorCount, q.nextTensor, q.nextChunk
+            q.requester,
+            q.checkpoint,
+            q.answerDeadline,
+            q.bond,
+            q.seedBlock,
+            q.tensorCount,
+            q.opened,
+            q.totalLeaves,
+            q.samples,
+            q.stateRoot
         );
     }
 

@@ -147,9 +147,10 @@ abstract contract JobManagerBase is ReentrancyGuard {
     mapping(uint256 record => bytes32) internal _publishedRoots;
     Credits.Ledger internal _credits;
 
-    /// @dev A unit's open data request (PROTOCOL §6.11), packed in three slots: who and until
-    ///      when (read by every call), then the bond with the posting cursor (written by every
-    ///      `postData`), then the state root. Cleared when the request is answered, expires or
+    /// @dev A unit's open data request (PROTOCOL §6.11), in seven slots: who and until when
+    ///      (read by every call); the bond, the seed block and the cursors (written by every
+    ///      header and sample call); the state root and its tree; the seed, once drawn; the
+    ///      layout root; the chunks opened. Cleared when the request is answered, expires or
     ///      is voided; `requester` is zero when none is open.
     struct DataRequestSlot {
         // slot 0
@@ -158,15 +159,26 @@ abstract contract JobManagerBase is ReentrancyGuard {
         uint40 answerDeadline;
         // slot 1
         uint96 bond;
+        uint40 seedBlock;
         uint32 tensorCount;
-        uint32 nextTensor;
-        uint32 nextChunk;
-        // slot 2
+        uint32 opened;
+        uint32 samples;
+        // slot 2, 3: the opened state (`openDataState`), zero until then
         bytes32 stateRoot;
+        bytes32 stateTree;
+        // slot 4: the hash of `seedBlock`, once the first samples drew it
+        bytes32 seed;
+        // slot 5, 6: the layout tree (once every header is open), the chunks opened so far
+        bytes32 layoutRoot;
+        uint64 totalLeaves;
     }
 
     // slither-disable-next-line uninitialized-state
     mapping(uint256 record => DataRequestSlot) internal _dataRequests;
+    /// @dev The layout subtree of each part of a multi-part opening (`DATA_OPEN_PART` tensors),
+    ///      combined by the part that opens the last tensor. Overwritten by the record's next one.
+    // slither-disable-next-line uninitialized-state
+    mapping(uint256 record => mapping(uint256 part => bytes32 layoutTree)) internal _dataParts;
     /// @dev Whether `requester` requested data in `attempt` of `unitId` (once per requester per
     ///      attempt). Keyed by the unit id, which names the record's generation: a recycled
     ///      record's new job starts with no marks.

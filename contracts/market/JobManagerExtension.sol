@@ -3,11 +3,12 @@ pragma solidity 0.8.37;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
-import {IJobManager, MAX_DATA_CHUNKS} from "../interfaces/IJobManager.sol";
+import {IJobManager, DATA_OPEN_PART, DATA_SAMPLES} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IDisputeArbiter} from "../interfaces/IDisputeArbiter.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {DataRequests} from "../libraries/DataRequests.sol";
+import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
 import {ForcedErrors} from "../libraries/ForcedErrors.sol";
@@ -20,7 +21,7 @@ import {JobManagerBase} from "./JobManagerBase.sol";
 ///         and keeping a record.
 ///         Their documentation is `IJobManager`'s: the `JobManager` declares each of them and
 ///         forwards the call here.
-/// @dev Runs only by DELEGATECALL from the JobManager that created it (`onlyDelegated`), on that
+/// @dev Runs only by DELEGATECALL from the JobManager it was deployed for (`onlyDelegated`), on that
 ///      manager's storage (the `JobManagerBase` layout both inherit) and with the same
 ///      parameters (its own immutables, set from the same Config). Called directly it reverts:
 ///      its own storage is empty and holds nothing.
@@ -30,13 +31,20 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
     /// @notice Called other than by DELEGATECALL from the manager that created this extension.
     error NotDelegated();
 
-    /// @dev The manager that created this extension: the only storage its code runs on.
+    /// @dev The manager this extension was deployed for: the only storage its code runs on.
     address private immutable _manager;
 
-    constructor(address registry_, IJobManager.Config memory cfg, address judge)
-        JobManagerBase(registry_, cfg, judge)
+    /// @dev Takes the manager's registry, parameters and judge from the manager itself, so that
+    ///      the immutables it runs with cannot differ from the manager's.
+    constructor(IJobManager manager_)
+        JobManagerBase(manager_.registry(), manager_.config(), manager_.forcedErrorJudge())
     {
-        _manager = msg.sender;
+        _manager = address(manager_);
+    }
+
+    /// @notice The manager whose storage this extension's code runs on (`setExtension` checks it).
+    function manager() external view returns (address) {
+        return _manager;
     }
 
     /// @dev Every entry point runs as the manager (by its DELEGATECALL) or not at all.
@@ -68,7 +76,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Assigned);
         if (block.timestamp <= r.deadline) revert IJobManager.DeadlineNotPassed(unitId, r.deadline);
         emit IJobManager.AssignmentExpired(unitId, r.assignee, _collateral(r));
-        _slashAssignee(unitId, record, r, address(0), 0);
+        _slashAssignee(unitId, record, r, address(0), 0, 0);
     }
 
     /// @dev `IJobManager.challenge`, run as the manager.
@@ -193,7 +201,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         (Record storage r, uint256 record,) = _unit(unitId);
         // Never Disputed: the judge leaves an open dispute to its game.
         emit IJobManager.PrematureRevealReported(unitId, r.assignee, reporter, _collateral(r));
-        _slashAssignee(unitId, record, r, reporter, 0);
+        _slashAssignee(unitId, record, r, reporter, 0, 0);
     }
 
     // ------------------------------------------------------------------ data requests (§6.11)
@@ -226,14 +234,23 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         }
         // At most uint96.max (_bondFor clamps it).
         bond = drawn ? uint96(_bondFor(r)) : 0;
-        // An online node answers within revealWindow; now < 2^40.
+        // The answer is a bounded proof (a few transactions whatever the state's size): an
+        // online node sends it within revealWindow; now < 2^40.
         uint40 answerDeadline = uint40(block.timestamp) + _revealWindow;
+        // The samples are drawn by the next block's hash: unknown to anyone when the request
+        // is made, so nobody can have kept just the chunks it names.
+        uint40 seedBlock = uint40(block.number) + 1;
         // INVARIANT: a request opens only on a Verifying unit, so a unit holds a game's dispute
         // or a data request, never both; Disputed, it can neither finalize nor be challenged.
         r.status = IJobManager.UnitStatus.Disputed;
         _dataRequested[unitId][attempt][msg.sender] = true;
-        _dataRequests[record] = DataRequestSlot(msg.sender, checkpoint, answerDeadline, bond, 0, 0, 0, bytes32(0));
-        emit IJobManager.DataRequested(unitId, msg.sender, checkpoint, bond, answerDeadline);
+        DataRequestSlot storage q = _dataRequests[record];
+        q.requester = msg.sender;
+        q.checkpoint = checkpoint;
+        q.answerDeadline = answerDeadline;
+        q.bond = bond;
+        q.seedBlock = seedBlock;
+        emit IJobManager.DataRequested(unitId, msg.sender, checkpoint, bond, answerDeadline, seedBlock);
         if (bond != 0) _token.safeTransferFrom(msg.sender, address(this), bond);
     }
 
@@ -242,131 +259,153 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         external
         onlyDelegated
     {
-        (Record storage r, uint256 record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
-        DataRequestSlot storage q = _dataRequests[record];
-        if (q.requester == address(0)) revert IJobManager.NoDataRequest(unitId);
+        (Record storage r,, DataRequestSlot storage q) = _openRequest(unitId);
         if (q.stateRoot != bytes32(0)) revert IJobManager.DataStateAlreadyOpened(unitId, q.stateRoot);
-        uint40 answerDeadline = q.answerDeadline;
-        if (block.timestamp > answerDeadline) revert IJobManager.DataAnswerWindowClosed(unitId, answerDeadline);
         if (tensorCount == 0) revert IJobManager.EmptyDataState(unitId);
         bytes32 stateRoot = DataRequests.stateRootOf(tensorCount, stateTree);
         uint32 checkpoint = q.checkpoint;
         uint256 numCheckpoints = uint256(r.steps / r.checkpointInterval) + 1;
-        // INVARIANT: the posted state is the committed one: its root is the checkpoint's entry.
+        // INVARIANT: the state answered for is the committed one: its root is the checkpoint's
+        // entry (after a forced reveal, of the true root C).
         if (!DataRequests.stateHolds(r.checkpointRoot, numCheckpoints, checkpoint, stateRoot, checkpointProof)) {
             revert IJobManager.BadDataStateProof(unitId, checkpoint, stateRoot);
         }
         q.stateRoot = stateRoot;
+        q.stateTree = stateTree;
         q.tensorCount = tensorCount;
         emit IJobManager.DataStateOpened(unitId, stateRoot, tensorCount);
     }
 
-    /// @dev A post's tensor and position, gathered in memory: with the three calldata arrays on
-    ///      the stack too, the checks would reach past the 16 slots the legacy code generator
-    ///      (which slither compiles with) can address; the tensor's header is one calldata struct
-    ///      for the same reason (ten loose arguments are past its ABI decoder's reach).
-    struct Post {
-        uint256 unitId;
-        bytes32 nameHash;
-        uint8 dtype;
-        uint32 rows;
-        uint32 cols;
-        bytes32 dataRoot;
-        uint32 firstChunk;
-    }
-
-    /// @dev `IJobManager.postData`, run as the manager.
-    function postData(
+    /// @dev `IJobManager.openDataHeaders`, run as the manager.
+    function openDataHeaders(
         uint256 unitId,
-        IJobManager.TensorHeader calldata tensor,
-        bytes32[] calldata entryProof,
-        uint32 firstChunk,
-        bytes calldata chunks,
-        bytes32[] calldata rangeProof
+        uint32 firstTensor,
+        IJobManager.TensorHeader[] calldata headers,
+        bytes32[] calldata partProof
     ) external onlyDelegated {
-        _postData(
-            Post(unitId, tensor.nameHash, tensor.dtype, tensor.rows, tensor.cols, tensor.dataRoot, firstChunk),
-            entryProof,
-            chunks,
-            rangeProof
-        );
+        (, uint256 record, DataRequestSlot storage q) = _openRequest(unitId);
+        _expectPart(unitId, q, firstTensor, headers.length);
+        (bytes32 layoutPart, uint256 end) = _checkPart(unitId, q, firstTensor, headers, partProof);
+        // firstTensor + headers.length <= tensorCount < 2^32; a state's chunks are far below 2^64.
+        uint32 opened = uint32(firstTensor + headers.length);
+        q.opened = opened;
+        q.totalLeaves = uint64(end);
+        emit IJobManager.DataHeadersOpened(unitId, firstTensor, uint32(headers.length), uint64(end));
+        _closeLayout(record, q, uint256(firstTensor) >> DataRequests.PART_DEPTH, opened, layoutPart);
     }
 
-    /// @dev `postData`: the checks, then the cursor's advance, the event and, on the last chunk
-    ///      of the last tensor, the answer. Split in steps that each keep few values live.
-    function _postData(
-        Post memory p,
-        bytes32[] calldata entryProof,
-        bytes calldata chunks,
-        bytes32[] calldata rangeProof
-    ) private {
-        (, uint256 record) = _expect(p.unitId, IJobManager.UnitStatus.Disputed);
-        DataRequestSlot storage q = _dataRequests[record];
-        uint32 tensor = _expectPost(p, q, chunks.length, entryProof);
-        (uint256 end, uint256 leaves) = _expectRange(p, tensor, chunks, rangeProof);
-        if (end == leaves) {
-            // The tensor is complete: the next one starts at chunk 0 (tensor < tensorCount < 2^32).
-            q.nextTensor = tensor + 1;
-            q.nextChunk = 0;
-        } else {
-            // end < leaves. Only a tensor of over 2^38 elements has chunk indices past 32 bits; no
-            // 2^26 posts could complete it by the deadline, so the truncation never pays.
-            q.nextChunk = uint32(end);
-        }
-        _emitPosted(p, tensor, chunks);
-        // The post that completes the last tensor answers the request.
-        if (end == leaves && tensor + 1 == q.tensorCount) _answerDataRequest(p.unitId, record);
-    }
-
-    /// @dev `DataPosted` of a post (its own frame: the event's nine words and the caller's
-    ///      values do not fit the legacy code generator's reach together).
-    function _emitPosted(Post memory p, uint32 tensor, bytes calldata chunks) private {
-        emit IJobManager.DataPosted(p.unitId, tensor, p.nameHash, p.dtype, p.rows, p.cols, p.firstChunk, chunks);
-    }
-
-    /// @dev `postData`'s checks of the request and the post's place in it: a request open, its
-    ///      state opened, its window running, the post at the cursor, 1 to MAX_DATA_CHUNKS whole
-    ///      chunks, and the tensor the entry of the state root at the cursor. Returns that tensor.
-    function _expectPost(Post memory p, DataRequestSlot storage q, uint256 length, bytes32[] calldata entryProof)
+    /// @dev The state opened, and the part the next one: from the first unopened tensor, a whole
+    ///      part or the rest.
+    function _expectPart(uint256 unitId, DataRequestSlot storage q, uint32 firstTensor, uint256 length)
         private
         view
-        returns (uint32 tensor)
     {
-        if (q.requester == address(0)) revert IJobManager.NoDataRequest(p.unitId);
-        bytes32 stateRoot = q.stateRoot;
-        if (stateRoot == bytes32(0)) revert IJobManager.DataStateNotOpened(p.unitId);
-        uint40 answerDeadline = q.answerDeadline;
-        if (block.timestamp > answerDeadline) revert IJobManager.DataAnswerWindowClosed(p.unitId, answerDeadline);
-        uint32 nextChunk = q.nextChunk;
-        // INVARIANT: the state is posted in order, each chunk once: the cursor only advances.
-        if (p.firstChunk != nextChunk) revert IJobManager.WrongFirstChunk(p.unitId, p.firstChunk, nextChunk);
-        if (length == 0) revert IJobManager.DataNotWholeChunks(p.unitId, length);
-        if (length % 256 != 0) revert IJobManager.DataNotWholeChunks(p.unitId, length);
-        uint256 count = length / 256;
-        // INVARIANT: a post's gas is bounded whatever the tensor's size.
-        if (count > MAX_DATA_CHUNKS) revert IJobManager.TooManyDataChunks(p.unitId, count, MAX_DATA_CHUNKS);
-        tensor = q.nextTensor;
-        bytes32 entry = DataRequests.entryOf(p.nameHash, p.dtype, p.rows, p.cols, p.dataRoot);
-        // INVARIANT: every tensor posted is the committed state's, in state order.
-        if (!DataRequests.entryHolds(stateRoot, q.tensorCount, tensor, entry, entryProof)) {
-            revert IJobManager.BadDataEntryProof(p.unitId, tensor, stateRoot);
+        if (q.stateTree == bytes32(0)) revert IJobManager.DataStateNotOpened(unitId);
+        uint32 opened = q.opened;
+        if (firstTensor != opened) revert IJobManager.WrongFirstTensor(unitId, firstTensor, opened);
+        // opened < tensorCount here: the last part closes the opening, after which none is due.
+        uint256 due = q.tensorCount - opened;
+        if (due > DATA_OPEN_PART) due = DATA_OPEN_PART;
+        if (length != due) revert IJobManager.WrongDataPartLength(unitId, length, due);
+    }
+
+    /// @dev The part's layout subtree and the chunk after it, once its state subtree, placed by
+    ///      `partProof`, is proved to be the opened state tree's.
+    function _checkPart(
+        uint256 unitId,
+        DataRequestSlot storage q,
+        uint32 firstTensor,
+        IJobManager.TensorHeader[] calldata headers,
+        bytes32[] calldata partProof
+    ) private view returns (bytes32 layoutPart, uint256 end) {
+        uint256 depth = DataRequests.partDepth(q.tensorCount);
+        bytes32 statePart;
+        (statePart, layoutPart, end) = DataRequests.partTrees(headers, firstTensor, q.totalLeaves, depth);
+        // INVARIANT: every header opened is the committed state's, at its place: each part is
+        // checked on its own, so no caller can spoil the opening for the one that holds the data.
+        uint256 part = uint256(firstTensor) >> DataRequests.PART_DEPTH;
+        if (DataRequests.rootFromPart(statePart, part, partProof) != q.stateTree) {
+            revert IJobManager.BadDataHeaders(unitId, firstTensor);
         }
     }
 
-    /// @dev `postData`'s check of the chunks: within the tensor, and its leaves at their place
-    ///      under its data root. Returns the chunk after the post and the tensor's leaf count.
-    function _expectRange(Post memory p, uint32 tensor, bytes calldata chunks, bytes32[] calldata rangeProof)
-        private
-        pure
-        returns (uint256 end, uint256 leaves)
-    {
-        leaves = DataRequests.leafCount(p.rows, p.cols);
-        end = uint256(p.firstChunk) + chunks.length / 256;
-        if (end > leaves) revert IJobManager.DataPastTensorEnd(p.unitId, tensor, end, leaves);
-        // INVARIANT: every chunk posted is the committed tensor's, at its place.
-        if (!DataRequests.rangeHolds(p.dataRoot, leaves, p.firstChunk, chunks, rangeProof)) {
-            revert IJobManager.BadDataRangeProof(p.unitId, tensor, p.firstChunk);
+    /// @dev Keeps part `part`'s layout subtree, or, the last tensor opened, fixes the layout root:
+    ///      the only part's subtree, or the parts' subtrees combined.
+    function _closeLayout(
+        uint256 record,
+        DataRequestSlot storage q,
+        uint256 part,
+        uint32 opened,
+        bytes32 layoutPart
+    ) private {
+        if (opened < q.tensorCount) {
+            _dataParts[record][part] = layoutPart;
+            return;
         }
+        if (part == 0) {
+            q.layoutRoot = layoutPart; // the only part: its subtree is the whole layout tree
+            return;
+        }
+        bytes32[] memory parts = new bytes32[](part + 1);
+        for (uint256 i = 0; i < part; ++i) {
+            parts[i] = _dataParts[record][i];
+        }
+        parts[part] = layoutPart;
+        // more than one part: depthFor(tensorCount) > PART_DEPTH
+        uint256 top = TensorMerkle.depthFor(q.tensorCount) - DataRequests.PART_DEPTH;
+        q.layoutRoot = DataRequests.combineParts(parts, top);
+    }
+
+    /// @dev `IJobManager.proveDataSamples`, run as the manager.
+    function proveDataSamples(uint256 unitId, IJobManager.DataSample[] calldata samples, string calldata locator)
+        external
+        onlyDelegated
+    {
+        if (bytes(locator).length == 0) revert IJobManager.EmptyBlobLocator();
+        (uint256 record, Draw memory draw, uint32 first) = _sampleDraw(unitId, samples.length);
+        if (draw.seed == bytes32(0)) return; // re-armed: the samples are drawn by a later block
+        for (uint256 i = 0; i < samples.length; ++i) {
+            _checkSample(draw, first + i, samples[i]);
+        }
+        // first + samples.length <= DATA_SAMPLES
+        uint32 proved = uint32(first + samples.length);
+        _dataRequests[record].samples = proved;
+        emit IJobManager.DataSamplesProved(unitId, msg.sender, first, uint32(samples.length));
+        if (proved == DATA_SAMPLES) _answerDataRequest(unitId, record, locator);
+    }
+
+    /// @dev The open request's draw for `count` more samples, its headers all open, and the first
+    ///      sample due; the seed zero when it was re-armed (nothing to prove this call).
+    function _sampleDraw(uint256 unitId, uint256 count)
+        private
+        returns (uint256 record, Draw memory draw, uint32 first)
+    {
+        DataRequestSlot storage q;
+        (, record, q) = _openRequest(unitId);
+        uint32 tensorCount = q.tensorCount;
+        uint32 opened = q.opened;
+        if (tensorCount == 0 || opened != tensorCount) {
+            revert IJobManager.DataHeadersNotOpened(unitId, opened, tensorCount);
+        }
+        first = q.samples;
+        uint256 left = DATA_SAMPLES - first;
+        if (count == 0 || count > left) revert IJobManager.WrongDataSampleCount(unitId, count, left);
+        bytes32 seed = q.seed;
+        if (seed == bytes32(0)) seed = _drawDataSeed(unitId, q);
+        draw = Draw(unitId, seed, q.layoutRoot, tensorCount, q.totalLeaves);
+    }
+
+    /// @dev `IJobManager.offerData`, run as the manager.
+    function offerData(uint256 unitId, string calldata locator) external onlyDelegated {
+        (Record storage r, uint256 record, bool live) = _unit(unitId);
+        IJobManager.UnitStatus status = live ? r.status : IJobManager.UnitStatus.None;
+        bool holding = status == IJobManager.UnitStatus.Verifying || status == IJobManager.UnitStatus.Disputed
+            || status == IJobManager.UnitStatus.Finalized;
+        if (!holding) revert IJobManager.WrongUnitStatus(unitId, IJobManager.UnitStatus.Verifying, status);
+        bool holder = msg.sender == r.assignee || _findVerifier(record, r.verifierCount, msg.sender) != NOT_DRAWN;
+        if (!holder) revert IJobManager.NotDataHolder(unitId, msg.sender);
+        if (bytes(locator).length == 0) revert IJobManager.EmptyBlobLocator();
+        emit IJobManager.DataOffered(unitId, msg.sender, r.attempt, locator);
     }
 
     /// @dev `IJobManager.expireDataRequest`, run as the manager.
@@ -377,8 +416,12 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         if (block.timestamp <= q.answerDeadline) revert IJobManager.DataAnswerWindowOpen(unitId, q.answerDeadline);
         delete _dataRequests[record];
         emit IJobManager.DataRequestExpired(unitId, q.requester, q.checkpoint);
+        // Attesting is holding the result (PROTOCOL §6.11): nobody answered for the final state,
+        // so every drawn verifier that attested withheld it too.
+        bool result = q.checkpoint == r.steps / r.checkpointInterval;
+        uint256 penalised = result ? _attestedMask(record, r.verifierCount) : 0;
         // A lost game for the solver, never held: a forced round must serve its data too.
-        _slashAssignee(unitId, record, r, q.requester, q.bond);
+        _slashAssignee(unitId, record, r, q.requester, q.bond, penalised);
     }
 
     /// @dev `IJobManager.keepRecord`, run as the manager.
@@ -442,19 +485,81 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         _credit(d.challenger, d.bond);
     }
 
-    /// @dev The last post answered the request: the unit returns to Verifying (its deadline at
+    /// @dev The last samples answered the request: the unit returns to Verifying (its deadline at
     ///      least `disputeGrace` away) and the requester's bond is forfeited as a failed
     ///      challenge's: `challengerRewardBps` of it to the solver, the rest to the jackpot. The
     ///      requester's once-per-attempt mark stays.
-    function _answerDataRequest(uint256 unitId, uint256 record) private {
+    function _answerDataRequest(uint256 unitId, uint256 record, string calldata locator) private {
         Record storage r = _records[record];
         DataRequestSlot memory q = _dataRequests[record];
         delete _dataRequests[record];
         uint64 deadline = _backToVerifying(r);
-        emit IJobManager.DataRequestAnswered(unitId, q.requester, q.checkpoint, deadline);
+        emit IJobManager.DataRequestAnswered(unitId, q.requester, msg.sender, q.checkpoint, deadline, locator);
         uint256 toSolver = MarketMath.share(q.bond, _challengerRewardBps);
         _credit(r.assignee, toSolver);
         _addJackpot(q.bond - toSolver);
+    }
+
+    /// @dev The unit's open request, Disputed and within its answer window.
+    function _openRequest(uint256 unitId)
+        private
+        view
+        returns (Record storage r, uint256 record, DataRequestSlot storage q)
+    {
+        (r, record) = _expect(unitId, IJobManager.UnitStatus.Disputed);
+        q = _dataRequests[record];
+        if (q.requester == address(0)) revert IJobManager.NoDataRequest(unitId);
+        uint40 answerDeadline = q.answerDeadline;
+        if (block.timestamp > answerDeadline) revert IJobManager.DataAnswerWindowClosed(unitId, answerDeadline);
+    }
+
+    /// @dev The samples' seed: the hash of the request's seed block, stored; zero (and the seed
+    ///      block moved to the next one, `DataSeedRearmed`) if that hash is gone (> 256 blocks).
+    function _drawDataSeed(uint256 unitId, DataRequestSlot storage q) private returns (bytes32 seed) {
+        uint256 seedBlock = q.seedBlock;
+        if (block.number <= seedBlock) revert IJobManager.DataSeedNotYetAvailable(unitId, uint64(seedBlock));
+        seed = blockhash(seedBlock);
+        if (seed == bytes32(0)) {
+            // block.number < 2^40
+            uint40 next = uint40(block.number) + 1;
+            q.seedBlock = next;
+            emit IJobManager.DataSeedRearmed(unitId, next);
+            return bytes32(0);
+        }
+        q.seed = seed;
+    }
+
+    /// @dev What every sample of one `proveDataSamples` call is checked against (one memory
+    ///      struct: with the calldata sample, loose values would reach past the 16 stack slots
+    ///      the legacy code generator, which slither compiles with, can address).
+    struct Draw {
+        uint256 unitId;
+        bytes32 seed;
+        bytes32 layoutRoot;
+        uint256 tensorCount;
+        uint256 totalLeaves;
+    }
+
+    /// @dev Checks sample `j` (`s`): its tensor in the layout, the drawn global chunk within that
+    ///      tensor, and the chunk under the tensor's data root.
+    function _checkSample(Draw memory d, uint256 j, IJobManager.DataSample calldata s) private pure {
+        // INVARIANT: a sample is the state's chunk the seed draws, from the committed data.
+        if (!DataRequests.layoutHolds(d.layoutRoot, d.tensorCount, s)) {
+            revert IJobManager.BadDataLayoutProof(d.unitId, j, s.tensor);
+        }
+        uint256 index = DataRequests.sampleIndex(d.seed, j, d.totalLeaves);
+        if (index < s.start || index - s.start >= s.leaves) {
+            revert IJobManager.DataSampleNotInTensor(d.unitId, j, index, s.tensor);
+        }
+        uint256 leaf = index - s.start;
+        if (!DataRequests.chunkHolds(s, leaf)) revert IJobManager.BadDataChunkProof(d.unitId, j, s.tensor, leaf);
+    }
+
+    /// @dev Bit i set for each drawn verifier i that attested (opened its attestation).
+    function _attestedMask(uint256 record, uint256 verifierCount) private view returns (uint256 mask) {
+        for (uint256 i = 0; i < verifierCount; ++i) {
+            if (_verifiers[record][i].status == IJobManager.VerifierStatus.Attested) mask |= 1 << i;
+        }
     }
 
     /// @dev Voids the unit's open data request (a forced reveal replaced the checkpoint root): the
@@ -503,7 +608,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         delete _disputes[record];
         delete _holdEnds[record];
         emit IJobManager.DisputeResolved(unitId, d.gameId, true, 0);
-        _slashAssignee(unitId, record, r, d.challenger, d.bond);
+        _slashAssignee(unitId, record, r, d.challenger, d.bond, 0);
     }
 
     /// @dev Returns the unit to Verifying with its challenge deadline at least `disputeGrace` away.
@@ -518,21 +623,40 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
 
     /// @dev Slashes the assignee's collateral and re-opens the unit: `beneficiary` (if any) is
     ///      credited `extra` plus `challengerRewardBps` of the collateral, the rest goes to the
-    ///      jackpot; the drawn verifiers' locks are released.
-    function _slashAssignee(uint256 unitId, uint256 record, Record storage r, address beneficiary, uint256 extra)
-        private
-    {
+    ///      jackpot; the drawn verifiers in `penalised` (bit i: verifier i) lose their locks to
+    ///      the jackpot, the others' locks are released.
+    function _slashAssignee(
+        uint256 unitId,
+        uint256 record,
+        Record storage r,
+        address beneficiary,
+        uint256 extra,
+        uint256 penalised
+    ) private {
         address solver = r.assignee;
         uint256 verifierCount = r.verifierCount;
         uint256 collateral = _collateral(r);
         uint256 lock = _lock(r);
         uint256 reward = beneficiary == address(0) ? 0 : MarketMath.share(collateral, _challengerRewardBps);
+        address[] memory verifiers = new address[](verifierCount);
+        uint256 toJackpot = collateral - reward;
+        for (uint256 i = 0; i < verifierCount; ++i) {
+            verifiers[i] = _verifiers[record][i].verifier;
+            if (penalised & (1 << i) != 0) {
+                toJackpot += lock;
+                emit IJobManager.VerifierPenalised(unitId, verifiers[i], lock);
+            }
+        }
         _credit(beneficiary, extra + reward);
-        _addJackpot(collateral - reward);
+        _addJackpot(toJackpot);
         _reopen(unitId, r);
         _registry.slash(solver, collateral, true);
         for (uint256 i = 0; i < verifierCount; ++i) {
-            _registry.release(_verifiers[record][i].verifier, lock, false);
+            if (penalised & (1 << i) != 0) {
+                _registry.slash(verifiers[i], lock, true);
+            } else {
+                _registry.release(verifiers[i], lock, false);
+            }
         }
     }
 }

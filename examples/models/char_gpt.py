@@ -85,3 +85,9 @@ def make_model() -> nn.Module:
 
 def make_model_masked() -> nn.Module:
     return GPT(flash=False)
+
+
+def make_model_1m() -> nn.Module:
+    """1.02M parameters (5 layers, 4 heads, d = 128): the size the data-availability tests need
+    (an answer that had to post the state on chain would take ~240 transactions)."""
+    return GPT(d=128, heads=4, layers=5)

@@ -27,6 +27,7 @@ from agents.core.deploy import (
     REGISTRY_FIELDS,
 )
 from agents.core.enums import JobStatus, Role, UnitStatus, VerifierStatus
+from agents.training.merkle import checkpoint_root, final_proof
 
 E18 = 10**18
 # Short names of the protocol's enums (agents/core/enums.py, the one copy) for the scenarios
@@ -48,7 +49,17 @@ REG_CFG = dict(DEFAULT_REGISTRY_CONFIG)
 # `lazy` deployment, test_forced_errors, the stateful test).
 MGR_CFG = {**DEFAULT_MANAGER_CONFIG, "lazySlashFactor": 0}
 CAP = (1, 16_384, 100)  # deviceClass, memoryMiB, throughput
-ROOT = b"\x11" * 32
+
+
+def checkpoint_list(n: int, tag: int = 0x20) -> tuple[bytes, bytes, list[bytes]]:
+    """A made-up list of `n` state roots as a commitment takes it: (the checkpoint root, the
+    final state root — the list's last entry — and the proof that opens it, PROTOCOL §6.5)."""
+    roots = [keccak(bytes([tag]) + i.to_bytes(4, "big")) for i in range(n)]
+    return checkpoint_root(roots), roots[-1], final_proof(roots)
+
+
+# The 5-checkpoint list (20 steps, interval 4) the scenarios commit
+ROOT, FINAL, FINAL_PROOF = checkpoint_list(5)
 # The solvers' forced-error secret, its hash (claim) and the seal of ROOT (commit): PROTOCOL §8.
 SECRET = b"\x5e" * 32
 SECRET_HASH = keccak(SECRET)
@@ -109,6 +120,7 @@ def deploy_protocol(
     manager = deployer.deploy(
         project.JobManager, registry, tuple(mgr_cfg[k] for k in MANAGER_FIELDS)
     )
+    manager.setExtension(deployer.deploy(project.JobManagerExtension, manager), sender=deployer)
     arbiter = deployer.deploy(project.MockArbiter)
     court_contract = court_game = None
     if court:
@@ -261,7 +273,9 @@ def assign(d: Protocol, chain, solver: Any | None = None, **overrides: Any) -> t
 
 def commit(d: Protocol, chain, unit_id: int, solver: Any | None = None) -> None:
     solver = solver or d.solvers[0]
-    d.manager.commitCheckpoints(unit_id, ROOT, 5, b"\x22" * 32, "blob://unit", SEAL, sender=solver)
+    d.manager.commitCheckpoints(
+        unit_id, ROOT, 5, FINAL, FINAL_PROOF, "blob://unit", SEAL, sender=solver
+    )
 
 
 def verifying(d: Protocol, chain, **overrides: Any) -> tuple[int, int]:

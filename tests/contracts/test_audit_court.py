@@ -54,7 +54,7 @@ from test_round_manager import (  # noqa: F401  (rm is a fixture)
 )
 
 from agents.core.deploy import MANAGER_FIELDS, REGISTRY_FIELDS
-from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
+from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, final_proof, list_proof
 
 # ------------------------------------------------------------------ 2. the court game's config
 
@@ -106,7 +106,14 @@ def test_submitter_cannot_register_a_court_config_after_its_verifiers_attested(r
     d.arbiter.registerConfig(job_id, CFG_HASH, sender=d.submitter)  # what verifiers check
     root = checkpoint_root(STATES9)
     d.manager.commitCheckpoints(
-        unit, root, 9, STATES9[-1], "blob://unit", keccak(root + SECRET), sender=d.solvers[0]
+        unit,
+        root,
+        9,
+        STATES9[-1],
+        final_proof(STATES9),
+        "blob://unit",
+        keccak(root + SECRET),
+        sender=d.solvers[0],
     )
     chain.mine(1)
     d.manager.drawVerifiers(unit, sender=d.other)

@@ -32,7 +32,7 @@ from conftest import (
 )
 from eth_utils import keccak
 
-from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof
+from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, final_proof, list_proof
 
 # Jobs of T = 8, k = 2: five checkpoints, four segments; a real list, so that the court can check
 # a segment's start root against the committed root.
@@ -56,7 +56,14 @@ def drawn_unit(d: Protocol, chain, **overrides) -> tuple[int, int, list]:
     job_id, unit = assign(d, chain, **overrides)
     seal = keccak(LIST_ROOT + SECRET)
     d.manager.commitCheckpoints(
-        unit, LIST_ROOT, 5, STATES[-1], "blob://unit", seal, sender=d.solvers[0]
+        unit,
+        LIST_ROOT,
+        5,
+        STATES[-1],
+        final_proof(STATES),
+        "blob://unit",
+        seal,
+        sender=d.solvers[0],
     )
     chain.mine(1)
     d.manager.drawVerifiers(unit, sender=d.other)

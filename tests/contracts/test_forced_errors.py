@@ -37,7 +37,7 @@ from conftest import (
 from eth_utils import keccak
 
 from agents.roles.forced_reveal import forced_reveal
-from agents.training.merkle import checkpoint_root
+from agents.training.merkle import checkpoint_root, final_proof
 
 FEE = 2 * E18  # fee * forcedErrorBps <= reward * taxBps: 2 % of the reward at 100 % forced
 SECRET = b"\x5e" * 32
@@ -119,8 +119,8 @@ def forced_unit(
 def publish_and_draw(d: Protocol, unit: int, secret: bytes = SECRET) -> list[Any]:
     """The assignee publishes PUBLISHED sealing TRUE_ROOT; two verifiers are drawn (returned)."""
     d.manager.commitCheckpoints(
-        unit, PUBLISHED_ROOT, 3, TRUE[2], "blob://forced", seal(TRUE_ROOT, secret),
-        sender=d.solvers[0],
+        unit, PUBLISHED_ROOT, 3, TRUE[2], final_proof(PUBLISHED), "blob://forced",
+        seal(TRUE_ROOT, secret), sender=d.solvers[0],
     )  # fmt: skip
     for v in d.verifiers:
         d.registry.heartbeat(sender=v)
@@ -138,7 +138,7 @@ def ends(d: Protocol, unit: int, v: Any, honest: bool = True) -> list[bytes]:
 
 #: The fields of `IJobManager.ForcedReveal`, in order.
 REVEAL_KEYS = ["secret", "trueRoot", "checkpoints", "publishedEntries", "publishedProofs"]
-REVEAL_KEYS += ["trueEntries", "trueProofs", "endRoots"]
+REVEAL_KEYS += ["trueEntries", "trueProofs", "endRoots", "finalProof"]
 
 
 def reveal(
@@ -574,9 +574,11 @@ def test_onDisputeResolved_oneSegmentJob_appliesAtOnce(forced, chain, project):
     d = forced
     unit = assigned(d, chain, d.solvers[0], steps=2)
     root = checkpoint_root(TRUE[:2])
+    published = [b"\x66" * 32, TRUE[1]]  # wrong at step 0: the challenger's root differs
     d.manager.commitCheckpoints(
-        unit, b"\x66" * 32, 2, TRUE[1], "blob://one", seal(root, SECRET), sender=d.solvers[0]
-    )
+        unit, checkpoint_root(published), 2, TRUE[1], final_proof(published), "blob://one",
+        seal(root, SECRET), sender=d.solvers[0],
+    )  # fmt: skip
     for v in d.verifiers:
         d.registry.heartbeat(sender=v)
     d.manager.drawVerifiers(unit, sender=d.other)
@@ -622,6 +624,7 @@ def test_reportPrematureReveal_beforeDraw_slashesSolver(forced, chain, project):
         PUBLISHED_ROOT,
         3,
         TRUE[2],
+        final_proof(PUBLISHED),
         "blob://forced",
         seal(TRUE_ROOT, SECRET),
         sender=d.solvers[0],
@@ -773,6 +776,8 @@ BAD_PROOF = [b"\x00" * 32] * 2
         ({"trueRoot": b"\x02" * 32}, "SealMismatch", {}),
         ({"publishedProofs": [BAD_PROOF, BAD_PROOF]}, "BadCheckpointProof", {"position": 1}),
         ({"trueProofs": [BAD_PROOF, BAD_PROOF]}, "BadCheckpointProof", {"root": TRUE_ROOT}),
+        # C's last entry must be the committed final root: a proof of another entry fails
+        ({"finalProof": BAD_PROOF}, "BadCheckpointProof", {"position": 2, "root": TRUE_ROOT}),
         ({"endRoots": [[]]}, "WrongRevealLength", {"given": 1, "expected": 2}),
         ({"trueEntries": [TRUE[1]]}, "WrongRevealLength", {"given": 1, "expected": 2}),
         ({"checkpoints": (1, 1)}, "CheckpointsNotAscending", {"position": 1}),
@@ -789,13 +794,45 @@ def test_revealForced_badReveal_reverts(forced, chain, project, overrides, error
         judge_of(project, d).revealForced(unit, as_tuple(r), sender=d.other)
 
 
+def test_revealForced_trueListWithAnotherFinalRoot_reverts(forced, chain, project):
+    """Issue #38 through a forced reveal: the solver publishes a list whose last entry is the
+    committed final root but seals a C that ends elsewhere (honest up to checkpoint 2, then
+    another root). C would replace the published root and a verifier agreeing with C could not
+    challenge it, so the reveal is refused whatever proof it carries."""
+    d = forced
+    unit = assigned(d, chain, d.solvers[0])
+    moved = [TRUE[0], TRUE[1], b"\x99" * 32]  # C ends on another root than the committed one
+    d.manager.commitCheckpoints(
+        unit, PUBLISHED_ROOT, 3, TRUE[2], final_proof(PUBLISHED), "blob://x",
+        seal(checkpoint_root(moved), SECRET), sender=d.solvers[0],
+    )  # fmt: skip
+    for v in d.verifiers:
+        d.registry.heartbeat(sender=v)
+    d.manager.drawVerifiers(unit, sender=d.other)
+    drawn = [by_address(d.verifiers, v) for v in d.manager.getVerifiers(unit)]
+    attest(d, chain, unit, [(v, ends(d, unit, v)) for v in drawn])
+    end_roots = [ends(d, unit, v) for v in drawn]
+    for proof in (final_proof(moved), final_proof(TRUE)):
+        r = reveal(true=moved, endRoots=end_roots, finalProof=proof)
+        with reverts(d.manager, "BadCheckpointProof", position=2, root=checkpoint_root(moved)):
+            judge_of(project, d).revealForced(unit, as_tuple(r), sender=d.other)
+    assert not d.manager.getUnit(unit).forcedRevealed
+
+
 def test_revealForced_checkpointNotPerturbed_reverts(forced, chain, project):
     """A forced round whose solver published the truth at its perturbed checkpoint: judging
     verifiers there would pay copiers, so the reveal is refused (its C stands as published)."""
     d = forced
     unit = assigned(d, chain, d.solvers[0])
     d.manager.commitCheckpoints(
-        unit, TRUE_ROOT, 3, TRUE[2], "blob://x", seal(TRUE_ROOT, SECRET), sender=d.solvers[0]
+        unit,
+        TRUE_ROOT,
+        3,
+        TRUE[2],
+        final_proof(TRUE),
+        "blob://x",
+        seal(TRUE_ROOT, SECRET),
+        sender=d.solvers[0],
     )
     for v in d.verifiers:
         d.registry.heartbeat(sender=v)
@@ -834,6 +871,7 @@ def test_revealForced_committedUnit_reverts(forced, chain, project):
         PUBLISHED_ROOT,
         3,
         TRUE[2],
+        final_proof(PUBLISHED),
         "blob://forced",
         seal(TRUE_ROOT, SECRET),
         sender=d.solvers[0],
@@ -847,7 +885,14 @@ def test_revealForced_oneSegmentJob_notForced(forced, chain, project):
     unit = assigned(d, chain, d.solvers[0], steps=2)
     root = checkpoint_root(TRUE[:2])
     d.manager.commitCheckpoints(
-        unit, root, 2, TRUE[1], "blob://one", seal(root, SECRET), sender=d.solvers[0]
+        unit,
+        root,
+        2,
+        TRUE[1],
+        final_proof(TRUE[:2]),
+        "blob://one",
+        seal(root, SECRET),
+        sender=d.solvers[0],
     )
     chain.mine(1)
     d.manager.drawVerifiers(unit, sender=d.other)
@@ -898,7 +943,7 @@ def test_revealForced_segmentBetweenTwoPerturbedCheckpoints_isJudgedOnItsStart(
             2,
         ]
         d.manager.commitCheckpoints(
-            unit, checkpoint_root(pub3), 4, true3[3], "blob://x",
+            unit, checkpoint_root(pub3), 4, true3[3], final_proof(pub3), "blob://x",
             seal(checkpoint_root(true3), SECRET), sender=d.solvers[0],
         )  # fmt: skip
         for v in d.verifiers:
@@ -973,10 +1018,24 @@ def test_claimAndCommit_recordSecretAndSeal(forced, chain):
     assert d.manager.getUnit(unit).assignSeed == int.from_bytes(seed, "big") % 2**64
     with reverts(d.manager, "ZeroCommitment"):
         d.manager.commitCheckpoints(
-            unit, PUBLISHED_ROOT, 3, TRUE[2], "b", b"\x00" * 32, sender=d.solvers[0]
+            unit,
+            PUBLISHED_ROOT,
+            3,
+            TRUE[2],
+            final_proof(PUBLISHED),
+            "b",
+            b"\x00" * 32,
+            sender=d.solvers[0],
         )
     tx = d.manager.commitCheckpoints(
-        unit, PUBLISHED_ROOT, 3, TRUE[2], "b", seal(TRUE_ROOT, SECRET), sender=d.solvers[0]
+        unit,
+        PUBLISHED_ROOT,
+        3,
+        TRUE[2],
+        final_proof(PUBLISHED),
+        "b",
+        seal(TRUE_ROOT, SECRET),
+        sender=d.solvers[0],
     )
     assert tx.events.filter(d.manager.CheckpointsCommitted)[0].seal == seal(TRUE_ROOT, SECRET)
     assert d.manager.getUnit(unit).seal == seal(TRUE_ROOT, SECRET)

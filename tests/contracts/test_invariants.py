@@ -47,7 +47,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from web3.logs import DISCARD
 
 from agents.core.deploy import deploy_all
-from agents.dispute.availability import DataAnswer, encode_answer
+from agents.dispute.availability import DATA_SAMPLES, StateOpening
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
 from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof, state_root
 
@@ -128,6 +128,7 @@ SEGMENTS = 4
 # The true checkpoints are real small states (two tensors, 3 + 1 chunks), so that a data
 # request over one (PROTOCOL §6.11) can be answered on chain; a perturbed checkpoint's
 # published value (LAZY_END) is no state's root, and a request over it cannot be answered.
+# An answer's samples go in batches of SAMPLE_BATCH (two calls): a partial answer stops between.
 STATES = [
     {
         "w0": torch.arange(130, dtype=torch.float32).reshape(1, 130) * (i + 1),
@@ -136,9 +137,8 @@ STATES = [
     for i in range(SEGMENTS + 1)
 ]
 TRUE = [state_root(list(st_.items())) for st_ in STATES]
-# postData carries at most 2 chunks here: w0 takes two posts, so the cursor also moves within a
-# tensor (the 64-chunk limit is tests/contracts/test_data_requests.py's)
-DATA_CHUNKS = 2
+OPENINGS = [StateOpening(st_) for st_ in STATES]
+SAMPLE_BATCH = DATA_SAMPLES // 2
 TRUE_ROOT = checkpoint_root(TRUE)
 SEAL = keccak(TRUE_ROOT + SECRET)
 LAZY_END = b"\xee" * 32  # the perturbed value a forced round publishes
@@ -148,18 +148,6 @@ REPLAYED = b"\xdd" * 32  # an honest replay's end root from a perturbed start st
 def published(perturbed: tuple[int, ...]) -> list[bytes]:
     """The checkpoint list a round publishes: TRUE, with the `perturbed` checkpoints replaced."""
     return [LAZY_END if i in perturbed else r for i, r in enumerate(TRUE)]
-
-
-_ANSWERS: dict[tuple[bytes, int], DataAnswer] = {}
-
-
-def data_answer(roots: list[bytes], checkpoint: int) -> DataAnswer:
-    """The openDataState / postData arguments of STATES[checkpoint] under the checkpoint list
-    `roots` (cached: a few lists and five checkpoints in all)."""
-    key = (b"".join(roots), checkpoint)
-    if key not in _ANSWERS:
-        _ANSWERS[key] = encode_answer(STATES[checkpoint], roots, checkpoint, DATA_CHUNKS)
-    return _ANSWERS[key]
 
 
 def _keys() -> list[str]:
@@ -174,6 +162,7 @@ ARTIFACTS = (
     "TestToken",
     "NodeRegistry",
     "JobManager",
+    "JobManagerExtension",
     "MockArbiter",
     "LedgerLens",
     "ForcedErrorJudge",
@@ -378,13 +367,14 @@ class UnitModel:
     kept: bool = False  # a court case was opened over it: its record is never recycled
     recycled: bool = False  # its record took another job: every view reads it as unknown
     # an open data request (PROTOCOL §6.11): its requester (None: none open), checkpoint and
-    # answer deadline, whether its state was opened and how many posts were made; its bond is
-    # `bond` (a unit has a game's dispute or a data request, never both)
+    # answer deadline, whether its state and its headers were opened and how many samples were
+    # proved; its bond is `bond` (a unit has a game's dispute or a data request, never both)
     data_requester: int | None = None
     data_checkpoint: int = 0
     data_deadline: int = 0
     data_opened: bool = False
-    data_posts: int = 0
+    data_headers: bool = False
+    data_samples: int = 0
     data_requested: set[int] = field(default_factory=set)  # requesters of this attempt
 
 
@@ -632,17 +622,29 @@ class ProtocolMachine(RuleBasedStateMachine):
         who = u.assignee
         if not honest or who is None:
             who = data.draw(st.sampled_from([3, 4, 5]))
+        elif data.draw(st.booleans()):
+            # the assignee's honest list with an earlier checkpoint's root as the result (#38)
+            self.commit_unit(uid, who, final=data.draw(st.integers(0, SEGMENTS - 1)))
         self.commit_unit(uid, who)
 
-    def commit_unit(self, uid: int, who: int) -> None:
+    def commit_unit(self, uid: int, who: int, final: int = SEGMENTS) -> None:
+        """`who` commits the unit's list (perturbed as its round draws) with checkpoint `final`'s
+        root as the final state root and its own list proof: refused unless it is the last."""
         u = self.units[uid]
         # the assignee knows from its secret and the assignment seed whether the round is forced
         seed = self.m.getUnit(uid).call()[11]
         perturbed = tuple(
             self.w.judge.functions.perturbedCheckpoints(SECRET, seed, SEGMENTS).call()
         )
-        root = checkpoint_root(published(perturbed))
-        ok = self.w.send(who, self.m.commitCheckpoints(uid, root, 5, TRUE[-1], "b://x", SEAL))
+        roots = published(perturbed)
+        proof = list_proof(CHECKPOINT_DOMAIN, roots, final).siblings
+        commit = self.m.commitCheckpoints(
+            uid, checkpoint_root(roots), 5, roots[final], proof, "b://x", SEAL
+        )
+        ok = self.w.send(who, commit)
+        assert ok <= (final == SEGMENTS), f"unit {uid} committed checkpoint {final} as its result"
+        if final != SEGMENTS and who == u.assignee and u.status == ASSIGNED:
+            self._seen("wrong final root refused")
         if ok:
             assert u.status == ASSIGNED and who == u.assignee
             u.status = COMMITTED
@@ -1242,14 +1244,20 @@ class ProtocolMachine(RuleBasedStateMachine):
                 self.close_select_unit(uid, select=True)
             elif u.status == ASSIGNED:
                 # mostly the assignee commits (the simplest draw); else the deadline passes, or
-                # the secret leaks before the commit (a premature reveal that must be accepted)
-                step = data.draw(st.sampled_from(["commit", "commit", "expire", "commit", "leak"]))
+                # the secret leaks before the commit (a premature reveal that must be accepted),
+                # or it first tries an earlier checkpoint's root as its result (refused, #38)
+                step = data.draw(
+                    st.sampled_from(["commit", "commit", "expire", "commit", "leak", "stale"])
+                )
                 if step == "expire":
                     self.w.jump(1_801)
                     self.expire_unit(uid)
                 elif step == "leak":
                     self.premature_unit(uid, 8)
                 else:
+                    if step == "stale":
+                        stale = data.draw(st.integers(0, SEGMENTS - 1))
+                        self.commit_unit(uid, u.assignee, final=stale)
                     self.commit_unit(uid, u.assignee)
             elif u.status == COMMITTED:
                 for v in (6, 7):
@@ -1460,7 +1468,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         u.status = DISPUTED
         u.data_requester, u.data_checkpoint = who, checkpoint
         u.data_deadline = t + MGR_CFG["revealWindow"]
-        u.data_opened, u.data_posts = False, 0
+        u.data_opened, u.data_headers, u.data_samples = False, False, 0
         u.data_requested.add(who)
         got = self.m.dataRequestOf(uid).call()
         assert tuple(got[:4]) == (self.w.addr[who], checkpoint, u.data_deadline, u.bond), got
@@ -1475,6 +1483,10 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.attest_unit(uid, u.verifiers, data.draw(st.booleans()))
             self.reveal_unit(uid, data.draw(st.booleans()), data.draw(st.booleans()))
         elif step == "expire":
+            if u.data_checkpoint == SEGMENTS and data.draw(st.booleans()):
+                # the result was asked for: its attestations are opened first, so that the
+                # expiry finds attestors who held it and did not answer
+                self.attest_unit(uid, u.verifiers, data.draw(st.booleans()))
             self.expire_data_unit(uid, wait=True)
         else:
             self.answer_data_unit(uid, partial=step == "partly")
@@ -1483,42 +1495,59 @@ class ProtocolMachine(RuleBasedStateMachine):
             self.expire_data_unit(uid, wait=True)
 
     def answer_data_unit(self, uid: int, partial: bool = False) -> None:
-        """The solver posts the requested state: the opening, then each post in order (with
-        `partial`, all but the last). A checkpoint whose committed root is no state's (a forced
-        round's perturbed value) cannot be opened; anything past the deadline is refused."""
+        """The solver answers: the state opened, its headers opened, then its samples in batches
+        (with `partial`, the first batch only). A checkpoint whose committed root is no state's
+        (a forced round's perturbed value) cannot be opened; anything past the deadline is
+        refused."""
         u = self.units[uid]
         who = u.assignee if u.assignee is not None else 5
         c = u.data_checkpoint
         roots = TRUE if u.revealed else published(u.perturbed)
         if u.data_requester is None:
-            a = data_answer(TRUE, SEGMENTS)
-            assert not self.w.send(who, self.m.openDataState(*a.open_state.args(uid)))
+            s = OPENINGS[SEGMENTS].open_state(TRUE, SEGMENTS)
+            fn = self.m.openDataState(uid, s.tensor_count, s.state_tree, s.checkpoint_proof)
+            assert not self.w.send(who, fn)
             return
+        o = OPENINGS[c]
         if roots[c] != TRUE[c]:
-            a = data_answer(TRUE, c)  # the true state does not open the published root
-            assert not self.w.send(who, self.m.openDataState(*a.open_state.args(uid)))
+            # the true state does not open the published root
+            s = o.open_state(TRUE, c)
+            fn = self.m.openDataState(uid, s.tensor_count, s.state_tree, s.checkpoint_proof)
+            assert not self.w.send(who, fn)
             self._seen("data state refused (perturbed checkpoint)")
             return
-        a = data_answer(roots, c)
+        steps: list[tuple[str, Any]] = []
         if not u.data_opened:
+            s = o.open_state(roots, c)
+            fn = self.m.openDataState(uid, s.tensor_count, s.state_tree, s.checkpoint_proof)
+            steps.append(("opened", fn))
+        if not u.data_headers:
+            (part,) = o.header_parts()
+            steps.append(("headers", self.m.openDataHeaders(uid, *part.args())))
+        for step, fn in steps:
             t = self.w.pending_now()
-            ok = self.w.send(who, self.m.openDataState(*a.open_state.args(uid)))
-            assert ok == (t <= u.data_deadline), f"openDataState at {t}: {ok} {u}"
+            ok = self.w.send(who, fn)
+            assert ok == (t <= u.data_deadline), f"{step} at {t}: {ok} {u}"
             if not ok:
                 self._seen("data answer late")
                 return
-            u.data_opened = True
-        last = len(a.posts) - 1 if partial else len(a.posts)
-        while u.data_posts < last:
+            u.data_opened, u.data_headers = True, u.data_headers or step == "headers"
+        seed_block = self.m.dataRequestOf(uid).call()[4]
+        if self.w.w3.eth.block_number < seed_block:
+            self.w.jump(1)  # the seed block is the one after the request
+        seed = bytes(self.w.w3.eth.get_block(seed_block)["hash"])
+        last = SAMPLE_BATCH if partial else DATA_SAMPLES
+        while u.data_samples < last:
+            batch = [x.args() for x in o.samples(seed, u.data_samples, SAMPLE_BATCH)]
             t = self.w.pending_now()
-            ok = self.w.send(who, self.m.postData(*a.posts[u.data_posts].args(uid)))
-            assert ok == (t <= u.data_deadline), f"postData at {t}: {ok} {u}"
+            ok = self.w.send(who, self.m.proveDataSamples(uid, batch, "http://x#0x01"))
+            assert ok == (t <= u.data_deadline), f"proveDataSamples at {t}: {ok} {u}"
             if not ok:
                 self._seen("data answer late")
                 return
-            u.data_posts += 1
-        if u.data_posts < len(a.posts):
-            self._seen("data partly posted")
+            u.data_samples += SAMPLE_BATCH
+        if u.data_samples < DATA_SAMPLES:
+            self._seen("data partly answered")
             return
         # answered: the bond is forfeited as a failed challenge's
         assert u.assignee is not None and u.data_requester is not None
@@ -1546,6 +1575,16 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.credits[u.data_requester] += u.bond + reward
         self.jackpot += collateral - reward
         self.stake[u.assignee] -= collateral
+        if u.data_checkpoint == SEGMENTS:
+            # the result was asked for: attesting is holding it, so every attestor that did not
+            # answer loses its lock (PROTOCOL §6.11)
+            attestors = sorted(u.attested - u.slashed)
+            lock = self.lock(u)
+            for v in attestors:
+                self.stake[v] -= lock
+            self.jackpot += lock * len(attestors)
+            if attestors:
+                self._seen("attestors penalised for a withheld result")
         self._reopen(u)
         self._seen("data request expired")
 
@@ -1653,6 +1692,7 @@ class ProtocolMachine(RuleBasedStateMachine):
 REQUIRED_OUTCOMES = (
     "assigned",
     "committed",
+    "wrong final root refused",
     "sealed",
     "attested",
     "unopened seal penalised",
@@ -1685,6 +1725,7 @@ REQUIRED_OUTCOMES = (
     "data requested by the submitter",
     "data answered",
     "data request expired",
+    "attestors penalised for a withheld result",
 )
 #: Extra quarter-size batches of fresh random sequences a CI run may take to reach a missing
 #: flow: as many examples at most as two half-size ones, but a run stops at the first batch that

@@ -8,6 +8,8 @@ import pytest
 from conftest import (
     CAP,
     E18,
+    FINAL,
+    FINAL_PROOF,
     J_CANCELLED,
     J_COMPLETED,
     J_OPEN,
@@ -37,6 +39,7 @@ from conftest import (
     attestation_seal,
     by_address,
     challenger_wins,
+    checkpoint_list,
     commit,
     deploy_protocol,
     job_params,
@@ -55,6 +58,7 @@ from agents.economics.detection import chain_sample
 from agents.economics.forced import lazy_slash
 from agents.economics.params import Protocol as EconProtocol
 from agents.economics.params import reference_jobs
+from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, final_proof, list_proof
 
 ZERO = "0x0000000000000000000000000000000000000000"
 REWARD = 100 * E18
@@ -450,14 +454,14 @@ def test_commitCheckpoints_storesAndEmits(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     tx = d.manager.commitCheckpoints(
-        unit_id, ROOT, 5, b"\x22" * 32, "blob://unit", SEAL, sender=d.solvers[0]
+        unit_id, ROOT, 5, FINAL, FINAL_PROOF, "blob://unit", SEAL, sender=d.solvers[0]
     )
     ev = tx.events.filter(d.manager.CheckpointsCommitted)[0]
     assert ev.checkpointRoot == ROOT and ev.numCheckpoints == 5
     assert ev.blobLocator == "blob://unit" and ev.seedBlock == tx.block_number + 1
     unit = d.manager.getUnit(unit_id)
     assert unit.status == U_COMMITTED and unit.checkpointRoot == ROOT
-    assert unit.finalStateRoot == b"\x22" * 32
+    assert unit.finalStateRoot == FINAL
     # the locator is only emitted: the view has no field for it
     assert unit.seal == SEAL
     assert "blobLocator" not in unit.__dict__ and len(unit) == 15
@@ -489,23 +493,56 @@ def test_commitCheckpoints_wrongCount_reverts(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     with reverts(d.manager, "WrongCheckpointCount", given=4, expected=5):
-        d.manager.commitCheckpoints(unit_id, ROOT, 4, ROOT, "b", SEAL, sender=d.solvers[0])
+        d.manager.commitCheckpoints(
+            unit_id, ROOT, 4, FINAL, FINAL_PROOF, "b", SEAL, sender=d.solvers[0]
+        )
 
 
 def test_commitCheckpoints_zeroRoot_reverts(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
+    s = d.solvers[0]
     with reverts(d.manager, "ZeroCommitment"):
-        d.manager.commitCheckpoints(unit_id, b"\x00" * 32, 5, ROOT, "b", SEAL, sender=d.solvers[0])
+        d.manager.commitCheckpoints(
+            unit_id, b"\x00" * 32, 5, FINAL, FINAL_PROOF, "b", SEAL, sender=s
+        )
     with reverts(d.manager, "ZeroCommitment"):
-        d.manager.commitCheckpoints(unit_id, ROOT, 5, b"\x00" * 32, "b", SEAL, sender=d.solvers[0])
+        d.manager.commitCheckpoints(
+            unit_id, ROOT, 5, b"\x00" * 32, FINAL_PROOF, "b", SEAL, sender=s
+        )
 
 
 def test_commitCheckpoints_emptyLocator_reverts(staked, chain):
     d = staked
     _, unit_id = assign(d, chain)
     with reverts(d.manager, "EmptyBlobLocator"):
-        d.manager.commitCheckpoints(unit_id, ROOT, 5, ROOT, "", SEAL, sender=d.solvers[0])
+        d.manager.commitCheckpoints(
+            unit_id, ROOT, 5, FINAL, FINAL_PROOF, "", SEAL, sender=d.solvers[0]
+        )
+
+
+def test_commitCheckpoints_finalRootNotTheListsLast_reverts(staked, chain):
+    """The finding of issue #38: an honest list and another final root (an earlier checkpoint's,
+    which every verifier would agree with) is refused, as is a proof of the wrong entry or of
+    another list; the unit stays Assigned, and the honest commitment then goes through."""
+    d = staked
+    _, unit_id = assign(d, chain)
+    roots = [keccak(bytes([0x20]) + i.to_bytes(4, "big")) for i in range(5)]
+    root = checkpoint_root(roots)
+    earlier = list_proof(CHECKPOINT_DOMAIN, roots, 1)
+    s = d.solvers[0]
+    for final, proof in [
+        (roots[1], earlier.siblings),  # entry 1 with its own (valid) proof: not the last entry
+        (roots[1], final_proof(roots)),  # entry 1 with the last entry's path
+        (b"\x77" * 32, final_proof(roots)),  # any other root
+        (roots[4], final_proof(roots)[:-1]),  # the right root, a short proof
+        (roots[4], final_proof([b"\x01" * 32, *roots[1:]])),  # the right root, another list's
+    ]:
+        with reverts(d.manager, "FinalRootNotLast", unitId=unit_id, finalStateRoot=final):
+            d.manager.commitCheckpoints(unit_id, root, 5, final, proof, "b", SEAL, sender=s)
+    assert d.manager.getUnit(unit_id).status == U_ASSIGNED
+    d.manager.commitCheckpoints(unit_id, root, 5, roots[4], final_proof(roots), "b", SEAL, sender=s)
+    assert d.manager.getUnit(unit_id).finalStateRoot == roots[4]
 
 
 # ------------------------------------------------------------------ drawVerifiers
@@ -1276,8 +1313,9 @@ def test_sampledSegments_distinctInRange_matchMirror(wide, chain):
         job = {"steps": 2 * n, "checkpointInterval": 2, "reward": 10 * E18, "verificationFee": E18}
         d.registry.heartbeat(sender=d.solvers[0])  # the chain clock moves on between units
         _, unit_id = assign(d, chain, **job)
+        root, final, proof = checkpoint_list(n + 1)
         d.manager.commitCheckpoints(
-            unit_id, ROOT, n + 1, b"\x22" * 32, "blob://unit", SEAL, sender=d.solvers[0]
+            unit_id, root, n + 1, final, proof, "blob://unit", SEAL, sender=d.solvers[0]
         )
         chain.mine(1)
         for v in d.verifiers:

@@ -29,9 +29,10 @@ from conftest import (
     reverts,
     verifying,
 )
-from eth_utils import keccak, to_checksum_address
+from eth_utils import keccak
 from hexbytes import HexBytes
-from rlp import encode as rlp_encode
+
+ZERO = "0x" + "00" * 20
 
 RETENTION = MGR_CFG["recordRetention"]
 KEPT = 1 << 31
@@ -287,15 +288,10 @@ def test_cancelJob_showsNoCommitment(deployment, chain):
     assert d.manager.getJob(job).escrow == 0
 
 
-def extension_of(manager) -> str:
-    """The JobManagerExtension the manager created: its second CREATE (nonce 2; the judge is 1)."""
-    raw = keccak(rlp_encode([bytes.fromhex(manager.address[2:]), 2]))[12:]
-    return to_checksum_address(raw)
-
-
 def test_extension_calledDirectly_reverts(deployment, chain, project):
     d = deployment
-    ext = project.JobManagerExtension.at(extension_of(d.manager))
+    ext = project.JobManagerExtension.at(d.manager.extension())
+    assert ext.manager() == d.manager.address
     assert ext.MAX_CLAIMANTS() == 16  # it is the extension
     job, _ = post(d, chain)
     with reverts(ext, "NotDelegated"):
@@ -304,6 +300,31 @@ def test_extension_calledDirectly_reverts(deployment, chain, project):
         ext.keepRecord(job, sender=d.other)
     # through the manager the same call works
     d.manager.cancelJob(job, sender=d.submitter)
+
+
+def test_setExtension_deployerOnce_thisManagersOnly(deployment, project):
+    """The extension is deployed for one manager (it reads that manager's registry, parameters
+    and judge) and wired once by its deployer; until then the rare paths refuse to run."""
+    d = deployment
+    cfg = tuple(d.manager.config())
+    fresh = d.deployer.deploy(project.JobManager, d.registry, cfg)
+    with reverts(fresh, "ExtensionNotSet"):
+        fresh.cancelJob(1 << 32, sender=d.submitter)
+    assert fresh.extension() == ZERO
+    with reverts(fresh, "ExtensionOfAnotherManager", extension=d.manager.extension(),
+                 manager=d.manager.address):  # fmt: skip
+        fresh.setExtension(d.manager.extension(), sender=d.deployer)
+    ext = d.deployer.deploy(project.JobManagerExtension, fresh)
+    assert ext.manager() == fresh.address
+    with reverts(fresh, "NotDeployer", caller=d.other.address):
+        fresh.setExtension(ext, sender=d.other)
+    with reverts(fresh, "ZeroAddress"):
+        fresh.setExtension(ZERO, sender=d.deployer)
+    tx = fresh.setExtension(ext, sender=d.deployer)
+    assert tx.events.filter(fresh.ExtensionSet)[0].extension == ext.address
+    assert fresh.extension() == ext.address
+    with reverts(fresh, "ExtensionAlreadySet", extension=ext.address):
+        fresh.setExtension(ext, sender=d.deployer)
 
 
 def test_courtConstructor_windowBeyondRetention_reverts(project, deployment):

@@ -31,6 +31,7 @@ from agents.roles.aggregation import (
 from agents.training import merkle
 from agents.training.decompose import aggregate, aggregation_weights
 from agents.training.float32 import bits
+from agents.training.merkle import checkpoint_root, final_proof
 from agents.training.state import state_root
 
 R_TRAINING, R_COMMITTED, R_FINAL = 1, 2, 3
@@ -121,10 +122,11 @@ def train_round(d, chain, job_id: int, r: int) -> list[dict[str, torch.Tensor]]:
     chain.mine(1)
     for s, unit_id in enumerate(ids):
         d.manager.selectAssignee(unit_id, sender=d.other)
-        root = state_root(units[s])
+        roots = [b"\x33" * 32] * 4 + [state_root(units[s])]  # the unit's final state last
         d.manager.commitCheckpoints(
-            unit_id, b"\x33" * 32, 5, root, "blob://u", SEAL, sender=d.solvers[s]
-        )
+            unit_id, checkpoint_root(roots), 5, roots[-1], final_proof(roots), "blob://u", SEAL,
+            sender=d.solvers[s],
+        )  # fmt: skip
     chain.mine(1)
     for unit_id in ids:
         d.manager.drawVerifiers(unit_id, sender=d.other)

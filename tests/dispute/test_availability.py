@@ -1,25 +1,30 @@
-"""agents.dispute.availability: the arguments that answer a data request (PROTOCOL §6.11) and the
-state rebuilt from its DataPosted events. Pure: no chain (the contract side is
-tests/contracts/test_data_requests.py)."""
+"""agents.dispute.availability: the arguments of a data request's answer (PROTOCOL §6.11) — the
+opening, the header parts and the samples — checked here by a Python mirror of the contract's
+checks (`JobManagerExtension.openDataHeaders`, `_checkSample`). Pure: no chain (the contract side
+is tests/contracts/test_data_requests.py)."""
 
 from __future__ import annotations
 
-import dataclasses
+from collections import Counter
+from dataclasses import replace
 
 import pytest
 import torch
 
 from agents.dispute.availability import (
-    MAX_DATA_CHUNKS,
-    DataMismatch,
-    decode_answer,
-    encode_answer,
+    DATA_OPEN_PART,
+    DATA_SAMPLES,
+    PART_DEPTH,
+    StateOpening,
+    layout_leaf,
+    sample_index,
 )
 from agents.training import merkle
+from agents.training.keccak import keccak256
 
 
 def small_state(seed: int = 0) -> dict[str, torch.Tensor]:
-    """Three tensors: a 1-chunk bias, a 65x70 weight (72 chunks: more than one post) and labels."""
+    """Three tensors: a 65x70 weight (72 chunks), a 1-chunk bias and labels (u32)."""
     g = torch.Generator().manual_seed(seed)
     return {
         "w0": torch.randn(65, 70, generator=g, dtype=torch.float32),
@@ -28,114 +33,106 @@ def small_state(seed: int = 0) -> dict[str, torch.Tensor]:
     }
 
 
-def roots_with(state: dict[str, torch.Tensor], at: int, n: int = 5) -> list[bytes]:
-    roots = [bytes([0x40 + i]) * 32 for i in range(n)]
-    roots[at] = merkle.state_root(list(state.items()))
-    return roots
+def many_tensors(n: int = 300) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return {f"t{k}": torch.randn(1, 3 + 70 * (k % 3), generator=g) for k in range(n)}
 
 
-def events(answer, unit_id: int = 7) -> list[dict]:
-    """DataPosted event args as the chain emits them (names of the ABI)."""
-    return [
-        {
-            "unitId": unit_id,
-            "tensor": p.tensor,
-            "nameHash": p.name_hash,
-            "dtype": p.dtype,
-            "rows": p.rows,
-            "cols": p.cols,
-            "firstChunk": p.first_chunk,
-            "chunks": p.chunks,
-        }
-        for p in answer.posts
-    ]
+def path_root(leaf: bytes, index: int, siblings) -> bytes:
+    h = leaf
+    for s in siblings:
+        h = keccak256(s + h) if index & 1 else keccak256(h + s)
+        index //= 2
+    return h
 
 
-def test_round_trip_of_a_state_whose_large_tensor_takes_several_posts():
-    state = small_state()
-    roots = roots_with(state, 3)
-    answer = encode_answer(state, roots, 3)
-    assert answer.state_root == roots[3]
-    assert answer.open_state.tensor_count == 3
-    # the opening proves the state root in the checkpoint list, as openDataState checks
-    opened = merkle.keccak256(merkle.STATE_DOMAIN + merkle.u256(3) + answer.open_state.state_tree)
-    assert opened == roots[3]
-    proof = merkle.ListProof(3, opened, answer.open_state.checkpoint_proof)
-    assert merkle.verify_list_proof(
-        merkle.CHECKPOINT_DOMAIN, merkle.checkpoint_root(roots), len(roots), proof
-    )
-    # 65 x 70 = 4,550 elements = 72 chunks: 64 then 8; b0 and y one post each
-    assert [(p.tensor, p.first_chunk, len(p.chunks) // 256) for p in answer.posts] == [
-        (0, 0, 64),
-        (0, 64, 8),
-        (1, 0, 1),
-        (2, 0, 3),
-    ]
-    assert all(len(p.chunks) // 256 <= MAX_DATA_CHUNKS for p in answer.posts)
-    for p in answer.posts:  # each post's range proof holds against its data root
-        rp = merkle.RangeProof(
-            p.first_chunk,
-            [p.chunks[i : i + 256] for i in range(0, len(p.chunks), 256)],
-            p.range_proof,
-            merkle.depth_for(-(-(p.rows * p.cols) // 64)),
+def headers_hold(o: StateOpening, part) -> bool:
+    """openDataHeaders' check: the part's subtree, placed by its proof, is the state tree."""
+    depth = merkle.depth_for(o.tensor_count)
+    part_depth = depth if o.tensor_count <= DATA_OPEN_PART else PART_DEPTH
+    leaves = [
+        keccak256(
+            merkle.STATE_DOMAIN
+            + merkle.u256(part.first_tensor + i)
+            + keccak256(h.name_hash + merkle.tensor_root_from(h.dtype, h.rows, h.cols, h.data_root))
         )
-        assert merkle.verify_range_proof(p.data_root, p.rows * p.cols, rp)
-    rebuilt = decode_answer(events(answer), list(state), answer.state_root)
-    assert list(rebuilt) == list(state)
-    for name, t in state.items():
-        assert torch.equal(rebuilt[name], t)
-    assert rebuilt["w0"].dtype == torch.float32
-    # unitId, TensorHeader(nameHash, dtype, rows, cols, dataRoot), entryProof, firstChunk, chunks,
-    # rangeProof
-    first = answer.posts[0]
-    assert first.args(9) == (
-        9, first.header(), first.entry_proof, 0, first.chunks, first.range_proof
-    )  # fmt: skip
-    assert first.header() == (first.name_hash, first.dtype, first.rows, first.cols, first.data_root)
-    assert answer.open_state.args(9) == (9, 3, answer.open_state.state_tree, proof.siblings)
+        for i, h in enumerate(part.headers)
+    ]
+    leaves += [bytes(32)] * ((1 << part_depth) - len(leaves))
+    while len(leaves) > 1:
+        leaves = [keccak256(leaves[i] + leaves[i + 1]) for i in range(0, len(leaves), 2)]
+    return path_root(leaves[0], part.first_tensor >> part_depth, part.part_proof) == o.state_tree
 
 
-def test_smaller_posts_and_snake_case_args():
-    state = small_state(1)
-    answer = encode_answer(list(state.items()), roots_with(state, 0), 0, max_chunks=5)
-    assert max(len(p.chunks) // 256 for p in answer.posts) == 5
-    snake = [
-        {**dataclasses.asdict(p), "chunks": p.chunks} for p in answer.posts
-    ]  # name_hash, first_chunk: the dataclass's own names
-    assert torch.equal(decode_answer(snake, list(state), answer.state_root)["y"], state["y"])
+def sample_holds(o: StateOpening, seed: bytes, j: int, s) -> bool:
+    """`_checkSample`: the tensor in the layout, the drawn chunk in it, the chunk's proof."""
+    depth = merkle.depth_for(o.tensor_count)
+    leaf = layout_leaf(s.tensor, s.start, s.leaves, s.data_root)
+    if len(s.layout_proof) != depth or path_root(leaf, s.tensor, s.layout_proof) != o.layout_root:
+        return False
+    index = sample_index(seed, j, o.total_leaves)
+    if not s.start <= index < s.start + s.leaves:
+        return False
+    proof = merkle.ElementProof(index - s.start, s.chunk, list(s.chunk_proof))
+    return merkle.verify_element_proof(s.data_root, s.leaves * merkle.LEAF_ELEMS, proof)
 
 
-def test_a_tampered_chunk_is_refused():
-    state = small_state()
-    answer = encode_answer(state, roots_with(state, 4), 4)
-    evs = events(answer)
-    chunk = bytearray(evs[1]["chunks"])
-    chunk[3] ^= 1
-    evs[1]["chunks"] = bytes(chunk)
-    with pytest.raises(DataMismatch, match="state root"):
-        decode_answer(evs, list(state), answer.state_root)
+@pytest.mark.parametrize("state", [small_state(), many_tensors(), {"only": torch.ones(1, 1)}])
+def test_the_opening_parts_and_samples_check_as_the_contract_checks_them(state):
+    o = StateOpening(state)
+    assert o.state_root == merkle.state_root(list(state.items()))
+    roots = [bytes([0x40 + i]) * 32 for i in range(5)]
+    roots[3] = o.state_root
+    opened = o.open_state(roots, 3)
+    assert opened.tensor_count == len(state)
+    proof = merkle.ListProof(3, o.state_root, list(opened.checkpoint_proof))
+    assert merkle.verify_list_proof(merkle.CHECKPOINT_DOMAIN, merkle.checkpoint_root(roots), 5,
+                                    proof)  # fmt: skip
+    parts = o.header_parts()
+    assert [p.first_tensor for p in parts] == list(range(0, len(state), DATA_OPEN_PART))
+    assert sum(len(p.headers) for p in parts) == len(state)
+    assert all(headers_hold(o, p) for p in parts)
+    assert o.total_leaves == sum(-(-t.numel() // 64) for t in state.values())
+    seed = keccak256(b"seed")
+    samples = o.samples(seed, 0, DATA_SAMPLES)
+    assert all(sample_holds(o, seed, j, s) for j, s in enumerate(samples))
 
 
-def test_gaps_repeats_names_and_missing_tensors_are_refused():
-    state = small_state()
-    answer = encode_answer(state, roots_with(state, 4), 4)
-    names = list(state)
-    evs = events(answer)
-    with pytest.raises(DataMismatch, match="expected"):
-        decode_answer(evs[1:], names, answer.state_root)  # chunk 64 first
-    with pytest.raises(DataMismatch, match="expected"):
-        decode_answer([evs[0], evs[0], *evs[1:]], names, answer.state_root)
-    with pytest.raises(DataMismatch, match="not posted"):
-        decode_answer(evs[:-1], names, answer.state_root)
-    with pytest.raises(DataMismatch, match="name hash"):
-        decode_answer(evs, ["w1", "b0", "y"], answer.state_root)
-    with pytest.raises(DataMismatch, match="state root"):
-        decode_answer(evs, names, b"\x01" * 32)
+def test_a_changed_header_chunk_or_place_does_not_check():
+    o = StateOpening(small_state())
+    part = o.header_parts()[0]
+    h = part.headers[1]
+    changed = replace(h, rows=h.rows + 1)
+    bad = replace(part, headers=(part.headers[0], changed, part.headers[2]))
+    assert headers_hold(o, part) and not headers_hold(o, bad)
+    seed = keccak256(b"x")
+    s = o.sample(seed, 0)
+    assert sample_holds(o, seed, 0, s)
+    flipped = bytearray(s.chunk)
+    flipped[0] ^= 1
+    assert not sample_holds(o, seed, 0, replace(s, chunk=bytes(flipped)))
+    assert not sample_holds(o, seed, 0, replace(s, start=s.start + 1))
+    other = o.sample_at(1, 0)  # a real chunk of another tensor than the drawn one
+    assert s.tensor == 1 or not sample_holds(o, seed, 0, other)
 
 
-def test_a_state_that_is_not_the_committed_one_is_refused():
-    state = small_state()
-    with pytest.raises(ValueError, match="committed root"):
-        encode_answer(state, roots_with(small_state(2), 1), 1)
-    with pytest.raises(ValueError, match="max_chunks"):
-        encode_answer(state, roots_with(state, 1), 1, max_chunks=65)
+def test_a_state_that_is_not_the_checkpoints_is_refused():
+    o = StateOpening(small_state())
+    with pytest.raises(ValueError, match="not checkpoint 2's committed root"):
+        o.open_state([bytes(32)] * 5, 2)
+    with pytest.raises(ValueError, match="out of range"):
+        o.open_state([o.state_root], 1)
+
+
+def test_the_draw_is_uniform_over_every_chunk_of_the_state():
+    """The samples land on chunks in proportion to their tensors' sizes: a holder that dropped a
+    fraction f of the state passes all 64 with probability (1 - f)^64 (PROTOCOL §6.11)."""
+    o = StateOpening(small_state())
+    assert o.total_leaves == 72 + 1 + 3
+    hits = Counter(o.chunk_at(sample_index(keccak256(b"d"), j, o.total_leaves))[0]
+                   for j in range(7600))  # fmt: skip
+    assert 7000 < hits[0] < 7400 and 30 < hits[1] < 200 and 200 < hits[2] < 420
+    assert o.chunk_at(0) == (0, 0) and o.chunk_at(71) == (0, 71) and o.chunk_at(72) == (1, 0)
+    assert o.chunk_at(75) == (2, 2)
+    with pytest.raises(IndexError):
+        o.chunk_at(76)

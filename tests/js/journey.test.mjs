@@ -95,6 +95,8 @@ test("deploy, hash the spec, post, decode errors by name, follow the job's event
   const token = await deploy(deployer, "TestToken");
   const registry = await deploy(deployer, "NodeRegistry", await token.getAddress(), REGISTRY_CONFIG);
   const manager = await deploy(deployer, "JobManager", await registry.getAddress(), MANAGER_CONFIG);
+  const extension = await deploy(deployer, "JobManagerExtension", await manager.getAddress());
+  await mined(manager.setExtension(await extension.getAddress()));
   const prover = await deploy(deployer, "OneStepProver");
   const game = await deploy(deployer, "DisputeGame", await manager.getAddress(), await prover.getAddress(), HOUR, false);
   await mined(registry.setSlashers([await manager.getAddress()]));

@@ -16,6 +16,7 @@ from web3 import Web3
 from agents.core.bindings import bind
 from agents.core.deploy import DEFAULT_ABI_DIR
 from agents.core.tx import TxRequest
+from agents.dispute.availability import Header, HeaderPart, Sample
 from agents.dispute.player import Move
 from agents.roles import actions as a
 
@@ -62,7 +63,8 @@ def sample(contract: str, function: str) -> tuple:
     return tuple(_zero(i) for i in entry["inputs"])
 
 
-POST = sample("JobManager", "postData")[1:]
+HEADERS = HeaderPart(0, (Header(R, 1, 2, 3, R),), (R,))
+SAMPLE = Sample(1, 2, 3, R, (R,), bytes(256), (R, R))
 PARAMS = sample("JobManager", "postJob")
 REVEAL = sample("ForcedErrorJudge", "revealForced")[1]
 ROUND_PARAMS = sample("RoundManager", "postJob")
@@ -83,14 +85,23 @@ CASES = [
     (a.RequestData("request-data:1", U, 10), "manager", "requestData", (U, 10)),
     (a.ClaimWithSecret("claim:1", U, R), "manager", "claim", (U, R)),
     (
-        a.CommitCheckpoints("commit:1", U, R, 11, R, "http://x/y", R),
-        "manager", "commitCheckpoints", (U, R, 11, R, "http://x/y", R),
+        a.CommitCheckpoints("commit:1", U, R, 11, R, [R, R], "http://x/y", R),
+        "manager", "commitCheckpoints", (U, R, 11, R, [R, R], "http://x/y", R),
     ),
     (a.SealAttestation("seal:1", U, R), "manager", "sealAttestation", (U, R)),
     (a.AttestRoots("attest:1", U, (R, R), R), "manager", "attest", (U, [R, R], R)),
     (a.ChallengeUnit("challenge:1", U, R), "manager", "challenge", (U, R)),
     (a.OpenDataState("open-data:1", U, 4, R, (R,)), "manager", "openDataState", (U, 4, R, [R])),
-    (a.PostData("post-data:1", (U, *POST)), "manager", "postData", (U, *POST)),
+    (
+        a.OpenDataHeaders("open-headers:1:0", U, HEADERS), "manager", "openDataHeaders",
+        (U, *HEADERS.args()),
+    ),
+    (
+        a.ProveDataSamples("prove-data:1:9:0", U, (SAMPLE,), "http://x/y#0x01"), "manager",
+        "proveDataSamples", (U, [SAMPLE.args()], "http://x/y#0x01"),
+    ),
+    (a.OfferData("offer-data:1:0", U, "http://x/y#0x01"), "manager", "offerData",
+     (U, "http://x/y#0x01")),
     (a.PostJob("post:1", *PARAMS), "manager", "postJob", PARAMS),
     (a.Withdraw("withdraw:1"), "manager", "withdraw", ()),
     (a.Approve("approve:1", PEER, 5), "token", "approve", (PEER, 5)),

@@ -15,7 +15,13 @@ from agents.adversaries import aggregator_strategy, solver_strategy, verifier_st
 from agents.adversaries.aggregator import CheatingAggregator
 from agents.adversaries.faults import Fault, FaultyComputation
 from agents.adversaries.liars import LyingChallenger
-from agents.adversaries.solver import ClaimedTraining, FalseTruthSolver, FaultySolver, parse_cheat
+from agents.adversaries.solver import (
+    ClaimedTraining,
+    FalseTruthSolver,
+    FaultySolver,
+    StaleFinalSolver,
+    parse_cheat,
+)
 from agents.adversaries.verifier import MADE_UP_ROOT, LazyVerifier, LyingVerifier
 from agents.dispute.budget import StateBudget
 from agents.dispute.harness import make_job
@@ -25,6 +31,13 @@ from agents.roles.aggregator import HonestAggregator
 from agents.roles.runner import RoleError
 from agents.roles.solver import HonestSolver, TrainingStopped
 from agents.roles.verifier import HonestVerifier
+from agents.training.merkle import (
+    CHECKPOINT_DOMAIN,
+    ListProof,
+    checkpoint_root,
+    final_proof,
+    verify_list_proof,
+)
 
 SEGMENTS = [1, 4]
 FINAL = b"\xf1" * 32
@@ -197,7 +210,8 @@ def test_a_faulty_training_publishes_its_accounts_claimed_roots_and_never_resume
 
 def flags(**kw) -> argparse.Namespace:
     return argparse.Namespace(**({"lazy": False, "cheat_challenge": False, "cheat": None,
-                                  "false_truth": False, "withhold": False} | kw))  # fmt: skip
+                                  "false_truth": False, "withhold": False,
+                                  "stale_final": None} | kw))  # fmt: skip
 
 
 def test_flags_select_the_adversaries_and_none_means_honest():
@@ -208,6 +222,20 @@ def test_flags_select_the_adversaries_and_none_means_honest():
     assert isinstance(solver_strategy(flags(false_truth=True)), FalseTruthSolver)
     s = solver_strategy(flags(cheat="element:step=217,node=2,element=5", false_truth=True))
     assert isinstance(s, FaultySolver) and s.fault == Fault("element", step=217, node=2, element=5)
+    stale = solver_strategy(flags(stale_final=1))
+    assert isinstance(stale, StaleFinalSolver) and stale.checkpoint == 1
+
+
+def test_the_stale_final_solver_commits_an_earlier_entry_with_its_own_proof():
+    """Its final root is a real entry of the list with a valid proof of that entry (the finding
+    of issue #38), never the last one's: the chain's `FinalRootNotLast` check is what stops it."""
+    roots = [bytes([i]) * 32 for i in range(6)]
+    root = checkpoint_root(roots)
+    assert HonestSolver().final_root(roots) == (roots[5], final_proof(roots))
+    final, proof = StaleFinalSolver(checkpoint=1).final_root(roots)
+    assert final == roots[1]
+    assert verify_list_proof(CHECKPOINT_DOMAIN, root, 6, ListProof(1, final, proof))
+    assert not verify_list_proof(CHECKPOINT_DOMAIN, root, 6, ListProof(5, final, proof))
 
 
 def test_a_bad_cheat_is_a_role_error():

@@ -107,10 +107,10 @@ def test_a_send_reverted_on_chain_is_logged_by_who_may_take_it(action, level, ca
     assert said.levelno == level
 
 
-def test_the_keeper_steps_are_the_job_managers_six():
+def test_the_keeper_steps_are_the_job_managers_seven():
     """Their on-chain reverts are a rival keeper's race (INFO); every other action's an ERROR."""
     assert {t for t in CHAIN_ACTIONS if t.keeper} == KEEPER_STEPS
-    assert len(KEEPER_STEPS) == 6
+    assert len(KEEPER_STEPS) == 7
 
 
 def test_a_failed_send_is_logged_for_a_retry_and_a_one_shot_send_raises_it(caplog):

@@ -18,9 +18,11 @@ from agents.roles.actions import (
     Commit,
     Defend,
     DrawVerifiers,
+    ExpireAssignment,
     ExpireDataRequest,
     Finalize,
     GameMove,
+    Offer,
     Play,
     Recheck,
     Replay,
@@ -105,7 +107,10 @@ def test_keeper_steps_follow_the_unit_state_machine():
     assert kinds(keeper_acts(unit(UnitStatus.COMMITTED), Now(51, 1))) == [DrawVerifiers]
     assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1000))) == []
     assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1001))) == [Finalize]
-    for s in (UnitStatus.ASSIGNED, UnitStatus.DISPUTED, UnitStatus.FINALIZED):
+    # an assignee past its commit deadline (silent, or its commitment refused) is expired
+    assert kinds(keeper_acts(unit(UnitStatus.ASSIGNED), Now(60, 1000))) == []
+    assert kinds(keeper_acts(unit(UnitStatus.ASSIGNED), Now(60, 1001))) == [ExpireAssignment]
+    for s in (UnitStatus.DISPUTED, UnitStatus.FINALIZED):
         assert keeper_acts(unit(s), Now(10**6, 10**9)) == []
 
 
@@ -546,6 +551,31 @@ def test_a_keeper_expires_an_unanswered_data_request_once_per_requester():
     assert keeper_acts(u, Now(1, 1101), frozenset({DrawVerifiers})) == []
     again = _requested(attempt=1)
     assert keeper_acts(again, Now(1, 1101))[0].intent != act.intent
+
+
+def test_a_drawn_verifier_holding_the_result_offers_it_and_answers_for_a_silent_assignee():
+    """Attesting is holding the result (PROTOCOL §6.11): when the result is requested, a drawn
+    verifier that holds it says where it serves it (once), and one that attested also answers
+    once half the answer window (revealWindow 100) has passed without the assignee's answer, up
+    to the answer deadline. Without the result, or for another checkpoint, it does neither."""
+    u = replace(_requested(answer_deadline=1100), assignee=OTHER)
+    holder = vfacts(status=VerifierStatus.ATTESTED, verdict=Verdict.AGREE, reveal_window=100,
+                    result_requested=True, holds_result=True)  # fmt: skip
+    assert Offer in kinds(verifier_acts(u, Now(1, 1000), holder))
+    assert AnswerData not in kinds(verifier_acts(u, Now(1, 1049), holder))
+    assert {Offer, AnswerData} <= set(kinds(verifier_acts(u, Now(1, 1050), holder)))
+    offered = replace(holder, offered=True)
+    assert kinds(verifier_acts(u, Now(1, 1060), offered)).count(Offer) == 0
+    assert AnswerData not in kinds(verifier_acts(u, Now(1, 1101), offered))  # past the deadline
+    sealed = replace(holder, status=VerifierStatus.SEALED)  # holds it, has not attested yet
+    assert Offer in kinds(verifier_acts(u, Now(1, 1060), sealed))
+    assert AnswerData not in kinds(verifier_acts(u, Now(1, 1060), sealed))
+    for f in (
+        replace(holder, holds_result=False),  # a lazy attestor: nothing to offer or answer with
+        replace(holder, result_requested=False),  # another checkpoint asked for
+        replace(holder, status=VerifierStatus.NONE),  # not drawn
+    ):
+        assert not {Offer, AnswerData} & set(kinds(verifier_acts(u, Now(1, 1060), f)))
 
 
 def test_the_submitter_demands_the_final_checkpoint_only_when_its_read_failed_in_the_window():

@@ -87,7 +87,7 @@ def test_solver_killed_in_training_and_in_dispute_resumes_and_wins(tmp_path):
         repeated = [c for c, n in Counter(calls).items() if n > 1 and c[1] != withdraw]
         assert repeated == [], repeated
         commit_sel = manager.functions.commitCheckpoints(
-            0, b"\0" * 32, 0, b"\0" * 32, "x", b"\0" * 32
+            0, b"\0" * 32, 0, b"\0" * 32, [], "x", b"\0" * 32
         )
         commit_sel = commit_sel._encode_transaction_data()[2:10]
         assert sum(1 for _, data in calls if data.startswith(commit_sel)) == 1
