@@ -69,7 +69,8 @@ def built_state() -> dict[str, torch.Tensor]:
         spec = Path(tmp) / "gpt.json"
         with contextlib.redirect_stdout(io.StringIO()):
             code = agents_main(["job", "build", "--model", f"{MODEL}:make_model", "--dataset",
-                                "shakespeare-char/train", "--optimizer", "adamw", "--batch", "2",
+                                "shakespeare-char/train", "--optimizer", "adamw", "--lr", "0.003",
+                                "--batch", "2",
                                 "--steps", "4", "--checkpoint-every", "2", "--out", str(spec),
                                 "--json"])  # fmt: skip
         if code != 0:
