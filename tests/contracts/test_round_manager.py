@@ -203,6 +203,29 @@ def test_post_escrows_and_posts_round_zero_units(rm, chain):
     rm_balance_accounted(d, [job_id])
 
 
+def test_a_round_unit_cannot_commit_another_result_than_its_lists_last(rm, chain):
+    """Issue #38 for decomposed jobs: a round unit's final root is its aggregation's input, and
+    it is bound at commit like any unit's: a list every verifier would agree with cannot carry
+    an earlier checkpoint's root as its result (`FinalRootNotLast`)."""
+    d = rm
+    job_id = post(d, chain)
+    heartbeat_all(d)
+    unit_id = d.manager.unitIdOf(d.rm.unitJobOf(job_id, 0, 0), 0)
+    d.manager.claim(unit_id, SECRET_HASH, sender=d.solvers[0])
+    advance(chain, 3_601)
+    d.manager.closeClaims(unit_id, sender=d.other)
+    chain.mine(1)
+    d.manager.selectAssignee(unit_id, sender=d.other)
+    roots = [state_root(G0), b"\x33" * 32, b"\x34" * 32, b"\x35" * 32, state_root(make_state(7))]
+    stale = merkle.list_proof(merkle.CHECKPOINT_DOMAIN, roots, 1).siblings
+    with reverts(d.manager, "FinalRootNotLast", unitId=unit_id, finalStateRoot=roots[1]):
+        d.manager.commitCheckpoints(unit_id, checkpoint_root(roots), 5, roots[1], stale,
+                                    "blob://u", SEAL, sender=d.solvers[0])  # fmt: skip
+    d.manager.commitCheckpoints(unit_id, checkpoint_root(roots), 5, roots[-1], final_proof(roots),
+                                "blob://u", SEAL, sender=d.solvers[0])  # fmt: skip
+    assert d.manager.getUnit(unit_id).finalStateRoot == roots[-1]
+
+
 def test_weights_and_state_root_views_match_the_engine(rm, chain):
     d = rm
     job_id = post(d, chain)

@@ -10,7 +10,15 @@ import torch
 from rolekit import SPEC
 
 from agents.core.blobs import open_blob_store
-from agents.roles.artifacts import BadBlob, Manifest, encode_state, make_locator, read_final_state
+from agents.roles.artifacts import (
+    BadBlob,
+    Manifest,
+    encode_state,
+    make_locator,
+    read_final_state,
+    read_result,
+    read_served_state,
+)
 from agents.training import spec as specs
 from agents.training.state import init_state, state_root
 
@@ -58,3 +66,26 @@ def test_a_tampered_state_blob_or_another_manifest_is_refused(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(BadBlob):
         read_final_state(spec, locator, manifest.checkpoint_root(), final, local_ok=True)
+
+
+def test_a_holders_served_state_is_read_when_the_solvers_copy_is_gone(tmp_path):
+    """`read_result` (job fetch) and `read_served_state` (the submitter): the solver's manifest
+    first; when its copy fails, the first holder's served state blob that has the committed
+    final root (PROTOCOL §6.11: `<store>#<state blob address>`); BadBlob with the solver's
+    failure when no copy checks."""
+    spec, locator, manifest, states, store = _published(tmp_path)
+    final = state_root(states[-1])
+    gone = make_locator(str(tmp_path / "nothing-here"), manifest.states[0])
+    holder = tmp_path / "holder"
+    served = make_locator(str(holder), open_blob_store(str(holder)).put(encode_state(states[-1])))
+    wrong = make_locator(str(holder), open_blob_store(str(holder)).put(encode_state(states[0])))
+    st = read_served_state(spec, served, final, local_ok=True)
+    assert all(torch.equal(st[k], states[-1][k]) for k in st)
+    with pytest.raises(BadBlob, match="has state root"):
+        read_served_state(spec, wrong, final, local_ok=True)
+    # the solver's copy first (its losses come with it), else the holders in order
+    assert read_result(spec, locator, manifest.checkpoint_root(), final, (wrong,), True)[1]
+    st, losses = read_result(spec, gone, manifest.checkpoint_root(), final, (wrong, served), True)
+    assert losses == [] and all(torch.equal(st[k], states[-1][k]) for k in st)
+    with pytest.raises(BadBlob, match="manifest"):
+        read_result(spec, gone, manifest.checkpoint_root(), final, (wrong,), True)

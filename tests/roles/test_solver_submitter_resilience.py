@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from rolefakes import (
     Call,
     FakeContract,
@@ -35,6 +37,7 @@ from agents.core.clock import RealClock
 from agents.core.store import Store
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import encode_state
+from agents.roles.errors import RoleError
 from agents.roles.jobs import LoadedJobs
 from agents.roles.logic import Now, SettledJobs, UnitStatus, UnitView, solver_acts
 from agents.roles.solver import Solver
@@ -384,6 +387,28 @@ def test_submitter_retries_the_config_each_round_until_the_chain_holds_it(tmp_pa
     asyncio.run(s.round())
     assert sent == ["config:1", "config:1", "config:1"]
     assert configs["game"] != ZERO32
+
+
+def test_submitter_stops_asking_once_a_withheld_result_is_final(tmp_path, caplog):
+    """PROTOCOL §6.11: the unit finalized, and neither the solver's copy nor any holder's is
+    readable. While the holders have their reveal window past the deadline the submitter retries
+    (saying so once); after it, the outcome is final: one line naming the job and how to
+    recompute the model, instead of a loop."""
+    s, _, _ = a_submitter(tmp_path)
+    s.job_id, s.finals, s.losses = 1, {}, {}
+    s._unserved = SaidOnce()
+    s.args.spec, s.args.allow_local_locators = "job.json", True
+    s.holder_locators = answering(lambda u: [f"{tmp_path}/gone#0x{'22' * 32}"])
+    u = replace(unit(1, UnitStatus.FINALIZED, NOW.timestamp), locator=f"{tmp_path}/gone#0x01")
+    s.now = answering(lambda: NOW)  # the unit's deadline: the holders still have their window
+    caplog.set_level(logging.INFO, logger="test.resilience.submitter")
+    assert asyncio.run(s.finish(u)) is False
+    assert asyncio.run(s.finish(u)) is False
+    said = [r.getMessage() for r in caplog.records if "final model unavailable" in r.getMessage()]
+    assert len(said) == 1  # retried, said once
+    s.now = answering(lambda: Now(NOW.block + 99, NOW.timestamp + 2 * 20 + 1))
+    with pytest.raises(RoleError, match="job 1 completed, but neither its solver nor any"):
+        asyncio.run(s.finish(u))
 
 
 # --- F10: the dispute client's repr ---------------------------------------------------------
