@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
+from agents.model import fuse
 from agents.model.graph import Graph
 from agents.training import float32 as F
-from agents.training.registry import TritonUnavailable, run_node, triton_problem
+from agents.training import native
+from agents.training.registry import Node, TritonUnavailable, run_node, t_slice, triton_problem
 
 KERNELS = ("native", "torch", "triton")
 
@@ -31,32 +33,42 @@ class RunConfig:
             raise ValueError(f"kernels must be one of {KERNELS}, got {self.kernels!r}")
 
 
-def _last_uses(g: Graph) -> list[list[int]]:
-    """For each node, the values whose last reader it is (freed after it runs)."""
+def _frees(g: Graph, steps: list[fuse.Step]) -> list[list[int]]:
+    """For each step of a run order, the values whose last reader it is (freed after it)."""
     last: dict[int, int] = {}
-    for i, n in enumerate(g.nodes):
-        for v in n.inputs:
-            last[v] = i
+    for k, (kind, x) in enumerate(steps):
+        for v in g.nodes[x].inputs if kind == "node" else x.inputs:
+            last[v] = k
     keep = {vid for _, vid in g.outputs}
-    free: list[list[int]] = [[] for _ in g.nodes]
-    for v, i in last.items():
+    free: list[list[int]] = [[] for _ in steps]
+    for v, k in last.items():
         if v not in keep:
-            free[i].append(v)
+            free[k].append(v)
     return free
+
+
+# On the native path without a trace, data movement returns views: the kernels that read them
+# take strides (matmul, fused programs) or copy (the rest). The values are the same elements.
+_VIEWS = {
+    "permute": lambda a, n: a.permute(*n.attrs),
+    "expand": lambda a, n: a.expand(n.shape),
+    "slice": lambda a, n: t_slice(a, n),
+}
 
 
 @dataclass(frozen=True)
 class _Plan:
     consts: dict[int, torch.Tensor]  # constant nodes' tensors: kernels never write into inputs
+    steps: list[fuse.Step]  # run order: single nodes and fused groups
     frees: list[list[int]]
 
 
-# Per graph and device, built once: a step's constants (index maps, scalars) never change.
-_PLANS: dict[tuple[int, str], tuple[Graph, _Plan]] = {}
+# Per graph, device and path, built once: a step's constants (index maps, scalars) never change.
+_PLANS: dict[tuple[int, str, bool, bool], tuple[Graph, _Plan]] = {}
 
 
-def _plan(g: Graph, device: str) -> _Plan:
-    key = (id(g), device)
+def _plan(g: Graph, device: str, fused: bool, keep_all: bool) -> _Plan:
+    key = (id(g), device, fused, keep_all)
     hit = _PLANS.get(key)
     if hit is None or hit[0] is not g:  # an id can be reused once its graph is gone
         if len(_PLANS) >= 64:
@@ -64,7 +76,11 @@ def _plan(g: Graph, device: str) -> _Plan:
         consts = {
             i: run_node(n, [], False, device) for i, n in enumerate(g.nodes) if n.op == "const"
         }
-        hit = _PLANS[key] = (g, _Plan(consts, _last_uses(g)))
+        if fused:
+            steps = fuse.schedule(g, keep_all)
+        else:
+            steps = [("node", i) for i in range(len(g.nodes))]
+        hit = _PLANS[key] = (g, _Plan(consts, steps, _frees(g, steps)))
     return hit[1]
 
 
@@ -89,19 +105,27 @@ def run_graph(
         want = torch.float32 if spec.dtype == "f32" else torch.int32
         vals[i] = t.to(cfg.device, want).contiguous()
     base = len(g.inputs)
-    plan = _plan(g, cfg.device)
+    fused = use_native and native.available()
+    plan = _plan(g, cfg.device, fused, keep_trace)
     consts = plan.consts
-    trace: list[torch.Tensor] = []
-    for i, n in enumerate(g.nodes):
-        out = consts.get(i)
-        if out is None:
-            out = run_node(
-                n, [vals[v] for v in n.inputs], use_native, cfg.device, cfg.threads, use_gpu
-            )
-        vals[base + i] = out
-        if keep_trace:
-            trace.append(out)
+    views = _VIEWS if fused and not keep_trace else {}
+    for k, (kind, x) in enumerate(plan.steps):
+        if kind == "group":
+            outs = x.run([vals[v] for v in x.inputs], cfg.threads)
+            for v, t in zip(x.outputs, outs, strict=True):
+                vals[v] = t
         else:
-            for v in plan.frees[i]:
+            n: Node = g.nodes[x]
+            out = consts.get(x)
+            if out is None:
+                view = views.get(n.op)
+                args = [vals[v] for v in n.inputs]
+                out = view(args[0], n) if view else run_node(
+                    n, args, use_native, cfg.device, cfg.threads, use_gpu
+                )  # fmt: skip
+            vals[base + x] = out
+        if not keep_trace:
+            for v in plan.frees[k]:
                 vals.pop(v, None)
+    trace = [vals[base + i] for i in range(len(g.nodes))] if keep_trace else []
     return {name: vals[vid] for name, vid in g.outputs}, trace

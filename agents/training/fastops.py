@@ -8,6 +8,7 @@ with ops.py. Inputs may be strided views
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from agents.training import native
@@ -46,6 +47,32 @@ def matmul_batch(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.Te
     native.lib().vtp_matmul_nt_batch(
         a.data_ptr(), batch, sa[0], sa[1], sa[2], b.data_ptr(), sb[0], sb[2], sb[1],
         c.data_ptr(), M, N, K, threads,
+    )  # fmt: skip
+    return c
+
+
+def matmul_strided(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.Tensor:
+    """(..., M, K) @ (..., K, N) with up to two leading axes, every operand read through its own
+    strides (transposed and permuted views cost no copy); each product as matmul_nt."""
+    _check(a)
+    _check(b)
+    if a.dim() > 4:
+        a = a.reshape(-1, *a.shape[-3:])
+        b = b.reshape(-1, *b.shape[-3:])
+    lead = tuple(a.shape[:-2])
+    a4 = a.reshape(1, 1, *a.shape[-2:]) if a.dim() == 2 else a
+    b4 = b.reshape(1, 1, *b.shape[-2:]) if b.dim() == 2 else b
+    if a4.dim() == 3:
+        a4, b4 = a4.unsqueeze(0), b4.unsqueeze(0)
+    nb0, nb1, M, K = a4.shape
+    N = b4.shape[-1]
+    if tuple(b4.shape) != (nb0, nb1, K, N):
+        raise ValueError(f"matmul: shapes {tuple(a.shape)} @ {tuple(b.shape)}")
+    c = torch.empty((*lead, M, N), dtype=torch.float32)
+    sa, sb = a4.stride(), b4.stride()
+    native.lib().vtp_matmul_nt_batch2(
+        a4.data_ptr(), nb0, nb1, sa[0], sa[1], sa[2], sa[3],
+        b4.data_ptr(), sb[0], sb[1], sb[3], sb[2], c.data_ptr(), M, N, K, threads,
     )  # fmt: skip
     return c
 
@@ -121,3 +148,26 @@ def relu_bwd(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     y = torch.empty_like(x)
     native.lib().vtp_relu_bwd(g.data_ptr(), x.data_ptr(), y.data_ptr(), x.numel())
     return y
+
+
+# -- fused elementwise programs (kernels.c vtp_ew_run) ------------------------------------------
+# Instruction codes, as kernels.c's enum: an operator's registry entry names its code(s)
+# (`Op.fused`: for f32 operands, for i32 operands).
+EW_LOAD, EW_STORE = 0, 1
+EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_MAX, EW_MIN = 2, 3, 4, 5, 6, 7
+EW_GT, EW_GE, EW_LT, EW_LE, EW_EQ, EW_NE = 8, 9, 10, 11, 12, 13
+EW_IADD, EW_ISUB, EW_IMUL, EW_IMAX, EW_IMIN = 14, 15, 16, 17, 18
+EW_IGT, EW_IGE, EW_ILT, EW_ILE, EW_IEQ, EW_INE = 19, 20, 21, 22, 23, 24
+EW_WHERE, EW_NEG, EW_INEG, EW_EXP, EW_LOG, EW_SQRT, EW_RELU, EW_TANH, EW_ERF = range(25, 34)
+EW_CAST_I32, EW_CAST_F32, EW_NOT = 34, 35, 36
+
+
+def ew_run(header: np.ndarray, ptrs: np.ndarray, threads: int = 1) -> None:
+    """Run one fused elementwise program (header and pointer table as kernels.c describes)."""
+    native.lib().vtp_ew_run(header.ctypes.data, ptrs.ctypes.data, threads)
+
+
+def scalar_kernel(name: str, x: torch.Tensor) -> torch.Tensor:
+    """exp32/log32/tanh32/erf32 through the scalar C transcription (tests compare the SIMD
+    kernels against it)."""
+    return _elementwise(f"vtp_{name}32_scalar", x)

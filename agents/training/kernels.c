@@ -514,14 +514,6 @@ static float log32(float x) {
     return E * f_of(0x3F317200) + (lm + E * f_of(0x35BFBE8E));
 }
 
-void vtp_exp32(const float *x, float *y, long n) {
-    for (long i = 0; i < n; i++) y[i] = exp32(x[i]);
-}
-
-void vtp_log32(const float *x, float *y, long n) {
-    for (long i = 0; i < n; i++) y[i] = log32(x[i]);
-}
-
 /* tanh32 / erf32 exactly as PROTOCOL §2.6 (agents/training/registry.py t_tanh / t_erf). */
 static float tanh32(float x) {
     if (isnan(x)) return x;
@@ -555,11 +547,142 @@ static float erf32(float x) {
     return signbit(x) ? -r : r;
 }
 
-void vtp_tanh32(const float *x, float *y, long n) {
-    for (long i = 0; i < n; i++) y[i] = tanh32(x[i]);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The same four functions on SIMD vectors, lane by lane: every lane does exactly the scalar   */
+/* function's operations above (both sides of each branch are computed and the lane selects    */
+/* the one the scalar code would take), so the bits are the scalar bits. rintf(t) is           */
+/* (t + 1.5*2^23) - 1.5*2^23, exact for |t| < 2^22 under round-to-nearest-even; where it       */
+/* differs from rintf (t = -0 or -0.5 < t < 0 gives +0 for -0) the result is the same, since n */
+/* only enters as n*LN2 subtracted from x and as the integer exponent.                         */
+
+#define EW 16 /* lanes of the generic vector type (lowered to the target's registers) */
+typedef float V __attribute__((vector_size(EW * 4)));
+typedef int32_t VI __attribute__((vector_size(EW * 4)));
+typedef uint32_t VU __attribute__((vector_size(EW * 4)));
+
+static inline V vsplat(float f) { return (V){0} + f; }
+static inline VI visplat(int32_t i) { return (VI){0} + i; }
+static inline V vbits(uint32_t b) { return vsplat(f_of(b)); }
+/* lane-wise m ? a : b for a comparison mask m (all ones or zero) */
+static inline V vsel(VI m, V a, V b) { return (V)(((VI)a & m) | ((VI)b & ~m)); }
+static inline VI visel(VI m, VI a, VI b) { return (a & m) | (b & ~m); }
+static inline V vpow2(VI n) { return (V)((n + 127) << 23); } /* n in [-126, 127] */
+static inline VI vclamp(VI n, int lo, int hi) {
+    n = visel(n < lo, visplat(lo), n);
+    return visel(n > hi, visplat(hi), n);
 }
 
-void vtp_erf32(const float *x, float *y, long n) {
+static inline V vexp32(V x) {
+    const float MAGIC = 12582912.0f; /* 1.5 * 2^23 */
+    V t = x * vbits(0x3FB8AA3B);
+    V n = (t + MAGIC) - MAGIC;
+    V r = (x - n * vbits(0x3F317200)) - n * vbits(0x35BFBE8E);
+    V p = vbits(0x39500D01);
+    p = p * r + vbits(0x3AB60B61);
+    p = p * r + vbits(0x3C088889);
+    p = p * r + vbits(0x3D2AAAAB);
+    p = p * r + vbits(0x3E2AAAAB);
+    p = p * r + vbits(0x3F000000);
+    p = p * r + vbits(0x3F800000);
+    p = p * r + vbits(0x3F800000);
+    /* in range |n| <= 151; out-of-range lanes are replaced below, clamping keeps them tame */
+    V nc = vsel(n > 200.0f, vsplat(200.0f), vsel(n < -200.0f, vsplat(-200.0f), n));
+    VI ni = __builtin_convertvector(nc, VI);
+    V mid = p * vpow2(vclamp(ni, -126, 127));
+    V hi = (p * vpow2(visplat(127))) * vpow2(vclamp(ni - 127, -126, 127));
+    V lo = (p * vpow2(vclamp(ni + 126, -126, 127))) * vpow2(visplat(-126));
+    V res = vsel(ni > 127, hi, vsel(ni < -126, lo, mid));
+    res = vsel(x < -104.0f, vsplat(0.0f), res);
+    res = vsel(x > 89.0f, vsplat(INFINITY), res);
+    return vsel(x != x, x, res);
+}
+
+static inline V vlog32(V x) {
+    VI sub = x < f_of(0x00800000);
+    V xs = vsel(sub, x * pow2i(23), x);
+    VI e = visel(sub, visplat(-23), visplat(0));
+    VU b = (VU)xs;
+    e = e + (VI)((b >> 23) & 0xFFu) - 127;
+    V m = (V)((b & 0x007FFFFFu) | 0x3F800000u);
+    VI big = m > f_of(0x3FB504F3);
+    m = vsel(big, m * 0.5f, m);
+    e = e + (big & 1);
+    V f = m - 1.0f;
+    V s = f / (2.0f + f);
+    V z = s * s;
+    V R = z * (vbits(0x3F2AAAAB) + z * (vbits(0x3ECCCCCD) + z * (vbits(0x3E924925) +
+                                                                   z * vbits(0x3E638E39))));
+    V lm = s * (2.0f + R);
+    V E = __builtin_convertvector(e, V);
+    V res = E * vbits(0x3F317200) + (lm + E * vbits(0x35BFBE8E));
+    res = vsel(x == INFINITY, vsplat(INFINITY), res);
+    res = vsel(x == 0.0f, vsplat(-INFINITY), res);
+    return vsel((x != x) | (x < 0.0f), vbits(0x7FC00000), res);
+}
+
+static inline V vabs(V x) { return (V)((VU)x & 0x7FFFFFFFu); }
+/* r with x's sign bit set where x's is (r is +1 or positive), x itself where x is NaN */
+static inline V vodd(V x, V r) {
+    V neg = (V)((VU)r ^ 0x80000000u);
+    return vsel(x != x, x, vsel((VI)x < 0, neg, r));
+}
+
+static inline V vtanh32(V x) {
+    V a = vabs(x);
+    V e = vexp32(a + a);
+    V r = 1.0f - 2.0f / (e + 1.0f);
+    return vodd(x, vsel(a > f_of(0x41100000), vsplat(1.0f), r));
+}
+
+static inline V verf32(V x) {
+    V a = vabs(x);
+    V t = 1.0f / (1.0f + vbits(0x3EA7BA05) * a);
+    V p = vbits(0x3F87DC22);
+    p = p * t + vbits(0xBFBA00E3);
+    p = p * t + vbits(0x3FB5F0E3);
+    p = p * t + vbits(0xBE91A98E);
+    p = p * t + vbits(0x3E827906);
+    p = p * t;
+    V r = 1.0f - p * vexp32((V)((VU)(a * a) ^ 0x80000000u));
+    return vodd(x, vsel(a >= 4.0f, vsplat(1.0f), r));
+}
+
+/* y[i] = f(x[i]) for n elements: whole vectors, then the tail through a zero-padded vector */
+#define VEC_MAP(name, fn)                                                                        \
+    void name(const float *x, float *y, long n) {                                              \
+        long i = 0;                                                                            \
+        for (; i + EW <= n; i += EW) {                                                         \
+            V v;                                                                               \
+            memcpy(&v, x + i, sizeof(V));                                                      \
+            v = fn(v);                                                                         \
+            memcpy(y + i, &v, sizeof(V));                                                      \
+        }                                                                                      \
+        if (i < n) {                                                                           \
+            V v = {0};                                                                         \
+            memcpy(&v, x + i, sizeof(float) * (size_t)(n - i));                                \
+            v = fn(v);                                                                         \
+            memcpy(y + i, &v, sizeof(float) * (size_t)(n - i));                                \
+        }                                                                                      \
+    }
+
+VEC_MAP(vtp_exp32, vexp32)
+VEC_MAP(vtp_log32, vlog32)
+VEC_MAP(vtp_tanh32, vtanh32)
+VEC_MAP(vtp_erf32, verf32)
+
+/* The scalar functions, kept as the specification's direct transcription: tests compare the
+ * vector kernels against them over special values and every exponent. */
+void vtp_exp32_scalar(const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) y[i] = exp32(x[i]);
+}
+void vtp_log32_scalar(const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) y[i] = log32(x[i]);
+}
+void vtp_tanh32_scalar(const float *x, float *y, long n) {
+    for (long i = 0; i < n; i++) y[i] = tanh32(x[i]);
+}
+void vtp_erf32_scalar(const float *x, float *y, long n) {
     for (long i = 0; i < n; i++) y[i] = erf32(x[i]);
 }
 
@@ -586,4 +709,210 @@ void vtp_relu_bwd(const float *g, const float *x, float *y, long n) {
         float v = x[i];
         y[i] = v > 0.0f ? g[i] : (v != v ? v : 0.0f);
     }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Fused elementwise programs. A run of a graph's elementwise nodes (PROTOCOL §2.6, codes       */
+/* 64-89) over one output shape is executed as one straight-line program per block of BLK       */
+/* elements: each instruction is one node, applied to the whole block, in node order. Every     */
+/* output element still gets exactly its operator's operations, in the registry's order, on     */
+/* the same input words; fusion only decides that intermediate values stay in a small block     */
+/* buffer instead of a tensor. Broadcast inputs are read through their strides (0 on a          */
+/* broadcast axis).                                                                             */
+
+enum {
+    EW_LOAD = 0, EW_STORE = 1,
+    EW_ADD = 2, EW_SUB, EW_MUL, EW_DIV, EW_MAX, EW_MIN, EW_GT, EW_GE, EW_LT, EW_LE, EW_EQ, EW_NE,
+    EW_IADD = 14, EW_ISUB, EW_IMUL, EW_IMAX, EW_IMIN, EW_IGT, EW_IGE, EW_ILT, EW_ILE, EW_IEQ,
+    EW_INE,
+    EW_WHERE = 25, EW_NEG, EW_INEG, EW_EXP, EW_LOG, EW_SQRT, EW_RELU, EW_TANH, EW_ERF,
+    EW_CAST_I32, EW_CAST_F32, EW_NOT,
+    EW_NOPS
+};
+
+#define BLK 512
+#define EW_MAXDIM 8
+
+typedef struct {
+    const long *hdr;    /* see vtp_ew_run */
+    void *const *ptrs;  /* input pointers, then output pointers */
+    long b0, b1;        /* blocks of this worker */
+} ew_job;
+
+/* dst[0 .. len) = the input's elements start .. start+len of the output's row-major order */
+static void ew_gather(uint32_t *dst, const uint32_t *base, const long *shape, const long *st,
+                      int nd, long start, long len) {
+    long idx[EW_MAXDIM], off = 0, rem = start;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+        off += idx[d] * st[d];
+    }
+    long i = 0, s = st[nd - 1];
+    while (i < len) {
+        long run = shape[nd - 1] - idx[nd - 1];
+        if (run > len - i) run = len - i;
+        if (s == 1) memcpy(dst + i, base + off, 4 * (size_t)run);
+        else if (s == 0) {
+            uint32_t v = base[off];
+            for (long k = 0; k < run; k++) dst[i + k] = v;
+        } else
+            for (long k = 0; k < run; k++) dst[i + k] = base[off + k * s];
+        i += run;
+        idx[nd - 1] += run;
+        off += run * s;
+        for (int d = nd - 1; d > 0 && idx[d] == shape[d]; d--) {
+            off -= shape[d] * st[d];
+            idx[d] = 0;
+            idx[d - 1]++;
+            off += st[d - 1];
+        }
+    }
+}
+
+#define LOOP(expr)                                                                             \
+    for (long i = 0; i < len; i++) expr;
+
+static void ew_block(const long *hdr, void *const *ptrs, long start, long len, uint32_t *buf,
+                     uint32_t **reg) {
+    int nd = (int)hdr[1];
+    const long *shape = hdr + 2;
+    long nin = hdr[2 + nd], ninstr = hdr[4 + nd];
+    const long *ins = hdr + 6 + nd;             /* per input: kind, strides[nd] */
+    const long *prog = ins + nin * (1 + nd);    /* per instruction: op, d, a, b, c */
+    for (long k = 0; k < ninstr; k++) {
+        const long *I = prog + 5 * k;
+        long op = I[0], d = I[1];
+        if (op == EW_LOAD) {
+            const long *in = ins + I[2] * (1 + nd);
+            const uint32_t *base = (const uint32_t *)ptrs[I[2]];
+            if (in[0] == 0) {
+                reg[d] = (uint32_t *)base + start; /* contiguous: read in place */
+            } else {
+                reg[d] = buf + d * BLK;
+                if (in[0] == 1) {
+                    uint32_t v = base[0];
+                    for (long i = 0; i < len; i++) reg[d][i] = v;
+                } else {
+                    ew_gather(reg[d], base, shape, in + 1, nd, start, len);
+                }
+            }
+            continue;
+        }
+        if (op == EW_STORE) {
+            memcpy((uint32_t *)ptrs[nin + d] + start, reg[I[2]], 4 * (size_t)len);
+            continue;
+        }
+        uint32_t *restrict o = buf + d * BLK;
+        const uint32_t *restrict ua = reg[I[2]];
+        const uint32_t *restrict ub = I[3] >= 0 ? reg[I[3]] : ua;
+        const uint32_t *restrict uc = I[4] >= 0 ? reg[I[4]] : ua;
+        float *restrict fo = (float *)o;
+        const float *restrict a = (const float *)ua;
+        const float *restrict b = (const float *)ub;
+        const int32_t *restrict ia = (const int32_t *)ua;
+        const int32_t *restrict ib = (const int32_t *)ub;
+        int32_t *restrict io = (int32_t *)o;
+        switch (op) {
+        case EW_ADD: LOOP(fo[i] = a[i] + b[i]) break;
+        case EW_SUB: LOOP(fo[i] = a[i] - b[i]) break;
+        case EW_MUL: LOOP(fo[i] = a[i] * b[i]) break;
+        case EW_DIV: LOOP(fo[i] = a[i] / b[i]) break;
+        case EW_MAX:
+            LOOP(o[i] = (a[i] != a[i] || b[i] != b[i]) ? 0x7FC00000u : (a[i] > b[i] ? ua[i] : ub[i]))
+            break;
+        case EW_MIN:
+            LOOP(o[i] = (a[i] != a[i] || b[i] != b[i]) ? 0x7FC00000u : (a[i] < b[i] ? ua[i] : ub[i]))
+            break;
+        case EW_GT: LOOP(io[i] = a[i] > b[i]) break;
+        case EW_GE: LOOP(io[i] = a[i] >= b[i]) break;
+        case EW_LT: LOOP(io[i] = a[i] < b[i]) break;
+        case EW_LE: LOOP(io[i] = a[i] <= b[i]) break;
+        case EW_EQ: LOOP(io[i] = a[i] == b[i]) break;
+        case EW_NE: LOOP(io[i] = a[i] != b[i]) break;
+        case EW_IADD: LOOP(o[i] = ua[i] + ub[i]) break;
+        case EW_ISUB: LOOP(o[i] = ua[i] - ub[i]) break;
+        case EW_IMUL: LOOP(o[i] = ua[i] * ub[i]) break;
+        case EW_IMAX: LOOP(io[i] = ia[i] > ib[i] ? ia[i] : ib[i]) break;
+        case EW_IMIN: LOOP(io[i] = ia[i] < ib[i] ? ia[i] : ib[i]) break;
+        case EW_IGT: LOOP(io[i] = ia[i] > ib[i]) break;
+        case EW_IGE: LOOP(io[i] = ia[i] >= ib[i]) break;
+        case EW_ILT: LOOP(io[i] = ia[i] < ib[i]) break;
+        case EW_ILE: LOOP(io[i] = ia[i] <= ib[i]) break;
+        case EW_IEQ: LOOP(io[i] = ia[i] == ib[i]) break;
+        case EW_INE: LOOP(io[i] = ia[i] != ib[i]) break;
+        case EW_WHERE: LOOP(o[i] = ua[i] != 0 ? ub[i] : uc[i]) break;
+        case EW_NEG: LOOP(o[i] = ua[i] ^ 0x80000000u) break;
+        case EW_INEG: LOOP(o[i] = 0u - ua[i]) break;
+        case EW_EXP: vtp_exp32(a, fo, len); break;
+        case EW_LOG: vtp_log32(a, fo, len); break;
+        case EW_TANH: vtp_tanh32(a, fo, len); break;
+        case EW_ERF: vtp_erf32(a, fo, len); break;
+        case EW_SQRT: LOOP(fo[i] = sqrtf(a[i])) break;
+        case EW_RELU: LOOP(o[i] = a[i] > 0.0f ? ua[i] : (a[i] != a[i] ? ua[i] : 0u)) break;
+        case EW_CAST_I32:
+            LOOP(io[i] = (a[i] >= -2147483648.0f && a[i] < 2147483648.0f) ? (int32_t)a[i]
+                                                                           : INT32_MIN)
+            break;
+        case EW_CAST_F32: LOOP(fo[i] = (float)ia[i]) break;
+        case EW_NOT: LOOP(io[i] = ia[i] == 0) break;
+        default: abort();
+        }
+        reg[d] = o;
+    }
+}
+
+static void *ew_worker(void *arg) {
+    const ew_job *J = (const ew_job *)arg;
+    const long *hdr = J->hdr;
+    int nd = (int)hdr[1];
+    long n = hdr[0], nregs = hdr[5 + nd];
+    uint32_t *buf = (uint32_t *)falloc((size_t)(nregs * BLK));
+    uint32_t **reg = malloc(sizeof(uint32_t *) * (size_t)(nregs ? nregs : 1));
+    for (long blk = J->b0; blk < J->b1; blk++) {
+        long start = blk * BLK;
+        long len = n - start < BLK ? n - start : BLK;
+        ew_block(hdr, J->ptrs, start, len, buf, reg);
+    }
+    free(reg);
+    free(buf);
+    return NULL;
+}
+
+/* hdr: n (elements), nd, shape[nd], nin, nout, ninstr, nregs, then per input (kind: 0 contiguous
+ * with n elements, 1 one element, 2 strided; strides[nd] in elements, 0 on broadcast axes), then
+ * per instruction (op, d, a, b, c): LOAD reg d <- input a; STORE output d <- reg a; otherwise reg
+ * d <- op(reg a, reg b, reg c) (-1 for an unused operand). ptrs: inputs, then outputs. Threads
+ * split the blocks; a block is computed the same way by any of them. */
+void vtp_ew_run(const long *hdr, void *const *ptrs, int nthreads) {
+    long n = hdr[0];
+    long nblk = (n + BLK - 1) / BLK;
+    if (nblk == 0) return;
+    if (nthreads > 16) nthreads = 16;
+    if (nthreads < 1 || n < 65536) nthreads = 1;
+    if (nthreads > nblk) nthreads = (int)nblk;
+    ew_job jobs[16];
+    pthread_t th[16];
+    for (int t = 0; t < nthreads; t++) {
+        ew_job j = {hdr, ptrs, nblk * t / nthreads, nblk * (t + 1) / nthreads};
+        jobs[t] = j;
+    }
+    int started = 0;
+    for (int t = 1; t < nthreads; t++)
+        if (pthread_create(&th[t], NULL, ew_worker, &jobs[t]) == 0) started = t;
+        else break;
+    for (int t = started + 1; t < nthreads; t++) ew_worker(&jobs[t]);
+    ew_worker(&jobs[0]);
+    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+}
+
+/* Two batch axes (b0, b1) with their own strides: attention's (batch, head) products read
+ * straight from permuted views. C is contiguous (b0, b1, M, N). */
+void vtp_matmul_nt_batch2(const float *A, long nb0, long nb1, long sa0, long sa1, long sam,
+                          long sak, const float *B, long sb0, long sb1, long sbn, long sbk,
+                          float *C, long M, long N, long K, int nthreads) {
+    for (long i = 0; i < nb0; i++)
+        for (long j = 0; j < nb1; j++)
+            vtp_matmul_nt(A + i * sa0 + j * sa1, sam, sak, B + i * sb0 + j * sb1, sbn, sbk,
+                          C + (i * nb1 + j) * M * N, M, N, K, nthreads);
 }

@@ -25,6 +25,8 @@ SRC = Path(__file__).with_name("kernels.c")
 # x86-64). Tests build both and compare bits: the SIMD width must never matter.
 _MARCH = os.environ.get("VTP_MARCH", "native")
 FLAGS = ["-O3", *([f"-march={_MARCH}"] if _MARCH else []), "-ffp-contract=off", "-fno-fast-math"]
+# errno is never read: without it sqrtf is one IEEE instruction that vectorises (same bits)
+FLAGS += ["-fno-math-errno"]
 FLAGS += ["-fPIC", "-shared"]
 LIBS = ["-pthread", "-lm"]
 
@@ -107,6 +109,12 @@ _SIGS = {
     "vtp_erf32": [_P, _P, _L],
     "vtp_relu": [_P, _P, _L],
     "vtp_relu_bwd": [_P, _P, _P, _L],
+    "vtp_exp32_scalar": [_P, _P, _L],
+    "vtp_log32_scalar": [_P, _P, _L],
+    "vtp_tanh32_scalar": [_P, _P, _L],
+    "vtp_erf32_scalar": [_P, _P, _L],
+    "vtp_ew_run": [_P, _P, ctypes.c_int],
+    "vtp_matmul_nt_batch2": [_P, *[_L] * 6, _P, *[_L] * 4, _P, *[_L] * 3, ctypes.c_int],
 }
 
 

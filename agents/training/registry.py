@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from agents.training import fastops, native, ops, reference
+from agents.training import fastops as EW
 from agents.training import float32 as F
 
 Shape = tuple[int, ...]
@@ -91,6 +92,9 @@ class Op:
     native: Kernel | None = None
     scalar: Callable[..., np.float32] | None = None
     chain: Chain | None = None  # f32 reductions: how a dispute bisects one output element
+    # elementwise operators: the instruction of the fused programs the native path runs
+    # (fastops.EW_*, kernels.c vtp_ew_run) for f32 and for i32 operands (None: not fusable)
+    fused: tuple[int | None, int | None] | None = None
 
 
 OPS: dict[str, Op] = {}
@@ -166,15 +170,15 @@ def _elementwise_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[i
     return [(k, [_bcast_index(idx, sh)]) for k, sh in enumerate(s)]
 
 
-def _binary(code: int, name: str, order: str, fn, scalar) -> None:
+def _binary(code: int, name: str, order: str, fn, scalar, fused=None) -> None:
     _register(Op(code, name, 2, order, _same_as_broadcast, lambda a, n: fn(a[0], a[1]),
-                 _elementwise_deps, None, scalar))  # fmt: skip
+                 _elementwise_deps, None, scalar, fused=fused))  # fmt: skip
 
 
-def _unary(code: int, name: str, order: str, fn, scalar, native=None) -> None:
+def _unary(code: int, name: str, order: str, fn, scalar, native=None, fused=None) -> None:
     kernel = None if native is None else (lambda a, n: native(a[0].contiguous()))
     _register(Op(code, name, 1, order, lambda n, s: s[0], lambda a, n: fn(a[0]),
-                 _elementwise_deps, kernel, scalar))  # fmt: skip
+                 _elementwise_deps, kernel, scalar, fused=fused))  # fmt: skip
 
 
 def _s(fn):
@@ -205,16 +209,17 @@ def _cmp(fn):
     return lambda a, b: fn(a, b).to(torch.int32)
 
 
-_binary(64, "add", "fl(a + b)", torch.add, _s(lambda a, b: a + b))
-_binary(65, "sub", "fl(a - b)", torch.sub, _s(lambda a, b: a - b))
-_binary(66, "mul", "fl(a * b)", torch.mul, _s(lambda a, b: a * b))
-_binary(67, "div", "fl(a / b) (f32 only)", torch.div, _s(lambda a, b: a / b))
+_binary(64, "add", "fl(a + b)", torch.add, _s(lambda a, b: a + b), (EW.EW_ADD, EW.EW_IADD))
+_binary(65, "sub", "fl(a - b)", torch.sub, _s(lambda a, b: a - b), (EW.EW_SUB, EW.EW_ISUB))
+_binary(66, "mul", "fl(a * b)", torch.mul, _s(lambda a, b: a * b), (EW.EW_MUL, EW.EW_IMUL))
+_binary(67, "div", "fl(a / b) (f32 only)", torch.div, _s(lambda a, b: a / b), (EW.EW_DIV, None))
 _binary(
     68,
     "maximum",
     "NaN if a or b is NaN; else a > b ? a : b (a tie gives b)",
     t_maximum,
     _s(lambda a, b: f32("nan") if np.isnan(a) or np.isnan(b) else (a if a > b else b)),
+    (EW.EW_MAX, EW.EW_IMAX),
 )
 _binary(
     69,
@@ -222,14 +227,15 @@ _binary(
     "NaN if a or b is NaN; else a < b ? a : b (a tie gives b)",
     t_minimum,
     _s(lambda a, b: f32("nan") if np.isnan(a) or np.isnan(b) else (a if a < b else b)),
+    (EW.EW_MIN, EW.EW_IMIN),
 )
-for _code, _name, _fn, _py in (
-    (70, "gt", torch.gt, lambda a, b: a > b),
-    (71, "ge", torch.ge, lambda a, b: a >= b),
-    (72, "lt", torch.lt, lambda a, b: a < b),
-    (73, "le", torch.le, lambda a, b: a <= b),
-    (74, "eq", torch.eq, lambda a, b: a == b),
-    (75, "ne", torch.ne, lambda a, b: a != b),
+for _code, _name, _fn, _py, _fused in (
+    (70, "gt", torch.gt, lambda a, b: a > b, (EW.EW_GT, EW.EW_IGT)),
+    (71, "ge", torch.ge, lambda a, b: a >= b, (EW.EW_GE, EW.EW_IGE)),
+    (72, "lt", torch.lt, lambda a, b: a < b, (EW.EW_LT, EW.EW_ILT)),
+    (73, "le", torch.le, lambda a, b: a <= b, (EW.EW_LE, EW.EW_ILE)),
+    (74, "eq", torch.eq, lambda a, b: a == b, (EW.EW_EQ, EW.EW_IEQ)),
+    (75, "ne", torch.ne, lambda a, b: a != b, (EW.EW_NE, EW.EW_INE)),
 ):
     _binary(
         _code,
@@ -237,6 +243,7 @@ for _code, _name, _fn, _py in (
         f"i32 1 if IEEE a {_name} b else 0 (NaN compares unordered)",
         _cmp(_fn),
         (lambda p: _s(lambda a, b: np.int32(1 if p(a, b) else 0)))(_py),
+        _fused,
     )
 
 
@@ -246,17 +253,21 @@ def t_where(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 _register(Op(76, "where", 3, "c != 0 ? a : b (a bit copy)", _same_as_broadcast,
              lambda a, n: t_where(a[0], a[1], a[2]), _elementwise_deps, None,
-             lambda c, a, b: a if c != 0 else b))  # fmt: skip
+             lambda c, a, b: a if c != 0 else b, fused=(EW.EW_WHERE, EW.EW_WHERE)))  # fmt: skip
 
 
 def t_relu(x: torch.Tensor) -> torch.Tensor:
     return ops.relu(x)
 
 
-_unary(80, "neg", "flip the sign bit (NaN payloads too)", torch.neg, lambda a: -a)
-_unary(81, "exp", "exp32 (PROTOCOL §2.1)", ops.exp, lambda a: F_exp32(a), fastops.exp)
-_unary(82, "log", "log32 (PROTOCOL §2.2)", ops.log, lambda a: F_log32(a), fastops.log)
-_unary(83, "sqrt", "IEEE square root, correctly rounded", lambda x: t_sqrt(x), _s(np.sqrt))
+_unary(80, "neg", "flip the sign bit (NaN payloads too)", torch.neg, lambda a: -a,
+       fused=(EW.EW_NEG, EW.EW_INEG))  # fmt: skip
+_unary(81, "exp", "exp32 (PROTOCOL §2.1)", ops.exp, lambda a: F_exp32(a), fastops.exp,
+       (EW.EW_EXP, None))  # fmt: skip
+_unary(82, "log", "log32 (PROTOCOL §2.2)", ops.log, lambda a: F_log32(a), fastops.log,
+       (EW.EW_LOG, None))  # fmt: skip
+_unary(83, "sqrt", "IEEE square root, correctly rounded", lambda x: t_sqrt(x), _s(np.sqrt),
+       fused=(EW.EW_SQRT, None))  # fmt: skip
 _unary(
     84,
     "relu",
@@ -264,6 +275,7 @@ _unary(
     t_relu,
     lambda a: a if (np.isnan(a) or a > 0) else f32(0.0),
     fastops.relu,
+    (EW.EW_RELU, None),
 )
 
 
@@ -358,6 +370,7 @@ _unary(
     t_tanh,
     s_tanh,
     fastops.tanh,
+    (EW.EW_TANH, None),
 )
 _unary(
     86,
@@ -368,6 +381,7 @@ _unary(
     t_erf,
     s_erf,
     fastops.erf,
+    (EW.EW_ERF, None),
 )
 _unary(
     87,
@@ -375,6 +389,7 @@ _unary(
     "i32 -> f32, round to nearest even",
     lambda x: x.to(torch.float32),
     lambda a: f32(a),
+    fused=(None, EW.EW_CAST_F32),
 )
 _unary(
     88,
@@ -382,6 +397,7 @@ _unary(
     "f32 -> i32, toward zero (the value must be finite and in range)",
     lambda x: x.to(torch.int32),
     lambda a: np.int32(np.trunc(a)),
+    fused=(EW.EW_CAST_I32, None),
 )
 _unary(
     89,
@@ -389,6 +405,7 @@ _unary(
     "i32 x == 0 ? 1 : 0",
     lambda x: (x == 0).to(torch.int32),
     lambda a: np.int32(1 if a == 0 else 0),
+    fused=(None, EW.EW_NOT),
 )
 
 
@@ -542,11 +559,7 @@ def t_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def n_matmul(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.Tensor:
-    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
-    lead = a.shape[:-2]
-    a3 = a.reshape(-1, M, K).contiguous()
-    b3 = b.reshape(-1, K, N).contiguous()
-    return fastops.matmul_batch(a3, b3, threads).reshape(*lead, M, N)
+    return fastops.matmul_strided(a, b, threads)
 
 
 _register(
