@@ -108,6 +108,21 @@ def row_max(a: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
+    """sum_last / max_last (f32 or i32) over the last axis of an N-d tensor, read through its
+    strides where its leading axes flatten without a copy."""
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.int32):
+        raise TypeError("native kernels take CPU float32 or int32 tensors")
+    flat = x.reshape(-1, x.shape[-1])  # a view where the leading axes collapse, else a copy
+    M, N = flat.shape
+    out = torch.empty(M, dtype=x.dtype)
+    suffix = "" if x.dtype == torch.float32 else "_i32"
+    fn = getattr(native.lib(), f"vtp_row_{kind}{suffix}")
+    s = flat.stride()
+    fn(flat.data_ptr(), s[0], s[1], out.data_ptr(), M, N)
+    return out.reshape(x.shape[:-1])
+
+
 def _elementwise(kernel: str, x: torch.Tensor) -> torch.Tensor:
     """y[i] = kernel(x[i]) over a contiguous copy of x (one C loop, no arithmetic here)."""
     _check(x)
@@ -162,9 +177,10 @@ EW_WHERE, EW_NEG, EW_INEG, EW_EXP, EW_LOG, EW_SQRT, EW_RELU, EW_TANH, EW_ERF = r
 EW_CAST_I32, EW_CAST_F32, EW_NOT = 34, 35, 36
 
 
-def ew_run(header: np.ndarray, ptrs: np.ndarray, threads: int = 1) -> None:
-    """Run one fused elementwise program (header and pointer table as kernels.c describes)."""
-    native.lib().vtp_ew_run(header.ctypes.data, ptrs.ctypes.data, threads)
+def ew_run(header: np.ndarray, ptrs, threads: int = 1) -> None:
+    """Run one fused elementwise program (header and pointer table, a ctypes array of void
+    pointers, as kernels.c describes)."""
+    native.lib().vtp_ew_run(header.ctypes.data, ptrs, threads)
 
 
 def scalar_kernel(name: str, x: torch.Tensor) -> torch.Tensor:

@@ -422,6 +422,11 @@ void vtp_matmul_nt_batch(const float *A, long batch, long sab, long sam, long sa
 /* ------------------------------------------------------------------------------------------ */
 /* Row reductions (PROTOCOL §2): left to right from +0 (sum) or from the first element (max). */
 
+/* RI rows are walked together, each strictly left to right with its own accumulator: the
+ * additions of one row stay a sequential chain, and the RI independent chains fill the
+ * pipeline that one chain's latency leaves idle. */
+#define RI 8
+
 void vtp_row_sum(const float *A, long sr, long sc, float *out, long M, long N) {
     if (sr == 1 && sc != 1) {
         /* transposed view: walk memory in order, one running sum per row, same j order */
@@ -430,7 +435,15 @@ void vtp_row_sum(const float *A, long sr, long sc, float *out, long M, long N) {
             for (long i = 0; i < M; i++) out[i] = out[i] + A[i + j * sc];
         return;
     }
-    for (long i = 0; i < M; i++) {
+    long i = 0;
+    for (; i + RI <= M; i += RI) {
+        float acc[RI];
+        for (int r = 0; r < RI; r++) acc[r] = 0.0f;
+        for (long j = 0; j < N; j++)
+            for (int r = 0; r < RI; r++) acc[r] = acc[r] + A[(i + r) * sr + j * sc];
+        for (int r = 0; r < RI; r++) out[i + r] = acc[r];
+    }
+    for (; i < M; i++) {
         float acc = 0.0f;
         for (long j = 0; j < N; j++) acc = acc + A[i * sr + j * sc];
         out[i] = acc;
@@ -438,7 +451,23 @@ void vtp_row_sum(const float *A, long sr, long sc, float *out, long M, long N) {
 }
 
 void vtp_row_max(const float *A, long sr, long sc, float *out, long M, long N) {
-    for (long i = 0; i < M; i++) {
+    long i = 0;
+    for (; i + RI <= M; i += RI) {
+        float m[RI];
+        int nan[RI];
+        for (int r = 0; r < RI; r++) {
+            m[r] = A[(i + r) * sr];
+            nan[r] = m[r] != m[r];
+        }
+        for (long j = 1; j < N; j++)
+            for (int r = 0; r < RI; r++) {
+                float x = A[(i + r) * sr + j * sc];
+                nan[r] |= x != x;
+                m[r] = x > m[r] ? x : m[r];
+            }
+        for (int r = 0; r < RI; r++) out[i + r] = nan[r] ? NAN : m[r];
+    }
+    for (; i < M; i++) {
         float m = A[i * sr];
         int nan = isnan(m);
         for (long j = 1; j < N; j++) {
@@ -447,6 +476,27 @@ void vtp_row_max(const float *A, long sr, long sc, float *out, long M, long N) {
             if (x > m) m = x;
         }
         out[i] = nan ? NAN : m;
+    }
+}
+
+/* sum_last / max_last on i32 (PROTOCOL §2.6): two's-complement sums modulo 2^32 from 0, and
+ * signed maxima from the first element. */
+void vtp_row_sum_i32(const uint32_t *A, long sr, long sc, uint32_t *out, long M, long N) {
+    for (long i = 0; i < M; i++) {
+        uint32_t acc = 0;
+        for (long j = 0; j < N; j++) acc += A[i * sr + j * sc];
+        out[i] = acc;
+    }
+}
+
+void vtp_row_max_i32(const int32_t *A, long sr, long sc, int32_t *out, long M, long N) {
+    for (long i = 0; i < M; i++) {
+        int32_t m = A[i * sr];
+        for (long j = 1; j < N; j++) {
+            int32_t x = A[i * sr + j * sc];
+            m = x > m ? x : m;
+        }
+        out[i] = m;
     }
 }
 

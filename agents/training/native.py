@@ -103,6 +103,8 @@ _SIGS = {
     "vtp_index_add_rows": [_P, _P, _P, _L, _L],
     "vtp_row_sum": [_P, _L, _L, _P, _L, _L],
     "vtp_row_max": [_P, _L, _L, _P, _L, _L],
+    "vtp_row_sum_i32": [_P, _L, _L, _P, _L, _L],
+    "vtp_row_max_i32": [_P, _L, _L, _P, _L, _L],
     "vtp_exp32": [_P, _P, _L],
     "vtp_log32": [_P, _P, _L],
     "vtp_tanh32": [_P, _P, _L],

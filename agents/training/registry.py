@@ -425,10 +425,9 @@ def t_sum_last(x: torch.Tensor) -> torch.Tensor:
 
 
 def n_sum_last(x: torch.Tensor) -> torch.Tensor:
-    if x.dtype != torch.float32 or x.device.type != "cpu" or x.dim() == 0:
+    if x.device.type != "cpu" or x.dim() == 0 or 0 in x.shape:
         return t_sum_last(x)
-    flat = x.reshape(-1, x.shape[-1]).contiguous()
-    return fastops.row_sum(flat).reshape(x.shape[:-1])
+    return fastops.reduce_last(x, "sum")
 
 
 def t_max_last(x: torch.Tensor) -> torch.Tensor:
@@ -442,10 +441,9 @@ def t_max_last(x: torch.Tensor) -> torch.Tensor:
 
 
 def n_max_last(x: torch.Tensor) -> torch.Tensor:
-    if x.dtype != torch.float32 or x.device.type != "cpu":
+    if x.device.type != "cpu" or x.dim() == 0 or 0 in x.shape:
         return t_max_last(x)
-    flat = x.reshape(-1, x.shape[-1]).contiguous()
-    return fastops.row_max(flat).reshape(x.shape[:-1])
+    return fastops.reduce_last(x, "max")
 
 
 def t_argmax_last(x: torch.Tensor) -> torch.Tensor:
