@@ -72,12 +72,12 @@ class Program:
         hdr = self._headers.get(key)
         if hdr is None:
             n = prod(self.shape)
-            hdr = self._headers[key] = self._header(tuple(_layout(t, self.shape, n)
-                                                          for t in args), n)  # fmt: skip
+            arr = self._header(tuple(_layout(t, self.shape, n) for t in args), n)
+            hdr = self._headers[key] = (arr, arr.ctypes.data)  # the array keeps the address live
         ptrs = (ctypes.c_void_p * (len(args) + len(outs)))(
             *[t.data_ptr() for t in args], *[t.data_ptr() for t in outs]
         )
-        fastops.ew_run(hdr, ptrs, threads)
+        fastops.ew_run(hdr[1], ptrs, threads)
         return outs
 
     def _header(self, layout: tuple, n: int) -> np.ndarray:

@@ -8,7 +8,6 @@ with ops.py. Inputs may be strided views
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from agents.training import native
@@ -177,10 +176,11 @@ EW_WHERE, EW_NEG, EW_INEG, EW_EXP, EW_LOG, EW_SQRT, EW_RELU, EW_TANH, EW_ERF = r
 EW_CAST_I32, EW_CAST_F32, EW_NOT = 34, 35, 36
 
 
-def ew_run(header: np.ndarray, ptrs, threads: int = 1) -> None:
-    """Run one fused elementwise program (header and pointer table, a ctypes array of void
-    pointers, as kernels.c describes)."""
-    native.lib().vtp_ew_run(header.ctypes.data, ptrs, threads)
+def ew_run(header: int, ptrs, threads: int = 1) -> None:
+    """Run one fused elementwise program: `header` the address of its int64 header (kernels.c
+    describes it; the caller keeps the array alive), `ptrs` a ctypes array of its input and
+    output addresses."""
+    native.lib().vtp_ew_run(header, ptrs, threads)
 
 
 def scalar_kernel(name: str, x: torch.Tensor) -> torch.Tensor:
