@@ -73,7 +73,8 @@ class RoundStatus(IntEnum):
 
 class Phase(IntEnum):
     """DisputeTypes.sol's Phase: the move a dispute game expects next, in the order of play
-    (the walk down a large trace, PICK_TRACE_SUBTREE and POST_TRACE_SUBTREE, before PICK_NODE:
+    (the walk down a large trace, PICK_TRACE_SUBTREE and POST_TRACE_SUBTREE, or down the
+    disputed S_{t+1}'s list, PICK_STATE_SUBTREE and POST_STATE_SUBTREE, before PICK_NODE:
     PROTOCOL §7.3; the bisection of a reduction, POST_ACCUMULATORS … PROVE_ACCUMULATION, after
     PROVE_ELEMENT: PROTOCOL §7.10)."""
 
@@ -85,15 +86,17 @@ class Phase(IntEnum):
     POST_TRACE = 5
     PICK_TRACE_SUBTREE = 6
     POST_TRACE_SUBTREE = 7
-    PICK_NODE = 8
-    POST_LEAVES = 9
-    PICK_LEAF = 10
-    REVEAL_CHUNK = 11
-    PROVE_ELEMENT = 12
-    POST_ACCUMULATORS = 13
-    PICK_ACCUMULATORS = 14
-    PROVE_ACCUMULATION = 15
-    RESOLVED = 16
+    PICK_STATE_SUBTREE = 8
+    POST_STATE_SUBTREE = 9
+    PICK_NODE = 10
+    POST_LEAVES = 11
+    PICK_LEAF = 12
+    REVEAL_CHUNK = 13
+    PROVE_ELEMENT = 14
+    POST_ACCUMULATORS = 15
+    PICK_ACCUMULATORS = 16
+    PROVE_ACCUMULATION = 17
+    RESOLVED = 18
 
 
 class Side(IntEnum):

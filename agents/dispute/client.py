@@ -87,7 +87,12 @@ def game_view(
         elif name == "AccumulatorsPosted":
             v.cut_values = [int(x) for x in args["values"]]
         elif name == "TraceRootPosted":
-            v.state_roots = _norm(args["stateRoots"])
+            v.state_top = _norm(args["stateNodes"])
+        elif name == "StateSubtreePosted":
+            nodes = _norm(args["nodes"])
+            v.state_rounds.append((int(args["height"]), int(args["index"]), nodes))
+        elif name == "StateSubtreePicked":
+            v.state_walk = True
         elif name == "TraceSubtreePosted":
             nodes = _norm(args["nodes"])
             v.trace_rounds.append((int(args["height"]), int(args["index"]), nodes))

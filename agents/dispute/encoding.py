@@ -5,6 +5,7 @@ contracts/dispute/lib/{DisputeTypes,OpCodes,DisputeMerkle}.sol; tests check both
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from eth_abi import encode
@@ -15,6 +16,7 @@ from agents.training.registry import v1_codes
 
 GRAPH_DOMAIN = keccak256(b"vtp.graph.v1")
 STEPS_DOMAIN = keccak256(b"vtp.steps.v1")
+STATE_CONFIG_DOMAIN = keccak256(b"vtp.stateconfig.v1")
 
 # Operator codes (contracts/dispute/lib/OpCodes.sol), from the registry.
 OPS: dict[str, int] = v1_codes()
@@ -32,7 +34,7 @@ DTYPE_U32 = merkle.DTYPE_U32
 
 OPERAND_T = "(uint8,uint32,bytes32,uint8,uint32,uint32)"
 NODE_T = f"(uint8,uint8,uint32,uint32,uint256,{OPERAND_T}[])"
-CONFIG_T = "(bytes32,uint32,uint32,uint64,uint256,bytes32[],uint32[])"
+CONFIG_T = "(bytes32,uint32,uint32,uint64,uint256,uint32,bytes32)"
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,8 @@ def graph_root(nodes: list[NodeDesc]) -> bytes:
 
 @dataclass(frozen=True)
 class DisputeConfig:
-    """What a game needs about the job beyond the hook's request (PROTOCOL §7.2)."""
+    """What a game needs about the job beyond the hook's request (PROTOCOL §7.2). On chain the
+    state list is committed by its root (`state_list`): a move opens the entries it needs."""
 
     graph_root: bytes
     num_nodes: int
@@ -98,6 +101,24 @@ class DisputeConfig:
     state_names: tuple[bytes, ...]  # keccak256(name) per state tensor, in state order
     state_producers: tuple[int, ...]  # node producing each state tensor's next value
 
+    @functools.cached_property
+    def _entries(self) -> list[bytes]:
+        return [keccak256(h + merkle.u256(p))
+                for h, p in zip(self.state_names, self.state_producers, strict=True)]  # fmt: skip
+
+    def state_entries(self) -> list[bytes]:
+        """The state list's values: keccak256(abi.encode(keccak256(name), producer))."""
+        return list(self._entries)
+
+    @functools.cached_property
+    def state_list(self) -> bytes:
+        return merkle.root_list(STATE_CONFIG_DOMAIN, self.state_entries())
+
+    def state_entry(self, state: int) -> tuple:
+        """StateConfigEntry(name, producer, proof) of state tensor `state`."""
+        proof = merkle.list_proof(STATE_CONFIG_DOMAIN, self.state_entries(), state).siblings
+        return (self.state_names[state], self.state_producers[state], list(proof))
+
     def as_tuple(self) -> tuple:
         return (
             self.graph_root,
@@ -105,8 +126,8 @@ class DisputeConfig:
             self.batch_size,
             self.num_examples,
             self.seed,
-            list(self.state_names),
-            list(self.state_producers),
+            len(self.state_names),
+            self.state_list,
         )
 
     def encode(self) -> bytes:

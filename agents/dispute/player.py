@@ -30,6 +30,7 @@ from agents.dispute.trace_walk import (
     WalkedTrace,
     next_round,
     pick_child,
+    top_round,
     trace_siblings,
     walks,
 )
@@ -44,6 +45,7 @@ DEFENDER_PHASES = {
     Phase.OPEN_SEGMENT,
     Phase.POST_TRACE,
     Phase.POST_TRACE_SUBTREE,
+    Phase.POST_STATE_SUBTREE,
     Phase.POST_LEAVES,
     Phase.REVEAL_CHUNK,
     Phase.POST_ACCUMULATORS,
@@ -90,10 +92,13 @@ class GameView:
     subtree: list[bytes] | None = None  # the nodes the defender posted last (SubtreePosted)
     subtree_height: int = 0  # their height above the leaves and the index of the first
     subtree_index: int = 0
-    # the walk down a large trace (PROTOCOL §7.3): S_{t+1}'s tensor roots the defender posted
-    # and every round it posted (TraceRootPosted, TraceSubtreePosted)
-    state_roots: list[bytes] | None = None
+    # the walk down a large trace (PROTOCOL §7.3): every round the defender posted
+    # (TraceSubtreePosted); the top of the disputed S_{t+1}'s list tree (TraceRootPosted), the
+    # rounds of its walk (StateSubtreePosted) and whether the challenger took that walk
     trace_rounds: list[Round] = field(default_factory=list)
+    state_top: list[bytes] | None = None
+    state_rounds: list[Round] = field(default_factory=list)
+    state_walk: bool = False
 
     @property
     def global_step(self) -> int:
@@ -171,15 +176,21 @@ class Defender:
             roots = c.segment_roots(v.segment)
             return Move("openSegment", (roots[1:-1],))
         t = v.global_step
+        cfg = self.jg.config
         if v.phase == Phase.POST_TRACE:
             trace = self.trace_roots(t)
             if walks(len(trace)):
-                top = next_round(trace, merkle.depth_for(len(trace)), 0)[2]
-                return Move("postTraceRoot", (top, self.state_roots(t), _cfg(self.jg)))
-            return Move("postTrace", (trace, _cfg(self.jg)))
+                top = top_round(trace)[2]
+                state_top = top_round(self.state_entries(t), merkle.STATE_DOMAIN)[2]
+                return Move("postTraceRoot", (top, state_top, _cfg(self.jg)))
+            names, producers = list(cfg.state_names), list(cfg.state_producers)
+            return Move("postTrace", (trace, names, producers, _cfg(self.jg)))
         if v.phase == Phase.POST_TRACE_SUBTREE:
             return Move("postTraceSubtree", (next_round(self.trace_roots(t), v.walk_height,
                                                         v.walk_index)[2],))  # fmt: skip
+        if v.phase == Phase.POST_STATE_SUBTREE:
+            r = next_round(self.state_entries(t), v.walk_height, v.walk_index, merkle.STATE_DOMAIN)
+            return Move("postStateSubtree", (r[2], _cfg(self.jg)))
         if v.phase == Phase.POST_ACCUMULATORS:
             acc = c.element_chain(self.jg, t, v.node, v.element)
             return Move("postAccumulators", ([int(acc[j]) for j in reduction.cuts(v.lo, v.hi)],))
@@ -199,6 +210,14 @@ class Defender:
         """The tensor roots of its S_{t+1}, in state order: its producers' outputs."""
         own = self.comp.trace_roots(t)
         return [own[p] for p in self.jg.config.state_producers]
+
+    def state_entries(self, t: int) -> list[bytes]:
+        """Its S_{t+1}'s list entries (PROTOCOL §3): keccak256(abi.encode(name, tensorRoot))."""
+        return state_entries(self.jg, self.state_roots(t))
+
+
+def state_entries(jg: JobGraph, roots: list[bytes]) -> list[bytes]:
+    return [keccak256(h + r) for h, r in zip(jg.config.state_names, roots, strict=True)]
 
 
 # -- honest challenger ------------------------------------------------------------------------
@@ -237,6 +256,10 @@ class Challenger:
             return self._pick_step(v)
         if v.phase == Phase.PICK_TRACE_SUBTREE:
             return self._pick_trace_subtree(v)
+        if v.phase == Phase.PICK_STATE_SUBTREE:
+            return self._pick_state_subtree(v)
+        if v.phase == Phase.PICK_NODE and v.state_walk:
+            return self._end_state_walk(v)
         if v.phase == Phase.PICK_NODE and v.node_roots is None:
             return self._end_trace_walk(v)
         if v.phase == Phase.PICK_NODE:
@@ -266,26 +289,47 @@ class Challenger:
         return None if i is None else pick_node(self.jg, roots, i)
 
     def _pick_trace_subtree(self, v: GameView) -> Move | None:
+        """The leftmost child that differs from its own trace tree; at the top, when the whole
+        trace agrees (its top does), S_{t+1}'s walk instead: a producer's entry contradicts the
+        disputed S_{t+1} (PROTOCOL §7.3)."""
         own = self.comp.trace_roots(v.global_step)
-        target = wrong_producer(own, self.jg, v)
         r = v.trace_rounds[-1]
-        child = pick_child(own, r, None if target is None else target[0])
+        child = pick_child(own, r)
+        if child is None and len(v.trace_rounds) == 1:
+            return self._pick_state_subtree(v)
         return None if child is None else Move("pickTraceSubtree", (child, r[2]))
+
+    def _own_state_entries(self, t: int) -> list[bytes]:
+        own = self.comp.trace_roots(t)
+        return state_entries(self.jg, [own[p] for p in self.jg.config.state_producers])
+
+    def _pick_state_subtree(self, v: GameView) -> Move | None:
+        mine = self._own_state_entries(v.global_step)
+        r = state_rounds(self.jg, v)[-1]
+        child = pick_child(mine, r, merkle.STATE_DOMAIN)
+        if child is None:
+            return None
+        return Move("pickStateSubtree", (child, r[2], _cfg(self.jg)))
 
     def _end_trace_walk(self, v: GameView) -> Move | None:
         """After the walk's last round (the entries `first` …): the first entry that differs
-        from its own, unless a wrong producer's entry comes first and agrees (proveProducer)."""
+        from its own."""
         own = self.comp.trace_roots(v.global_step)
         _, first, values = v.trace_rounds[-1]
-        known = walked_trace(self.comp, v)
         diffs = [first + j for j, x in enumerate(values) if first + j < len(own)
                  and x != own[first + j]]  # fmt: skip
-        target = wrong_producer(own, self.jg, v)
-        if diffs and (target is None or diffs[0] <= target[0]):
-            return pick_node(self.jg, known, diffs[0])
-        if target is None:
+        return pick_node(self.jg, walked_trace(self.comp, v), diffs[0]) if diffs else None
+
+    def _end_state_walk(self, v: GameView) -> Move | None:
+        """After S_{t+1}'s walk (the entries `first` …): the first entry that differs from its
+        own is one whose producer's (agreed) trace entry does not make it."""
+        mine = self._own_state_entries(v.global_step)
+        _, first, values = state_rounds(self.jg, v)[-1]
+        diffs = [first + j for j, x in enumerate(values) if first + j < len(mine)
+                 and x != mine[first + j]]  # fmt: skip
+        if not diffs:
             return None
-        return prove_producer(self.jg, v, known, target[1])
+        return prove_producer(self.comp, self.jg, v, diffs[0])
 
     def _pick_leaf(self, v: GameView) -> Move | None:
         mine = tensor_leaves(self.comp.node_output(v.global_step, v.node))
@@ -345,24 +389,26 @@ def walked_trace(comp: Computation, v: GameView) -> TraceRoots:
     return WalkedTrace(len(own), own, list(v.trace_rounds))
 
 
-def wrong_producer(own: list[bytes], jg: JobGraph, v: GameView) -> tuple[int, int] | None:
-    """(node, state tensor) of the first producer node whose S_{t+1} root, as the defender
-    posted it, is not the node's output in `own` (None when every posted root agrees)."""
-    posted = v.state_roots or []
-    wrong = [(p, i) for i, (p, r) in enumerate(zip(jg.config.state_producers, posted,
-                                                     strict=True)) if own[p] != r]  # fmt: skip
-    return min(wrong) if wrong else None
+def state_rounds(jg: JobGraph, v: GameView) -> list[Round]:
+    """The rounds of S_{t+1}'s walk as posted: the top (TraceRootPosted), then each
+    StateSubtreePosted."""
+    depth = merkle.depth_for(len(jg.config.state_names))
+    top = (depth - min(6, depth), 0, list(v.state_top or []))
+    return [top, *v.state_rounds]
 
 
-def prove_producer(jg: JobGraph, v: GameView, known: TraceRoots, state: int) -> Move:
-    """Opens producer `state`'s trace entry (as walked) and the S_{t+1} root posted for it."""
+def prove_producer(comp: Computation, jg: JobGraph, v: GameView, state: int) -> Move:
+    """Opens state tensor `state`'s config entry, its producer's trace entry (the trace is
+    agreed: its own) and the disputed S_{t+1}'s entry as the walk showed it."""
     node = jg.config.state_producers[state]
-    traced = known.value(node) if isinstance(known, WalkedTrace) else known[node]
-    posted = v.state_roots or []
-    entries = [keccak256(h + r) for h, r in zip(jg.config.state_names, posted, strict=True)]
-    trace_entry = _entry(traced, trace_siblings(known, node))
-    state_entry = _entry(posted[state], _list_siblings(merkle.STATE_DOMAIN, entries, state))
-    return Move("proveProducer", (state, trace_entry, state_entry, _cfg(jg)))
+    own = comp.trace_roots(v.global_step)
+    n = len(jg.config.state_names)
+    mine = state_entries(jg, [own[p] for p in jg.config.state_producers])
+    posted = WalkedTrace(n, mine, state_rounds(jg, v), merkle.STATE_DOMAIN)
+    trace_entry = _entry(own[node], trace_siblings(own, node))
+    state_entry = _entry(posted.value(state), posted.siblings(state))
+    return Move("proveProducer", (state, jg.config.state_entry(state), trace_entry, state_entry,
+                                  _cfg(jg)))  # fmt: skip
 
 
 def merkle_level(leaves: list[bytes], height: int) -> list[bytes]:

@@ -2,7 +2,9 @@
 nodes does not have its trace posted whole. The defender commits the trace root with the top
 of the trace list's tree (`postTraceRoot`), then posts, each round, the 2^m nodes m = min(6, h)
 levels below the subtree the challenger picked, the entries themselves (the nodes' output roots)
-in the last round, so that no move posts more than 64 hashes whatever the node count.
+in the last round, so that no move posts more than 64 hashes whatever the node count. The
+disputed S_{t+1}'s list is walked the same way (its top posted with the trace's) when the
+challenger agrees with the trace root: then a producer's entry contradicts S_{t+1}.
 
 The challenger then opens entries against the trace root it never saw whole: `WalkedTrace`
 holds every tree node the defender posted (and those they determine) and falls back on the
@@ -34,13 +36,16 @@ def walks(num_nodes: int) -> bool:
     return num_nodes > POST_NODES
 
 
-def tree_levels(values: list[bytes]) -> list[list[bytes]]:
-    """Every level of the padded tree over the trace list's leaves, the leaves first."""
-    leaves = merkle.list_leaves(merkle.TRACE_DOMAIN, values)
+def tree_levels(values: list[bytes], domain: bytes = merkle.TRACE_DOMAIN) -> list[list[bytes]]:
+    """Every level of the padded tree over a root list's leaves (the trace's by default, or
+    S_{t+1}'s under the state domain), the leaves first."""
+    leaves = merkle.list_leaves(domain, values)
     return [[row.tobytes() for row in level] for level in merkle.levels(leaves)]
 
 
-def next_round(values: list[bytes], height: int, index: int) -> Round:
+def next_round(
+    values: list[bytes], height: int, index: int, domain: bytes = merkle.TRACE_DOMAIN
+) -> Round:
     """The round the defender posts under its subtree `index` of height `height` (the whole
     tree at first): the nodes `stride(height)` levels down, or, at the leaves, the entries
     (zero past the node count)."""
@@ -49,20 +54,20 @@ def next_round(values: list[bytes], height: int, index: int) -> Round:
     if height == s:
         padded = [*values, *[ZERO] * ((first + (1 << s)) - len(values))]
         return 0, first, padded[first : first + (1 << s)]
-    level = tree_levels(values)[height - s]
+    level = tree_levels(values, domain)[height - s]
     return height - s, first, level[first : first + (1 << s)]
 
 
-def round_leaves(r: Round, n: int) -> list[bytes]:
+def round_leaves(r: Round, n: int, domain: bytes = merkle.TRACE_DOMAIN) -> list[bytes]:
     """The tree nodes a round stands for: itself, or for the entries their list leaves."""
     height, first, nodes = r
     if height > 0:
         return list(nodes)
-    return [_leaf(first + j, v) if first + j < n else ZERO for j, v in enumerate(nodes)]
+    return [_leaf(domain, first + j, v) if first + j < n else ZERO for j, v in enumerate(nodes)]
 
 
-def _leaf(i: int, value: bytes) -> bytes:
-    return keccak256(merkle.TRACE_DOMAIN + merkle.u256(i) + value)
+def _leaf(domain: bytes, i: int, value: bytes) -> bytes:
+    return keccak256(domain + merkle.u256(i) + value)
 
 
 @dataclass
@@ -74,6 +79,7 @@ class WalkedTrace:
     n: int
     own: list[bytes]
     rounds: list[Round]
+    domain: bytes = merkle.TRACE_DOMAIN
     _known: dict[tuple[int, int], bytes] = field(init=False, repr=False)
     _mine: list[list[bytes]] = field(init=False, repr=False)
 
@@ -81,7 +87,7 @@ class WalkedTrace:
         self._known = {}
         for r in self.rounds:
             height, first, _ = r
-            level = round_leaves(r, self.n)
+            level = round_leaves(r, self.n, self.domain)
             h, start = height, first
             while True:
                 for j, node in enumerate(level):
@@ -90,7 +96,7 @@ class WalkedTrace:
                     break
                 level = [keccak256(level[k] + level[k + 1]) for k in range(0, len(level), 2)]
                 h, start = h + 1, start // 2
-        self._mine = tree_levels(self.own)
+        self._mine = tree_levels(self.own, self.domain)
 
     def node(self, height: int, index: int) -> bytes:
         return self._known.get((height, index), self._mine[height][index])
@@ -127,18 +133,17 @@ def first_diff(mine: list[bytes], theirs: list[bytes]) -> int | None:
     return None
 
 
-def pick_child(own: list[bytes], r: Round, target: int | None) -> int | None:
-    """The honest challenger's pick among a posted round of internal nodes: the child holding
-    `target` (a producer node whose posted S_{t+1} root is wrong) when no child left of it
-    differs from its own tree, else the leftmost child that differs; None if none does and
-    there is no target under the round."""
+def pick_child(own: list[bytes], r: Round, domain: bytes = merkle.TRACE_DOMAIN) -> int | None:
+    """The honest challenger's pick among a posted round of internal nodes: the leftmost child
+    that differs from its own tree (None if none does)."""
     height, first, nodes = r
-    mine = tree_levels(own)[height][first : first + len(nodes)]
-    d = first_diff(mine, nodes)
-    span = 1 << height
-    t = None
-    if target is not None and first * span <= target < (first + len(nodes)) * span:
-        t = target // span - first
-    if t is not None and (d is None or t <= d):
-        return t
-    return d
+    if height == 0:  # the entries themselves (a list of up to 64 has them as its top)
+        padded = [*own, *[ZERO] * (first + len(nodes) - len(own))]
+        return first_diff(padded[first : first + len(nodes)], nodes)
+    mine = tree_levels(own, domain)[height][first : first + len(nodes)]
+    return first_diff(mine, nodes)
+
+
+def top_round(values: list[bytes], domain: bytes = merkle.TRACE_DOMAIN) -> Round:
+    """The first round of a walk: the top of the whole list's tree."""
+    return next_round(values, merkle.depth_for(len(values)), 0, domain)

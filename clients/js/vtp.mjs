@@ -16,6 +16,7 @@ export const DTYPE_U32 = 2;
 const TENSOR_DOMAIN = tag("vtp.tensor.v1");
 const STATE_DOMAIN = tag("vtp.state.v1");
 const GRAPH_DOMAIN = tag("vtp.graph.v1");
+const STATE_CONFIG_DOMAIN = tag("vtp.stateconfig.v1");
 const CHUNK_BYTES = 256; // 64 elements of 4 bytes
 
 // §7.2 operator codes of the version-1 step graph.
@@ -27,7 +28,7 @@ export const OPS = {
 const KIND_STATE = 1, KIND_NODE = 2, KIND_DATA_X = 3, KIND_DATA_Y = 4, KIND_BATCH = 5;
 const OPERAND_T = "tuple(uint8,uint32,bytes32,uint8,uint32,uint32)";
 const NODE_T = `tuple(uint8,uint8,uint32,uint32,uint256,${OPERAND_T}[])`;
-const CONFIG_T = "tuple(bytes32,uint32,uint32,uint64,uint256,bytes32[],uint32[])";
+const CONFIG_T = "tuple(bytes32,uint32,uint32,uint64,uint256,uint32,bytes32)";
 
 // ---------------------------------------------------------------- §5: the spec hash
 
@@ -232,14 +233,21 @@ export function disputeConfig(spec, numExamples) {
     GRAPH_DOMAIN,
     descs.map((d) => keccak256(coder.encode([NODE_T], [d]))),
   );
+  // The state list (§7.2): keccak256(abi.encode(keccak256(name), producer)) in state order.
+  const stateList = rootList(
+    STATE_CONFIG_DOMAIN,
+    names.map((name) =>
+      keccak256(coder.encode(["bytes32", "uint256"], [tag(name), indexOf.get(next[name])])),
+    ),
+  );
   const config = [
     graphRoot,
     descs.length,
     spec.batch,
     numExamples,
     BigInt(spec.seed),
-    names.map(tag),
-    names.map((name) => indexOf.get(next[name])),
+    names.length,
+    stateList,
   ];
   return { graphRoot, config, configHash: keccak256(coder.encode([CONFIG_T], [config])) };
 }

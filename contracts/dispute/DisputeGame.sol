@@ -13,7 +13,8 @@ import {
     DisputeConfig,
     Opening,
     Placement,
-    ProofContext
+    ProofContext,
+    StateConfigEntry
 } from "./lib/DisputeTypes.sol";
 import {Clocks} from "./lib/Clocks.sol";
 import {Positions} from "./lib/Positions.sol";
@@ -276,7 +277,13 @@ contract DisputeGame is DisputeGameBase, IDisputeArbiter, IDisputeGame {
     }
 
     /// @inheritdoc IDisputeGame
-    function postTrace(uint256, bytes32[] calldata, DisputeConfig calldata) external {
+    function postTrace(
+        uint256,
+        bytes32[] calldata,
+        bytes32[] calldata,
+        uint32[] calldata,
+        DisputeConfig calldata
+    ) external {
         _delegate();
     }
 
@@ -298,6 +305,18 @@ contract DisputeGame is DisputeGameBase, IDisputeArbiter, IDisputeGame {
     }
 
     /// @inheritdoc IDisputeGame
+    function pickStateSubtree(uint256, uint8, bytes32[] calldata, DisputeConfig calldata)
+        external
+    {
+        _delegate();
+    }
+
+    /// @inheritdoc IDisputeGame
+    function postStateSubtree(uint256, bytes32[] calldata, DisputeConfig calldata) external {
+        _delegate();
+    }
+
+    /// @inheritdoc IDisputeGame
     function pickNode(
         uint256,
         uint32,
@@ -314,6 +333,7 @@ contract DisputeGame is DisputeGameBase, IDisputeArbiter, IDisputeGame {
     function proveProducer(
         uint256,
         uint32,
+        StateConfigEntry calldata,
         ListEntry calldata,
         ListEntry calldata,
         DisputeConfig calldata
@@ -655,7 +675,7 @@ contract DisputeGame is DisputeGameBase, IDisputeArbiter, IDisputeGame {
             stateRoot: p.agreedRoot,
             traceRoot: p.traceRoot,
             datasetRoot: c.datasetRoot,
-            numState: cfg.stateNames.length,
+            numState: cfg.numState,
             numNodes: cfg.numNodes,
             node: p.node,
             step: _globalStep(c, p),

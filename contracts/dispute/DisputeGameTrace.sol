@@ -3,7 +3,7 @@ pragma solidity 0.8.37;
 
 import {IDisputeGame} from "./interfaces/IDisputeGame.sol";
 import {IOneStepProver} from "./interfaces/IOneStepProver.sol";
-import {Phase, DisputeConfig} from "./lib/DisputeTypes.sol";
+import {Phase, DisputeConfig, StateConfigEntry} from "./lib/DisputeTypes.sol";
 import {DisputeMerkle} from "./lib/DisputeMerkle.sol";
 import {Positions} from "./lib/Positions.sol";
 import {Walks} from "./lib/Walks.sol";
@@ -12,9 +12,10 @@ import {DisputeGameBase} from "./DisputeGameBase.sol";
 /// @title DisputeGameTrace — the trace phase of the dispute game (docs/PROTOCOL.md §7.3)
 /// @notice The moves from the disputed step's trace to its disputed node: `postTrace` (a trace
 ///         of up to `Walks.POST_LEAVES` nodes, posted whole), or for a larger one `postTraceRoot`
-///         and the walk down the trace list's tree (`pickTraceSubtree`, `postTraceSubtree`);
-///         then `pickNode`, or `proveProducer` when a node's trace entry is not the S_{t+1}
-///         tensor root the defender posted for it. Their documentation is `IDisputeGame`'s: the
+///         and the walk down the trace list's tree (`pickTraceSubtree`, `postTraceSubtree`) or
+///         down the disputed S_{t+1}'s list tree (`pickStateSubtree`, `postStateSubtree`);
+///         then `pickNode`, or `proveProducer` when a producer's trace entry is not the S_{t+1}
+///         entry the defender committed for its tensor. Their documentation is `IDisputeGame`'s: the
 ///         `DisputeGame` declares each of them and forwards the call here.
 /// @dev Runs only by DELEGATECALL from the DisputeGame that created it (`onlyDelegated`), on
 ///      that game's storage (the `DisputeGameBase` layout both inherit) and with the same manager
@@ -38,17 +39,24 @@ contract DisputeGameTrace is DisputeGameBase {
     }
 
     /// @dev `IDisputeGame.postTrace`, run as the game.
-    function postTrace(uint256 gameId, bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
-        external
-        onlyDelegated
-    {
+    function postTrace(
+        uint256 gameId,
+        bytes32[] calldata nodeRoots,
+        bytes32[] calldata names,
+        uint32[] calldata producers,
+        DisputeConfig calldata cfg
+    ) external onlyDelegated {
         (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
             _move(gameId, Phase.PostTrace);
         _checkConfig(c, cfg);
         uint256 n = cfg.numNodes;
         if (nodeRoots.length != n) revert IDisputeGame.LengthMismatch(n, nodeRoots.length);
-        bytes32[] memory stateRoots = _producerRoots(nodeRoots, cfg);
-        bytes32 assembled = _stateRoot(stateRoots, cfg.stateNames);
+        // INVARIANT: a trace of more than POST_LEAVES nodes is walked (postTraceRoot), so the
+        // state list rebuilt here is bounded by the small graphs this move takes.
+        if (n > Walks.POST_LEAVES) revert IDisputeGame.LengthMismatch(Walks.POST_LEAVES, n);
+        _checkStateList(cfg, names, producers);
+        bytes32[] memory stateRoots = _producerRoots(nodeRoots, producers);
+        bytes32 assembled = _stateRoot(stateRoots, names);
         if (assembled != p.disputedRoot) revert IDisputeGame.RootMismatch(p.disputedRoot, assembled);
         bytes32 traceRoot = DisputeMerkle.rootList(DisputeMerkle.TRACE_DOMAIN, nodeRoots);
         p.traceRoot = traceRoot;
@@ -60,7 +68,7 @@ contract DisputeGameTrace is DisputeGameBase {
     function postTraceRoot(
         uint256 gameId,
         bytes32[] calldata nodes,
-        bytes32[] calldata stateRoots,
+        bytes32[] calldata stateNodes,
         DisputeConfig calldata cfg
     ) external onlyDelegated {
         (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
@@ -70,12 +78,72 @@ contract DisputeGameTrace is DisputeGameBase {
         // INVARIANT: traces of up to POST_LEAVES nodes are posted whole (postTrace), so the
         // first round below never reaches the entries.
         if (n <= Walks.POST_LEAVES) revert IDisputeGame.NotAWalk(n);
-        bytes32 assembled = _stateRoot(stateRoots, cfg.stateNames);
-        if (assembled != p.disputedRoot) revert IDisputeGame.RootMismatch(p.disputedRoot, assembled);
+        _checkStateTop(p, stateNodes, cfg.numState);
         uint8 height = _startWalk(p, nodes, n);
         _advance(p, Phase.PickTraceSubtree);
-        emit IDisputeGame.TraceRootPosted(gameId, uint64(_globalStep(c, p)), p.traceRoot, stateRoots);
+        emit IDisputeGame.TraceRootPosted(gameId, uint64(_globalStep(c, p)), p.traceRoot, stateNodes);
         emit IDisputeGame.TraceSubtreePosted(gameId, height, 0, nodes);
+    }
+
+    /// @dev `IDisputeGame.pickStateSubtree`, run as the game.
+    function pickStateSubtree(
+        uint256 gameId,
+        uint8 child,
+        bytes32[] calldata nodes,
+        DisputeConfig calldata cfg
+    ) external onlyDelegated {
+        // The first pick of a walked trace may take S_{t+1}'s walk instead of the trace's,
+        // while the trace walk is still at its top (the trace tree's height).
+        bool first = _progress[gameId].phase == Phase.PickTraceSubtree;
+        (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
+            _move(gameId, first ? Phase.PickTraceSubtree : Phase.PickStateSubtree);
+        _checkConfig(c, cfg);
+        uint256 height = p.walkHeight;
+        uint256 index = 0;
+        if (first) {
+            if (height != Positions.depth(p.traceNodes)) {
+                revert IDisputeGame.WrongPhase(gameId, Phase.PickStateSubtree, Phase.PickTraceSubtree);
+            }
+            height = _checkStateTop(p, nodes, cfg.numState);
+        } else {
+            bytes32 root = Walks.rootOf(nodes);
+            if (root != p.walkRoot) revert IDisputeGame.RootMismatch(p.walkRoot, root);
+            index = p.walkIndex;
+        }
+        uint256 stride = Walks.stride(height);
+        uint256 width = uint256(1) << stride;
+        if (nodes.length != width) revert IDisputeGame.LengthMismatch(width, nodes.length);
+        if (child >= width) revert IDisputeGame.IndexOutOfRange(child, width);
+        uint64 picked = uint64((index << stride) + child);
+        bytes32 node = nodes[child];
+        p.walkRoot = node;
+        p.walkIndex = picked;
+        p.walkHeight = uint8(height - stride);
+        // A pick among entries (a list of up to 64, whose top they are) ends the walk.
+        _advance(p, height == stride ? Phase.PickNode : Phase.PostStateSubtree);
+        emit IDisputeGame.StateSubtreePicked(gameId, uint8(height - stride), picked, node);
+    }
+
+    /// @dev `IDisputeGame.postStateSubtree`, run as the game.
+    function postStateSubtree(uint256 gameId, bytes32[] calldata nodes, DisputeConfig calldata cfg)
+        external
+        onlyDelegated
+    {
+        (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
+            _move(gameId, Phase.PostStateSubtree);
+        _checkConfig(c, cfg);
+        uint256 height = p.walkHeight;
+        uint256 stride = Walks.stride(height);
+        uint256 width = uint256(1) << stride;
+        if (nodes.length != width) revert IDisputeGame.LengthMismatch(width, nodes.length);
+        uint256 first = uint256(p.walkIndex) << stride;
+        bool entries = height == stride;
+        bytes32 root = entries
+            ? Walks.entriesRoot(DisputeMerkle.STATE_DOMAIN, nodes, first, cfg.numState)
+            : Walks.rootOf(nodes);
+        if (root != p.walkRoot) revert IDisputeGame.RootMismatch(p.walkRoot, root);
+        _advance(p, entries ? Phase.PickNode : Phase.PickStateSubtree);
+        emit IDisputeGame.StateSubtreePosted(gameId, uint8(height - stride), uint64(first), nodes);
     }
 
     /// @dev `IDisputeGame.pickTraceSubtree`, run as the game.
@@ -150,6 +218,7 @@ contract DisputeGameTrace is DisputeGameBase {
     function proveProducer(
         uint256 gameId,
         uint32 state,
+        StateConfigEntry calldata entry,
         IDisputeGame.ListEntry calldata traceEntry,
         IDisputeGame.ListEntry calldata stateEntry,
         DisputeConfig calldata cfg
@@ -157,13 +226,14 @@ contract DisputeGameTrace is DisputeGameBase {
         (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
             _move(gameId, Phase.PickNode);
         _checkConfig(c, cfg);
-        uint32 node = _producer(cfg, state);
+        _checkConfigEntry(cfg, state, entry);
+        uint32 node = entry.producer;
         _checkTraceEntry(p, cfg.numNodes, node, traceEntry.value, traceEntry.proof);
-        _checkStateEntry(p, cfg, state, stateEntry);
+        _checkStateEntry(p, cfg.numState, state, stateEntry);
         bytes32 traced = traceEntry.value;
         bytes32 posted = stateEntry.value;
         emit IDisputeGame.ProducerProved(gameId, state, node, traced, posted);
-        _resolve(gameId, c, p, traced != posted, false);
+        _resolve(gameId, c, p, DisputeMerkle.stateEntry(entry.name, traced) != posted, false);
     }
 
     // =========================================================================== internals
@@ -186,13 +256,55 @@ contract DisputeGameTrace is DisputeGameBase {
         return uint8(height - stride);
     }
 
-    /// @dev The node producing state tensor `state` (checked index and producer count).
-    function _producer(DisputeConfig calldata cfg, uint32 state) internal pure returns (uint32) {
-        uint256 numState = cfg.stateNames.length;
-        if (state >= numState) revert IDisputeGame.IndexOutOfRange(state, numState);
-        uint256 producers = cfg.stateProducers.length;
-        if (producers != numState) revert IDisputeGame.LengthMismatch(numState, producers);
-        return cfg.stateProducers[state];
+    /// @dev `stateNodes` are the top of the disputed S_{t+1}'s list tree (of `numState`
+    ///      entries): 2^m nodes, m = min(6, h), h its height (the entries themselves when
+    ///      h <= 6), hashing with the count to the disputed root. Returns h.
+    function _checkStateTop(
+        IDisputeGame.GameProgress storage p,
+        bytes32[] calldata stateNodes,
+        uint256 numState
+    ) internal view returns (uint256 height) {
+        height = Positions.depth(numState);
+        uint256 width = uint256(1) << Walks.stride(height);
+        if (stateNodes.length != width) revert IDisputeGame.LengthMismatch(width, stateNodes.length);
+        // A list of up to 64 entries has them as its top.
+        bytes32 root = height <= Walks.STRIDE
+            ? Walks.entriesRoot(DisputeMerkle.STATE_DOMAIN, stateNodes, 0, numState)
+            : Walks.rootOf(stateNodes);
+        bytes32 commit = DisputeMerkle.listCommit(DisputeMerkle.STATE_DOMAIN, numState, root);
+        if (commit != p.disputedRoot) revert IDisputeGame.RootMismatch(p.disputedRoot, commit);
+    }
+
+    /// @dev `names` and `producers` are the config's whole state list.
+    function _checkStateList(
+        DisputeConfig calldata cfg,
+        bytes32[] calldata names,
+        uint32[] calldata producers
+    ) internal pure {
+        uint256 n = cfg.numState;
+        if (names.length != n) revert IDisputeGame.LengthMismatch(n, names.length);
+        if (producers.length != n) revert IDisputeGame.LengthMismatch(n, producers.length);
+        bytes32[] memory entries = new bytes32[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            entries[i] = DisputeMerkle.stateConfigEntry(names[i], producers[i]);
+        }
+        bytes32 list = DisputeMerkle.rootList(DisputeMerkle.STATE_CONFIG_DOMAIN, entries);
+        if (list != cfg.stateList) revert IDisputeGame.RootMismatch(cfg.stateList, list);
+    }
+
+    /// @dev `e` is entry `state` of the config's state list.
+    function _checkConfigEntry(
+        DisputeConfig calldata cfg,
+        uint256 state,
+        StateConfigEntry calldata e
+    ) internal pure {
+        uint256 n = cfg.numState;
+        if (state >= n) revert IDisputeGame.IndexOutOfRange(state, n);
+        bytes32 value = DisputeMerkle.stateConfigEntry(e.name, e.producer);
+        bytes32 dom = DisputeMerkle.STATE_CONFIG_DOMAIN;
+        if (!DisputeMerkle.verifyListEntry(cfg.stateList, dom, n, state, value, e.proof)) {
+            revert IDisputeGame.InvalidProof("config.state");
+        }
     }
 
     function _checkTraceEntry(
@@ -208,18 +320,15 @@ contract DisputeGameTrace is DisputeGameBase {
         }
     }
 
-    /// @dev `e.value` is the tensor root of entry `state` of the disputed S_{t+1} (its state
-    ///      entry, under the tensor's name, opened against the disputed root).
+    /// @dev `e.value` is entry `state` of the disputed S_{t+1}'s list (of `n` entries).
     function _checkStateEntry(
         IDisputeGame.GameProgress storage p,
-        DisputeConfig calldata cfg,
+        uint256 n,
         uint256 state,
         IDisputeGame.ListEntry calldata e
     ) internal view {
-        bytes32 entry = DisputeMerkle.stateEntry(cfg.stateNames[state], e.value);
         bytes32 dom = DisputeMerkle.STATE_DOMAIN;
-        uint256 n = cfg.stateNames.length;
-        if (!DisputeMerkle.verifyListEntry(p.disputedRoot, dom, n, state, entry, e.proof)) {
+        if (!DisputeMerkle.verifyListEntry(p.disputedRoot, dom, n, state, e.value, e.proof)) {
             revert IDisputeGame.InvalidProof("state.tensor");
         }
     }
@@ -238,17 +347,15 @@ contract DisputeGameTrace is DisputeGameBase {
     }
 
     /// @dev The trace entries of the nodes producing S_{t+1}'s tensors, in state order.
-    function _producerRoots(bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
+    function _producerRoots(bytes32[] calldata nodeRoots, uint32[] calldata producers)
         internal
         pure
         returns (bytes32[] memory roots)
     {
-        uint256 n = cfg.stateNames.length;
-        uint256 producers = cfg.stateProducers.length;
-        if (producers != n) revert IDisputeGame.LengthMismatch(n, producers);
+        uint256 n = producers.length;
         roots = new bytes32[](n);
         for (uint256 i = 0; i < n; ++i) {
-            uint256 producer = cfg.stateProducers[i];
+            uint256 producer = producers[i];
             if (producer >= nodeRoots.length) {
                 revert IDisputeGame.IndexOutOfRange(producer, nodeRoots.length);
             }

@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.37;
 
-import {Clock, Phase, Side, DisputeConfig, Opening, Placement} from "../lib/DisputeTypes.sol";
+import {
+    Clock,
+    Phase,
+    Side,
+    DisputeConfig,
+    Opening,
+    Placement,
+    StateConfigEntry
+} from "../lib/DisputeTypes.sol";
 
 /// @title IDisputeGame — the moves, errors, events and views of the dispute game
 /// @notice Rules in docs/PROTOCOL.md §7. A game disputes a claim "from state root A at step t0,
@@ -93,21 +101,29 @@ interface IDisputeGame {
     /// @notice The defender posted the op trace (node output roots) of the disputed step.
     event TracePosted(uint256 indexed gameId, uint64 globalStep, bytes32 traceRoot, bytes32[] roots);
     /// @notice The defender of a step whose trace has more than Walks.POST_LEAVES nodes committed
-    ///         its trace root and posted the tensor roots of S_{t+1} (`stateRoots`, in state
-    ///         order), which assemble to the disputed state root; the walk down the trace list's
-    ///         tree starts (its first round is the `TraceSubtreePosted` that follows).
+    ///         its trace root and posted the top of the disputed S_{t+1}'s list tree
+    ///         (`stateNodes`: the 2^m nodes m = min(6, h) levels below its root); the walk down
+    ///         the trace list's tree starts (its first round is the `TraceSubtreePosted` that
+    ///         follows), or the challenger walks S_{t+1}'s list instead (`pickStateSubtree`).
     event TraceRootPosted(
-        uint256 indexed gameId, uint64 globalStep, bytes32 traceRoot, bytes32[] stateRoots
+        uint256 indexed gameId, uint64 globalStep, bytes32 traceRoot, bytes32[] stateNodes
     );
+    /// @notice The defender posted the 2^m nodes `height` levels above the leaves of the disputed
+    ///         S_{t+1}'s list tree under the picked subtree, the first node `index`; at height 0
+    ///         the list's entries (keccak256(abi.encode(keccak256(name), tensorRoot))).
+    event StateSubtreePosted(uint256 indexed gameId, uint8 height, uint64 index, bytes32[] nodes);
+    /// @notice The challenger named node `index` at `height` of S_{t+1}'s list tree.
+    event StateSubtreePicked(uint256 indexed gameId, uint8 height, uint64 index, bytes32 root);
     /// @notice The defender posted the 2^m nodes `height` levels above the trace list's leaves
     ///         under the disputed subtree, the first of them node `index` of that height; at
     ///         height 0 the entries themselves (node output roots `index` …, zero past the end).
     event TraceSubtreePosted(uint256 indexed gameId, uint8 height, uint64 index, bytes32[] nodes);
     /// @notice The challenger named node `index` at `height` of the trace list's tree, hash `root`.
     event TraceSubtreePicked(uint256 indexed gameId, uint8 height, uint64 index, bytes32 root);
-    /// @notice The challenger opened node `node`'s trace entry (`traced`) and the root the
-    ///         defender posted for state tensor `state`, which that node produces (`posted`); the
-    ///         challenger won iff they differ.
+    /// @notice The challenger opened node `node`'s trace entry (`traced`) and the disputed
+    ///         S_{t+1}'s entry of state tensor `state`, which that node produces (`posted`:
+    ///         keccak256(abi.encode(keccak256(name), tensorRoot))); the challenger won iff
+    ///         `posted` is not the entry of `traced`.
     event ProducerProved(
         uint256 indexed gameId, uint32 state, uint32 node, bytes32 traced, bytes32 posted
     );
@@ -264,21 +280,48 @@ interface IDisputeGame {
         ListEntry calldata after_
     ) external;
 
-    function postTrace(uint256 gameId, bytes32[] calldata nodeRoots, DisputeConfig calldata cfg)
-        external;
+    /// @notice The whole trace (every node's output root) of a step graph of up to
+    ///         `Walks.POST_LEAVES` nodes, with the config's state list (`names`, `producers`, in
+    ///         state order: they must make `cfg.stateList`); S_{t+1} assembled from the producers'
+    ///         entries must be the disputed root.
+    function postTrace(
+        uint256 gameId,
+        bytes32[] calldata nodeRoots,
+        bytes32[] calldata names,
+        uint32[] calldata producers,
+        DisputeConfig calldata cfg
+    ) external;
 
     /// @notice Instead of `postTrace` (phase PostTrace), for a step graph of more than
-    ///         `Walks.POST_LEAVES` nodes: the tensor roots of S_{t+1} in state order
-    ///         (`stateRoots`, which must assemble to the disputed root) and the 2^m nodes
-    ///         m = min(6, h) levels below the root of the trace list's tree of height
-    ///         h = ceil(log2 numNodes), whose root with the node count is the trace root. No move
-    ///         of the walk posts more than 64 hashes, whatever the node count (PROTOCOL §7.3).
+    ///         `Walks.POST_LEAVES` nodes: the 2^m nodes m = min(6, h) levels below the root of
+    ///         the trace list's tree of height h = ceil(log2 numNodes), whose root with the node
+    ///         count is the trace root, and the same top of the disputed S_{t+1}'s list tree
+    ///         (`stateNodes`, which with `cfg.numState` must make the disputed root). No move of
+    ///         either walk posts more than 64 hashes, whatever the node or state count
+    ///         (PROTOCOL §7.3).
     function postTraceRoot(
         uint256 gameId,
         bytes32[] calldata nodes,
-        bytes32[] calldata stateRoots,
+        bytes32[] calldata stateNodes,
         DisputeConfig calldata cfg
     ) external;
+
+    /// @notice Instead of `pickTraceSubtree`, as the first pick after `postTraceRoot`, or after
+    ///         a `postStateSubtree`: names one of the S_{t+1} list tree's nodes the defender
+    ///         posted last (`nodes`, resubmitted, checked against that subtree's root), the walk
+    ///         the challenger takes when it agrees with the trace root (PROTOCOL §7.3).
+    function pickStateSubtree(
+        uint256 gameId,
+        uint8 child,
+        bytes32[] calldata nodes,
+        DisputeConfig calldata cfg
+    ) external;
+
+    /// @notice The 2^m nodes m = min(6, h) levels below the picked S_{t+1} subtree of height h;
+    ///         when m = h, the list's entries themselves (past the state count: padding), after
+    ///         which the challenger proves a producer wrong (`proveProducer`).
+    function postStateSubtree(uint256 gameId, bytes32[] calldata nodes, DisputeConfig calldata cfg)
+        external;
 
     /// @notice Names the first disputed of the trace nodes the defender posted last (`nodes`,
     ///         resubmitted, checked against the disputed subtree's root).
@@ -290,13 +333,16 @@ interface IDisputeGame {
     ///         a producer wrong (`proveProducer`).
     function postTraceSubtree(uint256 gameId, bytes32[] calldata nodes) external;
 
-    /// @notice Instead of `pickNode` (phase PickNode): decisive. Opens the trace entry of the
-    ///         node producing state tensor `state` (`traceEntry`, against the trace root) and the
-    ///         tensor root of S_{t+1} the defender posted for it (`stateEntry.value`, its state
-    ///         entry against the disputed root); the challenger wins iff they differ.
+    /// @notice Instead of `pickNode` (phase PickNode): decisive. Opens state tensor `state`'s
+    ///         config entry (`entry`: its name hash and producer, against `cfg.stateList`), the
+    ///         producer's trace entry (`traceEntry`, against the trace root) and the disputed
+    ///         S_{t+1}'s entry `state` (`stateEntry.value`: keccak256(abi.encode(name,
+    ///         tensorRoot)), against the disputed root); the challenger wins iff that entry is not
+    ///         the one the traced root makes.
     function proveProducer(
         uint256 gameId,
         uint32 state,
+        StateConfigEntry calldata entry,
         ListEntry calldata traceEntry,
         ListEntry calldata stateEntry,
         DisputeConfig calldata cfg

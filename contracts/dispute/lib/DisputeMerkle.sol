@@ -5,7 +5,8 @@ import {Positions} from "./Positions.sol";
 
 /// @title DisputeMerkle — the PROTOCOL §3 commitments a dispute game builds and opens
 /// @notice Root lists (build from values, verify one entry), tensor roots and leaf paths.
-///         Domains are those of PROTOCOL §3 plus the two of §7 (`STEPS`, `GRAPH`).
+///         Domains are those of PROTOCOL §3 plus the three of §7 (`STEPS`, `GRAPH`,
+///         `STATE_CONFIG`).
 library DisputeMerkle {
     bytes32 internal constant TENSOR_DOMAIN = keccak256("vtp.tensor.v1");
     bytes32 internal constant STATE_DOMAIN = keccak256("vtp.state.v1");
@@ -14,6 +15,7 @@ library DisputeMerkle {
     bytes32 internal constant DATASET_DOMAIN = keccak256("vtp.dataset.v1");
     bytes32 internal constant STEPS_DOMAIN = keccak256("vtp.steps.v1");
     bytes32 internal constant GRAPH_DOMAIN = keccak256("vtp.graph.v1");
+    bytes32 internal constant STATE_CONFIG_DOMAIN = keccak256("vtp.stateconfig.v1");
 
     /// @notice keccak256(a ‖ b) in scratch space.
     function hashPair(bytes32 a, bytes32 b) internal pure returns (bytes32 h) {
@@ -127,6 +129,11 @@ library DisputeMerkle {
         returns (bytes32)
     {
         return keccak256(abi.encode(TENSOR_DOMAIN, dtype, rows, cols, dataRoot));
+    }
+
+    /// @notice Entry of the dispute config's state list: tensor `nameHash`, produced by `node`.
+    function stateConfigEntry(bytes32 nameHash, uint256 node) internal pure returns (bytes32) {
+        return hashPair(nameHash, bytes32(node)); // keccak256(abi.encode(nameHash, node))
     }
 
     /// @notice State-list value of tensor `nameHash` with root `root`.

@@ -14,9 +14,11 @@ enum Phase {
     OpenSegment, //     defender lists the state roots of every step of the segment
     PickStep, //        challenger names the first disputed step of the segment
     PostTrace, //       defender posts the op-trace (every node's output root) of that step, or
-    //                  for a large trace its root, S_{t+1}'s tensor roots and the tree's top
+    //                  for a large trace the tops of its list tree and of S_{t+1}'s
     PickTraceSubtree, // challenger names a node of the posted level of the trace list's tree
     PostTraceSubtree, // defender posts the level below it (the entries themselves, at last)
+    PickStateSubtree, // challenger names a node of the posted level of S_{t+1}'s list tree
+    PostStateSubtree, // defender posts the level below it (S_{t+1}'s entries, at last)
     PickNode, //        challenger names the first disputed node of the trace (or a producer)
     PostLeaves, //      defender posts the leaf hashes of that node's output tensor
     PickLeaf, //        challenger names the first disputed leaf (256-byte chunk)
@@ -55,16 +57,28 @@ struct Placement {
 /// @param batchSize      B, examples per step.
 /// @param numExamples    N, training examples in the dataset.
 /// @param seed           The batch-schedule seed of PROTOCOL §4.
-/// @param stateNames     keccak256(name) of every state tensor, in state order.
-/// @param stateProducers For each state tensor, the node whose output is its value after a step.
+/// @param numState       Number of state tensors.
+/// @param stateList      Root list (domain keccak256("vtp.stateconfig.v1")) of
+///                       keccak256(abi.encode(keccak256(name), producer)) over the state tensors
+///                       in state order, `producer` the node whose output is the tensor's value
+///                       after a step: the config stays one fixed-size struct whatever the
+///                       state's size, and a move opens the entries it needs (PROTOCOL §7.2).
 struct DisputeConfig {
     bytes32 graphRoot;
     uint32 numNodes;
     uint32 batchSize;
     uint64 numExamples;
     uint256 seed;
-    bytes32[] stateNames;
-    uint32[] stateProducers;
+    uint32 numState;
+    bytes32 stateList;
+}
+
+/// @notice One state tensor's config entry: its name hash and producer node, opened against
+///         `DisputeConfig.stateList` (`proof`: the list proof's siblings).
+struct StateConfigEntry {
+    bytes32 name;
+    uint32 producer;
+    bytes32[] proof;
 }
 
 /// @notice One input of a node: where its tensor comes from and its header.

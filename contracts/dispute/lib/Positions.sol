@@ -21,7 +21,8 @@ library Positions {
         if (phase == Phase.None || phase == Phase.Resolved) return Side.None;
         if (
             phase == Phase.PostCheckpoints || phase == Phase.OpenSegment || phase == Phase.PostTrace
-                || phase == Phase.PostTraceSubtree || phase == Phase.PostLeaves
+                || phase == Phase.PostTraceSubtree || phase == Phase.PostStateSubtree
+                || phase == Phase.PostLeaves
                 || phase == Phase.RevealChunk || phase == Phase.PostAccumulators
         ) return Side.Defender;
         return Side.Challenger;
