@@ -214,6 +214,8 @@ def _silent_party_loses(dep, chain, job, data):
             Phase.PICK_STEP,
             Phase.PICK_TRACE_SUBTREE,
             Phase.POST_TRACE_SUBTREE,
+            Phase.PICK_STATE_SUBTREE,
+            Phase.POST_STATE_SUBTREE,
             Phase.PICK_LEAF,
             Phase.POST_ACCUMULATORS,
             Phase.PICK_ACCUMULATORS,

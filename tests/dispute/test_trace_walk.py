@@ -32,7 +32,6 @@ from agents.dispute.player import (
     Defender,
     Move,
     prove_producer,
-    walked_trace,
 )
 from agents.dispute.trace_walk import WalkedTrace, next_round, pick_child
 from agents.training import merkle
@@ -103,7 +102,8 @@ def test_a_trace_walk_reaches_the_first_wrong_node(fresh, cnn):
     v = play_to(fresh, gid, Phase.PICK_TRACE_SUBTREE, d, c)
     # 314 nodes: a tree of height 9, first round 64 nodes at height 3, then 8 entries
     assert [(h, i, len(n)) for h, i, n in v.trace_rounds] == [(3, 0, 64)]
-    assert len(v.state_roots) == len(jg.config.state_names)
+    # the top of S_{t+1}'s list tree: its 20 entries (padded to 32), as it holds up to 64
+    assert len(jg.config.state_names) == 20 and len(v.state_top) == 32
     v = play_to(fresh, gid, Phase.PICK_NODE, d, c)
     assert [(h, i, len(n)) for h, i, n in v.trace_rounds][1:] == [(0, node // 8 * 8, 8)]
     move = c.next_move(v)
@@ -122,7 +122,9 @@ def test_a_producer_root_not_in_the_trace_loses(fresh, cnn):
         from_block=0, argument_filters={"gameId": gid}
     )
     args = proved[0]["args"]
-    assert args["traced"] != args["posted"] and args["node"] == cnn[1].config.state_producers[0]
+    cfg = cnn[1].config
+    assert args["node"] == cfg.state_producers[0]
+    assert args["posted"] != keccak256(cfg.state_names[0] + args["traced"])
 
 
 def test_proveProducer_ofATrueProducer_loses(fresh, cnn):
@@ -132,23 +134,23 @@ def test_proveProducer_ofATrueProducer_loses(fresh, cnn):
     gid = open_game(fresh, _Handle(job, jg), honest, honest)
     liar = LyingChallenger(honest, jg, seed=3)
     v = play_to(fresh, gid, Phase.PICK_NODE, Defender(honest, jg), liar)
-    fresh.challenger.play(prove_producer(jg, v, walked_trace(honest, v), 0), gid)
+    fresh.challenger.play(prove_producer(honest, jg, v, 0), gid)
     p = fresh.defender.read_struct("progressOf", gid)
     assert p["phase"] == Phase.RESOLVED and p["winner"] == 1
 
 
-def test_postTraceRoot_wrongCountOrWrongStateRoots_reverts(fresh, cnn):
+def test_postTraceRoot_wrongCountOrWrongStateTop_reverts(fresh, cnn):
     gid, d, c = _walk(fresh, cnn, 150)
     v = play_to(fresh, gid, Phase.POST_TRACE, d, c)
-    top, state_roots, cfg = d.next_move(v).args
+    top, state_top, cfg = d.next_move(v).args
     with reverts(fresh.game, "LengthMismatch", expected=64, actual=63):
-        fresh.defender.play(Move("postTraceRoot", (top[:63], state_roots, cfg)), gid)
-    with reverts(fresh.game, "LengthMismatch", actual=len(state_roots) - 1):
-        fresh.defender.play(Move("postTraceRoot", (top, state_roots[1:], cfg)), gid)
-    swapped = [state_roots[1], state_roots[0], *state_roots[2:]]
+        fresh.defender.play(Move("postTraceRoot", (top[:63], state_top, cfg)), gid)
+    with reverts(fresh.game, "LengthMismatch", expected=32, actual=31):
+        fresh.defender.play(Move("postTraceRoot", (top, state_top[1:], cfg)), gid)
+    swapped = [state_top[1], state_top[0], *state_top[2:]]
     with reverts(fresh.game, "RootMismatch", expected=v.step_roots[-1]):
         fresh.defender.play(Move("postTraceRoot", (top, swapped, cfg)), gid)
-    fresh.defender.play(Move("postTraceRoot", (top, state_roots, cfg)), gid)
+    fresh.defender.play(Move("postTraceRoot", (top, state_top, cfg)), gid)
     p = fresh.defender.read_struct("progressOf", gid)
     assert (p["walkHeight"], p["walkIndex"], p["traceNodes"]) == (9, 0, 314)
 
@@ -183,16 +185,23 @@ def test_postTraceSubtree_wrongEntriesOrCount_reverts(fresh, cnn):
 def test_proveProducer_badIndexOrOpening_reverts(fresh, cnn):
     gid, d, c, state = _producer_game(fresh, cnn)
     v = play_to(fresh, gid, Phase.PICK_NODE, d, c)
-    _, trace_entry, state_entry, cfg = c.next_move(v).args
+    _, entry, trace_entry, state_entry, cfg = c.next_move(v).args
     n = len(cnn[1].config.state_names)
     with reverts(fresh.game, "IndexOutOfRange", index=n, bound=n):
-        fresh.challenger.play(Move("proveProducer", (n, trace_entry, state_entry, cfg)), gid)
+        fresh.challenger.play(
+            Move("proveProducer", (n, entry, trace_entry, state_entry, cfg)), gid
+        )
+    other = (entry[0], entry[1] + 1, entry[2])  # another producer than the config names
+    with reverts(fresh.game, "InvalidProof", what=what("config.state")):
+        fresh.challenger.play(
+            Move("proveProducer", (state, other, trace_entry, state_entry, cfg)), gid
+        )
     wrong = (bytes(32), trace_entry[1])
     with reverts(fresh.game, "InvalidProof", what=what("trace.node")):
-        fresh.challenger.play(Move("proveProducer", (state, wrong, state_entry, cfg)), gid)
+        fresh.challenger.play(Move("proveProducer", (state, entry, wrong, state_entry, cfg)), gid)
     wrong = (state_entry[0], state_entry[1][:-1])
     with reverts(fresh.game, "InvalidProof", what=what("state.tensor")):
-        fresh.challenger.play(Move("proveProducer", (state, trace_entry, wrong, cfg)), gid)
+        fresh.challenger.play(Move("proveProducer", (state, entry, trace_entry, wrong, cfg)), gid)
 
 
 def test_disputeGameTrace_calledDirectly_notDelegated(v3dep):
@@ -203,27 +212,26 @@ def test_disputeGameTrace_calledDirectly_notDelegated(v3dep):
         GameClient(dep.w3, trace, dep.keys[1]).transact("postTraceSubtree", 1, [bytes(32)])
 
 
-@pytest.mark.parametrize("n", [65, 314, 1204, 5200])
-def test_walkedTrace_opensEveryEntryUpToTheFirstWrongOne(n):
+@pytest.mark.parametrize("domain", [merkle.TRACE_DOMAIN, merkle.STATE_DOMAIN])
+@pytest.mark.parametrize("n", [12, 65, 314, 1204, 5200])
+def test_walkedTrace_opensEveryEntryUpToTheFirstWrongOne(n, domain):
     """Without a chain: the honest picks (pick_child) reach the first wrong entry x in
     ⌈⌈log2 n⌉ / 6⌉ rounds, and the list proof of every entry up to x, built from the posted
-    rounds and the challenger's own trace, is the one of the defender's whole list; a target
-    producer left of x is reached instead."""
+    rounds and the challenger's own list, is the one of the defender's whole list: for a trace
+    and for S_{t+1}'s list (a list of up to 64 has its entries as its top)."""
     rng = random.Random(n)
     own = [keccak256(b"vtp.test.%d" % i) for i in range(n)]
-    for x, target in [(rng.randrange(n), None), (n - 1, None), (n - 1, rng.randrange(n - 1))]:
+    for x in [rng.randrange(n), n - 1, 0]:
         theirs = own[:x] + [keccak256(b"wrong.%d" % i) for i in range(x, n)]
-        rounds = [next_round(theirs, merkle.depth_for(n), 0)]
-        index = 0
+        rounds = [next_round(theirs, merkle.depth_for(n), 0, domain)]
         while rounds[-1][0] > 0:
             height, first, _ = rounds[-1]
-            index = first + pick_child(own, rounds[-1], target)
-            rounds.append(next_round(theirs, height, index))
+            rounds.append(next_round(theirs, height, first + pick_child(own, rounds[-1], domain),
+                                     domain))  # fmt: skip
         _, first, values = rounds[-1]
-        end = x if target is None else target
-        assert first <= end < first + len(values)
-        assert len(rounds) == -(-merkle.depth_for(n) // 6)
-        known = WalkedTrace(n, own, rounds)
-        for i in {0, end, *(rng.randrange(end + 1) for _ in range(20))}:
-            assert known.siblings(i) == merkle.list_proof(merkle.TRACE_DOMAIN, theirs, i).siblings
+        assert first + pick_child(own, rounds[-1], domain) == x
+        assert len(rounds) == max(1, -(-merkle.depth_for(n) // 6))
+        known = WalkedTrace(n, own, rounds, domain)
+        for i in {0, x, *(rng.randrange(x + 1) for _ in range(20))}:
+            assert known.siblings(i) == merkle.list_proof(domain, theirs, i).siblings
             assert known.value(i) == theirs[i]
