@@ -47,16 +47,26 @@ JOBS = {
     "cnn": ("digits_cnn.py:make_model", "sklearn-digits/train", "16"),
     "gpt": ("char_gpt.py:make_model", "shakespeare-char/train", "16"),
 }
+# A 12-layer GPT (d = 256): one game, a cheat at a middle step and in a middle layer.
+DEEP = ("char_gpt.py:make_deep", "shakespeare-char/train", "2")
 PER_OP = 4
 # the moves from the trace root to the disputed node (PROTOCOL §7.3)
-TRACE_WALK = ("postTraceRoot", "pickTraceSubtree", "postTraceSubtree", "pickNode", "proveProducer")
+TRACE_WALK = (
+    "postTraceRoot",
+    "pickTraceSubtree",
+    "postTraceSubtree",
+    "pickStateSubtree",
+    "postStateSubtree",
+    "pickNode",
+    "proveProducer",
+)
 
 
 def build(tmp: Path, name: str, batch: str | None = None, steps: int = 2):
     """(job, S_0) of an example model (batch 16 as its docstring builds it, or `batch`)."""
     from agents.cli_job import load_job
 
-    model, dataset, default_batch = JOBS[name]
+    model, dataset, default_batch = DEEP if name == "deep" else JOBS[name]
     batch = batch or default_batch
     out = tmp / f"{name}-{batch}.json"
     subprocess.run(
@@ -147,6 +157,39 @@ def games(dep, name: str, tmp: Path) -> dict:
     return out
 
 
+def deep_game(dep, tmp: Path) -> dict:
+    """The 12-layer GPT: a cheater flips one element of the first matmul of layer 6 (of 0 … 11)
+    at step 2 of 4 (checkpoints every 2), played to the end against the honest challenger."""
+    from agents.adversaries.faults import Fault, FaultyModelComputation
+    from agents.dispute.client import run_game
+    from agents.dispute.player import Challenger, Defender
+
+    steps, every = 4, 2
+    job, st = build(tmp, "deep", steps=steps)
+    jg = model_job_graph(job)
+    honest = ModelComputation(job, jg, st, steps, every)
+    matmuls = [i for i, n in enumerate(jg.graph.nodes) if n.op == "matmul"]
+    node = matmuls[6 * 6]  # forward matmuls: 6 per block (qkv, q·k, ·v, proj, fc, fc2)
+    fault = Fault("element", 2, node, 5, 1 << 30)
+    cheat = FaultyModelComputation(job, jg, st, steps, every, fault=fault)
+    assert cheat.final_root() != honest.final_root()
+    gid = open_game(dep, _Handle(job, jg), cheat, honest)
+    started = time.monotonic()
+    rec = run_game(gid, (Defender(cheat, jg), dep.defender),
+                   (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
+    fn, gas = max(rec.moves, key=lambda m: m[1])
+    out = {"layers": 12, "d": 256, "nodes": len(jg.graph.nodes),
+           "state_tensors": len(jg.config.state_names), "params": sum(
+               v.numel() for k, v in st.items() if k.startswith("p.")),
+           "fault": {"step": fault.step, "node": node, "element": fault.element},
+           "challenger_won": rec.winner == 2, "moves": len(rec.moves),
+           "costliest_move": fn, "costliest_gas": gas,
+           "move_gas": [[f, g] for f, g in rec.moves],
+           "wall_s": round(time.monotonic() - started, 2)}  # fmt: skip
+    print(f"deep game: moves={len(rec.moves)} {fn}={gas} won={rec.winner == 2}", flush=True)
+    return out
+
+
 def summary(games: dict) -> dict:
     """The costliest move over every game of a model, and the range of move counts."""
     worst = max(games.values(), key=lambda g: g["costliest_gas"])
@@ -187,6 +230,7 @@ def main() -> int:
         for name in JOBS:
             results[name]["games"] = games(dep, name, Path(tmp))
             results[name]["games_summary"] = summary(results[name]["games"])
+        deep = deep_game(dep, Path(tmp))
     out = {
         "what": "per operator type of the example models' training steps: the gas of "
         "OneStepProver.evaluate (the direct proof of one element) and, for the reductions, of "
@@ -196,6 +240,7 @@ def main() -> int:
         "walked 64 nodes a round, PROTOCOL §7.3) and its costliest move",
         "direct_terms_v3": ModelComputation.direct_terms,
         "models": results,
+        "deep_gpt_game": deep,
     }
     OUT.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {OUT}")

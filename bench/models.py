@@ -41,7 +41,23 @@ EXAMPLES = {
     "gpt": dict(file="char_gpt.py", dataset=tokens.TRAIN, batch=16, steps=600,
                 opt=Optimizer("adamw", 0.003, betas=(0.9, 0.99), weight_decay=0.1,
                               clip_norm=1.0)),
+    # nanoGPT's shakespeare-char configuration (10.8M parameters): max_iters 5000, a checkpoint
+    # every eval_interval = 250 steps. Its step is timed, not trained whole (hours on a core).
+    "nanogpt": dict(file="char_gpt.py", factory="make_nanogpt", dataset=tokens.TRAIN, batch=8,
+                    steps=5000, every=250, train=False, portable=False, rounds=3, per_round=1,
+                    opt=Optimizer("adamw", 0.001, betas=(0.9, 0.99), weight_decay=0.1,
+                                  clip_norm=1.0)),
 }  # fmt: skip
+# The protocol's defaults (PROTOCOL §6.4): each of `verifiersPerUnit` verifiers replays
+# `segmentsPerVerifier` of a unit's T/k segments.
+VERIFIERS_PER_UNIT = 2
+SEGMENTS_PER_VERIFIER = 2
+
+
+def replay_share(steps: int, every: int) -> float:
+    """Steps the verifiers replay per step the solver trains, at the defaults."""
+    n = steps // every
+    return VERIFIERS_PER_UNIT * min(SEGMENTS_PER_VERIFIER, n) / n
 
 
 def _f32(v: float) -> float:
@@ -53,7 +69,8 @@ def make_job(name: str, kernels: str = "native"):
     ds = mj.load_data(ex["dataset"])
     lm = isinstance(ds, tokens.TokenDataset)
     torch.manual_seed(1)
-    module = load_factory(f"{ROOT}/examples/models/{ex['file']}:make_model")()
+    factory = f"{ROOT}/examples/models/{ex['file']}:{ex.get('factory', 'make_model')}"
+    module = load_factory(factory)()
     opt = ex["opt"]
     t0 = time.perf_counter()
     item = (module.block_size,) if lm else cdata.item_shape(ex["dataset"])
@@ -64,7 +81,7 @@ def make_job(name: str, kernels: str = "native"):
         "0x" + low.bundle.hash().hex(), "0x" + mj.state_root(st).hex(), ex["dataset"],
         mj.dataset_root(ds), opt.kind,
         tuple((k, F.bits(np.float32(v))) for k, v in opt.hyper().items()), ex["batch"], 1,
-        ex["steps"], ex["steps"],
+        ex["steps"], ex.get("every", ex["steps"]),
     )  # fmt: skip
     return mj.ModelJob(spec, low.bundle, ds, RunConfig(kernels)), st, module, build_s
 
@@ -107,15 +124,21 @@ def plain_metric(job: mj.ModelJob, module, name: str) -> dict:
 
 def bench_one(name: str, rounds: int = 7, per_round: int = 5) -> dict:
     torch.set_num_threads(1)
+    ex = EXAMPLES[name]
+    rounds, per_round = ex.get("rounds", rounds), ex.get("per_round", per_round)
     job, st0, module, build_s = make_job(name)
     portable = mj.ModelJob(job.spec, job.bundle, job.data, RunConfig("torch"))
-    plain = plain_trainer(module, st0, EXAMPLES[name]["opt"])
-    times: dict[str, list[float]] = {"engine": [], "portable": [], "plain": []}
+    plain = plain_trainer(module, st0, ex["opt"])
+    keys = ["engine", "plain"] + (["portable"] if ex.get("portable", True) else [])
+    times: dict[str, list[float]] = {k: [] for k in keys}
+    cpu: dict[str, list[float]] = {k: [] for k in keys}
     st_e, st_p = dict(st0), dict(st0)
+    job.step(dict(st0), 0)  # the plan, the native library and the allocator warm up
+    plain(*job.batch(0))
     t = 0
     for _ in range(rounds):
-        for key in times:
-            t0 = time.perf_counter()
+        for key in keys:
+            t0, c0 = time.perf_counter(), time.thread_time()
             for k in range(per_round):
                 if key == "engine":
                     st_e, _ = job.step(st_e, t + k)
@@ -124,19 +147,32 @@ def bench_one(name: str, rounds: int = 7, per_round: int = 5) -> dict:
                 else:
                     plain(*job.batch(t + k))
             times[key].append((time.perf_counter() - t0) / per_round)
+            cpu[key].append((time.thread_time() - c0) / per_round)
         t += per_round
     med = {k: statistics.median(v) for k, v in times.items()}
+    mcpu = {k: statistics.median(v) for k, v in cpu.items()}
+    share = replay_share(job.spec.steps, job.spec.checkpoint_every)
     out = {
         "build_seconds": round(build_s, 3),
         "nodes": len(job.bundle.step.nodes),
         "params": mj.n_params(job.bundle),
         "batch": job.spec.batch,
         "engine_step_ms": round(1e3 * med["engine"], 3),
-        "portable_step_ms": round(1e3 * med["portable"], 3),
         "plain_step_ms": round(1e3 * med["plain"], 3),
         "step_ratio": round(med["engine"] / med["plain"], 2),
-        "portable_ratio": round(med["portable"] / med["plain"], 2),
+        # the same on the thread's CPU time: what other jobs on a shared machine do not move
+        "step_ratio_cpu": round(mcpu["engine"] / mcpu["plain"], 2),
+        # solver + verifiers' replay (VERIFIERS_PER_UNIT × SEGMENTS_PER_VERIFIER of T/k
+        # segments) over plain PyTorch training of the same T steps
+        "replay_share": round(share, 3),
+        "verified_cost_ratio": round(med["engine"] * (1 + share) / med["plain"], 2),
+        "verified_cost_ratio_cpu": round(mcpu["engine"] * (1 + share) / mcpu["plain"], 2),
     }
+    if "portable" in med:
+        out["portable_step_ms"] = round(1e3 * med["portable"], 3)
+        out["portable_ratio"] = round(med["portable"] / med["plain"], 2)
+    if not ex.get("train", True):
+        return out
     # whole training from the same S_0 on the same batches
     job, start, module, _ = make_job(name)
     t0 = time.perf_counter()
@@ -160,9 +196,75 @@ def bench_one(name: str, rounds: int = 7, per_round: int = 5) -> dict:
     return out
 
 
+# Peak resident memory, each in a process of its own (ru_maxrss is a process's high-water
+# mark): `job build`, the solver training 2 steps from the built spec, plain PyTorch 2 steps.
+_CHILD = {
+    "build": """
+import resource, sys, time
+from agents.__main__ import main
+t = time.perf_counter()
+rc = main(["job", "build", "--model", sys.argv[1], "--dataset", "shakespeare-char/train",
+           "--optimizer", "adamw", "--lr", "0.001", "--betas", "0.9,0.99", "--weight-decay",
+           "0.1", "--clip-norm", "1.0", "--batch", "8", "--steps", "5000",
+           "--checkpoint-every", "250", "--seed", "1", "--out", sys.argv[2]])
+print(rc, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+""",
+    "solver": """
+import resource, sys, torch
+from agents.cli_job import load_job
+torch.set_num_threads(1)
+job, st = load_job(sys.argv[2], None)
+for t in range(2):
+    st, _ = job.step(st, t)
+print(0, 0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+""",
+    "plain": """
+import resource, sys, torch
+from agents.cli_job import load_factory
+from bench.models import EXAMPLES, plain_trainer
+torch.set_num_threads(1)
+torch.manual_seed(1)
+m = load_factory(sys.argv[1])()
+step = plain_trainer(m, {}, EXAMPLES["nanogpt"]["opt"])
+x = torch.randint(0, 84, (8, m.block_size))
+for t in range(2):
+    step(x, x)
+print(0, 0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+""",
+}
+
+
+def bench_memory(factory: str) -> dict:
+    """Build time and peak RSS of `job build`, and the peak RSS of a solver training the built
+    job against plain PyTorch training the module (batch 8, AdamW with clipping)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    ref = f"{ROOT}/examples/models/char_gpt.py:{factory}"
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = f"{tmp}/job.json"
+        for kind in ("build", "solver", "plain"):
+            res = subprocess.run([sys.executable, "-c", _CHILD[kind], ref, spec], cwd=ROOT,
+                                 capture_output=True, text=True, timeout=3000)  # fmt: skip
+            rc, seconds, rss_kib = res.stdout.split()[-3:]
+            if res.returncode or rc != "0":
+                raise RuntimeError(f"{kind} of {factory} failed: {res.stderr[-2000:]}")
+            out[f"{kind}_peak_rss_mb"] = round(int(rss_kib) / 1024, 1)
+            if kind == "build":
+                out["build_seconds"] = round(float(seconds), 2)
+    out["solver_over_plain_rss"] = round(out["solver_peak_rss_mb"] / out["plain_peak_rss_mb"], 2)
+    return out
+
+
 def bench_models() -> dict:
     res = {}
     for name in EXAMPLES:
         res[name] = bench_one(name)
         print(name, res[name], flush=True)
+    res["memory"] = {}
+    for factory in ("make_nanogpt", "make_gpt40m"):
+        res["memory"][factory] = bench_memory(factory)
+        print(factory, res["memory"][factory], flush=True)
     return res

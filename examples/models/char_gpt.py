@@ -91,3 +91,20 @@ def make_model_1m() -> nn.Module:
     """1.02M parameters (5 layers, 4 heads, d = 128): the size the data-availability tests need
     (an answer that had to post the state on chain would take ~240 transactions)."""
     return GPT(d=128, heads=4, layers=5)
+
+
+def make_nanogpt() -> nn.Module:
+    """nanoGPT's shakespeare-char configuration: 6 layers, 6 heads, d = 384, context 256
+    (10.8M parameters; bench/models.py trains it with batch 8)."""
+    return GPT(d=384, heads=6, layers=6, block_size=256)
+
+
+def make_deep() -> nn.Module:
+    """A 12-layer GPT (d = 256, 4 heads, context 16): the dispute benchmark's deep model."""
+    return GPT(d=256, heads=4, layers=12, block_size=16)
+
+
+def make_gpt40m() -> nn.Module:
+    """A 43M-parameter GPT (6 layers, 12 heads, d = 768, context 256): the memory benchmark's
+    point on the way to GPT-2 small (12 layers of the same width, 124M)."""
+    return GPT(d=768, heads=12, layers=6, block_size=256)
