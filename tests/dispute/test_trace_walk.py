@@ -188,9 +188,7 @@ def test_proveProducer_badIndexOrOpening_reverts(fresh, cnn):
     _, entry, trace_entry, state_entry, cfg = c.next_move(v).args
     n = len(cnn[1].config.state_names)
     with reverts(fresh.game, "IndexOutOfRange", index=n, bound=n):
-        fresh.challenger.play(
-            Move("proveProducer", (n, entry, trace_entry, state_entry, cfg)), gid
-        )
+        fresh.challenger.play(Move("proveProducer", (n, entry, trace_entry, state_entry, cfg)), gid)
     other = (entry[0], entry[1] + 1, entry[2])  # another producer than the config names
     with reverts(fresh.game, "InvalidProof", what=what("config.state")):
         fresh.challenger.play(
