@@ -35,11 +35,11 @@ from agents.training.spec import ModelSpec
 ROOT = Path(__file__).resolve().parents[1]
 
 EXAMPLES = {
-    "cnn": dict(file="digits_cnn.py", dataset=cdata.DIGITS_TRAIN, batch=32, steps=1000,
+    "cnn": dict(file="digits_cnn.py", dataset=cdata.DIGITS_TRAIN, batch=32, steps=1000, every=100,
                 opt=Optimizer("sgd", 0.05, momentum=0.9)),
     "mlp_adamw": dict(file="digits_mlp.py", dataset=cdata.DIGITS_TRAIN, batch=32, steps=300,
-                      opt=Optimizer("adamw", 0.003, weight_decay=0.01)),
-    "gpt": dict(file="char_gpt.py", dataset=tokens.TRAIN, batch=16, steps=600,
+                      every=100, opt=Optimizer("adamw", 0.003, weight_decay=0.01)),
+    "gpt": dict(file="char_gpt.py", dataset=tokens.TRAIN, batch=16, steps=600, every=100,
                 opt=Optimizer("adamw", 0.003, betas=(0.9, 0.99), weight_decay=0.1,
                               clip_norm=1.0)),
     # nanoGPT's shakespeare-char configuration (10.8M parameters): max_iters 5000, a checkpoint
