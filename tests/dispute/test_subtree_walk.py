@@ -119,12 +119,12 @@ def test_postTraceRoot_smallTrace_notAWalk(dep, snapshot):
     honest = job.honest(1, 1)
     gid = open_game(dep, job, liar, honest)
     v = play_to(dep, gid, Phase.POST_TRACE, Defender(liar, job.jg), Challenger(honest, job.jg))
-    roots, cfg = Defender(liar, job.jg).next_move(v).args
+    roots, _names, _producers, cfg = Defender(liar, job.jg).next_move(v).args
     n = len(roots)
     assert n <= 64
-    state_roots = [roots[p] for p in job.jg.config.state_producers]
+    state_top = [b"\x00" * 32] * 8  # any top of S_{t+1}'s list: the walk cannot start at all
     with reverts(dep.game, "NotAWalk", numLeaves=n):
-        dep.defender.play(Move("postTraceRoot", ([b"\x00" * 32] * 64, state_roots, cfg)), gid)
+        dep.defender.play(Move("postTraceRoot", ([b"\x00" * 32] * 64, state_top, cfg)), gid)
 
 
 def test_pickSubtree_afterPostLeaves_notAWalk(dep, snapshot):
