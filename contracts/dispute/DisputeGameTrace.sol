@@ -49,19 +49,32 @@ contract DisputeGameTrace is DisputeGameBase {
         (IDisputeGame.GameClaim storage c, IDisputeGame.GameProgress storage p) =
             _move(gameId, Phase.PostTrace);
         _checkConfig(c, cfg);
+        _checkSmallTrace(p, cfg, nodeRoots, names, producers);
+        bytes32 traceRoot = DisputeMerkle.rootList(DisputeMerkle.TRACE_DOMAIN, nodeRoots);
+        p.traceRoot = traceRoot;
+        _advance(p, Phase.PickNode);
+        emit IDisputeGame.TracePosted(gameId, uint64(_globalStep(c, p)), traceRoot, nodeRoots);
+    }
+
+    /// @dev `postTrace`'s checks of a whole trace: its length, the state list it names, and the
+    ///      state its producers' outputs assemble (the disputed root). Its own frame: with the
+    ///      three calldata arrays of the move, the legacy code generator (which slither compiles
+    ///      with) runs out of stack slots.
+    function _checkSmallTrace(
+        IDisputeGame.GameProgress storage p,
+        DisputeConfig calldata cfg,
+        bytes32[] calldata nodeRoots,
+        bytes32[] calldata names,
+        uint32[] calldata producers
+    ) private view {
         uint256 n = cfg.numNodes;
         if (nodeRoots.length != n) revert IDisputeGame.LengthMismatch(n, nodeRoots.length);
         // INVARIANT: a trace of more than POST_LEAVES nodes is walked (postTraceRoot), so the
         // state list rebuilt here is bounded by the small graphs this move takes.
         if (n > Walks.POST_LEAVES) revert IDisputeGame.LengthMismatch(Walks.POST_LEAVES, n);
         _checkStateList(cfg, names, producers);
-        bytes32[] memory stateRoots = _producerRoots(nodeRoots, producers);
-        bytes32 assembled = _stateRoot(stateRoots, names);
+        bytes32 assembled = _stateRoot(_producerRoots(nodeRoots, producers), names);
         if (assembled != p.disputedRoot) revert IDisputeGame.RootMismatch(p.disputedRoot, assembled);
-        bytes32 traceRoot = DisputeMerkle.rootList(DisputeMerkle.TRACE_DOMAIN, nodeRoots);
-        p.traceRoot = traceRoot;
-        _advance(p, Phase.PickNode);
-        emit IDisputeGame.TracePosted(gameId, uint64(_globalStep(c, p)), traceRoot, nodeRoots);
     }
 
     /// @dev `IDisputeGame.postTraceRoot`, run as the game.
