@@ -31,7 +31,7 @@ COMMANDS = (
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
-    from agents.training.data import DatasetError
+    from agents.data.builtin import DatasetError
     from agents.training.registry import GraphError, TritonUnavailable
     from agents.training.spec import JobSpecError
 

@@ -87,7 +87,7 @@ def load_array(ref: str, flag: str):
 def run_check(args: argparse.Namespace) -> int:
     """What a data owner runs after publishing: every chunk of every split is fetched from the
     stores and checked, and the roots are recomputed; exit 2 if any chunk is unavailable."""
-    from agents.core import chunks
+    from agents.data import chunks
 
     t0 = time.perf_counter()
     fetcher = chunks.open_packed(args.dataset, chunks.FetchConfig(tuple(args.data_store)))
@@ -115,7 +115,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_pack(args: argparse.Namespace) -> int:
     from agents.core.blobs import BlobError, LocalDirBackend, open_blob_store
-    from agents.training import packed
+    from agents.data import packed
 
     t0 = time.perf_counter()
     classify = args.features is not None or args.labels is not None

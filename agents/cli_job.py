@@ -119,12 +119,11 @@ def run_build(args: argparse.Namespace) -> int:
     import torch
 
     from agents.core.blobs import BlobStore, open_blob_store
+    from agents.data import datasets, tokens
     from agents.model import job as mj
     from agents.model.lower import LoweringError, build_bundle
-    from agents.training import data as cdata
     from agents.training import float32 as F
     from agents.training import spec as sp
-    from agents.training import tokens
 
     t0 = time.perf_counter()
     for flag, v in (("--batch", args.batch), ("--steps", args.steps),
@@ -160,7 +159,7 @@ def run_build(args: argparse.Namespace) -> int:
     if task == "lm":
         item = (context,)
     else:
-        item = manifest.item_shape if manifest else cdata.item_shape(dataset_name)
+        item = manifest.item_shape if manifest else datasets.item_shape(dataset_name)
     # the optimizer the graph is lowered with holds the binary32 values the spec will carry
     opt = type(opt)(**{**opt.__dict__, **{k: float(F.f32(b)) for k, b in hyper_bits
                                            if k in ("lr", "momentum", "eps", "weight_decay",
@@ -221,11 +220,10 @@ def run_build(args: argparse.Namespace) -> int:
 def _dataset(arg: str, data_stores: list[str]):
     """(spec dataset name, dataset, manifest or None) of --dataset: a built-in name, or the path
     of a packed dataset's manifest (its chunks fetched and checked, PROTOCOL §4.4)."""
-    from agents.core import chunks
-    from agents.model import job as mj
+    from agents.data import chunks, datasets
 
     if not Path(arg).is_file() and not chunks.is_packed_ref(arg):
-        return arg, mj.load_data(arg), None
+        return arg, datasets.load_dataset(arg), None
     fetcher = chunks.open_packed(arg, chunks.FetchConfig(tuple(data_stores)))
     return fetcher.manifest.name(), fetcher.load(), fetcher.manifest
 
@@ -241,9 +239,12 @@ def _context(module, task: str) -> int:
     raise UserError("a language model must say its context length as a `block_size` attribute")
 
 
-def load_job(spec_path: str, blob_url: str | None, cfg=None):
-    """(spec, bundle, initial state, dataset) of a version-3 spec, every hash checked."""
+def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):
+    """(spec, bundle, initial state, dataset) of a version-3 spec, every hash checked; a packed
+    dataset fetched as `fetch` says (default: from the job's blob store)."""
     from agents.core.blobs import BlobError, open_blob_store
+    from agents.data import datasets
+    from agents.data.chunks import FetchConfig
     from agents.model import job as mj
     from agents.model.graph import bundle_from_bytes
     from agents.model.run import RunConfig
@@ -260,7 +261,8 @@ def load_job(spec_path: str, blob_url: str | None, cfg=None):
     except BlobError as e:
         raise UserError(f"cannot read the job's blobs: {e}"[:400]) from None
     st = mj.decode_state(bundle, blob)
-    ds = mj.load_data(spec.dataset_name)
+    fetch = fetch or FetchConfig((blob_url or default_blobs(spec_path),))
+    ds = datasets.load_dataset(spec.dataset_name, fetch)
     root = mj.dataset_root(ds)
     if root != spec.dataset_root:
         raise UserError(f"dataset {spec.dataset_name} has root {root}, spec says "

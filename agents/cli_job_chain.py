@@ -226,16 +226,16 @@ def metric_words(metrics: dict[str, float]) -> str:
 def _fetch_mlp(spec, job: Any, c, local_ok: bool, what: str) -> Fetched:
     """A version-1 job (`job`: IJobManager.Job, decoded by name): the MLP's checkpoint, as
     `torch.nn.Sequential` names its layers."""
-    from agents.core import datasets
+    from agents.data import datasets
     from agents.roles.artifacts import read_result
     from agents.training.engine import Engine
     from agents.training.state import state_root, torch_state_dict
 
     st, losses = read_result(spec, c.locator, c.published_root, c.final_root, c.holders, local_ok)
-    data = datasets.load_dataset(spec.dataset_name)
+    data = datasets.load_dataset(spec.dataset_name)  # a version-1 spec: built-in data only
     if data.root() != bytes(job.datasetRoot):
         raise UserError(f"{what}: dataset {spec.dataset_name} differs from the chain's root")
-    test = datasets.test_split_for(spec.dataset_name)
+    test = datasets.held_out(data)
     metrics = {} if test is None else {"test_accuracy": Engine(spec, data).accuracy(st, test)}
     return Fetched(torch_state_dict(st, spec.widths), state_root(st), metrics,
                    losses[-1] if losses else None)  # fmt: skip

@@ -44,19 +44,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def configure_data(args: argparse.Namespace, extra: tuple[str, ...] = ()) -> None:
-    """Where a packed dataset's manifest and chunks come from (agents/core/chunks.py)."""
-    from agents.core import chunks
+def configure_data(args: argparse.Namespace, extra: tuple[str, ...] = ()):
+    """Where a packed dataset's manifest and chunks come from (agents/data/chunks.py)."""
+    from agents.roles.runner import configure_data as from_flags
 
-    cfg = chunks.fetch_config(args.data_store, args.data_cache, args.data_cache_mib,
-                              args.max_dataset_mib)  # fmt: skip
-    chunks.configure(dataclasses.replace(cfg, stores=(*cfg.stores, *extra)))
+    from_flags(args)
+    return dataclasses.replace(args.fetch, stores=(*args.fetch.stores, *extra))
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from agents.core import datasets as data
+    from agents.data import datasets as data
     from agents.training import spec
     from agents.training.engine import Engine, EngineConfig, checkpoint_root
 
@@ -64,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
     if job.version == spec.SPEC_VERSION_MODEL:
         from agents.cli_job import default_blobs
 
-        configure_data(args, (args.blob_url or default_blobs(args.spec),))
-        return _run_model(args)
-    configure_data(args)
+        fetch = configure_data(args, (args.blob_url or default_blobs(args.spec),))
+        return _run_model(args, fetch)
+    fetch = configure_data(args)
     if args.out_state or args.blob_url:
         raise UserError("--out-state and --blob-url apply to version-3 specs")
     if job.version != spec.SPEC_VERSION and (args.steps is not None or args.every is not None):
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("--device cuda: no CUDA device is available here")
     _check_kernels(args)
-    ds = data.load_dataset(job.dataset_name)
+    ds = data.load_dataset(job.dataset_name, fetch)
     if not isinstance(ds, data.Dataset):  # a packed token stream: only a version-3 model reads it
         raise UserError(f"dataset {job.dataset_name} is a token stream: it needs a version-3 spec")
     root = "0x" + ds.root().hex()
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     summary: dict = {"steps": steps, "seconds": round(time.perf_counter() - t0, 3)}
     if steps == job.steps and every == job.checkpoint_every:
         summary["checkpoint_root"] = "0x" + checkpoint_root(roots).hex()
-    test = data.test_split_for(job.dataset_name)
+    test = data.held_out(ds)
     if test is not None:
         summary["test_accuracy"] = round(eng.accuracy(final, test), 6)
     summary["train_accuracy"] = round(eng.accuracy(final, ds), 6)
@@ -115,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_decomposed(job, ds, cfg, out) -> int:
-    from agents.core import datasets as data
+    from agents.data import datasets as data
     from agents.training.decompose import RoundResult, UnitEngine, rounds_root, run_job
 
     t0, g_roots, final = time.perf_counter(), [], None
@@ -133,7 +132,7 @@ def _run_decomposed(job, ds, cfg, out) -> int:
     summary: dict = {"rounds": job.rounds, "shards": job.shards, "local_steps": job.k_local}
     summary["seconds"] = round(time.perf_counter() - t0, 3)
     summary["rounds_root"] = _hex(rounds_root(g_roots))
-    test = data.test_split_for(job.dataset_name)
+    test = data.held_out(ds)
     if test is not None:
         summary["test_accuracy"] = round(eng.accuracy(final, test), 6)
     summary["train_accuracy"] = round(eng.accuracy(final, ds), 6)
@@ -165,14 +164,14 @@ def _check_kernels(args) -> None:
         raise UserError(f"--kernels triton: {problem}")
 
 
-def _run_model(args) -> int:
+def _run_model(args, fetch) -> int:
     """A version-3 job: checkpoint roots and batch losses, then the held-out metric."""
     from agents.cli_job import load_job
     from agents.model.run import RunConfig
     from agents.training.engine import checkpoint_root
 
     cfg = RunConfig(args.kernels, args.threads, args.device)
-    job, st = load_job(args.spec, args.blob_url, cfg)
+    job, st = load_job(args.spec, args.blob_url, cfg, fetch)
     _check_run_args(args, job.spec.steps)
     out = _printer(args.json)
     if job.spec.shards > 1 or job.spec.rounds > 1:

@@ -53,11 +53,11 @@ from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
 from agents.core.config import config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all
 from agents.core.runtime import open_agent
+from agents.data import builtin as datasets
 from agents.roles.logic import UnitStatus, Verdict
 from agents.roles.solver import Solver
 from agents.roles.verifier import Verifier
 from agents.roles.whistleblower import Whistleblower
-from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.engine import Engine
 from agents.training.merkle import checkpoint_root, final_proof

@@ -16,7 +16,7 @@ needs ~4 GiB of memory and ~2.2 GiB of temporary disk). Writes bench/results/dat
   written to a folder store (without fsync: the CLI fsyncs each blob, which measures the disk),
   and the same without the file writes (`pack_without_writes_vs_keccak`).
 - Verifier: a job of T = 1000 steps, batch 32, a checkpoint every 10 steps; 2 segments drawn by
-  a seeded RNG; the batches of their 20 steps are the §4.1 schedule (data.batch_indices). The
+  a seeded RNG; the batches of their 20 steps are the §4.1 schedule (schedule.batch_indices). The
   verifier opens the split as the roles do (`ChunkFetcher.open_split`, through an HTTP blob
   server over the pack's folder: what agents/roles/runtime.py's job_data gives the engine) and
   replays both segments from their start states on it: each step's batch fetches the chunks it
@@ -46,9 +46,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agents.core import chunks  # noqa: E402
 from agents.core.blobs import LocalDirBackend, open_blob_store, serving  # noqa: E402
-from agents.training import data, merkle, native, packed  # noqa: E402
+from agents.data import builtin as data  # noqa: E402
+from agents.data import chunks, packed  # noqa: E402
+from agents.training import merkle, native, schedule  # noqa: E402
 from agents.training.keccak import keccak256_py  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "data.json"
@@ -78,7 +79,7 @@ def _replay_indices() -> tuple[list[int], list[int]]:
     idx: list[int] = []
     for s in segs:
         for t in range(s * EVERY, (s + 1) * EVERY):
-            idx += data.batch_indices(SEED, t, BATCH, N).tolist()
+            idx += schedule.batch_indices(SEED, t, BATCH, N).tolist()
     return segs, idx
 
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agents.data import builtin as datasets  # noqa: E402
 from agents.roles.artifacts import decode_state, encode_state  # noqa: E402
-from agents.training import data as datasets  # noqa: E402
 from agents.training import decompose as D  # noqa: E402
 from agents.training import spec as S  # noqa: E402
 from agents.training.engine import Engine, EngineConfig  # noqa: E402

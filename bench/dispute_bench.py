@@ -42,11 +42,12 @@ import torch
 
 from agents.adversaries.faults import Fault, faulty_party
 from agents.adversaries.liars import ChainLiar
+from agents.data.builtin import Dataset, load_dataset
 from agents.dispute import reduction
 from agents.dispute.client import GameRecord, run_game
 from agents.dispute.harness import Deployment, Job, deploy_game, make_job, open_game
 from agents.dispute.player import DIRECT_TERMS, Challenger, Defender
-from agents.training.data import Dataset, _stream_words, load_dataset, unit_floats
+from agents.training.schedule import stream_words, unit_floats
 from agents.training.spec import parse_spec
 
 REDUCTION_K = (256, 4096, 65536, 1 << 20)
@@ -115,7 +116,7 @@ def dot_dataset(k: int) -> Dataset:
     """Two examples of K features (the synthetic generator's words; its size limits are for
     learnable tasks, this one only has to be large): the first layer's matmul then holds dot
     products of length K."""
-    x = unit_floats(_stream_words(b"vtp.bench.reduction.v1", 5, 2 * k)).reshape(2, k)
+    x = unit_floats(stream_words(b"vtp.bench.reduction.v1", 5, 2 * k)).reshape(2, k)
     return Dataset(f"bench/dot,K={k}", torch.from_numpy(x), torch.tensor([[0, 1]]))
 
 

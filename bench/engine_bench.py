@@ -34,8 +34,9 @@ from Crypto.Hash import keccak as pyk
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.training import data, merkle, native  # noqa: E402
+from agents.data import builtin as data  # noqa: E402
 from agents.training import float32 as F  # noqa: E402
+from agents.training import merkle, native  # noqa: E402
 from agents.training import spec as S  # noqa: E402
 from agents.training.engine import Engine, EngineConfig  # noqa: E402
 from agents.training.keccak import keccak256_stream_native  # noqa: E402

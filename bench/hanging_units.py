@@ -33,9 +33,9 @@ import rolekit as rk  # noqa: E402
 
 from agents.core.blobs import BlobStore, LocalDirBackend  # noqa: E402
 from agents.core.chain import dev_private_key  # noqa: E402
+from agents.data import builtin as datasets  # noqa: E402
 from agents.dispute.graph import job_graph  # noqa: E402
 from agents.dispute.trace import Computation  # noqa: E402
-from agents.training import data as datasets  # noqa: E402
 from agents.training import spec as specs  # noqa: E402
 from agents.training.engine import Engine  # noqa: E402
 from agents.training.state import state_root  # noqa: E402

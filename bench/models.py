@@ -24,12 +24,12 @@ import numpy as np
 import torch
 
 from agents.cli_job import load_factory
+from agents.data import builtin as cdata
+from agents.data import datasets, tokens
 from agents.model import job as mj
 from agents.model.lower import Optimizer, build_bundle
 from agents.model.run import RunConfig
-from agents.training import data as cdata
 from agents.training import float32 as F
-from agents.training import tokens
 from agents.training.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +67,7 @@ def _f32(v: float) -> float:
 
 def make_job(name: str, kernels: str = "native"):
     ex = EXAMPLES[name]
-    ds = mj.load_data(ex["dataset"])
+    ds = datasets.load_dataset(ex["dataset"])
     lm = isinstance(ds, tokens.TokenDataset)
     torch.manual_seed(1)
     factory = f"{ROOT}/examples/models/{ex['file']}:{ex.get('factory', 'make_model')}"

@@ -35,7 +35,7 @@ from web3 import Web3
 
 from agents.core.chain import AnvilConfig, ChainUnavailable, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, load_artifact
-from agents.training import data as datasets
+from agents.data import builtin as datasets
 from agents.training import decompose as D
 from agents.training import spec as specs
 from agents.training.engine import Engine

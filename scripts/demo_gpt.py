@@ -227,7 +227,7 @@ def fetched_module(path: Path) -> torch.nn.Module:
 @torch.no_grad()
 def sample(module: torch.nn.Module, prompt: str, chars: int, seed: int) -> str:
     """`chars` characters after `prompt`, drawn from the model's softmax with a fixed seed."""
-    from agents.training import tokens
+    from agents.data import tokens
 
     vocab = tokens.load_tokens(tokens.VAL).vocab
     index = {c: i for i, c in enumerate(vocab)}
@@ -262,8 +262,8 @@ def plain_pytorch_val_loss(job, start: dict) -> float:
 def local_side(protocol_val_loss: float, job, start: dict, weights: Path) -> dict:
     """What the user does with the fetched model (`weights`): its samples and validation loss
     in plain PyTorch, and plain PyTorch's own training's validation loss."""
+    from agents.data import tokens
     from agents.model.job import lm_loss
-    from agents.training import tokens
 
     module = fetched_module(weights)
     x, y = tokens.load_tokens(tokens.VAL).eval_windows(module.block_size)

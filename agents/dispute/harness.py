@@ -12,10 +12,10 @@ from eth_account import Account
 from web3 import Web3
 from web3.contract import Contract
 
+from agents.data.builtin import Dataset, synthetic
 from agents.dispute.client import GameClient
 from agents.dispute.graph import JobGraph, job_graph
 from agents.dispute.trace import Computation
-from agents.training.data import Dataset, synthetic
 from agents.training.engine import Engine
 from agents.training.spec import JobSpec
 

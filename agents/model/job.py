@@ -15,10 +15,11 @@ from math import prod
 import numpy as np
 import torch
 
-from agents.core import datasets as classify_data
+from agents.data import tokens
+from agents.data.datasets import held_out
 from agents.model.graph import Bundle
 from agents.model.run import RunConfig, run_graph
-from agents.training import decompose, merkle, tokens
+from agents.training import decompose, merkle
 from agents.training.registry import GraphError
 from agents.training.spec import JobSpecError, ModelSpec
 
@@ -89,19 +90,6 @@ def module_state_dict(bundle: Bundle, st: State) -> dict[str, torch.Tensor]:
     return out
 
 
-def load_data(name: str):
-    """The dataset a version-3 spec names: a token stream or a classification set."""
-    if tokens.is_token_dataset(name):
-        return tokens.load_tokens(name)
-    return classify_data.load_dataset(name)
-
-
-def held_out(name: str):
-    if name == tokens.TRAIN:
-        return tokens.load_tokens(tokens.VAL)
-    return classify_data.test_split_for(name)
-
-
 def dataset_root(ds) -> str:
     return "0x" + ds.root().hex()
 
@@ -131,7 +119,7 @@ class RoundRun:
 class ModelJob:
     spec: ModelSpec
     bundle: Bundle
-    data: object  # classify_data.Dataset | tokens.TokenDataset
+    data: object  # a classification Dataset or a tokens.TokenDataset (agents/data)
     cfg: RunConfig = RunConfig()
 
     def __post_init__(self):
@@ -252,7 +240,7 @@ class ModelJob:
     def evaluate(self, st: State, split=None) -> dict[str, float]:
         """{"test_accuracy": ...} (classification) or {"val_loss": ...} (language models) on the
         dataset's held-out split (or `split`); {} when there is none."""
-        ds = held_out(self.spec.dataset_name) if split is None else split
+        ds = held_out(self.data) if split is None else split
         if ds is None:
             return {}
         if self.bundle.task == "lm":

@@ -21,10 +21,12 @@ from typing import Any
 
 from web3.contract import AsyncContract
 
-from agents.core import datasets
 from agents.core.blobs import BlobStore
 from agents.core.bounded import BoundedCache
 from agents.core.enums import JobStatus, RoundJobStatus, RoundStatus
+from agents.data import datasets
+from agents.data.builtin import Dataset
+from agents.data.chunks import FetchConfig
 from agents.dispute.graph import job_graph
 from agents.roles.actions import Approve, ChainAction, FinalizeRound, PostRoundJob
 from agents.roles.addresses import companion_address
@@ -43,7 +45,6 @@ from agents.roles.jobs import (
 from agents.roles.logic import keeper_acts
 from agents.roles.runtime import MlpRuntime, check_dataset
 from agents.training import spec as specs
-from agents.training.data import Dataset
 from agents.training.decompose import (
     RoundUnitEngine,
     UnitEngine,
@@ -76,9 +77,11 @@ class Rounds:
         stores: list[BlobStore],
         local_locators: bool = False, max_params: int = DEFAULT_MAX_PARAMS,
         max_loaded: int = DEFAULT_MAX_LOADED_JOBS, engine_cfg: EngineConfig = EngineConfig(),
+        fetch: FetchConfig = FetchConfig(),
     ) -> None:  # fmt: skip
         self.rm, self.manager, self.game, self.stores = rm, manager, game, stores
         self.engine_cfg = engine_cfg  # --device
+        self.fetch = fetch  # where a packed dataset's chunks come from (--data-store, ...)
         self.local_locators = local_locators  # --allow-local-locators (dev chains)
         self.max_params = max_params  # --max-params
         # --max-loaded-jobs bounds both: a decomposed job's spec and dataset are loaded again
@@ -104,11 +107,11 @@ class Rounds:
             chain = (p.rounds, p.shards, p.localSteps, p.checkpointInterval)
             if (spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every) != chain:
                 raise JobRejected(f"{what}: R, S, k_local, k differ from the chain's")
-            n = check_dataset(spec, bytes(p.datasetRoot), what)
+            n = check_dataset(spec, bytes(p.datasetRoot), what, self.fetch)
             if n != p.numExamples:
                 raise JobRejected(f"{what}: dataset differs from the chain's")
             check_shards(spec, n)
-            data = datasets.load_dataset(spec.dataset_name)
+            data = datasets.load_dataset(spec.dataset_name, self.fetch)
             if data.root() != bytes(p.datasetRoot):
                 raise JobRejected(f"{what}: dataset differs from the chain's")
         if self.stores:
@@ -344,7 +347,7 @@ async def finish_decomposed(sub) -> bool:
     except JobRejected as exc:
         sub.log.error("final model unavailable (will retry): %s", exc)
         return False
-    test = datasets.test_split_for(spec.dataset_name)
+    test = datasets.held_out(sub.data)
     acc = sub.engine.accuracy(final, test) if test is not None else None
     units = []
     for r in range(spec.rounds):

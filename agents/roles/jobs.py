@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from agents.core.blobs import BlobError, BlobStore
 from agents.core.bounded import BoundedCache
+from agents.data.chunks import FetchConfig
 from agents.dispute.graph import JobGraph
 from agents.dispute.model_graph import ModelJobGraph
 from agents.model import job as mj
@@ -90,13 +91,15 @@ def load_job(
     config_hash: bytes | None,
     max_params: int = DEFAULT_MAX_PARAMS,
     engine_cfg: EngineConfig = EngineConfig(),
+    fetch: FetchConfig = FetchConfig(),
 ) -> JobContext:
     """`job` is IJobManager.getJob's result, decoded by name (agents/core/bindings.py);
     `config_hash` the game's registered config (None: not checked, for a drawn verifier's
-    replay: only a dispute game needs the config)."""
+    replay: only a dispute game needs the config); a packed dataset fetched as `fetch` says."""
     what = f"job {job_id}"
     spec = fetch_spec(bytes(job.specHash), stores, what, max_params)
-    rt = job_runtime(spec, ChainJob.of(job), stores, what, max_params, config_hash, engine_cfg)
+    chain = ChainJob.of(job)
+    rt = job_runtime(spec, chain, stores, what, max_params, config_hash, engine_cfg, fetch)
     return JobContext(job_id, spec, rt)
 
 

@@ -316,21 +316,29 @@ def run_role(
 
 def configure_data(args: argparse.Namespace) -> None:
     """Where this process fetches packed datasets from (--data-store, --data-cache,
-    --data-cache-mib, --max-dataset-mib, each else its VTP_DATASET_* variable): checked before
-    the loop starts, so a bad value is one line and exit 2, not a job refused later."""
-    from agents.core import chunks
-    from agents.training.data import DatasetError
+    --data-cache-mib, --max-dataset-mib, each else its VTP_DATASET_* variable), as args.fetch:
+    checked before the loop starts, so a bad value is one line and exit 2."""
+    import os
 
-    try:
-        cfg = chunks.fetch_config(
-            getattr(args, "data_store", None),
-            getattr(args, "data_cache", None),
-            getattr(args, "data_cache_mib", None),
-            getattr(args, "max_dataset_mib", None),
-        )
-    except DatasetError as exc:
-        raise RoleError(str(exc)) from None
-    chunks.configure(cfg)
+    from agents.data import chunks
+
+    values = {}
+    for f in dataclasses.fields(chunks.FetchConfig):
+        if "flag" not in f.metadata:
+            continue
+        raw = getattr(args, f.metadata["flag"][2:].replace("-", "_"), None)  # interim
+        where = f.metadata["flag"]
+        if raw is None and os.environ.get(f.metadata["env"], "").strip():
+            raw, where = os.environ[f.metadata["env"]], f.metadata["env"]
+            raw = [u for u in raw.split(",") if u.strip()] if f.name == "stores" else raw
+        if raw is None:
+            continue
+        try:
+            parse = f.metadata["parse"]
+            values[f.name] = tuple(map(parse, raw)) if f.name == "stores" else parse(str(raw))
+        except ValueError as exc:
+            raise RoleError(f"{where}: {exc}") from None
+    args.fetch = chunks.FetchConfig(**values)
 
 
 async def _main(
@@ -504,7 +512,7 @@ class RoleAgent:
             return None
         return Rounds(
             rm, self.manager, self.game, self.spec_stores(), self.local_locators, self.max_params,
-            self.max_loaded_jobs, self.engine_cfg,
+            self.max_loaded_jobs, self.engine_cfg, self.args.fetch,
         )  # fmt: skip
 
     def spec_stores(self) -> list[BlobStore]:
@@ -574,7 +582,8 @@ class RoleAgent:
                     "is no round manager's unit"
                 )
             cfg = bytes(await self.game.functions.configOf(job_id).call())
-            ctx = load_job(job_id, job, self.spec_stores(), cfg, self.max_params, self.engine_cfg)
+            ctx = load_job(job_id, job, self.spec_stores(), cfg, self.max_params, self.engine_cfg,
+                           self.args.fetch)  # fmt: skip
             keep_job(ctx, self.agent.blobs, self.log)
         self.jobs.put(job_id, ctx)
         return ctx

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from agents.core import datasets
 from agents.core.blobs import BlobError, BlobStore
+from agents.data import datasets
+from agents.data.chunks import FetchConfig
 from agents.dispute.budget import StateBudget
 from agents.dispute.graph import JobGraph, job_graph
 from agents.dispute.model_graph import ModelJobGraph, model_job_graph
@@ -85,7 +86,7 @@ class MlpRuntime(MlpCodec):
         return Computation(self.engine, steps, interval, t0=t0, start=start, budget=budget)
 
     def metrics(self, final: State) -> dict[str, float]:
-        test = datasets.test_split_for(self.spec.dataset_name)
+        test = datasets.held_out(self.engine.data)
         return {} if test is None else {"test_accuracy": self.engine.accuracy(final, test)}
 
 
@@ -210,11 +211,13 @@ def job_runtime(
     max_params: int,
     config_hash: bytes | None,
     engine_cfg: EngineConfig = EngineConfig(),
+    fetch: FetchConfig = FetchConfig(),
 ) -> JobRuntime:
     """The runtime of the job the chain holds as `chain`, from its spec (and, for version 3, the
     model bundle and S_0 from the first of `stores` that has them), every commitment checked;
     `config_hash` the game's registered config (None: not checked, for a drawn verifier's
-    replay). The one place the job's kind decides anything."""
+    replay); a packed dataset fetched as `fetch` says, then from `stores`. The one place the
+    job's kind decides anything."""
     with rejecting(what):
         if (spec.steps, spec.checkpoint_every) != (chain.steps, chain.checkpoint_every):
             raise JobRejected(f"{what}: steps/interval differ from the chain's")
@@ -223,10 +226,11 @@ def job_runtime(
         if spec.shards > 1 or (isinstance(spec, ModelSpec) and spec.rounds > 1):
             raise JobRejected(_decomposed_refusal(spec, what))
         if isinstance(spec, ModelSpec):
-            rt: JobRuntime = _model_runtime(spec, chain, stores, what, max_params, engine_cfg)
+            rt: JobRuntime = _model_runtime(spec, chain, stores, what, max_params, engine_cfg,
+                                            fetch)  # fmt: skip
             _check_config(rt.jg.config.hash(), config_hash, what)
         else:
-            rt = _mlp_runtime(spec, chain, stores, what, config_hash, engine_cfg)
+            rt = _mlp_runtime(spec, chain, stores, what, config_hash, engine_cfg, fetch)
         if rt.state_root(rt.initial_state()) != chain.initial_root:
             raise JobRejected(f"{what}: initial state root differs from the chain's")
         return rt
@@ -249,12 +253,12 @@ def _decomposed_refusal(spec: JobSpec | ModelSpec, what: str) -> str:
     return f"{what}: a spec of {spec.shards} shards runs only as unit jobs"
 
 
-def check_dataset(spec: JobSpec, root: bytes, what: str) -> int:
+def check_dataset(spec: JobSpec, root: bytes, what: str, fetch: FetchConfig) -> int:
     """Cheap checks of a version-1/2 spec's dataset against the chain's root (no data is built):
     the spec's own root, a known name of a buildable size, the input width. Returns N."""
     if spec.dataset_root != "0x" + bytes(root).hex():
         raise JobRejected(f"{what}: the spec's dataset root differs from the chain's")
-    n, features = datasets.shape(spec.dataset_name)
+    n, features = datasets.shape(spec.dataset_name, fetch)
     if spec.widths[0] != features:
         raise JobRejected(
             f"{what}: model.widths[0] is {spec.widths[0]}, the dataset has {features} features"
@@ -269,12 +273,13 @@ def _mlp_runtime(
     what: str,
     config_hash: bytes | None,
     engine_cfg: EngineConfig,
+    fetch: FetchConfig,
 ) -> MlpRuntime:
-    n = check_dataset(spec, chain.dataset_root, what)
+    n = check_dataset(spec, chain.dataset_root, what, fetch)
     jg = job_graph(spec, n)
     _check_config(jg.config.hash(), config_hash, what)
     # the costly part: the dataset and the engine (bounded by the checks above)
-    data = job_data(spec.dataset_name, stores)
+    data = job_data(spec.dataset_name, stores, fetch)
     if data.root() != chain.dataset_root:
         raise JobRejected(f"{what}: dataset root differs from the chain's")
     if engine_cfg.device != "cpu" and hasattr(data, "complete"):
@@ -282,12 +287,12 @@ def _mlp_runtime(
     return MlpRuntime(spec, Engine(spec, data, engine_cfg), jg)
 
 
-def job_data(name: str, stores: list[BlobStore], build=datasets.load_dataset):
-    """A job's training data as the roles read it: a built-in dataset whole (`build`); a packed
-    one opened, its chunks fetched (checked, cached, from the configured dataset stores and then
+def job_data(name: str, stores: list[BlobStore], fetch: FetchConfig):
+    """A job's training data as the roles read it: a built-in dataset whole; a packed one
+    opened, its chunks fetched (checked, cached, from `fetch`'s dataset stores and then
     `stores`) as each step's batch first reads them, so a verifier replaying two segments
     fetches only those batches' chunks (PROTOCOL §4.4)."""
-    return datasets.open_dataset(name, stores) if datasets.is_packed(name) else build(name)
+    return datasets.open_dataset(name, fetch, stores)
 
 
 def _model_runtime(
@@ -297,6 +302,7 @@ def _model_runtime(
     what: str,
     max_params: int,
     engine_cfg: EngineConfig,
+    fetch: FetchConfig,
 ) -> ModelRuntime:
     bundle = bundle_from_bytes(_first(stores, spec.graph, what, "model bundle", MAX_BUNDLE_BYTES))
     n = mj.n_params(bundle)
@@ -306,7 +312,7 @@ def _model_runtime(
     blob = _first(stores, spec.state, what, "initial state", state_bytes,
                   lambda d: "0x" + mj.state_root(mj.decode_state(bundle, d)).hex())  # fmt: skip
     start = mj.decode_state(bundle, blob)
-    data = job_data(spec.dataset_name, stores, mj.load_data)
+    data = job_data(spec.dataset_name, stores, fetch)
     if data.root() != chain.dataset_root:
         raise JobRejected(f"{what}: dataset root differs from the chain's")
     cfg = RunConfig(kernels=engine_cfg.kernels, device=engine_cfg.device)
@@ -325,9 +331,11 @@ def _first(stores: list[BlobStore], address: str, what: str, name: str, max_byte
     raise JobRejected(f"{what}: {name} {address} not found in any blob store")
 
 
-def model_runtime_from_files(spec: ModelSpec, stores: list[BlobStore]) -> ModelRuntime:
+def model_runtime_from_files(
+    spec: ModelSpec, stores: list[BlobStore], fetch: FetchConfig = FetchConfig()
+) -> ModelRuntime:
     """A version-3 runtime from a submitter's own spec and blob store (nothing on chain yet);
     JobRejected if a blob is missing or does not match the spec."""
     chain = ChainJob(spec.steps, spec.checkpoint_every, bytes.fromhex(spec.dataset_root[2:]),
                      bytes.fromhex(spec.state[2:]))  # fmt: skip
-    return job_runtime(spec, chain, stores, "spec", mj.MAX_PARAMS, None)
+    return job_runtime(spec, chain, stores, "spec", mj.MAX_PARAMS, None, fetch=fetch)

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from web3.logs import DISCARD
 
-from agents.core import datasets
 from agents.core.blobs import BlobError, BlobStore, open_blob_store
 from agents.core.bounded import SaidOnce
 from agents.core.tx import TxError, TxFailed, TxOutcome
+from agents.data import datasets
+from agents.data.chunks import FetchConfig
 from agents.dispute.graph import job_graph
-from agents.model import job as mj
 from agents.roles.actions import Approve, PostJob, RegisterConfig, RequestData
 from agents.roles.artifacts import BadBlob, read_final_state, read_served_state
 from agents.roles.decomposed import follow_decomposed, post_decomposed
@@ -49,7 +49,7 @@ class Submitter(RoleAgent):
 
     @classmethod
     def check_args(cls, args: argparse.Namespace) -> None:
-        load_spec(args.spec)
+        load_spec(args.spec, args.fetch)
         if args.reward <= 0 or not 0 <= args.verification_fee < args.reward:
             raise RoleError("--reward must be > 0 and 0 <= --verification-fee < --reward")
         if not 0 < args.claim_window <= MAX_CLAIM_HORIZON_S:
@@ -60,7 +60,7 @@ class Submitter(RoleAgent):
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
-        self.spec, self.data = load_spec(self.args.spec)
+        self.spec, self.data = load_spec(self.args.spec, self.args.fetch)
         _ = self.runtime  # a version-3 spec's blobs are checked at start-up
         self.job_id = 0
         self.last_status: UnitStatus | None = None
@@ -83,7 +83,7 @@ class Submitter(RoleAgent):
             url = getattr(self.args, "spec_blobs", None) or default_spec_blobs(self.args.spec)
             store = open_blob_store(url)
             try:
-                return model_runtime_from_files(self.spec, [store])
+                return model_runtime_from_files(self.spec, [store], self.args.fetch)
             except JobRejected as exc:
                 raise RoleError(f"{self.args.spec}: {str(exc).removeprefix('spec: ')}") from None
         engine = Engine(self.spec, self.data, self.engine_cfg)
@@ -396,8 +396,11 @@ def default_spec_blobs(spec_path: str) -> str:
     return str(Path(spec_path).with_suffix(".blobs"))
 
 
-def load_spec(path: str) -> tuple[specs.JobSpec | specs.ModelSpec, object]:
-    """The spec file and its dataset, checked; RoleError (one line) on any problem."""
+def load_spec(
+    path: str, fetch: FetchConfig = FetchConfig()
+) -> tuple[specs.JobSpec | specs.ModelSpec, object]:
+    """The spec file and its dataset (a packed one fetched as `fetch` says), checked; RoleError
+    (one line) on any problem."""
     try:
         spec = specs.load(path)
     except OSError as exc:
@@ -407,12 +410,12 @@ def load_spec(path: str) -> tuple[specs.JobSpec | specs.ModelSpec, object]:
     except ValueError as exc:  # not JSON at all
         raise RoleError(f"spec {path}: not valid JSON: {str(exc).splitlines()[0]}") from None
     try:
-        if isinstance(spec, specs.ModelSpec):
-            data = mj.load_data(spec.dataset_name)
-        else:
-            data = datasets.load_dataset(spec.dataset_name)
+        data = datasets.load_dataset(spec.dataset_name, fetch)
     except (datasets.DatasetError, ValueError) as exc:
         raise RoleError(f"spec {path}: {exc}") from None
+    if not isinstance(spec, specs.ModelSpec) and not isinstance(data, datasets.Dataset):
+        raise RoleError(f"spec {path}: {spec.dataset_name} is a token stream: it needs a "
+                        "version-3 spec")  # fmt: skip
     if "0x" + data.root().hex() != spec.dataset_root:
         raise RoleError(f"spec {path}: dataset root does not match {spec.dataset_name}")
     return spec, data

@@ -265,7 +265,8 @@ class Verifier(ChallengerMixin, RoleAgent):
         if self.rounds is not None and self.rounds.is_unit_job(job):
             return await self.context(job_id)
         try:
-            ctx = load_job(job_id, job, self.spec_stores(), None, self.max_params, self.engine_cfg)
+            ctx = load_job(job_id, job, self.spec_stores(), None, self.max_params, self.engine_cfg,
+                           self.args.fetch)  # fmt: skip
         except JobRejected as exc:
             self.log.warning("job %d: %s", job_id, exc)
             return None

@@ -18,8 +18,7 @@ import torch
 
 from agents.training import float32 as F
 from agents.training import merkle, ops, reference
-from agents.training.data import Dataset
-from agents.training.engine import Engine, EngineConfig
+from agents.training.engine import Dataset, Engine, EngineConfig
 from agents.training.keccak import keccak256, keccak256_batch
 from agents.training.spec import JobSpec, JobSpecError
 from agents.training.state import State, state_root

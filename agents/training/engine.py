@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from agents.training import fastops, merkle, native, ops
 from agents.training import float32 as F
-from agents.training.data import Dataset, batch_indices
 from agents.training.graph import StepGraph, build_step_graph
 from agents.training.registry import (
     TritonUnavailable,
@@ -24,10 +24,28 @@ from agents.training.registry import (
     triton_problem,
     v1_kernels,
 )
+from agents.training.schedule import batch_indices
 from agents.training.spec import JobSpec, JobSpecError
 from agents.training.state import State, init_state, state_root
 
 KERNELS = ("native", "torch", "triton")
+
+
+class Dataset(Protocol):
+    """What the engine reads of the classification dataset it is handed (agents/data builds
+    it; the engine imports no dataset code): X (N x F float32), labels (1 x N)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def features(self) -> int: ...
+
+    @property
+    def classes(self) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from agents.training import merkle
-from agents.training.data import _stream_words, unit_floats
+from agents.training.schedule import stream_words, unit_floats
 
 State = dict[str, torch.Tensor]  # insertion order is the protocol order
 
@@ -51,7 +51,7 @@ def init_state(widths: tuple[int, ...], seed: int, device: str = "cpu") -> State
             sub = int.from_bytes(
                 merkle.keccak256(int(seed).to_bytes(32, "big") + layer.to_bytes(32, "big")), "big"
             )
-            u = unit_floats(_stream_words(b"vtp.init.v1", sub, shape[0] * shape[1]))
+            u = unit_floats(stream_words(b"vtp.init.v1", sub, shape[0] * shape[1]))
             scale = np.float32(2.0 ** -init_scale_shift(widths[layer]))
             st[name] = torch.from_numpy((u * scale).astype(np.float32).reshape(shape))
         else:

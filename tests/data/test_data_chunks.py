@@ -1,4 +1,4 @@
-"""Partial, checked chunk fetches (agents/core/chunks.py, PROTOCOL §4.4): only the chunks a
+"""Partial, checked chunk fetches (agents/data/chunks.py, PROTOCOL §4.4): only the chunks a
 piece of work touches; a corrupted or missing chunk is detected, fetched from the next store and
 never used; the disk cache keeps to its budget and re-checks what it holds."""
 
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from agents.__main__ import main
-from agents.core import chunks, datasets
 from agents.core.blobs import LocalDirBackend, open_blob_store, serving
-from agents.training import data, merkle, packed
+from agents.data import builtin as data
+from agents.data import chunks, datasets, packed
+from agents.training import merkle, schedule
 
 N, F, CHUNK = 300, 10, 1024  # x: 3000 elements = 47 leaves -> 12 chunks of 4 leaves
 
@@ -100,7 +101,7 @@ def test_a_manifest_pointing_at_the_wrong_blob_is_caught_by_the_subtree_root(ds)
 def test_only_the_chunks_a_batch_touches_are_fetched(ds):
     folder, m, x, y = ds
     f = _fetcher(m, folder / "blobs")
-    idx = data.batch_indices(7, 3, 8, N).tolist()
+    idx = schedule.batch_indices(7, 3, 8, N).tolist()
     need = f.chunks_for_examples("train", idx)
     per = 4 * 64  # elements per chunk
     want = {("x", e // per) for i in idx for e in (i * F, i * F + F - 1)}
@@ -148,13 +149,10 @@ def test_the_cache_serves_repeats_keeps_its_budget_and_rechecks(ds, tmp_path):
 
 def test_load_dataset_by_name_reads_the_configured_stores(ds, tmp_path):
     folder, m, x, _ = ds
-    chunks.configure(chunks.FetchConfig((str(tmp_path / "nowhere"), str(folder / "blobs"))))
-    try:
-        got = datasets.load_dataset(m.name())
-        assert np.array_equal(got.x.numpy(), x) and datasets.shape(m.name()) == (N, F)
-        assert datasets.test_split_for(m.name()) is None  # packed with --validation 0
-    finally:
-        chunks.configure(None)
+    fetch = chunks.FetchConfig((str(tmp_path / "nowhere"), str(folder / "blobs")))
+    got = datasets.load_dataset(m.name(), fetch)
+    assert np.array_equal(got.x.numpy(), x) and datasets.shape(m.name(), fetch) == (N, F)
+    assert datasets.held_out(got) is None  # packed with --validation 0
     with pytest.raises(chunks.ChunkUnavailable, match="none of the dataset stores"):
         datasets.load_dataset(m.name())
 

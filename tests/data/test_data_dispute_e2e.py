@@ -27,7 +27,7 @@ import rolekit as rk  # noqa: E402
 
 from agents.__main__ import main  # noqa: E402
 from agents.core.blobs import LocalDirBackend  # noqa: E402
-from agents.training import packed  # noqa: E402
+from agents.data import packed  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(480), pytest.mark.chain]
 CHEAT = "element:step=217,node=0,element=5,mask=0x40000000"

@@ -27,16 +27,15 @@ sys.path.insert(0, str(REPO / "tests" / "roles"))
 
 from test_data_verifier_fetch import _cnn_job, _job_on, _pack_digits  # noqa: E402
 
-from agents.core import chunks  # noqa: E402
 from agents.core.blobs import BlobError, open_blob_store  # noqa: E402
+from agents.data import builtin, chunks, packed  # noqa: E402
 from agents.dispute.encoding import KIND_DATA_X, KIND_DATA_Y  # noqa: E402
 from agents.dispute.graph import job_graph  # noqa: E402
 from agents.dispute.model_graph import DATA_KINDS, model_job_graph  # noqa: E402
 from agents.dispute.model_trace import ModelComputation  # noqa: E402
 from agents.dispute.trace import Computation, merkle_opening  # noqa: E402
 from agents.roles.jobs import load_job  # noqa: E402
-from agents.training import data as builtin  # noqa: E402
-from agents.training import merkle, packed  # noqa: E402
+from agents.training import merkle  # noqa: E402
 from agents.training.engine import Engine  # noqa: E402
 
 

@@ -12,7 +12,9 @@ import pytest
 
 from agents.__main__ import main
 from agents.core.blobs import LocalDirBackend
-from agents.training import data, merkle, packed
+from agents.data import builtin as data
+from agents.data import packed
+from agents.training import merkle
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from agents.__main__ import main
-from agents.core import chunks, datasets
 from agents.core.blobs import S3Backend, serving
+from agents.data import chunks, datasets
 
 
 def _free_port() -> int:
@@ -70,10 +70,9 @@ def _pack_to(tmp: Path, url: str, capsys) -> dict:
 
 
 def _read_back(out: dict, url: str, x: np.ndarray) -> None:
-    chunks.configure(chunks.FetchConfig((url,)))
-    got = datasets.load_dataset(out["name"])
+    got = datasets.load_dataset(out["name"], chunks.FetchConfig((url,)))
     assert "0x" + got.root().hex() == out["root"]
-    held = datasets.test_split_for(out["name"])
+    held = datasets.held_out(got)
     val = np.arange(500) % 10 == 9  # --validation 0.1: example i held out iff i mod 10 == 9
     assert np.array_equal(got.x.numpy(), x[~val]) and np.array_equal(held.x.numpy(), x[val])
 

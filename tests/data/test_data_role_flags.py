@@ -18,11 +18,10 @@ sys.path.insert(0, str(REPO / "tests" / "roles"))
 from test_roles_bad_input import MANAGER, agents_cli, one_line_error  # noqa: E402
 
 from agents.__main__ import build_parser  # noqa: E402
-from agents.core import chunks  # noqa: E402
 from agents.core.blobs import open_blob_store  # noqa: E402
+from agents.data import chunks, packed  # noqa: E402
 from agents.roles.errors import RoleError  # noqa: E402
 from agents.roles.runner import configure_data  # noqa: E402
-from agents.training import packed  # noqa: E402
 
 ROLES = ("solver", "verifier", "whistleblower", "node")
 ENV = ("VTP_DATASET_STORES", "VTP_DATASET_CACHE", "VTP_DATASET_CACHE_MIB", "VTP_MAX_DATASET_MIB")

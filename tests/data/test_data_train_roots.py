@@ -15,7 +15,8 @@ import pytest
 
 from agents.__main__ import main
 from agents.core.blobs import LocalDirBackend
-from agents.training import data, packed, tokens
+from agents.data import builtin as data
+from agents.data import packed, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "examples" / "models"
@@ -142,8 +143,8 @@ def _damaged_copy_tokens(folder: Path, m: packed.Manifest, dst: Path) -> Path:
 def test_a_segment_replays_to_the_same_root_from_only_the_chunks_its_batches_touch(tmp_path):
     """A verifier's replay of steps [20, 30) from S_20 on the opened split (chunks fetched as the
     batches read them) gives the full run's S_30, and fetches a fraction of the dataset."""
-    from agents.core import chunks
     from agents.core.blobs import open_blob_store
+    from agents.data import chunks
     from agents.training import spec as sp
     from agents.training.engine import Engine
     from agents.training.state import state_root

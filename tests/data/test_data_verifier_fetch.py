@@ -45,13 +45,11 @@ from test_verifier_resilience import (  # noqa: E402
 )
 
 from agents.__main__ import main  # noqa: E402
-from agents.core import chunks  # noqa: E402
 from agents.core.blobs import LocalDirBackend, open_blob_store  # noqa: E402
+from agents.data import builtin, chunks, packed  # noqa: E402
 from agents.dispute.graph import job_graph  # noqa: E402
 from agents.dispute.trace import Computation  # noqa: E402
 from agents.roles.jobs import load_job  # noqa: E402
-from agents.training import data as builtin  # noqa: E402
-from agents.training import packed  # noqa: E402
 from agents.training import spec as specs  # noqa: E402
 from agents.training.engine import Engine  # noqa: E402
 from agents.training.state import state_root  # noqa: E402

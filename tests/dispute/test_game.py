@@ -21,11 +21,11 @@ from web3.exceptions import ContractCustomError, ContractLogicError
 
 from agents.adversaries.faults import Fault, FaultyComputation, faulty_party
 from agents.adversaries.liars import LyingChallenger
+from agents.data.builtin import load_dataset
 from agents.dispute.client import MoveRejected, run_game
 from agents.dispute.encoding import step_list_root
 from agents.dispute.player import Challenger, Defender, Phase
 from agents.dispute.trace import Computation
-from agents.training.data import load_dataset
 from agents.training.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]

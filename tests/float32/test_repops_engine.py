@@ -15,7 +15,7 @@ from f32ref import np_arr, np_arr_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.training import data, native, ops
+from agents.training import native, ops, schedule
 from agents.training import reference as R
 from agents.training.decompose import unit_batch_indices
 
@@ -256,7 +256,7 @@ def test_batch_index_schedule(ops_h) -> None:
         st.one_of(st.integers(1, 2000), st.integers(1, 2**62)),
     )
     def prop(seed: int, t: int, batch: int, n: int) -> None:
-        want = [int(v) for v in data.batch_indices(seed, t, batch, n)]
+        want = [int(v) for v in schedule.batch_indices(seed, t, batch, n)]
         assert list(ops_h.batchIndices(seed, t, batch, n)) == want
         assert ops_h.batchIndex(seed, t, batch - 1, n) == want[-1]
 

@@ -17,7 +17,7 @@ import torch
 from f32_strategies import on_pyevm
 from f32ref import np_arr_bits
 
-from agents.training import data
+from agents.data import builtin as data
 from agents.training import spec as S
 from agents.training.engine import Engine
 from agents.training.graph import element_deps

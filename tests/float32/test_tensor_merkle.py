@@ -9,7 +9,8 @@ from f32ref import np_arr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.training import data, merkle
+from agents.data import builtin as data
+from agents.training import merkle
 from agents.training.keccak import keccak256
 
 EX = 15

@@ -21,8 +21,9 @@ import torch
 from safetensors.torch import load_file
 
 from agents.__main__ import main
+from agents.data import builtin as data
+from agents.data import tokens
 from agents.model.job import lm_loss
-from agents.training import data, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "examples" / "models"

@@ -78,7 +78,8 @@ def test_a_version_3_step_on_the_device_kernels_gives_the_native_roots():
 
 
 def test_a_version_1_step_on_the_device_kernels_gives_the_native_roots():
-    from agents.training import data, spec
+    from agents.data import builtin as data
+    from agents.training import spec
     from agents.training.engine import Engine, EngineConfig
     from agents.training.state import state_root
 

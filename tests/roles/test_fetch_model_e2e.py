@@ -15,8 +15,8 @@ from safetensors.torch import load_file
 
 from agents.__main__ import main
 from agents.cli_job import load_factory
-from agents.core import datasets
 from agents.core.blobs import open_blob_store
+from agents.data import builtin
 from agents.roles.artifacts import CheckpointReader
 from agents.roles.runtime import model_runtime_from_files
 from agents.training.spec import load as load_spec
@@ -101,7 +101,7 @@ def test_fetch_writes_the_chains_weights_which_load_in_the_plain_module(complete
     # ... and load, strictly, into the plain PyTorch module, scoring what fetch printed
     module = load_factory(f"{CNN}:make_model")()
     module.load_state_dict(weights, strict=True)
-    test = datasets.test_split_for("sklearn-digits/train")
+    test = builtin.test_split_for("sklearn-digits/train")
     with torch.no_grad():
         pred = module(test.x.reshape(-1, 1, 8, 8)).argmax(-1)
     accuracy = float((pred == test.y.reshape(-1)).double().mean())

@@ -20,6 +20,7 @@ from agents.core.blobs import open_blob_store, serving
 from agents.core.bounded import SaidOnce
 from agents.core.clock import RealClock
 from agents.core.store import Store
+from agents.data import builtin as datasets
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import (
     BadBlob,
@@ -35,7 +36,6 @@ from agents.roles.logic import SettledJobs, UnitStatus, UnitView
 from agents.roles.runtime import MlpRuntime
 from agents.roles.solver import Solver
 from agents.roles.verifier import Verifier
-from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.engine import Engine
 from agents.training.merkle import checkpoint_root
@@ -142,7 +142,7 @@ def test_solver_declines_a_spec_naming_an_unknown_dataset(tmp_path):
 
 def test_synthetic_dataset_size_is_bounded_in_total_before_any_word_is_made(monkeypatch):
     asked: list[int] = []
-    monkeypatch.setattr(datasets, "_stream_words", lambda tag, seed, n: asked.append(n))
+    monkeypatch.setattr(datasets, "stream_words", lambda tag, seed, n: asked.append(n))
     # each size is in range, the total (2^40 words) is not
     name = f"synthetic/n={1 << 24},f={1 << 16},c=10,seed=1"
     with pytest.raises(datasets.DatasetError, match="too large"):
@@ -159,7 +159,7 @@ def test_synthetic_dataset_size_is_bounded_in_total_before_any_word_is_made(monk
 
 def test_load_job_refuses_an_oversized_synthetic_dataset_without_building_it(tmp_path, monkeypatch):
     asked: list[int] = []
-    monkeypatch.setattr(datasets, "_stream_words", lambda tag, seed, n: asked.append(n))
+    monkeypatch.setattr(datasets, "stream_words", lambda tag, seed, n: asked.append(n))
     name = f"synthetic/n={1 << 24},f={1 << 16},c=10,seed=1"
     obj = DIGITS.to_obj() | {
         "dataset": {"name": name, "root": "0x" + "11" * 32},

@@ -19,11 +19,11 @@ from rolefakes import decoded
 
 from agents.core.blobs import BlobBackendError, open_blob_store
 from agents.core.bounded import BoundedCache, SaidOnce
+from agents.data import builtin as datasets
 from agents.dispute.graph import job_graph
 from agents.roles.jobs import JobRejected, LoadedJobs
 from agents.roles.runner import RoleAgent
 from agents.roles.verifier import Verifier
-from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.engine import Engine
 from agents.training.state import state_root

@@ -15,7 +15,7 @@ import json
 import pytest
 import rolekit as rk
 
-from agents.training.data import load_dataset
+from agents.data.builtin import load_dataset
 
 pytestmark = pytest.mark.timeout(420)
 DATASET = "synthetic/n=256,f=100,c=4,seed=3"

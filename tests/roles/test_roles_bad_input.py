@@ -15,9 +15,9 @@ import pytest
 import rolekit as rk
 
 from agents.core.blobs import open_blob_store
+from agents.data.builtin import load_dataset
 from agents.roles.artifacts import BadBlob, CheckpointReader, Manifest, encode_state, make_locator
 from agents.training import spec as specs
-from agents.training.data import load_dataset
 from agents.training.engine import Engine
 from agents.training.state import state_root
 

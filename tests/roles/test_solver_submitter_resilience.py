@@ -35,6 +35,7 @@ from agents.core.blobs import open_blob_store
 from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.clock import RealClock
 from agents.core.store import Store
+from agents.data import builtin as datasets
 from agents.dispute.graph import job_graph
 from agents.roles.artifacts import encode_state
 from agents.roles.errors import RoleError
@@ -42,7 +43,6 @@ from agents.roles.jobs import LoadedJobs
 from agents.roles.logic import Now, SettledJobs, UnitStatus, UnitView, solver_acts
 from agents.roles.solver import Solver
 from agents.roles.submitter import Submitter
-from agents.training import data as datasets
 from agents.training import spec as specs
 from agents.training.engine import Engine
 from agents.training.state import state_root

@@ -23,9 +23,9 @@ from rolefakes import answering
 from test_solver_submitter_resilience import ME, NOW, a_solver, digits, job_tuple, unit
 
 from agents.core.store import StoreError
+from agents.data import builtin as datasets
 from agents.roles.logic import UnitStatus, UnitView
 from agents.roles.solver import Solver
-from agents.training import data as datasets
 
 SPEC = digits(40, 10)  # 5 checkpoints, well under a second
 ROUND_TIMEOUT_S = 30.0

@@ -14,8 +14,8 @@ import torch
 from safetensors.torch import load_file
 
 from agents.__main__ import main
-from agents.core import datasets
 from agents.core.enums import JobStatus, UnitStatus
+from agents.data import builtin
 from agents.roles.artifacts import CheckpointReader
 from agents.training.spec import load as load_spec
 
@@ -109,7 +109,7 @@ def test_job_fetch_writes_checked_weights_that_load_in_plain_pytorch(completed, 
     # ... and load, strictly, into the plain PyTorch MLP, scoring what fetch reported
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
     model.load_state_dict(weights)
-    test = datasets.test_split_for(spec.dataset_name)
+    test = builtin.test_split_for(spec.dataset_name)
     with torch.no_grad():
         accuracy = float((model(test.x).argmax(1) == test.y.reshape(-1)).double().mean())
     assert got["test_accuracy"] > 0.5

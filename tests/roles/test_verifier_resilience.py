@@ -44,6 +44,7 @@ from agents.core.clock import RealClock
 from agents.core.deploy import load_artifact
 from agents.core.events import AbiDecoder, EventStream, RawLog
 from agents.core.store import Store
+from agents.data import builtin as datasets
 from agents.dispute.graph import job_graph
 from agents.dispute.player import Phase
 from agents.dispute.trace import Computation
@@ -65,7 +66,6 @@ from agents.roles.logic import (
 from agents.roles.runtime import MlpRuntime
 from agents.roles.verifier import Verifier
 from agents.roles.whistleblower import Whistleblower
-from agents.training import data as datasets
 from agents.training import merkle
 from agents.training import spec as specs
 from agents.training.engine import Engine

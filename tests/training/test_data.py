@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from training_support import examples
 
-from agents.training import data, merkle
+from agents.data import builtin as data
+from agents.training import merkle, schedule
 from agents.training.keccak import keccak256
 from agents.training.state import init_state, state_names
 
@@ -19,7 +20,7 @@ from agents.training.state import init_state, state_names
 @examples(30)
 @given(st.integers(0, 2**256 - 1), st.integers(0, 2**40), st.integers(1, 20), st.integers(1, 10**6))
 def test_batch_indices_match_abi_encode(seed, t, b, n):
-    got = data.batch_indices(seed, t, b, n)
+    got = schedule.batch_indices(seed, t, b, n)
     want = [
         int.from_bytes(keccak256(encode(["uint256"] * 3, [seed, t, j])), "big") % n
         for j in range(b)

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from training_support import any_f32, assert_bits_equal, canon, examples
 
 from agents.__main__ import main
-from agents.training import data, merkle, native
+from agents.data import builtin as data
 from agents.training import decompose as D
 from agents.training import float32 as F
+from agents.training import merkle, native, schedule
 from agents.training import spec as S
 from agents.training.engine import Engine, EngineConfig
 from agents.training.keccak import keccak256
@@ -121,7 +122,9 @@ def test_unit_batch_is_keccak_of_the_slot_and_one_shard_is_version_1():
         h = keccak256(b"".join(int(x).to_bytes(32, "big") for x in (seed, g, j * shards + s)))
         assert got[j] == shards * (int.from_bytes(h, "big") % D.shard_size(n, shards, s)) + s
     for t in (0, 1, 399):
-        assert (D.unit_batch_indices(1, t, 32, n, 1, 0) == data.batch_indices(1, t, 32, n)).all()
+        assert (
+            D.unit_batch_indices(1, t, 32, n, 1, 0) == schedule.batch_indices(1, t, 32, n)
+        ).all()
 
 
 def test_weights():

@@ -14,7 +14,8 @@ import pytest
 import torch
 from training_support import assert_bits_equal
 
-from agents.training import data, merkle, native
+from agents.data import builtin as data
+from agents.training import merkle, native
 from agents.training import spec as S
 from agents.training.engine import Engine, EngineConfig, trace_root, trace_tensor_roots
 from agents.training.registry import v1_reference_step as run_step_graph
@@ -182,7 +183,8 @@ def test_baseline_isa_build_gives_the_same_bits(tmp_path):
     code = (
         "import json\n"
         "from test_engine import tiny_spec\n"
-        "from agents.training import native, data\n"
+        "from agents.data import builtin as data\n"
+        "from agents.training import native\n"
         "from agents.training.engine import Engine, EngineConfig\n"
         "sp, ds = tiny_spec(widths=(64, 600, 10), batch=64, "
         "name='synthetic/n=300,f=64,c=10,seed=3', steps=4)\n"

@@ -24,8 +24,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from agents.data.builtin import DatasetError
 from agents.training import merkle
-from agents.training.data import DatasetError
 from agents.training.keccak import keccak256
 
 FORMAT = "vtp.dataset.v1"

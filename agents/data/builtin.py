@@ -1,12 +1,13 @@
-"""Datasets, their commitments and the batch schedule (PROTOCOL §4).
+"""The built-in classification datasets and the `Dataset` every classification split is
+(PROTOCOL §4); the batch schedule is agents/training/schedule.py's.
 
-Datasets are named, deterministic functions of their name: `sklearn-digits/train` and
+Built-in datasets are named, deterministic functions of their name: `sklearn-digits/train` and
 `sklearn-digits/test` (scikit-learn's bundled digits, 1797 x 64, pixels 0..16 divided by 16 —
 exact in binary32 — split by example index: i % 5 == 4 is test), and
 `synthetic/n=N,f=F,c=C,seed=S` (integer-only generation, identical on every machine). A job
 spec names one and carries its root; the engine recomputes the root and refuses a mismatch.
 `manifest:0x<address>` names a packed user dataset (PROTOCOL §4.4), fetched and checked by
-agents/core/datasets.py (which resolves every name; this module does no I/O).
+agents/data/chunks.py; agents/data/datasets.py resolves every name (this module does no I/O).
 
 A name is anyone's (a job spec's), so `shape` answers (N, F) without building anything, and a
 synthetic set is bounded in total, not only per dimension: N·F + F·C + N·C words at most
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 
 from agents.training import merkle
-from agents.training.keccak import keccak256, keccak256_batch
+from agents.training.schedule import stream_words, unit_floats
 
 DIGITS_TRAIN = "sklearn-digits/train"
 DIGITS_TEST = "sklearn-digits/test"
@@ -74,21 +75,6 @@ def _digits_split(test: bool) -> Dataset:
     return Dataset(name, torch.from_numpy(x[sel].copy()), torch.from_numpy(y[sel].reshape(1, -1)))
 
 
-def _stream_words(tag: bytes, seed: int, n: int) -> np.ndarray:
-    """n uint32 words: block c = keccak(abi.encode(keccak(tag), seed, c)), 8 big-endian words
-    per block. Integer-only, so every machine (and Solidity) derives the same words."""
-    blocks = -(-n // 8)
-    head = keccak256(tag) + int(seed).to_bytes(32, "big")
-    msgs = b"".join(head + c.to_bytes(32, "big") for c in range(blocks))
-    return keccak256_batch(msgs, 96).view(">u4").reshape(-1)[:n].astype(np.uint32)
-
-
-def unit_floats(words: np.ndarray) -> np.ndarray:
-    """Top 24 bits of each word as k in [-2^23, 2^23), returned as k * 2^-23 (exact)."""
-    k = (words >> 8).astype(np.int64) - (1 << 23)
-    return (k.astype(np.float32) * np.float32(2.0**-23)).astype(np.float32)
-
-
 def check_synthetic(n: int, f: int, c: int) -> None:
     """Refuse sizes whose generation would not fit one machine, before generating anything."""
     if not (1 <= n <= 1 << 24 and 1 <= f <= 1 << 16 and 2 <= c <= 1 << 16):
@@ -105,10 +91,10 @@ def synthetic(n: int, f: int, c: int, seed: int) -> Dataset:
     """Features uniform in [-1, 1) on a 2^-23 grid; label = argmax of an integer teacher
     (exact int64 scores, first maximum), so the task is learnable and bit-reproducible."""
     check_synthetic(n, f, c)
-    w = _stream_words(b"vtp.synthetic.x.v1", seed, n * f)
+    w = stream_words(b"vtp.synthetic.x.v1", seed, n * f)
     x = unit_floats(w).reshape(n, f)
     k = (w >> 8).astype(np.int64).reshape(n, f) - (1 << 23)
-    teacher = (_stream_words(b"vtp.synthetic.teacher.v1", seed, f * c) % 17).astype(np.int64) - 8
+    teacher = (stream_words(b"vtp.synthetic.teacher.v1", seed, f * c) % 17).astype(np.int64) - 8
     scores = k @ teacher.reshape(f, c)  # |score| < 2^23 * 8 * 2^16: exact in int64
     y = np.argmax(scores, axis=1).astype(np.int64)
     name = f"synthetic/n={n},f={f},c={c},seed={seed}"
@@ -138,8 +124,7 @@ def _unknown(name: str) -> DatasetError:
 
 
 def load_dataset(name: str) -> Dataset:
-    """A built-in dataset by name (packed ones, `manifest:0x<address>`, are fetched by
-    agents/core/datasets.py: the engine does no I/O)."""
+    """A built-in dataset by name (agents/data/datasets.py resolves every other name)."""
     if name == DIGITS_TRAIN:
         return _digits_split(test=False)
     if name == DIGITS_TEST:
@@ -161,18 +146,3 @@ def item_shape(name: str) -> tuple[int, ...]:
 def test_split_for(name: str) -> Dataset | None:
     """The held-out split that goes with a training set, if it has one."""
     return _digits_split(test=True) if name == DIGITS_TRAIN else None
-
-
-def batch_indices(seed: int, t: int, batch: int, n: int) -> np.ndarray:
-    """idx(seed, t, j) = uint256(keccak256(abi.encode(seed, t, j))) mod N for j < batch."""
-    msgs = np.zeros((batch, 96), dtype=np.uint8)
-    msgs[:, :32] = np.frombuffer(int(seed).to_bytes(32, "big"), np.uint8)
-    msgs[:, 32:64] = np.frombuffer(int(t).to_bytes(32, "big"), np.uint8)
-    msgs[:, 88:96] = np.arange(batch, dtype=">u8").view(np.uint8).reshape(batch, 8)
-    h = keccak256_batch(msgs, 96)
-    return np.array([int.from_bytes(r, "big") % n for r in _rows(h)], dtype=np.int64)
-
-
-def _rows(h: np.ndarray) -> list[bytes]:
-    b = h.tobytes()
-    return [b[i : i + 32] for i in range(0, len(b), 32)]

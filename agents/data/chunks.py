@@ -9,11 +9,10 @@ against its keccak address, then here against its subtree root and length; a chu
 anything is dropped (and deleted from the cache) and the next store is asked. A role's dataset
 root check (the spec's root against the materialised split) closes the loop.
 
-Where a process gets chunks from: `configure(FetchConfig(...))` (the CLIs do, from their flags
-through `fetch_config`), else the environment: VTP_DATASET_STORES (blob URLs, comma separated,
-tried in order), VTP_DATASET_CACHE (a folder), VTP_DATASET_CACHE_MIB (its budget) and
-VTP_MAX_DATASET_MIB (the largest dataset this process materialises: a manifest over it is
-refused before any chunk). A flag given overrides its variable.
+Where a process gets chunks from is its `FetchConfig`, handed down by whoever opens a dataset
+(a role's or `train`'s from its flags and their VTP_DATASET_* variables, agents/cli/options.py):
+the stores tried in order, a disk cache within a budget, the largest dataset it materialises (a
+manifest over it is refused before any chunk).
 """
 
 from __future__ import annotations
@@ -29,10 +28,12 @@ import numpy as np
 import torch
 
 from agents.core.blobs import BlobError, BlobStore, open_blob_store
-from agents.training import merkle, packed
-from agents.training.data import Dataset, DatasetError
+from agents.data import packed
+from agents.data.builtin import Dataset, DatasetError
+from agents.data.tokens import TokenDataset
+from agents.training import merkle
 from agents.training.keccak import keccak256
-from agents.training.tokens import TokenDataset
+from agents.training.schedule import batch_indices
 
 DEFAULT_CACHE_BYTES = 1 << 30
 MAX_MANIFEST_BYTES = 1 << 28  # 2^22 chunk entries: a 4 TiB dataset at 1 MiB chunks
@@ -42,13 +43,55 @@ class ChunkUnavailable(DatasetError):
     """No store had a good copy of a chunk (or of the manifest)."""
 
 
+def store_url(url: str) -> str:
+    """A dataset store's URL, checked that a blob backend reads it (ValueError: why not)."""
+    url = url.strip()
+    open_blob_store(url)
+    return url
+
+
+def cache_folder(path: str) -> str:
+    """The chunk cache's folder, made here (ValueError: why it cannot be)."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot make the folder: {e.strerror}") from None
+    return path
+
+
+def mib_bytes(text: str) -> int:
+    """A whole number of MiB, at least 1, in bytes."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError("expected a whole number of MiB >= 1") from None
+    if n < 1:
+        raise ValueError("expected a whole number of MiB >= 1")
+    return n << 20
+
+
+# The settings of a packed dataset's fetch. The field metadata is how the CLI offers each one
+# (agents/cli/options.py: its flag, its environment variable, its help); a field without it is
+# not settable there.
 @dataclass(frozen=True)
 class FetchConfig:
-    stores: tuple[str, ...] = ()  # blob URLs, tried in order
-    cache_dir: str | None = None  # None: no disk cache
-    cache_bytes: int = DEFAULT_CACHE_BYTES
+    stores: tuple[str, ...] = field(default=(), metadata={
+        "flag": "--data-store", "env": "VTP_DATASET_STORES", "parse": store_url, "metavar": "URL",
+        "help": "a packed dataset's store (repeatable), tried in order before the job's own "
+                "blob stores; any --blob-url form"})  # fmt: skip
+    cache_dir: str | None = field(default=None, metadata={
+        "flag": "--data-cache", "env": "VTP_DATASET_CACHE", "parse": cache_folder,
+        "metavar": "DIR", "help": "a folder caching the dataset chunks fetched, re-checked on "
+                                  "every read (default: no cache)"})  # fmt: skip
+    cache_bytes: int = field(default=DEFAULT_CACHE_BYTES, metadata={
+        "flag": "--data-cache-mib", "env": "VTP_DATASET_CACHE_MIB", "parse": mib_bytes,
+        "metavar": "MIB", "default": DEFAULT_CACHE_BYTES >> 20,
+        "help": "--data-cache's disk budget, least recently used chunks out first"})  # fmt: skip
     timeout_s: float = 30.0
-    max_dataset_bytes: int | None = None  # a role's --max-dataset-mib: larger ones are refused
+    max_dataset_bytes: int | None = field(default=None, metadata={
+        "flag": "--max-dataset-mib", "env": "VTP_MAX_DATASET_MIB", "parse": mib_bytes,
+        "metavar": "MIB", "help": "refuse a packed dataset larger than this, before fetching "
+                                  "any chunk (default: no limit)"})  # fmt: skip
 
 
 @dataclass
@@ -57,69 +100,6 @@ class FetchStats:
     bytes: int = 0  # their bytes
     cache_hits: int = 0
     rejected: list[str] = field(default_factory=list)  # one line per bad or missing copy
-
-
-_CONFIG: FetchConfig | None = None
-
-
-def configure(cfg: FetchConfig | None) -> None:
-    """Set where this process fetches packed datasets from (None: back to the environment)."""
-    global _CONFIG
-    _CONFIG = cfg
-
-
-def current_config() -> FetchConfig:
-    return _CONFIG if _CONFIG is not None else fetch_config()
-
-
-def _mib(flag: int | None, env: str, name: str) -> int | None:
-    """A MiB count from its flag, else its environment variable; >= 1 or DatasetError."""
-    if flag is None:
-        text = os.environ.get(env, "").strip()
-        if not text:
-            return None
-        try:
-            flag = int(text)
-        except ValueError:
-            raise DatasetError(f"{env} must be a whole number of MiB, got {text!r}") from None
-        name = env
-    if flag < 1:
-        raise DatasetError(f"{name} must be >= 1, got {flag}")
-    return flag
-
-
-def fetch_config(
-    stores: Sequence[str] | None = None,
-    cache_dir: str | None = None,
-    cache_mib: int | None = None,
-    max_mib: int | None = None,
-) -> FetchConfig:
-    """A role's or `train`'s fetch settings: each flag given, else its environment variable
-    (VTP_DATASET_STORES, VTP_DATASET_CACHE, VTP_DATASET_CACHE_MIB, VTP_MAX_DATASET_MIB), else
-    the default. Checked here, before any work: a store URL no backend reads, a cache folder
-    that cannot be made, a budget below 1 MiB each raise DatasetError naming the flag or the
-    variable."""
-    where = "--data-store"
-    if stores is None:
-        stores = [s for s in os.environ.get("VTP_DATASET_STORES", "").split(",") if s.strip()]
-        where = "VTP_DATASET_STORES"
-    for url in stores:
-        try:
-            open_blob_store(url.strip())
-        except ValueError as e:
-            raise DatasetError(f"{where}: {e}") from None
-    where = "--data-cache" if cache_dir else "VTP_DATASET_CACHE"
-    cache_dir = cache_dir or os.environ.get("VTP_DATASET_CACHE") or None
-    if cache_dir is not None:
-        try:
-            Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise DatasetError(f"{where} {cache_dir}: {e.strerror}") from None
-    cache = _mib(cache_mib, "VTP_DATASET_CACHE_MIB", "--data-cache-mib")
-    most = _mib(max_mib, "VTP_MAX_DATASET_MIB", "--max-dataset-mib")
-    return FetchConfig(tuple(u.strip() for u in stores), cache_dir,
-                       DEFAULT_CACHE_BYTES if cache is None else cache << 20,
-                       max_dataset_bytes=None if most is None else most << 20)  # fmt: skip
 
 
 class DiskCache:
@@ -297,10 +277,10 @@ class ChunkFetcher:
         if m.kind == "tokens":
             toks = torch.from_numpy(filler.buffers["tokens"])
             vocab = tuple(str(v) for v in range(m.classes))
-            return FetchingTokens(name, toks, vocab, filler, s.root)
+            return FetchingTokens(name, toks, vocab, self, filler, s.root)
         x = torch.from_numpy(filler.buffers["x"].view(np.float32).reshape(s.n, -1))
         y = torch.from_numpy(filler.buffers["y"].reshape(1, -1))
-        return FetchingDataset(name, x, y, m.classes, filler, s.root)
+        return FetchingDataset(name, x, y, m.classes, self, filler, s.root)
 
     # -- a whole split ---------------------------------------------------------------------
 
@@ -312,24 +292,36 @@ class ChunkFetcher:
         name = m.name() if split == "train" else f"{m.name()}/{split}"
         if m.kind == "tokens":
             toks = self.tensor_words(split, "tokens").astype(np.int64)
-            return TokenDataset(
-                name, torch.from_numpy(toks), tuple(str(v) for v in range(m.classes))
-            )
+            vocab = tuple(str(v) for v in range(m.classes))
+            return PackedTokens(name, torch.from_numpy(toks), vocab, self)
         x = self.tensor_words(split, "x").view(np.float32).reshape(s.n, -1)
         y = self.tensor_words(split, "y").astype(np.int64).reshape(1, -1)
-        return PackedDataset(name, torch.from_numpy(x), torch.from_numpy(y), m.classes)
+        return PackedDataset(name, torch.from_numpy(x), torch.from_numpy(y), m.classes, self)
+
+    def held_out(self):
+        """The validation split, whole (None when the manifest has none)."""
+        return self.load("validation") if self.manifest.split("validation") else None
 
 
 @dataclass(frozen=True)
 class PackedDataset(Dataset):
     """A classification split of a packed dataset: its class count is the manifest's (a split
-    need not hold every class), not the largest label + 1."""
+    need not hold every class), not the largest label + 1; `source` is the fetcher it came
+    from (its held-out split comes from the same stores)."""
 
     declared_classes: int = 0
+    source: ChunkFetcher | None = field(default=None, compare=False, repr=False)
 
     @property
     def classes(self) -> int:
         return self.declared_classes
+
+
+@dataclass(frozen=True)
+class PackedTokens(TokenDataset):
+    """A token split of a packed dataset, with the fetcher it came from."""
+
+    source: ChunkFetcher | None = field(default=None, compare=False, repr=False)
 
 
 class ChunkFiller:
@@ -431,7 +423,7 @@ class FetchingDataset(_FetchingSplit, PackedDataset):
 
 
 @dataclass(frozen=True)
-class FetchingTokens(_FetchingSplit, TokenDataset):
+class FetchingTokens(_FetchingSplit, PackedTokens):
     """A token split whose windows fetch the chunks they cover first (the token engine reads
     batches through `windows` only)."""
 
@@ -447,8 +439,6 @@ class FetchingTokens(_FetchingSplit, TokenDataset):
 
 def step_indices(seed: int, steps: Iterable[int], batch: int, n: int) -> np.ndarray:
     """Every example the batches of these steps read (§4.1, one shard)."""
-    from agents.training.data import batch_indices
-
     return np.concatenate([batch_indices(seed, t, batch, n) for t in steps])
 
 
@@ -466,13 +456,12 @@ def _stores(urls: Iterable[str], timeout_s: float) -> list[BlobStore]:
 
 
 def open_packed(
-    ref: str, cfg: FetchConfig | None = None, extra_stores: Sequence[BlobStore] = ()
+    ref: str, cfg: FetchConfig = FetchConfig(), extra_stores: Sequence[BlobStore] = ()
 ) -> ChunkFetcher:
     """A fetcher for `manifest:0x<address>` (the manifest read from the stores) or a manifest
     file's path (its folder's `blobs/` store is tried first: what `dataset pack --out` wrote);
     `extra_stores` are tried after the configured ones (a role's own blob store and
     --spec-store list)."""
-    cfg = cfg or current_config()
     urls = list(cfg.stores)
     if ref.startswith(packed.NAME_PREFIX):
         address = ref[len(packed.NAME_PREFIX) :].lower()
@@ -509,13 +498,3 @@ def open_packed(
 
 def is_packed_ref(name: str) -> bool:
     return name.startswith(packed.NAME_PREFIX)
-
-
-def load_named(name: str, split: str = "train"):
-    return open_packed(name).load(split)
-
-
-def open_named(name: str, split: str = "train", extra_stores: Sequence[BlobStore] = ()):
-    """A packed dataset's split fetched as work reads it (ChunkFetcher.open_split), from the
-    configured stores and then `extra_stores` (a role's own blob store and --spec-store list)."""
-    return open_packed(name, extra_stores=extra_stores).open_split(split)

