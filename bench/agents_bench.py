@@ -50,7 +50,6 @@ from web3 import AsyncWeb3
 
 from agents.core.bindings import bind
 from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
-from agents.core.config import config_from
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all
 from agents.core.runtime import open_agent
 from agents.data import builtin as datasets
@@ -180,13 +179,19 @@ class World:
         return [len(self.manager.functions.getVerifiers(u).call()) for u in self.units]
 
 
-def role_args(role: str, key_index: int, url: str, manager: str, data_dir: Path, extra=()):
-    from agents.__main__ import build_parser
+def role_config(cls: Any, key_index: int, url: str, manager: str, data_dir: Path, lens: str,
+                extra=()):  # fmt: skip
+    """The role's config as its command line builds it (agents/cli/options.py)."""
+    from agents.cli.main import build_parser
+    from agents.cli.options import build
+    from agents.roles.config import SolverConfig, VerifierConfig, WhistleblowerConfig
 
-    argv = [role, "--rpc-url", url, "--key", f"dev:{key_index}", "--data-dir", str(data_dir),
+    argv = [cls.role, "--rpc-url", url, "--key", f"dev:{key_index}", "--data-dir", str(data_dir),
             "--manager", manager, "--deployment", str(data_dir / "none.json"),
-            "--no-progress", *extra]  # fmt: skip
-    return build_parser().parse_args(argv)
+            "--lens", lens, "--no-progress", *extra]  # fmt: skip
+    kind = {"solver": SolverConfig, "verifier": VerifierConfig,
+            "whistleblower": WhistleblowerConfig}[cls.role]  # fmt: skip
+    return build(kind, build_parser().parse_args(argv))
 
 
 async def solver_round(s: Solver) -> None:
@@ -225,10 +230,9 @@ async def measure(world: World, tmp: Path) -> dict[str, dict]:
     out: dict[str, dict] = {}
     log = logging.getLogger("bench.agents")
     for name, (cls, key_index, extra, one_round) in roles.items():
-        args = role_args(cls.role, key_index, world.url, manager, tmp / name, extra)
-        args.lens = lens
-        async with open_agent(config_from(args)) as agent:
-            role = cls(agent, manager, args, log)
+        config = role_config(cls, key_index, world.url, manager, tmp / name, lens, extra)
+        async with open_agent(config.agent) as agent:
+            role = cls(agent, manager, config, log)
             try:
                 await role.open()
                 plant(role, world)

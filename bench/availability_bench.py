@@ -63,7 +63,7 @@ MODELS = [
 def built_state() -> dict[str, torch.Tensor]:
     """`job build`'s initial state of the char GPT (AdamW), as its root commits it."""
     from agents.__main__ import main as agents_main
-    from agents.cli_job import load_job
+    from agents.cli.job import load_job
 
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "gpt.json"

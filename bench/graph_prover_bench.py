@@ -64,7 +64,7 @@ TRACE_WALK = (
 
 def build(tmp: Path, name: str, batch: str | None = None, steps: int = 2):
     """(job, S_0) of an example model (batch 16 as its docstring builds it, or `batch`)."""
-    from agents.cli_job import load_job
+    from agents.cli.job import load_job
 
     model, dataset, default_batch = DEEP if name == "deep" else JOBS[name]
     batch = batch or default_batch

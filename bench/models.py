@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from agents.cli_job import load_factory
+from agents.cli.job import load_factory
 from agents.data import builtin as cdata
 from agents.data import datasets, tokens
 from agents.model import job as mj

@@ -44,6 +44,9 @@ REPO = Path(__file__).resolve().parents[1]
 # Absolute: the agents run in the checkout (cwd=REPO) while the demo may be started elsewhere,
 # and both must mean the same folders.
 REPORT_DIR = REPO / "build" / "demo"
+# The one default deployment file (agents/roles/config.py DEFAULT_DEPLOYMENT): every role and
+# `job status|fetch` read it unless --deployment names another.
+DEPLOYMENT = REPO / "build" / "deployment.json"
 SPEC = REPO / "examples" / "digits-mlp.json"
 TOKEN = 10**18
 #: The cheat: PROTOCOL §7.8's worked example (bit 30 of element 5 of node 2 at step 217).
@@ -217,11 +220,11 @@ def run(
     deploy_only: bool = False,
     params: dict[str, Any] | None = None,
     parties: list[Party] | None = None,
-    report_dir: Path = REPORT_DIR,
+    deployment: Path = DEPLOYMENT,
     play_fn: Play | None = None,
 ) -> dict:
-    """Deploy (writing `report_dir`/deployment.json, which `job status|fetch --deployment`
-    read), fund `parties` and run `play_fn` (by default the MLP demo's)."""
+    """Deploy (writing `deployment`, which the roles and `job status|fetch` read), fund
+    `parties` and run `play_fn` (by default the MLP demo's)."""
     started = time.monotonic()
     marks: dict[str, float] = {}
     with chain_url(rpc_url) as (url, private_chain):
@@ -242,8 +245,8 @@ def run(
             "block": first_block,
             "contracts": addresses,
         }
-        report_dir.mkdir(parents=True, exist_ok=True)
-        (report_dir / "deployment.json").write_text(json.dumps(report, indent=2) + "\n")
+        deployment.parent.mkdir(parents=True, exist_ok=True)
+        deployment.write_text(json.dumps(report, indent=2) + "\n")
         marks["deployed"] = time.monotonic() - started
         if deploy_only:
             report["wall_time_s"] = round(time.monotonic() - started, 2)
@@ -651,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--deploy-only",
         action="store_true",
-        help="only deploy and write build/demo/deployment.json",
+        help="only deploy and write build/deployment.json",
     )
     args = parser.parse_args(argv)
     report = guarded(lambda: run(args.rpc_url, args.key, args.deploy_only))
@@ -659,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         return report
     print_contracts(report)
     if args.deploy_only:
-        print(f"wrote {REPORT_DIR / 'deployment.json'} in {report['wall_time_s']} s")
+        print(f"wrote {DEPLOYMENT} in {report['wall_time_s']} s")
         return 0
     print()
     print(summary_table(report))

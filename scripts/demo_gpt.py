@@ -217,7 +217,7 @@ def fetched_module(path: Path) -> torch.nn.Module:
     """The plain PyTorch GPT of char_gpt.py with the fetched weights, strictly loaded."""
     from safetensors.torch import load_file
 
-    from agents.cli_job import load_factory
+    from agents.cli.job import load_factory
 
     module = load_factory(f"{MODEL}:make_model")()
     module.load_state_dict(load_file(str(path)), strict=True)
@@ -243,7 +243,7 @@ def sample(module: torch.nn.Module, prompt: str, chars: int, seed: int) -> str:
 def plain_pytorch_val_loss(job, start: dict) -> float:
     """The same module trained by plain PyTorch (autograd, torch.optim.AdamW, clipping) from
     the job's S_0 on the job's batches for the job's steps: bench/models.py's comparison."""
-    from agents.cli_job import load_factory
+    from agents.cli.job import load_factory
     from agents.model.lower import Optimizer
     from bench.models import plain_metric, plain_trainer
 
@@ -294,7 +294,8 @@ def play_cheat(cheat: dict, spec: Path, cfg: GptConfig, rpc_url: str | None, key
     job, _ = load_spec(spec)
     play_fn = play_gpt(cfg, spec, job, cheat)
     params = deploy_params(MANAGER_CONFIG, CLOCK_BUDGET)
-    report = run(rpc_url, key, params=params, parties=parties(fault), report_dir=REPORT_DIR,
+    report = run(rpc_url, key, params=params, parties=parties(fault),
+                 deployment=REPORT_DIR / "deployment.json",
                  play_fn=wrap(play_fn) if wrap else play_fn)  # fmt: skip
     report["config"] = cfg.__dict__
     return report
@@ -302,7 +303,7 @@ def play_cheat(cheat: dict, spec: Path, cfg: GptConfig, rpc_url: str | None, key
 
 def load_spec(spec: Path):
     """The job of `spec` and its initial state, as the agents load them."""
-    from agents.cli_job import load_job
+    from agents.cli.job import load_job
 
     return load_job(str(spec), None)
 

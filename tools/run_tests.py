@@ -30,7 +30,7 @@ NETWORKS = {"foundry": "ethereum:local:foundry", "test": "ethereum:local:test"}
 # e2e tests, 1-2 minutes each, balance them: the false-truth and held-dispute e2e tests moved
 # from B to A; with the stateful test at 200 sequences a fresh-clone run measured A 14:18,
 # B 12:54, rest 12:30). Both demo
-# tests run `scripts/demo.py`, which writes build/demo/deployment.json: one group only.
+# tests run `scripts/demo.py`, which writes build/deployment.json: one group only.
 SCENARIOS_A = [
     "tests/reliability",
     "tests/roles/test_decomposed_job.py",

@@ -1,6 +1,7 @@
 """Test adversaries: the cheating behaviours the demo, the e2e tests and `make reliability`
-need, as strategy objects the start-up wiring (agents/cli_*.py) hands to a role in place of its
-honest one. No production module imports this package (an import-linter contract, pyproject).
+need, as strategy objects the start-up wiring (agents/cli/adversaries.py, which declares their
+flags) hands to a role in place of its honest one. No production module imports this package
+(an import-linter contract, pyproject).
 
 - verifier  --lazy (`LazyVerifier`), --cheat-challenge (`LyingVerifier`)
 - solver    --cheat KIND[:...] (`FaultySolver`), --false-truth (`FalseTruthSolver`),
@@ -10,15 +11,11 @@ honest one. No production module imports this package (an import-linter contract
             --cheat-challenge)
 - faults    cheating parties' accounts of a claim (`Fault`, `FaultyComputation`, ...): what
             --cheat commits and the dispute tests' liars compute
-- flags     the flags above, added to the roles' parsers by the CLI wiring
-
-`verifier_strategy(args)`, `solver_strategy(args)` and `aggregator_strategy(args)` read the
-flags once; None: the role's honest strategy.
+`verifier_strategy`, `solver_strategy` and `aggregator_strategy` pick one from the flags' values;
+None: the role's honest strategy.
 """
 
 from __future__ import annotations
-
-import argparse
 
 from agents.adversaries.aggregator import CheatingAggregator
 from agents.adversaries.solver import (
@@ -33,29 +30,31 @@ from agents.roles.solver import SolverStrategy
 from agents.roles.verifier import VerifierStrategy
 
 
-def verifier_strategy(args: argparse.Namespace) -> VerifierStrategy | None:
+def verifier_strategy(lazy: bool, cheat_challenge: bool) -> VerifierStrategy | None:
     """--lazy wins over --cheat-challenge: a lazy verifier never disagrees, so never challenges."""
-    if args.lazy:
+    if lazy:
         return LazyVerifier()
-    if args.cheat_challenge:
+    if cheat_challenge:
         return LyingVerifier()
     return None
 
 
-def solver_strategy(args: argparse.Namespace) -> SolverStrategy | None:
+def solver_strategy(
+    cheat: str | None, false_truth: bool, stale_final: int | None = None
+) -> SolverStrategy | None:
     """--cheat wins over --false-truth: a faulty solver never plays forced rounds."""
-    fault = parse_cheat(args.cheat)
+    fault = parse_cheat(cheat)
     if fault is not None:
         return FaultySolver(fault=fault)
-    if args.false_truth:
+    if false_truth:
         return FalseTruthSolver()
-    if args.stale_final is not None:
-        return StaleFinalSolver(checkpoint=args.stale_final)
+    if stale_final is not None:
+        return StaleFinalSolver(checkpoint=stale_final)
     return None
 
 
-def aggregator_strategy(args: argparse.Namespace) -> AggregatorStrategy | None:
+def aggregator_strategy(cheat: bool, withhold: bool) -> AggregatorStrategy | None:
     """--cheat and --withhold combine (the decomposed demo's cheater uses both)."""
-    if args.cheat or args.withhold:
-        return CheatingAggregator(corrupts=args.cheat, withholds=args.withhold)
+    if cheat or withhold:
+        return CheatingAggregator(corrupts=cheat, withholds=withhold)
     return None

@@ -1,8 +1,11 @@
 """An agent's configuration: one frozen dataclass, from command-line flags and environment.
 
-Precedence: flag > environment variable > default. Every problem found is reported at once,
-one line each, naming both the flag and the variable, as a `ConfigError`. Roles add their own
-flags to `build_parser()`'s parser and read them from the same namespace.
+Every setting is a dataclass field whose metadata says how the command line offers it (its help,
+its flag, its VTP_ environment variable; `setting`); agents/cli/options.py turns the fields into
+flags and a parsed command line into the dataclass, with the precedence flag > environment
+variable > default, every problem found reported at once, one line each, naming both the flag
+and the variable, as a `ConfigError`. The role settings (agents/roles/config.py) are built the
+same way.
 
 | field           | flag               | environment          | default                 |
 |-----------------|--------------------|----------------------|-------------------------|
@@ -20,10 +23,9 @@ double-sending, and a silent default could let two agents share one.
 
 from __future__ import annotations
 
-import argparse
-import os
+import dataclasses
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,32 +41,24 @@ class ConfigError(ValueError):
         self.problems = problems
 
 
-@dataclass(frozen=True)
-class AgentConfig:
-    key: str
-    data_dir: Path
-    rpc_url: str | None = None
-    confirmations: int = 2
-    poll_interval: float = 1.0
-    receipt_timeout: float = 120.0
-    blob_url: str | None = None
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / "agent.db"
-
-    @property
-    def blob_location(self) -> str:
-        return self.blob_url or str(self.data_dir / "blobs")
-
-
-@dataclass(frozen=True)
-class _Field:
-    name: str
-    flag: str
-    env: str
-    parse: Callable[[str], Any]
-    help: str
+def setting(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    parse: Callable[[str], Any] | None = None,
+    flag: str | None = None,
+    env: str | None = "",
+    **more: Any,
+) -> Any:
+    """A config field offered on the command line: `help` its flag's help; `parse` turns one
+    given string into the value (ValueError: why not; default: the field's type); `flag`
+    (default --<name>, a bool's --no-<name> turns it off) and `env` (default VTP_<NAME>; None:
+    no variable) name it; `more` are argparse's (metavar, choices, positional, nargs) or
+    `default` as the help shows it. No default: required."""
+    meta = {"help": help, "parse": parse, "flag": flag, "env": env, **more}
+    if isinstance(default, list | dict | set):
+        raise TypeError("a setting's default is immutable (a tuple)")
+    return dataclasses.field(default=default, metadata=meta)
 
 
 def _rpc(value: str) -> str:
@@ -115,59 +109,26 @@ def _blob(value: str) -> str:
     raise ValueError("expected a path, file://, http(s):// or s3:// URL")
 
 
-FIELDS = (
-    _Field("rpc_url", "--rpc-url", "VTP_RPC_URL", _rpc, "node RPC URL (default: private Anvil)"),
-    _Field("key", "--key", "VTP_KEY", _key, "key source: keystore:/path, env:VAR or dev:N"),
-    _Field("data_dir", "--data-dir", "VTP_DATA_DIR", Path, "the agent's data folder"),
-    _Field("confirmations", "--confirmations", "VTP_CONFIRMATIONS", _nonneg_int,
-           "blocks an event must be buried under before it is acted on"),
-    _Field("poll_interval", "--poll-interval", "VTP_POLL_INTERVAL", _positive_float,
-           "seconds between polls of the node"),
-    _Field("receipt_timeout", "--receipt-timeout", "VTP_RECEIPT_TIMEOUT", _positive_float,
-           "seconds to wait for a receipt before reporting a pending tx"),
-    _Field("blob_url", "--blob-url", "VTP_BLOB_URL", _blob,
-           "blob store: path, http(s)://host:port or s3://bucket?endpoint=..."),
-)  # fmt: skip
-REQUIRED = ("key", "data_dir")
+@dataclass(frozen=True)
+class AgentConfig:
+    key: str = setting(help="key source: keystore:/path, env:VAR or dev:N", parse=_key)
+    data_dir: Path = setting(help="the agent's data folder")
+    rpc_url: str | None = setting(None, "node RPC URL (default: private Anvil)", parse=_rpc)
+    confirmations: int = setting(
+        2, "blocks an event must be buried under before it is acted on", parse=_nonneg_int
+    )
+    poll_interval: float = setting(1.0, "seconds between polls of the node", parse=_positive_float)
+    receipt_timeout: float = setting(
+        120.0, "seconds to wait for a receipt before reporting a pending tx", parse=_positive_float
+    )
+    blob_url: str | None = setting(
+        None, "blob store: path, http(s)://host:port or s3://bucket?endpoint=...", parse=_blob
+    )
 
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "agent.db"
 
-def build_parser(
-    prog: str | None = None, description: str | None = None
-) -> argparse.ArgumentParser:
-    """A parser with the core's flags (all default to None so the environment can fill in)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    for f in FIELDS:
-        parser.add_argument(f.flag, dest=f.name, default=None, help=f"{f.help} [{f.env}]")
-    return parser
-
-
-def config_from(namespace: argparse.Namespace, env: Mapping[str, str] | None = None) -> AgentConfig:
-    """Merge parsed flags with the environment and validate; ConfigError lists every problem."""
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    problems: list[str] = []
-    for f in FIELDS:
-        raw = getattr(namespace, f.name, None)
-        origin = f.flag
-        if raw is None and env.get(f.env):
-            raw, origin = env[f.env], f.env
-        if raw is None:
-            if f.name in REQUIRED:
-                problems.append(f"{f.name}: required; pass {f.flag} or set {f.env}")
-            continue
-        try:
-            values[f.name] = f.parse(str(raw))
-        except ValueError as exc:
-            problems.append(f"{f.name} ({origin}={str(raw)[:60]!r}): {exc}")
-    if problems:
-        raise ConfigError(problems)
-    return AgentConfig(**values)
-
-
-def load_config(
-    argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
-    parser: argparse.ArgumentParser | None = None,
-) -> AgentConfig:  # fmt: skip
-    parser = parser or build_parser()
-    namespace = parser.parse_args(argv)
-    return config_from(namespace, env)
+    @property
+    def blob_location(self) -> str:
+        return self.blob_url or str(self.data_dir / "blobs")

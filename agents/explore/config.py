@@ -1,6 +1,6 @@
 """The explorer's start-up configuration and the deployment it reads.
 
-`ExploreConfig` is built once from the command line (agents/cli_explore.py) and is all the app
+`ExploreConfig` is built once from the command line (agents/cli/explore.py) and is all the app
 sees; `Deployment` is the contracts' addresses from the file `deploy` (or a demo) wrote.
 """
 
@@ -13,7 +13,6 @@ from pathlib import Path
 from web3 import Web3
 
 DEFAULT_PORT = 8600
-DEFAULT_DEPLOYMENT = "build/deployment.json"
 
 
 class ExploreError(Exception):

@@ -3,42 +3,42 @@ wired to it (court, RoundManager), from the command line or the deployment file.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 from web3 import Web3
 
+from agents.roles.config import RoleConfig
 from agents.roles.errors import RoleError
 
+#: The deployment file's name of each contract wired to a JobManager, by the config field that
+#: names it instead.
+COMPANIONS = {"court": "AttestationCourt", "round_manager": "RoundManager", "lens": "JobLens"}
 
-def manager_address(args: argparse.Namespace) -> str:
-    if args.manager:
-        if not Web3.is_address(args.manager):
-            raise RoleError(f"--manager {args.manager!r} is not an address")
-        return Web3.to_checksum_address(args.manager)
-    path = Path(args.deployment)
-    if not path.exists():
+
+def manager_address(given: str | None, deployment: Path) -> str:
+    """--manager (checked as it was parsed), else the deployment file's JobManager."""
+    if given:
+        return Web3.to_checksum_address(given)
+    if not deployment.exists():
         raise RoleError(
-            f"no --manager given and {path} does not exist (run `make demo` or pass --manager 0x…)"
+            f"no --manager given and {deployment} does not exist (run `make demo` or `deploy`, "
+            "or pass --manager 0x…)"
         )
     try:
-        return Web3.to_checksum_address(json.loads(path.read_text())["contracts"]["JobManager"])
-    except (ValueError, KeyError) as exc:
-        raise RoleError(f"{path}: no contracts.JobManager address ({exc})") from None
+        contracts = json.loads(deployment.read_text())["contracts"]
+        return Web3.to_checksum_address(contracts["JobManager"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RoleError(f"{deployment}: no contracts.JobManager address ({exc})") from None
 
 
-def companion_address(
-    args: argparse.Namespace, manager: str, flag: str, contract: str
-) -> str | None:
-    """A contract wired to this JobManager: `--<flag>` if given, else the deployment file's
-    `contract` entry when that file describes this manager."""
-    given = getattr(args, flag, None)
-    if given:
-        if not Web3.is_address(given):
-            raise RoleError(f"--{flag.replace('_', '-')} {given!r} is not an address")
-        return Web3.to_checksum_address(given)
-    path = Path(getattr(args, "deployment", "") or "")
+def companion_address(config: RoleConfig, which: str, manager: str) -> str | None:
+    """A contract wired to this JobManager (`which`: court, round_manager or lens): the config's
+    if given, else the deployment file's when that file describes this manager."""
+    given = {"court": config.court, "round_manager": config.round_manager, "lens": config.lens}
+    if given[which]:
+        return given[which]
+    path = config.deployment
     if not path.is_file():
         return None
     try:
@@ -47,12 +47,8 @@ def companion_address(
         return None
     if contracts.get("JobManager", "").lower() != manager.lower():
         return None
-    address = contracts.get(contract)
+    address = contracts.get(COMPANIONS[which])
     return Web3.to_checksum_address(address) if address else None
-
-
-def court_address(args: argparse.Namespace, manager: str) -> str | None:
-    return companion_address(args, manager, "court", "AttestationCourt")
 
 
 def deployment_block(path: str | Path, manager: str) -> int:

@@ -9,7 +9,6 @@ contract recomputes RepOps.average and slashes the aggregator's bond if it diffe
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -50,9 +49,10 @@ from agents.roles.artifacts import (
     parse_locator,
     state_bytes,
 )
+from agents.roles.config import AggregatorConfig
 from agents.roles.jobs import JobRejected
 from agents.roles.logic import SettledJobs
-from agents.roles.runner import RoleAgent, RoleError, role_parser
+from agents.roles.runner import RoleAgent, RoleError
 from agents.training.decompose import aggregate, aggregation_weights
 from agents.training.state import State, state_root
 
@@ -98,7 +98,7 @@ class Aggregator(RoleAgent):
     check every aggregate others commit and prove a wrong one; finalize rounds whose window is
     over. What it commits and publishes is its `AggregatorStrategy`: `HonestAggregator` here;
     the test adversary of --cheat / --withhold (agents/adversaries/aggregator.py) is wired in at
-    start-up (agents/cli_aggregator.py).
+    start-up (agents/cli/adversaries.py).
 
     A wrong aggregate whose blob is withheld is disputed by a reveal request (PROTOCOL §6.9):
     the committed data roots are read from the commitAggregate transaction, the first tensor
@@ -107,6 +107,7 @@ class Aggregator(RoleAgent):
     As the aggregator, I answer every request on my own aggregate."""
 
     role = "aggregator"
+    config: AggregatorConfig
     # A class default, so aggregators built without __init__ (tests) are honest.
     strategy: AggregatorStrategy = HonestAggregator()
 
@@ -128,7 +129,7 @@ class Aggregator(RoleAgent):
 
     async def setup(self) -> None:
         # RoundManager aggregators are registered solvers (PROTOCOL §6.9).
-        await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), (0, 0, 0))
+        await self.ensure_registered(Role.SOLVER, int(self.config.stake * TOKEN), (0, 0, 0))
         self.strategy.announce(self.log)
 
     async def round(self) -> bool:
@@ -395,15 +396,3 @@ class Aggregator(RoleAgent):
         withdraw = WithdrawRounds(f"rm-withdraw:{credits}:{now.block}")
         if credits > 0 and await self.executor.execute(withdraw):
             self.log.info("withdrew %g tokens from the RoundManager", credits / 1e18)
-
-
-def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = role_parser(
-        sub, "aggregator", "run an aggregator: commit, check and prove decomposed jobs' aggregates"
-    )
-    p.add_argument("--stake", type=float, default=200.0, help="tokens to stake (as a solver)")
-    p.add_argument(
-        "--public-blob-url",
-        help="blob store URL others read my aggregates from (default: --blob-url)",
-    )
-    return p

@@ -11,12 +11,10 @@ nobody trusts the aggregator's blob for it.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 from web3.contract import AsyncContract
@@ -29,7 +27,6 @@ from agents.data.builtin import Dataset
 from agents.data.chunks import FetchConfig
 from agents.dispute.graph import job_graph
 from agents.roles.actions import Approve, ChainAction, FinalizeRound, PostRoundJob
-from agents.roles.addresses import companion_address
 from agents.roles.aggregation import layout_of
 from agents.roles.artifacts import BadBlob, CheckpointReader
 from agents.roles.errors import RoleError
@@ -57,11 +54,6 @@ from agents.training.spec import JobSpec
 from agents.training.state import State, state_root
 
 log = logging.getLogger(__name__)
-
-
-def round_manager_address(args: argparse.Namespace, manager: str) -> str | None:
-    """--round-manager, else the deployment file's RoundManager (if it is this JobManager's)."""
-    return companion_address(args, manager, "round_manager", "RoundManager")
 
 
 def unit_spec(spec: JobSpec) -> JobSpec:
@@ -257,8 +249,8 @@ async def post_decomposed(sub) -> None:
         return
     if sub.agent.blobs.put(spec.canonical_bytes()) != spec_hash:
         raise RoleError("the blob store's address of the spec is not its spec hash")
-    unit_reward = int(sub.args.reward * 10**18)
-    agg_reward = int(sub.args.aggregator_reward * 10**18)
+    unit_reward = int(sub.config.reward * 10**18)
+    agg_reward = int(sub.config.aggregator_reward * 10**18)
     escrow = spec.rounds * (spec.shards * unit_reward + agg_reward)
     if await sub.token.functions.balanceOf(sub.me).call() < escrow:
         raise RoleError(f"account {sub.me} cannot escrow {escrow / 1e18:g} tokens: fund it first")
@@ -274,11 +266,11 @@ async def post_decomposed(sub) -> None:
         spec.k_local,
         spec.checkpoint_every,
         data.n,
-        (sub.args.device_class, sub.args.memory_mib, sub.args.throughput),
+        sub.config.requirements,
         unit_reward,
-        int(sub.args.verification_fee * 10**18),
+        int(sub.config.verification_fee * 10**18),
         agg_reward,
-        int(sub.args.compute_time),
+        int(sub.config.compute_time),
         job_graph(spec, data.n).config.hash(),
     )
     out = await sub.executor.execute(PostRoundJob(f"post:{spec_hash}", params))
@@ -394,7 +386,7 @@ async def finish_decomposed(sub) -> bool:
         sub.result["final_state_root"][:18],
         f"{acc:.4f}" if acc is not None else "n/a",
     )
-    if sub.args.out:
-        Path(sub.args.out).write_text(json.dumps(sub.result, indent=2) + "\n")
+    if sub.config.out:
+        sub.config.out.write_text(json.dumps(sub.result, indent=2) + "\n")
     print(json.dumps(sub.result), flush=True)
     return True

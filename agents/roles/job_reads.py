@@ -2,7 +2,7 @@
 units, their disputes (from events) and the final checkpoint's commitment, read by field name.
 A thin layer: what is shown is decided in agents/roles/job_view.py. Async, over an AsyncWeb3: the
 followed submitter reads it through its agent's one client; the one-shot `job` commands open
-their own (agents/cli_job_chain.py)."""
+their own (agents/cli/job_chain.py)."""
 
 from __future__ import annotations
 

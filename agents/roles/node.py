@@ -14,7 +14,6 @@ so a refusal is one line naming the contract's custom error and its values.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from agents.roles.actions import (
     WithdrawCourt,
     WithdrawUnbonded,
 )
+from agents.roles.config import NodeConfig
 from agents.roles.executor import revert_text
 from agents.roles.runner import RoleAgent, RoleError
 
@@ -140,19 +140,24 @@ def _tokens(wei: int) -> str:
 
 class NodeCommand(RoleAgent):
     role = "node"
+    config: NodeConfig
     isolate_rounds = False
 
     @classmethod
-    def check_args(cls, args: argparse.Namespace) -> None:
-        needs_amount = args.action in ("add-stake", "unbond")
-        if needs_amount and args.amount is None:
-            raise RoleError(f"node {args.action} needs an amount of tokens (unbond: or `all`)")
-        if not needs_amount and args.amount is not None:
-            raise RoleError(f"node {args.action} takes no amount")
-        if args.amount is not None:
-            args.amount_wei = parse_amount(args.amount)
-            if args.action == "add-stake" and args.amount_wei == ALL:
-                raise RoleError("node add-stake needs an amount of tokens, not `all`")
+    def check_config(cls, config: NodeConfig) -> None:
+        needs_amount = config.action in ("add-stake", "unbond")
+        if needs_amount and config.amount is None:
+            raise RoleError(f"node {config.action} needs an amount of tokens (unbond: or `all`)")
+        if not needs_amount and config.amount is not None:
+            raise RoleError(f"node {config.action} takes no amount")
+        if config.action == "add-stake" and parse_amount(config.amount) == ALL:
+            raise RoleError("node add-stake needs an amount of tokens, not `all`")
+
+    @property
+    def amount(self) -> int:
+        """The action's amount in wei (ALL: `unbond all`), checked in check_config."""
+        assert self.config.amount is not None
+        return parse_amount(self.config.amount)
 
     async def status(self) -> NodeStatus:
         registry = self.registry.functions
@@ -178,7 +183,7 @@ class NodeCommand(RoleAgent):
         )
 
     async def round(self) -> bool:
-        action = self.args.action
+        action = self.config.action
         if action == "status":
             await self.report(await self.status())
             return True
@@ -187,14 +192,14 @@ class NodeCommand(RoleAgent):
         if action == "add-stake":
             if s.role == "none":
                 raise RoleError(f"{self.me} is not registered: run its role agent with --stake")
-            amount = self.args.amount_wei
+            amount = self.amount
             if s.balance < amount:
                 raise RoleError(f"the wallet holds {_tokens(s.balance)}, asked {_tokens(amount)}")
             await self.do(Approve(f"node:approve:{amount}:{block}", self.registry.address, amount))
             await self.do(AddStake(f"node:add-stake:{amount}:{block}", amount))
         elif action == "unbond":
             min_stake = await self.registry.functions.minStake(s.role_id).call()
-            amount = unbond_request(self.args.amount_wei, s, min_stake)
+            amount = unbond_request(self.amount, s, min_stake)
             await self.do(RequestUnbond(f"node:unbond:{amount}:{block}", amount))
         elif action == "withdraw-unbonded":
             if not s.unbonding:
@@ -225,7 +230,7 @@ class NodeCommand(RoleAgent):
             raise RoleError(f"{what} failed: {str(exc).splitlines()[0]}") from None
 
     async def report(self, s: NodeStatus) -> None:
-        if self.args.json:
+        if self.config.json:
             print(json.dumps(asdict(s) | {"role": s.role, "free": s.free}))
             return
         now = (await self.now()).timestamp
@@ -235,18 +240,3 @@ class NodeCommand(RoleAgent):
     async def run(self, stop: asyncio.Event, run_for: float = 0.0) -> int:
         await self.round()
         return 0
-
-
-def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from agents.roles.runner import role_parser
-
-    p = role_parser(
-        sub,
-        "node",
-        "a node operator's own stake and pay: status, add-stake, unbond (or leave the role: "
-        "unbond all), withdraw-unbonded, withdraw (stop the role agent first)",
-    )
-    p.add_argument("action", choices=ACTIONS, help="what to do (status: read only)")
-    p.add_argument("amount", nargs="?", help="tokens, for add-stake and unbond (unbond: or `all`)")
-    p.add_argument("--json", action="store_true", help="print the status as one JSON object")
-    return p

@@ -1,6 +1,7 @@
 """The I/O half every role shares: contracts, chain snapshots, sending actions, logging, progress.
 
-A role process is one `RoleAgent` subclass: `run()` loops — read the chain (views, cheap),
+A role process is one `RoleAgent` subclass, built from its frozen config (agents/roles/config.py;
+`run_role` is the entry point the CLI calls with it): `run()` loops — read the chain (views, cheap),
 decide with agents/roles/logic.py, execute the actions — every `--poll-interval` seconds on
 the injected clock until stopped. Every transaction is a typed chain action
 (agents/roles/actions.py) sent by the role's one executor (agents/roles/executor.py) through the
@@ -10,7 +11,6 @@ is logged and retried on a later round, never sent.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -31,25 +31,23 @@ from agents.core.bindings import bind
 from agents.core.blobs import BlobServer, BlobStore, LocalDirBackend, open_blob_store
 from agents.core.bounded import SaidOnce
 from agents.core.chain import ChainUnavailable
-from agents.core.config import AgentConfig, ConfigError, build_parser, config_from
 from agents.core.events import ReorgTooDeep
-from agents.core.fetches import DEFAULT_FETCH_WORKERS, PENDING, Failed, Reads
+from agents.core.fetches import PENDING, Failed, Reads
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
 from agents.core.rpc_errors import transport_errors
 from agents.core.runtime import Agent, open_agent
 from agents.core.store import StoreError
 from agents.core.tx import TransportError
-from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES, StateBudget
+from agents.dispute.budget import StateBudget
 from agents.dispute.client import AsyncGameReader
 from agents.roles.actions import Approve, Heartbeat, Register
-from agents.roles.addresses import companion_address, court_address, manager_address
+from agents.roles.addresses import companion_address, manager_address
 from agents.roles.artifacts import BadBlob, Checkpoints, fetch_checkpoints, locator_problem
-from agents.roles.decomposed import Rounds, round_manager_address
+from agents.roles.config import PublisherConfig, RoleConfig
+from agents.roles.decomposed import Rounds
 from agents.roles.errors import RoleError
 from agents.roles.executor import Executor
 from agents.roles.jobs import (
-    DEFAULT_MAX_LOADED_JOBS,
-    DEFAULT_MAX_PARAMS,
     JobContext,
     JobRejected,
     LoadedJobs,
@@ -135,133 +133,7 @@ def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Any]:
         yield lambda n=1: prog.advance(task, n)
 
 
-# --- command line ----------------------------------------------------------------------------
-
-
-def role_parser(
-    sub: argparse._SubParsersAction, name: str, help_text: str
-) -> argparse.ArgumentParser:
-    """A role's subcommand with the core's flags plus the ones every role has."""
-    base = build_parser()
-    p = sub.add_parser(
-        name,
-        help=help_text,
-        description=help_text,
-        parents=[base],
-        add_help=False,
-        conflict_handler="resolve",
-    )
-    p.add_argument("-h", "--help", action="help", help="show this help and exit")
-    p.add_argument(
-        "--manager",
-        help="JobManager address (token, registry, arbiter are read "
-        "from it); default: the JobManager in --deployment",
-    )
-    p.add_argument(
-        "--deployment",
-        default="build/demo/deployment.json",
-        help="deployment JSON written by `make demo` (default: %(default)s)",
-    )
-    p.add_argument("--json-logs", action="store_true", help="one JSON object per log line")
-    p.add_argument("--no-progress", action="store_true", help="never draw progress bars")
-    p.add_argument(
-        "--run-for",
-        type=float,
-        default=0.0,
-        help="stop after this many seconds (0: run until SIGINT/SIGTERM)",
-    )
-    p.add_argument("--verbose", action="store_true", help="debug logging")
-    p.add_argument(
-        "--court",
-        help="AttestationCourt address (attestation disputes); default: the one in --deployment "
-        "when it belongs to the same JobManager, else none",
-    )
-    p.add_argument(
-        "--round-manager",
-        help="RoundManager address (decomposed jobs); default: the one in --deployment when it "
-        "belongs to the same JobManager, else none",
-    )
-    p.add_argument(
-        "--lens",
-        help="JobLens address (a unit's reads in one call); default: the one in --deployment "
-        "when it belongs to the same JobManager, else none: each unit is then read getter by "
-        "getter, one verifierStatus per drawn verifier",
-    )
-    p.add_argument(
-        "--mine-when-idle",
-        action="store_true",
-        help="dev chains only: mine an empty block (evm_mine) each round nothing else happens, "
-        "so deadlines pass on an automining chain; paced so that chain time does not run ahead "
-        "of the wall clock",
-    )
-    p.add_argument(
-        "--device",
-        default="cpu",
-        help="where I train and replay: cpu (the native kernels) or cuda (the device kernels of "
-        "agents/training/triton_ops.py, the same bits); without CUDA it says so in one line "
-        "and runs on the CPU (default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-params",
-        type=int,
-        default=DEFAULT_MAX_PARAMS,
-        help="take part only in jobs whose model has at most this many parameters: a state is "
-        "4 bytes a parameter, twice with the optimizer's (default: %(default)s)",
-    )
-    p.add_argument(
-        "--state-cache-mib",
-        type=int,
-        default=DEFAULT_STATE_CACHE_BYTES >> 20,
-        help="memory for the training states all my replays and disputes keep together (least "
-        "recently used out first, recomputed when needed again; default: %(default)s)",
-    )
-    p.add_argument(
-        "--max-loaded-jobs",
-        type=int,
-        default=DEFAULT_MAX_LOADED_JOBS,
-        help="how many jobs' datasets and engines I keep in memory at once (least recently used "
-        "out first, loaded again when needed; default: %(default)s)",
-    )
-    p.add_argument(
-        "--data-store",
-        action="append",
-        metavar="URL",
-        help="a packed dataset's store (repeatable), tried in order before my blob store and "
-        "each --spec-store; any --blob-url form (default: VTP_DATASET_STORES, comma separated)",
-    )
-    p.add_argument(
-        "--data-cache",
-        metavar="DIR",
-        help="a folder caching the dataset chunks I fetch, re-checked on every read (default: "
-        "VTP_DATASET_CACHE, else no cache)",
-    )
-    p.add_argument(
-        "--data-cache-mib",
-        type=int,
-        help="--data-cache's disk budget, least recently used chunks out first (default: "
-        "VTP_DATASET_CACHE_MIB, else 1024)",
-    )
-    p.add_argument(
-        "--max-dataset-mib",
-        type=int,
-        help="refuse a job whose packed dataset is larger, before fetching any chunk (default: "
-        "VTP_MAX_DATASET_MIB, else no limit)",
-    )
-    p.add_argument(
-        "--fetch-workers",
-        type=int,
-        default=DEFAULT_FETCH_WORKERS,
-        help="reads of other parties' data (checkpoints) run at once, off the round loop; each "
-        "waits at most a quarter of its window's time left, then I replay myself "
-        "(default: %(default)s)",
-    )
-    p.add_argument(
-        "--allow-local-locators",
-        action="store_true",
-        help="dev chains only: also read checkpoints from blob locators naming a local folder "
-        "(agents sharing one disk); otherwise a locator must be an http(s) URL",
-    )
-    return p
+# --- start-up --------------------------------------------------------------------------------
 
 
 def engine_config(device: str, log: logging.Logger) -> EngineConfig:
@@ -280,33 +152,17 @@ def engine_config(device: str, log: logging.Logger) -> EngineConfig:
     return EngineConfig("triton" if triton_problem(device) is None else "torch", device=device)
 
 
-def run_role(
-    cls: type[RoleAgent],
-    args: argparse.Namespace,
-    strategy: Callable[[argparse.Namespace], Any] | None = None,
-) -> int:
-    """Entry point of a role subcommand: config, logging, the loop, one-line fatal errors.
-    `strategy(args)`, if given, picks the role's strategy from its flags once, after its checks
-    (the CLI wiring passes a test adversary's selector; None from it: the role's honest one)."""
-    log = setup_logging(f"{cls.role}", args.json_logs, args.verbose)
+def run_role(cls: type[RoleAgent], config: RoleConfig, **parts: Any) -> int:
+    """Entry point of a role process: logging, its checks, the loop, one-line fatal errors.
+    `parts` go to the role's constructor as they are (the CLI wiring's test adversary as
+    `strategy`, the live view as `observer`)."""
+    log = setup_logging(f"{cls.role}", config.json_logs, config.verbose)
     try:
-        config = config_from(args)
-        if config.rpc_url is None:
+        if config.agent.rpc_url is None:
             raise RoleError("an agent needs a node: pass --rpc-url or set VTP_RPC_URL")
-        manager = manager_address(args)
-        if getattr(args, "max_params", 1) <= 0:
-            raise RoleError(f"--max-params must be > 0 (got {args.max_params})")
-        if getattr(args, "state_cache_mib", 1) <= 0:
-            raise RoleError(f"--state-cache-mib must be > 0 (got {args.state_cache_mib})")
-        if getattr(args, "max_loaded_jobs", 1) <= 0:
-            raise RoleError(f"--max-loaded-jobs must be > 0 (got {args.max_loaded_jobs})")
-        configure_data(args)
-        cls.check_args(args)
-        chosen = strategy(args) if strategy is not None else None
-        extra = {} if chosen is None else {"strategy": chosen}
-        return asyncio.run(_main(cls, config, manager, args, log, extra))
-    except ConfigError as exc:
-        print("error: " + "; ".join(exc.problems), file=sys.stderr)
+        manager = manager_address(config.manager, config.deployment)
+        cls.check_config(config)
+        return asyncio.run(_main(cls, config, manager, log, parts))
     except (RoleError, ChainUnavailable, KeyConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
@@ -314,52 +170,20 @@ def run_role(
     return 2
 
 
-def configure_data(args: argparse.Namespace) -> None:
-    """Where this process fetches packed datasets from (--data-store, --data-cache,
-    --data-cache-mib, --max-dataset-mib, each else its VTP_DATASET_* variable), as args.fetch:
-    checked before the loop starts, so a bad value is one line and exit 2."""
-    import os
-
-    from agents.data import chunks
-
-    values = {}
-    for f in dataclasses.fields(chunks.FetchConfig):
-        if "flag" not in f.metadata:
-            continue
-        raw = getattr(args, f.metadata["flag"][2:].replace("-", "_"), None)  # interim
-        where = f.metadata["flag"]
-        if raw is None and os.environ.get(f.metadata["env"], "").strip():
-            raw, where = os.environ[f.metadata["env"]], f.metadata["env"]
-            raw = [u for u in raw.split(",") if u.strip()] if f.name == "stores" else raw
-        if raw is None:
-            continue
-        try:
-            parse = f.metadata["parse"]
-            values[f.name] = tuple(map(parse, raw)) if f.name == "stores" else parse(str(raw))
-        except ValueError as exc:
-            raise RoleError(f"{where}: {exc}") from None
-    args.fetch = chunks.FetchConfig(**values)
-
-
 async def _main(
-    cls: type[RoleAgent],
-    config: AgentConfig,
-    manager: str,
-    args: argparse.Namespace,
-    log: logging.Logger,
-    extra: dict[str, Any],
+    cls: type[RoleAgent], config: RoleConfig, manager: str, log: logging.Logger, parts: dict
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    async with open_agent(config) as agent:
-        role = cls(agent, manager, args, log, **extra)
+    async with open_agent(config.agent) as agent:
+        role = cls(agent, manager, config, log, **parts)
         try:
             await role.open()
             await role.setup()
-            code = await role.run(stop, args.run_for)
+            code = await role.run(stop, config.run_for)
         finally:
             role.close()
     return code
@@ -391,6 +215,7 @@ def data_request_view(r: Any) -> DataRequest | None:
 
 class RoleAgent:
     role = "agent"
+    config: RoleConfig  # my settings (a role's own subclass of it)
     # A long-running role outlives an unexpected error in one round (logged, retried next
     # round); a one-shot command (`node`) reports it instead of retrying for ever.
     isolate_rounds = True
@@ -400,32 +225,31 @@ class RoleAgent:
     # How units are read (the lens or getter by getter): logged when the role's loop starts
     read_mode: str = "units read getter by getter"
 
-    def __init__(
-        self, agent: Agent, manager: str, args: argparse.Namespace, log: logging.Logger
-    ) -> None:
+    def __init__(self, agent: Agent, manager: str, config: RoleConfig, log: logging.Logger) -> None:
         self.agent = agent
-        self.args = args
+        self.config = config
         self.log = log
         _ = self.engine_cfg  # --device: said once at start-up when CUDA is missing
         self.me = agent.account.address
-        self.progress = not args.no_progress
+        self.progress = config.progress
         # My agent's one AsyncWeb3 (agents/core/runtime.py): every read and every send of mine goes
         # through it; the contracts are bound in `open`, the start-up step that reads the chain.
         self.w3 = agent.w3
         self.manager_address = manager
-        if getattr(args, "mine_when_idle", False) and agent.chain_id not in DEV_CHAIN_IDS:
+        if config.mine_when_idle and agent.chain_id not in DEV_CHAIN_IDS:
             raise RoleError(f"--mine-when-idle: chain id {agent.chain_id} is not a dev chain")
         if self.local_locators and agent.chain_id not in DEV_CHAIN_IDS:
             raise RoleError(f"--allow-local-locators: chain id {agent.chain_id} is not a dev chain")
         self.blob_server: BlobServer | None = None
-        self.public_blob_url = getattr(args, "public_blob_url", None) or agent.config.blob_location
-        serve = getattr(args, "serve_blobs", None)
-        if serve:
-            self.blob_server = serve_blobs(serve, agent.config.blob_location)
-            self.public_blob_url = getattr(args, "public_blob_url", None) or self.blob_server.url
-            log.info("serving my blobs at %s", self.blob_server.url)
+        self.public_blob_url = agent.config.blob_location
+        if isinstance(config, PublisherConfig):
+            self.public_blob_url = config.public_blob_url or agent.config.blob_location
+            if config.serve_blobs:
+                self.blob_server = serve_blobs(config.serve_blobs, agent.config.blob_location)
+                self.public_blob_url = config.public_blob_url or self.blob_server.url
+                log.info("serving my blobs at %s", self.blob_server.url)
         problem = locator_problem(self.public_blob_url, self.local_locators)
-        if problem and self.role in ("solver", "aggregator", "verifier"):
+        if problem and isinstance(config, PublisherConfig):
             log.warning(
                 "other agents will not read the blobs I publish: %s; serve them over http(s) "
                 "(--serve-blobs HOST:PORT --public-blob-url http://HOST:PORT)",
@@ -467,8 +291,8 @@ class RoleAgent:
 
     async def _open_court(self, manager: str) -> None:
         """The AttestationCourt over this JobManager (--court, else the deployment file's)."""
-        court = court_address(self.args, manager)
-        explicit = bool(getattr(self.args, "court", None))
+        court = companion_address(self.config, "court", manager)
+        explicit = self.config.court is not None
         if court and not await self.w3.eth.get_code(court):
             if explicit:
                 raise RoleError(f"no contract at AttestationCourt address {court}")
@@ -485,8 +309,8 @@ class RoleAgent:
 
     async def _lens(self, manager: str) -> AsyncContract | None:
         """The JobLens over this JobManager (--lens, else the deployment file's), or None."""
-        address = companion_address(self.args, manager, "lens", "JobLens")
-        explicit = bool(getattr(self.args, "lens", None))
+        address = companion_address(self.config, "lens", manager)
+        explicit = self.config.lens is not None
         if address is None or not await self.w3.eth.get_code(address):
             if explicit:
                 raise RoleError(f"no contract at JobLens address {address}")
@@ -504,7 +328,7 @@ class RoleAgent:
 
     async def _rounds(self, manager: str) -> Rounds | None:
         """The RoundManager's view (decomposed jobs, agents/roles/decomposed.py), or None."""
-        address = round_manager_address(self.args, manager)
+        address = companion_address(self.config, "round_manager", manager)
         if address is None or not await self.w3.eth.get_code(address):
             return None
         rm = self._contract("RoundManager", address)
@@ -512,13 +336,12 @@ class RoleAgent:
             return None
         return Rounds(
             rm, self.manager, self.game, self.spec_stores(), self.local_locators, self.max_params,
-            self.max_loaded_jobs, self.engine_cfg, self.args.fetch,
+            self.max_loaded_jobs, self.engine_cfg, self.config.fetch,
         )  # fmt: skip
 
     def spec_stores(self) -> list[BlobStore]:
         """Where job specs are looked up: my blob store, then each --spec-store."""
-        extra = getattr(self.args, "spec_store", None) or []
-        return [self.agent.blobs] + [open_blob_store(s) for s in extra]
+        return [self.agent.blobs] + [open_blob_store(s) for s in self.config.spec_store]
 
     async def foreign_placement(self, job_id: int) -> tuple[int, ...] | None:
         """The unit placement registered with the game for job `job_id`, a job that is no round
@@ -531,26 +354,23 @@ class RoleAgent:
     @functools.cached_property
     def engine_cfg(self) -> EngineConfig:
         """--device's engine settings (engine_config), worked out once."""
-        args = getattr(self, "args", None)
-        log = getattr(self, "log", None) or logging.getLogger(f"vtp.{self.role}")
-        return engine_config(getattr(args, "device", None) or "cpu", log)
+        return engine_config(self.config.device, self.log)
 
     @property
     def max_params(self) -> int:
         """--max-params: the largest model whose jobs I take part in (my memory budget)."""
-        return int(getattr(self.args, "max_params", None) or DEFAULT_MAX_PARAMS)
+        return self.config.max_params
 
     @property
     def max_loaded_jobs(self) -> int:
         """--max-loaded-jobs: how many job contexts (datasets, engines) I keep loaded."""
-        return int(getattr(self.args, "max_loaded_jobs", None) or DEFAULT_MAX_LOADED_JOBS)
+        return self.config.max_loaded_jobs
 
     @property
     def state_cache_bytes(self) -> int:
         """--state-cache-mib in bytes: what all my replays' and games' `Computation`s together
         may keep of training states."""
-        mib = getattr(self.args, "state_cache_mib", None)
-        return int(mib) << 20 if mib else DEFAULT_STATE_CACHE_BYTES
+        return self.config.state_cache_bytes
 
     @functools.cached_property
     def state_budget(self) -> StateBudget:
@@ -562,7 +382,7 @@ class RoleAgent:
     def local_locators(self) -> bool:
         """--allow-local-locators: a locator (anyone's, from the chain) may name a local folder;
         without it only http(s) is read (artifacts.locator_store)."""
-        return bool(getattr(self.args, "allow_local_locators", False))
+        return self.config.allow_local_locators
 
     async def job_context(self, job_id: int) -> JobContext:
         """Job `job_id`'s spec, engine and dispute graph, checked against the chain (from my blob
@@ -583,7 +403,7 @@ class RoleAgent:
                 )
             cfg = bytes(await self.game.functions.configOf(job_id).call())
             ctx = load_job(job_id, job, self.spec_stores(), cfg, self.max_params, self.engine_cfg,
-                           self.args.fetch)  # fmt: skip
+                           self.config.fetch)  # fmt: skip
             keep_job(ctx, self.agent.blobs, self.log)
         self.jobs.put(job_id, ctx)
         return ctx
@@ -602,7 +422,7 @@ class RoleAgent:
     async def mine_if_idle(self) -> None:
         """On a dev chain with --mine-when-idle: mine one empty block (chain time moves on), when
         chain time is not ahead of the wall clock (logic.idle_block_due)."""
-        if not getattr(self.args, "mine_when_idle", False):
+        if not self.config.mine_when_idle:
             return
         clock = self.agent.clock
         latest = int((await self.w3.eth.get_block("latest"))["timestamp"])
@@ -621,8 +441,7 @@ class RoleAgent:
     @functools.cached_property
     def reads(self) -> Reads:
         """My reads of other parties' data, on --fetch-workers threads (agents/core/fetches.py)."""
-        workers = int(getattr(self.args, "fetch_workers", None) or DEFAULT_FETCH_WORKERS)
-        return Reads(workers, self.agent.clock)
+        return Reads(self.config.fetch_workers, self.agent.clock)
 
     def checkpoints_read(
         self,
@@ -656,8 +475,9 @@ class RoleAgent:
         return got
 
     @classmethod
-    def check_args(cls, args: argparse.Namespace) -> None:
-        """Validate the role's own inputs before touching the chain (RoleError: one line)."""
+    def check_config(cls, config: RoleConfig) -> None:
+        """The role's own checks of its settings, across fields, before touching the chain
+        (RoleError: one line); each field was checked alone as it was parsed."""
 
     async def setup(self) -> None:
         """One-time start-up work (register, stake); runs after reconciling pending sends."""

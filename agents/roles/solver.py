@@ -22,7 +22,6 @@ next step (its last checkpoint is kept: a restart resumes from it).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -52,6 +51,7 @@ from agents.roles.actions import (
     Train,
 )
 from agents.roles.artifacts import Manifest, make_locator
+from agents.roles.config import SolverConfig
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
 from agents.roles.games import take_turn
 from agents.roles.holding import answer_request
@@ -67,7 +67,7 @@ from agents.roles.logic import (
     forced_reveal_open,
     solver_acts,
 )
-from agents.roles.runner import RoleAgent, RoleError, progress_bar
+from agents.roles.runner import RoleAgent, progress_bar
 from agents.roles.runtime import Claim, JobRuntime
 from agents.training.float32 import check_no_flush_denormal
 from agents.training.merkle import checkpoint_root, final_proof
@@ -87,10 +87,9 @@ TOKEN = 10**18
 STEP_OVERHEAD_S = 0.001
 STATE_WORD_S = 5e-8
 CLAIM_MARGIN = 2.0
-# Million multiply-adds per second: below what one shared CPU core sustained here (~600 for a
-# 64-64-10 step with its overhead counted, 5,000-15,000 for 512- to 1024-wide layers).
-DEFAULT_TRAIN_SPEED = 200.0
-DEFAULT_MAX_CLAIM_WAIT = 4 * 3600  # seconds
+# --train-speed's default (agents/roles/config.py DEFAULT_TRAIN_SPEED, million multiply-adds per
+# second) is below what one shared CPU core sustained here (~600 for a 64-64-10 step with its
+# overhead counted, 5,000-15,000 for 512- to 1024-wide layers).
 # How long stopping the agent waits for an in-flight training to notice (it checks each step
 # and each checkpoint); past it the daemon thread is abandoned, which is safe: every checkpoint
 # is recorded as it is published, and a restart resumes from the last one.
@@ -329,25 +328,17 @@ class HonestSolver:
 
 class Solver(RoleAgent):
     role = "solver"
+    config: SolverConfig
     # A class default, so solvers built without __init__ (tests) are honest.
     strategy: SolverStrategy = HonestSolver()
     # The training in flight, if any: one at a time, as held_seconds assumes (units are trained
     # one after the other). A class default, so solvers built without __init__ (tests) have it.
     trainer: TrainingRun | None = None
 
-    @classmethod
-    def check_args(cls, args: argparse.Namespace) -> None:
-        if args.stake <= 0:
-            raise RoleError("--stake must be > 0")
-        if not args.train_speed > 0:
-            raise RoleError("--train-speed must be > 0")
-        if args.max_claim_wait < 0:
-            raise RoleError("--max-claim-wait must be >= 0")
-
     def __init__(self, *a, strategy: SolverStrategy | None = None, **kw) -> None:
         super().__init__(*a, **kw)
         self.strategy = strategy or HonestSolver()
-        self.capability = (self.args.device_class, self.args.memory_mib, self.args.throughput)
+        self.capability = self.config.capability
         self.comps: dict[int, Claim] = {}
         # game -> the unit I defend in it (its first turn is logged; an evicted one again)
         self.games: BoundedCache[int, int] = BoundedCache(self.max_loaded_jobs)
@@ -355,7 +346,7 @@ class Solver(RoleAgent):
         self.held: dict[int, float] | None = None  # unit -> training left (held_seconds)
 
     async def setup(self) -> None:
-        await self.ensure_registered(Role.SOLVER, int(self.args.stake * TOKEN), self.capability)
+        await self.ensure_registered(Role.SOLVER, int(self.config.stake * TOKEN), self.capability)
         self.strategy.announce(self.log)
 
     # --- a round ----------------------------------------------------------------------------
@@ -426,9 +417,9 @@ class Solver(RoleAgent):
         if await self.failed_before(u):
             return False
         wait = u.deadline - (await self.now()).timestamp
-        if wait > self.args.max_claim_wait:
+        if wait > self.config.max_claim_wait:
             # my collateral would stay locked until the claim deadline (selection)
-            why = f"claim deadline in {wait} s, over --max-claim-wait {self.args.max_claim_wait}"
+            why = f"claim deadline in {wait} s, over --max-claim-wait {self.config.max_claim_wait}"
             self.refuse_once((u.unit_id, u.attempt, u.deadline), u, why)
             return False
         job = await self.job_of(u)
@@ -488,7 +479,7 @@ class Solver(RoleAgent):
     @property
     def train_speed(self) -> float:
         """Multiply-adds per second my engine sustains in training (--train-speed)."""
-        return self.args.train_speed * 1e6
+        return self.config.train_speed * 1e6
 
     def refuse_once(self, key: tuple, u: UnitView, why: str) -> None:
         """Log a refusal that is not stored (it may pass later) once per `key`."""
@@ -533,7 +524,7 @@ class Solver(RoleAgent):
         rounds = self.rounds
         if rounds is None or not rounds.is_unit_job(job):
             return False
-        return await rounds.busy_in_round(job_id, self.me, self.args.units_per_round)
+        return await rounds.busy_in_round(job_id, self.me, self.config.units_per_round)
 
     async def context(self, job_id: int) -> JobContext | None:
         try:
@@ -857,59 +848,3 @@ class Solver(RoleAgent):
         comp = await self.computation(u)
         player = Defender(comp, (await self.job_context(u.job_id)).jg)
         await take_turn(self.executor, self.game_reader, game_id, Side.DEFENDER, player, now)
-
-
-def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from agents.roles.runner import role_parser
-
-    p = role_parser(sub, "solver", "run a solver: stake, claim units, train, commit, defend")
-    p.add_argument("--stake", type=float, default=200.0, help="tokens to stake on registration")
-    p.add_argument("--device-class", type=int, default=0, help="declared device class")
-    p.add_argument("--memory-mib", type=int, default=4096, help="declared memory in MiB")
-    p.add_argument(
-        "--throughput",
-        type=int,
-        default=1000,
-        help="declared throughput score (registered; submitters may require a minimum)",
-    )
-    p.add_argument(
-        "--train-speed",
-        type=float,
-        default=DEFAULT_TRAIN_SPEED,
-        metavar="MMAC/S",
-        help="million multiply-adds per second my engine sustains in training; a unit is claimed "
-        f"only if its estimate fits computeTime / {CLAIM_MARGIN:g} after the units I hold "
-        "(default: %(default)g, conservative for one CPU core)",
-    )
-    p.add_argument(
-        "--max-claim-wait",
-        type=int,
-        default=DEFAULT_MAX_CLAIM_WAIT,
-        metavar="SECONDS",
-        help="claim no unit whose claim deadline is further away: the claim locks my collateral "
-        "until then (default: %(default)s)",
-    )
-    p.add_argument(
-        "--serve-blobs",
-        metavar="HOST:PORT",
-        help="serve my blob folder read-only over HTTP here (the locator I commit then points "
-        "at it unless --public-blob-url is given)",
-    )
-    p.add_argument(
-        "--public-blob-url",
-        help="blob store URL others read my checkpoints from "
-        "(default: --blob-url / the data folder's blobs)",
-    )
-    p.add_argument(
-        "--spec-store",
-        action="append",
-        metavar="URL",
-        help="extra blob store(s) to fetch job specs from (repeatable)",
-    )
-    p.add_argument(
-        "--units-per-round",
-        type=int,
-        default=1,
-        help="decomposed jobs: take at most this many units of one round (0: no limit)",
-    )
-    return p

@@ -8,14 +8,17 @@ the chain shows none (at start-up and every round until the job is done), so a s
 or cut off from its node, between postJob and registerConfig still registers it: without it no
 solver takes the job. Kind "final-request", id "<unit>:<attempt>" — the block of my mined data
 request for the attempt's final checkpoint (PROTOCOL §6.11), where the answer's logs start.
+
+An observer (`JobObserver`: the CLI's live view, agents/cli/submit.py) may watch: told once the
+job is posted, then after every round; it never changes what the submitter does.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 from pathlib import Path
+from typing import Protocol
 
 from web3.logs import DISCARD
 
@@ -27,6 +30,7 @@ from agents.data.chunks import FetchConfig
 from agents.dispute.graph import job_graph
 from agents.roles.actions import Approve, PostJob, RegisterConfig, RequestData
 from agents.roles.artifacts import BadBlob, read_final_state, read_served_state
+from agents.roles.config import SubmitterConfig
 from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.errors import JobRejected
 from agents.roles.logic import Now, UnitStatus, UnitView, final_data_acts, keeper_acts
@@ -44,23 +48,39 @@ POST_ATTEMPTS = 5
 MAX_CLAIM_HORIZON_S = 86_400
 
 
+class JobObserver(Protocol):
+    """Watches a submitter's job: `posted` once the job is on chain (or found posted earlier),
+    `after_round` after each of its rounds that ended with the job or with a RoleError (the
+    view that explains the end), `close` when the process stops."""
+
+    async def posted(self, submitter: Submitter) -> None: ...
+
+    async def after_round(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Submitter(RoleAgent):
     role = "submitter"
+    config: SubmitterConfig
+    # A class default, so submitters built without __init__ (tests) have none.
+    observer: JobObserver | None = None
 
     @classmethod
-    def check_args(cls, args: argparse.Namespace) -> None:
-        load_spec(args.spec, args.fetch)
-        if args.reward <= 0 or not 0 <= args.verification_fee < args.reward:
+    def check_config(cls, config: SubmitterConfig) -> None:
+        load_spec(config.spec, config.fetch)
+        if not config.verification_fee < config.reward:
             raise RoleError("--reward must be > 0 and 0 <= --verification-fee < --reward")
-        if not 0 < args.claim_window <= MAX_CLAIM_HORIZON_S:
+        if not config.claim_window <= MAX_CLAIM_HORIZON_S:
             raise RoleError(
-                f"--claim-window {args.claim_window:g}: must be in (0, {MAX_CLAIM_HORIZON_S}] "
+                f"--claim-window {config.claim_window:g}: must be in (0, {MAX_CLAIM_HORIZON_S}] "
                 "s (the job manager's MAX_CLAIM_HORIZON: claims lock collateral until it ends)"
             )
 
-    def __init__(self, *a, **kw) -> None:
+    def __init__(self, *a, observer: JobObserver | None = None, **kw) -> None:
         super().__init__(*a, **kw)
-        self.spec, self.data = load_spec(self.args.spec, self.args.fetch)
+        self.observer = observer
+        self.spec, self.data = load_spec(self.config.spec, self.config.fetch)
         _ = self.runtime  # a version-3 spec's blobs are checked at start-up
         self.job_id = 0
         self.last_status: UnitStatus | None = None
@@ -80,12 +100,12 @@ class Submitter(RoleAgent):
     def runtime(self) -> JobRuntime:
         """My job's runtime, from the spec file (a version-3 one: and its blobs, --spec-blobs)."""
         if isinstance(self.spec, specs.ModelSpec):
-            url = getattr(self.args, "spec_blobs", None) or default_spec_blobs(self.args.spec)
+            url = self.config.spec_blobs or default_spec_blobs(self.config.spec)
             store = open_blob_store(url)
             try:
-                return model_runtime_from_files(self.spec, [store], self.args.fetch)
+                return model_runtime_from_files(self.spec, [store], self.config.fetch)
             except JobRejected as exc:
-                raise RoleError(f"{self.args.spec}: {str(exc).removeprefix('spec: ')}") from None
+                raise RoleError(f"{self.config.spec}: {str(exc).removeprefix('spec: ')}") from None
         engine = Engine(self.spec, self.data, self.engine_cfg)
         return MlpRuntime(self.spec, engine, job_graph(self.spec, self.data.n))
 
@@ -107,6 +127,12 @@ class Submitter(RoleAgent):
         states.put(rt.encode_state(rt.initial_state()))
 
     async def setup(self) -> None:
+        await self.post()
+        if self.observer is not None:
+            await self.observer.posted(self)
+
+    async def post(self) -> None:
+        """Post my job (or find it posted by an earlier run) and register its dispute config."""
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             return await post_decomposed(self)  # R x S units through the RoundManager
         self.publish_model()
@@ -118,8 +144,8 @@ class Submitter(RoleAgent):
             return await self.ensure_configs()
         address = self.agent.blobs.put(self.spec.canonical_bytes())
         assert address == spec_hash
-        reward = int(self.args.reward * TOKEN)
-        fee = int(self.args.verification_fee * TOKEN)
+        reward = int(self.config.reward * TOKEN)
+        fee = int(self.config.verification_fee * TOKEN)
         balance = await self.token.functions.balanceOf(self.me).call()
         if balance < reward:
             raise RoleError(
@@ -173,11 +199,11 @@ class Submitter(RoleAgent):
             self.runtime.state_root(self.runtime.initial_state()),
             self.spec.steps,
             self.spec.checkpoint_every,
-            (self.args.device_class, self.args.memory_mib, self.args.throughput),
+            self.config.requirements,
             reward,
             fee,
-            now.timestamp + int(self.args.claim_window),
-            int(self.args.compute_time),
+            now.timestamp + int(self.config.claim_window),
+            int(self.config.compute_time),
         )
 
     async def post_job(self, spec_hash: str, reward: int, fee: int) -> TxOutcome:
@@ -210,6 +236,31 @@ class Submitter(RoleAgent):
         raise RoleError(f"postJob reverted on chain {POST_ATTEMPTS} times (see the warnings)")
 
     async def round(self) -> bool:
+        if self.config.no_follow:
+            # posted; the dispute config (without which no solver takes the job) is retried
+            # each round until the chain holds it
+            await self.ensure_configs()
+            return self.configured
+        try:
+            done = await self.follow()
+        except RoleError:
+            await self.observed()  # the view that explains the end
+            raise
+        await self.observed()
+        return done
+
+    async def observed(self) -> None:
+        if self.observer is not None:
+            await self.observer.after_round()
+
+    def close(self) -> None:
+        if self.observer is not None:
+            self.observer.close()
+        super().close()
+
+    async def follow(self) -> bool:
+        """One round of following my job: log its unit's phase, take the keeper steps, read or
+        demand the final checkpoint; True once the job is done."""
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             return await follow_decomposed(self)
         now = await self.now()
@@ -350,7 +401,7 @@ class Submitter(RoleAgent):
                 f"job {self.job_id} completed, but neither its solver nor any verifier holding "
                 f"its result served the final state (the last error: {exc}); the spec fixes "
                 f"every bit of it: recompute it with `python -m agents train --spec "
-                f"{self.args.spec}`"
+                f"{self.config.spec}`"
             ) from None
         if self.runtime.state_root(final) != u.final_root:  # read earlier, or posted on chain
             self.log.error("final model's root differs from the committed one (will retry)")
@@ -376,8 +427,8 @@ class Submitter(RoleAgent):
             ", ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in metrics.items())
             or "no held-out metric",
         )
-        if self.args.out:
-            Path(self.args.out).write_text(json.dumps(self.result, indent=2) + "\n")
+        if self.config.out:
+            self.config.out.write_text(json.dumps(self.result, indent=2) + "\n")
         print(json.dumps(self.result), flush=True)
         return True
 
@@ -419,58 +470,3 @@ def load_spec(
     if "0x" + data.root().hex() != spec.dataset_root:
         raise RoleError(f"spec {path}: dataset root does not match {spec.dataset_name}")
     return spec, data
-
-
-def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from agents.roles.runner import role_parser
-
-    p = role_parser(sub, "submitter", "post a training job, follow it, fetch and check the model")
-    add_job_args(p)
-    return p
-
-
-def add_job_args(p: argparse.ArgumentParser) -> None:
-    """The flags of posting a job (the submitter role's and `submit`'s)."""
-    p.add_argument("--spec", required=True, help="job spec JSON file (PROTOCOL §5)")
-    p.add_argument(
-        "--spec-blobs",
-        metavar="URL",
-        help="version-3 specs: the blob store holding the model bundle and initial state "
-        "(default: the folder <spec>.blobs that `job build` writes)",
-    )
-    p.add_argument(
-        "--reward",
-        type=float,
-        # With 2.75 of it as the fee, a job of the reference's 10 checkpoints locks 143.8 tokens
-        # in each drawn verifier's stake, under the default --stake 300 of `verifier` (the lock
-        # grows with the solver's pay: the old default 100 locked 1,795, and no verifier at its
-        # default stake was ever drawn; tests/foundation/test_readme_numbers.py).
-        default=10.0,
-        help="tokens escrowed for the job (a version-2 spec: for each of its R x S units); each "
-        "drawn verifier locks a multiple of the solver's pay from its stake (PROTOCOL §6.5)",
-    )
-    p.add_argument(
-        "--aggregator-reward",
-        type=float,
-        default=5.0,
-        help="version-2 specs: tokens paid to each round's aggregator",
-    )
-    p.add_argument(
-        "--verification-fee",
-        type=float,
-        default=2.75,
-        help="part of the reward shared by attesting verifiers",
-    )
-    p.add_argument(
-        "--claim-window",
-        type=float,
-        default=3600,
-        help="seconds from now until the first claim window closes",
-    )
-    p.add_argument(
-        "--compute-time", type=float, default=3600, help="seconds the assigned solver has to commit"
-    )
-    p.add_argument("--device-class", type=int, default=0, help="minimum solver device class")
-    p.add_argument("--memory-mib", type=int, default=0, help="minimum solver memory (MiB)")
-    p.add_argument("--throughput", type=int, default=0, help="minimum solver throughput")
-    p.add_argument("--out", help="write the result JSON here too")

@@ -8,7 +8,7 @@ game as the challenger; withdraw its fees.
 
 What it decides is its `VerifierStrategy`: `HonestVerifier` here. The test adversaries selected
 by `--lazy` and `--cheat-challenge` (agents/adversaries/verifier.py) are wired in at start-up
-(agents/cli_verifier.py); this module does not know them.
+(agents/cli/adversaries.py); this module does not know them.
 
 A drawn verifier answers whatever dispute config the job has: it replays and seals with the spec
 and the data alone, and only a challenge (which opens a game under the config) is skipped, with
@@ -26,7 +26,6 @@ core's reorg-safe event stream, `--confirmations` deep).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -66,6 +65,7 @@ from agents.roles.challenge import (
     kept_state,
     replay_segments,
 )
+from agents.roles.config import VerifierConfig
 from agents.roles.games import take_turn
 from agents.roles.holding import answer_request
 from agents.roles.jobs import (
@@ -196,6 +196,7 @@ class HonestVerifier(HonestChallenger):
 
 class Verifier(ChallengerMixin, RoleAgent):
     role = "verifier"
+    config: VerifierConfig
     # A class default, so verifiers built without __init__ (tests) are honest.
     strategy: VerifierStrategy = HonestVerifier()
 
@@ -211,7 +212,7 @@ class Verifier(ChallengerMixin, RoleAgent):
         self._court_stream: EventStream | None = None
 
     async def setup(self) -> None:
-        await self.ensure_registered(Role.VERIFIER, int(self.args.stake * TOKEN), (0, 0, 0))
+        await self.ensure_registered(Role.VERIFIER, int(self.config.stake * TOKEN), (0, 0, 0))
         self.strategy.announce(self.log)
 
     async def round(self) -> bool:
@@ -266,7 +267,7 @@ class Verifier(ChallengerMixin, RoleAgent):
             return await self.context(job_id)
         try:
             ctx = load_job(job_id, job, self.spec_stores(), None, self.max_params, self.engine_cfg,
-                           self.args.fetch)  # fmt: skip
+                           self.config.fetch)  # fmt: skip
         except JobRejected as exc:
             self.log.warning("job %d: %s", job_id, exc)
             return None
@@ -598,7 +599,7 @@ class Verifier(ChallengerMixin, RoleAgent):
     ) -> None:  # fmt: skip
         """Read the solver's checkpoints off the round loop, then judge the unit from them."""
         key = f"{u.unit_id}:{u.attempt}"
-        check = list(range(ctx.segments)) if self.args.replay_all else segments
+        check = list(range(ctx.segments)) if self.config.replay_all else segments
         try:
             # read off the round loop: None while the read runs inside its budget. The final
             # checkpoint is read too: attesting is holding the result (PROTOCOL §6.11).
@@ -709,34 +710,3 @@ class Verifier(ChallengerMixin, RoleAgent):
         when the result is requested (PROTOCOL §6.11). Empty when my store refuses it."""
         address = keep_state(self.agent.blobs, ctx.runtime, final, self.log)
         return {} if address is None else {"final": address, "roots": roots}
-
-
-def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from agents.roles.runner import role_parser
-
-    p = role_parser(
-        sub,
-        "verifier",
-        "run a verifier: stake, replay sampled segments, seal and open attestations, challenge, "
-        "play dispute games",
-    )
-    p.add_argument(
-        "--stake",
-        type=float,
-        default=300.0,
-        help="tokens to stake on registration; each drawn unit locks its verifier lock S "
-        "(JobManager.verifierLockOf: 143.8 tokens for a digits job at the default "
-        "lazySlashFactor), and a verifier whose free stake cannot cover S is not drawn",
-    )
-    p.add_argument(
-        "--replay-all",
-        action="store_true",
-        help="replay every segment, not only the sampled ones (attest the sampled)",
-    )
-    p.add_argument(
-        "--spec-store",
-        action="append",
-        metavar="URL",
-        help="extra blob store(s) to fetch job specs from (repeatable)",
-    )
-    return p

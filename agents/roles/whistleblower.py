@@ -23,9 +23,7 @@ reveal; the event stream's cursor and checkpoints.
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from eth_abi import encode
@@ -50,6 +48,7 @@ from agents.roles.actions import (
 )
 from agents.roles.artifacts import BadBlob, Checkpoints
 from agents.roles.challenge import ChallengerMixin, replay_segments
+from agents.roles.config import WhistleblowerConfig
 from agents.roles.games import take_turn
 from agents.roles.jobs import JobContext
 from agents.roles.logic import (
@@ -69,7 +68,7 @@ from agents.roles.logic import (
     settle_act,
     whistleblower_acts,
 )
-from agents.roles.runner import RoleAgent, RoleError
+from agents.roles.runner import RoleAgent
 from agents.roles.runtime import Claim
 from agents.training import merkle
 from agents.training.state import State
@@ -85,11 +84,7 @@ CLOSED = "closed"
 
 class Whistleblower(ChallengerMixin, RoleAgent):
     role = "whistleblower"
-
-    @classmethod
-    def check_args(cls, args: argparse.Namespace) -> None:
-        if args.leaked_secrets and not Path(args.leaked_secrets).is_dir():
-            raise RoleError(f"--leaked-secrets {args.leaked_secrets}: not a folder")
+    config: WhistleblowerConfig
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
@@ -99,7 +94,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         self._no_start = SaidOnce()  # court games whose missing start state I logged
 
     async def setup(self) -> None:
-        await self.ensure_registered(Role.WHISTLEBLOWER, int(self.args.stake * TOKEN), (0, 0, 0))
+        await self.ensure_registered(Role.WHISTLEBLOWER, int(self.config.stake * TOKEN), (0, 0, 0))
 
     def attested_events(self) -> EventStream:
         """The manager's Attested events, read `--confirmations` blocks deep through the core's
@@ -176,7 +171,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
                     ctx = await self.context(u.job_id)
                     if mine and not u.result_held and ctx is not None:
                         await self.play(int(d.gameId), ctx, now)
-        if self.args.leaked_secrets:
+        if self.config.leaked_secrets:
             with self.isolated("leaked secrets"):
                 await self.report_leaks(now)
         await self.withdraw_if_credited(now)
@@ -286,7 +281,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         """The leak folder's candidate secrets by unit; a bad file is warned about once."""
         out: dict[int, bytes] = {}
         try:
-            files = sorted(Path(self.args.leaked_secrets).iterdir())
+            files = sorted(self.config.leaked_secrets.iterdir())
         except OSError as exc:
             self.log.error("--leaked-secrets: %s (will retry)", exc)
             return out
@@ -576,29 +571,3 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             "FALSE" if false else "true",
         )
         return True
-
-
-def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from agents.roles.runner import role_parser
-
-    p = role_parser(
-        sub,
-        "whistleblower",
-        "run a whistleblower: re-check attestations, dispute "
-        "false ones (attestation court), challenge wrong commitments, play dispute games",
-    )
-    p.add_argument("--stake", type=float, default=20.0, help="tokens to stake on registration")
-    p.add_argument(
-        "--spec-store",
-        action="append",
-        metavar="URL",
-        help="extra blob store(s) to fetch job specs from (repeatable)",
-    )
-    p.add_argument(
-        "--leaked-secrets",
-        metavar="DIR",
-        help="a folder standing for an off-chain leak channel: each file <unitId>.hex holds a "
-        "solver's forced-error secret in hex; one that matches the assignee's claim before the "
-        "verdicts are fixed is reported (reportPrematureReveal: the solver is slashed)",
-    )
-    return p

@@ -1,4 +1,4 @@
-"""`python -m agents deploy` (agents/cli_deploy.py) on a private Anvil: the production set of
+"""`python -m agents deploy` (agents/cli/deploy.py) on a private Anvil: the production set of
 contracts wired and written where the roles read it; a re-run sends nothing; a run cut off at any
 point (before a step's transaction left, or after it was mined but before its result was
 recorded) is finished by running it again, without a step sent twice; bad input is one line,
@@ -6,18 +6,19 @@ exit 2, nothing sent."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 from eth_account import Account
 from web3 import Web3
 
-import agents.cli_deploy as cli
+import agents.cli.deploy as cli
 from agents.__main__ import main
 from agents.core.chain import AnvilConfig, connect, dev_private_key, local_anvil
+from agents.core.config import AgentConfig
 from agents.core.deploy import load_artifact
 from agents.roles.addresses import companion_address, manager_address
+from agents.roles.config import RoleConfig
 
 DEPLOYER = Account.from_key(dev_private_key(0)).address
 
@@ -47,9 +48,9 @@ def test_deploy_wires_the_protocol_where_roles_read_it_and_a_rerun_sends_nothing
             assert w3.eth.get_code(contracts[name]), name
         manager = w3.eth.contract(contracts["JobManager"], abi=load_artifact("JobManager")["abi"])
         assert manager.functions.arbiter().call() == contracts["DisputeGame"]
-        ns = argparse.Namespace(manager=None, deployment=str(out), court=None, round_manager=None)
-        assert manager_address(ns) == contracts["JobManager"]
-        court = companion_address(ns, contracts["JobManager"], "court", "AttestationCourt")
+        config = RoleConfig(agent=AgentConfig(key="dev:1", data_dir=tmp_path), deployment=out)
+        assert manager_address(None, out) == contracts["JobManager"]
+        court = companion_address(config, "court", contracts["JobManager"])
         assert court == contracts["AttestationCourt"]
         sent = _sent(w3)
         assert sent == len(record["steps"]["done"])  # one transaction per step

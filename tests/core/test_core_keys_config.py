@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 from eth_account import Account
 from eth_utils import keccak
 
+from agents.cli.options import add_options, build
 from agents.core.chain import dev_private_key
-from agents.core.config import AgentConfig, ConfigError, build_parser, config_from, load_config
+from agents.core.config import AgentConfig, ConfigError
 from agents.core.keys import KeyConfigError, load_account, parse_key_source, write_keystore
 
 SECRET = "0x" + keccak(text="a production key").hex()
@@ -66,6 +68,13 @@ def test_parse_key_source_errors() -> None:
             parse_key_source(bad)
 
 
+def load_config(argv: list[str], env: dict[str, str]) -> AgentConfig:
+    """AgentConfig from a command line, as every role's command parses it (agents/cli)."""
+    parser = argparse.ArgumentParser()
+    add_options(parser, AgentConfig)
+    return build(AgentConfig, parser.parse_args(argv), env)
+
+
 def test_config_flags_beat_env_beat_defaults(tmp_path: Path) -> None:
     env = {"VTP_KEY": "env:K", "VTP_DATA_DIR": str(tmp_path), "VTP_CONFIRMATIONS": "5"}
     cfg = load_config(["--confirmations", "3", "--rpc-url", "http://127.0.0.1:8545"], env)
@@ -93,11 +102,22 @@ def test_config_reports_every_problem_clearly() -> None:
     assert "data_dir: required; pass --data-dir or set VTP_DATA_DIR" in text
 
 
-def test_roles_extend_the_parser(tmp_path: Path) -> None:
-    parser = build_parser("solver")
-    parser.add_argument("--max-jobs", type=int, default=1)
-    ns = parser.parse_args(["--key", "dev:1", "--data-dir", str(tmp_path), "--max-jobs", "4"])
-    assert ns.max_jobs == 4 and config_from(ns, env={}).key == "dev:1"
+def test_a_role_config_nests_the_agent_config_and_adds_its_own(tmp_path: Path) -> None:
+    from agents.roles.config import SolverConfig
+
+    parser = argparse.ArgumentParser()
+    add_options(parser, SolverConfig)
+    argv = ["--key", "dev:1", "--data-dir", str(tmp_path), "--stake", "4", "--no-progress"]
+    cfg = build(SolverConfig, parser.parse_args(argv), env={"VTP_UNITS_PER_ROUND": "3"})
+    assert cfg.agent == AgentConfig(key="dev:1", data_dir=tmp_path)
+    assert (cfg.stake, cfg.progress, cfg.units_per_round, cfg.memory_mib) == (4.0, False, 3, 4096)
+    with pytest.raises(ConfigError) as err:
+        build(SolverConfig, parser.parse_args(["--stake", "-1", "--spec-store", "ftp"]), env={})
+    assert err.value.problems == [
+        "key: required; pass --key or set VTP_KEY",
+        "data_dir: required; pass --data-dir or set VTP_DATA_DIR",
+        "stake (--stake='-1'): expected a number > 0",
+    ]
 
 
 def test_derived_secret_is_the_keys_keccak_with_its_words_and_differs_per_word():

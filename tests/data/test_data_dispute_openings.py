@@ -132,10 +132,10 @@ def test_a_v1_dispute_opens_data_elements_fetching_no_chunk_its_batches_did_not_
 
 def test_a_v3_dispute_opens_batch_elements_fetching_no_chunk_its_batches_did_not_read(tmp_path):
     m, good, manifest_file = _pack_digits(tmp_path, (1, 8, 8))
-    chunks.configure(chunks.FetchConfig((str(good),)))
+    fetch = chunks.FetchConfig((str(good),))
     spec, store, job = _cnn_job(tmp_path, str(manifest_file), "packed")
     ref_spec, ref_store, ref_job = _cnn_job(tmp_path, builtin.DIGITS_TRAIN, "builtin")
-    rt = load_job(3, job, [store], None).runtime
+    rt = load_job(3, job, [store], None, fetch=fetch).runtime
     ref_rt = load_job(4, ref_job, [ref_store], None).runtime
     jg, t = model_job_graph(rt.job), 3
     comp = ModelComputation(rt.job, jg, rt.initial_state(), 8, 2)

@@ -1,7 +1,9 @@
 """The role agents' packed-dataset flags (issue #26, docs/OPERATORS.md): `--data-store URL`
 (repeatable, tried in order before the role's own blob store and its --spec-stores),
 `--data-cache DIR`, `--data-cache-mib N` and `--max-dataset-mib N`, each else its VTP_DATASET_*
-variable; a bad value is one line and exit 2 before the role touches the chain."""
+variable; a bad value is one line and exit 2 before the role touches the chain. The flags fill
+the role config's `fetch` (agents/cli/options.py), which the role hands down to every dataset it
+opens."""
 
 from __future__ import annotations
 
@@ -17,18 +19,32 @@ sys.path.insert(0, str(REPO / "tests" / "roles"))
 
 from test_roles_bad_input import MANAGER, agents_cli, one_line_error  # noqa: E402
 
-from agents.__main__ import build_parser  # noqa: E402
+from agents.cli.main import build_parser  # noqa: E402
+from agents.cli.options import build  # noqa: E402
 from agents.core.blobs import open_blob_store  # noqa: E402
+from agents.core.config import ConfigError  # noqa: E402
 from agents.data import chunks, packed  # noqa: E402
-from agents.roles.errors import RoleError  # noqa: E402
-from agents.roles.runner import configure_data  # noqa: E402
+from agents.roles.config import (  # noqa: E402
+    NodeConfig,
+    SolverConfig,
+    VerifierConfig,
+    WhistleblowerConfig,  # noqa: E402
+)
 
 ROLES = ("solver", "verifier", "whistleblower", "node")
+CONFIGS = {"solver": SolverConfig, "verifier": VerifierConfig,
+           "whistleblower": WhistleblowerConfig, "node": NodeConfig}  # fmt: skip
+KEY = ("--key", "dev:1", "--data-dir", "unused")
 ENV = ("VTP_DATASET_STORES", "VTP_DATASET_CACHE", "VTP_DATASET_CACHE_MIB", "VTP_MAX_DATASET_MIB")
 
 
 def _args(role: str, *flags: str) -> argparse.Namespace:
-    return build_parser().parse_args([role, *(["status"] if role == "node" else []), *flags])
+    return build_parser().parse_args([role, *(["status"] if role == "node" else []), *KEY, *flags])
+
+
+def fetch_of(role: str, *flags: str) -> chunks.FetchConfig:
+    """Where the role's process fetches packed datasets from, as its config says."""
+    return build(CONFIGS[role], _args(role, *flags)).fetch
 
 
 @pytest.fixture
@@ -41,10 +57,10 @@ def no_env(monkeypatch):
 @pytest.mark.parametrize("role", ROLES)
 def test_each_roles_flags_set_where_it_fetches_chunks_from(role, tmp_path, no_env):
     cache = tmp_path / "cache"
-    configure_data(_args(role, "--data-store", "s3://bucket", "--data-store", str(tmp_path / "a"),
-                         "--data-cache", str(cache), "--data-cache-mib", "7",
-                         "--max-dataset-mib", "9"))  # fmt: skip
-    assert chunks.current_config() == chunks.FetchConfig(
+    got = fetch_of(role, "--data-store", "s3://bucket", "--data-store", str(tmp_path / "a"),
+                   "--data-cache", str(cache), "--data-cache-mib", "7",
+                   "--max-dataset-mib", "9")  # fmt: skip
+    assert got == chunks.FetchConfig(
         ("s3://bucket", str(tmp_path / "a")), str(cache), 7 << 20, max_dataset_bytes=9 << 20
     )
     assert cache.is_dir()
@@ -55,18 +71,16 @@ def test_the_environment_is_the_default_and_a_flag_overrides_it(tmp_path, no_env
     no_env.setenv("VTP_DATASET_CACHE", str(tmp_path / "ecache"))
     no_env.setenv("VTP_DATASET_CACHE_MIB", "5")
     no_env.setenv("VTP_MAX_DATASET_MIB", "6")
-    configure_data(_args("verifier"))
     env = chunks.FetchConfig((str(tmp_path / "e1"), "http://mirror:8080"), str(tmp_path / "ecache"),
                              5 << 20, max_dataset_bytes=6 << 20)  # fmt: skip
-    assert chunks.current_config() == env
-    configure_data(_args("verifier", "--data-store", "s3://b", "--data-cache-mib", "3"))
-    assert chunks.current_config() == chunks.FetchConfig(
-        ("s3://b",), str(tmp_path / "ecache"), 3 << 20, max_dataset_bytes=6 << 20
-    )
+    assert fetch_of("verifier") == env
+    assert fetch_of("verifier", "--data-store", "s3://b", "--data-cache-mib", "3") == (
+        chunks.FetchConfig(("s3://b",), str(tmp_path / "ecache"), 3 << 20,
+                           max_dataset_bytes=6 << 20)
+    )  # fmt: skip
     for name in ENV:
         no_env.delenv(name)
-    configure_data(_args("solver"))
-    assert chunks.current_config() == chunks.FetchConfig()  # no store, no cache, no limit
+    assert fetch_of("solver") == chunks.FetchConfig()  # no store, no cache, no limit
 
 
 def test_data_stores_come_before_the_roles_own_stores(tmp_path, no_env, capsys):
@@ -82,10 +96,9 @@ def test_data_stores_come_before_the_roles_own_stores(tmp_path, no_env, capsys):
                  str(tmp_path / "y.npy"), "--validation", "0", "--out", str(tmp_path / "ds"),
                  "--blob-url", str(good)]) == 0  # fmt: skip
     m = packed.manifest_from_bytes((tmp_path / "ds" / "manifest.json").read_bytes())
-    configure_data(_args("solver", "--data-store", str(tmp_path / "empty"), "--data-store",
-                         str(good)))  # fmt: skip
+    fetch = fetch_of("solver", "--data-store", str(tmp_path / "empty"), "--data-store", str(good))
     own = open_blob_store(str(tmp_path / "own"))
-    fetcher = chunks.open_packed(m.name(), extra_stores=[own])
+    fetcher = chunks.open_packed(m.name(), fetch, extra_stores=[own])
     roots = [str(s.backend.root) for s in fetcher.stores]
     assert roots == [str(tmp_path / "empty"), str(good), str(tmp_path / "own")]
     split = fetcher.open_split()
@@ -94,11 +107,13 @@ def test_data_stores_come_before_the_roles_own_stores(tmp_path, no_env, capsys):
 
 
 BAD = {
-    "solver": (("--data-cache-mib", "0"), "error: --data-cache-mib must be >= 1, got 0"),
-    "verifier": (("--data-store", "ftp://host/x"), "error: --data-store: blob URL 'ftp://host/x'"),
-    "whistleblower": (("--max-dataset-mib", "-2"), "error: --max-dataset-mib must be >= 1, got -2"),
-    "node": (("--data-cache", "FILE"), "error: --data-cache "),
-}
+    "solver": (("--data-cache-mib", "0"),
+               "error: data_cache_mib (--data-cache-mib='0'): expected a whole number of MiB >= 1"),
+    "verifier": (("--data-store", "ftp://host/x"),
+                 "error: data_store (--data-store='ftp://host/x'): blob URL 'ftp://host/x'"),
+    "whistleblower": (("--max-dataset-mib", "-2"), "error: max_dataset_mib (--max-dataset-mib="),
+    "node": (("--data-cache", "FILE"), "error: data_cache (--data-cache="),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -117,9 +132,15 @@ def test_a_bad_data_flag_is_one_line_and_exit_2(role, tmp_path):
 
 def test_a_bad_environment_value_names_the_variable(no_env):
     no_env.setenv("VTP_DATASET_CACHE_MIB", "lots")
-    with pytest.raises(RoleError, match=r"^VTP_DATASET_CACHE_MIB must be a whole number of MiB"):
-        configure_data(_args("solver"))
+    with pytest.raises(ConfigError) as err:
+        fetch_of("solver")
+    assert err.value.problems == [
+        "data_cache_mib (VTP_DATASET_CACHE_MIB='lots'): expected a whole number of MiB >= 1"
+    ]
     no_env.setenv("VTP_DATASET_CACHE_MIB", "8")
     no_env.setenv("VTP_DATASET_STORES", "gopher://x")
-    with pytest.raises(RoleError, match=r"^VTP_DATASET_STORES: blob URL 'gopher://x'"):
-        configure_data(_args("solver"))
+    with pytest.raises(ConfigError) as err:
+        fetch_of("solver")
+    assert err.value.problems[0].startswith(
+        "data_store (VTP_DATASET_STORES='gopher://x'): blob URL"
+    )

@@ -134,7 +134,7 @@ def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp
     LocalDirBackend(bad).path(_address(m, first)).write_bytes(b"\0" * CHUNK_BYTES)
     LocalDirBackend(bad).path(_address(m, second)).unlink()
     cache = tmp_path / "chunk-cache"
-    chunks.configure(chunks.FetchConfig((str(bad), str(good)), str(cache), 64 << 20))
+    fetch = chunks.FetchConfig((str(bad), str(good)), str(cache), 64 << 20)
 
     with solver_data(tmp_path, job) as data:
         manager = FakeContract(
@@ -145,6 +145,7 @@ def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp
         manager.events = committed_events(data.locator, data.checkpoint_root)
         game = FakeContract(configOf=lambda j: job_graph(spec, n).config.hash())
         v = verifier(tmp_path, manager=manager, game=game)
+        v.config = dataclasses.replace(v.config, fetch=fetch)
         v.agent.blobs.put(spec.canonical_bytes())
         u = unit_view(data)
         in_rounds(v, lambda: v.replay(u), lambda: verdict_of(v, u) is not None)
@@ -169,7 +170,7 @@ def test_a_drawn_verifier_fetches_only_the_chunks_its_segments_batches_touch(tmp
 
 def test_a_whistleblower_rechecking_an_attestation_fetches_only_its_segments_chunks(tmp_path):
     m, good, job, n = _packed_job(tmp_path)
-    chunks.configure(chunks.FetchConfig((str(good),)))
+    fetch = chunks.FetchConfig((str(good),))
     with solver_data(tmp_path, job) as data:
         manager = FakeContract(
             MANAGER_ABI,
@@ -181,6 +182,7 @@ def test_a_whistleblower_rechecking_an_attestation_fetches_only_its_segments_chu
             configOf=lambda j: job_graph(job.spec, n).config.hash(), placementOf=lambda j: (0, 0, 0)
         )
         w = whistleblower(tmp_path, manager=manager, game=game)
+        w.config = dataclasses.replace(w.config, fetch=fetch)
         w.agent.blobs.put(job.spec.canonical_bytes())
         key = f"{UNIT}:{OTHER}:9"
         ends = ["0x" + data.roots[s + 1].hex() for s in SAMPLED]
@@ -220,11 +222,11 @@ def test_a_version_3_replay_fetches_only_its_segments_chunks_and_reaches_the_bui
     tmp_path,
 ):
     m, good, manifest_file = _pack_digits(tmp_path, (1, 8, 8))  # the CNN reads 1 x 8 x 8
-    chunks.configure(chunks.FetchConfig((str(good),)))
+    fetch = chunks.FetchConfig((str(good),))
     spec, store, job = _cnn_job(tmp_path, str(manifest_file), "packed")
     ref, ref_store, ref_job = _cnn_job(tmp_path, builtin.DIGITS_TRAIN, "builtin")
     assert spec.dataset_name == m.name() and spec.dataset_root == ref.dataset_root
-    rt = load_job(3, job, [store], None).runtime
+    rt = load_job(3, job, [store], None, fetch=fetch).runtime
     built = load_job(4, ref_job, [ref_store], None).runtime
     segment = 2
     ref_st = built.initial_state()

@@ -131,7 +131,7 @@ def build_model_job(tmp, name: str, steps: int = 2, every: int = 1):
     from pathlib import Path
 
     from agents.__main__ import main
-    from agents.cli_job import load_job
+    from agents.cli.job import load_job
 
     models = Path(__file__).resolve().parents[2] / "examples" / "models"
     model, dataset = MODEL_JOBS[name]

@@ -4,7 +4,7 @@ committed graph's data flow alone (the bundle records no provenance)."""
 
 from __future__ import annotations
 
-from agents.cli_job import load_job
+from agents.cli.job import load_job
 from agents.explore.provenance import MODEL, _common_module, node_module
 from scripts import demo_gpt
 

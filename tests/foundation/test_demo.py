@@ -29,7 +29,7 @@ def test_demo_starts_own_chain_deploys_and_stops_it():
     # The full demo (agents and all) is tests/roles/test_demo_e2e.py; here only its chain part.
     proc = _run_demo("--deploy-only", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
-    report = json.loads((REPO / "build" / "demo" / "deployment.json").read_text())
+    report = json.loads((REPO / "build" / "deployment.json").read_text())
     assert report["private_chain"] is True
     assert report["contracts"]["TestToken"].startswith("0x")
     port = int(report["rpc_url"].rsplit(":", 1)[1])

@@ -36,6 +36,18 @@ PLANTS = {
         "agents/roles/solver.py",
         "import agents.roles.verifier  # noqa\n",
     ),
+    "cli at the top: nothing below imports agents.cli": (
+        "agents/roles/_planted.py",
+        "from agents.cli.options import build\n",
+    ),
+    "the training engine imports no dataset code (it is handed a dataset)": (
+        "agents/training/_planted.py",
+        "from agents.data.builtin import Dataset\n",
+    ),
+    "data calls nothing above it: no role, dispute, model, CLI or chain code": (
+        "agents/data/_planted.py",
+        "import agents.core.chain\n",
+    ),
 }
 
 

@@ -22,13 +22,22 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
-from agents.__main__ import build_parser
+from agents.cli.main import build_parser
+from agents.cli.options import options
 from agents.core.deploy import (
     DEFAULT_COURT,
     DEFAULT_MANAGER_CONFIG,
     DEFAULT_REGISTRY_CONFIG,
     TOKEN_UNIT,
+)
+from agents.roles.config import (
+    AggregatorConfig,
+    SolverConfig,
+    SubmitterConfig,
+    VerifierConfig,
+    WhistleblowerConfig,
 )
 from tools.readme_commands import README, AgentCommand, agent_commands, sections
 
@@ -50,9 +59,20 @@ def verifier_lock(reward: int, fee: int, n: int, cfg: dict[str, int]) -> int:
     return max(lazy, cfg["verifierLock"])
 
 
-def parsed(command: AgentCommand):
-    """The command as the agents' own parser reads it (so omitted flags take their defaults)."""
-    return build_parser().parse_args(list(command.argv))
+CONFIGS = {"submit": SubmitterConfig, "submitter": SubmitterConfig, "solver": SolverConfig,
+           "verifier": VerifierConfig, "whistleblower": WhistleblowerConfig,
+           "aggregator": AggregatorConfig}  # fmt: skip
+
+
+def parsed(command: AgentCommand) -> SimpleNamespace:
+    """The role command's stake, reward and fee as the agents' own parser reads them, an omitted
+    flag taking its config's default (agents/roles/config.py)."""
+    ns = build_parser().parse_args(list(command.argv))
+    wanted = ("stake", "reward", "verification_fee")
+    return SimpleNamespace(**{
+        o.name: o.default if getattr(ns, o.dest) is None else o.parse(getattr(ns, o.dest))
+        for o in options(CONFIGS[command.name]) if o.name in wanted
+    })  # fmt: skip
 
 
 def section_config(commands: list[AgentCommand]) -> tuple[dict[str, int], dict[str, int]]:

@@ -150,7 +150,7 @@ def test_unsupported_modules_are_refused_by_name(make, needle):
 
 
 def _example(file: str, factory: str):
-    from agents.cli_job import load_factory
+    from agents.cli.job import load_factory
 
     root = Path(__file__).resolve().parents[2]
     return lambda: load_factory(f"{root}/examples/models/{file}:{factory}")()

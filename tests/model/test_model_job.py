@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from agents.__main__ import main
-from agents.cli_job import load_job
+from agents.cli.job import load_job
 from agents.model.job import RoundRun, UnitRun, state_root
 from agents.model.run import RunConfig
 from agents.training import decompose

@@ -103,7 +103,7 @@ def test_triton_without_a_gpu_or_the_interpreter_is_one_line(monkeypatch, capsys
 def test_a_role_asked_for_cuda_without_it_says_so_once_and_runs_on_the_cpu(caplog, monkeypatch):
     import logging
 
-    from agents.__main__ import build_parser
+    from agents.cli.main import build_parser
     from agents.roles.runner import engine_config
     from agents.training.engine import EngineConfig
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from web3 import Web3
 
-from agents.cli_job import load_job
+from agents.cli.job import load_job
 from agents.core.blobs import open_blob_store
 from agents.core.deploy import load_artifact
 from agents.model.job import n_params

@@ -9,6 +9,7 @@ import asyncio
 import functools
 import inspect
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 from web3._utils.abi import named_tree, recursive_dict_to_namedtuple
@@ -157,3 +158,20 @@ class SendingExecutor:
 
     async def execute(self, action) -> object:
         return await self.send(action, action.tx(self.contracts))
+
+
+def role_config(cls, data_dir: Path = Path("unused"), **fields):
+    """The config a role of class `cls` takes (agents/roles/config.py), its defaults but for
+    `fields`: what a role built with object.__new__ reads as `self.config`."""
+    from agents.core.config import AgentConfig
+    from agents.roles import config as c
+
+    kinds = {"solver": c.SolverConfig, "verifier": c.VerifierConfig,
+             "whistleblower": c.WhistleblowerConfig, "submitter": c.SubmitterConfig,
+             "aggregator": c.AggregatorConfig, "node": c.NodeConfig}  # fmt: skip
+    kind = kinds.get(getattr(cls, "role", None), c.RoleConfig)
+    if kind is c.SubmitterConfig:
+        fields.setdefault("spec", "unused.json")
+    if kind is c.NodeConfig:
+        fields.setdefault("action", "status")
+    return kind(agent=AgentConfig(key="dev:1", data_dir=data_dir), **fields)

@@ -3,7 +3,6 @@ strategy and each cheating one decide differently, as documented; the CLI flags 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import threading
@@ -23,6 +22,8 @@ from agents.adversaries.solver import (
     parse_cheat,
 )
 from agents.adversaries.verifier import MADE_UP_ROOT, LazyVerifier, LyingVerifier
+from agents.cli import adversaries as cli
+from agents.cli.main import build_parser
 from agents.dispute.budget import StateBudget
 from agents.dispute.harness import make_job
 from agents.dispute.player import Challenger
@@ -208,21 +209,23 @@ def test_a_faulty_training_publishes_its_accounts_claimed_roots_and_never_resume
         run.checkpoint(3, stop, steps.append)
 
 
-def flags(**kw) -> argparse.Namespace:
-    return argparse.Namespace(**({"lazy": False, "cheat_challenge": False, "cheat": None,
-                                  "false_truth": False, "withhold": False,
-                                  "stale_final": None} | kw))  # fmt: skip
+def flags(role: str, *argv: str) -> dict:
+    """The role's parts as the CLI wiring picks them from its command line (--lazy, --cheat,
+    ...): {"strategy": ...}, or {} for the role's honest one."""
+    ns = build_parser().parse_args([role, *argv])
+    return {"solver": cli.solver, "verifier": cli.verifier, "aggregator": cli.aggregator}[role](ns)
 
 
 def test_flags_select_the_adversaries_and_none_means_honest():
-    assert verifier_strategy(flags()) is None and solver_strategy(flags()) is None
-    assert isinstance(verifier_strategy(flags(lazy=True)), LazyVerifier)
-    assert isinstance(verifier_strategy(flags(cheat_challenge=True)), LyingVerifier)
-    assert isinstance(verifier_strategy(flags(lazy=True, cheat_challenge=True)), LazyVerifier)
-    assert isinstance(solver_strategy(flags(false_truth=True)), FalseTruthSolver)
-    s = solver_strategy(flags(cheat="element:step=217,node=2,element=5", false_truth=True))
+    assert verifier_strategy(False, False) is None and solver_strategy(None, False) is None
+    assert flags("verifier") == {} and flags("solver") == {} and flags("aggregator") == {}
+    assert isinstance(flags("verifier", "--lazy")["strategy"], LazyVerifier)
+    assert isinstance(flags("verifier", "--cheat-challenge")["strategy"], LyingVerifier)
+    assert isinstance(flags("verifier", "--lazy", "--cheat-challenge")["strategy"], LazyVerifier)
+    assert isinstance(flags("solver", "--false-truth")["strategy"], FalseTruthSolver)
+    s = flags("solver", "--cheat", "element:step=217,node=2,element=5", "--false-truth")["strategy"]
     assert isinstance(s, FaultySolver) and s.fault == Fault("element", step=217, node=2, element=5)
-    stale = solver_strategy(flags(stale_final=1))
+    stale = flags("solver", "--stale-final", "1")["strategy"]
     assert isinstance(stale, StaleFinalSolver) and stale.checkpoint == 1
 
 
@@ -258,6 +261,6 @@ def test_honest_aggregator_commits_and_publishes_its_own_and_the_cheat_does_not(
     assert hidden.aggregate_to_commit(STATE) is STATE
     assert hidden.published_address(address) != address
     assert hidden.published_address(address) == hidden.published_address(address)  # a restart
-    both = aggregator_strategy(flags(cheat=True, withhold=True))
+    both = flags("aggregator", "--cheat", "--withhold")["strategy"]
     assert both.corrupts and both.withholds and "changed" in both.banner
-    assert aggregator_strategy(flags(cheat=False, withhold=False)) is None
+    assert aggregator_strategy(False, False) is None

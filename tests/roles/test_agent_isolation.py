@@ -9,14 +9,13 @@ their chain reads replaced by small fakes, so each test drives one real `round()
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from rolefakes import answering
+from rolefakes import answering, role_config
 
 from agents.core.clock import RealClock
 from agents.core.store import Store, StoreError
@@ -57,7 +56,7 @@ def bare(cls: type[RoleAgent], tmp_path: Path, **args) -> RoleAgent:
         clock=RealClock(),
         config=SimpleNamespace(poll_interval=0.01),
     )
-    r.args = argparse.Namespace(**args)
+    r.config = role_config(cls, tmp_path, **args)
     r.log = logging.getLogger(f"test.isolation.{cls.role}")
     r.me = ME
     r.failures = 0
@@ -142,7 +141,7 @@ def test_a_fatal_error_in_one_unit_ends_the_process(tmp_path, commit_for_every_u
 
 
 def test_verifier_round_survives_a_unit_whose_replay_raises(tmp_path, monkeypatch):
-    v = bare(Verifier, tmp_path, lazy=False)
+    v = bare(Verifier, tmp_path)
     v.now = answering(lambda: NOW)
     v.heartbeat_if_due = _nothing
     v.withdraw_if_credited = _nothing

@@ -27,7 +27,7 @@ import torch
 from safetensors.torch import load_file
 
 from agents.__main__ import main
-from agents.cli_job import load_factory
+from agents.cli.job import load_factory
 from scripts.demo import CLOCK_BUDGET
 from scripts.demo import MANAGER_CONFIG as DEMO_WINDOWS
 from tools.faultproxy import SilentServer

@@ -31,7 +31,7 @@ from explorer_checks import check_explorer
 from model_nodes import build_with_provenance, first_run
 from safetensors.torch import save_file
 
-from agents.cli_job import load_job
+from agents.cli.job import load_job
 from agents.core.chain import AnvilConfig, local_anvil
 from agents.model.job import module_state_dict
 from scripts import demo_gpt

@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from agents.__main__ import main
-from agents.cli_job import load_factory
+from agents.cli.job import load_factory
 from agents.core.blobs import open_blob_store
 from agents.data import builtin
 from agents.roles.artifacts import CheckpointReader

@@ -5,7 +5,6 @@ built with object.__new__ over small fakes of the contracts, no chain."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import json
@@ -14,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from rolefakes import Call, FakeContract, FakeEth, decoded, in_rounds, ready
+from rolefakes import Call, FakeContract, FakeEth, decoded, in_rounds, ready, role_config
 
 from agents.core.blobs import open_blob_store, serving
 from agents.core.bounded import SaidOnce
@@ -79,7 +78,7 @@ def role(cls, tmp_path: Path, blobs, manager, game, **args):
         clock=RealClock(),
         config=SimpleNamespace(poll_interval=0.01),
     )
-    r.args = argparse.Namespace(spec_store=None, **args)
+    r.config = role_config(cls, tmp_path, **args)
     r.log = logging.getLogger(f"hostile.{cls.role}")
     r.me = ME
     r.manager, r.game = manager, game
@@ -246,7 +245,7 @@ def test_load_job_refuses_a_model_over_max_params_before_anything_is_built(tmp_p
     monkeypatch.undo()
     assert load_job(1, job, [store], cfg, max_params=DIGITS.n_params).spec == DIGITS
     solver = solver_for(tmp_path / "s", DIGITS.to_obj())
-    solver.args.max_params = 100
+    solver.config = dataclasses.replace(solver.config, max_params=100)
     assert asyncio.run(solver.eligible(open_unit())) is False
     assert "--max-params 100" in solver.agent.store.get_record("job", "1").data["reason"]
 
@@ -405,7 +404,7 @@ def verifier_over(tmp_path: Path, url: str, manifest: bytes) -> tuple[Verifier, 
     locator = make_locator(url, solver_store.put(manifest))
     manager = FakeContract(sampledSegments=lambda unit, v: [3])
     v = role(Verifier, tmp_path, open_blob_store(str(tmp_path / "mine")), manager, None,
-             lazy=False, cheat_challenge=False, replay_all=False)  # fmt: skip
+             replay_all=False)  # fmt: skip
     rt = MlpRuntime(DIGITS, Engine(DIGITS, data), job_graph(DIGITS, data.n))
     v.jobs.put(1, JobContext(1, DIGITS, rt))
     v._no_contest, v._lock_warned = set(), SaidOnce()

@@ -6,7 +6,6 @@ whose spec, dataset root, initial state and dispute config are the real ones.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 from pathlib import Path
@@ -15,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rolefakes import decoded
+from rolefakes import decoded, role_config
 
 from agents.core.blobs import BlobBackendError, open_blob_store
 from agents.core.bounded import BoundedCache, SaidOnce
@@ -78,9 +77,10 @@ def role(
         blobs.put(DIGITS.canonical_bytes())
     r = object.__new__(RoleAgent)
     r.agent = SimpleNamespace(blobs=blobs)
-    r.args = argparse.Namespace(
-        spec_store=[spec_store] if spec_store else None, max_loaded_jobs=max_loaded_jobs
-    )
+    r.config = role_config(
+        RoleAgent, tmp_path, spec_store=(spec_store,) if spec_store else (),
+        max_loaded_jobs=max_loaded_jobs,
+    )  # fmt: skip
     r.log = logging.getLogger("test.job_context")
     r.jobs, r.rounds = LoadedJobs(max_loaded_jobs), None
     r.manager = fake(getJob=job)

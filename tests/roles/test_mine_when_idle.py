@@ -4,12 +4,12 @@ may (Anvil). Counting blocks made Hardhat's chain time run 2.4 times as fast as 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import math
 from types import SimpleNamespace
 
 import pytest
+from rolefakes import role_config
 
 from agents.core.clock import FakeClock
 from agents.roles.logic import IdleBlock, idle_block_due
@@ -52,7 +52,7 @@ class Chain:
 
 def idle_role(chain: Chain, clock: FakeClock) -> RoleAgent:
     role = object.__new__(RoleAgent)
-    role.args = argparse.Namespace(mine_when_idle=True)
+    role.config = role_config(RoleAgent, mine_when_idle=True)
     role.agent = SimpleNamespace(clock=clock)
     role.w3 = SimpleNamespace(eth=chain, provider=chain)
     return role
@@ -83,6 +83,6 @@ def test_without_the_flag_nothing_is_mined() -> None:
     clock = FakeClock()
     chain = Chain(clock, strict=True)
     role = idle_role(chain, clock)
-    role.args.mine_when_idle = False
+    role.config = role_config(RoleAgent, mine_when_idle=False)
     asyncio.run(role.mine_if_idle())
     assert len(chain.timestamps) == 1

@@ -142,7 +142,7 @@ def test_non_positive_max_params_is_one_line(tmp_path):
         *("--rpc-url", "http://127.0.0.1:9", "--key", "dev:1", "--data-dir", str(tmp_path)),
         *("--manager", MANAGER, "--max-params", "0"),
     )
-    one_line_error(proc, "error: --max-params must be > 0 (got 0)")
+    one_line_error(proc, "error: max_params (--max-params='0'): expected a whole number > 0")
 
 
 def test_non_positive_state_cache_is_one_line(tmp_path):
@@ -151,7 +151,9 @@ def test_non_positive_state_cache_is_one_line(tmp_path):
         *("--rpc-url", "http://127.0.0.1:9", "--key", "dev:1", "--data-dir", str(tmp_path)),
         *("--manager", MANAGER, "--state-cache-mib", "-1"),
     )
-    one_line_error(proc, "error: --state-cache-mib must be > 0 (got -1)")
+    one_line_error(
+        proc, "error: state_cache_mib (--state-cache-mib='-1'): expected a whole number > 0"
+    )
 
 
 def test_non_positive_max_loaded_jobs_is_one_line(tmp_path):
@@ -160,7 +162,9 @@ def test_non_positive_max_loaded_jobs_is_one_line(tmp_path):
         *("--rpc-url", "http://127.0.0.1:9", "--key", "dev:1", "--data-dir", str(tmp_path)),
         *("--manager", MANAGER, "--max-loaded-jobs", "0"),
     )
-    one_line_error(proc, "error: --max-loaded-jobs must be > 0 (got 0)")
+    one_line_error(
+        proc, "error: max_loaded_jobs (--max-loaded-jobs='0'): expected a whole number > 0"
+    )
 
 
 def test_claim_window_beyond_the_managers_horizon_is_one_line(tmp_path):

@@ -14,8 +14,8 @@ No chain: the roles are built with object.__new__ and small fakes of the contrac
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import dataclasses
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +29,7 @@ from rolefakes import (
     SendingExecutor,
     answering,
     decoded,
+    role_config,
 )
 
 from agents.core.blobs import open_blob_store
@@ -74,8 +75,7 @@ def bare(cls, tmp_path: Path, blobs, manager, game, **args):
         config=SimpleNamespace(poll_interval=0.01),
         account=SimpleNamespace(key=b"\x4c" * 32),
     )
-    defaults = {"spec_store": None, "train_speed": 200.0, "max_claim_wait": 4 * 3600}
-    r.args = argparse.Namespace(**(defaults | args))
+    r.config = role_config(cls, tmp_path, **args)
     r.log = logging.getLogger(f"test.resilience.{cls.role}")
     r.me = ME
     r.manager, r.game = manager, game
@@ -265,7 +265,8 @@ def test_a_claim_counts_against_the_next_one_in_the_same_round(tmp_path):
 def test_default_train_speed_accepts_the_demo_jobs_and_refuses_the_impossible_one():
     """The defaults are conservative yet take the jobs the demos and e2e tests post (8,000
     digits steps in 300 s; 12,000 in 120 s for the reliability bench)."""
-    from agents.roles.solver import CLAIM_MARGIN, DEFAULT_TRAIN_SPEED, training_seconds
+    from agents.roles.config import DEFAULT_TRAIN_SPEED
+    from agents.roles.solver import CLAIM_MARGIN, training_seconds
 
     speed = DEFAULT_TRAIN_SPEED * 1e6
     assert training_seconds(digits(8_000, 800), speed) * CLAIM_MARGIN <= 300
@@ -281,7 +282,7 @@ def test_solver_does_not_claim_a_unit_whose_claim_deadline_is_beyond_max_claim_w
 ):
     data = datasets.load_dataset(DIGITS.dataset_name)
     s = a_solver(tmp_path, {1: (DIGITS, job_tuple(DIGITS, data))})
-    s.args.max_claim_wait = 3600
+    s.config = dataclasses.replace(s.config, max_claim_wait=3600)
     caplog.set_level(logging.INFO)
     far = unit(1, UnitStatus.OPEN, NOW.timestamp + 10 * 365 * 86400)
     assert not asyncio.run(s.eligible(far))

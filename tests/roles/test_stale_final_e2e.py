@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import rolekit as rk
 
-from agents.core.datasets import load_dataset
+from agents.data.datasets import load_dataset
 from agents.training import spec as specs
 from agents.training.engine import Engine
 

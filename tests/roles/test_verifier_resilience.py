@@ -16,7 +16,6 @@ fakes and the solver's data is served by a real BlobServer, which the tests take
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
@@ -35,6 +34,7 @@ from rolefakes import (
     decoded,
     in_rounds,
     recheck_now,
+    role_config,
 )
 
 from agents.adversaries.faults import Fault, FaultyComputation
@@ -205,7 +205,7 @@ def bare(cls, tmp_path: Path, store: Store, chain: FakeChain | None = None, **ar
         account=SimpleNamespace(key=b"\x4c" * 32),
         stream=stream,
     )
-    r.args = argparse.Namespace(spec_store=None, mine_when_idle=False, **args)
+    r.config = role_config(cls, tmp_path, **args)
     r.log = logging.getLogger(f"test.resilience.{cls.role}")
     r.me = ME
     r.rounds = None
@@ -222,7 +222,7 @@ def bare(cls, tmp_path: Path, store: Store, chain: FakeChain | None = None, **ar
 
 def verifier(tmp_path: Path, store: Store | None = None, chain=None, **parts) -> Verifier:
     v = bare(Verifier, tmp_path, store or new_store(tmp_path, "verifier"), chain,
-             lazy=False, cheat_challenge=False, replay_all=False)  # fmt: skip
+             replay_all=False)  # fmt: skip
     v.manager, v.game = parts.get("manager"), parts.get("game")
     v.court, v.court_game = parts.get("court"), parts.get("court_game")
     v._lock_warned, v._no_contest = SaidOnce(), set()

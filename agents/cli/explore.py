@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agents.cli_errors import UserError
+from agents.cli.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from agents.explore.config import DEFAULT_DEPLOYMENT, DEFAULT_PORT
+    from agents.explore.config import DEFAULT_PORT
+    from agents.roles.config import DEFAULT_DEPLOYMENT
 
     p = sub.add_parser(
         "explore",

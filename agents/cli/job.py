@@ -16,7 +16,9 @@ import json
 import time
 from pathlib import Path
 
-from agents.cli_errors import UserError
+from agents.cli.errors import UserError
+from agents.cli.options import add_options, build
+from agents.data.chunks import FetchConfig
 
 DEFAULT_MAX_PARAMS = 1 << 24
 
@@ -30,14 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--model", required=True, help="FILE.py:FACTORY (FACTORY() returns the module)")
     b.add_argument("--dataset", required=True,
                    help="a built-in dataset name, or a packed dataset's manifest.json")  # fmt: skip
-    b.add_argument(
-        "--data-store",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="a packed dataset's store (manifest:0x… or a manifest file's chunks; the file's "
-        "own blobs/ folder is tried first)",
-    )
+    # a packed dataset's stores (manifest:0x…, or a manifest file's chunks: the file's own
+    # blobs/ folder is tried first)
+    add_options(b, FetchConfig)
     b.add_argument("--optimizer", choices=("sgd", "adamw"), required=True)
     b.add_argument("--lr", type=float, required=True)
     b.add_argument("--momentum", type=float, help="sgd: momentum (default 0)")
@@ -62,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--out", required=True, help="model.safetensors")
     w.add_argument("--blob-url", help="blob store (default <spec>.blobs)")
     w.set_defaults(func=run_weights)
-    from agents.cli_job_chain import register_chain
+    from agents.cli.job_chain import register_chain
 
     register_chain(jsub)
 
@@ -139,7 +136,7 @@ def run_build(args: argparse.Namespace) -> int:
         raise UserError(f"--rounds must divide --steps ({args.steps}) and --shards be >= 1")
     opt = _optimizer(args)
     hyper_bits = tuple((k, F.bits(np.float32(v))) for k, v in opt.hyper().items())
-    dataset_name, ds, manifest = _dataset(args.dataset, args.data_store)
+    dataset_name, ds, manifest = _dataset(args.dataset, build(FetchConfig, args))
     if isinstance(ds, tokens.TokenDataset):
         task, classes = "lm", ds.classes
     else:
@@ -217,14 +214,14 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dataset(arg: str, data_stores: list[str]):
+def _dataset(arg: str, fetch: FetchConfig):
     """(spec dataset name, dataset, manifest or None) of --dataset: a built-in name, or the path
     of a packed dataset's manifest (its chunks fetched and checked, PROTOCOL §4.4)."""
     from agents.data import chunks, datasets
 
     if not Path(arg).is_file() and not chunks.is_packed_ref(arg):
         return arg, datasets.load_dataset(arg), None
-    fetcher = chunks.open_packed(arg, chunks.FetchConfig(tuple(data_stores)))
+    fetcher = chunks.open_packed(arg, fetch)
     return fetcher.manifest.name(), fetcher.load(), fetcher.manifest
 
 
@@ -293,7 +290,7 @@ def read_state(job, state_arg: str, blob_url: str | None, spec_path: str):
 
 
 def run_weights(args: argparse.Namespace) -> int:
-    from agents.cli_job_chain import write_weights
+    from agents.cli.job_chain import write_weights
     from agents.model.job import module_state_dict, state_root
 
     job, _ = load_job(args.spec, args.blob_url)

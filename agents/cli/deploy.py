@@ -20,7 +20,7 @@ from typing import Any
 
 from web3 import Web3
 
-from agents.cli_errors import UserError
+from agents.cli.errors import UserError
 from agents.core.chain import ChainUnavailable, connect
 from agents.core.deploy import (
     DEFAULT_ABI_DIR,
@@ -31,6 +31,7 @@ from agents.core.deploy import (
     load_artifact,
 )
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError, load_account
+from agents.roles.config import DEFAULT_DEPLOYMENT
 
 FORMAT = "vtp.deployment.v1"
 #: What `deploy` deploys unless --config says otherwise.
@@ -58,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rpc-url", required=True, help="the chain's JSON-RPC URL")
     p.add_argument("--key", required=True, help="deployer key: keystore:/path, env:VAR or dev:N")
     p.add_argument("--config", type=Path, help="deployment parameters (JSON; deploy_all's keys)")
-    p.add_argument("--out", type=Path, default=Path("build/deployment.json"), help="%(default)s")
+    p.add_argument("--out", type=Path, default=DEFAULT_DEPLOYMENT,
+                   help="the deployment file every role reads (default: %(default)s)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the deployment as one JSON object")
     p.add_argument(
         "--mint",

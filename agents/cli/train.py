@@ -10,7 +10,9 @@ import dataclasses
 import json
 import time
 
-from agents.cli_errors import UserError
+from agents.cli.errors import UserError
+from agents.cli.options import add_options, build
+from agents.data.chunks import FetchConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,24 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--blob-url", help="version 3: the job's blob store (default <spec>.blobs)")
     p.add_argument("--out-state", help="version 3: write the final state to this file")
-    p.add_argument("--data-store", action="append", metavar="URL",
-                   help="a packed dataset's store (repeatable, tried in order; version 3 also "
-                        "tries the job's blob store; default: VTP_DATASET_STORES)")  # fmt: skip
-    p.add_argument("--data-cache", help="a folder caching fetched dataset chunks (default: "
-                   "VTP_DATASET_CACHE)")  # fmt: skip
-    p.add_argument("--data-cache-mib", type=int, help="the cache's disk budget (default: "
-                   "VTP_DATASET_CACHE_MIB, else 1024)")  # fmt: skip
-    p.add_argument("--max-dataset-mib", type=int, help="refuse a packed dataset larger than "
-                   "this (default: VTP_MAX_DATASET_MIB)")  # fmt: skip
+    add_options(p, FetchConfig)  # a packed dataset's stores (version 3: then the job's own)
     p.set_defaults(func=run)
-
-
-def configure_data(args: argparse.Namespace, extra: tuple[str, ...] = ()):
-    """Where a packed dataset's manifest and chunks come from (agents/data/chunks.py)."""
-    from agents.roles.runner import configure_data as from_flags
-
-    from_flags(args)
-    return dataclasses.replace(args.fetch, stores=(*args.fetch.stores, *extra))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,11 +47,12 @@ def run(args: argparse.Namespace) -> int:
 
     job = spec.load(args.spec)
     if job.version == spec.SPEC_VERSION_MODEL:
-        from agents.cli_job import default_blobs
+        from agents.cli.job import default_blobs
 
-        fetch = configure_data(args, (args.blob_url or default_blobs(args.spec),))
-        return _run_model(args, fetch)
-    fetch = configure_data(args)
+        fetch = build(FetchConfig, args)
+        own = args.blob_url or default_blobs(args.spec)
+        return _run_model(args, dataclasses.replace(fetch, stores=(*fetch.stores, own)))
+    fetch = build(FetchConfig, args)
     if args.out_state or args.blob_url:
         raise UserError("--out-state and --blob-url apply to version-3 specs")
     if job.version != spec.SPEC_VERSION and (args.steps is not None or args.every is not None):
@@ -166,7 +153,7 @@ def _check_kernels(args) -> None:
 
 def _run_model(args, fetch) -> int:
     """A version-3 job: checkpoint roots and batch losses, then the held-out metric."""
-    from agents.cli_job import load_job
+    from agents.cli.job import load_job
     from agents.model.run import RunConfig
     from agents.training.engine import checkpoint_root
 

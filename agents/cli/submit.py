@@ -7,7 +7,8 @@ job as `job status` shows it (each unit's phase, the disputes and their winners,
 left in the window), redrawn in place on a terminal, printed again whenever something changed
 otherwise. Exit 0 when the job completed; a cancelled job or any other end is one error line
 (exit 2). `--no-follow` posts and exits; `job status ID` follows up later. A version-2 spec
-(R x S unit jobs through the RoundManager) is followed by the role's log alone.
+(R x S unit jobs through the RoundManager) is followed by the role's log alone. The view is an
+observer of the submitter (`LiveView`): it reads and shows, and changes nothing the role does.
 """
 
 from __future__ import annotations
@@ -18,68 +19,51 @@ import logging
 import sys
 from typing import Any
 
-from agents.roles.errors import RoleError
-from agents.roles.submitter import Submitter
+from agents.cli.options import build
+from agents.cli.roles import role_parser
+from agents.roles.config import SubmitterConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from agents.roles.runner import role_parser
-    from agents.roles.submitter import add_job_args
-
-    p = role_parser(sub, "submit", "post a training job and follow it to its end (live view)")
-    add_job_args(p)
-    p.add_argument(
-        "--no-follow",
-        action="store_true",
-        help="post the job and exit (`python -m agents job status ID` reads it later)",
-    )
+    p = role_parser(sub, "submit", SubmitterConfig,
+                    "post a training job and follow it to its end (live view)")  # fmt: skip
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(ns: argparse.Namespace) -> int:
     from agents.roles.runner import run_role
+    from agents.roles.submitter import Submitter
 
-    return run_role(FollowedSubmitter, args)
+    config = build(SubmitterConfig, ns)
+    return run_role(Submitter, config, observer=LiveView(config))
 
 
-class FollowedSubmitter(Submitter):
-    """The submitter role plus the job's view after every round."""
+class LiveView:
+    """The job as `job status` shows it, after every round of the submitter it observes
+    (agents/roles/submitter.py `JobObserver`): redrawn in place on a terminal, printed again
+    whenever a phase or a dispute changed otherwise."""
 
-    def __init__(self, *a: Any, **kw: Any) -> None:
-        super().__init__(*a, **kw)
+    def __init__(self, config: SubmitterConfig) -> None:
+        self.config = config
         self.reader: Any = None
         self.shown: tuple | None = None
         self.live: Any = None
 
-    async def setup(self) -> None:
+    async def posted(self, submitter: Any) -> None:
         from agents.roles.addresses import deployment_block
         from agents.roles.job_reads import JobReader
         from agents.training import spec as specs
 
-        await super().setup()
-        if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
+        if submitter.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             # R x S unit jobs through the RoundManager: the role's log is the view
             return
-        status = f"python -m agents job status {self.job_id} --deployment {self.args.deployment}"
-        print(f"job {self.job_id} posted: `{status}` reads it", flush=True)
-        start = deployment_block(self.args.deployment, self.manager.address)
-        self.reader = JobReader(self.w3, self.manager, self.job_id, start)
+        job_id, deployment = submitter.job_id, self.config.deployment
+        status = f"python -m agents job status {job_id} --deployment {deployment}"
+        print(f"job {job_id} posted: `{status}` reads it", flush=True)
+        start = deployment_block(deployment, submitter.manager.address)
+        self.reader = JobReader(submitter.w3, submitter.manager, job_id, start)
 
-    async def round(self) -> bool:
-        if self.args.no_follow:
-            # posted; the dispute config (without which no solver takes the job) is retried
-            # each round until the chain holds it
-            await self.ensure_configs()
-            return self.configured
-        try:
-            done = await super().round()
-        except RoleError:
-            await self.show()  # the view that explains the end
-            raise
-        await self.show()
-        return done
-
-    async def show(self) -> None:
+    async def after_round(self) -> None:
         from agents.roles.job_view import change_key, render_rich, render_text
 
         if self.reader is None:
@@ -97,7 +81,7 @@ class FollowedSubmitter(Submitter):
 
     @property
     def terminal(self) -> bool:
-        return self.progress and sys.stdout.isatty()
+        return self.config.progress and sys.stdout.isatty()
 
     def _start_live(self, first: Any) -> Any:
         """A rich Live display on stdout; the log lines (stderr) print above it."""
@@ -118,4 +102,3 @@ class FollowedSubmitter(Submitter):
             for handler in logging.getLogger().handlers:
                 if isinstance(handler, logging.StreamHandler):
                     handler.setStream(sys.__stderr__)
-        super().close()

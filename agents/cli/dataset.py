@@ -19,7 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents.cli_errors import UserError
+from agents.cli.errors import UserError
+from agents.cli.options import add_options, build
+from agents.data.chunks import FetchConfig
 
 DEFAULT_MAX_DATASET_MIB = 8192
 
@@ -42,8 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=run_pack)
     c = dsub.add_parser("check", help="fetch every chunk of a packed dataset and check it")
     c.add_argument("--dataset", required=True, help="manifest:0x<address> or a manifest.json")
-    c.add_argument("--data-store", action="append", default=[], metavar="URL",
-                   help="a store to read from (repeatable, tried in order)")  # fmt: skip
+    add_options(c, FetchConfig)  # the stores to read from, tried in order
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=run_check)
 
@@ -90,7 +91,7 @@ def run_check(args: argparse.Namespace) -> int:
     from agents.data import chunks
 
     t0 = time.perf_counter()
-    fetcher = chunks.open_packed(args.dataset, chunks.FetchConfig(tuple(args.data_store)))
+    fetcher = chunks.open_packed(args.dataset, build(FetchConfig, args))
     m = fetcher.manifest
     roots = {}
     for s in m.splits:

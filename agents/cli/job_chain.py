@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.cli_errors import UserError
-
-DEFAULT_DEPLOYMENT = "build/deployment.json"
+from agents.cli.errors import UserError
+from agents.roles.config import DEFAULT_DEPLOYMENT
 
 
 def register_chain(jsub: argparse._SubParsersAction) -> None:
@@ -58,6 +57,7 @@ def _chain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--deployment",
         default=DEFAULT_DEPLOYMENT,
+        type=Path,
         help="deployment file written by `deploy` (default: %(default)s)",
     )
     p.add_argument("--rpc-url", help="the chain's JSON-RPC URL (default: the deployment's)")

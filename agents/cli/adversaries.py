@@ -1,9 +1,11 @@
-"""The test adversaries' command-line flags, added to a role's parser by the start-up wiring
-(agents/cli_*.py) beside the role's own: the roles' parsers (agents/roles) define none."""
+"""The test adversaries' flags (demos, e2e tests, `make reliability`), added to a role's command
+beside its own settings, and the one place one is chosen: the roles and their configs know none
+(agents/adversaries, which no production module imports: an import-linter contract)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from agents.adversaries.faults import FAULT_KINDS
 
@@ -56,3 +58,26 @@ def add_aggregator_flags(p: argparse.ArgumentParser) -> None:
         help="test adversary: publish a locator to nothing (others must ask for reveals on "
         "chain; tests only)",
     )
+
+
+def solver(ns: argparse.Namespace) -> dict[str, Any]:
+    """The solver's `strategy` part: a test adversary's, or none (the role's honest one)."""
+    from agents.adversaries import solver_strategy
+
+    return _part(solver_strategy(ns.cheat, ns.false_truth, ns.stale_final))
+
+
+def verifier(ns: argparse.Namespace) -> dict[str, Any]:
+    from agents.adversaries import verifier_strategy
+
+    return _part(verifier_strategy(ns.lazy, ns.cheat_challenge))
+
+
+def aggregator(ns: argparse.Namespace) -> dict[str, Any]:
+    from agents.adversaries import aggregator_strategy
+
+    return _part(aggregator_strategy(ns.cheat, ns.withhold))
+
+
+def _part(strategy: Any) -> dict[str, Any]:
+    return {} if strategy is None else {"strategy": strategy}

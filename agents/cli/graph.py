@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_model(args: argparse.Namespace) -> int:
-    from agents.cli_job import load_job
+    from agents.cli.job import load_job
 
     job, _ = load_job(args.spec, args.blob_url)
     g = job.bundle.step

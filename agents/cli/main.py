@@ -1,0 +1,60 @@
+"""`python -m agents <command>` (or `vtp <command>`): the dispatcher over the command groups.
+
+Each group is a module of this package exposing `register(subparsers)`, which adds its parsers
+and sets `func` (add a group by adding it to GROUPS). A command parses once into its frozen
+config and calls down. User errors (a bad flag or input, the engine's validation errors, a role
+refusing to start) print one line to stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from agents.cli.errors import UserError
+
+GROUPS = ("train", "job", "dataset", "graph", "submit", "roles", "node", "deploy", "explore")
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    from agents.core.config import ConfigError
+    from agents.data.builtin import DatasetError
+    from agents.roles.errors import RoleError
+    from agents.training.registry import GraphError, TritonUnavailable
+    from agents.training.spec import JobSpecError
+
+    return (UserError, ConfigError, RoleError, JobSpecError, DatasetError, GraphError,
+            TritonUnavailable)  # fmt: skip
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (exit 2), like every user error."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    prog = "vtp" if Path(sys.argv[0]).name == "vtp" else "python -m agents"
+    p = _Parser(prog=prog, description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in GROUPS:
+        importlib.import_module(f"agents.cli.{name}").register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except _user_error_types() as e:
+        from agents.core.config import ConfigError
+
+        # a ConfigError's every problem, on the one line
+        print(f"error: {'; '.join(e.problems) if isinstance(e, ConfigError) else e}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    except BrokenPipeError:
+        return 0
