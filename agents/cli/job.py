@@ -19,6 +19,7 @@ from pathlib import Path
 from agents.cli.errors import UserError
 from agents.cli.options import add_options, build
 from agents.data.chunks import FetchConfig
+from agents.roles.submitter import default_spec_blobs
 
 DEFAULT_MAX_PARAMS = 1 << 24
 
@@ -62,10 +63,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     from agents.cli.job_chain import register_chain
 
     register_chain(jsub)
-
-
-def default_blobs(spec_path: str) -> str:
-    return str(Path(spec_path).with_suffix(".blobs"))
 
 
 def _optimizer(args):
@@ -185,7 +182,7 @@ def run_build(args: argparse.Namespace) -> int:
     )
     sp.parse_spec(json.loads(spec.canonical_bytes()))  # every range check the spec has
     mj.ModelJob(spec, lowered.bundle, ds).positions()  # the interface and the batch source
-    url = args.blob_url or default_blobs(args.out)
+    url = args.blob_url or default_spec_blobs(args.out)
     store = open_blob_store(url)
     graph_addr = store.put(lowered.bundle.to_bytes())
     bundle = lowered.bundle
@@ -250,7 +247,7 @@ def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):
     spec = sp.load(spec_path)
     if spec.version != sp.SPEC_VERSION_MODEL:
         raise UserError(f"{spec_path} is a version-{spec.version} spec; this needs version 3")
-    store = open_blob_store(blob_url or default_blobs(spec_path))
+    store = open_blob_store(blob_url or default_spec_blobs(spec_path))
     try:
         bundle = bundle_from_bytes(store.get(spec.graph))
         blob = store.get(spec.state, address_fn=lambda d: "0x" + mj.state_root(
@@ -258,7 +255,7 @@ def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):
     except BlobError as e:
         raise UserError(f"cannot read the job's blobs: {e}"[:400]) from None
     st = mj.decode_state(bundle, blob)
-    fetch = fetch or FetchConfig((blob_url or default_blobs(spec_path),))
+    fetch = fetch or FetchConfig((blob_url or default_spec_blobs(spec_path),))
     ds = datasets.load_dataset(spec.dataset_name, fetch)
     root = mj.dataset_root(ds)
     if root != spec.dataset_root:
@@ -275,7 +272,7 @@ def read_state(job, state_arg: str, blob_url: str | None, spec_path: str):
     from agents.model import job as mj
 
     if re.fullmatch(r"0x[0-9a-fA-F]{64}", state_arg):
-        store = open_blob_store(blob_url or default_blobs(spec_path))
+        store = open_blob_store(blob_url or default_spec_blobs(spec_path))
         try:
             blob = store.get(state_arg.lower(), address_fn=lambda d: "0x" + mj.state_root(
                 mj.decode_state(job.bundle, d)).hex())  # fmt: skip

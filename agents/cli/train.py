@@ -39,7 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
 
     from agents.data import datasets as data
     from agents.training import spec
@@ -47,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
 
     job = spec.load(args.spec)
     if job.version == spec.SPEC_VERSION_MODEL:
-        from agents.cli.job import default_blobs
+        from agents.roles.submitter import default_spec_blobs
 
         fetch = build(FetchConfig, args)
-        own = args.blob_url or default_blobs(args.spec)
+        own = args.blob_url or default_spec_blobs(args.spec)
         return _run_model(args, dataclasses.replace(fetch, stores=(*fetch.stores, own)))
     fetch = build(FetchConfig, args)
     if args.out_state or args.blob_url:
@@ -59,19 +58,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             "--steps and --every apply to version-1 specs (a decomposed job runs whole)"
         )
+    _check_run_args(args, job.steps)
     steps = job.steps if args.steps is None else args.steps
     every = job.checkpoint_every if args.every is None else args.every
-    if not 1 <= steps <= job.steps:
-        raise UserError(f"--steps must be in [1, {job.steps}] (the spec's T), got {steps}")
-    if every < 1:
-        raise UserError(f"--every must be >= 1, got {every}")
-    if args.threads < 1 or args.chunk < 0:
-        raise UserError("--threads must be >= 1 and --chunk >= 0")
-    if args.device not in ("cpu", "cuda") and not args.device.startswith("cuda:"):
-        raise UserError(f"--device must be cpu or cuda, got {args.device!r}")
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("--device cuda: no CUDA device is available here")
-    _check_kernels(args)
     ds = data.load_dataset(job.dataset_name, fetch)
     if not isinstance(ds, data.Dataset):  # a packed token stream: only a version-3 model reads it
         raise UserError(f"dataset {job.dataset_name} is a token stream: it needs a version-3 spec")

@@ -76,24 +76,26 @@ def _key(value: str) -> str:
     return value
 
 
-def _nonneg_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise ValueError("expected an integer >= 0") from None
-    if n < 0:
-        raise ValueError("expected an integer >= 0")
-    return n
+def bounded(kind: type, what: str, ok: Callable[[Any], bool]) -> Callable[[str], Any]:
+    """A setting's parser: `kind` of the text, for which `ok` holds; else "expected `what`"."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise ValueError(f"expected {what}") from None
+        if not ok(value):
+            raise ValueError(f"expected {what}")
+        return value
+
+    return parse
 
 
-def _positive_float(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise ValueError("expected a number of seconds > 0") from None
-    if not x > 0 or x == float("inf"):
-        raise ValueError("expected a number of seconds > 0")
-    return x
+nonneg_int = bounded(int, "an integer >= 0", lambda n: n >= 0)
+positive_int = bounded(int, "a whole number > 0", lambda n: n > 0)
+positive = bounded(float, "a number > 0", lambda x: 0 < x < float("inf"))
+nonneg = bounded(float, "a number >= 0", lambda x: 0 <= x < float("inf"))
+seconds = bounded(float, "a number of seconds > 0", lambda x: 0 < x < float("inf"))
 
 
 def _blob(value: str) -> str:
@@ -115,11 +117,11 @@ class AgentConfig:
     data_dir: Path = setting(help="the agent's data folder")
     rpc_url: str | None = setting(None, "node RPC URL (default: private Anvil)", parse=_rpc)
     confirmations: int = setting(
-        2, "blocks an event must be buried under before it is acted on", parse=_nonneg_int
+        2, "blocks an event must be buried under before it is acted on", parse=nonneg_int
     )
-    poll_interval: float = setting(1.0, "seconds between polls of the node", parse=_positive_float)
+    poll_interval: float = setting(1.0, "seconds between polls of the node", parse=seconds)
     receipt_timeout: float = setting(
-        120.0, "seconds to wait for a receipt before reporting a pending tx", parse=_positive_float
+        120.0, "seconds to wait for a receipt before reporting a pending tx", parse=seconds
     )
     blob_url: str | None = setting(
         None, "blob store: path, http(s)://host:port or s3://bucket?endpoint=...", parse=_blob

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from web3 import Web3
 
-from agents.core.config import AgentConfig, setting
+from agents.core.config import AgentConfig, nonneg, nonneg_int, positive, positive_int, setting
 from agents.core.fetches import DEFAULT_FETCH_WORKERS
 from agents.data.chunks import FetchConfig
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES
@@ -40,46 +40,6 @@ def address(text: str) -> str:
     if not Web3.is_address(text):
         raise ValueError("not an address")
     return Web3.to_checksum_address(text)
-
-
-def positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError("expected a whole number > 0") from None
-    if n <= 0:
-        raise ValueError("expected a whole number > 0")
-    return n
-
-
-def nonneg_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise ValueError("expected a whole number >= 0") from None
-    if n < 0:
-        raise ValueError("expected a whole number >= 0")
-    return n
-
-
-def positive(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise ValueError("expected a number > 0") from None
-    if not 0 < x < float("inf"):
-        raise ValueError("expected a number > 0")
-    return x
-
-
-def nonneg(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise ValueError("expected a number >= 0") from None
-    if not 0 <= x < float("inf"):
-        raise ValueError("expected a number >= 0")
-    return x
 
 
 def folder(text: str) -> Path:
