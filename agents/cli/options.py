@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agents.core.config import ConfigError
+from agents.core.config import ConfigError, bounded
 
 T = TypeVar("T")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
@@ -53,10 +53,6 @@ class Option:
         return self.kind is bool and self.default is True
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _base(t: Any) -> Any:
     """X of `X | None`."""
     if isinstance(t, types.UnionType) or typing.get_origin(t) is typing.Union:
@@ -65,27 +61,18 @@ def _base(t: Any) -> Any:
     return t
 
 
-def _text_parser(t: Any) -> Callable[[str], Any]:
-    if t is int:
-        return lambda s: _number(int, s, "a whole number")
-    if t is float:
-        return lambda s: _number(float, s, "a number")
-    if t is Path:
-        return Path
-    return str
-
-
-def _number(kind: type, text: str, what: str) -> Any:
-    try:
-        return kind(text)
-    except ValueError:
-        raise ValueError(f"expected {what}") from None
+#: A field's parser when its metadata names none, by its type (a string otherwise).
+_PARSERS: dict[Any, Callable[[str], Any]] = {
+    int: bounded(int, "a whole number", lambda n: True),
+    float: bounded(float, "a number", lambda x: True),
+    Path: Path,
+}
 
 
 def options(cls: type) -> list[Option]:
     """Every settable field of `cls` and of its nested config dataclasses, in field order."""
     out: list[Option] = []
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         t = _base(hints[f.name])
         if dataclasses.is_dataclass(t):
@@ -115,7 +102,7 @@ def _option(f: dataclasses.Field, t: Any) -> Option:
     env = meta.get("env", "")
     if env == "":
         env = "VTP_" + flag.lstrip("-").replace("-", "_").upper()
-    parse = meta.get("parse") or _text_parser(elem)
+    parse = meta.get("parse") or _PARSERS.get(elem, str)
     return Option(f.name, flag, env, kind, parse, meta, default)
 
 
@@ -170,7 +157,7 @@ def _build(cls: type, ns: argparse.Namespace, env: Mapping[str, str], given: dic
            problems: list[str]) -> Any:  # fmt: skip
     values: dict[str, Any] = {}
     before = len(problems)
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         t = _base(hints[f.name])
         if f.name in given:

@@ -12,6 +12,7 @@ import time
 
 from agents.cli.errors import UserError
 from agents.cli.options import add_options, build
+from agents.data.builtin import Dataset
 from agents.data.chunks import FetchConfig
 
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     steps = job.steps if args.steps is None else args.steps
     every = job.checkpoint_every if args.every is None else args.every
     ds = data.load_dataset(job.dataset_name, fetch)
-    if not isinstance(ds, data.Dataset):  # a packed token stream: only a version-3 model reads it
+    if not isinstance(ds, Dataset):  # a packed token stream: only a version-3 model reads it
         raise UserError(f"dataset {job.dataset_name} is a token stream: it needs a version-3 spec")
     root = "0x" + ds.root().hex()
     if root != job.dataset_root:

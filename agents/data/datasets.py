@@ -12,20 +12,8 @@ import numpy as np
 
 from agents.core.blobs import BlobStore
 from agents.data import builtin, chunks, tokens
-from agents.data.builtin import Dataset, DatasetError
+from agents.data.builtin import Dataset
 from agents.data.chunks import FetchConfig
-
-__all__ = [
-    "Dataset",
-    "DatasetError",
-    "FetchConfig",
-    "held_out",
-    "is_packed",
-    "item_shape",
-    "load_dataset",
-    "open_dataset",
-    "shape",
-]
 
 
 def is_packed(name: str) -> bool:

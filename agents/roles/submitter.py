@@ -26,6 +26,7 @@ from agents.core.blobs import BlobError, BlobStore, open_blob_store
 from agents.core.bounded import SaidOnce
 from agents.core.tx import TxError, TxFailed, TxOutcome
 from agents.data import datasets
+from agents.data.builtin import Dataset, DatasetError
 from agents.data.chunks import FetchConfig
 from agents.dispute.graph import job_graph
 from agents.roles.actions import Approve, PostJob, RegisterConfig, RequestData
@@ -462,9 +463,9 @@ def load_spec(
         raise RoleError(f"spec {path}: not valid JSON: {str(exc).splitlines()[0]}") from None
     try:
         data = datasets.load_dataset(spec.dataset_name, fetch)
-    except (datasets.DatasetError, ValueError) as exc:
+    except (DatasetError, ValueError) as exc:
         raise RoleError(f"spec {path}: {exc}") from None
-    if not isinstance(spec, specs.ModelSpec) and not isinstance(data, datasets.Dataset):
+    if not isinstance(spec, specs.ModelSpec) and not isinstance(data, Dataset):
         raise RoleError(f"spec {path}: {spec.dataset_name} is a token stream: it needs a "
                         "version-3 spec")  # fmt: skip
     if "0x" + data.root().hex() != spec.dataset_root:
