@@ -212,7 +212,7 @@ print(rc, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_m
 """,
     "solver": """
 import resource, sys, torch
-from agents.cli_job import load_job
+from agents.cli.job import load_job
 torch.set_num_threads(1)
 job, st = load_job(sys.argv[2], None)
 for t in range(2):
@@ -221,7 +221,7 @@ print(0, 0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """,
     "plain": """
 import resource, sys, torch
-from agents.cli_job import load_factory
+from agents.cli.job import load_factory
 from bench.models import EXAMPLES, plain_trainer
 torch.set_num_threads(1)
 torch.manual_seed(1)

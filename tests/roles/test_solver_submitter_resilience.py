@@ -398,7 +398,7 @@ def test_submitter_stops_asking_once_a_withheld_result_is_final(tmp_path, caplog
     s, _, _ = a_submitter(tmp_path)
     s.job_id, s.finals, s.losses = 1, {}, {}
     s._unserved = SaidOnce()
-    s.args.spec, s.args.allow_local_locators = "job.json", True
+    s.config = dataclasses.replace(s.config, spec="job.json", allow_local_locators=True)
     s.holder_locators = answering(lambda u: [f"{tmp_path}/gone#0x{'22' * 32}"])
     u = replace(unit(1, UnitStatus.FINALIZED, NOW.timestamp), locator=f"{tmp_path}/gone#0x01")
     s.now = answering(lambda: NOW)  # the unit's deadline: the holders still have their window
