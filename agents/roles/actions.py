@@ -588,6 +588,8 @@ GAME_MOVES = frozenset(
         "postTraceRoot",
         "postTraceSubtree",
         "pickTraceSubtree",
+        "pickStateSubtree",
+        "postStateSubtree",
         "pickNode",
         "proveProducer",
         "postLeaves",

@@ -33,7 +33,6 @@ from conftest import (
     reverts,
     stake_nodes,
 )
-from eth_abi import encode
 from eth_utils import keccak
 from test_court import STATES, attested_unit
 from test_round_manager import (  # noqa: F401  (rm is a fixture)
@@ -54,13 +53,16 @@ from test_round_manager import (  # noqa: F401  (rm is a fixture)
 )
 
 from agents.core.deploy import MANAGER_FIELDS, REGISTRY_FIELDS
+from agents.dispute.encoding import DisputeConfig
 from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, final_proof, list_proof
 
 # ------------------------------------------------------------------ 2. the court game's config
 
 BUDGET = 3_600
-CFG = (b"\x0a" * 32, 3, 4, 100, 7, [b"\x0b" * 32], [2])  # the job's (true) DisputeConfig
-CFG_HASH = keccak(encode(["(bytes32,uint32,uint32,uint64,uint256,bytes32[],uint32[])"], [CFG]))
+# the job's (true) DisputeConfig: one state tensor, produced by node 2
+NAMES, PRODUCERS = [b"\x0b" * 32], [2]
+CONFIG = DisputeConfig(b"\x0a" * 32, 3, 4, 100, 7, tuple(NAMES), tuple(PRODUCERS))
+CFG, CFG_HASH = CONFIG.as_tuple(), CONFIG.hash()
 STATES9 = [bytes([0x90 + i]) * 32 for i in range(9)]  # T = 8, k = 1: nine checkpoints
 
 
@@ -75,6 +77,7 @@ def real_court(project, accounts) -> Protocol:
         project.NodeRegistry, token, tuple(REG_CFG[k] for k in REGISTRY_FIELDS)
     )
     manager = deployer.deploy(project.JobManager, registry, tuple(cfg[k] for k in MANAGER_FIELDS))
+    manager.setExtension(deployer.deploy(project.JobManagerExtension, manager), sender=deployer)
     arbiter = deployer.deploy(project.MockArbiter)
     court = deployer.deploy(
         project.AttestationCourt, manager, registry, COURT_BOND, COURT_PENALTY, COURT_REWARD_BPS,
@@ -140,7 +143,7 @@ def test_submitter_cannot_register_a_court_config_after_its_verifiers_attested(r
     assert d.court_game.configOf(job_id) == CFG_HASH
     d.court_game.openSegment(ev.gameId, [], sender=v)
     with reverts(d.court_game, "RootMismatch"):
-        d.court_game.postTrace(ev.gameId, [b"\x01" * 32] * 3, CFG, sender=v)
+        d.court_game.postTrace(ev.gameId, [b"\x01" * 32] * 3, NAMES, PRODUCERS, CFG, sender=v)
 
 
 # ------------------------------------------------------------------ 3 and 7: re-challenges, window

@@ -512,6 +512,10 @@ def test_proveDataSamples_seedBlockTooOld_isRearmed(staked, chain):
     assert tx.events.filter(d.manager.DataSamplesProved) == []
     q = d.manager.dataRequestOf(unit)
     assert (q.seedBlock, q.samples) == (tx.block_number + 1, 0)
+    # the next transaction runs in the new seed block itself: its hash is not known yet
+    with reverts(d.manager, "DataSeedNotYetAvailable", unitId=unit, seedBlock=q.seedBlock):
+        d.manager.proveDataSamples(unit, [s.args() for s in o.samples(stale, 0, 1)], LOCATOR,
+                                   sender=d.other)  # fmt: skip
     chain.mine(1)  # the new seed block
     txs = prove(d, chain, unit, 2, d.other)
     assert txs[-1].events.filter(d.manager.DataRequestAnswered)

@@ -33,6 +33,7 @@ def test_deployAll_wiresEverything(chain, abi_dir):
         "Token",
         "NodeRegistry",
         "JobManager",
+        "JobManagerExtension",
         "MockArbiter",
         "Arbiter",
         "JobLens",
@@ -44,6 +45,8 @@ def test_deployAll_wiresEverything(chain, abi_dir):
     assert registry.functions.isSlasher(out["JobManager"]).call()
     assert manager.functions.registry().call() == out["NodeRegistry"]
     assert manager.functions.arbiter().call() == out["MockArbiter"]
+    # the rare paths run on the manager's storage from the extension deployed for it
+    assert manager.functions.extension().call() == out["JobManagerExtension"]
     assert arbiter.functions.jobManager().call() == out["JobManager"]
     lens = _contract(w3, abi_dir, "JobLens", out["JobLens"])
     assert lens.functions.manager().call() == out["JobManager"]

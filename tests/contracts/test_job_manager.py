@@ -73,10 +73,14 @@ VERIFY_WINDOW = MGR_CFG["verifyWindow"]
 
 
 def _manager(project, d, registry: Any = None, **cfg: int) -> Any:
+    """A fresh manager with its extension wired (and no arbiter)."""
     merged = dict(MGR_CFG, **cfg)
-    return d.deployer.deploy(
+    manager = d.deployer.deploy(
         project.JobManager, registry or d.registry, tuple(merged[k] for k in MANAGER_FIELDS)
     )
+    ext = d.deployer.deploy(project.JobManagerExtension, manager)
+    manager.setExtension(ext, sender=d.deployer)
+    return manager
 
 
 def _selected(d, unit_id: int) -> list[Any]:

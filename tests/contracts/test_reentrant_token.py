@@ -34,6 +34,7 @@ def market(project, accounts):
     manager = deployer.deploy(
         project.JobManager, registry, tuple(MGR_CFG[k] for k in MANAGER_FIELDS)
     )
+    manager.setExtension(deployer.deploy(project.JobManagerExtension, manager), sender=deployer)
     arbiter = deployer.deploy(project.MockArbiter)
     registry.setSlashers([manager], sender=deployer)
     arbiter.wire(manager, sender=deployer)
