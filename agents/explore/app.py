@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from sse_starlette.sse import EventSourceResponse
+from sse_starlette.sse import AppStatus, EventSourceResponse
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -447,8 +447,14 @@ async def events(request: Request) -> Response:
     async def stream():
         async with explorer.index.hub.subscribe() as q:
             yield {"event": "hello", "data": message_json({"kind": "hello", "id": 0})}
-            while True:
-                msg = await q.get()
+            # Look up once a second whether the server is stopping: a feed still open when the
+            # graceful shutdown times out is cancelled mid-await, which uvicorn logs as an
+            # error with a traceback.
+            while not AppStatus.should_exit:
+                try:
+                    msg = await asyncio.wait_for(q.get(), timeout=1.0)
+                except TimeoutError:
+                    continue
                 yield {"data": message_json(msg)}
 
     return EventSourceResponse(stream(), ping=10)

@@ -62,7 +62,8 @@ async def serve(cfg: ExploreConfig) -> None:
         host=cfg.host,
         port=cfg.port,
         log_level="warning",
-        timeout_graceful_shutdown=2,
+        # the live feeds end within a second of the signal (app.events)
+        timeout_graceful_shutdown=5,
         lifespan="on",
     )
     await uvicorn.Server(config).serve()
