@@ -11,8 +11,11 @@ before anything is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import importlib.util
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -36,13 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     # a packed dataset's stores (manifest:0x…, or a manifest file's chunks: the file's own
     # blobs/ folder is tried first)
     add_options(b, FetchConfig)
-    b.add_argument("--optimizer", choices=("sgd", "adamw"), required=True)
+    b.add_argument("--optimizer", choices=("sgd", "nesterov", "adam", "adamw"), required=True,
+                   help="sgd: momentum SGD; nesterov: SGD with Nesterov momentum; adam: L2 "
+                   "weight decay; adamw: decoupled weight decay")  # fmt: skip
     b.add_argument("--lr", type=float, required=True)
-    b.add_argument("--momentum", type=float, help="sgd: momentum (default 0)")
-    b.add_argument("--betas", help="adamw: B1,B2 (default 0.9,0.999)")
-    b.add_argument("--eps", type=float, help="adamw: epsilon (default 1e-8)")
-    b.add_argument("--weight-decay", type=float, help="adamw: decoupled weight decay (default 0)")
+    b.add_argument("--momentum", type=float, help="sgd, nesterov: momentum (default 0)")
+    b.add_argument("--betas", help="adam, adamw: B1,B2 (default 0.9,0.999)")
+    b.add_argument("--eps", type=float, help="adam, adamw: epsilon (default 1e-8)")
+    b.add_argument("--weight-decay", type=float, help="adam, adamw: weight decay (default 0)")
     b.add_argument("--clip-norm", type=float, help="clip the global gradient norm to this")
+    add_recipe_flags(b)
     b.add_argument("--batch", type=int, required=True)
     b.add_argument("--steps", type=int, required=True)
     b.add_argument("--checkpoint-every", type=int, required=True)
@@ -65,17 +71,66 @@ def register(sub: argparse._SubParsersAction) -> None:
     register_chain(jsub)
 
 
+def add_recipe_flags(b: argparse.ArgumentParser) -> None:
+    """The training recipe beyond the optimizer (agents/model/lower.py Recipe), and the model's
+    context length."""
+    b.add_argument("--no-decay-bias-norm", action="store_true",
+                   help="no weight decay on biases and norm weights (parameters of fewer than 2 "
+                   "dimensions), as nanoGPT and LLaMA do")  # fmt: skip
+    b.add_argument("--warmup", type=int, default=0, help="linear warmup over the first N steps")
+    b.add_argument("--decay", choices=("constant", "cosine", "linear"), default="constant",
+                   help="the lr after the warmup, down to --min-lr at the last step")  # fmt: skip
+    b.add_argument("--min-lr", type=float, default=0.0, help="the decay's final lr (default 0)")
+    b.add_argument("--lr-scheduler", metavar="FILE.py:FACTORY",
+                   help="FACTORY(optimizer) returns a torch.optim.lr_scheduler: its lr at every "
+                   "step is sampled at build time")  # fmt: skip
+    b.add_argument("--accumulate", type=int, default=1,
+                   help="sum the gradients of N micro-batches of batch/N per step")  # fmt: skip
+    b.add_argument("--ignore-index", type=int, default=-100,
+                   help="cross-entropy: targets of this value do not count")  # fmt: skip
+    b.add_argument("--label-smoothing", type=float, default=0.0, help="cross-entropy smoothing")
+    b.add_argument("--context", type=int,
+                   help="a language model's context length (default: its block_size)")  # fmt: skip
+
+
+def _recipe(args, steps: int, lr: float):
+    """The Recipe of `job build`'s flags: the lr schedule as one multiplier per step."""
+    from agents.model.lower import Recipe
+    from agents.model.schedule import ScheduleError, scheduler_multipliers, warmup_decay
+
+    if args.accumulate < 1 or args.batch % args.accumulate:
+        raise UserError(f"--accumulate must divide --batch ({args.batch}), got {args.accumulate}")
+    if not 0.0 <= args.label_smoothing <= 1.0:
+        raise UserError(f"--label-smoothing must be in [0, 1], got {args.label_smoothing}")
+    shaped = args.warmup or args.decay != "constant" or args.min_lr
+    if args.lr_scheduler and shaped:
+        raise UserError("--lr-scheduler replaces --warmup, --decay and --min-lr")
+    try:
+        if args.lr_scheduler:
+            schedule = scheduler_multipliers(load_factory(args.lr_scheduler, "--lr-scheduler"),
+                                             lr, steps)  # fmt: skip
+        elif shaped:
+            schedule = warmup_decay(steps, lr, args.warmup, args.decay, args.min_lr)
+        else:
+            schedule = None
+    except ScheduleError as e:
+        raise UserError(str(e)) from None
+    return Recipe(args.accumulate, schedule, args.ignore_index, args.label_smoothing)
+
+
 def _optimizer(args):
     from agents.model.lower import Optimizer
 
     sgd_only = {"--momentum": args.momentum}
     adam_only = {"--betas": args.betas, "--eps": args.eps, "--weight-decay": args.weight_decay}
-    wrong = sgd_only if args.optimizer == "adamw" else adam_only
+    wrong = sgd_only if args.optimizer in ("adam", "adamw") else adam_only
     for flag, v in wrong.items():
         if v is not None:
             raise UserError(f"{flag} does not apply to --optimizer {args.optimizer}")
-    if args.optimizer == "sgd":
-        return Optimizer("sgd", args.lr, momentum=args.momentum or 0.0, clip_norm=args.clip_norm)
+    if args.optimizer in ("sgd", "nesterov"):
+        return Optimizer(args.optimizer, args.lr, momentum=args.momentum or 0.0,
+                         clip_norm=args.clip_norm,
+                         no_decay_1d=args.no_decay_bias_norm)  # fmt: skip
     betas = (0.9, 0.999)
     if args.betas is not None:
         try:
@@ -83,29 +138,50 @@ def _optimizer(args):
         except ValueError:
             raise UserError(f"--betas must be two numbers B1,B2, got {args.betas!r}") from None
         betas = (b1, b2)
-    return Optimizer("adamw", args.lr, betas=betas, eps=1e-8 if args.eps is None else args.eps,
-                     weight_decay=args.weight_decay or 0.0, clip_norm=args.clip_norm)  # fmt: skip
+    return Optimizer(args.optimizer, args.lr, betas=betas,
+                     eps=1e-8 if args.eps is None else args.eps,
+                     weight_decay=args.weight_decay or 0.0, clip_norm=args.clip_norm,
+                     no_decay_1d=args.no_decay_bias_norm)  # fmt: skip
 
 
-def load_factory(ref: str):
-    """FILE.py:FACTORY -> the callable; UserError for anything the user got wrong."""
+@contextlib.contextmanager
+def _importable_beside(path: str):
+    """The file's folder first on sys.path, as Python puts a script's folder (so a model file
+    may import the modules beside it)."""
+    folder = str(Path(path).resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+
+
+def load_factory(ref: str, flag: str = "--model"):
+    """FILE.py:FACTORY -> the callable (run with the file's folder on sys.path, like its
+    import); UserError for anything the user got wrong."""
     path, sep, name = ref.rpartition(":")
     if not sep or not path or not name.isidentifier():
-        raise UserError(f"--model must be FILE.py:FACTORY, got {ref!r}")
+        raise UserError(f"{flag} must be FILE.py:FACTORY, got {ref!r}")
     if not Path(path).is_file():
-        raise UserError(f"--model: no file {path}")
+        raise UserError(f"{flag}: no file {path}")
     spec = importlib.util.spec_from_file_location(f"vtp_user_model_{abs(hash(path))}", path)
     mod = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(mod)
+        with _importable_beside(path):
+            spec.loader.exec_module(mod)
     except Exception as e:  # the user's file: any error is theirs, reported in one line
-        raise UserError(
-            f"--model: {path} failed to import: {type(e).__name__}: {e}"[:400]
-        ) from None
+        raise UserError(f"{flag}: {path} failed to import: {type(e).__name__}: {e}"[:400]) from None
     fn = getattr(mod, name, None)
     if not callable(fn):
-        raise UserError(f"--model: {path} has no callable {name}")
-    return fn
+        raise UserError(f"{flag}: {path} has no callable {name}")
+
+    @functools.wraps(fn)
+    def call(*a, **kw):
+        with _importable_beside(path):
+            return fn(*a, **kw)
+
+    return call
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -149,7 +225,7 @@ def run_build(args: argparse.Namespace) -> int:
     n = sum(p.numel() for p in module.parameters())
     if n > args.max_params:
         raise UserError(f"the model has {n} parameters, over --max-params {args.max_params}")
-    context = _context(module, task)
+    context = _context(module, task, args.context)
     if task == "lm":
         item = (context,)
     else:
@@ -158,10 +234,12 @@ def run_build(args: argparse.Namespace) -> int:
     opt = type(opt)(**{**opt.__dict__, **{k: float(F.f32(b)) for k, b in hyper_bits
                                            if k in ("lr", "momentum", "eps", "weight_decay",
                                                     "clip_norm")}})  # fmt: skip
+    recipe = _recipe(args, args.steps, float(F.f32(dict(hyper_bits)["lr"])))
     try:
         lowered = build_bundle(module, opt, args.batch, task, item, classes,
                                meta={"model": Path(args.model.rpartition(":")[0]).name,
-                                     "factory": args.model.rpartition(":")[2]})  # fmt: skip
+                                     "factory": args.model.rpartition(":")[2]},
+                               recipe=recipe)  # fmt: skip
     except LoweringError as e:
         raise UserError(str(e)) from None
     st = dict(lowered.state)
@@ -222,15 +300,26 @@ def _dataset(arg: str, fetch: FetchConfig):
     return fetcher.manifest.name(), fetcher.load(), fetcher.manifest
 
 
-def _context(module, task: str) -> int:
-    """A language model's context length: its `block_size` / `context` attribute."""
+def _context(module, task: str, given: int | None = None) -> int:
+    """A language model's context length: --context, else its `block_size` / `context` /
+    `context_length` attribute (a Hugging Face config's `n_positions` /
+    `max_position_embeddings`)."""
     if task != "lm":
+        if given is not None:
+            raise UserError("--context applies to language models (a token dataset)")
         return 0
-    for attr in ("block_size", "context", "context_length"):
-        v = getattr(module, attr, None)
+    if given is not None:
+        if given < 1:
+            raise UserError(f"--context must be >= 1, got {given}")
+        return given
+    config = getattr(module, "config", None)
+    for owner, attr in ((module, "block_size"), (module, "context"), (module, "context_length"),
+                        (config, "n_positions"), (config, "max_position_embeddings")):  # fmt: skip
+        v = getattr(owner, attr, None)
         if isinstance(v, int) and v > 0:
             return v
-    raise UserError("a language model must say its context length as a `block_size` attribute")
+    raise UserError("a language model needs its context length: give --context N (or a "
+                    "`block_size` attribute)")  # fmt: skip
 
 
 def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):

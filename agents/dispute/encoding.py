@@ -155,6 +155,7 @@ KIND_BATCH_Y = 8  # the step's batch labels of dataset Y
 KIND_WINDOW_X = 9  # the step's token windows (inputs) of a token stream
 KIND_WINDOW_Y = 10  # the step's token windows (targets, shifted by one)
 KIND_CONST = 11  # a constant tensor, its tensor root in `key`
+KIND_STEP = 12  # the step input (k0, k1, t): computed on chain from the seed and the step
 
 FIRST_V3 = 64  # a descriptor whose op code is at least this is a GraphNode
 INPUT_T = "(uint8,uint32,bytes32,uint8,uint32[])"

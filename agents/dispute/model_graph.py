@@ -22,6 +22,7 @@ from agents.dispute.encoding import (
     KIND_CONST,
     KIND_NODE,
     KIND_STATE,
+    KIND_STEP,
     KIND_WINDOW_X,
     KIND_WINDOW_Y,
     KIND_WORD,
@@ -33,7 +34,7 @@ from agents.dispute.encoding import (
 )
 from agents.dispute.trace import merkle_opening
 from agents.dispute.trace_walk import TraceRoots, trace_siblings
-from agents.model.graph import Graph
+from agents.model.graph import STEP_INPUT, Graph
 from agents.model.job import ModelJob, commit_view, state_root
 from agents.training import decompose, merkle
 from agents.training.registry import OPS, GraphError, ravel, run_node, unravel
@@ -63,7 +64,8 @@ class ModelJobGraph:
 
 
 def _input(job: ModelJob, vid: int, token: bool) -> TensorInput:
-    """The descriptor operand of graph input `vid` (a state tensor, a hyper-parameter, x or y)."""
+    """The descriptor operand of graph input `vid` (a state tensor, a hyper-parameter, x, y or
+    the step input)."""
     b = job.bundle
     v = b.step.inputs[vid]
     n_state, n_hyper = len(b.state), len(b.hyper)
@@ -73,6 +75,8 @@ def _input(job: ModelJob, vid: int, token: bool) -> TensorInput:
     if vid < n_state + n_hyper:
         word = int(dict(job.spec.hyper_bits)[b.hyper[vid - n_state]])
         return TensorInput(KIND_WORD, 0, word.to_bytes(32, "big"), dt, shape)
+    if v.name == STEP_INPUT:
+        return TensorInput(KIND_STEP, 0, bytes(32), dt, shape)
     if v.name == "x":
         return TensorInput(KIND_WINDOW_X if token else KIND_BATCH_X, 0, bytes(32), dt, shape)
     return TensorInput(KIND_WINDOW_Y if token else KIND_BATCH_Y, 0, bytes(32), dt, shape)
@@ -313,7 +317,7 @@ def openings(sv: StepValues, i: int, reads: list[list[int]], node_roots: TraceRo
     g, desc = sv.jg.graph, sv.jg.nodes[i]
     out = []
     for k, inp in enumerate(desc.inputs):
-        if inp.kind == KIND_WORD:
+        if inp.kind in (KIND_WORD, KIND_STEP):  # no tensor to open: the word is the value
             out.append((bytes(32), [], bytes(32), []))
             continue
         elems = source_elements(sv.picks, inp, reads[k])

@@ -21,6 +21,8 @@ from agents.training.registry import GraphError, Node, Shape, check_node
 from agents.training.spec import canonical_json
 
 BUNDLE_FORMAT = "vtp.model.v1"
+STEP_INPUT = "step"  # the optional (3,) i32 step input: the seed's key words, the step t
+BUFFER_PREFIX = "b."  # state tensors that are module buffers the step updates
 MAX_BUNDLE_BYTES = 256 << 20
 
 
@@ -107,9 +109,12 @@ class Bundle:
     task: str  # "classify" (logits (B, C)) or "lm" (logits (B, T, V))
     item_shape: Shape  # one example as the model reads it (classify), or (T,) tokens (lm)
     meta: dict = field(default_factory=dict)  # model file, factory, optimizer: informational
+    # weight tying: every other module name of a shared parameter -> the name `params` gives it
+    tied: dict = field(default_factory=dict)
 
     def to_obj(self) -> dict:
-        return {
+        tied = {"tied": dict(self.tied)} if self.tied else {}  # absent when nothing is tied
+        return tied | {
             "format": BUNDLE_FORMAT,
             "step": self.step.to_obj(),
             "forward": self.forward.to_obj(),
@@ -137,12 +142,15 @@ def check_interface(b: Bundle) -> None:
         raise GraphError("model bundle state must be distinct f32 tensors")
     step_in = [(v.name, v.shape, v.dtype) for v in b.step.inputs]
     n = len(state) + len(b.hyper)
+    if step_in[-1] == (STEP_INPUT, (3,), "i32"):  # the optional step input comes last
+        step_in = step_in[:-1]
     if (
         step_in[: len(state)] != state
         or [v[0] for v in step_in[len(state) : n]] != [f"hp.{h}" for h in b.hyper]
         or [v[0] for v in step_in[n:]] != ["x", "y"]
     ):
-        raise GraphError("step graph inputs must be the state, hp.<hyper> and x, y in order")
+        raise GraphError("step graph inputs must be the state, hp.<hyper>, x, y and optionally "
+                         "step, in order")  # fmt: skip
     if any(v[1] != () or v[2] != "f32" for v in step_in[len(state) : n]):
         raise GraphError("hyper-parameter inputs must be f32 scalars")
     outs = {k: b.step.value(vid) for k, vid in b.step.outputs}
@@ -152,9 +160,15 @@ def check_interface(b: Bundle) -> None:
     if outs.get("loss") != ((), "f32"):
         raise GraphError("step graph must output an f32 scalar loss")
     params = [s_ for s_ in state if s_[0] in b.params]
+    kept = [s_ for s_ in state if s_[0].startswith(BUFFER_PREFIX)]
     f_in = [(v.name, v.shape, v.dtype) for v in b.forward.inputs]
-    if f_in[:-1] != params or f_in[-1][0] != "x" or f_in[-1][1:] != step_in[-2][1:]:
-        raise GraphError("forward graph inputs must be the parameters and x")
+    if f_in[:-1] != params + kept or f_in[-1][0] != "x" or f_in[-1][1:] != step_in[-2][1:]:
+        raise GraphError("forward graph inputs must be the parameters, the state's buffers "
+                         "and x")  # fmt: skip
+    names = set(b.params.values())
+    for alias, name in b.tied.items():
+        if name not in names or alias in names:
+            raise GraphError(f"tied name {alias!r} must alias a parameter's module name")
     if [k for k, _ in b.forward.outputs] != ["logits"]:
         raise GraphError("forward graph must output the logits")
     x_shape = step_in[-2][1]
@@ -179,6 +193,7 @@ def bundle_from_bytes(blob: bytes) -> Bundle:
             str(o["task"]),
             tuple(int(x) for x in o["item_shape"]),
             dict(o.get("meta", {})),
+            {str(k): str(v) for k, v in o.get("tied", {}).items()},
         )
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError,
             AttributeError) as e:  # fmt: skip

@@ -17,9 +17,10 @@ import torch
 
 from agents.data import tokens
 from agents.data.datasets import held_out
-from agents.model.graph import Bundle
+from agents.model.graph import BUFFER_PREFIX, STEP_INPUT, Bundle
 from agents.model.run import RunConfig, run_graph
 from agents.training import decompose, merkle
+from agents.training.keccak import keccak256
 from agents.training.registry import GraphError
 from agents.training.spec import JobSpecError, ModelSpec
 
@@ -74,19 +75,49 @@ def decode_state(bundle: Bundle, blob: bytes) -> State:
     return st
 
 
+RANDOM_DOMAIN = keccak256(b"vtp.random.v1")
+
+
+def step_key(seed: int) -> tuple[int, int]:
+    """The key words (k0, k1) of a job's random stream: the low 64 bits of
+    keccak256(abi.encode(keccak256("vtp.random.v1"), seed)), k0 the lowest 32."""
+    k = int.from_bytes(keccak256(RANDOM_DOMAIN + int(seed).to_bytes(32, "big")), "big")
+    return k & 0xFFFFFFFF, (k >> 32) & 0xFFFFFFFF
+
+
+def step_input(seed: int, t: int) -> torch.Tensor:
+    """The step graph's `step` input at global step t: (k0, k1, t) as i32 words (PROTOCOL §2.7)."""
+    k0, k1 = step_key(seed)
+    words = np.array([k0, k1, t & 0xFFFFFFFF], dtype=np.uint32).view(np.int32)
+    return torch.from_numpy(words.copy())
+
+
+def has_step_input(g) -> bool:
+    return bool(g.inputs) and g.inputs[-1].name == STEP_INPUT
+
+
 def n_params(bundle: Bundle) -> int:
     return sum(prod(v.shape) for v in bundle.state if v.name in bundle.params)
 
 
 def module_state_dict(bundle: Bundle, st: State) -> dict[str, torch.Tensor]:
     """The trained state as the PyTorch module's own `state_dict`: each parameter under its
-    module name, and the module's buffers (constants of the graph, e.g. a causal mask) as the
-    bundle recorded them, so `module.load_state_dict` takes it strictly."""
+    module name (and a tied parameter under every name it has), the buffers the step updates
+    (BatchNorm's running statistics) from the state in their own dtype, and the other buffers
+    (constants of the graph, e.g. a causal mask) as the bundle recorded them, so
+    `module.load_state_dict` takes it strictly."""
     out = {bundle.params[k]: v.contiguous() for k, v in st.items() if k in bundle.params}
+    for alias, name in bundle.tied.items():
+        out[alias] = out[name].clone()  # its own storage: safetensors refuses shared tensors
     for name, b in bundle.buffers.items():
+        dtype = getattr(torch, b["dtype"])
+        kept = st.get(BUFFER_PREFIX + name)
+        if kept is not None:
+            out[name] = kept.to(dtype).reshape(b["shape"]).contiguous()
+            continue
         words = np.array(b["words"], dtype=np.uint32)
         arr = words.view(np.float32) if b["dtype"].startswith("float") else words.view(np.int32)
-        out[name] = torch.from_numpy(arr.copy()).reshape(b["shape"]).to(getattr(torch, b["dtype"]))
+        out[name] = torch.from_numpy(arr.copy()).reshape(b["shape"]).to(dtype)
     return out
 
 
@@ -167,9 +198,13 @@ class ModelJob:
         return x, self.data.y.reshape(-1).index_select(0, pick)
 
     def step_inputs(self, st: State, t: int, shard: int = 0) -> list[torch.Tensor]:
-        """The step graph's inputs at step t: S_t, the hyper-parameters, the batch x, y."""
+        """The step graph's inputs at global step t: S_t, the hyper-parameters, the batch x, y
+        and, when the graph reads it, the step input (random draws, the lr schedule)."""
         x, y = self.batch(t, shard)
-        return [st[v.name] for v in self.bundle.state] + self._hyper + [x, y]
+        ins = [st[v.name] for v in self.bundle.state] + self._hyper + [x, y]
+        if has_step_input(self.bundle.step):
+            ins.append(step_input(self.spec.seed, t))
+        return ins
 
     def step(self, st: State, t: int, shard: int = 0) -> tuple[State, float]:
         out, _ = run_graph(self.bundle.step, self.step_inputs(st, t, shard), self.cfg)
@@ -226,7 +261,7 @@ class ModelJob:
         one padded by repeating its first example)."""
         g = self.bundle.forward
         B = g.inputs[-1].shape[0]
-        params = [st[v.name] for v in g.inputs[:-1]]
+        params = [st[v.name] for v in g.inputs[:-1]]  # the parameters and the kept buffers
         out = []
         for i in range(0, x.shape[0], B):
             chunk = x[i : i + B]

@@ -12,23 +12,25 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 import numpy as np
 import torch
 from torch import nn
 
-from agents.model.graph import Bundle, Graph, Value
+from agents.model.graph import STEP_INPUT, Bundle, Graph, Value
 from agents.training import float32 as F
 from agents.training.registry import GraphError, Node, Shape, check_node
 
 aten = torch.ops.aten
 
 SUPPORTED_LAYERS = (
-    "Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "GELU", "Tanh",
-    "LayerNorm", "Embedding", "Dropout(p=0)", "Identity", "Sequential", "ModuleList",
-    "ModuleDict", "causal self-attention (masked softmax or scaled_dot_product_attention)",
+    "Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "ReLU",
+    "GELU", "SiLU", "Sigmoid", "Tanh", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d",
+    "Embedding", "Dropout", "Identity", "Sequential", "ModuleList", "ModuleDict",
+    "causal self-attention (masked softmax or scaled_dot_product_attention, grouped-query)",
+    "rotary embeddings",
 )  # fmt: skip
 
 
@@ -36,93 +38,180 @@ class LoweringError(ValueError):
     """The module cannot be lowered: one line for the user."""
 
 
+OPTIMIZERS = ("sgd", "nesterov", "adam", "adamw")
+
+
 @dataclass(frozen=True)
 class Optimizer:
-    """Optimizer and its hyper-parameters (decimal here; binary32 once in the spec)."""
+    """Optimizer and its hyper-parameters (decimal here; binary32 once in the spec).
 
-    kind: str  # "sgd" (with momentum) or "adamw"
+    `sgd`: momentum SGD; `nesterov`: SGD with Nesterov momentum; `adam`: Adam with L2 weight
+    decay (added to the gradient); `adamw`: decoupled weight decay. `no_decay_1d`: parameter
+    groups as nanoGPT and LLaMA make them: no weight decay on parameters of fewer than 2
+    dimensions (biases, norm gains)."""
+
+    kind: str
     lr: float
     momentum: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     weight_decay: float = 0.0
     clip_norm: float | None = None
+    no_decay_1d: bool = False
 
     def hyper(self) -> dict[str, float]:
         """Hyper-parameter name -> value, in step-graph input order."""
-        if self.kind == "sgd":
+        if self.kind in ("sgd", "nesterov"):
             h = {"lr": self.lr, "momentum": self.momentum}
-        elif self.kind == "adamw":
+        elif self.kind in ("adam", "adamw"):
             h = {"lr": self.lr, "beta1": self.betas[0], "beta2": self.betas[1], "eps": self.eps,
                  "weight_decay": self.weight_decay}  # fmt: skip
         else:
-            raise LoweringError(f"optimizer must be sgd or adamw, got {self.kind!r}")
+            raise LoweringError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, "
+                                f"got {self.kind!r}")  # fmt: skip
         if self.clip_norm is not None:
             h["clip_norm"] = self.clip_norm
         return h
+
+    @property
+    def momentum_only(self) -> bool:
+        return self.kind in ("sgd", "nesterov")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a step trains beyond its optimizer: micro-batches whose gradients are summed (in
+    order) before one update, a learning-rate multiplier per step (the step's lr is
+    fl(hp.lr x schedule[min(t, len - 1)])), and the cross-entropy's options."""
+
+    accumulate: int = 1
+    schedule: tuple[float, ...] | None = None
+    ignore_index: int = -100
+    label_smoothing: float = 0.0
 
 
 # -- the functional training step ------------------------------------------------------------
 
 
 def _opt_state_names(kind: str, pnames: list[str]) -> list[str]:
-    if kind == "sgd":
+    if kind in ("sgd", "nesterov"):
         return [f"m.{n}" for n in pnames]
     return [f"m.{n}" for n in pnames] + [f"v.{n}" for n in pnames] + ["adam.b1t", "adam.b2t"]
 
 
 def initial_opt_state(kind: str, params: list[torch.Tensor]) -> list[torch.Tensor]:
     zeros = [torch.zeros_like(p) for p in params]
-    if kind == "sgd":
+    if kind in ("sgd", "nesterov"):
         return zeros
     ones = [torch.ones((), dtype=torch.float32), torch.ones((), dtype=torch.float32)]
     return zeros + [torch.zeros_like(p) for p in params] + ones
 
 
-def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+def cross_entropy(logits: torch.Tensor, y: torch.Tensor, recipe: Recipe = Recipe()) -> torch.Tensor:
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=recipe.ignore_index,
+        label_smoothing=recipe.label_smoothing)  # fmt: skip
 
 
-def make_step(module: nn.Module, pnames: list[str], opt: Optimizer) -> Callable:
-    """step(params, opt_state, hyper, x, y) -> (params', opt_state', loss), all functional.
+def module_logits(module: nn.Module, state: dict, x: torch.Tensor) -> torch.Tensor:
+    """The module's logits on x with its parameters and buffers taken from `state` (a Hugging
+    Face model's output object gives its `.logits`)."""
+    from torch.func import functional_call
 
-    SGD: m' = mu*m + g; p' = p - lr*m'. AdamW (decoupled decay, bias correction carried as
-    beta^t state so no pow): b1t' = b1t*b1, b2t' = b2t*b2, m' = b1*m + (1-b1)*g,
-    v' = b2*v + (1-b2)*g*g, p' = p*(1 - lr*wd) - (lr/(1-b1t')) * m' / (sqrt(v')/sqrt(1-b2t')
-    + eps). Clipping scales every gradient by min(1, clip/(norm + 1e-6)), norm = sqrt of the sum,
-    parameter by parameter in order, of each gradient's sum of squares.
+    out = functional_call(module, state, (x,))
+    return out if isinstance(out, torch.Tensor) else out.logits
+
+
+def make_step(module: nn.Module, pnames: list[str], opt: Optimizer,
+              buffers: tuple[tuple[str, torch.dtype], ...] = (),
+              recipe: Recipe = Recipe()) -> Callable:  # fmt: skip
+    """step(params, state, hyper, x, y, step) -> (params', state', loss), all functional; state
+    is the buffers the step updates (float32; BatchNorm's running statistics) then the
+    optimizer's, `step` the (3,) i32 step input (random draws, the lr schedule).
+
+    SGD: m' = mu*m + g; p' = p - lr*m'. Nesterov: the same m', p' = p - lr*(g + mu*m'). Adam /
+    AdamW (bias correction carried as beta^t state so no pow): g' = g + wd*p (Adam only),
+    b1t' = b1t*b1, b2t' = b2t*b2, m' = b1*m + (1-b1)*g', v' = b2*v + (1-b2)*g'*g',
+    p' = p*(1 - lr*wd) (AdamW only) - (lr/(1-b1t')) * m' / (sqrt(v')/sqrt(1-b2t') + eps); with
+    `no_decay_1d` the parameters of fewer than 2 dimensions skip the decay. Clipping scales every
+    gradient by min(1, clip/(norm + 1e-6)), norm = sqrt of the sum, parameter by parameter in
+    order, of each gradient's sum of squares. With `recipe.accumulate` = N, x and y are cut into
+    N micro-batches along the batch axis; each one's loss is its mean cross-entropy / N, and the
+    gradients are summed in micro-batch order (g_1 + g_2 + ...), as loss.backward() accumulates.
     """
-    from torch.func import functional_call, grad_and_value
+    from torch.func import grad_and_value
 
-    n = len(pnames)
+    n, nb = len(pnames), len(buffers)
+    N = recipe.accumulate
 
-    def step(params, state, hyper, x, y):
-        def loss_fn(ps):
-            return cross_entropy(functional_call(module, dict(zip(pnames, ps, strict=True)),
-                                                 (x,)), y)  # fmt: skip
+    def loss_fn(ps, x, y):
+        logits = module_logits(module, dict(zip(pnames, ps, strict=True)), x)
+        loss = cross_entropy(logits, y, recipe)
+        return loss / N if N > 1 else loss
 
-        grads, loss = grad_and_value(loss_fn)(list(params))
+    def loss_with_buffers(ps, bufs, x, y):
+        # fresh tensors of this level: the forward writes them in place (running statistics)
+        live = [b.clone().to(dt) for b, (_, dt) in zip(bufs, buffers, strict=True)]
+        named = dict(zip(pnames, ps, strict=True)) | dict(zip([b for b, _ in buffers], live,
+                                                              strict=True))  # fmt: skip
+        loss = cross_entropy(module_logits(module, named, x), y, recipe)
+        return (loss / N if N > 1 else loss), [t.to(torch.float32) for t in live]
+
+    def gradients(params, bufs, x, y):
+        if not nb:
+            grads, loss = grad_and_value(loss_fn)(list(params), x, y)
+            return grads, loss, bufs
+        grads, (loss, bufs) = grad_and_value(loss_with_buffers, has_aux=True)(
+            list(params), bufs, x, y)  # fmt: skip
+        return grads, loss, bufs
+
+    def step(params, state, hyper, x, y, *step_in):
+        bufs, state = list(state[:nb]), state[nb:]
+        if N == 1:
+            grads, loss, bufs = gradients(params, bufs, x, y)
+        else:
+            mb = x.shape[0] // N
+            grads = loss = None
+            for k in range(N):
+                g, lk, bufs = gradients(params, bufs, x[k * mb : (k + 1) * mb],
+                                        y[k * mb : (k + 1) * mb])  # fmt: skip
+                grads = g if grads is None else [a + b for a, b in zip(grads, g, strict=True)]
+                loss = lk if loss is None else loss + lk
         h = dict(zip(opt.hyper(), hyper, strict=True))
+        lr = h["lr"]
+        if recipe.schedule is not None:
+            table = torch.tensor(recipe.schedule, dtype=torch.float32)
+            t = torch.clamp(step_in[0][2:3], max=len(recipe.schedule) - 1).long()
+            lr = lr * torch.gather(table, 0, t).reshape(())
         if opt.clip_norm is not None:
             total = (grads[0] * grads[0]).sum()
             for g in grads[1:]:
                 total = total + (g * g).sum()
             scale = torch.clamp(h["clip_norm"] / (torch.sqrt(total) + 1e-6), max=1.0)
             grads = [g * scale for g in grads]
-        if opt.kind == "sgd":
+        decays = [not (opt.no_decay_1d and p.dim() < 2) for p in params]
+        if opt.momentum_only:
             ms = [h["momentum"] * m + g for m, g in zip(state, grads, strict=True)]
-            ps = [p - h["lr"] * m for p, m in zip(params, ms, strict=True)]
-            return ps, ms, loss
+            if opt.kind == "nesterov":
+                d = [g + h["momentum"] * m for g, m in zip(grads, ms, strict=True)]
+            else:
+                d = ms
+            ps = [p - lr * m for p, m in zip(params, d, strict=True)]
+            return ps, bufs + ms, loss
+        if opt.kind == "adam":
+            grads = [g + h["weight_decay"] * p if dec else g
+                     for g, p, dec in zip(grads, params, decays, strict=True)]  # fmt: skip
         b1, b2 = h["beta1"], h["beta2"]
         b1t, b2t = state[2 * n] * b1, state[2 * n + 1] * b2
         ms = [b1 * m + (1 - b1) * g for m, g in zip(state[:n], grads, strict=True)]
         vs = [b2 * v + (1 - b2) * (g * g) for v, g in zip(state[n : 2 * n], grads, strict=True)]
-        step_size = h["lr"] / (1 - b1t)
+        step_size = lr / (1 - b1t)
         c2 = torch.sqrt(1 - b2t)
-        decay = 1 - h["lr"] * h["weight_decay"]
-        ps = [p * decay - step_size * (m / (torch.sqrt(v) / c2 + h["eps"]))
-              for p, m, v in zip(params, ms, vs, strict=True)]  # fmt: skip
-        return ps, ms + vs + [b1t, b2t], loss
+        decay = 1 - lr * h["weight_decay"] if opt.kind == "adamw" else None
+        ps = [(p * decay if decay is not None and dec else p)
+              - step_size * (m / (torch.sqrt(v) / c2 + h["eps"]))
+              for p, m, v, dec in zip(params, ms, vs, decays, strict=True)]  # fmt: skip
+        return ps, bufs + ms + vs + [b1t, b2t], loss
 
     return step
 
@@ -156,10 +245,52 @@ class Vid(int):
     """A value id: an int, but never mistaken for a Python number argument."""
 
 
+@dataclass(frozen=True)
+class Empty:
+    """An uninitialised tensor (`aten.empty*`, `new_empty`): only its shape and dtype are known
+    until a write (`copy_`, `fill_`) gives it values, or a random draw (`bernoulli`) reads its
+    shape. Read as a value anywhere else, it is zeros (any contents are a valid realisation)."""
+
+    shape: Shape
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Writes:
+    """A rule's result when the ATen op also writes some of its arguments in place (its `self`,
+    or BatchNorm's running statistics): argument position -> the value written. The loop binds
+    each written argument's traced value to it, so later readers see the write."""
+
+    result: object
+    writes: dict[int, int]
+
+
+# Ops that write their first argument; lowered as the functional op, the result bound back.
+_VIEW_TARGETS = {
+    aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.squeeze.dims,
+    aten.squeeze.dim, aten.squeeze.default, aten.unsqueeze.default, aten.permute.default,
+    aten.t.default, aten.transpose.int, aten.expand.default, aten.slice.Tensor,
+    aten.select.int, aten.alias.default, aten.as_strided.default, aten.split.Tensor,
+    aten.split_with_sizes.default, aten.flatten.using_ints, aten.detach.default,
+}  # fmt: skip
+_TAKES_EMPTY = set()  # rules that accept an Empty operand (filled in by their @rule)
+MAX_FOLD_ELEMENTS = 1 << 22  # constant folding evaluates tensors up to this size
+
+
 class Builder:
     def __init__(self):
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
+        self.sites = 0  # random draws so far: each `uniform` node's site (its stream's index)
+        self._zeros: dict[int, int] = {}
+
+    def value(self, a):
+        """An operand as a value: an `Empty` (an uninitialised tensor) reads as zeros."""
+        if isinstance(a, Empty):
+            if id(a) not in self._zeros:
+                self._zeros[id(a)] = self.const(0, a.shape, a.dtype)
+            return self._zeros[id(a)]
+        return a
 
     def input(self, name: str, shape: Shape, dtype: str) -> int:
         if self.nodes:
@@ -236,6 +367,41 @@ class Builder:
         r = self.add(op, (x,), [s[d] for d in keep], dt)
         return self.reshape(r, out_shape)
 
+    def prune(self, outs: list) -> list:
+        """Drop the nodes no output reads (after constant folding); returns `outs` renumbered."""
+        n_in = len(self.inputs)
+        live = {v for v in outs if isinstance(v, int)}
+        for i in range(len(self.nodes) - 1, -1, -1):
+            if n_in + i in live:
+                live.update(self.nodes[i].inputs)
+        remap = {v: v for v in range(n_in)}
+        nodes = []
+        for i, node in enumerate(self.nodes):
+            if n_in + i in live:
+                remap[n_in + i] = n_in + len(nodes)
+                nodes.append(replace(node, inputs=tuple(remap[v] for v in node.inputs)))
+        self.nodes = nodes
+        return [Vid(remap[v]) if isinstance(v, int) else v for v in outs]
+
+    def drop_input(self, name: str, outs: list) -> list:
+        """Remove the last input if it is `name` and no node reads it, renumbering the nodes'
+        reads; returns `outs` renumbered."""
+        k = len(self.inputs) - 1
+        if not self.inputs or self.inputs[k].name != name:
+            return outs
+        if any(k in n.inputs for n in self.nodes) or k in outs:
+            return outs
+        self.inputs.pop()
+        self.nodes = [replace(n, inputs=tuple(v - 1 if v > k else v for v in n.inputs))
+                      for n in self.nodes]  # fmt: skip
+        return [Vid(v - 1) if isinstance(v, int) and v > k else v for v in outs]
+
+    def input_vid(self, name: str) -> int:
+        for k, v in enumerate(self.inputs):
+            if v.name == name:
+                return Vid(k)
+        raise LoweringError(f"the step graph has no input {name!r}")
+
     def graph(self, outputs: list[tuple[str, int]]) -> Graph:
         g = Graph(tuple(self.inputs), tuple(self.nodes), tuple(outputs))
         g.validate()
@@ -301,6 +467,8 @@ def _r_transpose(b, a, kw, meta):
 @rule(aten.expand.default)
 def _r_expand(b, a, kw, meta):
     shape, dt = _out(meta)
+    if isinstance(a[0], Empty):
+        return Empty(shape, dt)
     return a[0] if b.shape(a[0]) == shape else b.add("expand", (a[0],), shape, dt)
 
 
@@ -402,6 +570,14 @@ for _op, _t in (("neg", aten.neg.default), ("exp", aten.exp.default), ("log", at
     rule(_t)(_unary_rule(_op))
 
 
+@rule(aten.sigmoid.default)
+def _r_sigmoid(b, a, kw, meta):
+    x = b.cast(a[0], "f32")
+    s = b.shape(x)
+    e = b.unary("exp", b.unary("neg", x))
+    return b.binary("div", 1.0, b.binary("add", e, 1.0, s, "f32"), s, "f32")
+
+
 @rule(aten.rsqrt.default)
 def _r_rsqrt(b, a, kw, meta):
     return b.binary("div", 1.0, b.unary("sqrt", a[0]), meta.shape, "f32")
@@ -414,13 +590,22 @@ def _r_reciprocal(b, a, kw, meta):
 
 @rule(aten.pow.Tensor_Scalar)
 def _r_pow(b, a, kw, meta):
-    if a[1] == 2:
-        return b.binary("mul", a[0], a[0], meta.shape, "f32")
-    if a[1] == 0.5:
-        return b.unary("sqrt", a[0])
-    if a[1] == 1:
-        return a[0]
-    raise LoweringError(f"aten.pow with exponent {a[1]} is not supported (only 0.5, 1 and 2)")
+    """Exponents 2 and 3 as products (x*x, (x*x)*x: torch's own order for them), 0.5 as sqrt,
+    1 the value, and -1, -2, -0.5 as 1 / those."""
+    x, e = a[0], a[1]
+    s, f = meta.shape, "f32"
+    if e < 0 and -e in (0.5, 1, 2, 3):
+        return b.binary("div", 1.0, _r_pow(b, (x, -e), kw, meta), s, f)
+    if e == 2:
+        return b.binary("mul", x, x, s, f)
+    if e == 3:
+        return b.binary("mul", b.binary("mul", x, x, s, f), x, s, f)
+    if e == 0.5:
+        return b.unary("sqrt", x)
+    if e == 1:
+        return x
+    raise LoweringError(f"aten.pow with exponent {e} is not supported (only 0.5, 1, 2, 3 and "
+                        "their negatives)")  # fmt: skip
 
 
 def _clamp(b, x, lo, hi, meta):
@@ -651,6 +836,49 @@ def _r_select(b, a, kw, meta):
     return b.reshape(part, meta.shape)
 
 
+def _along(b: Builder, x: int, dim: int, start: int, stop: int) -> int:
+    s = b.shape(x)
+    shape = (*s[:dim], stop - start, *s[dim + 1 :])
+    return x if stop - start == s[dim] else b.add("slice", (x,), shape, b.dtype(x), [dim, start, 1])
+
+
+@rule(aten.slice_scatter.default)
+def _r_slice_scatter(b, a, kw, meta):
+    """out = x with x[.., start:end:step, ..] replaced by src (the gradient of a slice): with
+    step 1 the concatenation of x's parts before and after and src; else a gather from
+    cat(x, src) along dim."""
+    shape, dt = _out(meta)
+    x, src = b.cast(a[0], dt), b.cast(a[1], dt)
+    nd = len(shape)
+    dim = (a[2] if len(a) > 2 else 0) % nd
+    size = shape[dim]
+    start = a[3] if len(a) > 3 and a[3] is not None else 0
+    start = max(0, start + size) if start < 0 else min(start, size)
+    step = a[5] if len(a) > 5 else 1
+    n = b.shape(src)[dim]
+    if step == 1:
+        parts = [_along(b, x, dim, 0, start), src, _along(b, x, dim, start + n, size)]
+        parts = [p for k, p in enumerate(parts) if k == 1 or b.shape(p)[dim]]
+        return parts[0] if len(parts) == 1 else b.add("cat", parts, shape, dt, [dim])
+    both = b.add("cat", (x, src), (*shape[:dim], size + n, *shape[dim + 1 :]), dt, [dim])
+    pick = np.arange(size)
+    hit = (pick >= start) & ((pick - start) % step == 0) & ((pick - start) // step < n)
+    pick = np.where(hit, size + (pick - start) // step, pick)
+    view = [1] * nd
+    view[dim] = size
+    idx = b.add("expand", (b.const(pick.reshape(view), tuple(view), "i32"),), shape, "i32")
+    return b.add("gather", (both, idx), shape, dt, [dim])
+
+
+@rule(aten.select_scatter.default)
+def _r_select_scatter(b, a, kw, meta):
+    shape, dt = _out(meta)
+    dim = a[2] % len(shape)
+    i = a[3] % shape[dim]
+    src = b.reshape(b.cast(a[1], dt), (*shape[:dim], 1, *shape[dim + 1 :]))
+    return _r_slice_scatter(b, (a[0], src, dim, i, i + 1, 1), kw, meta)
+
+
 @rule(aten.split_with_sizes.default, aten.split.Tensor)
 def _r_split(b, a, kw, meta):
     x = a[0]
@@ -670,6 +898,115 @@ def _r_cat(b, a, kw, meta):
     dim = (a[1] if len(a) > 1 else 0) % len(shape)
     ins = [b.cast(v, dt) for v in a[0] if prod(b.shape(v))]
     return ins[0] if len(ins) == 1 else b.add("cat", ins, shape, dt, [dim])
+
+
+# -- uninitialised tensors, in-place writes, random draws --------------------------------------
+
+
+@rule(aten.empty.memory_format, aten.empty_permuted.default, aten.empty_like.default,
+      aten.new_empty.default, aten.empty_strided.default)  # fmt: skip
+def _r_empty(b, a, kw, meta):
+    return Empty(*_out(meta))
+
+
+def _shape_dtype(b: Builder, v) -> tuple[Shape, str]:
+    return (v.shape, v.dtype) if isinstance(v, Empty) else (b.shape(v), b.dtype(v))
+
+
+@rule(aten.copy_.default)
+def _r_copy_(b, a, kw, meta):
+    shape, dt = _shape_dtype(b, a[0])
+    v = b.cast(b.value(a[1]), dt)
+    if b.shape(v) != shape:
+        v = b.add("expand", (v,), shape, dt)
+    return Writes(v, {0: v})
+
+
+@rule(aten.fill_.Scalar)
+def _r_fill_(b, a, kw, meta):
+    v = b.const(a[1], *_shape_dtype(b, a[0]))
+    return Writes(v, {0: v})
+
+
+@rule(aten.zero_.default)
+def _r_zero_(b, a, kw, meta):
+    v = b.const(0, *_shape_dtype(b, a[0]))
+    return Writes(v, {0: v})
+
+
+def _uniform(b: Builder, shape: Shape) -> int:
+    """A draw of the committed random stream (PROTOCOL §2.6 `uniform`): the step's next site."""
+    site = b.sites
+    b.sites += 1
+    return b.add("uniform", (b.input_vid("step"),), shape, "f32", [site])
+
+
+@rule(aten.bernoulli.p)
+def _r_bernoulli(b, a, kw, meta):
+    """1 where the stream's uniform draw is below p (dropout's keep mask), else 0."""
+    shape, dt = _out(meta)
+    hit = b.add("lt", (_uniform(b, shape), b.const(float(a[1]), (), "f32")), shape, "i32")
+    return b.cast(hit, dt)
+
+
+@rule(aten.rand.default, aten.rand_like.default)
+def _r_rand(b, a, kw, meta):
+    shape, dt = _out(meta)
+    if dt != "f32":
+        raise LoweringError("random draws are float32")
+    return _uniform(b, shape)
+
+
+for _t in (aten.copy_.default, aten.fill_.Scalar, aten.zero_.default, aten.bernoulli.p,
+           aten.rand_like.default, aten.expand.default):  # fmt: skip
+    _TAKES_EMPTY.add(_RULES[_t])
+
+
+@rule(aten.native_batch_norm.default, aten._native_batch_norm_legit_no_training.default)
+def _r_batch_norm(b, a, kw, meta):
+    """BatchNorm over axis 1. Training: the batch's mean and biased variance over every other
+    axis (sum_last / n, as var_mean), out = (x - mean) * (1 / sqrt(var + eps)) * w + bias, and
+    the running statistics written in place, as torch's decomposition orders them:
+    rm' = m * mean + (1 - m) * rm, rv' = m * (var * n / (n - 1)) + (1 - m) * rv. Evaluation:
+    the running statistics instead of the batch's."""
+    if len(a) == 7:  # _native_batch_norm_legit_no_training: (x, w, b, rm, rv, momentum, eps)
+        a = (*a[:5], False, *a[5:])
+    x, w, bias, rm, rv, training, momentum, eps = a
+    s = b.shape(x)
+    C, nd = s[1], len(s)
+    red = [0, *range(2, nd)]
+    bshape = (1, C, *([1] * (nd - 2)))
+    n = prod(s) // C
+    f = "f32"
+    writes = {}
+    if training:
+        mean = b.binary("div", b.reduce("sum_last", x, red, (C,)), float(n), (C,), f)
+        xc = b.binary("sub", x, b.reshape(mean, bshape), s, f)
+        var = b.binary("div", b.reduce("sum_last", b.binary("mul", xc, xc, s, f), red, (C,)),
+                       float(n), (C,), f)  # fmt: skip
+    else:
+        if rm is None or rv is None:
+            raise LoweringError("BatchNorm in evaluation needs its running statistics")
+        mean, var = rm, rv
+        xc = b.binary("sub", x, b.reshape(mean, bshape), s, f)
+    rstd = b.binary("div", 1.0, b.unary("sqrt", b.binary("add", var, float(eps), (C,), f)),
+                    (C,), f)  # fmt: skip
+    out = b.binary("mul", xc, b.reshape(rstd, bshape), s, f)
+    if w is not None:
+        out = b.binary("mul", out, b.reshape(w, bshape), s, f)
+    if bias is not None:
+        out = b.binary("add", out, b.reshape(bias, bshape), s, f)
+    if training:
+        keep = 1.0 - momentum  # a Python double, as torch's decomposition computes it
+        if rm is not None:
+            writes[3] = b.binary("add", b.binary("mul", float(momentum), mean, (C,), f),
+                                 b.binary("mul", keep, rm, (C,), f), (C,), f)  # fmt: skip
+        if rv is not None:
+            unbiased = b.binary("mul", var, n / (n - 1) if n > 1 else float("inf"), (C,), f)
+            writes[4] = b.binary("add", b.binary("mul", float(momentum), unbiased, (C,), f),
+                                 b.binary("mul", keep, rv, (C,), f), (C,), f)  # fmt: skip
+        return Writes((out, mean, rstd), writes)
+    return (out, Empty((0,), f), Empty((0,), f))
 
 
 # -- convolution and pooling: windows as gathers ---------------------------------------------
@@ -878,6 +1215,50 @@ def _r_avgpool_bwd(b, a, kw, meta):
     return b.reshape(s, (N, C, H, W))
 
 
+def _adaptive_windows(H: int, W: int, OH: int, OW: int) -> tuple[np.ndarray, np.ndarray]:
+    """AdaptiveAvgPool2d's bins (torch's: rows floor(i*H/OH) to ceil((i+1)*H/OH)): the plane
+    index of each slot (OH*OW, K), -1 past a smaller window's end, and each window's size."""
+    rows = [(i * H // OH, -(-(i + 1) * H // OH)) for i in range(OH)]
+    cols = [(j * W // OW, -(-(j + 1) * W // OW)) for j in range(OW)]
+    wins = [[h * W + w for h in range(h0, h1) for w in range(w0, w1)]
+            for h0, h1 in rows for w0, w1 in cols]  # fmt: skip
+    K = max(len(w) for w in wins)
+    m = np.full((OH * OW, K), -1, dtype=np.int64)
+    for i, w in enumerate(wins):
+        m[i, : len(w)] = w
+    return m, np.array([len(w) for w in wins], dtype=np.float32)
+
+
+@rule(aten._adaptive_avg_pool2d.default)
+def _r_adaptive_avgpool(b, a, kw, meta):
+    x = a[0]
+    N, C, H, W = b.shape(x)
+    OH, OW = tuple(meta.shape[-2:])
+    m, count = _adaptive_windows(H, W, OH, OW)
+    K = m.shape[1]
+    win = _gather_rows(b, b.reshape(x, (N * C, H * W)), np.where(m < 0, H * W, m).reshape(-1), 0)
+    s = b.add("sum_last", (b.reshape(win, (N * C, OH * OW, K)),), (N * C, OH * OW), "f32")
+    n = b.const(count.reshape(1, -1), (1, OH * OW), "f32")
+    return b.reshape(b.binary("div", s, n, (N * C, OH * OW), "f32"), (N, C, OH, OW))
+
+
+@rule(aten._adaptive_avg_pool2d_backward.default)
+def _r_adaptive_avgpool_bwd(b, a, kw, meta):
+    g, x = a[0], a[1]
+    N, C, H, W = b.shape(x)
+    OH, OW = b.shape(g)[-2:]
+    m, count = _adaptive_windows(H, W, OH, OW)
+    K = m.shape[1]
+    n = b.const(count.reshape(1, -1), (1, OH * OW), "f32")
+    gd = b.binary("div", b.reshape(g, (N * C, OH * OW)), n, (N * C, OH * OW), "f32")
+    inv = _inverse(m, H * W)
+    fan = inv.shape[1]
+    win_of = np.where(inv < m.size, inv // K, OH * OW).reshape(-1)
+    parts = _gather_rows(b, gd, win_of, 0)
+    s = b.add("sum_last", (b.reshape(parts, (N * C, H * W, fan)),), (N * C, H * W), "f32")
+    return b.reshape(s, (N, C, H, W))
+
+
 # -- the lowering loop -----------------------------------------------------------------------
 
 
@@ -886,10 +1267,54 @@ def _name_of(target) -> str:
         "aten::", "")  # fmt: skip
 
 
-def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module) -> Graph:
-    """Rewrite a traced ATen graph with the registry's operators."""
+def _functional_twin(target):
+    """aten.add_.Tensor -> aten.add.Tensor (None when the op writes nothing in place)."""
+    schema = getattr(target, "_schema", None)
+    if schema is None or not schema.is_mutable or not schema.arguments:
+        return None
+    if not schema.arguments[0].alias_info or not schema.arguments[0].alias_info.is_write:
+        return None
+    name = target.overloadpacket.__name__
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    packet = getattr(aten, name[:-1], None)
+    return getattr(packet, target._overloadname, None) if packet is not None else None
+
+
+def _rule_for(target):
+    """(the rule, whether it writes its first argument in place) for an ATen op."""
+    fn = _RULES.get(target)
+    if fn is not None:
+        return fn, False
+    twin = _functional_twin(target)
+    if twin is not None and twin in _RULES:
+        return _RULES[twin], True
+    return None, False
+
+
+def _foldable(n: torch.fx.Node, known: dict) -> bool:
+    """Every tensor argument of n is a constant known at build time, and n is deterministic."""
+    if n.op != "call_function" or n.target is operator.getitem:
+        return False
+    schema = getattr(n.target, "_schema", None)
+    if schema is None or schema.is_mutable:
+        return False
+    if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
+        return False
+    return all(d in known for d in n.all_input_nodes)
+
+
+def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module,
+          sample=None) -> Graph:  # fmt: skip
+    """Rewrite a traced ATen graph with the registry's operators.
+
+    An ATen op without a rule whose inputs are all constants (a RoPE table's cos and sin of the
+    positions, say) is evaluated here, once, by torch, and becomes a `const`; the nodes that only
+    fed such folds are then dropped. An op that writes an argument in place binds that
+    argument's traced value to the written value (`Writes`)."""
     b = Builder()
     env: dict = {}
+    known: dict = {}  # fx node -> its torch value, for the nodes computed from constants only
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(input_names):
         raise RuntimeError(f"{len(placeholders)} placeholders for {len(input_names)} inputs")
@@ -897,14 +1322,23 @@ def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module) -
         v = n.meta["val"]
         env[n] = b.input(name, tuple(v.shape), dtype_code(v.dtype, f"input {name}"))
 
-    def arg(a):
+    def arg(a, empty_ok=False):
         if isinstance(a, torch.fx.Node):
-            return env[a]
+            v = env[a]
+            return v if empty_ok else b.value(v)
         if isinstance(a, list | tuple):
-            return type(a)(arg(x) for x in a)
+            return type(a)(arg(x, empty_ok) for x in a)
+        return a
+
+    def known_arg(a):
+        if isinstance(a, torch.fx.Node):
+            return known[a]
+        if isinstance(a, list | tuple):
+            return type(a)(known_arg(x) for x in a)
         return a
 
     outputs = None
+    folded = False
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             continue
@@ -912,47 +1346,174 @@ def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module) -
             t = getattr(gm, n.target)
             env[n] = b.const(t.detach().cpu().numpy(), tuple(t.shape),
                              dtype_code(t.dtype, f"constant {n.target}"))  # fmt: skip
+            known[n] = t.detach()
         elif n.op == "call_function":
             if n.target is operator.getitem:
                 env[n] = env[n.args[0]][n.args[1]]
+                if n.args[0] in known:
+                    known[n] = known[n.args[0]][n.args[1]]
                 continue
-            fn = _RULES.get(n.target)
+            fn, in_place = _rule_for(n.target)
+            if _foldable(n, known):
+                try:
+                    val = n.target(*known_arg(n.args), **known_arg(dict(n.kwargs)))
+                except Exception:  # noqa: BLE001 - not foldable after all: lowered below
+                    val = None
+                if isinstance(val, tuple | list) and all(isinstance(v, torch.Tensor) for v in val):
+                    known[n] = val
+                if isinstance(val, torch.Tensor) and val.numel() <= MAX_FOLD_ELEMENTS:
+                    known[n] = val
+                    if fn is None:  # no rule: the value itself becomes a constant
+                        env[n] = b.const(val.cpu().numpy(), tuple(val.shape),
+                                         dtype_code(val.dtype, _name_of(n.target)))  # fmt: skip
+                        folded = True
+                        continue
             if fn is None:
                 raise LoweringError(
-                    unsupported_message(f"unsupported operator {_name_of(n.target)}", module)
+                    unsupported_message(
+                        f"unsupported operator {_name_of(n.target)}", module, n.target, sample
+                    )
                 )
+            if in_place:
+                _check_in_place(n)
             meta = n.meta.get("val")
             try:
-                env[n] = fn(b, arg(n.args), arg(dict(n.kwargs)), meta)
+                out = fn(b, arg(n.args, fn in _TAKES_EMPTY), arg(dict(n.kwargs)), meta)
             except GraphError as e:
-                raise LoweringError(f"lowering {_name_of(n.target)}: {e}") from None
+                raise LoweringError(unsupported_message(
+                    f"lowering {_name_of(n.target)}: {e}", module, n.target, sample,
+                    short=True)) from None  # fmt: skip
+            except LoweringError as e:
+                raise LoweringError(unsupported_message(
+                    f"{_name_of(n.target)}: {e}", module, n.target, sample,
+                    short=True)) from None  # fmt: skip
+            if in_place:
+                out = Writes(out, {0: out})
+            if isinstance(out, Writes):
+                for pos, vid in out.writes.items():
+                    env[n.args[pos]] = vid
+                out = out.result
+            env[n] = out
         elif n.op == "output":
             outputs = arg(n.args[0])
     flat, _ = torch.utils._pytree.tree_flatten(outputs)
+    if folded:
+        flat = b.prune(flat)
     return flat, b
 
 
-def _checked_trace(module: nn.Module, fn: Callable, args: tuple) -> torch.fx.GraphModule:
+def _check_in_place(n: torch.fx.Node) -> None:
+    """An in-place write is lowered by rebinding the written value; that is exact unless the
+    written tensor is a view of another, or a view of it was taken before the write."""
+    target = n.args[0]
+    if not isinstance(target, torch.fx.Node):
+        return
+    if target.op == "call_function" and target.target in _VIEW_TARGETS:
+        raise LoweringError(f"{_name_of(n.target)} writes into a view ({_name_of(target.target)})"
+                            ": in-place writes into views are not supported")  # fmt: skip
+    for user in target.users:
+        if user is n:
+            break
+        # a view whose users come after the write would read the old contents
+        if (user.op == "call_function" and user.target in _VIEW_TARGETS
+                and any(u for u in user.users if _after(u, n))):  # fmt: skip
+            raise LoweringError(f"{_name_of(n.target)} writes a tensor with a live view "
+                                    f"({_name_of(user.target)})")  # fmt: skip
+
+
+def _after(a: torch.fx.Node, b: torch.fx.Node) -> bool:
+    node = b.next
+    while node is not None and node.op != "root":
+        if node is a:
+            return True
+        node = node.next
+    return False
+
+
+def _checked_trace(module: nn.Module, fn: Callable, args: tuple,
+                   sample: tuple | None = None) -> torch.fx.GraphModule:  # fmt: skip
     """_trace, with torch's own refusals (a layer that updates a buffer in place, as
     BatchNorm's running statistics do, data-dependent control flow, ...) as one line."""
+    import re
+
     try:
         return _trace(fn, args)
     except Exception as e:  # torch.func / make_fx refusing the user's module
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        named = re.search(r"aten[.:]+(\w+)(?:\.(\w+))?", str(e))
+        packet = getattr(aten, named.group(1), None) if named else None
+        target = getattr(packet, named.group(2) or "default", None) if packet else None
         raise LoweringError(unsupported_message(f"cannot trace the training step ({first})",
-                                                module)) from None  # fmt: skip
+                                                module, target, sample)) from None  # fmt: skip
 
 
-def unsupported_message(problem: str, module: nn.Module) -> str:
-    layers = sorted({type(m).__name__ for _, m in module.named_modules()} - _KNOWN_MODULES)
+def unsupported_message(problem: str, module: nn.Module, target=None, sample=None,
+                        short: bool = False) -> str:  # fmt: skip
+    """One line: the problem, the layer whose forward (or backward) issued the ATen op where it
+    can be found, and (unless `short`) the layers outside the supported set."""
+    layer = _layer_of(module, target, sample) if target is not None else None
+    if layer:
+        problem = f"{problem} (in layer {layer})"
+    if short:
+        return problem
+    leaves = {type(m).__name__ for _, m in module.named_modules() if not any(m.children())}
+    layers = sorted(leaves - _KNOWN_MODULES)
     where = f" (layers outside the supported set: {', '.join(layers)})" if layers else ""
     return (f"{problem}{where}; supported layers: "
             f"{', '.join(SUPPORTED_LAYERS)}")  # fmt: skip
 
 
+def _layer_of(module: nn.Module, target, sample) -> str | None:
+    """`name (Type)` of the innermost layer whose forward or backward issues `target` once
+    decomposed as the front end traces, or None: each layer's first call in a forward on
+    `sample` is recorded, then traced (forward and backward, the same decompositions), deepest
+    layers first. Only on the error path."""
+    import copy
+
+    from torch._decomp import core_aten_decompositions
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    if sample is None or not hasattr(target, "_schema"):
+        return None
+    try:
+        m = copy.deepcopy(module).train()
+        calls: dict[str, tuple] = {}
+        hooks = [sub.register_forward_pre_hook(
+                     lambda mod, args, name=name: calls.setdefault(name, (mod, args)) and None)
+                 for name, sub in m.named_modules()]  # fmt: skip
+        with torch.no_grad():
+            m(*sample)
+        for h in hooks:
+            h.remove()
+    except Exception:  # noqa: BLE001 - attribution is best effort; the message stands without it
+        return None
+    decomp = core_aten_decompositions()
+    for name in sorted(calls, key=lambda n: -len(n.split(".")) if n else 1):
+        sub, args = calls[name]
+        if not all(isinstance(a, torch.Tensor) for a in args):
+            continue
+
+        def forward_backward(*xs, sub=sub):
+            xs = [x.detach().requires_grad_() if x.is_floating_point() else x for x in xs]
+            out = _logits_of(sub(*xs))
+            wrt = [x for x in xs if x.requires_grad] + [p for p in sub.parameters()]
+            if isinstance(out, torch.Tensor) and out.is_floating_point() and wrt:
+                torch.autograd.grad(out.sum(), wrt, allow_unused=True)
+            return out
+
+        try:
+            gm = make_fx(forward_backward, decomposition_table=decomp)(*args)
+        except Exception:  # noqa: BLE001 - this layer cannot be traced alone: try its parents
+            continue
+        if any(n.target == target for n in gm.graph.nodes):
+            return f"{name} ({type(sub).__name__})" if name else f"{type(sub).__name__}.forward"
+    return None
+
+
 _KNOWN_MODULES = {
-    "Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "GELU", "Tanh",
-    "LayerNorm", "Embedding", "Dropout", "Identity", "Sequential", "ModuleList", "ModuleDict",
+    "Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten", "ReLU",
+    "GELU", "SiLU", "Sigmoid", "Tanh", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d",
+    "Embedding", "Dropout", "Identity", "Sequential", "ModuleList", "ModuleDict",
 }  # fmt: skip
 
 
@@ -965,6 +1526,37 @@ class Lowered:
     state: list[tuple[str, torch.Tensor]]  # S_0 in protocol order
 
 
+def _logits_of(out):
+    return out if isinstance(out, torch.Tensor) else getattr(out, "logits", out)
+
+
+def written_buffers(module: nn.Module, x: torch.Tensor) -> list[str]:
+    """The buffers a training forward writes in place (BatchNorm's running statistics and
+    batch count), found on a copy of the module so the original keeps its values."""
+    import copy
+
+    m = copy.deepcopy(module).train()
+    # a kernel may write a buffer without bumping its version (BatchNorm's CPU kernel does)
+    before = {n: (b._version, b.clone()) for n, b in m.named_buffers()}
+    with torch.no_grad():
+        m(x)
+    return [n for n, b in m.named_buffers()
+            if b._version != before[n][0] or not torch.equal(b, before[n][1])]  # fmt: skip
+
+
+def tied_names(module: nn.Module) -> dict[str, str]:
+    """Every alias of a shared parameter (weight tying) -> the name `named_parameters()` gives
+    it (its first)."""
+    first: dict[int, str] = {}
+    out = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        if id(p) in first:
+            out[name] = first[id(p)]
+        else:
+            first[id(p)] = name
+    return out
+
+
 def build_bundle(
     module: nn.Module,
     opt: Optimizer,
@@ -973,17 +1565,17 @@ def build_bundle(
     item_shape: Shape,
     classes: int,
     meta: dict | None = None,
+    recipe: Recipe = Recipe(),
 ) -> Lowered:
     """Lower `module`'s training step for batches of `batch` examples of `item_shape`."""
     for name, t in list(module.named_parameters()) + list(module.named_buffers()):
         if t.is_floating_point() and t.dtype != torch.float32:
             raise LoweringError(f"{name} has dtype {t.dtype}: only float32 modules are "
                                 "supported; call .float() on the module")  # fmt: skip
+    if recipe.accumulate < 1 or batch % recipe.accumulate:
+        raise LoweringError(f"the batch ({batch}) must be a multiple of the micro-batches "
+                            f"accumulated ({recipe.accumulate})")  # fmt: skip
     module.train()
-    for name, m in module.named_modules():
-        if isinstance(m, nn.Dropout) and m.p != 0:
-            raise LoweringError(f"layer {name} is Dropout(p={m.p}): only p=0 is reproducible "
-                                "without a committed random stream")  # fmt: skip
     named = [(n, p.detach()) for n, p in module.named_parameters()]
     pnames = [n for n, _ in named]
     params = [p.clone() for _, p in named]
@@ -994,14 +1586,17 @@ def build_bundle(
     else:
         x = torch.rand((batch, *item_shape), generator=gen)
         y = torch.randint(0, classes, (batch,), generator=gen)
-    with torch.no_grad():
-        try:
-            logits = module(x)
-        except Exception as e:  # the user's forward on a batch of the dataset's shape
-            raise LoweringError(
-                f"the model's forward failed on a batch of shape "
-                f"{tuple(x.shape)}: {type(e).__name__}: {e}"[:400]
-            ) from None
+    try:
+        written = written_buffers(module, x)
+        with torch.no_grad():
+            logits = _logits_of(module.eval()(x))
+    except Exception as e:  # the user's forward on a batch of the dataset's shape
+        raise LoweringError(
+            f"the model's forward failed on a batch of shape "
+            f"{tuple(x.shape)}: {type(e).__name__}: {e}"[:400]
+        ) from None
+    finally:
+        module.train()
     want_rank = 3 if task == "lm" else 2
     if not isinstance(logits, torch.Tensor) or logits.dim() != want_rank:
         raise LoweringError(f"the model must return logits of rank {want_rank} for this dataset "
@@ -1009,25 +1604,34 @@ def build_bundle(
     if logits.shape[-1] < classes:
         raise LoweringError(f"the model has {logits.shape[-1]} outputs; the dataset has "
                             f"{classes} classes")  # fmt: skip
-    state0 = initial_opt_state(opt.kind, params)
+    all_buffers = dict(module.named_buffers())
+    bufs = [(n, all_buffers[n].dtype) for n in written]
+    buf0 = [all_buffers[n].detach().to(torch.float32).clone() for n in written]
+    bnames = [f"b.{n}" for n in written]
+    state0 = buf0 + initial_opt_state(opt.kind, params)
     hyper = opt.hyper()
     hyper_t = [torch.tensor(v, dtype=torch.float32) for v in hyper.values()]
-    step = make_step(module, pnames, opt)
-    gm = _checked_trace(module, step, (params, state0, hyper_t, x, y))
-    snames = [f"p.{n}" for n in pnames] + _opt_state_names(opt.kind, pnames)
-    inames = snames + [f"hp.{h}" for h in hyper] + ["x", "y"]
-    flat, b = lower(gm, inames, module)
+    step_in = torch.zeros(3, dtype=torch.int32)
+    step = make_step(module, pnames, opt, tuple(bufs), recipe)
+    gm = _checked_trace(module, step, (params, state0, hyper_t, x, y, step_in), (x,))
+    snames = [f"p.{n}" for n in pnames] + bnames + _opt_state_names(opt.kind, pnames)
+    inames = snames + [f"hp.{h}" for h in hyper] + ["x", "y", STEP_INPUT]
+    flat, b = lower(gm, inames, module, (x,))
+    flat = b.drop_input(STEP_INPUT, flat)
     outs = [(name, vid) for name, vid in zip(snames, flat[:-1], strict=True)]
     outs.append(("loss", flat[-1]))
     step_graph = b.graph(outs)
 
-    def fwd(ps, xx):
-        from torch.func import functional_call
+    def fwd(ps, bs, xx):
+        named_state = dict(zip(pnames, ps, strict=True)) | dict(zip(written, bs, strict=True))
+        return module_logits(module, named_state, xx)
 
-        return functional_call(module, dict(zip(pnames, ps, strict=True)), (xx,))
-
-    fgm = _checked_trace(module, fwd, (params, x))
-    fflat, fb = lower(fgm, [f"p.{n}" for n in pnames] + ["x"], module)
+    module.eval()  # the forward graph evaluates: dropout off, BatchNorm's running statistics
+    try:
+        fgm = _checked_trace(module, fwd, (params, buf0, x), (x,))
+        fflat, fb = lower(fgm, [f"p.{n}" for n in pnames] + bnames + ["x"], module, (x,))
+    finally:
+        module.train()
     fwd_graph = fb.graph([("logits", fflat[0])])
     all_state = params + state0
     state = [(n, t.contiguous()) for n, t in zip(snames, all_state, strict=True)]
@@ -1050,5 +1654,6 @@ def build_bundle(
         task=task,
         item_shape=tuple(item_shape),
         meta=meta or {},
+        tied=tied_names(module),
     )
     return Lowered(bundle, state)

@@ -95,6 +95,8 @@ class Op:
     # elementwise operators: the instruction of the fused programs the native path runs
     # (fastops.EW_*, kernels.c vtp_ew_run) for f32 and for i32 operands (None: not fusable)
     fused: tuple[int | None, int | None] | None = None
+    # the scalar reference also takes (node, e): its element depends on its position (uniform)
+    positional: bool = False
 
 
 OPS: dict[str, Op] = {}
@@ -838,6 +840,90 @@ _register(
         lambda n, s: s[0],
         lambda a, n: t_scatter_value(a[0], a[1], n),
         lambda n, s, e: [(0, [e]), (1, list(range(prod(s[1]))))],
+    )
+)
+
+
+# -- the committed random stream --------------------------------------------------------------
+
+# Philox4x32-10 (Salmon, Moraes, Dror & Shaw, SC'11; Random123's constants): 10 rounds of two
+# 32x32 -> 64-bit multiplications, the key bumped by the Weyl constants between rounds.
+PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+_M32 = 0xFFFFFFFF
+
+
+def philox4x32_10(ctr: Sequence[int], key: Sequence[int]) -> tuple[int, int, int, int]:
+    """One Philox4x32-10 block on Python ints (the scalar reference; Random123's known answers
+    are tested)."""
+    c0, c1, c2, c3 = (int(c) & _M32 for c in ctr)
+    k0, k1 = (int(k) & _M32 for k in key)
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + PHILOX_W[0]) & _M32, (k1 + PHILOX_W[1]) & _M32
+        p0, p1 = PHILOX_M[0] * c0, PHILOX_M[1] * c2
+        c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & _M32, (p0 >> 32) ^ c3 ^ k1, p0 & _M32
+    return c0, c1, c2, c3
+
+
+def uniform_word(k0: int, k1: int, t: int, site: int, e: int) -> int:
+    """The binary32 bits of element e of `uniform`: (x0 >> 8) * 2^-24 with x0 the first word of
+    Philox4x32-10 on counter (e, site, t, 0) and key (k0, k1). Exact: a 24-bit integer times a
+    power of two."""
+    x0 = philox4x32_10((e, site, t, 0), (k0, k1))[0]
+    return F.bits(f32(x0 >> 8) * f32(2.0**-24))
+
+
+def _mulhilo(m: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hi, lo) 32-bit halves of m * x for a 32-bit constant m and int64 x in [0, 2^32), with no
+    intermediate above 2^49 (int64 never overflows, so every device computes the same words)."""
+    hi_part = x * (m >> 16)
+    mid = x * (m & 0xFFFF) + ((hi_part & 0xFFFF) << 16)
+    return (hi_part >> 16) + (mid >> 32), mid & _M32
+
+
+def t_uniform(step: torch.Tensor, n: Node) -> torch.Tensor:
+    k0, k1, t = (int(w) & _M32 for w in step.reshape(-1)[:3].tolist())
+    c0 = torch.arange(prod(n.shape), dtype=torch.int64, device=step.device)
+    c1 = torch.full_like(c0, n.attrs[0] & _M32)
+    c2 = torch.full_like(c0, t)
+    c3 = torch.zeros_like(c0)
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + PHILOX_W[0]) & _M32, (k1 + PHILOX_W[1]) & _M32
+        hi0, lo0 = _mulhilo(PHILOX_M[0], c0)
+        hi1, lo1 = _mulhilo(PHILOX_M[1], c2)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    # a 24-bit integer converts to binary32 exactly; the power of two scales it exactly
+    return ((c0 >> 8).to(torch.float32) * (2.0**-24)).reshape(n.shape)
+
+
+def s_uniform(node: Node, e: int, k0, k1, t) -> np.float32:
+    w = uniform_word(*(int(np.int64(v)) & _M32 for v in (k0, k1, t)), node.attrs[0], e)
+    return F.f32(w)
+
+
+def _uniform_shape(n: Node, s: list[Shape]) -> None:
+    if tuple(s[0]) != (3,) or len(n.attrs) != 1 or not 0 <= n.attrs[0] <= _M32:
+        raise GraphError(f"uniform reads a (3,) step input with one attr (site), got {s[0]}, "
+                         f"{n.attrs}")  # fmt: skip
+    if n.dtype != "f32":
+        raise GraphError("uniform is f32")
+
+
+_register(
+    Op(
+        125,
+        "uniform",
+        1,
+        "step = (k0, k1, t) i32 words, attrs (site): x0 = the first word of Philox4x32-10 on "
+        "counter (e, site, t, 0) under key (k0, k1); out = (x0 >> 8) * 2^-24 (exact, in [0, 1))",
+        _uniform_shape,
+        lambda a, n: t_uniform(a[0], n),
+        lambda n, s, e: [(0, [0, 1, 2])],
+        None,
+        s_uniform,
+        positional=True,
     )
 )
 

@@ -29,7 +29,9 @@ SPEC_VERSION_MODEL = 3  # a general model: {graph, state} (agents/model)
 # and comes last); PROTOCOL §5.3 states each one's range.
 OPTIMIZER_HYPER = {
     "sgd": ("lr", "momentum"),
-    "adamw": ("lr", "beta1", "beta2", "eps", "weight_decay"),
+    "nesterov": ("lr", "momentum"),  # SGD with Nesterov momentum
+    "adam": ("lr", "beta1", "beta2", "eps", "weight_decay"),  # L2 decay added to the gradient
+    "adamw": ("lr", "beta1", "beta2", "eps", "weight_decay"),  # decoupled decay
 }
 DECOMPOSITION_FIELDS = ("rounds", "shards", "local_steps")
 MAX_SHARDS = 1 << 24  # no dataset has more examples (synthetic n <= 2^24); S <= N is checked too
@@ -120,7 +122,7 @@ class ModelSpec:
     state: str  # "0x" + 64 hex: the state root of S_0
     dataset_name: str
     dataset_root: str
-    optimizer: str  # "sgd" | "adamw"
+    optimizer: str  # a key of OPTIMIZER_HYPER
     hyper_bits: tuple[tuple[str, int], ...]  # (name, binary32 bits) in graph input order
     batch: int
     seed: int

@@ -114,6 +114,9 @@ contract GraphProver is IGraphProver {
             (uint256 k, uint256 src) = GraphOps.moved(f.n, e);
             return _in(ctx, f, o, k, src);
         }
+        if (op == OpCodes.V3_UNIFORM) {
+            return GraphOps.uniform(_in(ctx, f, o, 0, 0), _in(ctx, f, o, 0, 1), _in(ctx, f, o, 0, 2), f.n.attrs[0], e);
+        }
         return _indexing(ctx, f, o, e);
     }
 
@@ -283,6 +286,7 @@ contract GraphProver is IGraphProver {
         TensorInput memory t = f.n.inputs[k];
         if (t.kind == OpCodes.KIND_WORD) return uint32(uint256(t.key));
         if (e >= Shapes.numel(t.shape)) revert ElementNotOpened(k, e);
+        if (t.kind == OpCodes.KIND_STEP) return GraphOps.stepWord(ctx.seed, ctx.step, e);
         return Openings.word(o[k], k, _sourceElement(ctx, f.ins[k].cols, t, e));
     }
 
@@ -335,6 +339,9 @@ contract GraphProver is IGraphProver {
         if (kind == OpCodes.KIND_WORD) {
             // INVARIANT: a hyper-parameter is one word, read by every output element.
             if (t.shape.length != 0) revert BadHeader(k);
+        } else if (kind == OpCodes.KIND_STEP) {
+            // INVARIANT: the step input is the three words (k0, k1, t) the chain derives.
+            if (t.shape.length != 1 || t.shape[0] != 3) revert BadHeader(k);
         } else if (kind >= OpCodes.KIND_BATCH_X && kind <= OpCodes.KIND_WINDOW_Y) {
             // INVARIANT: a batch input holds the step's B rows, so _pick(b) is defined for each.
             if (t.shape.length == 0 || t.shape[0] != ctx.batchSize) revert BadHeader(k);

@@ -63,6 +63,8 @@ CASES = [
     ("index_add_rows", [((5, 3), FLT), ((4,), INT), ((4, 3), FLT)], (), (5, 3), FLT),
     ("gather", [(A, FLT), ((3, 2), INT)], (1,), (3, 2), FLT),
     ("scatter_value", [(A, FLT), ((3, 1), INT)], (1, 0xBF800000), A, FLT),
+    ("uniform", [((3,), INT)], (7,), (3, 5), FLT),
+    ("uniform", [((3,), INT)], (0xFFFFFFFF,), (2, 70), FLT),
 ]
 CASE_IDS = [f"{c[0]}-{'-'.join(d for _, d in c[1])}" for c in CASES]
 # index inputs must name rows / positions that exist
@@ -83,7 +85,29 @@ def _i32(shape, rng, hi: int | None) -> torch.Tensor:
     if hi is not None:
         a = rng.integers(0, hi, n)
     else:
-        a = rng.choice(np.array([0, 1, -1, 2, 7, -7, 2**31 - 1, -(2**31), 65536]), n)
+        # edge words, binary32 special patterns (±0, ±inf, NaN, subnormal) and any word
+        edges = np.array(
+            [
+                0,
+                1,
+                -1,
+                2,
+                7,
+                -7,
+                2**31 - 1,
+                -(2**31),
+                65536,
+                0x7F800000,
+                -0x00800000,
+                0x7FC00000,
+                1,
+                -(2**31) + 1,
+                0x3F800000,
+            ],
+            dtype=np.int64,
+        )
+        a = np.where(rng.random(n) < 0.5, rng.choice(edges, n),
+                     rng.integers(-(2**31), 2**31, n))  # fmt: skip
     return torch.from_numpy(a.astype(np.int32).reshape(shape))
 
 
@@ -146,6 +170,33 @@ def test_every_operator_is_exact_over_the_float32_range(dep, case):
         _prove_all(dep.prover, op, ins, attrs, shape, dtype)
 
     check()
+
+
+@settings(max_examples=examples(10), deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))  # fmt: skip
+@given(seed=st.integers(0, 2**256 - 1), step=st.integers(0, 2**32 - 1))
+def test_the_step_input_is_derived_on_chain(dep, seed, step):
+    """A node reading the step input (kind 12) gets (k0, k1, t) from the proof's seed and step,
+    as the engine's `step_input`; a `uniform` element over it equals the engine's."""
+    from agents.dispute.encoding import KIND_STEP
+    from agents.model.job import step_input
+
+    node = Node("uniform", (0,), (3,), (2, 3), "f32")
+    key = step_input(seed, step)
+    want = _words(run_node(node, [key], False, "cpu"))
+    empty = (bytes(32), [], bytes(32), [])
+    ctx = (bytes(32), bytes(32), bytes(32), 0, 1, 0, step, seed, 1, 1, 1, 0)
+    for op, shape, attrs, words in (("neg", (3,), (), key.numpy().view(np.uint32) ^ 0),
+                                    ("uniform", (2, 3), (3,), want)):  # fmt: skip
+        desc = GraphNode(OPS[op].code, 2 if op == "neg" else 1, shape, attrs,
+                         (TensorInput(KIND_STEP, 0, bytes(32), 2, (3,)),))  # fmt: skip
+        for e in range(int(np.prod(shape))):
+            r, c = divmod(e, desc.cols)
+            got = dep.prover.functions.evaluate(ctx, desc.encode(), r, c, [empty]).call()
+            if op == "neg":
+                assert got == (-int(np.int32(words[e].view(np.int32)))) & 0xFFFFFFFF
+            else:
+                assert got == int(words[e]), (seed, step, e)
 
 
 def test_the_cases_cover_every_operator():

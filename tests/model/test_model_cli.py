@@ -124,8 +124,8 @@ BAD_MODELS = """
 import torch
 from torch import nn
 
-def sigmoid():
-    return nn.Sequential(nn.Flatten(), nn.Linear(64, 10), nn.Sigmoid())
+def elu():
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 10), nn.ELU())
 
 def big():
     return nn.Sequential(nn.Flatten(), nn.Linear(64, 4096), nn.Linear(4096, 10))
@@ -144,7 +144,7 @@ def not_a_module():
 @pytest.mark.parametrize(
     "factory,needle",
     [
-        ("sigmoid", "unsupported operator aten.sigmoid"),
+        ("elu", "unsupported operator aten.elu (in layer 2 (ELU))"),
         ("big", "over --max-params 100000"),
         ("double", "float32"),
         ("broken", "raised RuntimeError: no such checkpoint"),

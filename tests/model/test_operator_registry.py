@@ -50,6 +50,8 @@ def _cases():
     out.append((Node("sum_last", (0,), (), (5,), "i32"), [_i32((5, 7), 10, 100)]))
     out.append((Node("matmul", (0, 1), (), (2, 3, 5), "f32"), [_f32((2, 3, 17), 11),
                                                                _f32((2, 17, 5), 12)]))  # fmt: skip
+    step = torch.tensor([-7, 0x7F800000, 123456], dtype=torch.int32)
+    out.append((Node("uniform", (0,), (5,), (3, 40), "f32"), [step]))
     return out
 
 
@@ -66,7 +68,7 @@ def test_kernel_equals_scalar_reference_on_every_element(node, inputs):
         for e in range(prod(node.shape)):
             deps = op.deps(node, shapes, e)
             args = [flats[k][i].numpy()[()] for k, idx in deps for i in idx]
-            want = _scalar_bits(op.scalar(*args))
+            want = _scalar_bits(op.scalar(*((node, e) if op.positional else ()), *args))
             assert _canon(_scalar_bits(got[e].numpy()[()])) == _canon(want), (node.op, e, args)
 
 
@@ -123,6 +125,39 @@ def test_native_kernels_equal_portable_on_odd_shapes_and_threads():
         for threads in (1, 2, 3):
             native = R.run_node(node, inputs, True, "cpu", threads)
             assert np.array_equal(_bits(native), _bits(portable)), (node.op, threads)
+
+
+def test_philox_matches_random123s_known_answers():
+    # Random123's kat_vectors for Philox4x32-10 (counter, key -> output)
+    assert R.philox4x32_10((0, 0, 0, 0), (0, 0)) == (0x6627E8D5, 0xE169C58D, 0xBC57AC4C,
+                                                      0x9B00DBD8)  # fmt: skip
+    assert R.philox4x32_10((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2) == (
+        0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)  # fmt: skip
+    assert R.philox4x32_10((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+                           (0xA4093822, 0x299F31D0)) == (0xD16CFE09, 0x94FDCCEB, 0x5001E420,
+                                                         0x24126EA1)  # fmt: skip
+
+
+def test_uniform_draws_are_uniform_and_the_same_on_every_path_and_thread_count():
+    """The stream is one function of (key, t, site, element): the portable kernel on 1 and 2
+    threads, the native path (the portable kernel: integer arithmetic is exact everywhere) and
+    the scalar reference give the same words; draws of another site or step differ; the mean and
+    the keep rate of a dropout of p = 0.1 are what a uniform [0, 1) gives."""
+    step = torch.tensor([11, -3, 5], dtype=torch.int32)
+    node = Node("uniform", (0,), (2,), (200, 500), "f32")
+    outs = []
+    for use_native, threads in ((False, 1), (True, 1), (False, 2), (True, 2)):
+        torch.set_num_threads(threads)
+        outs.append(_bits(R.run_node(node, [step], use_native, "cpu", threads)))
+    torch.set_num_threads(1)
+    assert all(np.array_equal(o, outs[0]) for o in outs)
+    u = outs[0].view(np.float32)
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.005
+    assert abs((u < np.float32(0.9)).mean() - 0.9) < 0.005
+    other = _bits(R.run_node(Node("uniform", (0,), (3,), (200, 500), "f32"), [step], True, "cpu"))
+    later = _bits(R.run_node(node, [step + torch.tensor([0, 0, 1], dtype=torch.int32)], True,
+                             "cpu"))  # fmt: skip
+    assert (other != outs[0]).mean() > 0.99 and (later != outs[0]).mean() > 0.99
 
 
 def test_tanh_and_erf_are_accurate():

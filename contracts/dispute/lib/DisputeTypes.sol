@@ -150,7 +150,8 @@ struct ProofContext {
 /// @notice One input of a version-3 graph node (PROTOCOL §7.2): where its tensor comes from and
 ///         its N-d header. `key` is keccak256(name) of a state tensor (kind 1), the binary32 word
 ///         of a hyper-parameter (kind 6, shape ()), the tensor root of a constant (kind 11), else 0.
-///         Kinds 7–10 are the step's batch, gathered from the dataset on chain (§4): 7 the rows
+///         Kind 12 is the step input (k0, k1, t), shape (3,), computed on chain from the seed and
+///         the step. Kinds 7–10 are the step's batch, gathered from the dataset on chain (§4): 7 the rows
 ///         of X, 8 the labels of Y, 9 and 10 the token windows x and y of a token dataset.
 struct TensorInput {
     uint8 kind;

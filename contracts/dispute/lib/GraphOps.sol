@@ -139,6 +139,51 @@ library GraphOps {
         b = (batch * k + j) * cols + idx[r - 1];
     }
 
+    // ------------------------------------------------------------------ random stream
+
+    /// @dev The domain of a job's random-stream key (PROTOCOL §2.6, `uniform`).
+    bytes32 internal constant RANDOM_DOMAIN = keccak256("vtp.random.v1");
+    uint256 private constant M32 = 0xFFFFFFFF;
+
+    /// @dev Element `k` of the step input (k0, k1, t) at global step `step` of a job seeded
+    ///      `seed`: (k0, k1) the low 64 bits of keccak256(abi.encode(RANDOM_DOMAIN, seed)), k0
+    ///      the lowest 32; t the step's low 32 bits.
+    function stepWord(uint256 seed, uint256 step, uint256 k) internal pure returns (uint32) {
+        if (k == 2) return uint32(step & M32);
+        uint256 key = uint256(keccak256(abi.encode(RANDOM_DOMAIN, seed)));
+        return uint32((key >> (32 * k)) & M32);
+    }
+
+    /// @dev `uniform`: (x0 >> 8) * 2^-24 with x0 the first word of Philox4x32-10 on counter
+    ///      (e, site, t, 0) under key (k0, k1). Exact: a 24-bit integer times a power of two.
+    function uniform(uint32 k0, uint32 k1, uint32 t, uint256 site, uint256 e) internal pure returns (uint32) {
+        uint256 m = philox(e & M32, site & M32, t, k0, k1) >> 8;
+        if (m == 0) return 0;
+        // m * 2^-24 with m = 1.f * 2^b: exponent field 127 - 24 + b, mantissa f (exact)
+        uint256 b = 0;
+        while (m >> (b + 1) != 0) {
+            ++b;
+        }
+        return uint32(((103 + b) << 23) | ((m << (23 - b)) & 0x7FFFFF));
+    }
+
+    /// @dev The first output word of Philox4x32-10 (Random123) on counter (c0, c1, c2, 0) and
+    ///      key (k0, k1): 10 rounds of two 32x32 -> 64-bit products, the key bumped by the Weyl
+    ///      constants between rounds.
+    function philox(uint256 c0, uint256 c1, uint256 c2, uint256 k0, uint256 k1) internal pure returns (uint256) {
+        uint256 c3 = 0;
+        for (uint256 r = 0; r < 10; ++r) {
+            if (r != 0) {
+                k0 = (k0 + 0x9E3779B9) & M32;
+                k1 = (k1 + 0xBB67AE85) & M32;
+            }
+            uint256 p0 = 0xD2511F53 * c0;
+            uint256 p1 = 0xCD9E8D57 * c2;
+            (c0, c1, c2, c3) = ((p1 >> 32) ^ c1 ^ k0, p1 & M32, (p0 >> 32) ^ c3 ^ k1, p0 & M32);
+        }
+        return c0;
+    }
+
     // ------------------------------------------------------------------ data movement
 
     /// @dev Codes 112–117: the input and its flat element that output element e copies.

@@ -66,6 +66,7 @@ library OpCodes {
     uint8 internal constant V3_INDEX_ADD_ROWS = 122;
     uint8 internal constant V3_GATHER = 123;
     uint8 internal constant V3_SCATTER_VALUE = 124;
+    uint8 internal constant V3_UNIFORM = 125;
 
     uint8 internal constant KIND_STATE = 1;
     uint8 internal constant KIND_NODE = 2;
@@ -79,6 +80,7 @@ library OpCodes {
     uint8 internal constant KIND_WINDOW_X = 9;
     uint8 internal constant KIND_WINDOW_Y = 10;
     uint8 internal constant KIND_CONST = 11;
+    uint8 internal constant KIND_STEP = 12;
 
     // Element types of a committed tensor (§3): binary32 bits, or 32-bit words (i32 / uint32).
     uint8 internal constant DTYPE_F32 = 1;

@@ -17,14 +17,14 @@ import {Positions} from "./Positions.sol";
 ///      element scans the opening's chunk list (a proof opens a handful of chunks per input).
 library Openings {
     /// @dev Reverts `BadOpening(k)` unless opening `o` of input `k` verifies (see the title).
-    ///      Kinds without a tensor to open (the on-chain batch indices, a hyper-parameter word)
-    ///      are checked by their callers and skipped here.
+    ///      Kinds without a tensor to open (the on-chain batch indices, a hyper-parameter word,
+    ///      the step input) are checked by their callers and skipped here.
     function verify(ProofContext calldata ctx, Operand memory operand, Opening calldata o, uint256 k)
         internal
         pure
     {
         uint8 kind = operand.kind;
-        if (kind == OpCodes.KIND_BATCH || kind == OpCodes.KIND_WORD) return;
+        if (kind == OpCodes.KIND_BATCH || kind == OpCodes.KIND_WORD || kind == OpCodes.KIND_STEP) return;
         if (!_inList(ctx, operand, o)) revert IOneStepProver.BadOpening(k);
         bytes32 root = DisputeMerkle.tensorRoot(operand.dtype, operand.rows, operand.cols, o.dataRoot);
         if (root != o.tensorRoot) revert IOneStepProver.BadOpening(k);
