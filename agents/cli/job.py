@@ -5,7 +5,9 @@ trained weights back as a `state_dict` file.
 (agents/model/lower.py) and writes the spec plus two content-addressed blobs — the model bundle
 (addressed by keccak-256) and the initial state (addressed by its state root) — to the blob
 store (`--blob-url`; default: the folder `<spec>.blobs` beside the spec). Every check runs
-before anything is written.
+before anything is written. Another blob store, and the stores a packed dataset's chunks were
+read from, are recorded beside the spec (agents/core/spec_files.py), so `train`, `job weights`
+and the submitter find them unasked.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from pathlib import Path
 
 from agents.cli.errors import UserError
 from agents.cli.options import add_options, build
+from agents.core import spec_files
 from agents.data.chunks import FetchConfig
-from agents.roles.submitter import default_spec_blobs
 
 DEFAULT_MAX_PARAMS = 1 << 24
 
@@ -57,14 +59,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--shards", type=int, help="decompose: S shards a round, averaged after it")
     b.add_argument("--max-params", type=int, default=DEFAULT_MAX_PARAMS)
     b.add_argument("--out", required=True, help="the spec file to write (job.json)")
-    b.add_argument("--blob-url", help="blob store for the bundle and state (default <out>.blobs)")
+    b.add_argument("--blob-url", help="blob store for the bundle and state (default <out>.blobs; "
+                   "another is recorded in <out>.sources.json for train, job weights and the "
+                   "submitter)")  # fmt: skip
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=run_build)
     w = jsub.add_parser("weights", help="write a trained state as the module's state_dict")
     w.add_argument("--spec", required=True)
     w.add_argument("--state", required=True, help="a state file (train --out-state) or a root")
     w.add_argument("--out", required=True, help="model.safetensors")
-    w.add_argument("--blob-url", help="blob store (default <spec>.blobs)")
+    w.add_argument("--blob-url", help="blob store (default: recorded beside the spec, else "
+                   "<spec>.blobs)")  # fmt: skip
     w.set_defaults(func=run_weights)
     from agents.cli.job_chain import register_chain
 
@@ -209,7 +214,7 @@ def run_build(args: argparse.Namespace) -> int:
         raise UserError(f"--rounds must divide --steps ({args.steps}) and --shards be >= 1")
     opt = _optimizer(args)
     hyper_bits = tuple((k, F.bits(np.float32(v))) for k, v in opt.hyper().items())
-    dataset_name, ds, manifest = _dataset(args.dataset, build(FetchConfig, args))
+    dataset_name, ds, manifest, chunk_stores = _dataset(args.dataset, build(FetchConfig, args))
     if isinstance(ds, tokens.TokenDataset):
         task, classes = "lm", ds.classes
     else:
@@ -260,7 +265,7 @@ def run_build(args: argparse.Namespace) -> int:
     )
     sp.parse_spec(json.loads(spec.canonical_bytes()))  # every range check the spec has
     mj.ModelJob(spec, lowered.bundle, ds).positions()  # the interface and the batch source
-    url = args.blob_url or default_spec_blobs(args.out)
+    url = args.blob_url or spec_files.default_blobs(args.out)
     store = open_blob_store(url)
     graph_addr = store.put(lowered.bundle.to_bytes())
     bundle = lowered.bundle
@@ -271,6 +276,8 @@ def run_build(args: argparse.Namespace) -> int:
     if manifest is not None:  # the spec names it by address: the job's store holds it too
         store.put(manifest.canonical_bytes())
     Path(args.out).write_bytes(spec.canonical_bytes() + b"\n")
+    # not where a reader would look (another blob store, any chunk store): say where, beside it
+    spec_files.write_sources(args.out, url, chunk_stores)
     out = {
         "spec": args.out,
         "spec_hash": "0x" + spec.spec_hash().hex(),
@@ -290,14 +297,17 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def _dataset(arg: str, fetch: FetchConfig):
-    """(spec dataset name, dataset, manifest or None) of --dataset: a built-in name, or the path
-    of a packed dataset's manifest (its chunks fetched and checked, PROTOCOL §4.4)."""
+    """(spec dataset name, dataset, manifest or None, the stores its chunks were read from) of
+    --dataset: a built-in name, or the path of a packed dataset's manifest (its chunks fetched
+    and checked, PROTOCOL §4.4; its folder's blobs/ first, then --data-store)."""
     from agents.data import chunks, datasets
 
     if not Path(arg).is_file() and not chunks.is_packed_ref(arg):
-        return arg, datasets.load_dataset(arg), None
+        return arg, datasets.load_dataset(arg), None, ()
     fetcher = chunks.open_packed(arg, fetch)
-    return fetcher.manifest.name(), fetcher.load(), fetcher.manifest
+    local = Path(arg).parent / "blobs" if Path(arg).is_file() else None
+    stores = ((str(local),) if local is not None and local.is_dir() else ()) + fetch.stores
+    return fetcher.manifest.name(), fetcher.load(), fetcher.manifest, stores
 
 
 def _context(module, task: str, given: int | None = None) -> int:
@@ -323,8 +333,9 @@ def _context(module, task: str, given: int | None = None) -> int:
 
 
 def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):
-    """(spec, bundle, initial state, dataset) of a version-3 spec, every hash checked; a packed
-    dataset fetched as `fetch` says (default: from the job's blob store)."""
+    """(spec, bundle, initial state, dataset) of a version-3 spec, every hash checked: its blobs
+    from `blob_url`, else the store recorded beside the spec, else <spec>.blobs; a packed dataset
+    fetched from `fetch`'s stores, then the recorded ones, then the job's blob store."""
     from agents.core.blobs import BlobError, open_blob_store
     from agents.data import datasets
     from agents.data.chunks import FetchConfig
@@ -336,7 +347,8 @@ def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):
     spec = sp.load(spec_path)
     if spec.version != sp.SPEC_VERSION_MODEL:
         raise UserError(f"{spec_path} is a version-{spec.version} spec; this needs version 3")
-    store = open_blob_store(blob_url or default_spec_blobs(spec_path))
+    url = spec_files.blob_url(spec_path, blob_url)
+    store = open_blob_store(url)
     try:
         bundle = bundle_from_bytes(store.get(spec.graph))
         blob = store.get(spec.state, address_fn=lambda d: "0x" + mj.state_root(
@@ -344,7 +356,9 @@ def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):
     except BlobError as e:
         raise UserError(f"cannot read the job's blobs: {e}"[:400]) from None
     st = mj.decode_state(bundle, blob)
-    fetch = fetch or FetchConfig((blob_url or default_spec_blobs(spec_path),))
+    # a packed dataset: the given stores (default none), then the ones recorded beside the spec
+    # (where `job build` read its chunks), then the job's blob store
+    fetch = (fetch or FetchConfig()).with_stores(*spec_files.data_stores(spec_path), url)
     ds = datasets.load_dataset(spec.dataset_name, fetch)
     root = mj.dataset_root(ds)
     if root != spec.dataset_root:
@@ -361,7 +375,7 @@ def read_state(job, state_arg: str, blob_url: str | None, spec_path: str):
     from agents.model import job as mj
 
     if re.fullmatch(r"0x[0-9a-fA-F]{64}", state_arg):
-        store = open_blob_store(blob_url or default_spec_blobs(spec_path))
+        store = open_blob_store(spec_files.blob_url(spec_path, blob_url))
         try:
             blob = store.get(state_arg.lower(), address_fn=lambda d: "0x" + mj.state_root(
                 mj.decode_state(job.bundle, d)).hex())  # fmt: skip

@@ -20,13 +20,14 @@ GROUPS = ("train", "job", "dataset", "graph", "submit", "roles", "node", "deploy
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from agents.core.config import ConfigError
+    from agents.core.spec_files import SourcesError
     from agents.data.builtin import DatasetError
     from agents.roles.errors import RoleError
     from agents.training.registry import GraphError, TritonUnavailable
     from agents.training.spec import JobSpecError
 
     return (UserError, ConfigError, RoleError, JobSpecError, DatasetError, GraphError,
-            TritonUnavailable)  # fmt: skip
+            TritonUnavailable, SourcesError)  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):

@@ -6,7 +6,6 @@ prints every unit's checkpoint / final roots and every round's aggregation / glo
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 
@@ -33,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk", type=int, default=0, help="torch matmul row chunk (0 = off)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (torch kernels on cuda)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
-    p.add_argument("--blob-url", help="version 3: the job's blob store (default <spec>.blobs)")
+    p.add_argument("--blob-url", help="version 3: the job's blob store (default: recorded beside "
+                   "the spec by job build, else <spec>.blobs)")  # fmt: skip
     p.add_argument("--out-state", help="version 3: write the final state to this file")
     add_options(p, FetchConfig)  # a packed dataset's stores (version 3: then the job's own)
     p.set_defaults(func=run)
@@ -46,13 +46,11 @@ def run(args: argparse.Namespace) -> int:
     from agents.training.engine import Engine, EngineConfig, checkpoint_root
 
     job = spec.load(args.spec)
-    if job.version == spec.SPEC_VERSION_MODEL:
-        from agents.roles.submitter import default_spec_blobs
-
-        fetch = build(FetchConfig, args)
-        own = args.blob_url or default_spec_blobs(args.spec)
-        return _run_model(args, dataclasses.replace(fetch, stores=(*fetch.stores, own)))
     fetch = build(FetchConfig, args)
+    if job.version == spec.SPEC_VERSION_MODEL:
+        # the given stores, then (agents/cli/job.py load_job) the ones recorded beside the spec
+        # and the job's own blob store
+        return _run_model(args, fetch)
     if args.out_state or args.blob_url:
         raise UserError("--out-state and --blob-url apply to version-3 specs")
     if job.version != spec.SPEC_VERSION and (args.steps is not None or args.every is not None):

@@ -21,7 +21,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +92,12 @@ class FetchConfig:
         "flag": "--max-dataset-mib", "env": "VTP_MAX_DATASET_MIB", "parse": mib_bytes,
         "metavar": "MIB", "help": "refuse a packed dataset larger than this, before fetching "
                                   "any chunk (default: no limit)"})  # fmt: skip
+
+    def with_stores(self, *stores: str) -> FetchConfig:
+        """These settings with `stores` tried after mine (each store once): a spec's recorded
+        stores and its job's blob store, after the ones the user named."""
+        added = tuple(dict.fromkeys(u for u in stores if u not in self.stores))
+        return replace(self, stores=(*self.stores, *added))
 
 
 @dataclass

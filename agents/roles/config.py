@@ -184,7 +184,8 @@ class SubmitterConfig(RoleConfig):
     spec: str = setting(help="job spec JSON file (PROTOCOL §5)", env=None)
     spec_blobs: str | None = setting(
         None, "version-3 specs: the blob store holding the model bundle and initial state "
-        "(default: the folder <spec>.blobs that `job build` writes)", metavar="URL")  # fmt: skip
+        "(default: where `job build` wrote them: recorded beside the spec, else <spec>.blobs)",
+        metavar="URL")  # fmt: skip
     # With 2.75 of it as the fee, a job of the reference's 10 checkpoints locks 143.8 tokens in
     # each drawn verifier's stake, under the default stake 300 of `verifier` (the lock grows
     # with the solver's pay; tests/foundation/test_readme_numbers.py).

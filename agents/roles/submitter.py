@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Protocol
 
 from web3.logs import DISCARD
 
+from agents.core import spec_files
 from agents.core.blobs import BlobError, BlobStore, open_blob_store
 from agents.core.bounded import SaidOnce
 from agents.core.tx import TxError, TxFailed, TxOutcome
@@ -69,7 +69,7 @@ class Submitter(RoleAgent):
 
     @classmethod
     def check_config(cls, config: SubmitterConfig) -> None:
-        load_spec(config.spec, config.fetch)
+        load_spec(config.spec, spec_fetch(config))
         if not config.verification_fee < config.reward:
             raise RoleError("--reward must be > 0 and 0 <= --verification-fee < --reward")
         if not config.claim_window <= MAX_CLAIM_HORIZON_S:
@@ -81,7 +81,8 @@ class Submitter(RoleAgent):
     def __init__(self, *a, observer: JobObserver | None = None, **kw) -> None:
         super().__init__(*a, **kw)
         self.observer = observer
-        self.spec, self.data = load_spec(self.config.spec, self.config.fetch)
+        self.fetch = spec_fetch(self.config)
+        self.spec, self.data = load_spec(self.config.spec, self.fetch)
         _ = self.runtime  # a version-3 spec's blobs are checked at start-up
         self.job_id = 0
         self.last_status: UnitStatus | None = None
@@ -101,10 +102,9 @@ class Submitter(RoleAgent):
     def runtime(self) -> JobRuntime:
         """My job's runtime, from the spec file (a version-3 one: and its blobs, --spec-blobs)."""
         if isinstance(self.spec, specs.ModelSpec):
-            url = self.config.spec_blobs or default_spec_blobs(self.config.spec)
-            store = open_blob_store(url)
+            store = open_blob_store(spec_blob_url(self.config))
             try:
-                return model_runtime_from_files(self.spec, [store], self.config.fetch)
+                return model_runtime_from_files(self.spec, [store], self.fetch)
             except JobRejected as exc:
                 raise RoleError(f"{self.config.spec}: {str(exc).removeprefix('spec: ')}") from None
         engine = Engine(self.spec, self.data, self.engine_cfg)
@@ -443,9 +443,22 @@ class Submitter(RoleAgent):
 _ZERO = "0x" + "00" * 20
 
 
-def default_spec_blobs(spec_path: str) -> str:
-    """Where `job build` writes a version-3 spec's blobs: the folder <spec>.blobs beside it."""
-    return str(Path(spec_path).with_suffix(".blobs"))
+def spec_blob_url(config: SubmitterConfig) -> str:
+    """Where a version-3 spec's blobs are: --spec-blobs, else where `job build` recorded them
+    beside the spec (agents/core/spec_files.py), else the folder <spec>.blobs."""
+    try:
+        return spec_files.blob_url(config.spec, config.spec_blobs)
+    except spec_files.SourcesError as exc:
+        raise RoleError(str(exc)) from None
+
+
+def spec_fetch(config: SubmitterConfig) -> FetchConfig:
+    """How my spec's packed dataset is fetched: my configured stores, then the ones recorded
+    beside the spec (where `job build` read its chunks)."""
+    try:
+        return config.fetch.with_stores(*spec_files.data_stores(config.spec))
+    except spec_files.SourcesError as exc:
+        raise RoleError(str(exc)) from None
 
 
 def load_spec(
