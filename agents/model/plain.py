@@ -86,13 +86,44 @@ class PlainTrainer:
                 logits = out if isinstance(out, torch.Tensor) else out.logits
                 loss = cross_entropy(logits, y[k * mb : (k + 1) * mb], self.recipe) / N
                 loss.backward()
-                total += float(loss)
+                total += loss.item()
         if self.opt.clip_norm is not None:
             torch.nn.utils.clip_grad_norm_(self.module.parameters(), _f32(self.opt.clip_norm))
         self.optim.step()
         if self.sched is not None:
             self.sched.step()
         return total
+
+
+def protocol_state(bundle, trainer: PlainTrainer) -> dict[str, torch.Tensor]:
+    """The plain trainer's current module and optimizer as a protocol state (S_t of the
+    bundle's state order): parameters, kept buffers, momentum or Adam moments, and beta^t as the
+    graph computes it (binary32 products), so one engine step can start where PyTorch stands."""
+    module, optim = trainer.module, trainer.optim
+    named = dict(module.named_parameters())
+    sd = module.state_dict()
+    steps = {int(optim.state[p]["step"]) for p in named.values()
+             if "step" in optim.state.get(p, {})}  # fmt: skip
+    out = {}
+    for v in bundle.state:
+        n = v.name
+        if n.startswith("p."):
+            out[n] = sd[bundle.params[n]].detach().clone()
+        elif n.startswith("b."):
+            out[n] = sd[n[2:]].detach().to(torch.float32).clone()
+        elif n.startswith(("m.", "v.")):
+            st = optim.state.get(named[n[2:]], {})
+            key = "momentum_buffer" if trainer.opt.momentum_only else (
+                "exp_avg" if n.startswith("m.") else "exp_avg_sq")  # fmt: skip
+            buf = st.get(key)
+            out[n] = torch.zeros(v.shape) if buf is None else buf.detach().clone()
+        else:  # adam.b1t, adam.b2t: beta^t as fl(fl(1 * beta) * beta) ...
+            beta = np.float32(trainer.opt.betas[0 if n.endswith("b1t") else 1])
+            acc = np.float32(1.0)
+            for _ in range(max(steps, default=0)):
+                acc = np.float32(acc * beta)
+            out[n] = torch.tensor(acc)
+    return out
 
 
 def load_state(module: torch.nn.Module, bundle, st: dict) -> torch.nn.Module:
