@@ -949,6 +949,14 @@ def _r_bernoulli(b, a, kw, meta):
     return b.cast(hit, dt)
 
 
+@rule(aten.bernoulli_.float)
+def _r_bernoulli_(b, a, kw, meta):
+    shape, dt = _shape_dtype(b, a[0])
+    hit = b.add("lt", (_uniform(b, shape), b.const(float(a[1]), (), "f32")), shape, "i32")
+    v = b.cast(hit, dt)
+    return Writes(v, {0: v})
+
+
 @rule(aten.rand.default, aten.rand_like.default)
 def _r_rand(b, a, kw, meta):
     shape, dt = _out(meta)
@@ -958,7 +966,7 @@ def _r_rand(b, a, kw, meta):
 
 
 for _t in (aten.copy_.default, aten.fill_.Scalar, aten.zero_.default, aten.bernoulli.p,
-           aten.rand_like.default, aten.expand.default):  # fmt: skip
+           aten.bernoulli_.float, aten.rand_like.default, aten.expand.default):  # fmt: skip
     _TAKES_EMPTY.add(_RULES[_t])
 
 
@@ -1293,11 +1301,12 @@ def _rule_for(target):
 
 
 def _foldable(n: torch.fx.Node, known: dict) -> bool:
-    """Every tensor argument of n is a constant known at build time, and n is deterministic."""
+    """Every tensor argument of n is a constant known at build time, and n is deterministic (an
+    op writing its first argument in place is evaluated as its functional twin)."""
     if n.op != "call_function" or n.target is operator.getitem:
         return False
     schema = getattr(n.target, "_schema", None)
-    if schema is None or schema.is_mutable:
+    if schema is None or (schema.is_mutable and _functional_twin(n.target) is None):
         return False
     if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()):
         return False
@@ -1339,6 +1348,7 @@ def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module,
 
     outputs = None
     folded = False
+    folds: set = set()  # the fx nodes lowered as constants of their folded values
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             continue
@@ -1355,17 +1365,24 @@ def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module,
                 continue
             fn, in_place = _rule_for(n.target)
             if _foldable(n, known):
+                twin = _functional_twin(n.target) or n.target  # an in-place op on a copy
                 try:
-                    val = n.target(*known_arg(n.args), **known_arg(dict(n.kwargs)))
+                    val = twin(*known_arg(n.args), **known_arg(dict(n.kwargs)))
                 except Exception:  # noqa: BLE001 - not foldable after all: lowered below
                     val = None
                 if isinstance(val, tuple | list) and all(isinstance(v, torch.Tensor) for v in val):
                     known[n] = val
                 if isinstance(val, torch.Tensor) and val.numel() <= MAX_FOLD_ELEMENTS:
                     known[n] = val
-                    if fn is None:  # no rule: the value itself becomes a constant
+                    if twin is not n.target and isinstance(n.args[0], torch.fx.Node):
+                        known[n.args[0]] = val
+                    # no rule, or an input already folded: the value becomes a constant
+                    if fn is None or any(d in folds for d in n.all_input_nodes):
                         env[n] = b.const(val.cpu().numpy(), tuple(val.shape),
                                          dtype_code(val.dtype, _name_of(n.target)))  # fmt: skip
+                        if twin is not n.target and isinstance(n.args[0], torch.fx.Node):
+                            env[n.args[0]] = env[n]
+                        folds.add(n)
                         folded = True
                         continue
             if fn is None:
