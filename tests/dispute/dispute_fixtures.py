@@ -123,11 +123,15 @@ def play_to(dep, gid: int, phase: int, defender, challenger):
 MODEL_JOBS = {
     "cnn": ("digits_cnn.py:make_model", "sklearn-digits/train"),
     "gpt": ("char_gpt.py:make_model", "shakespeare-char/train"),
+    # the smallest models with every layer type of the LLaMA-style and ResNet examples (RMSNorm,
+    # SwiGLU, RoPE, GQA, tied embeddings; BatchNorm, strided residual blocks, dropout)
+    "llama": ("llama.py:make_tiny", "shakespeare-char/train"),
+    "resnet": ("resnet.py:make_tiny", "sklearn-digits/train"),
 }
 
 
 def build_model_job(tmp, name: str, steps: int = 2, every: int = 1):
-    """(ModelJob, S_0) of the CNN or char-GPT example, batch 2, AdamW, built with `job build`."""
+    """(ModelJob, S_0) of an example model (MODEL_JOBS), batch 2, AdamW, built with `job build`."""
     from pathlib import Path
 
     from agents.__main__ import main

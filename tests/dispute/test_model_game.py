@@ -1,5 +1,7 @@
-"""Soundness of the dispute game on real graphs (PROTOCOL §7, §7.11): on the CNN and char-GPT
-examples, a cheater that flips one element of a node's output (every operator type drawn in
+"""Soundness of the dispute game on real graphs (PROTOCOL §7, §7.11): on the CNN, char-GPT,
+LLaMA-style and ResNet examples (the last two in their smallest form, every layer type kept:
+RMSNorm, SwiGLU, RoPE, GQA, tied embeddings; BatchNorm, strided residual blocks, dropout's random
+stream), a cheater that flips one element of a node's output (every operator type drawn in
 turn, a random element, a random step) loses to the honest challenger on Anvil, which bisects
 to that node and element and proves it (directly, or through its accumulator chain); and an
 honest defender beats a challenger that disputes a true claim, with true or forged openings.
@@ -72,6 +74,7 @@ def test_a_cheat_at_any_operator_loses_to_the_honest_challenger(fresh, model):
     handle = _Handle(job, jg)
     won = set()
     cheats = model_element_cheats(job, jg, st, honest, STEPS, EVERY, examples(50), len(name))
+    assert len(cheats) == examples(50), (name, len(cheats))
     for op, fault, cheat in cheats:
         gid = open_game(dep, handle, cheat, honest)
         rec = run_game(gid, (Defender(cheat, jg), dep.defender),

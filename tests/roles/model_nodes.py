@@ -55,8 +55,8 @@ def build_with_provenance(monkeypatch, argv: list[str]) -> dict[str, list[int]]:
     traced: list[torch.fx.GraphModule] = []
     checked_trace = lower._checked_trace
 
-    def keep_trace(module, fn, args):
-        traced.append(checked_trace(module, fn, args))
+    def keep_trace(module, fn, args, *rest):
+        traced.append(checked_trace(module, fn, args, *rest))
         return traced[-1]
 
     spans: list[tuple[int, int]] = []

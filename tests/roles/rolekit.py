@@ -275,6 +275,8 @@ class CaughtCheat:
     game: object
     cheater: Party
     honest: Party
+    url: str = ""
+    addrs: dict | None = None  # the deployment's contracts (for `job fetch`)
 
 
 @contextlib.contextmanager
@@ -327,7 +329,7 @@ def cheat_caught_and_redone(
             )
             jump_past(w3, manager.functions.getUnit(unit).call()[4])
             wait_job_completed(ag, 180, ("solver",))
-        yield CaughtCheat(w3, manager, registry, game, cheater, honest)
+        yield CaughtCheat(w3, manager, registry, game, cheater, honest, url, addrs)
 
 
 def count_files(path: Path) -> int:

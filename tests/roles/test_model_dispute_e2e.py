@@ -84,3 +84,65 @@ def test_a_flipped_attention_softmax_element_of_a_gpt_is_caught_and_redone(tmp_p
     config = {"verifyWindow": 300}
     with rk.cheat_caught_and_redone(tmp_path, spec, cheat, config, clock_budget=600) as run:
         _caught_at(run, node, element)
+
+
+LLAMA = rk.REPO / "examples" / "models" / "llama.py"
+
+
+def _rotary_node(graph) -> int:
+    """The first query rotation of the step graph: RoPE's x·cos + rotate_half(x)·sin, the `add`
+    of two products one of which reads rotate_half's `cat` (-x[half:], x[:half])."""
+    n_in = len(graph.inputs)
+
+    def node(vid):
+        return graph.nodes[vid - n_in] if vid >= n_in else None
+
+    for i, n in enumerate(graph.nodes):
+        first = node(n.inputs[0]) if n.op == "cat" else None
+        if first is None or first.op != "neg":
+            continue
+        muls = {
+            n_in + j for j, m in enumerate(graph.nodes) if m.op == "mul" and n_in + i in m.inputs
+        }
+        return next(j for j, m in enumerate(graph.nodes) if m.op == "add" and muls & set(m.inputs))
+    raise AssertionError("no rotary embedding in the graph")
+
+
+def test_a_flipped_rotary_element_of_a_llama_is_caught_and_the_fetched_weights_load(
+    tmp_path, capsys
+):
+    """The LLaMA-style example (its smallest form: RMSNorm, SwiGLU, RoPE, GQA, tied embeddings;
+    AdamW with a warmup and cosine schedule): a cheat in the first query rotation is caught at
+    its element, the cheater slashed, the job completed, and `job fetch` writes weights that load
+    strict into the plain module."""
+    from safetensors.torch import load_file
+
+    from agents.__main__ import main
+    from agents.cli.job import load_factory
+
+    spec = tmp_path / "llama.json"
+    argv = ["job", "build", "--model", f"{LLAMA}:make_tiny", "--dataset",
+            "shakespeare-char/train", "--optimizer", "adamw", "--lr", "0.003",
+            "--no-decay-bias-norm", "--warmup", "1", "--decay", "cosine", "--batch", "2",
+            "--steps", "4", "--checkpoint-every", "2", "--seed", "5",
+            "--out", str(spec)]  # fmt: skip
+    assert main(argv) == 0
+    graph_hash = json.loads(spec.read_text())["model"]["graph"]
+    graph = bundle_from_bytes(open_blob_store(str(spec.with_suffix(".blobs"))).get(graph_hash)).step
+    node = _rotary_node(graph)
+    assert len(graph.nodes[node].shape) == 4  # (B, heads, T, head dim)
+    element = 37
+    cheat = f"element:step={STEP},node={node},element={element},mask={MASK:#x}"
+    with rk.cheat_caught_and_redone(tmp_path, spec, cheat, {"verifyWindow": 300},
+                                    clock_budget=600) as run:  # fmt: skip
+        _caught_at(run, node, element)
+        deployment = tmp_path / "deployment.json"
+        deployment.write_text(json.dumps({"format": "vtp.deployment.v1", "rpc_url": run.url,
+                                          "block": 0, "contracts": run.addrs}))  # fmt: skip
+        out = tmp_path / "llama.safetensors"
+        capsys.readouterr()
+        assert main(["job", "fetch", "1", "--deployment", str(deployment), "--out", str(out),
+                     "--allow-local-locators"]) == 0, capsys.readouterr().err  # fmt: skip
+    module = load_factory(f"{LLAMA}:make_tiny")()
+    module.load_state_dict(load_file(str(out)), strict=True)
+    assert module.output.weight is module.tok_embeddings.weight
