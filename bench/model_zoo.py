@@ -1,7 +1,8 @@
 """The models people train today, through the protocol's engine -> bench/results/model_zoo.json.
 
-For each example (issue #41: `llama`, `resnet`; `hf_*` once the Hugging Face extra is installed),
-built with `job build` as its docstring says:
+For each example (issue #41: `llama`, `resnet` as their docstrings build them; `hf_gpt2`,
+`hf_llama`, `hf_qwen2`: Hugging Face models from small configs with `job build --hf-config`, 300
+steps of AdamW with a warmup and cosine schedule, when the `.[hf]` extra is installed):
 - `build_seconds`, `nodes`, `params`, `state_tensors`;
 - `roots_identical`: the first 2 steps' checkpoint roots on native 1 and 2 threads and portable
   1 and 2 threads are one set;
@@ -15,7 +16,7 @@ built with `job build` as its docstring says:
   language model, `test_accuracy` for digits), `metric_ratio` and `within_1_percent`;
 - `engine_step_ms` / `plain_step_ms`: median step times over the training (1 thread).
 
-Run: .venv/bin/python -m bench.model_zoo [--only llama] (about 3 minutes on 2 cores)
+Run: .venv/bin/python -m bench.model_zoo [--only llama] (about 5 minutes on 2 cores)
 """
 
 from __future__ import annotations
@@ -63,6 +64,41 @@ EXAMPLES = {
         lambda steps: warmup_decay(steps, 0.05, 0, "cosine", 0.0), 32, 600,
     ),
 }  # fmt: skip
+# Hugging Face models from small configs (the `.[hf]` extra): name -> config factory
+HF_FLAGS = ["--optimizer", "adamw", "--lr", "0.003", "--betas", "0.9,0.95", "--weight-decay",
+            "0.1", "--no-decay-bias-norm", "--clip-norm", "1.0", "--warmup", "30", "--decay",
+            "cosine", "--min-lr", "0.0003"]  # fmt: skip
+HF_OPT = Optimizer("adamw", 0.003, betas=(0.9, 0.95), weight_decay=0.1, clip_norm=1.0,
+                   no_decay_1d=True)  # fmt: skip
+
+
+def hf_configs() -> dict:
+    import transformers as tf
+
+    common = dict(vocab_size=84, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=32)  # fmt: skip
+    return {
+        "hf_gpt2": tf.GPT2Config(vocab_size=84, n_positions=32, n_embd=64, n_layer=2, n_head=4,
+                                 attn_pdrop=0.0),
+        "hf_llama": tf.LlamaConfig(hidden_size=64, intermediate_size=176,
+                                   tie_word_embeddings=True, **common),
+        "hf_qwen2": tf.Qwen2Config(hidden_size=64, intermediate_size=176, **common),
+    }  # fmt: skip
+
+
+try:  # the Hugging Face examples when the extra is installed
+    for _name in hf_configs():
+        EXAMPLES[_name] = (
+            "hf",
+            tokens.TRAIN,
+            HF_FLAGS,
+            HF_OPT,
+            lambda steps: warmup_decay(steps, 0.003, 30, "cosine", 0.0003),
+            16,
+            300,
+        )
+except ImportError:
+    pass
 
 
 def plain_metric(job: mj.ModelJob, module: torch.nn.Module) -> dict:
@@ -78,13 +114,26 @@ def plain_metric(job: mj.ModelJob, module: torch.nn.Module) -> dict:
         return {"test_accuracy": float((pred == ds.y.reshape(-1)).double().mean())}
 
 
+def _module(ref: str, name: str, tmp: Path) -> torch.nn.Module:
+    if ref != "hf":
+        return load_factory(str(ROOT / ref))()
+    import transformers as tf
+
+    return tf.AutoModelForCausalLM.from_config(tf.AutoConfig.from_pretrained(tmp / f"{name}.cfg"))
+
+
 def bench_one(name: str, tmp: Path) -> dict:
     ref, dataset, flags, opt, schedule, batch, steps = EXAMPLES[name]
     spec = tmp / f"{name}.json"
+    if ref == "hf":
+        hf_configs()[name].to_json_file(str(tmp / f"{name}.cfg"))
+        model = ["--hf-config", str(tmp / f"{name}.cfg")]
+    else:
+        model = ["--model", str(ROOT / ref)]
     t0 = time.perf_counter()
-    argv = ["job", "build", "--model", str(ROOT / ref), "--dataset", dataset, *flags, "--batch",
-            str(batch), "--steps", str(steps), "--checkpoint-every", str(steps // 6), "--seed",
-            "1", "--out", str(spec)]  # fmt: skip
+    argv = ["job", "build", *model, "--dataset", dataset, *flags, "--batch", str(batch),
+            "--steps", str(steps), "--checkpoint-every", str(steps // 6), "--seed", "1",
+            "--out", str(spec)]  # fmt: skip
     assert cli(argv) == 0
     out: dict = {"build_seconds": round(time.perf_counter() - t0, 2), "batch": batch,
                  "steps": steps, "recipe": " ".join(flags)}  # fmt: skip
@@ -99,7 +148,7 @@ def bench_one(name: str, tmp: Path) -> dict:
     out |= {"nodes": len(job.bundle.step.nodes), "params": mj.n_params(job.bundle),
             "state_tensors": len(job.bundle.state)}  # fmt: skip
     torch.manual_seed(1)
-    module = load_state(load_factory(str(ROOT / ref))(), job.bundle, st)
+    module = load_state(_module(ref, name, tmp), job.bundle, st)
     plain = PlainTrainer(module, opt, Recipe(schedule=schedule(steps)), seed=job.spec.seed)
     worst = worst_step = 0.0
     e_ms, p_ms = [], []

@@ -35,7 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     jsub = p.add_subparsers(dest="job_command", required=True, metavar="JOB_COMMAND")
     b = jsub.add_parser("build", help="lower a model's training step into a job spec + blobs")
-    b.add_argument("--model", required=True, help="FILE.py:FACTORY (FACTORY() returns the module)")
+    b.add_argument("--model", help="FILE.py:FACTORY (FACTORY() returns the module; a Hugging "
+                   "Face PreTrainedModel too)")  # fmt: skip
+    b.add_argument("--hf-config", metavar="CONFIG.json",
+                   help="instead of --model: a Hugging Face causal LM built from this local "
+                   "config (the transformers extra, pip install -e '.[hf]'; nothing is "
+                   "downloaded)")  # fmt: skip
     b.add_argument("--dataset", required=True,
                    help="a built-in dataset name, or a packed dataset's manifest.json")  # fmt: skip
     # a packed dataset's stores (manifest:0x…, or a manifest file's chunks: the file's own
@@ -67,7 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     w = jsub.add_parser("weights", help="write a trained state as the module's state_dict")
     w.add_argument("--spec", required=True)
     w.add_argument("--state", required=True, help="a state file (train --out-state) or a root")
-    w.add_argument("--out", required=True, help="model.safetensors")
+    w.add_argument("--out", required=True, help="model.safetensors (a Hugging Face model: a "
+                   "folder for from_pretrained, unless it ends in .safetensors)")  # fmt: skip
     w.add_argument("--blob-url", help="blob store (default: recorded beside the spec, else "
                    "<spec>.blobs)")  # fmt: skip
     w.set_defaults(func=run_weights)
@@ -195,6 +201,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     from agents.core.blobs import BlobStore, open_blob_store
     from agents.data import datasets, tokens
+    from agents.model import hf
     from agents.model import job as mj
     from agents.model.lower import LoweringError, build_bundle
     from agents.training import float32 as F
@@ -219,14 +226,22 @@ def run_build(args: argparse.Namespace) -> int:
         task, classes = "lm", ds.classes
     else:
         task, classes = "classify", ds.classes
-    factory = load_factory(args.model)
+    if (args.model is None) == (args.hf_config is None):
+        raise UserError("give --model FILE.py:FACTORY or --hf-config CONFIG.json (one of them)")
     torch.manual_seed(args.seed % (1 << 63))
     try:
-        module = factory()
+        if args.hf_config:
+            module = hf.model_from_config(args.hf_config)
+        else:
+            factory = load_factory(args.model)
+            module = factory()
+    except (UserError, hf.HfError) as e:
+        raise UserError(str(e)) from None
     except Exception as e:  # the user's code
         raise UserError(f"--model: {args.model} raised {type(e).__name__}: {e}"[:400]) from None
     if not isinstance(module, torch.nn.Module):
         raise UserError(f"--model: {args.model} returned {type(module).__name__}, not a Module")
+    hf.prepare(module)
     n = sum(p.numel() for p in module.parameters())
     if n > args.max_params:
         raise UserError(f"the model has {n} parameters, over --max-params {args.max_params}")
@@ -242,8 +257,7 @@ def run_build(args: argparse.Namespace) -> int:
     recipe = _recipe(args, args.steps, float(F.f32(dict(hyper_bits)["lr"])))
     try:
         lowered = build_bundle(module, opt, args.batch, task, item, classes,
-                               meta={"model": Path(args.model.rpartition(":")[0]).name,
-                                     "factory": args.model.rpartition(":")[2]},
+                               meta=_meta(args, module),
                                recipe=recipe)  # fmt: skip
     except LoweringError as e:
         raise UserError(str(e)) from None
@@ -294,6 +308,22 @@ def run_build(args: argparse.Namespace) -> int:
     else:
         print("  ".join(f"{k}={v}" for k, v in out.items()))
     return 0
+
+
+def _meta(args, module) -> dict:
+    """The bundle's informational meta: the model file and factory (or the Hugging Face config
+    file), and a Hugging Face model's whole config (for `from_pretrained` folders)."""
+    from agents.model import hf
+
+    if args.hf_config:
+        meta = {"model": Path(args.hf_config).name, "factory": "AutoModelForCausalLM"}
+    else:
+        meta = {"model": Path(args.model.rpartition(":")[0]).name,
+                "factory": args.model.rpartition(":")[2]}  # fmt: skip
+    config = hf.config_of(module)
+    if config is not None:
+        meta[hf.CONFIG_META] = config
+    return meta
 
 
 def _dataset(arg: str, fetch: FetchConfig):
@@ -396,7 +426,7 @@ def run_weights(args: argparse.Namespace) -> int:
     job, _ = load_job(args.spec, args.blob_url)
     st = read_state(job, args.state, args.blob_url, args.spec)
     out = module_state_dict(job.bundle, st)
-    write_weights(out, args.out)
+    write_weights(out, args.out, job.bundle.meta)
     root = "0x" + state_root(st).hex()
     print(json.dumps({"out": args.out, "tensors": len(out), "state_root": root}))
     return 0

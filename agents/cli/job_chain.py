@@ -139,6 +139,7 @@ class Fetched:
     state_root: bytes
     metrics: dict[str, float]
     final_loss: float | None
+    meta: dict | None = None  # a version-3 bundle's meta (a Hugging Face model's config)
 
 
 def run_fetch(args: argparse.Namespace) -> int:
@@ -193,7 +194,7 @@ def run_fetch(args: argparse.Namespace) -> int:
         raise UserError(
             f"{what}: the final checkpoint does not check against the chain: {exc}"
         ) from None
-    write_weights(got.weights, args.out)
+    write_weights(got.weights, args.out, got.meta)
     out = {
         "job_id": args.job_id,
         "out": args.out,
@@ -255,13 +256,25 @@ def _fetch_model(spec, job: Any, stores: list, c, local_ok: bool, what: str) -> 
     rt = job_runtime(spec, chain, stores, what, MAX_PARAMS, None)
     st, losses = read_result(rt, c.locator, c.published_root, c.final_root, c.holders, local_ok)
     return Fetched(module_state_dict(rt.job.bundle, st), state_root(st), rt.metrics(st),
-                   losses[-1] if losses else None)  # fmt: skip
+                   losses[-1] if losses else None, rt.job.bundle.meta)  # fmt: skip
 
 
-def write_weights(tensors: dict, out: str) -> None:
+def write_weights(tensors: dict, out: str, meta: dict | None = None) -> None:
     """Write a `state_dict` (name -> tensor) as a safetensors file: what `job weights` and
-    `job fetch` hand back, loadable with `safetensors.torch.load_file` in plain PyTorch."""
+    `job fetch` hand back, loadable with `safetensors.torch.load_file` in plain PyTorch. A
+    Hugging Face model's (its config in the bundle's meta) goes to a folder `from_pretrained`
+    loads (config.json, model.safetensors) unless `out` names a .safetensors file."""
     from safetensors.torch import save_file
+
+    from agents.model import hf
+
+    config = (meta or {}).get(hf.CONFIG_META)
+    if config is not None and not out.endswith(".safetensors"):
+        try:
+            hf.write_pretrained(out, tensors, config)
+        except hf.HfError as e:
+            raise UserError(str(e)) from None
+        return
 
     try:
         save_file(tensors, out)

@@ -22,12 +22,13 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     from agents.core.config import ConfigError
     from agents.core.spec_files import SourcesError
     from agents.data.builtin import DatasetError
+    from agents.model.hf import HfError
     from agents.roles.errors import RoleError
     from agents.training.registry import GraphError, TritonUnavailable
     from agents.training.spec import JobSpecError
 
     return (UserError, ConfigError, RoleError, JobSpecError, DatasetError, GraphError,
-            TritonUnavailable, SourcesError)  # fmt: skip
+            TritonUnavailable, SourcesError, HfError)  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
