@@ -77,6 +77,30 @@ def test_a_version_3_step_on_the_device_kernels_gives_the_native_roots():
     assert roots[0] == roots[1]
 
 
+@pytest.mark.parametrize("factory", ["resnet.py:make_tiny", "llama.py:make_tiny"])
+def test_the_new_examples_steps_on_the_device_kernels_give_the_native_roots(factory, tmp_path):
+    """The ResNet (BatchNorm, dropout's random stream) and the LLaMA-style model (RMSNorm,
+    RoPE, GQA, tied embeddings, a schedule table) on the interpreted device kernels: the same
+    roots and op trace as native, so a GPU draws the same dropout masks."""
+    from agents.__main__ import main
+    from agents.cli.job import load_job
+    from agents.model.job import state_root, trace_root
+
+    models = os.path.join(os.path.dirname(__file__), "../../examples/models")
+    lm = factory.startswith("llama")
+    spec = tmp_path / "job.json"
+    assert main(["job", "build", "--model", f"{models}/{factory}", "--dataset",
+                 "shakespeare-char/train" if lm else "sklearn-digits/train", "--optimizer",
+                 "adamw", "--lr", "0.01", "--warmup", "1", "--batch", "2", "--steps", "2",
+                 "--checkpoint-every", "1", "--out", str(spec)]) == 0  # fmt: skip
+    out = []
+    for kernels in ("native", "triton"):
+        job, st = load_job(str(spec), None, RunConfig(kernels))
+        nxt, trace = job.trace_step(st, 1)
+        out.append((state_root(nxt), trace_root(trace)))
+    assert out[0] == out[1]
+
+
 def test_a_version_1_step_on_the_device_kernels_gives_the_native_roots():
     from agents.data import builtin as data
     from agents.training import spec
