@@ -128,6 +128,8 @@ MODEL_JOBS = {
     "llama": ("llama.py:make_tiny", "shakespeare-char/train"),
     "resnet": ("resnet.py:make_tiny", "sklearn-digits/train"),
 }
+# their recipes' parts that add nodes to the step: a schedule's table, parameter groups
+MODEL_FLAGS = {"llama": ["--warmup", "1", "--decay", "cosine", "--no-decay-bias-norm"]}
 
 
 def build_model_job(tmp, name: str, steps: int = 2, every: int = 1):
@@ -142,7 +144,8 @@ def build_model_job(tmp, name: str, steps: int = 2, every: int = 1):
     out = Path(tmp) / f"{name}.json"
     argv = ["job", "build", "--model", f"{models}/{model}", "--dataset", dataset,
             "--optimizer", "adamw", "--lr", "0.003", "--batch", "2", "--steps", str(steps),
-            "--checkpoint-every", str(every), "--seed", "5", "--out", str(out)]  # fmt: skip
+            "--checkpoint-every", str(every), "--seed", "5", "--out", str(out),
+            *MODEL_FLAGS.get(name, [])]  # fmt: skip
     if main(argv) != 0:
         raise RuntimeError(f"job build of {name} failed")
     return load_job(str(out), None)

@@ -82,6 +82,31 @@ class Residual(nn.Module):
         return self.head(nn.functional.relu(self.a(x) + self.short(x)))
 
 
+class GroupedQuery(nn.Module):
+    """Grouped-query attention (4 query heads, 2 key/value heads): K/V repeated with
+    repeat_interleave, or left to scaled_dot_product_attention(enable_gqa=True)."""
+
+    def __init__(self, enable_gqa: bool):
+        super().__init__()
+        self.block_size, self.enable_gqa = 5, enable_gqa
+        self.emb = nn.Embedding(11, 8)
+        self.q, self.kv = nn.Linear(8, 8, bias=False), nn.Linear(8, 8, bias=False)
+        self.out = nn.Linear(8, 11, bias=False)
+
+    def forward(self, idx):
+        B, T = idx.shape
+        x = self.emb(idx)
+        q = self.q(x).view(B, T, 4, 2).transpose(1, 2)
+        k, v = self.kv(x).view(B, T, 2, 4).transpose(1, 2).split(2, dim=-1)
+        if self.enable_gqa:
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                           enable_gqa=True)  # fmt: skip
+        else:
+            k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(B, T, 8))
+
+
 def _llama(**kw):
     def make():
         from agents.cli.job import load_factory
@@ -117,6 +142,8 @@ CASES = {
     "residual_batchnorm2d_adaptive_pool_dropout": (Residual, (2, 7, 7), 4),
     "llama_rope_half_gqa_tied": (_llama(), (5,), 11),
     "llama_rope_interleaved": (_llama(interleaved=True), (5,), 11),
+    "gqa_repeat_interleave": (lambda: GroupedQuery(enable_gqa=False), (5,), 11),
+    "gqa_sdpa_enable_gqa": (lambda: GroupedQuery(enable_gqa=True), (5,), 11),
 }  # fmt: skip
 
 
