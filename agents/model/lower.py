@@ -1208,19 +1208,26 @@ def _r_avgpool(b, a, kw, meta):
     return b.reshape(b.binary("div", s, float(K), (N * C, OH * OW), "f32"), (N, C, OH, OW))
 
 
+def _sum_back_to_windows(b, gd, m: np.ndarray, shape: tuple[int, ...]):
+    """A pooling's backward: each input element sums the (already divided) gradients of the
+    windows that read it, in window order (the inverse of the window map m: OH*OW x K)."""
+    N, C, H, W = shape
+    K = m.shape[1]
+    inv = _inverse(m, H * W)
+    fan = inv.shape[1]
+    win_of = np.where(inv < m.size, inv // K, m.shape[0]).reshape(-1)
+    parts = _gather_rows(b, gd, win_of, 0)
+    s = b.add("sum_last", (b.reshape(parts, (N * C, H * W, fan)),), (N * C, H * W), "f32")
+    return b.reshape(s, (N, C, H, W))
+
+
 @rule(aten.avg_pool2d_backward.default)
 def _r_avgpool_bwd(b, a, kw, meta):
     g, x = a[0], a[1]
     _avg_check(a, 7)
     N, C, H, W, OH, OW, m = _pool_args(b.shape(x), a[2], a[3], a[4], (1, 1), a[5])
-    K = m.shape[1]
-    gd = b.binary("div", b.reshape(g, (N * C, OH * OW)), float(K), (N * C, OH * OW), "f32")
-    inv = _inverse(m, H * W)
-    fan = inv.shape[1]
-    win_of = np.where(inv < m.size, inv // K, OH * OW).reshape(-1)
-    parts = _gather_rows(b, gd, win_of, 0)
-    s = b.add("sum_last", (b.reshape(parts, (N * C, H * W, fan)),), (N * C, H * W), "f32")
-    return b.reshape(s, (N, C, H, W))
+    gd = b.binary("div", b.reshape(g, (N * C, OH * OW)), float(m.shape[1]), (N * C, OH * OW), "f32")
+    return _sum_back_to_windows(b, gd, m, (N, C, H, W))
 
 
 def _adaptive_windows(H: int, W: int, OH: int, OW: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1256,15 +1263,9 @@ def _r_adaptive_avgpool_bwd(b, a, kw, meta):
     N, C, H, W = b.shape(x)
     OH, OW = b.shape(g)[-2:]
     m, count = _adaptive_windows(H, W, OH, OW)
-    K = m.shape[1]
     n = b.const(count.reshape(1, -1), (1, OH * OW), "f32")
     gd = b.binary("div", b.reshape(g, (N * C, OH * OW)), n, (N * C, OH * OW), "f32")
-    inv = _inverse(m, H * W)
-    fan = inv.shape[1]
-    win_of = np.where(inv < m.size, inv // K, OH * OW).reshape(-1)
-    parts = _gather_rows(b, gd, win_of, 0)
-    s = b.add("sum_last", (b.reshape(parts, (N * C, H * W, fan)),), (N * C, H * W), "f32")
-    return b.reshape(s, (N, C, H, W))
+    return _sum_back_to_windows(b, gd, m, (N, C, H, W))
 
 
 # -- the lowering loop -----------------------------------------------------------------------
