@@ -18,6 +18,7 @@ from math import prod
 import numpy as np
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from agents.model.graph import STEP_INPUT, Bundle, Graph, Value
 from agents.training import float32 as F
@@ -222,7 +223,8 @@ def _trace(fn: Callable, args: tuple) -> torch.fx.GraphModule:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel(SDPBackend.MATH):
-        return make_fx(fn, decomposition_table=core_aten_decompositions())(*args)
+        return make_fx(fn, decomposition_table=core_aten_decompositions(), tracing_mode="fake",
+                       _allow_non_fake_inputs=True)(*args)  # fmt: skip
 
 
 # -- the builder -----------------------------------------------------------------------------
@@ -1604,9 +1606,12 @@ def build_bundle(
     else:
         x = torch.rand((batch, *item_shape), generator=gen)
         y = torch.randint(0, classes, (batch,), generator=gen)
+    # The forward's shape check and both traces run on fake tensors (shapes and dtypes, no
+    # data): lowering never computes the model, so its time and memory do not grow with the
+    # batch's arithmetic (a real-valued trace of nanoGPT's configuration took minutes and GBs).
     try:
         written = written_buffers(module, x)
-        with torch.no_grad():
+        with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True):
             logits = _logits_of(module.eval()(x))
     except Exception as e:  # the user's forward on a batch of the dataset's shape
         raise LoweringError(
