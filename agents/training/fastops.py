@@ -55,10 +55,10 @@ def matmul_strided(a: torch.Tensor, b: torch.Tensor, threads: int = 1) -> torch.
     strides (transposed and permuted views cost no copy); each product as matmul_nt."""
     _check(a)
     _check(b)
+    lead = tuple(a.shape[:-2])
     if a.dim() > 4:
         a = a.reshape(-1, *a.shape[-3:])
         b = b.reshape(-1, *b.shape[-3:])
-    lead = tuple(a.shape[:-2])
     a4 = a.reshape(1, 1, *a.shape[-2:]) if a.dim() == 2 else a
     b4 = b.reshape(1, 1, *b.shape[-2:]) if b.dim() == 2 else b
     if a4.dim() == 3:
