@@ -72,7 +72,7 @@ class Program:
         hdr = self._headers.get(key)
         if hdr is None:
             n = prod(self.shape)
-            arr = self._header(tuple(_layout(t, self.shape, n) for t in args), n)
+            arr = self.header(tuple(layout(t, self.shape, n) for t in args), n)
             hdr = self._headers[key] = (arr, arr.ctypes.data)  # the array keeps the address live
         ptrs = (ctypes.c_void_p * (len(args) + len(outs)))(
             *[t.data_ptr() for t in args], *[t.data_ptr() for t in outs]
@@ -80,7 +80,7 @@ class Program:
         fastops.ew_run(hdr[1], ptrs, threads)
         return outs
 
-    def _header(self, layout: tuple, n: int) -> np.ndarray:
+    def header(self, layout: tuple, n: int) -> np.ndarray:
         shape, strides = _collapse(self.shape, [st for kind, st in layout if kind == 2])
         it = iter(strides)
         rows: list[int] = [n, len(shape), *shape]
@@ -91,7 +91,7 @@ class Program:
                                                     self.code.reshape(-1)]))  # fmt: skip
 
 
-def _layout(t: torch.Tensor, shape: tuple[int, ...], n: int) -> tuple[int, tuple[int, ...]]:
+def layout(t: torch.Tensor, shape: tuple[int, ...], n: int) -> tuple[int, tuple[int, ...]]:
     """How the program reads one input: (0, ()) contiguous with the group's n elements, (1, ())
     one element, or (2, strides over the group's shape, 0 on broadcast axes)."""
     if t.numel() == n and t.is_contiguous():

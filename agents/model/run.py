@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from agents.model import fuse
+from agents.model import fuse, plan
 from agents.model.graph import Graph
 from agents.training import float32 as F
 from agents.training import native
@@ -101,6 +101,26 @@ def _plan(g: Graph, device: str, fused: bool, keep_all: bool) -> _Plan:
     return hit[1]
 
 
+# Compiled plans (agents/model/plan.py) of the native path without a trace, most recent last;
+# each holds its arena (a step's activations), so only a few are kept.
+_COMPILED: dict[int, tuple[Graph, plan.Plan | None]] = {}
+MAX_COMPILED = 4
+
+
+def _compiled(g: Graph) -> plan.Plan | None:
+    hit = _COMPILED.pop(id(g), None)
+    if hit is None or hit[0] is not g:
+        _reuse_freed_memory()
+        try:
+            hit = (g, plan.build(g))
+        except plan.NotPlannable:
+            hit = (g, None)
+        while len(_COMPILED) >= MAX_COMPILED:
+            del _COMPILED[next(iter(_COMPILED))]
+    _COMPILED[id(g)] = hit
+    return hit[1]
+
+
 def run_graph(
     g: Graph, inputs: list[torch.Tensor], cfg: RunConfig = RunConfig(), keep_trace: bool = False
 ) -> tuple[dict[str, torch.Tensor], list[torch.Tensor]]:
@@ -123,6 +143,8 @@ def run_graph(
         vals[i] = t.to(cfg.device, want).contiguous()
     base = len(g.inputs)
     fused = use_native and native.available()
+    if fused and not keep_trace and (compiled := _compiled(g)) is not None:
+        return compiled.run([vals[i] for i in range(base)], cfg.threads), []
     plan = _plan(g, cfg.device, fused, keep_trace)
     consts = plan.consts
     views = _VIEWS if fused and not keep_trace else {}

@@ -966,3 +966,231 @@ void vtp_matmul_nt_batch2(const float *A, long nb0, long nb1, long sa0, long sa1
             vtp_matmul_nt(A + i * sa0 + j * sa1, sam, sak, B + i * sb0 + j * sb1, sbn, sbk,
                           C + (i * nb1 + j) * M * N, M, N, K, nthreads);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* argmax_last (PROTOCOL §2.6): per row, the index of the first NaN, else of the first maximum */
+/* (f32); of the first maximum (i32). Comparisons only.                                        */
+
+void vtp_row_argmax(const float *A, long sr, long sc, int32_t *out, long M, long N) {
+    for (long i = 0; i < M; i++) {
+        float m = A[i * sr];
+        int32_t at = 0;
+        for (long j = 1; j < N; j++) {
+            float v = A[i * sr + j * sc];
+            if (m == m && (v > m || v != v)) {
+                m = v;
+                at = (int32_t)j;
+            }
+        }
+        out[i] = at;
+    }
+}
+
+void vtp_row_argmax_i32(const int32_t *A, long sr, long sc, int32_t *out, long M, long N) {
+    for (long i = 0; i < M; i++) {
+        int32_t m = A[i * sr], at = 0;
+        for (long j = 1; j < N; j++)
+            if (A[i * sr + j * sc] > m) {
+                m = A[i * sr + j * sc];
+                at = (int32_t)j;
+            }
+        out[i] = at;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Compiled plans (agents/model/plan.py): a run of a graph's steps as one call, so the         */
+/* interpreter's per-node work (argument lists, tensor objects, one foreign call per node) is  */
+/* paid once per plan instead of once per node. Arithmetic instructions call the kernels above */
+/* with the arguments their node would get; the data-movement ones copy 4-byte words.         */
+/* Operands are (slot, offset): the address slots[slot] + 4 * offset.                          */
+
+enum { PL_EW = 1, PL_MM, PL_RED, PL_COPY, PL_GATHER, PL_SCATTER, PL_ROWS, PL_ROWS_ADD };
+
+#define PL_ADDR(slots, s, o) ((void *)((char *)(slots)[(s)] + 4 * (o)))
+#define PL_MAXDIM 8
+
+/* Row-major walk over `shape` (nd <= PL_MAXDIM) keeping two operands' offsets. */
+typedef struct {
+    int nd;
+    long idx[PL_MAXDIM], a, b;
+    const long *shape, *sa, *sb;
+} walk2;
+
+static void walk_start(walk2 *w, int nd, const long *shape, const long *sa, const long *sb) {
+    w->nd = nd;
+    w->shape = shape;
+    w->sa = sa;
+    w->sb = sb;
+    w->a = w->b = 0;
+    for (int d = 0; d < nd; d++) w->idx[d] = 0;
+}
+
+static void walk_next(walk2 *w) {
+    for (int d = w->nd - 1; d >= 0; d--) {
+        w->a += w->sa[d];
+        w->b += w->sb[d];
+        if (++w->idx[d] < w->shape[d]) return;
+        w->a -= w->sa[d] * w->shape[d];
+        w->b -= w->sb[d] * w->shape[d];
+        w->idx[d] = 0;
+    }
+}
+
+/* dst (strided) <- src (strided) over `shape`: the last axis as one loop (memcpy on unit
+ * strides), the others walked */
+static void pl_copy(uint32_t *dst, const long *sd, const uint32_t *src, const long *ss, int nd,
+                    const long *shape) {
+    long outer = 1, n = nd ? shape[nd - 1] : 1, a = nd ? sd[nd - 1] : 0, b = nd ? ss[nd - 1] : 0;
+    for (int d = 0; d + 1 < nd; d++) outer *= shape[d];
+    if (outer == 0 || n == 0) return;
+    walk2 w;
+    walk_start(&w, nd ? nd - 1 : 0, shape, sd, ss);
+    for (long r = 0; r < outer; r++) {
+        uint32_t *o = dst + w.a;
+        const uint32_t *i = src + w.b;
+        if (a == 1 && b == 1) memcpy(o, i, 4 * (size_t)n);
+        else
+            for (long e = 0; e < n; e++) o[e * a] = i[e * b];
+        walk_next(&w);
+    }
+}
+
+/* gather (scatter = 0: out[p] = x[p with p[dim] = idx[p]], out contiguous over idx's shape) or
+ * scatter_value (scatter = 1: x[p with p[dim] = idx[p]] = word, x strided). Returns 0, or 1
+ * when an index is outside [0, size). The last axis is one loop; the others are walked. */
+static int pl_index(int scatter, int nd, int dim, long size, uint32_t *out, uint32_t *x,
+                    const int32_t *idx, const long *shape, const long *sx, const long *si,
+                    uint32_t word) {
+    long outer = 1, n = shape[nd - 1], xl = sx[nd - 1], il = si[nd - 1], sdim = sx[dim];
+    for (int d = 0; d + 1 < nd; d++) outer *= shape[d];
+    walk2 w;
+    walk_start(&w, nd - 1, shape, sx, si);
+    long e = 0;
+    for (long r = 0; r < outer; r++) {
+        /* x's row without its position along dim (added back from idx) */
+        long xa = w.a - (dim < nd - 1 ? w.idx[dim] * sdim : 0);
+        const int32_t *ir = idx + w.b;
+        long xs = dim == nd - 1 ? 0 : xl;
+        for (long i = 0; i < n; i++) {
+            long j = ir[i * il];
+            if (j < 0 || j >= size) return 1;
+            long at = xa + j * sdim + i * xs;
+            if (scatter) x[at] = word;
+            else out[e + i] = x[at];
+        }
+        e += n;
+        walk_next(&w);
+    }
+    return 0;
+}
+
+/* code: instructions, each [op, length in words, operands...]; runs `count` of them and
+ * returns 0, or k + 1 when instruction k found an index out of its range (nothing after it
+ * runs). Operands:
+ *   PL_EW:      nptrs, (slot, off) x nptrs (inputs then outputs), then the vtp_ew_run header
+ *   PL_MM:      A (slot, off), nb0, nb1, sa0, sa1, sam, sak, B (slot, off), sb0, sb1, sbn, sbk,
+ *               C (slot, off), M, N, K                       -> vtp_matmul_nt_batch2
+ *   PL_RED:     kind (0 f32 sum, 1 f32 max, 2 i32 sum, 3 i32 max, 4 f32 argmax, 5 i32 argmax),
+ *               src (slot, off), sr, sc, dst (slot, off), M, N
+ *   PL_COPY:    nd, dst (slot, off), src (slot, off), shape[nd], dst strides[nd], src strides[nd]
+ *   PL_GATHER:  nd, dim, size of x along dim, out (slot, off) contiguous, x (slot, off),
+ *               idx (slot, off), shape[nd] (idx's = out's), x strides[nd], idx strides[nd]:
+ *               out[p] = x[p with p[dim] = idx[p]]
+ *   PL_SCATTER: nd, dim, word, size of out along dim, out (slot, off), idx (slot, off),
+ *               idx shape[nd], out strides[nd], idx strides[nd]: out[p with p[dim] = idx[p]] =
+ *               word (out already holds x)
+ *   PL_ROWS:    out (slot, off), W (slot, off), idx (slot, off), n, D, rows: out row i = W row
+ *               idx[i] (all contiguous)
+ *   PL_ROWS_ADD: out (slot, off), idx (slot, off), src (slot, off), n, D, rows: out row idx[j]
+ *               += src row j, j ascending (out already holds dest) -> vtp_index_add_rows */
+long vtp_plan_run(const long *code, long count, void *const *slots, int nthreads) {
+    for (long k = 0; k < count; k++) {
+        const long *I = code;
+        code += I[1];
+        switch (I[0]) {
+        case PL_EW: {
+            long np = I[2];
+            void *stack[256];
+            void **ptrs = np <= 256 ? stack : malloc(sizeof(void *) * (size_t)np);
+            if (!ptrs) abort();
+            for (long p = 0; p < np; p++) ptrs[p] = PL_ADDR(slots, I[3 + 2 * p], I[4 + 2 * p]);
+            vtp_ew_run(I + 3 + 2 * np, ptrs, nthreads);
+            if (ptrs != stack) free(ptrs);
+            break;
+        }
+        case PL_MM:
+            vtp_matmul_nt_batch2((const float *)PL_ADDR(slots, I[2], I[3]), I[4], I[5], I[6],
+                                 I[7], I[8], I[9], (const float *)PL_ADDR(slots, I[10], I[11]),
+                                 I[12], I[13], I[14], I[15],
+                                 (float *)PL_ADDR(slots, I[16], I[17]), I[18], I[19], I[20],
+                                 nthreads);
+            break;
+        case PL_RED: {
+            const void *src = PL_ADDR(slots, I[3], I[4]);
+            void *dst = PL_ADDR(slots, I[7], I[8]);
+            long sr = I[5], sc = I[6], M = I[9], N = I[10];
+            switch (I[2]) {
+            case 0: vtp_row_sum(src, sr, sc, dst, M, N); break;
+            case 1: vtp_row_max(src, sr, sc, dst, M, N); break;
+            case 2: vtp_row_sum_i32(src, sr, sc, dst, M, N); break;
+            case 3: vtp_row_max_i32(src, sr, sc, dst, M, N); break;
+            case 4: vtp_row_argmax(src, sr, sc, dst, M, N); break;
+            case 5: vtp_row_argmax_i32(src, sr, sc, dst, M, N); break;
+            default: abort();
+            }
+            break;
+        }
+        case PL_COPY: {
+            int nd = (int)I[2];
+            if (nd > PL_MAXDIM) abort();
+            const long *shape = I + 7;
+            pl_copy(PL_ADDR(slots, I[3], I[4]), shape + nd, PL_ADDR(slots, I[5], I[6]),
+                    shape + 2 * nd, nd, shape);
+            break;
+        }
+        case PL_GATHER: {
+            int nd = (int)I[2];
+            if (nd < 1 || nd > PL_MAXDIM) abort();
+            const long *shape = I + 11;
+            if (pl_index(0, nd, (int)I[3], I[4], PL_ADDR(slots, I[5], I[6]),
+                         PL_ADDR(slots, I[7], I[8]), PL_ADDR(slots, I[9], I[10]), shape,
+                         shape + nd, shape + 2 * nd, 0))
+                return k + 1;
+            break;
+        }
+        case PL_SCATTER: {
+            int nd = (int)I[2];
+            if (nd < 1 || nd > PL_MAXDIM) abort();
+            const long *shape = I + 10;
+            if (pl_index(1, nd, (int)I[3], I[5], NULL, PL_ADDR(slots, I[6], I[7]),
+                         PL_ADDR(slots, I[8], I[9]), shape, shape + nd, shape + 2 * nd,
+                         (uint32_t)I[4]))
+                return k + 1;
+            break;
+        }
+        case PL_ROWS: {
+            uint32_t *out = PL_ADDR(slots, I[2], I[3]);
+            const uint32_t *W = PL_ADDR(slots, I[4], I[5]);
+            const int32_t *idx = PL_ADDR(slots, I[6], I[7]);
+            long n = I[8], D = I[9], rows = I[10];
+            for (long i = 0; i < n; i++)
+                if (idx[i] < 0 || idx[i] >= rows) return k + 1;
+            for (long i = 0; i < n; i++) memcpy(out + i * D, W + idx[i] * D, 4 * (size_t)D);
+            break;
+        }
+        case PL_ROWS_ADD: {
+            float *out = PL_ADDR(slots, I[2], I[3]);
+            const int32_t *idx = PL_ADDR(slots, I[4], I[5]);
+            const float *src = PL_ADDR(slots, I[6], I[7]);
+            long n = I[8], D = I[9], rows = I[10];
+            for (long i = 0; i < n; i++)
+                if (idx[i] < 0 || idx[i] >= rows) return k + 1;
+            vtp_index_add_rows(out, idx, src, n, D);
+            break;
+        }
+        default: abort();
+        }
+    }
+    return 0;
+}

@@ -117,7 +117,11 @@ _SIGS = {
     "vtp_erf32_scalar": [_P, _P, _L],
     "vtp_ew_run": [_P, _P, ctypes.c_int],
     "vtp_matmul_nt_batch2": [_P, *[_L] * 6, _P, *[_L] * 4, _P, *[_L] * 3, ctypes.c_int],
+    "vtp_plan_run": [_P, _L, _P, ctypes.c_int],
+    "vtp_row_argmax": [_P, _L, _L, _P, _L, _L],
+    "vtp_row_argmax_i32": [_P, _L, _L, _P, _L, _L],
 }
+_RESTYPES = {"vtp_plan_run": ctypes.c_long}
 
 
 @functools.cache
@@ -129,7 +133,7 @@ def lib() -> ctypes.CDLL:
     for name, argtypes in _SIGS.items():
         fn = getattr(so, name)
         fn.argtypes = argtypes
-        fn.restype = None
+        fn.restype = _RESTYPES.get(name)
     return so
 
 
