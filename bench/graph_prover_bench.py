@@ -191,7 +191,11 @@ def deep_game(dep, tmp: Path) -> dict:
     honest = ModelComputation(job, jg, st, steps, every)
     matmuls = [i for i, n in enumerate(jg.graph.nodes) if n.op == "matmul"]
     node = matmuls[6 * 6]  # forward matmuls: 6 per block (qkv, q·k, ·v, proj, fc, fc2)
-    fault = Fault("element", 2, node, 5, 1 << 30)
+    # an element of v (columns 2d … 3d of the qkv product) at position 3: read by every later
+    # position (a query at position 0 attends only to itself, so its softmax is 1 whatever
+    # the query is, and a flipped q or k there changes nothing)
+    d = 256
+    fault = Fault("element", 2, node, 3 * 3 * d + 2 * d + 7, 1 << 30)
     cheat = FaultyModelComputation(job, jg, st, steps, every, fault=fault)
     assert cheat.final_root() != honest.final_root()
     gid = open_game(dep, _Handle(job, jg), cheat, honest)

@@ -10,6 +10,7 @@ honest defender beats a challenger that disputes a true claim, with true or forg
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from dispute_fixtures import MODEL_JOBS, ape_artifacts, build_model_job, examples, open_game
@@ -141,3 +142,45 @@ def test_an_honest_defender_wins_at_every_operator(fresh, model):
         rec = run_game(gid, (Defender(honest, jg), dep.defender), (liar, dep.challenger),
                        _advance(dep))  # fmt: skip
         assert rec.winner == Side.DEFENDER, (name, op, i, rec)
+
+
+def test_every_move_over_a_12_layer_gpt_stays_under_the_bound(fresh, tmp_path):
+    """Depth does not grow a move (PROTOCOL §7.3): a 12-layer GPT (449 state tensors; d = 32
+    keeps the test quick, the moves that grew with depth carry roots, not widths) with a cheat
+    in layer 6 at step 2 of 4 loses, every move <= 500k gas. bench/graph_prover.json plays
+    the same game at d = 256."""
+    from agents.__main__ import main
+    from agents.cli_job import load_job
+
+    models = Path(__file__).resolve().parents[2] / "examples" / "models"
+    model = tmp_path / "deep.py"
+    gpt_file = str(models / "char_gpt.py")
+    model.write_text(
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('char_gpt', {gpt_file!r})\n"
+        "gpt = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(gpt)\n\n\n"
+        "def make():\n"
+        "    return gpt.GPT(d=32, heads=2, layers=12, block_size=8)\n"
+    )  # fmt: skip
+    spec = tmp_path / "deep.json"
+    argv = ["job", "build", "--model", f"{model}:make", "--dataset", "shakespeare-char/train",
+            "--optimizer", "adamw", "--lr", "0.003", "--batch", "2", "--steps", "4",
+            "--checkpoint-every", "2", "--seed", "5", "--out", str(spec)]  # fmt: skip
+    assert main(argv) == 0
+    job, st = load_job(str(spec), None)
+    jg = model_job_graph(job)
+    assert len(jg.config.state_names) == 449
+    honest = ModelComputation(job, jg, st, 4, 2)
+    qkv = [i for i, n in enumerate(jg.graph.nodes) if n.op == "matmul"][6 * 6]  # layer 6's
+    # an element of v at position 3 (read by every later position; a query at position 0
+    # attends only to itself, so a lie there may change nothing)
+    cheat = FaultyModelComputation(
+        job, jg, st, 4, 2, fault=Fault("element", 2, qkv, 3 * 96 + 64 + 7, 1 << 30)
+    )
+    assert cheat.final_root() != honest.final_root()
+    gid = open_game(dep := fresh, _Handle(job, jg), cheat, honest)
+    rec = run_game(gid, (Defender(cheat, jg), dep.defender),
+                   (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
+    assert rec.winner == Side.CHALLENGER and not rec.by_timeout, rec
+    assert max(gas for _, gas in rec.moves) <= MOVE_GAS, rec.moves
