@@ -283,8 +283,7 @@ def run_build(args: argparse.Namespace) -> int:
     store = open_blob_store(url)
     graph_addr = store.put(lowered.bundle.to_bytes())
     bundle = lowered.bundle
-    state_store = BlobStore(store.backend, lambda d: "0x" + mj.state_root(
-        mj.decode_state(bundle, d)).hex())  # fmt: skip
+    state_store = BlobStore(store.backend, lambda d: "0x" + mj.blob_state_root(bundle, d).hex())
     state_addr = state_store.put(mj.encode_state(st))
     assert graph_addr == spec.graph and state_addr == spec.state
     if manifest is not None:  # the spec names it by address: the job's store holds it too

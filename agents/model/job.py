@@ -55,24 +55,42 @@ def state_root(st: State) -> bytes:
 
 
 def encode_state(st: State) -> bytes:
-    """Every tensor's float32 little-endian bytes, row-major, in state order."""
-    return b"".join(v.detach().cpu().contiguous().numpy().astype("<f4").tobytes()
-                    for v in st.values())  # fmt: skip
+    """Every tensor's float32 little-endian bytes, row-major, in state order (joined from the
+    tensors' own memory: the blob is the only copy made)."""
+    parts = []
+    for v in st.values():
+        a = v.detach().cpu().contiguous().numpy()
+        parts.append(memoryview(a if a.dtype == np.dtype("<f4") else a.astype("<f4")).cast("B"))
+    return b"".join(parts)
+
+
+def _blob_arrays(bundle: Bundle, blob: bytes) -> list[tuple[str, np.ndarray]]:
+    """Each state tensor of a blob as a read-only float32 view into it."""
+    out = []
+    off = 0
+    for v in bundle.state:
+        n = prod(v.shape)
+        if off + 4 * n > len(blob):
+            raise GraphError(f"state blob of {len(blob)} bytes is too short for {v.name}")
+        out.append((v.name, np.frombuffer(blob, "<f4", n, off).reshape(v.shape)))
+        off += 4 * n
+    if off != len(blob):
+        raise GraphError(f"state blob has {len(blob) - off} trailing bytes")
+    return out
 
 
 def decode_state(bundle: Bundle, blob: bytes) -> State:
-    st: State = {}
-    off = 0
-    for v in bundle.state:
-        n = 4 * prod(v.shape)
-        if off + n > len(blob):
-            raise GraphError(f"state blob of {len(blob)} bytes is too short for {v.name}")
-        arr = np.frombuffer(blob[off : off + n], dtype="<f4").astype(np.float32)
-        st[v.name] = torch.from_numpy(arr.reshape(v.shape).copy())
-        off += n
-    if off != len(blob):
-        raise GraphError(f"state blob has {len(blob) - off} trailing bytes")
-    return st
+    return {name: torch.from_numpy(a.astype(np.float32)) for name, a in _blob_arrays(bundle, blob)}
+
+
+def blob_state_root(bundle: Bundle, blob: bytes) -> bytes:
+    """state_root(decode_state(bundle, blob)), read in place (no decoded copy of the state)."""
+    return merkle.state_root([(k, _view2d_np(a)) for k, a in _blob_arrays(bundle, blob)])
+
+
+def _view2d_np(a: np.ndarray) -> np.ndarray:
+    return a.reshape(1, 1) if a.ndim == 0 else a.reshape(1, -1) if a.ndim == 1 else a.reshape(
+        a.shape[0], -1)  # fmt: skip
 
 
 RANDOM_DOMAIN = keccak256(b"vtp.random.v1")
