@@ -216,6 +216,9 @@ def main() -> None:
             "native_kernels": native.available(),
             "load_average_at_start": os.getloadavg(),
         },
+        "ratio_basis": "`*_cpu` ratios: the measuring thread's CPU time (time.thread_time), what "
+        "the other jobs of this shared 2-core machine move least; the others: wall time "
+        "(time.perf_counter). Every ratio is of two figures measured interleaved in one run.",
         "batch": BATCH,
     }
     steps = {}

@@ -1,14 +1,24 @@
-"""Bring-your-own-model figures for bench/results/engine.json (keys `cnn`, `gpt`, `mlp_adamw`).
+"""Bring-your-own-model figures for bench/results/engine.json (keys `cnn`, `mlp_adamw`, `gpt`,
+`nanogpt`, `memory`).
 
-For each example model (examples/models/, built with the command its docstring gives):
+For each example model (examples/models/, built as its docstring says; `nanogpt` is nanoGPT's
+shakespeare-char configuration):
 - `build_seconds`: `job build`'s lowering (trace + rewrite + encode), in this process;
-- `step_ratio`: the reproducible engine's step time (native kernels, 1 thread, the committed
-  graph) / plain PyTorch float32 (the same module, autograd, torch.optim, 1 thread), both on
-  the same batches, measured interleaved in one run (median of rounds); `portable_ratio`: the
-  same for the portable torch-ops path (the one CUDA runs);
+- `step_ratio_cpu` / `step_ratio`: the reproducible engine's step (native kernels, 1 thread,
+  the committed graph) / plain PyTorch float32 (the same module, autograd, torch.optim,
+  1 thread) on the thread's CPU time (what the other jobs of a shared machine move least) and
+  on wall time, both on the same batches, measured interleaved in one run (median of rounds);
+  `portable_ratio`: the portable torch-ops path (the one CUDA runs);
+- `verified_cost_ratio_cpu` / `verified_cost_ratio`: what the job costs verified — the
+  solver's T engine steps and checkpoint roots, plus the verifiers' replay at the protocol's
+  defaults (`verifiersPerUnit` x `segmentsPerVerifier` of the T/k segments, each replayed step
+  an engine step, each segment's two end states hashed) — over plain PyTorch's T steps;
 - whole training, same initial weights and batches: the engine's held-out metric against plain
   PyTorch's (`test_accuracy` for the CNN, `val_loss` for the GPT with the corpus's unigram
   baseline, and their ratio).
+`memory`: `job build` (the whole command in a process of its own: its wall and CPU seconds, its
+peak RSS), and the peak RSS of a solver training the built job 2 steps against plain PyTorch
+training the module 2 steps, each in a process of its own.
 
 Run alone: .venv/bin/python -m bench.engine_bench --only models
 """
@@ -45,7 +55,7 @@ EXAMPLES = {
     # nanoGPT's shakespeare-char configuration (10.8M parameters): max_iters 5000, a checkpoint
     # every eval_interval = 250 steps. Its step is timed, not trained whole (hours on a core).
     "nanogpt": dict(file="char_gpt.py", factory="make_nanogpt", dataset=tokens.TRAIN, batch=8,
-                    steps=5000, every=250, train=False, portable=False, rounds=3, per_round=1,
+                    steps=5000, every=250, train=False, portable=False, rounds=5, per_round=1,
                     opt=Optimizer("adamw", 0.001, betas=(0.9, 0.99), weight_decay=0.1,
                                   clip_norm=1.0)),
 }  # fmt: skip
@@ -153,6 +163,21 @@ def bench_one(name: str, rounds: int = 7, per_round: int = 5) -> dict:
     med = {k: statistics.median(v) for k, v in times.items()}
     mcpu = {k: statistics.median(v) for k, v in cpu.items()}
     share = replay_share(job.spec.steps, job.spec.checkpoint_every)
+    walls, cpus = [], []
+    for _ in range(9):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        mj.state_root(st_e)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.thread_time() - c0)
+    root_s, root_cpu = statistics.median(walls), statistics.median(cpus)
+    steps, every = job.spec.steps, job.spec.checkpoint_every
+    # roots per job: the solver's S_0 … S_T checkpoints; two per replayed segment
+    roots = steps // every + 1 + 2 * VERIFIERS_PER_UNIT * min(SEGMENTS_PER_VERIFIER,
+                                                               steps // every)  # fmt: skip
+
+    def verified(engine: float, plain: float, root: float) -> float:
+        return round((engine * steps * (1 + share) + root * roots) / (plain * steps), 2)
+
     out = {
         "build_seconds": round(build_s, 3),
         "nodes": len(job.bundle.step.nodes),
@@ -160,14 +185,20 @@ def bench_one(name: str, rounds: int = 7, per_round: int = 5) -> dict:
         "batch": job.spec.batch,
         "engine_step_ms": round(1e3 * med["engine"], 3),
         "plain_step_ms": round(1e3 * med["plain"], 3),
+        "engine_step_cpu_ms": round(1e3 * mcpu["engine"], 3),
+        "plain_step_cpu_ms": round(1e3 * mcpu["plain"], 3),
         "step_ratio": round(med["engine"] / med["plain"], 2),
         # the same on the thread's CPU time: what other jobs on a shared machine do not move
         "step_ratio_cpu": round(mcpu["engine"] / mcpu["plain"], 2),
         # solver + verifiers' replay (VERIFIERS_PER_UNIT × SEGMENTS_PER_VERIFIER of T/k
-        # segments) over plain PyTorch training of the same T steps
+        # segments) and every state root hashed, over plain PyTorch training of the same T steps
+        "steps": steps,
+        "checkpoint_every": every,
         "replay_share": round(share, 3),
-        "verified_cost_ratio": round(med["engine"] * (1 + share) / med["plain"], 2),
-        "verified_cost_ratio_cpu": round(mcpu["engine"] * (1 + share) / mcpu["plain"], 2),
+        "state_root_ms": round(1e3 * root_s, 3),
+        "state_roots": roots,
+        "verified_cost_ratio": verified(med["engine"], med["plain"], root_s),
+        "verified_cost_ratio_cpu": verified(mcpu["engine"], mcpu["plain"], root_cpu),
     }
     if "portable" in med:
         out["portable_step_ms"] = round(1e3 * med["portable"], 3)
@@ -198,29 +229,23 @@ def bench_one(name: str, rounds: int = 7, per_round: int = 5) -> dict:
 
 
 # Peak resident memory, each in a process of its own (ru_maxrss is a process's high-water
-# mark): `job build`, the solver training 2 steps from the built spec, plain PyTorch 2 steps.
+# mark): `job build` (the whole command: the interpreter's start and imports included), the
+# solver training 2 steps from the built spec, plain PyTorch 2 steps.
+_BUILD = ["-m", "agents", "job", "build", "--dataset", "shakespeare-char/train", "--optimizer",
+          "adamw", "--lr", "0.001", "--betas", "0.9,0.99", "--weight-decay", "0.1",
+          "--clip-norm", "1.0", "--batch", "8", "--steps", "5000", "--checkpoint-every", "250",
+          "--seed", "1", "--max-params", str(1 << 28), "--json"]  # fmt: skip
 _CHILD = {
-    "build": """
-import resource, sys, time
-from agents.__main__ import main
-t = time.perf_counter()
-rc = main(["job", "build", "--model", sys.argv[1], "--dataset", "shakespeare-char/train",
-           "--optimizer", "adamw", "--lr", "0.001", "--betas", "0.9,0.99", "--weight-decay",
-           "0.1", "--clip-norm", "1.0", "--batch", "8", "--steps", "5000",
-           "--checkpoint-every", "250", "--seed", "1", "--out", sys.argv[2]])
-print(rc, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-""",
     "solver": """
-import resource, sys, torch
+import sys, torch
 from agents.cli.job import load_job
 torch.set_num_threads(1)
 job, st = load_job(sys.argv[2], None)
 for t in range(2):
     st, _ = job.step(st, t)
-print(0, 0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """,
     "plain": """
-import resource, sys, torch
+import sys, torch
 from agents.cli.job import load_factory
 from bench.models import EXAMPLES, plain_trainer
 torch.set_num_threads(1)
@@ -230,33 +255,62 @@ step = plain_trainer(m, {}, EXAMPLES["nanogpt"]["opt"])
 x = torch.randint(0, 84, (8, m.block_size))
 for t in range(2):
     step(x, x)
-print(0, 0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """,
 }
+# Runs a command as its only child and reports the child's output, CPU seconds and peak RSS
+# (RUSAGE_CHILDREN: this process waited for nothing else).
+_WRAP = """
+import json, resource, subprocess, sys
+res = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": res.returncode, "stdout": res.stdout, "stderr": res.stderr[-2000:],
+                  "cpu": ru.ru_utime + ru.ru_stime, "maxrss_kib": ru.ru_maxrss}))
+"""
+
+
+def _child(argv: list[str]) -> dict:
+    """{stdout, wall, cpu (s), rss_mb (peak)} of a Python command in a process of its own."""
+    import json
+    import subprocess
+    import sys
+
+    t0 = time.perf_counter()
+    res = subprocess.run([sys.executable, "-c", _WRAP, sys.executable, *argv], cwd=ROOT,
+                         capture_output=True, text=True, timeout=3000)  # fmt: skip
+    wall = time.perf_counter() - t0
+    out = json.loads(res.stdout)
+    if res.returncode or out["rc"]:
+        raise RuntimeError(f"{argv[:4]} failed: {out['stderr']}")
+    return {"stdout": out["stdout"], "wall": wall, "cpu": out["cpu"],
+            "rss_mb": round(out["maxrss_kib"] / 1024, 1)}  # fmt: skip
 
 
 def bench_memory(factory: str) -> dict:
-    """Build time and peak RSS of `job build`, and the peak RSS of a solver training the built
-    job against plain PyTorch training the module (batch 8, AdamW with clipping)."""
-    import subprocess
-    import sys
+    """`job build`'s seconds and peak RSS, and the peak RSS of a solver training the built job
+    against plain PyTorch training the module (batch 8, context 256, AdamW with clipping)."""
+    import json
     import tempfile
 
     ref = f"{ROOT}/examples/models/char_gpt.py:{factory}"
-    out: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         spec = f"{tmp}/job.json"
-        for kind in ("build", "solver", "plain"):
-            res = subprocess.run([sys.executable, "-c", _CHILD[kind], ref, spec], cwd=ROOT,
-                                 capture_output=True, text=True, timeout=3000)  # fmt: skip
-            rc, seconds, rss_kib = res.stdout.split()[-3:]
-            if res.returncode or rc != "0":
-                raise RuntimeError(f"{kind} of {factory} failed: {res.stderr[-2000:]}")
-            out[f"{kind}_peak_rss_mb"] = round(int(rss_kib) / 1024, 1)
-            if kind == "build":
-                out["build_seconds"] = round(float(seconds), 2)
-    out["solver_over_plain_rss"] = round(out["solver_peak_rss_mb"] / out["plain_peak_rss_mb"], 2)
-    return out
+        build = _child([*_BUILD, "--model", ref, "--out", spec])
+        report = json.loads(build["stdout"].splitlines()[-1])
+        solver = _child(["-c", _CHILD["solver"], ref, spec])
+        plain = _child(["-c", _CHILD["plain"], ref, spec])
+    return {
+        "params": report["params"],
+        "nodes": report["nodes"],
+        # the whole command (the interpreter's start and imports included) on a shared machine:
+        # its CPU seconds, its wall seconds, and the command's own wall seconds after imports
+        "build_cpu_seconds": round(build["cpu"], 2),
+        "build_seconds": round(build["wall"], 2),
+        "build_command_seconds": report["seconds"],
+        "build_peak_rss_mb": build["rss_mb"],
+        "solver_peak_rss_mb": solver["rss_mb"],
+        "plain_peak_rss_mb": plain["rss_mb"],
+        "solver_over_plain_rss": round(solver["rss_mb"] / plain["rss_mb"], 2),
+    }
 
 
 def bench_models() -> dict:
