@@ -150,7 +150,7 @@ def test_every_move_over_a_12_layer_gpt_stays_under_the_bound(fresh, tmp_path):
     in layer 6 at step 2 of 4 loses, every move <= 500k gas. bench/graph_prover.json plays
     the same game at d = 256."""
     from agents.__main__ import main
-    from agents.cli_job import load_job
+    from agents.cli.job import load_job
 
     models = Path(__file__).resolve().parents[2] / "examples" / "models"
     model = tmp_path / "deep.py"

@@ -177,7 +177,7 @@ def test_a_graph_with_an_empty_value_runs_on_the_interpreter():
 
 
 def _example_step(file: str, factory: str, item, classes: int, opt):
-    from agents.cli_job import load_factory
+    from agents.cli.job import load_factory
     from agents.model.lower import build_bundle
 
     torch.manual_seed(0)
