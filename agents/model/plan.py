@@ -6,9 +6,10 @@ work once per graph. Every value gets a fixed place: a view (permute, expand, sl
 without a copy) is a new shape and strides over its producer's place; a computed value gets a
 block of a per-plan arena, reused once its last reader has run (blocks are assigned at build
 time, first fit), or of the step's output buffer when the graph returns it. The steps then run
-as runs of C instructions (`kernels.c` `vtp_plan_run`: fused elementwise programs, matmuls,
-reductions, strided copies), each the very kernel call the interpreter makes for its node, with
-the Python-only operators (gathers, concatenation, index adds, ...) between runs.
+as one C call (`kernels.c` `vtp_plan_run`): fused elementwise programs, matmuls and reductions,
+each the very kernel call the interpreter makes for its node, and the data movement (strided
+copies, cat, gather, scatter_value, index_rows, index_add_rows) as word copies. An operator
+without an instruction here runs its registry kernel between C runs.
 
 Speed only: every instruction is the kernel its node runs in the interpreter, on the same input
 elements, so the values are the interpreter's bit for bit (tests compare the two, and the
@@ -57,9 +58,6 @@ class Loc:
     def meta(self) -> torch.Tensor:
         return torch.empty_strided(self.shape, self.strides, dtype=_DT[self.dtype], device="meta")
 
-    def contiguous(self) -> bool:
-        return self.meta().is_contiguous()
-
 
 def _contig(shape) -> tuple[int, ...]:
     return tuple(torch.empty(shape, device="meta").stride())
@@ -89,7 +87,7 @@ class Plan:
 
     g: Graph
     code: np.ndarray  # int64 instruction words of every C run
-    segments: list  # ("c", word offset, count) or ("py", node, input locs, out slot)
+    segments: list  # ("c", first word, count, kinds) or ("py", node, input locs, out slot)
     slots: np.ndarray  # int64 base addresses, by slot
     slot_tensors: list  # the tensor behind each slot (arena, out, inputs, constants, results)
     in_slots: list[int]
@@ -463,8 +461,9 @@ def build(g: Graph) -> Plan:
             segments.append(("py", n, list(ins.reads), bufs[ins.writes[0]].slot))
             continue
         if not segments or segments[-1][0] != "c":
-            segments.append(("c", len(words), 0, []))
-        segments[-1] = ("c", segments[-1][1], segments[-1][2] + 1, segments[-1][3] + [ins.kind])
+            segments.append(("c", len(words), 0, []))  # (kind, first word, count, their kinds)
+        segments[-1] = ("c", segments[-1][1], segments[-1][2] + 1, segments[-1][3])
+        segments[-1][3].append(ins.kind)
         words += _words(ins, addr)
     arena = torch.empty(max(1, arena_size), dtype=torch.int32)
     slot_tensors: list = [None] * bld.slot_count
