@@ -380,8 +380,9 @@ def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):
     store = open_blob_store(url)
     try:
         bundle = bundle_from_bytes(store.get(spec.graph))
-        blob = store.get(spec.state, address_fn=lambda d: "0x" + mj.state_root(
-            mj.decode_state(bundle, d)).hex())  # fmt: skip
+        blob = store.get(
+            spec.state, address_fn=lambda d: "0x" + mj.blob_state_root(bundle, d).hex()
+        )
     except BlobError as e:
         raise UserError(f"cannot read the job's blobs: {e}"[:400]) from None
     st = mj.decode_state(bundle, blob)

@@ -144,8 +144,7 @@ def keep_job(ctx: JobContext, store: BlobStore, log: logging.Logger) -> None:
     if not isinstance(rt, ModelRuntime):
         return
     bundle = rt.job.bundle
-    states = BlobStore(store.backend, lambda d: "0x" + mj.state_root(
-        mj.decode_state(bundle, d)).hex())  # fmt: skip
+    states = BlobStore(store.backend, lambda d: "0x" + mj.blob_state_root(bundle, d).hex())
     try:
         if not store.has(ctx.spec.graph):
             store.put(bundle.to_bytes())

@@ -310,7 +310,7 @@ def _model_runtime(
         raise JobRejected(f"{what}: the model has {n} parameters, over --max-params {max_params}")
     state_bytes = 4 * sum(prod(v.shape) for v in bundle.state)
     blob = _first(stores, spec.state, what, "initial state", state_bytes,
-                  lambda d: "0x" + mj.state_root(mj.decode_state(bundle, d)).hex())  # fmt: skip
+                  lambda d: "0x" + mj.blob_state_root(bundle, d).hex())  # fmt: skip
     start = mj.decode_state(bundle, blob)
     data = job_data(spec.dataset_name, stores, fetch)
     if data.root() != chain.dataset_root:

@@ -9,13 +9,22 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from agents.__main__ import main
 from agents.cli.job import load_job
-from agents.model.job import RoundRun, UnitRun, state_root
+from agents.model.job import (
+    RoundRun,
+    UnitRun,
+    blob_state_root,
+    decode_state,
+    encode_state,
+    state_root,
+)
 from agents.model.run import RunConfig
 from agents.training import decompose
+from agents.training.registry import GraphError
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "examples" / "models"
@@ -128,3 +137,26 @@ def test_the_op_trace_commits_every_node_the_same_on_every_kernel(tmp_path, caps
         assert any(t.dtype == torch.int32 and (t < 0).any() for t in trace)  # i32 words too
         roots.add(trace_root(trace))
     assert len(roots) == 1
+
+
+def test_a_state_blob_is_addressed_in_place_as_its_decoded_state(tmp_path, capsys):
+    """blob_state_root (what job build, the agents' stores and load_job address a state blob by)
+    is state_root of the decoded state, bit for bit: odd values, every rank, short and long blobs
+    refused."""
+    spec = build(tmp_path, "blob", "--steps", "2")
+    capsys.readouterr()
+    job, st = load_job(str(spec), None)
+    odd = torch.tensor([float("nan"), -0.0, float("inf"), 1e-45])
+    st = {k: v.flatten().clone() for k, v in st.items()}
+    first = next(iter(st))
+    st[first][:4] = odd
+    st = {k: v.reshape(s.shape) for (k, v), s in zip(st.items(), job.bundle.state, strict=True)}
+    blob = encode_state(st)
+    assert blob_state_root(job.bundle, blob) == state_root(decode_state(job.bundle, blob))
+    assert blob_state_root(job.bundle, blob) == state_root(st)
+    flipped = bytearray(blob)
+    flipped[-1] ^= 1
+    assert blob_state_root(job.bundle, bytes(flipped)) != state_root(st)
+    for bad in (blob[:-4], blob + b"\0\0\0\0"):
+        with pytest.raises(GraphError):
+            blob_state_root(job.bundle, bad)
