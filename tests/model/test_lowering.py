@@ -327,3 +327,62 @@ def test_example_models_forward_and_gradients_match_pytorch(case):
         g_got, g_want = p0 - g_new, p0 - w_new
         scale = g_want.abs().max().item()
         assert (g_got - g_want).abs().max().item() <= 2e-5 * scale + 1e-6, (case, name)
+
+
+def _hf(name: str):
+    def make():
+        tf = pytest.importorskip("transformers")
+        cfg = {
+            "gpt2": lambda: tf.GPT2Config(vocab_size=11, n_positions=5, n_embd=8, n_layer=1,
+                                          n_head=2, resid_pdrop=0.1),
+            "llama": lambda: tf.LlamaConfig(vocab_size=11, hidden_size=8, intermediate_size=12,
+                                            num_hidden_layers=1, num_attention_heads=2,
+                                            num_key_value_heads=1, max_position_embeddings=5,
+                                            tie_word_embeddings=True),
+        }[name]()  # fmt: skip
+        cfg.use_cache = False
+        return tf.AutoModelForCausalLM.from_config(cfg)
+
+    return make
+
+
+def _real_trace(fn, args):
+    """The front end's trace on real values (what it traced before lowering on fake tensors)."""
+    from torch._decomp import core_aten_decompositions
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH):
+        return make_fx(fn, decomposition_table=core_aten_decompositions())(*args)
+
+
+FAKE_CASES = {  # (make, item, classes, task)
+    "char_gpt_masked": (*EXAMPLES["char_gpt_masked"], "lm"),
+    "llama": (*EXAMPLES["llama"], "lm"),
+    "resnet": (*EXAMPLES["resnet"], "classify"),
+    "batchnorm1d_dropout": (*CASES["batchnorm1d_dropout"], "classify"),
+    "llama_rope_interleaved": (*CASES["llama_rope_interleaved"], "lm"),
+    "hf_gpt2": (_hf("gpt2"), (5,), 11, "lm"),
+    "hf_llama": (_hf("llama"), (5,), 11, "lm"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAKE_CASES))
+def test_lowering_on_fake_tensors_gives_the_real_traces_bundle(case, monkeypatch):
+    """The traces run on fake tensors (shapes and dtypes only), yet constant folding (masks,
+    rotary tables, dropout's keep threshold, a schedule) computes real values: the bundle and S_0
+    are the ones a real-valued trace gives, byte for byte."""
+    import agents.model.lower as lower
+
+    make, item, classes, task = FAKE_CASES[case]
+    opt = Optimizer("adamw", 0.01, weight_decay=0.1, clip_norm=1.0)
+    recipe = Recipe(schedule=(1.0, 0.5, 0.25))
+    built = []
+    for trace in (lower._trace, _real_trace):
+        monkeypatch.setattr(lower, "_trace", trace)
+        torch.manual_seed(0)
+        built.append(build_bundle(make(), opt, 2, task, item, classes, recipe=recipe))
+    fake, real = built
+    assert fake.bundle.to_bytes() == real.bundle.to_bytes()
+    assert [n for n, _ in fake.state] == [n for n, _ in real.state]
+    assert all(torch.equal(a, b) for (_, a), (_, b) in zip(fake.state, real.state, strict=True))
