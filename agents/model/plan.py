@@ -8,7 +8,8 @@ block of a per-plan arena, reused once its last reader has run (blocks are assig
 time, first fit), or of the step's output buffer when the graph returns it. The steps then run
 as one C call (`kernels.c` `vtp_plan_run`): fused elementwise programs, matmuls and reductions,
 each the very kernel call the interpreter makes for its node, and the data movement (strided
-copies, cat, gather, scatter_value, index_rows, index_add_rows) as word copies. An operator
+copies, cat, gather, scatter_value, index_rows, index_add_rows) as word copies, and the
+committed random stream (`uniform`: Philox4x32-10, the registry's words). An operator
 without an instruction here runs its registry kernel between C runs.
 
 Speed only: every instruction is the kernel its node runs in the interpreter, on the same input
@@ -33,7 +34,8 @@ from agents.training.registry import Node, run_node, t_const, t_slice
 ALIGN = 16  # elements (64 bytes): every block starts on a cache line
 ARENA, OUT = 0, 1  # slots 0 and 1; inputs, constants and Python results take the rest
 # kernels.c's instruction codes
-PL_EW, PL_MM, PL_RED, PL_COPY, PL_GATHER, PL_SCATTER, PL_ROWS, PL_ROWS_ADD = range(1, 9)
+(PL_EW, PL_MM, PL_RED, PL_COPY, PL_GATHER, PL_SCATTER, PL_ROWS, PL_ROWS_ADD,
+ PL_UNIFORM) = range(1, 10)  # fmt: skip
 _RED = {"sum_last": (0, 2), "max_last": (1, 3), "argmax_last": (4, 5)}  # f32, i32 operand
 MAX_DIMS = 8  # kernels.c's PL_MAXDIM and EW_MAXDIM
 _OP_OF = {"scatter": "scatter_value", "rows": "index_rows", "rows_add": "index_add_rows"}
@@ -306,6 +308,15 @@ class _Builder:
                   [out.buf])  # fmt: skip
         return out
 
+    def _uniform(self, n: Node, ins: list[Loc]) -> Loc | None:
+        (step,) = ins
+        if prod(n.shape) > 1 << 32:  # the counter's e is one 32-bit word
+            return None
+        step = self.contiguous_view(step, (3,))
+        out = self.fresh(n.shape, "f32")
+        self.emit("uniform", (out, step, prod(n.shape), n.attrs[0]), [step], [out.buf])
+        return out
+
     def matmul(self, a: Loc, b: Loc, n: Node) -> Loc:
         """fastops.matmul_strided's operands as (up to) two batch axes and strides."""
         lead = a.shape[:-2]
@@ -329,6 +340,7 @@ _MOVES = {
     "scatter_value": _Builder._scatter_value,
     "index_rows": _Builder._index_rows,
     "index_add_rows": _Builder._index_add_rows,
+    "uniform": _Builder._uniform,
 }
 
 
@@ -368,6 +380,10 @@ def _words(ins: _Instr, addr) -> list[int]:
         out, w, idx, count, D, rows = a
         body = [*addr(out), *addr(w), *addr(idx), count, D, rows]
         op = PL_ROWS
+    elif k == "uniform":
+        out, step, count, site = a
+        body = [*addr(out), *addr(step), count, site]
+        op = PL_UNIFORM
     else:
         assert k == "rows_add", k
         out, idx, src, count, D, rows = a

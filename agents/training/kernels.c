@@ -1005,7 +1005,7 @@ void vtp_row_argmax_i32(const int32_t *A, long sr, long sc, int32_t *out, long M
 /* with the arguments their node would get; the data-movement ones copy 4-byte words.         */
 /* Operands are (slot, offset): the address slots[slot] + 4 * offset.                          */
 
-enum { PL_EW = 1, PL_MM, PL_RED, PL_COPY, PL_GATHER, PL_SCATTER, PL_ROWS, PL_ROWS_ADD };
+enum { PL_EW = 1, PL_MM, PL_RED, PL_COPY, PL_GATHER, PL_SCATTER, PL_ROWS, PL_ROWS_ADD, PL_UNIFORM };
 
 #define PL_ADDR(slots, s, o) ((void *)((char *)(slots)[(s)] + 4 * (o)))
 #define PL_MAXDIM 8
@@ -1085,6 +1085,28 @@ static int pl_index(int scatter, int nd, int dim, long size, uint32_t *out, uint
     return 0;
 }
 
+/* The registry's `uniform` (registry.py uniform_word): element e is (x0 >> 8) * 2^-24, x0 the
+ * first word of Philox4x32-10 on counter (e, site, t, 0) under key (k0, k1). Both factors are
+ * exact in binary32 (a 24-bit integer, a power of two), so the product is the exact value. */
+static void pl_uniform(float *out, const uint32_t *step, long n, uint32_t site) {
+    for (long e = 0; e < n; e++) {
+        uint32_t c0 = (uint32_t)e, c1 = site, c2 = step[2], c3 = 0, k0 = step[0], k1 = step[1];
+        for (int r = 0; r < 10; r++) {
+            if (r) {
+                k0 += 0x9E3779B9u;
+                k1 += 0xBB67AE85u;
+            }
+            uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+            c1 = (uint32_t)p1;
+            c3 = (uint32_t)p0;
+            c0 = n0;
+            c2 = n2;
+        }
+        out[e] = (float)(c0 >> 8) * 0x1p-24f;
+    }
+}
+
 /* code: instructions, each [op, length in words, operands...]; runs `count` of them and
  * returns 0, or k + 1 when instruction k found an index out of its range (nothing after it
  * runs). Operands:
@@ -1103,7 +1125,9 @@ static int pl_index(int scatter, int nd, int dim, long size, uint32_t *out, uint
  *   PL_ROWS:    out (slot, off), W (slot, off), idx (slot, off), n, D, rows: out row i = W row
  *               idx[i] (all contiguous)
  *   PL_ROWS_ADD: out (slot, off), idx (slot, off), src (slot, off), n, D, rows: out row idx[j]
- *               += src row j, j ascending (out already holds dest) -> vtp_index_add_rows */
+ *               += src row j, j ascending (out already holds dest) -> vtp_index_add_rows
+ *   PL_UNIFORM: out (slot, off) contiguous, step (slot, off) (k0, k1, t), n, site: the registry's
+ *               `uniform` -> pl_uniform */
 long vtp_plan_run(const long *code, long count, void *const *slots, int nthreads) {
     for (long k = 0; k < count; k++) {
         const long *I = code;
@@ -1189,6 +1213,10 @@ long vtp_plan_run(const long *code, long count, void *const *slots, int nthreads
             vtp_index_add_rows(out, idx, src, n, D);
             break;
         }
+        case PL_UNIFORM:
+            pl_uniform(PL_ADDR(slots, I[2], I[3]), PL_ADDR(slots, I[4], I[5]), I[6],
+                       (uint32_t)I[7]);
+            break;
         default: abort();
         }
     }

@@ -95,8 +95,24 @@ def _matmuls():
         _f32((2, 3, 4, 5), 7), _f32((5, 7), 8), _f32((2, 2, 3, 5, 4), 9)]  # fmt: skip
 
 
+def _random_stream():
+    """`uniform` (the committed random stream) in C: key words with the sign bit set, a step t
+    past 2^31, several sites and shapes, one draw read through a permuted view."""
+    b = Builder()
+    step = b.input("step", (3,), "i32")
+    u = b.add("uniform", (step,), (4, 33), "f32", (7,))
+    u0 = b.add("uniform", (step,), (5,), "f32", (0,))
+    big = b.add("uniform", (step,), (2, 3, 1000), "f32", (0xFFFFFFFF,))
+    keep = b.add("cast_f32", (b.add("lt", (u, b.const(0.9, (), "f32")), (4, 33), "i32"),),
+                 (4, 33), "f32")  # fmt: skip
+    pu = b.add("exp", (b.add("permute", (u,), (33, 4), "f32", (1, 0)),), (33, 4), "f32")
+    words = np.array([0xDEADBEEF, 0x80000001, 0x9000000F], dtype=np.uint32).view(np.int32)
+    g = b.graph([("u", u), ("u0", u0), ("big", big), ("keep", keep), ("pu", pu)])
+    return g, [torch.from_numpy(words.copy())]
+
+
 CASES = {"views": _views_and_copies, "indexing": _indexing, "reductions": _reductions_and_i32,
-         "matmul": _matmuls}  # fmt: skip
+         "matmul": _matmuls, "random": _random_stream}  # fmt: skip
 
 
 def _words(t: torch.Tensor, canonical: bool) -> np.ndarray:
@@ -149,6 +165,18 @@ def test_an_index_outside_its_axis_is_an_error_not_a_read(bad):
         P.build(g).run([w, ids, lab], 1)
 
 
+def test_the_random_stream_in_c_is_the_registrys_scalar_reference():
+    from agents.training.registry import uniform_word
+
+    g, (step,) = _random_stream()
+    out = P.build(g).run([step], 2)
+    k0, k1, t = (int(w) & 0xFFFFFFFF for w in step.tolist())
+    for name, site in (("u", 7), ("u0", 0), ("big", 0xFFFFFFFF)):
+        flat = _bits(out[name]).reshape(-1)
+        for e in (0, 1, len(flat) // 2, len(flat) - 1):
+            assert int(flat[e]) == uniform_word(k0, k1, t, site, e), (name, e)
+
+
 def _no_overlap(plan: P.Plan) -> None:
     """Arena blocks live at one instruction (from their writer to their last reader) are apart,
     and inside the arena."""
@@ -195,7 +223,15 @@ def _example_step(file: str, factory: str, item, classes: int, opt):
     return low.bundle, [t for _, t in low.state] + hyper + [x, y]
 
 
-@pytest.mark.parametrize("example", ["cnn", "gpt_masked", "mlp_adamw"])
+def _with_step(bundle, inputs: list, t: int) -> list:
+    """The step graph's inputs at step t: the step input last when the graph reads one
+    (dropout's draws)."""
+    from agents.model.job import has_step_input, step_input
+
+    return inputs + [step_input(5, t)] if has_step_input(bundle.step) else inputs
+
+
+@pytest.mark.parametrize("example", ["cnn", "gpt_masked", "mlp_adamw", "llama", "resnet"])
 def test_every_example_compiles_to_c_instructions_only(example):
     """The examples' steps and forwards run as one C call each (no Python operator between),
     with the interpreter's bits over two steps; their arena blocks never overlap while live."""
@@ -208,6 +244,10 @@ def test_every_example_compiles_to_c_instructions_only(example):
             "adamw", 0.003, betas=(0.9, 0.99), weight_decay=0.1, clip_norm=1.0)),
         "mlp_adamw": ("digits_mlp.py", "make_model", (1, 8, 8), 10, Optimizer(
             "adamw", 0.003, weight_decay=0.01)),
+        "llama": ("llama.py", "make_model", (32,), 84, Optimizer(
+            "adamw", 0.003, weight_decay=0.1, no_decay_1d=True)),
+        "resnet": ("resnet.py", "make_model", (1, 8, 8), 10, Optimizer("nesterov", 0.05,
+                                                                      momentum=0.9)),
     }[example]  # fmt: skip
     bundle, inputs = _example_step(file, factory, item, classes, opt)
     g = bundle.step
@@ -217,9 +257,9 @@ def test_every_example_compiles_to_c_instructions_only(example):
         _no_overlap(plan)
     n = len(bundle.state)
     a = b = inputs
-    for _ in range(2):
-        out_a = P.build(g).run(a, 1)
-        out_b, _ = run_graph(g, b, RunConfig("native"), keep_trace=True)
+    for t in range(2):
+        out_a = P.build(g).run(_with_step(bundle, a, t), 1)
+        out_b, _ = run_graph(g, _with_step(bundle, b, t), RunConfig("native"), keep_trace=True)
         _same(out_a, out_b)
         a = [out_a[v.name] for v in bundle.state] + a[n:]
         b = [out_b[v.name] for v in bundle.state] + b[n:]
