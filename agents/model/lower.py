@@ -1555,7 +1555,10 @@ def written_buffers(module: nn.Module, x: torch.Tensor) -> list[str]:
     batch count), found on a copy of the module so the original keeps its values."""
     import copy
 
-    m = copy.deepcopy(module).train()
+    if next(module.buffers(), None) is None:
+        return []  # nothing a forward could write: no forward to run
+    # the copy shares the parameters (a forward does not write them): only buffers are copied
+    m = copy.deepcopy(module, {id(p): p for p in module.parameters()}).train()
     # a kernel may write a buffer without bumping its version (BatchNorm's CPU kernel does)
     before = {n: (b._version, b.clone()) for n, b in m.named_buffers()}
     with torch.no_grad():
