@@ -323,4 +323,24 @@ def bench_models() -> dict:
     for factory in os.environ.get("BENCH_MEMORY", "make_nanogpt").split(","):
         res["memory"][factory] = bench_memory(factory)
         print(factory, res["memory"][factory], flush=True)
+    if len(res["memory"]) >= 2:
+        res["memory"]["to_124m"] = scale_to(res["memory"], GPT2_SMALL)
     return res
+
+
+GPT2_SMALL = 124_439_808  # GPT-2 small's parameters (12 layers, d = 768, its 50,257 tokens)
+
+
+def scale_to(points: dict, params: int) -> dict:
+    """Each figure at `params`, on the line through the two measured points of fewest and most
+    parameters (an extrapolation, not a measurement: memory grows with the state, ~linearly)."""
+    lo, hi = sorted(points.values(), key=lambda r: r["params"])[:: len(points) - 1]
+    out: dict = {"params": params, "how": "linear through the measured points "
+                 f"{lo['params']} and {hi['params']} (extrapolated, not measured)"}  # fmt: skip
+    for k in ("build_cpu_seconds", "build_peak_rss_mb", "solver_peak_rss_mb",
+              "plain_peak_rss_mb"):  # fmt: skip
+        per = (hi[k] - lo[k]) / (hi["params"] - lo["params"])
+        out[k] = round(hi[k] + per * (params - hi["params"]), 1)
+        out[f"{k}_per_million_params"] = round(per * 1e6, 3)
+    out["solver_over_plain_rss"] = round(out["solver_peak_rss_mb"] / out["plain_peak_rss_mb"], 2)
+    return out
