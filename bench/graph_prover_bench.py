@@ -252,7 +252,13 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", action="append", choices=sorted(JOBS),
                     help="measure these models and keep the file's others")  # fmt: skip
-    names = ap.parse_args().only or list(JOBS)
+    ap.add_argument(
+        "--deep-only",
+        action="store_true",
+        help="measure only the 12-layer GPT game and keep the file's models",
+    )
+    cli = ap.parse_args()
+    names = [] if cli.deep_only else cli.only or list(JOBS)
     # An Anvil of our own: ape's records every EVM step (--steps-tracing), gigabytes for a
     # postTrace of the GPT's 1,204 roots.
     with local_anvil(AnvilConfig()) as url, tempfile.TemporaryDirectory() as tmp:
@@ -261,8 +267,8 @@ def main() -> int:
         for name in names:
             results[name]["games"] = games(dep, name, Path(tmp))
             results[name]["games_summary"] = summary(results[name]["games"])
-        # the deep game only with every model (--only keeps the file's)
-        deep = deep_game(dep, Path(tmp)) if names == list(JOBS) else None
+        # the deep game with every model or alone (--only keeps the file's)
+        deep = deep_game(dep, Path(tmp)) if names == list(JOBS) or cli.deep_only else None
     if OUT.exists():
         kept = json.loads(OUT.read_text())
         results = kept["models"] | results
