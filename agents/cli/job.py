@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import importlib.util
 import json
@@ -61,7 +62,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--checkpoint-every", type=int, required=True)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--rounds", type=int, help="decompose: R rounds of steps/R local steps")
-    b.add_argument("--shards", type=int, help="decompose: S shards a round, averaged after it")
+    b.add_argument("--shards", type=int, help="decompose: S shards a round, aggregated after it")
+    b.add_argument(
+        "--outer",
+        choices=("average", "nesterov"),
+        help="decompose: the outer optimizer (default average: version 2's rule)",
+    )
+    b.add_argument("--outer-lr", type=float, help="nesterov: outer learning rate (default 0.7)")
+    b.add_argument("--outer-momentum", type=float,
+                   help="nesterov: outer momentum (default 0.9)")  # fmt: skip
     b.add_argument("--max-params", type=int, default=DEFAULT_MAX_PARAMS)
     b.add_argument("--out", required=True, help="the spec file to write (job.json)")
     b.add_argument("--blob-url", help="blob store for the bundle and state (default <out>.blobs; "
@@ -127,6 +136,28 @@ def _recipe(args, steps: int, lr: float):
     except ScheduleError as e:
         raise UserError(str(e)) from None
     return Recipe(args.accumulate, schedule, args.ignore_index, args.label_smoothing)
+
+
+def _outer(args, decomposed: bool):
+    """The outer optimizer of --outer / --outer-lr / --outer-momentum (decomposed jobs only)."""
+    from agents.model.aggregate import Outer
+
+    given = {"--outer": args.outer, "--outer-lr": args.outer_lr,
+             "--outer-momentum": args.outer_momentum}  # fmt: skip
+    if not decomposed:
+        for flag, v in given.items():
+            if v is not None:
+                raise UserError(f"{flag} applies to a decomposed job (--rounds, --shards)")
+        return None
+    kind = args.outer or "average"
+    if kind == "average":
+        for flag in ("--outer-lr", "--outer-momentum"):
+            if given[flag] is not None:
+                raise UserError(f"{flag} applies to --outer nesterov")
+        return Outer()
+    lr = 0.7 if args.outer_lr is None else args.outer_lr
+    mu = 0.9 if args.outer_momentum is None else args.outer_momentum
+    return Outer.nesterov(lr, mu)
 
 
 def _optimizer(args):
@@ -203,6 +234,7 @@ def run_build(args: argparse.Namespace) -> int:
     from agents.data import datasets, tokens
     from agents.model import hf
     from agents.model import job as mj
+    from agents.model.aggregate import graph_hash
     from agents.model.lower import LoweringError, build_bundle
     from agents.training import float32 as F
     from agents.training import spec as sp
@@ -219,6 +251,7 @@ def run_build(args: argparse.Namespace) -> int:
     rounds, shards = args.rounds or 1, args.shards or 1
     if decomposed and (rounds < 1 or shards < 1 or args.steps % rounds):
         raise UserError(f"--rounds must divide --steps ({args.steps}) and --shards be >= 1")
+    outer = _outer(args, decomposed)
     opt = _optimizer(args)
     hyper_bits = tuple((k, F.bits(np.float32(v))) for k, v in opt.hyper().items())
     dataset_name, ds, manifest, chunk_stores = _dataset(args.dataset, build(FetchConfig, args))
@@ -277,8 +310,20 @@ def run_build(args: argparse.Namespace) -> int:
         shards=shards,
         local_steps=args.steps // rounds if decomposed else None,
     )
+    if decomposed:  # the aggregation graph, lowered beside the step graph, bound by its hash
+        spec = dataclasses.replace(spec, outer=outer.kind, outer_bits=outer.bits(),
+                                   aggregate="0x" + "00" * 32)  # fmt: skip
+        sp.parse_spec(json.loads(spec.canonical_bytes()))  # the ranges first
+        positions = mj.positions(lowered.bundle, ds)
+        if shards > positions:
+            raise UserError(
+                f"--shards {shards} is more than the dataset's {positions} "
+                "examples (every shard needs one)"
+            )
+        agg = mj.job_aggregation(lowered.bundle, spec, positions)
+        spec = dataclasses.replace(spec, aggregate=graph_hash(agg.graph))
     sp.parse_spec(json.loads(spec.canonical_bytes()))  # every range check the spec has
-    mj.ModelJob(spec, lowered.bundle, ds).positions()  # the interface and the batch source
+    job = mj.ModelJob(spec, lowered.bundle, ds)  # the interface, the batch source, the binding
     url = args.blob_url or spec_files.default_blobs(args.out)
     store = open_blob_store(url)
     graph_addr = store.put(lowered.bundle.to_bytes())
@@ -300,6 +345,10 @@ def run_build(args: argparse.Namespace) -> int:
         "params": n,
         "nodes": len(bundle.step.nodes),
         "graph_bytes": len(bundle.to_bytes()),
+    }
+    if decomposed:
+        out |= {"aggregate": spec.aggregate, "aggregate_nodes": len(job.aggregation.graph.nodes)}
+    out |= {
         "seconds": round(time.perf_counter() - t0, 3),
     }
     if args.json:

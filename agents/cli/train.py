@@ -174,7 +174,7 @@ def _run_model_rounds(job, st, out, args) -> int:
     from agents.model.job import RoundRun
     from agents.training.decompose import rounds_root
 
-    t0, g_roots = time.perf_counter(), [job_root(st)]
+    t0, g_roots = time.perf_counter(), [job_root(job.aggregation.initial(st))]
     for ev in job.run_rounds(st):
         if isinstance(ev, RoundRun):
             g_roots.append(ev.state_root)
@@ -184,9 +184,13 @@ def _run_model_rounds(job, st, out, args) -> int:
             out({"round": ev.round, "shard": ev.shard, "checkpoint_root": _hex(ev.checkpoint_root),
                  "final_root": _hex(ev.roots[-1]), "loss": round(ev.loss, 6)})  # fmt: skip
     s = job.spec
-    summary: dict = {"rounds": s.rounds, "shards": s.shards, "local_steps": s.k_local}
+    summary: dict = {"rounds": s.rounds, "shards": s.shards, "local_steps": s.k_local,
+                     "outer": s.outer}  # fmt: skip
     summary["seconds"] = round(time.perf_counter() - t0, 3)
     summary["rounds_root"] = _hex(rounds_root(g_roots))
+    # the job's result G_R: the step state of H_R (what `job fetch` writes as the state_dict)
+    st = job.aggregation.unit_start(st)
+    summary["final_root"] = _hex(job_root(st))
     return _finish_model(job, st, summary, args, out)
 
 

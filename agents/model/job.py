@@ -8,6 +8,8 @@ validation loss (language models) with the committed forward graph.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from math import prod
@@ -17,6 +19,7 @@ import torch
 
 from agents.data import tokens
 from agents.data.datasets import held_out
+from agents.model.aggregate import Aggregation, Outer, aggregation_graph, graph_hash
 from agents.model.graph import BUFFER_PREFIX, STEP_INPUT, Bundle
 from agents.model.run import RunConfig, run_graph
 from agents.training import decompose, merkle
@@ -139,6 +142,21 @@ def module_state_dict(bundle: Bundle, st: State) -> dict[str, torch.Tensor]:
     return out
 
 
+def positions(bundle: Bundle, data) -> int:
+    """How many examples (classification) or window starts (tokens) batches draw from."""
+    if bundle.task == "lm":
+        return data.n - bundle.item_shape[0]
+    return data.n
+
+
+def job_aggregation(bundle: Bundle, spec: ModelSpec, n: int) -> Aggregation:
+    """A decomposed job's aggregation graph (PROTOCOL §2.9): a pure function of the bundle's
+    state, the shard weights over the n batch positions, and the outer optimizer."""
+    weights = decompose.aggregation_weights(n, spec.shards)
+    params = [v.name for v in bundle.state if v.name in bundle.params]
+    return Aggregation.of(aggregation_graph(bundle.state, params, weights, Outer.of(spec)))
+
+
 def dataset_root(ds) -> str:
     return "0x" + ds.root().hex()
 
@@ -170,6 +188,11 @@ class ModelJob:
     bundle: Bundle
     data: object  # a classification Dataset or a tokens.TokenDataset (agents/data)
     cfg: RunConfig = RunConfig()
+    # a unit (r, s) of a decomposed job seen as a job of k_local steps (`unit`): its local step t
+    # is global step step_offset + t, and its batches are shard unit_shard's
+    step_offset: int = 0
+    unit_shard: int = 0
+    unit_view: bool = False
 
     def __post_init__(self):
         b, s = self.bundle, self.spec
@@ -187,26 +210,56 @@ class ModelJob:
             raise JobSpecError("model.graph", f"{n_params(b)} parameters exceed {MAX_PARAMS}")
         self._hyper = [torch.tensor(float(v), dtype=torch.float32)
                        for v in s.hyper().values()]  # fmt: skip
+        if s.decomposed:
+            if s.shards > self.positions():
+                raise JobSpecError("shards", f"must be <= the dataset's {self.positions()} "
+                                   f"positions, got {s.shards}")  # fmt: skip
+            got = graph_hash(self.aggregation.graph)
+            if got != s.aggregate:
+                raise JobSpecError("aggregate", f"the job's aggregation graph hashes to {got}")
+
+    # -- decomposition -----------------------------------------------------------------------
+
+    @functools.cached_property
+    def aggregation(self) -> Aggregation:
+        """The aggregation graph of a decomposed job (PROTOCOL §2.9)."""
+        return job_aggregation(self.bundle, self.spec, self.positions())
+
+    def unit(self, r: int, shard: int) -> ModelJob:
+        """Unit (r, shard) as a job of k_local steps (the roles' view of a unit job)."""
+        if not 0 <= shard < self.spec.shards or not 0 <= r < self.spec.rounds:
+            raise ValueError(f"unit ({r}, {shard}) of a job of {self.spec.rounds} x "
+                             f"{self.spec.shards}")  # fmt: skip
+        u = dataclasses.replace(self, step_offset=r * self.spec.k_local, unit_shard=shard,
+                                unit_view=True)  # fmt: skip
+        if "aggregation" in self.__dict__:  # built once per job, not per unit
+            u.__dict__["aggregation"] = self.aggregation
+        return u
 
     # -- batches and steps ---------------------------------------------------------------------
 
     def positions(self) -> int:
         """How many examples (classification) or window starts (tokens) batches draw from."""
-        if self.bundle.task == "lm":
-            return self.data.n - self.bundle.item_shape[0]
-        return self.data.n
+        return positions(self.bundle, self.data)
 
-    def batch(self, t: int, shard: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-        """Step t's batch (of shard `shard` in a decomposed job): version 2's unit schedule
-        (decompose.unit_batch_indices), which with one shard is exactly §4's batch."""
-        s, b = self.spec, self.bundle
+    def picks(self, t: int, shard: int | None = None) -> np.ndarray:
+        """The batch positions of step t (a unit's local step; shard `shard`, default the
+        unit's): version 2's unit schedule (decompose.unit_batch_indices) at the global step,
+        which with one shard is exactly §4's batch."""
+        s = self.spec
+        shard = self.unit_shard if shard is None else shard
         if not 0 <= shard < s.shards:
             raise ValueError(f"shard {shard} of a job of {s.shards} shards")
         n = self.positions()
         if n < 1:
             raise JobSpecError("dataset.name", f"{s.dataset_name} is shorter than one window")
-        pick = torch.from_numpy(decompose.unit_batch_indices(s.seed, t, s.batch, n, s.shards,
-                                                             shard))  # fmt: skip
+        g = self.step_offset + t
+        return decompose.unit_batch_indices(s.seed, g, s.batch, n, s.shards, shard)
+
+    def batch(self, t: int, shard: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Step t's batch (`picks`): the token windows, or the rows and labels."""
+        s, b = self.spec, self.bundle
+        pick = torch.from_numpy(self.picks(t, shard))
         if b.task == "lm":
             return self.data.windows(pick, b.item_shape[0])
         prepare = getattr(self.data, "prepare", None)
@@ -215,20 +268,23 @@ class ModelJob:
         x = self.data.x.index_select(0, pick).reshape(s.batch, *b.item_shape)
         return x, self.data.y.reshape(-1).index_select(0, pick)
 
-    def step_inputs(self, st: State, t: int, shard: int = 0) -> list[torch.Tensor]:
-        """The step graph's inputs at global step t: S_t, the hyper-parameters, the batch x, y
-        and, when the graph reads it, the step input (random draws, the lr schedule)."""
+    def step_inputs(self, st: State, t: int, shard: int | None = None) -> list[torch.Tensor]:
+        """The step graph's inputs at step t (a unit's local step: global step_offset + t): S_t,
+        the hyper-parameters, the batch x, y and, when the graph reads it, the step input (random
+        draws, the lr schedule) of the global step."""
         x, y = self.batch(t, shard)
         ins = [st[v.name] for v in self.bundle.state] + self._hyper + [x, y]
         if has_step_input(self.bundle.step):
-            ins.append(step_input(self.spec.seed, t))
+            ins.append(step_input(self.spec.seed, self.step_offset + t))
         return ins
 
-    def step(self, st: State, t: int, shard: int = 0) -> tuple[State, float]:
+    def step(self, st: State, t: int, shard: int | None = None) -> tuple[State, float]:
         out, _ = run_graph(self.bundle.step, self.step_inputs(st, t, shard), self.cfg)
         return {v.name: out[v.name] for v in self.bundle.state}, float(out["loss"])
 
-    def trace_step(self, st: State, t: int, shard: int = 0) -> tuple[State, list[torch.Tensor]]:
+    def trace_step(
+        self, st: State, t: int, shard: int | None = None
+    ) -> tuple[State, list[torch.Tensor]]:
         """S_{t+1} and every node's output in node order (the op trace of step t)."""
         out, trace = run_graph(self.bundle.step, self.step_inputs(st, t, shard), self.cfg,
                                keep_trace=True)  # fmt: skip
@@ -238,9 +294,9 @@ class ModelJob:
         self, st: State, steps: int | None = None, every: int | None = None
     ) -> Iterator[tuple[int, bytes, State, float | None]]:
         """Yields (t, root of S_t, S_t, loss of the step that made it) at t = 0, k, 2k, ..."""
-        if self.spec.shards > 1 or self.spec.rounds > 1:
-            raise ValueError("a decomposed job runs with run_rounds")
-        steps = self.spec.steps if steps is None else steps
+        if self.spec.decomposed and not self.unit_view:
+            raise ValueError("a decomposed job runs with run_rounds (or a unit's view)")
+        steps = self.spec.k_local if steps is None else steps
         every = self.spec.checkpoint_every if every is None else every
         yield 0, state_root(st), st, None
         for t in range(steps):
@@ -248,29 +304,33 @@ class ModelJob:
             if (t + 1) % every == 0 or t + 1 == steps:
                 yield t + 1, state_root(st), st, loss
 
-    def run_rounds(self, g: State) -> Iterator[UnitRun | RoundRun]:
-        """A decomposed job (PROTOCOL §5.1, version 2's rules on a general model): round r's
-        units s = 0..S-1 each run k_local steps (global steps r*k_local + i) from G_r on shard
-        s's batches; G_{r+1} = decompose.aggregate of their final states, w_s = fl(N_s / N)
-        over the batch positions. Yields every unit, then the round."""
+    def run_unit(self, r: int, shard: int, g: State) -> UnitRun:
+        """Unit (r, shard) from G_r: k_local steps at global steps r*k_local + i on the shard's
+        batches, checkpoints every k."""
         s = self.spec
-        weights = decompose.aggregation_weights(self.positions(), s.shards)
-        if s.shards > self.positions():
-            raise JobSpecError("shards", f"must be <= the dataset's {self.positions()} positions")
-        for r in range(s.rounds):
+        st, roots, loss = g, [state_root(g)], None
+        for i in range(s.k_local):
+            st, loss = self.step(st, r * s.k_local + i, shard)
+            if (i + 1) % s.checkpoint_every == 0:
+                roots.append(state_root(st))
+        return UnitRun(r, shard, roots, st, loss)
+
+    def run_rounds(self, g: State) -> Iterator[UnitRun | RoundRun]:
+        """A decomposed job (PROTOCOL §5.1, §5.2): round r's units s = 0..S-1 each run k_local
+        steps (global steps r*k_local + i) from G_r on shard s's batches; H_{r+1} is the
+        aggregation graph on H_r and their final states (H_0: S_0 and zero outer buffers).
+        Yields every unit, then the round (its state: H_{r+1})."""
+        agg = self.aggregation
+        h = agg.initial(g)
+        for r in range(self.spec.rounds):
             units = []
-            for shard in range(s.shards):
-                st, roots, loss = g, [state_root(g)], None
-                for i in range(s.k_local):
-                    st, loss = self.step(st, r * s.k_local + i, shard)
-                    if (i + 1) % s.checkpoint_every == 0:
-                        roots.append(state_root(st))
-                units.append(UnitRun(r, shard, roots, st, loss))
+            for shard in range(self.spec.shards):
+                units.append(self.run_unit(r, shard, agg.unit_start(h)))
                 yield units[-1]
-            g = decompose.aggregate([u.final for u in units], weights)
-            root = state_root(g)
-            agg = decompose.aggregation_root([u.roots[-1] for u in units], root)
-            yield RoundRun(r, agg, root, g)
+            h, _ = agg.run(h, [u.final for u in units], self.cfg)
+            root = state_root(h)
+            a_r = decompose.aggregation_root([u.roots[-1] for u in units], root)
+            yield RoundRun(r, a_r, root, h)
 
     # -- evaluation ------------------------------------------------------------------------------
 

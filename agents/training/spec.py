@@ -34,6 +34,13 @@ OPTIMIZER_HYPER = {
     "adamw": ("lr", "beta1", "beta2", "eps", "weight_decay"),  # decoupled decay
 }
 DECOMPOSITION_FIELDS = ("rounds", "shards", "local_steps")
+# a decomposed version-3 job also names its outer optimizer and binds its aggregation graph
+MODEL_DECOMPOSITION_FIELDS = (*DECOMPOSITION_FIELDS, "outer", "aggregate")
+# the outer optimizer's hyper-parameters (PROTOCOL §5.2): none for plain averaging
+OUTER_HYPER = {"average": (), "nesterov": ("lr", "momentum")}
+OUTER_LR_MAX = 2.0  # the outer lr's range is (0, 2]: DiLoCo's 0.7 and averaging's 1 inside
+# a decomposed version-3 job runs on the RoundManager, which posts at most 64 units a round
+MAX_MODEL_SHARDS = 64
 MAX_SHARDS = 1 << 24  # no dataset has more examples (synthetic n <= 2^24); S <= N is checked too
 MAX_WIDTH = 1 << 16
 MAX_LAYERS = 16
@@ -133,10 +140,19 @@ class ModelSpec:
     rounds: int = 1
     shards: int = 1
     local_steps: int | None = None
+    # a decomposed job's outer optimizer ("average" | "nesterov", its hyper-parameters as
+    # binary32 bits) and the hash of its aggregation graph (agents/model/aggregate.py)
+    outer: str = "average"
+    outer_bits: tuple[tuple[str, int], ...] = ()
+    aggregate: str | None = None
 
     @property
     def k_local(self) -> int:
         return self.steps if self.local_steps is None else self.local_steps
+
+    @property
+    def decomposed(self) -> bool:
+        return self.local_steps is not None
 
     def hyper(self) -> dict[str, np.float32]:
         return {k: F.f32(b) for k, b in self.hyper_bits}
@@ -154,7 +170,13 @@ class ModelSpec:
         } | (
             {}
             if self.local_steps is None
-            else {"rounds": self.rounds, "shards": self.shards, "local_steps": self.local_steps}
+            else {
+                "rounds": self.rounds,
+                "shards": self.shards,
+                "local_steps": self.local_steps,
+                "outer": {"kind": self.outer} | {k: f"0x{b:08x}" for k, b in self.outer_bits},
+                "aggregate": self.aggregate,
+            }  # fmt: skip
         )
 
     def canonical_bytes(self) -> bytes:
@@ -192,11 +214,27 @@ def _decomposition(o: dict, steps: int) -> tuple[int, int, int]:
     return rounds, shards, local
 
 
+def _outer(v) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A decomposed version-3 job's outer optimizer: its kind and hyper-parameter bits."""
+    kind = v.get("kind") if isinstance(v, dict) else None
+    if kind not in OUTER_HYPER:
+        raise JobSpecError("outer.kind", f"must be one of {sorted(OUTER_HYPER)}")
+    _obj(v, "outer", {"kind", *OUTER_HYPER[kind]})
+    bits = tuple((k, _bits(v[k], f"outer.{k}")) for k in OUTER_HYPER[kind])
+    for k, b in bits:
+        x = F.f32(b)
+        if k == "lr" and not 0 < x <= OUTER_LR_MAX:
+            raise JobSpecError("outer.lr", f"must be in (0, {OUTER_LR_MAX:g}], got {x}")
+        if k == "momentum" and not 0 <= x < 1:
+            raise JobSpecError("outer.momentum", f"must be in [0, 1), got {x}")
+    return kind, bits
+
+
 def _parse_model_spec(obj: dict) -> ModelSpec:
     keys = {"version", "model", "dataset", "optimizer", "batch", "seed", "steps"}
     keys |= {"checkpoint_every"}
-    decomposed = bool(obj.keys() & set(DECOMPOSITION_FIELDS))
-    o = _obj(obj, "", keys | (set(DECOMPOSITION_FIELDS) if decomposed else set()))
+    decomposed = bool(obj.keys() & set(MODEL_DECOMPOSITION_FIELDS))
+    o = _obj(obj, "", keys | (set(MODEL_DECOMPOSITION_FIELDS) if decomposed else set()))
     model = _obj(o["model"], "model", {"graph", "state"})
     for k in ("graph", "state"):
         if not isinstance(model[k], str) or not _HEX256.match(model[k]):
@@ -221,6 +259,14 @@ def _parse_model_spec(obj: dict) -> ModelSpec:
     seed = _int(o["seed"], "seed", 0, 2**256 - 1)
     steps = _int(o["steps"], "steps", 1, MAX_STEPS)
     rounds, shards, local = _decomposition(o, steps) if decomposed else (1, 1, None)
+    outer, outer_bits, aggregate = "average", (), None
+    if decomposed:
+        if shards > MAX_MODEL_SHARDS:
+            raise JobSpecError("shards", f"must be in [1, {MAX_MODEL_SHARDS}], got {shards}")
+        outer, outer_bits = _outer(o["outer"])
+        aggregate = o["aggregate"]
+        if not isinstance(aggregate, str) or not _HEX256.match(aggregate):
+            raise JobSpecError("aggregate", 'must be "0x" + 64 lowercase hex digits')
     span = steps if local is None else local
     every = _int(o["checkpoint_every"], "checkpoint_every", 1, span)
     if span % every:
@@ -228,7 +274,8 @@ def _parse_model_spec(obj: dict) -> ModelSpec:
         raise JobSpecError("checkpoint_every", f"must divide {what} ({span}), got {every}")
     return ModelSpec(model["graph"], model["state"], ds["name"], ds["root"], kind, tuple(hyper),
                      batch, seed, steps, every, rounds=rounds, shards=shards,
-                     local_steps=local)  # fmt: skip
+                     local_steps=local, outer=outer, outer_bits=outer_bits,
+                     aggregate=aggregate)  # fmt: skip
 
 
 def canonical_json(obj: dict) -> bytes:

@@ -41,7 +41,13 @@ def test_a_version_3_spec_is_fetched(tmp_path):
 
 
 def test_a_decomposed_version_3_job_is_refused(tmp_path):
-    obj = V3 | {"rounds": 2, "shards": 2, "local_steps": 2}
+    obj = V3 | {
+        "rounds": 2,
+        "shards": 2,
+        "local_steps": 2,
+        "outer": {"kind": "average"},
+        "aggregate": "0x" + "ab" * 32,
+    }
     spec, store = _published(tmp_path, obj)
     with pytest.raises(JobRejected, match=r"job 7: a decomposed version-3 job \(2 rounds x 2"):
         job_runtime(spec, _chain(spec), [store], "job 7", 1 << 20, None)
