@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from agents.dispute.aggregation import AggregationComputation
 from agents.dispute.budget import StateBudget
 from agents.dispute.harness import Job
 from agents.dispute.model_trace import ModelComputation
@@ -174,3 +175,55 @@ def faulty_account(
             runtime.job, runtime.jg, runtime.start, steps, interval, fault=fault
         )
     return FaultyComputation(runtime.engine, steps, interval, fault=fault, budget=budget)
+
+
+class FaultyAggregation(AggregationComputation):
+    """An aggregator's account of a round with an element `fault` in it: the output of node
+    `fault.node` of the aggregation graph has `mask` XORed into element `fault.element`, every
+    later node is recomputed from it, and the committed H_{r+1} follows (`fault.step` unused:
+    an aggregation is one step)."""
+
+    def __init__(self, *args, fault: Fault, **kw) -> None:
+        if fault.kind != "element":
+            raise ValueError(f"an aggregation's account injects element faults, not {fault.kind!r}")
+        super().__init__(*args, **kw)
+        self.fault = fault
+
+    def _run(self):
+        f, g = self.fault, self.agg.graph
+        ins = self.agg.inputs(self.h, self.units)
+        _, trace = run_graph(g, ins, self.cfg, keep_trace=True)
+        trace[f.node] = _flip(trace[f.node], f.element, f.mask, None)
+        vals = ins + trace
+        n_in = len(ins)
+        for i in range(f.node + 1, len(g.nodes)):
+            node = g.nodes[i]
+            if node.op != "const":
+                vals[n_in + i] = run_node(node, [vals[v] for v in node.inputs], False, "cpu")
+        outs = {name: vals[vid] for name, vid in g.outputs}
+        return {n: outs[n] for n in self.agg.round_names}, vals[n_in:]
+
+
+def aggregation_cheats(
+    honest: AggregationComputation, count: int, seed: int, outputs_only: bool = False
+) -> list[tuple[int, Fault, FaultyAggregation]]:
+    """`count` cheating accounts of one round's aggregation, each flipping one high bit of one
+    element of one node (a producer of H_{r+1} when `outputs_only`: one element of the
+    outer-updated state wrong), nodes drawn at random: [(node, fault, account)]. A flip that does
+    not change H_{r+1} is no lie about the claim and is drawn again."""
+    import random
+
+    rng = random.Random(seed)
+    jg = honest.jg
+    nodes = (sorted(set(jg.config.state_producers)) if outputs_only else
+             [i for i, n in enumerate(jg.graph.nodes) if n.op != "const"])  # fmt: skip
+    out: list = []
+    for _ in range(count * 6):
+        if len(out) == count:
+            break
+        i = rng.choice(nodes)
+        fault = Fault("element", 0, i, rng.randrange(jg.nodes[i].numel), 1 << rng.randrange(16, 31))
+        cheat = FaultyAggregation(honest.agg, jg, honest.h, honest.units, honest.cfg, fault=fault)
+        if cheat.final_root() != honest.final_root():
+            out.append((i, fault, cheat))
+    return out

@@ -156,6 +156,10 @@ KIND_WINDOW_X = 9  # the step's token windows (inputs) of a token stream
 KIND_WINDOW_Y = 10  # the step's token windows (targets, shifted by one)
 KIND_CONST = 11  # a constant tensor, its tensor root in `key`
 KIND_STEP = 12  # the step input (k0, k1, t): computed on chain from the seed and the step
+# an aggregation graph's (S, numel) stack of the round's unit states' tensor `index` (its name's
+# hash in `key`): row s is opened in unit s's final state, entry s of the claim's units list
+KIND_UNITS = 13
+UNITS_DOMAIN = keccak256(b"vtp.units.v1")
 
 FIRST_V3 = 64  # a descriptor whose op code is at least this is a GraphNode
 INPUT_T = "(uint8,uint32,bytes32,uint8,uint32[])"

@@ -87,6 +87,15 @@ def model_job_graph(job: ModelJob) -> ModelJobGraph:
     examples, or window starts of a token stream)."""
     g, b = job.bundle.step, job.bundle
     token = b.task == "lm"
+    nodes = encode_nodes(g, [_input(job, v, token) for v in range(len(g.inputs))])
+    cfg = graph_config(g, nodes, [v.name for v in b.state], job.spec.batch, job.positions(),
+                       job.spec.seed)  # fmt: skip
+    return ModelJobGraph(g, tuple(nodes), cfg, token)
+
+
+def encode_nodes(g: Graph, inputs: list[TensorInput]) -> list[GraphNode]:
+    """Each node of `g` as the chain sees it (PROTOCOL §7.2), `inputs` the descriptor operand of
+    each graph input (by value id)."""
     n_in = len(g.inputs)
     nodes = []
     for node in g.nodes:
@@ -98,7 +107,7 @@ def model_job_graph(job: ModelJob) -> ModelJobGraph:
             attrs: tuple[int, ...] = ()
         else:
             ins = tuple(
-                _input(job, v, token)
+                inputs[v]
                 if v < n_in
                 else TensorInput(
                     KIND_NODE, v - n_in, bytes(32), _dtype(g.value(v)[1]), tuple(g.value(v)[0])
@@ -111,23 +120,30 @@ def model_job_graph(job: ModelJob) -> ModelJobGraph:
         nodes.append(
             GraphNode(OPS[node.op].code, _dtype(node.dtype), tuple(node.shape), attrs, ins)
         )
+    return nodes
+
+
+def graph_config(g: Graph, nodes: list[GraphNode], state: list[str], batch: int,
+                 num_examples: int, seed: int) -> DisputeConfig:  # fmt: skip
+    """The dispute config of a graph whose outputs include every tensor of `state` (in order),
+    each produced by a node."""
+    n_in = len(g.inputs)
     outputs = dict(g.outputs)
     producers = []
-    for v in b.state:
-        vid = outputs[v.name]
+    for name in state:
+        vid = outputs[name]
         if vid < n_in:
-            raise GraphError(f"state tensor {v.name} is not produced by a node of the step")
+            raise GraphError(f"state tensor {name} is not produced by a node of the graph")
         producers.append(vid - n_in)
-    cfg = DisputeConfig(
+    return DisputeConfig(
         graph_root=graph_root(nodes),
         num_nodes=len(nodes),
-        batch_size=job.spec.batch,
-        num_examples=job.positions(),
-        seed=job.spec.seed,
-        state_names=tuple(name_hash(v.name) for v in b.state),
+        batch_size=batch,
+        num_examples=num_examples,
+        seed=seed,
+        state_names=tuple(name_hash(n) for n in state),
         state_producers=tuple(producers),
     )
-    return ModelJobGraph(g, tuple(nodes), cfg, token)
 
 
 # -- what the one-step proof reads ---------------------------------------------------------------

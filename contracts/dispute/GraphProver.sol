@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.37;
 
+import {IGraphInputs} from "./interfaces/IGraphInputs.sol";
 import {IGraphProver} from "./interfaces/IGraphProver.sol";
 import {IOneStepProver} from "./interfaces/IOneStepProver.sol";
+import {GraphInputs} from "./GraphInputs.sol";
 import {GraphNode, Opening, Operand, ProofContext, TensorInput} from "./lib/DisputeTypes.sol";
 import {OpCodes} from "./lib/OpCodes.sol";
 import {Openings} from "./lib/Openings.sol";
@@ -18,9 +20,17 @@ import {RepOps} from "../libraries/RepOps.sol";
 ///         input elements output element e depends on by the operator's dependency rule, and
 ///         recomputes e with the operator's evaluation order (`GraphOps`, `Float32`, `RepOps`).
 ///         An f32 result is returned canonical (NaN → 0x7FC00000), as it is committed (§1).
-///         Stateless; reached through the OneStepProver.
+///         Stateless; reached through the OneStepProver. The openings are verified by
+///         `graphInputs`, created with it (the two halves stay under the code size limit).
 contract GraphProver is IGraphProver {
     using Float32 for uint32;
+
+    /// @notice Verifies each input's opening and names its committed tensor.
+    IGraphInputs public immutable graphInputs;
+
+    constructor() {
+        graphInputs = new GraphInputs();
+    }
 
     /// @dev The node and its inputs' committed headers, one memory word on the stack (the legacy
     ///      code generator slither compiles with runs out of stack with them apart).
@@ -36,10 +46,10 @@ contract GraphProver is IGraphProver {
         uint256 row,
         uint256 col,
         Opening[] calldata openings
-    ) external pure returns (uint32) {
+    ) external view returns (uint32) {
         GraphNode memory n = abi.decode(nodeDesc, (GraphNode));
         uint256 e = _element(n, row, col);
-        Frame memory f = Frame(n, _verifyAll(ctx, n, openings));
+        Frame memory f = Frame(n, graphInputs.verifyAll(ctx, nodeDesc, openings));
         return _commit(n, _eval(ctx, f, openings, e));
     }
 
@@ -65,9 +75,9 @@ contract GraphProver is IGraphProver {
         uint256 position,
         uint32 acc,
         Opening[] calldata openings
-    ) external pure returns (uint32) {
+    ) external view returns (uint32) {
         GraphNode memory n = abi.decode(nodeDesc, (GraphNode));
-        return _accumulate(ctx, n, _element(n, row, col), position, acc, openings);
+        return _accumulate(ctx, nodeDesc, n, _element(n, row, col), position, acc, openings);
     }
 
     // ------------------------------------------------------------------ evaluation
@@ -76,16 +86,17 @@ contract GraphProver is IGraphProver {
     ///      code generator slither compiles with runs out of stack inline).
     function _accumulate(
         ProofContext calldata ctx,
+        bytes calldata nodeDesc,
         GraphNode memory n,
         uint256 e,
         uint256 position,
         uint32 acc,
         Opening[] calldata openings
-    ) internal pure returns (uint32) {
+    ) internal view returns (uint32) {
         uint256 terms = GraphOps.chainTerms(n);
         if (position == 0 || position > terms + 1) revert PositionOutOfRange(position, terms + 1);
         if (position == terms + 1) return _commit(n, acc);
-        Frame memory f = Frame(n, _verifyAll(ctx, n, openings));
+        Frame memory f = Frame(n, graphInputs.verifyAll(ctx, nodeDesc, openings));
         return _step(ctx, f, openings, e, position - 1, acc);
     }
 
@@ -287,6 +298,12 @@ contract GraphProver is IGraphProver {
         if (t.kind == OpCodes.KIND_WORD) return uint32(uint256(t.key));
         if (e >= Shapes.numel(t.shape)) revert ElementNotOpened(k, e);
         if (t.kind == OpCodes.KIND_STEP) return GraphOps.stepWord(ctx.seed, ctx.step, e);
+        if (t.kind == OpCodes.KIND_UNITS) {
+            // Row e / numel is the unit whose state the opening is of (its shard, `index`).
+            uint256 numel = t.shape[1];
+            if (e / numel != f.ins[k].index) revert ElementNotOpened(k, e);
+            return Openings.word(o[k], k, e % numel);
+        }
         return Openings.word(o[k], k, _sourceElement(ctx, f.ins[k].cols, t, e));
     }
 
@@ -308,48 +325,5 @@ contract GraphProver is IGraphProver {
     /// @dev The dataset position of batch row b at the disputed step (§4, the unit's shard).
     function _pick(ProofContext calldata ctx, uint256 b) internal pure returns (uint256) {
         return RepOps.shardBatchIndex(ctx.seed, ctx.step, b, ctx.numExamples, ctx.shards, ctx.shard);
-    }
-
-    /// @dev Each input's committed tensor (the dataset's, for a batch input) and its opening
-    ///      verified; returns the committed headers.
-    function _verifyAll(ProofContext calldata ctx, GraphNode memory n, Opening[] calldata openings)
-        internal
-        pure
-        returns (Operand[] memory ins)
-    {
-        uint256 m = n.inputs.length;
-        if (openings.length != m) revert BadOperand(openings.length);
-        ins = new Operand[](m);
-        for (uint256 k = 0; k < m; ++k) {
-            ins[k] = _committed(ctx, n.inputs[k], k);
-            Openings.verify(ctx, ins[k], openings[k], k);
-        }
-    }
-
-    /// @dev The tensor input `k` is opened in: its own 2-D view, or for a batch input the
-    ///      dataset tensor it is gathered from — X (N, F), Y (1, N), or the token stream
-    ///      (1, N + T) whose N = numExamples window starts each read T + 1 tokens.
-    function _committed(ProofContext calldata ctx, TensorInput memory t, uint256 k)
-        internal
-        pure
-        returns (Operand memory operand)
-    {
-        uint8 kind = t.kind;
-        (uint256 rows, uint256 cols) = Shapes.view2d(t.shape);
-        if (kind == OpCodes.KIND_WORD) {
-            // INVARIANT: a hyper-parameter is one word, read by every output element.
-            if (t.shape.length != 0) revert BadHeader(k);
-        } else if (kind == OpCodes.KIND_STEP) {
-            // INVARIANT: the step input is the three words (k0, k1, t) the chain derives.
-            if (t.shape.length != 1 || t.shape[0] != 3) revert BadHeader(k);
-        } else if (kind >= OpCodes.KIND_BATCH_X && kind <= OpCodes.KIND_WINDOW_Y) {
-            // INVARIANT: a batch input holds the step's B rows, so _pick(b) is defined for each.
-            if (t.shape.length == 0 || t.shape[0] != ctx.batchSize) revert BadHeader(k);
-            if (kind == OpCodes.KIND_BATCH_X) (rows, cols) = (ctx.numExamples, Shapes.rowSize(t.shape));
-            else if (kind == OpCodes.KIND_BATCH_Y) (rows, cols) = (1, ctx.numExamples);
-            else if (t.shape.length != 2) revert BadHeader(k);
-            else (rows, cols) = (1, ctx.numExamples + t.shape[1]);
-        }
-        operand = Operand(kind, t.index, t.key, t.dtype, uint32(rows), uint32(cols));
     }
 }

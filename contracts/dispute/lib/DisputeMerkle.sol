@@ -6,7 +6,7 @@ import {Positions} from "./Positions.sol";
 /// @title DisputeMerkle — the PROTOCOL §3 commitments a dispute game builds and opens
 /// @notice Root lists (build from values, verify one entry), tensor roots and leaf paths.
 ///         Domains are those of PROTOCOL §3 plus the three of §7 (`STEPS`, `GRAPH`,
-///         `STATE_CONFIG`).
+///         `STATE_CONFIG`) and the units list of an aggregation claim (`UNITS`, §6.9).
 library DisputeMerkle {
     bytes32 internal constant TENSOR_DOMAIN = keccak256("vtp.tensor.v1");
     bytes32 internal constant STATE_DOMAIN = keccak256("vtp.state.v1");
@@ -16,6 +16,8 @@ library DisputeMerkle {
     bytes32 internal constant STEPS_DOMAIN = keccak256("vtp.steps.v1");
     bytes32 internal constant GRAPH_DOMAIN = keccak256("vtp.graph.v1");
     bytes32 internal constant STATE_CONFIG_DOMAIN = keccak256("vtp.stateconfig.v1");
+    /// @notice The units list of an aggregation claim: the round's S unit final state roots.
+    bytes32 internal constant UNITS_DOMAIN = keccak256("vtp.units.v1");
 
     /// @notice keccak256(a ‖ b) in scratch space.
     function hashPair(bytes32 a, bytes32 b) internal pure returns (bytes32 h) {

@@ -81,6 +81,10 @@ library OpCodes {
     uint8 internal constant KIND_WINDOW_Y = 10;
     uint8 internal constant KIND_CONST = 11;
     uint8 internal constant KIND_STEP = 12;
+    // An aggregation graph's stack of the round's S unit states' tensor `index`: input shape
+    // (S, numel), row s opened in unit s's final state, entry s of the claim's units list
+    // (PROTOCOL §2.9, §7.2).
+    uint8 internal constant KIND_UNITS = 13;
 
     // Element types of a committed tensor (§3): binary32 bits, or 32-bit words (i32 / uint32).
     uint8 internal constant DTYPE_F32 = 1;

@@ -26,6 +26,12 @@ library Openings {
         uint8 kind = operand.kind;
         if (kind == OpCodes.KIND_BATCH || kind == OpCodes.KIND_WORD || kind == OpCodes.KIND_STEP) return;
         if (!_inList(ctx, operand, o)) revert IOneStepProver.BadOpening(k);
+        _verifyChunks(operand, o, k);
+    }
+
+    /// @dev The opening's tensor root is the operand's header over its data root, and every
+    ///      chunk is a leaf of that data root.
+    function _verifyChunks(Operand memory operand, Opening calldata o, uint256 k) private pure {
         bytes32 root = DisputeMerkle.tensorRoot(operand.dtype, operand.rows, operand.cols, o.dataRoot);
         if (root != o.tensorRoot) revert IOneStepProver.BadOpening(k);
         uint256 numLeaves = Positions.leafCount(uint256(operand.rows) * operand.cols);
@@ -39,6 +45,12 @@ library Openings {
             }
         }
     }
+
+    /// @dev The words before the siblings in the list proof of a KIND_UNITS opening: the unit's
+    ///      final state root, its tensor count, the tensor's rows (its 2-D view, §2.7) and the
+    ///      unit's shard s. The roots commit each of them (a root list commits its count, a
+    ///      tensor root its shape), so a wrong word fails the proofs.
+    uint256 internal constant UNIT_WORDS = 4;
 
     /// @dev Element `e` (row-major) of input `k` from its opened chunks; reverts
     ///      `ElementNotOpened(k, e)` when no opened chunk holds it.
@@ -62,6 +74,7 @@ library Openings {
         returns (bool)
     {
         uint8 kind = operand.kind;
+        if (kind == OpCodes.KIND_UNITS) return _inUnits(ctx, operand, o);
         if (kind == OpCodes.KIND_STATE) {
             bytes32 entry = DisputeMerkle.stateEntry(operand.name, o.tensorRoot);
             return DisputeMerkle.verifyListEntry(
@@ -81,6 +94,49 @@ library Openings {
         if (entries == 0) return false;
         return DisputeMerkle.verifyListEntry(
             ctx.datasetRoot, DisputeMerkle.DATASET_DOMAIN, entries, index, o.tensorRoot, o.listProof
+        );
+    }
+
+    /// @dev Row s of an aggregation's unit stack (operand header (S, numel)): the opening's list
+    ///      proof is [unit root F_s, its tensor count n, rows, s, the depth(S) siblings of entry
+    ///      s of the units list `ctx.datasetRoot`, the depth(n) siblings of the tensor's entry
+    ///      `index` in F_s], and its chunks are leaves of that unit's tensor. On success the
+    ///      operand becomes that tensor as committed, its `index` the shard s (read by `word`'s
+    ///      caller to check each element's row).
+    function _inUnits(ProofContext calldata ctx, Operand memory operand, Opening calldata o)
+        private
+        pure
+        returns (bool)
+    {
+        bytes32[] calldata p = o.listProof;
+        if (p.length < UNIT_WORDS) return false;
+        uint256 n = uint256(p[1]);
+        uint256 rows = uint256(p[2]);
+        // n, rows and s are bound by the roots below; the bounds keep the arithmetic exact.
+        if (rows == 0 || rows > type(uint32).max || operand.cols % rows != 0) return false;
+        if (n > type(uint32).max) return false;
+        uint256 outer = UNIT_WORDS + Positions.depth(operand.rows);
+        if (p.length != outer + Positions.depth(n)) return false;
+        if (!_unitInList(ctx.datasetRoot, operand.rows, p, outer)) return false;
+        bytes32 entry = DisputeMerkle.stateEntry(operand.name, o.tensorRoot);
+        if (!DisputeMerkle.verifyListEntry(p[0], DisputeMerkle.STATE_DOMAIN, n, operand.index, entry, p[outer:])) {
+            return false;
+        }
+        operand.index = uint32(uint256(p[3])); // s < S (verified in the units list)
+        operand.cols = uint32(operand.cols / rows); // numel / rows, before rows is replaced
+        operand.rows = uint32(rows);
+        return true;
+    }
+
+    /// @dev The unit root p[0] is entry s = p[3] of the units list `units` of `shards` entries,
+    ///      by the siblings p[UNIT_WORDS:outer].
+    function _unitInList(bytes32 units, uint256 shards, bytes32[] calldata p, uint256 outer)
+        private
+        pure
+        returns (bool)
+    {
+        return DisputeMerkle.verifyListEntry(
+            units, DisputeMerkle.UNITS_DOMAIN, shards, uint256(p[3]), p[0], p[UNIT_WORDS:outer]
         );
     }
 
