@@ -168,6 +168,7 @@ def _job_params(manager: Any, w3: Web3, **changes: Any) -> tuple:
         "verificationFee": 10 * 10**18,
         "claimDeadline": now + 3600,
         "computeTime": 3600,
+        "configHash": b"\x04" * 32,
     }
     good.update(changes)
     out = []

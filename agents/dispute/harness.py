@@ -184,6 +184,7 @@ def open_game(
         claim.segments + 1,
         claim.final_root(),
         honest.checkpoint_commit(),
+        b"\x00" * 32,  # configHash: none posted with the job, the one registered above is read
     )
     before = dep.game.functions.gameCount().call()
     dep.deployer.transact("open", request)

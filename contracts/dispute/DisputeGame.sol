@@ -97,8 +97,10 @@ contract DisputeGame is DisputeGameBase, IDisputeArbiter, IDisputeGame {
             // game (AttestationCourt._adoptConfig, PROTOCOL §6.8); nobody else registers here.
             if (msg.sender != manager) revert NotManager(msg.sender);
         } else {
-            address submitter = IJobManager(manager).getJob(jobId).submitter;
-            if (msg.sender != submitter) revert NotSubmitter(msg.sender, submitter);
+            IJobManager.Job memory job = IJobManager(manager).getJob(jobId);
+            if (msg.sender != job.submitter) revert NotSubmitter(msg.sender, job.submitter);
+            // A job posted with its config (PROTOCOL §7.2) has it for good.
+            if (job.configHash != bytes32(0)) revert ConfigAlreadyRegistered(jobId, job.configHash);
         }
         bytes32 existing = _configs[jobId];
         if (existing != bytes32(0)) revert ConfigAlreadyRegistered(jobId, existing);
@@ -108,7 +110,9 @@ contract DisputeGame is DisputeGameBase, IDisputeArbiter, IDisputeGame {
     /// @inheritdoc IDisputeArbiter
     function openGame(GameRequest calldata request) external returns (uint256 gameId) {
         if (msg.sender != manager) revert NotManager(msg.sender);
-        bytes32 configHash = _configOf(request.unitId);
+        // The config posted with the job, else the one registered here (a round manager's unit).
+        bytes32 configHash = request.configHash;
+        if (configHash == bytes32(0)) configHash = _configOf(request.unitId);
         GameClaim memory c = GameClaim({
             unitId: request.unitId,
             defender: request.solver,
@@ -551,8 +555,12 @@ contract DisputeGame is DisputeGameBase, IDisputeArbiter, IDisputeGame {
     // =========================================================================== views
 
     /// @inheritdoc IDisputeGame
-    function configOf(uint256 jobId) external view returns (bytes32) {
-        return _configs[jobId];
+    function configOf(uint256 jobId) external view returns (bytes32 configHash) {
+        configHash = _configs[jobId];
+        // The job manager's game: a job posted with its config keeps it in the manager's record.
+        if (configHash == bytes32(0) && !managerRegistersOnly) {
+            configHash = IJobManager(manager).getJob(jobId).configHash;
+        }
     }
 
     /// @inheritdoc IDisputeGame

@@ -37,6 +37,8 @@ interface IDisputeArbiter {
     /// @param finalStateRoot   Solver's claimed state root at step T.
     /// @param challengerClaim  The challenger's counter-claim: its own checkpoint root for the same
     ///                         steps (PROTOCOL §3), which differs from `checkpointRoot`.
+    /// @param configHash       The job's dispute config hash as posted with the job (PROTOCOL
+    ///                         §7.2); zero for a job whose config the arbiter registered itself.
     struct GameRequest {
         uint256 unitId;
         address solver;
@@ -50,6 +52,7 @@ interface IDisputeArbiter {
         uint64 numCheckpoints;
         bytes32 finalStateRoot;
         bytes32 challengerClaim;
+        bytes32 configHash;
     }
 
     /// @notice Opens a dispute game over `request.unitId`.

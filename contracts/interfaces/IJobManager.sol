@@ -68,6 +68,10 @@ interface IJobManager is IDisputeCallback {
     /// @param verificationFee    Part of `reward` shared by the verifiers who attest.
     /// @param claimDeadline      End of the first claim window (unix seconds, in the future).
     /// @param computeTime        Seconds an assignee has from assignment to its commitment.
+    /// @param configHash         The job's dispute config hash (PROTOCOL §7.2), bound to the job in
+    ///                           the posting transaction: the job is never claimable without it.
+    ///                           Zero for a job whose config the game registers on its own (a
+    ///                           round manager's unit, with its placement, §6.9).
     struct JobParams {
         bytes32 specHash;
         bytes32 datasetRoot;
@@ -79,6 +83,7 @@ interface IJobManager is IDisputeCallback {
         uint96 verificationFee;
         uint64 claimDeadline;
         uint32 computeTime;
+        bytes32 configHash;
     }
 
     /// @notice A job as `getJob` returns it, assembled from the job's record (PROTOCOL §6.10):
@@ -101,6 +106,7 @@ interface IJobManager is IDisputeCallback {
         bytes32 specHash;
         bytes32 datasetRoot;
         bytes32 initialStateRoot;
+        bytes32 configHash;
     }
 
     /// @notice A work unit as `getUnit` returns it. `deadline` is the claim deadline (Open), the commit deadline
@@ -278,6 +284,9 @@ interface IJobManager is IDisputeCallback {
     error TooManyClaimants(uint256 unitId, uint256 max);
     /// @notice The seed block has not been mined yet (`block.number <= seedBlock`).
     error SeedNotYetAvailable(uint256 unitId, uint64 seedBlock);
+    /// @notice A verifier's first answer would draw the verifiers, but the seed block's hash is
+    ///         gone (over 256 blocks old): `drawVerifiers` re-arms the seed first.
+    error SeedExpired(uint256 unitId, uint64 seedBlock);
     /// @notice Only the unit's assignee may commit.
     error NotAssignee(uint256 unitId, address caller, address assignee);
     /// @notice The assignee's commit deadline is over.
@@ -662,13 +671,19 @@ interface IJobManager is IDisputeCallback {
 
     // ------------------------------------------------------------------ verification
     /// @notice Draws the verifiers with the hash of the block after the commitment and opens the
-    ///         challenge window. Anyone may call.
-    function drawVerifiers(uint256 unitId) external;
+    ///         challenge window. Anyone may call. Returns the verifiers drawn and the verification
+    ///         seed (both empty when the seed block's hash was gone and the seed re-armed): a
+    ///         verifier learns by simulating this call whether it will be drawn, and replays
+    ///         before its first seal draws (PROTOCOL §6.5).
+    function drawVerifiers(uint256 unitId) external returns (address[] memory verifiers, uint64 verifySeed);
 
     /// @notice A drawn verifier seals its attestation while the challenge window runs:
     ///         `seal = sealOf(unitId, attempt, verifier, endRoots, salt)` with the state root it
     ///         computed at the end of each of its sampled segments (`sampledSegments`, in order).
-    ///         Sealed, no verifier can copy another's roots or wait for another's verdict.
+    ///         Sealed, no verifier can copy another's roots or wait for another's verdict. On a
+    ///         Committed unit it first draws the verifiers, as `drawVerifiers` does (the seed's
+    ///         hash must still be available: `SeedExpired` otherwise), so the first verifier's
+    ///         answer takes no separate keeper transaction (PROTOCOL §6.5).
     function sealAttestation(uint256 unitId, bytes32 seal) external;
 
     /// @notice A drawn verifier opens its seal, once every drawn verifier sealed or the challenge
@@ -676,7 +691,8 @@ interface IJobManager is IDisputeCallback {
     ///         the fee; a seal left closed counts as silence. The last drawn verifier to answer
     ///         may attest without a seal while the window runs (`salt` is then unused): every
     ///         other one is bound by its seal already, so one transaction suffices for it — and
-    ///         for the only one when a single verifier is drawn.
+    ///         for the only one when a single verifier is drawn. Like `sealAttestation`, it draws
+    ///         the verifiers first on a Committed unit.
     function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external;
 
     /// @notice A verifier or whistleblower disputes the unit's commitment, pulling
@@ -758,6 +774,8 @@ interface IJobManager is IDisputeCallback {
     ///         penalises silent verifiers (no seal, or a seal never opened). The solver may call
     ///         then; anyone else, unless a forced error was revealed, one `revealWindow` after the
     ///         reveal window (the reveal's own slot: it may open only when the last seal does).
+    ///         The solver finalizing its own unit is paid in the same transaction (its pay is
+    ///         transferred, not credited: it pulls it itself); anyone else's finalize credits it.
     function finalize(uint256 unitId) external;
 
     /// @notice Transfers the caller's credited balance.

@@ -119,6 +119,8 @@ contract JobManager is JobManagerBase, IJobManager {
         r.specHash = p.specHash;
         r.datasetRoot = p.datasetRoot;
         r.initialStateRoot = p.initialStateRoot;
+        // Bound here, in the posting transaction: no solver ever sees the job without its config.
+        r.configHash = p.configHash;
         emit JobPosted(jobId, msg.sender, p.specHash, p, 1);
         emit UnitOpened(JobIds.unitId(jobId, 0), jobId, p.claimDeadline, 0);
         _token.safeTransferFrom(msg.sender, address(this), p.reward);
@@ -233,13 +235,21 @@ contract JobManager is JobManagerBase, IJobManager {
     // ------------------------------------------------------------------ verification
 
     /// @inheritdoc IJobManager
-    function drawVerifiers(uint256 unitId) external {
+    function drawVerifiers(uint256 unitId) external returns (address[] memory verifiers, uint64 verifySeed) {
         (Record storage r, uint256 record) = _expect(unitId, UnitStatus.Committed);
         bytes32 seed = _seed(unitId, r);
-        if (seed == bytes32(0)) return;
+        if (seed == bytes32(0)) return (verifiers, 0);
+        return _draw(unitId, r, record, seed);
+    }
+
+    /// @dev The draw of a Committed unit whose seed is `seed`: opens the challenge window.
+    function _draw(uint256 unitId, Record storage r, uint256 record, bytes32 seed)
+        private
+        returns (address[] memory drawn, uint64 verifySeed)
+    {
         uint40 deadline = uint40(block.timestamp) + _verifyWindow;
         // 64 bits of the seed pick the segments (PROTOCOL §6.5); never zero once drawn.
-        uint64 verifySeed = uint64(uint256(seed)) | 1;
+        verifySeed = uint64(uint256(seed)) | 1;
         r.status = UnitStatus.Verifying;
         r.verifySeed = verifySeed;
         r.deadline = deadline;
@@ -249,7 +259,7 @@ contract JobManager is JobManagerBase, IJobManager {
         // modulus: nobody who has seen the seed can join to move the draw (PROTOCOL §6.5).
         uint256 lock = _lock(r);
         uint256 wanted = _verifiersPerUnit;
-        address[] memory drawn = _registry.pickPoolMembers(
+        drawn = _registry.pickPoolMembers(
             INodeRegistry.Role.Verifier, seed, wanted, 4 * wanted, r.seedBlock, r.assignee, lock
         );
         uint256 count = drawn.length;
@@ -262,8 +272,23 @@ contract JobManager is JobManagerBase, IJobManager {
         if (count != 0) _registry.lockAll(drawn, lock);
     }
 
+    /// @dev A verifier's first answer on a Committed unit draws the verifiers first, exactly as
+    ///      `drawVerifiers` would in this block (PROTOCOL §6.5): the seed block is in the past of
+    ///      the call and in the future of the commitment. A seed whose hash is gone is re-armed
+    ///      by `drawVerifiers` alone (`SeedExpired`): an answer never changes the seed.
+    function _drawIfCommitted(uint256 unitId) private {
+        (Record storage r, uint256 record, bool live) = _unit(unitId);
+        if (!live || r.status != UnitStatus.Committed) return;
+        uint40 seedBlock = r.seedBlock;
+        if (block.number <= seedBlock) revert SeedNotYetAvailable(unitId, seedBlock);
+        bytes32 hash = blockhash(seedBlock);
+        if (hash == bytes32(0)) revert SeedExpired(unitId, seedBlock);
+        _draw(unitId, r, record, _seedOf(hash, unitId, r));
+    }
+
     /// @inheritdoc IJobManager
     function sealAttestation(uint256 unitId, bytes32 seal) external {
+        _drawIfCommitted(unitId);
         (Record storage r, uint256 record) = _expectVerifying(unitId);
         if (block.timestamp > r.deadline) revert ChallengeWindowClosed(unitId, r.deadline);
         // After a reveal the true root is public: a seal made now would need no replay.
@@ -283,6 +308,7 @@ contract JobManager is JobManagerBase, IJobManager {
 
     /// @inheritdoc IJobManager
     function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external {
+        _drawIfCommitted(unitId);
         (Record storage r, uint256 record) = _expectVerifying(unitId);
         uint256 index = _findVerifier(record, r.verifierCount, msg.sender);
         if (index == NOT_DRAWN) revert NotSelectedVerifier(unitId, msg.sender);
@@ -344,7 +370,7 @@ contract JobManager is JobManagerBase, IJobManager {
     }
 
     /// @inheritdoc IJobManager
-    function finalize(uint256 unitId) external {
+    function finalize(uint256 unitId) external nonReentrant {
         (Record storage r, uint256 record) = _expect(unitId, UnitStatus.Verifying);
         uint64 deadline = r.deadline;
         if (block.timestamp <= deadline) revert DeadlineNotPassed(unitId, deadline);
@@ -553,6 +579,7 @@ contract JobManager is JobManagerBase, IJobManager {
         job.specHash = r.specHash;
         job.datasetRoot = r.datasetRoot;
         job.initialStateRoot = r.initialStateRoot;
+        job.configHash = r.configHash;
     }
 
     /// @inheritdoc IJobManager
@@ -849,6 +876,11 @@ contract JobManager is JobManagerBase, IJobManager {
             emit SeedRearmed(unitId, next);
             return bytes32(0);
         }
+        return _seedOf(hash, unitId, r);
+    }
+
+    /// @dev The seed of the unit's current step from its seed block's hash.
+    function _seedOf(bytes32 hash, uint256 unitId, Record storage r) private view returns (bytes32) {
         return keccak256(abi.encode(hash, unitId, r.attempt, r.status));
     }
 
@@ -862,14 +894,17 @@ contract JobManager is JobManagerBase, IJobManager {
 
     /// @dev Finalize's payments (the unit is Finalized already): the solver's pay, the verifiers'
     ///      fee, the tax and the penalised locks to the jackpot, the catchers of a revealed forced
-    ///      error; then the registry releases the collateral and each lock, or slashes the lock.
+    ///      error; then the registry releases the collateral and each lock, or slashes the lock;
+    ///      last, the solver's pay is transferred when the solver itself finalizes (it pulls its
+    ///      pay in its own transaction; credited otherwise).
     function _settle(uint256 unitId, uint256 record, Record storage r, address solver, bool forced) private {
         uint256 fee = r.verificationFee;
         (uint256 solverPay, uint256 tax) = MarketMath.payout(r.reward, fee, _taxBps);
         emit UnitFinalized(unitId, solver, solverPay, fee, tax);
         // A job has one unit (protocol v1): its last unit is final.
         emit JobCompleted(JobIds.jobOf(unitId));
-        _credit(solver, solverPay);
+        bool direct = msg.sender == solver;
+        if (!direct) _credit(solver, solverPay);
         uint256 lock = _lock(r);
         uint256 verifierCount = r.verifierCount;
         (address[] memory verifiers, uint256 toJackpot, uint256 slashMask) =
@@ -877,6 +912,7 @@ contract JobManager is JobManagerBase, IJobManager {
         _addJackpot(tax + toJackpot);
         if (forced) _payCatchers(unitId, record, verifierCount, fee);
         _registry.settleUnit(solver, _collateral(r), verifiers, lock, slashMask);
+        if (direct) _token.safeTransfer(solver, solverPay);
     }
 
     /// @dev Credits the attesting verifiers their equal share of `fee`; returns the drawn verifiers,

@@ -56,8 +56,8 @@ abstract contract JobManagerBase is ReentrancyGuard {
 
     /// @dev A job and its one unit (protocol v1), packed by who reads what: slot 0 is the unit's
     ///      state, which every action reads; slot 1 the assignment; slot 2 what pays and shapes
-    ///      the job; slot 3 who posted it and what it needs; then the six roots. `Job` and `Unit`
-    ///      (the views) are assembled from it.
+    ///      the job; slot 3 who posted it and what it needs; then the six roots and the job's
+    ///      dispute config hash. `Job` and `Unit` (the views) are assembled from it.
     struct Record {
         // slot 0
         IJobManager.UnitStatus status;
@@ -85,13 +85,14 @@ abstract contract JobManagerBase is ReentrancyGuard {
         uint16 deviceClass;
         uint32 memoryMiB;
         uint32 throughput;
-        // slots 4 to 9
+        // slots 4 to 10
         bytes32 specHash;
         bytes32 datasetRoot;
         bytes32 initialStateRoot;
         bytes32 checkpointRoot;
         bytes32 finalStateRoot;
         bytes32 seal;
+        bytes32 configHash;
     }
 
     IERC20 internal immutable _token;

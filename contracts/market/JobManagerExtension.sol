@@ -471,6 +471,7 @@ contract JobManagerExtension is JobManagerBase, IDisputeCallback {
         req.numCheckpoints = r.steps / r.checkpointInterval + 1;
         req.finalStateRoot = r.finalStateRoot;
         req.challengerClaim = counterClaim;
+        req.configHash = r.configHash;
     }
 
     /// @dev Voids the unit's open dispute: the challenger gets its bond back and the game's result

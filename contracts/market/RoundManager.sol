@@ -692,7 +692,9 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
             reward: reward,
             verificationFee: p.verificationFee,
             claimDeadline: uint64(block.timestamp) + _manager.config().claimWindow,
-            computeTime: p.computeTime
+            computeTime: p.computeTime,
+            // registered with the game below, with the unit's placement (PROTOCOL §6.9)
+            configHash: bytes32(0)
         });
         IDisputeGame game = IDisputeGame(_manager.arbiter());
         if (address(game) == address(0)) revert ArbiterNotSet();

@@ -96,6 +96,7 @@ def job_params(now: int, **overrides: Any) -> tuple:
         "verificationFee": 10 * E18,
         "claimDeadline": now + 600,
         "computeTime": 3_600,
+        "configHash": b"\x04" * 32,
     }
     p.update(overrides)
     return tuple(p.values())

@@ -470,7 +470,7 @@ def test_challengeAttestation_keepsTheUnitsRecord_soLaterCasesStillReadIt(world,
     advance(chain, deadline + MGR_CFG["recordRetention"] - chain.pending_timestamp + 1)
     d.manager.postJob(
         (b"\x01" * 32, b"\x02" * 32, b"\x03" * 32, 8, 2, (1, 8_192, 50), 100 * E18, 10 * E18,
-         chain.pending_timestamp + 600, 3_600),
+         chain.pending_timestamp + 600, 3_600, b"\x04" * 32),
         sender=d.submitter,
     )  # fmt: skip
     assert d.manager.getUnit(unit).status == 7  # still Finalized: the record took no new job

@@ -7,6 +7,9 @@ short. After every step the test checks, against the contracts' views and agains
 independent ledger (a Python model of every payout rule in docs/PROTOCOL.md §6):
 
 - registry token balance == Σ stake + Σ unbonding;
+- a unit's verifiers are drawn by the keeper's drawVerifiers or by the first drawn verifier's
+  seal (PROTOCOL §6.5), the same draw its simulation at the pending block showed; a solver
+  that finalizes its own unit is paid in that transaction, anyone else's finalize credits it;
 - job-manager token balance == Σ job escrow + Σ open dispute bonds + Σ open data-request bonds
   + Σ credits + jackpot (data requests, PROTOCOL §6.11: requested by a drawn verifier or the
   submitter, answered on chain from real small states, expired, or voided by a forced reveal);
@@ -44,10 +47,12 @@ from eth_utils import keccak
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from web3.exceptions import ContractLogicError
 from web3.logs import DISCARD
 
 from agents.core.deploy import deploy_all
 from agents.dispute.availability import DATA_SAMPLES, StateOpening
+from agents.economics.detection import chain_sample
 from agents.roles.forced_reveal import forced_reveal, judged_checkpoints
 from agents.training.merkle import CHECKPOINT_DOMAIN, checkpoint_root, list_proof, state_root
 
@@ -266,7 +271,7 @@ class World:
         reg, mgr = self.registry.functions, self.manager.functions
         assert self.send(9, reg.register(ROLES["solver"], (1, 16_384, 100), 200 * E18))
         job = (b"\x01" * 32, b"\x02" * 32, b"\x03" * 32, 8, 2, (1, 8_192, 50))
-        job += (100 * E18, E18 // 5, self.pending_now() + 600, 60)
+        job += (100 * E18, E18 // 5, self.pending_now() + 600, 60, b"\x04" * 32)
         assert self.send(0, mgr.postJob(job))
         unit = mgr.unitIdOf(mgr.jobCount().call(), 0).call()
         assert self.send(9, mgr.claim(unit, keccak(SECRET)))
@@ -488,6 +493,7 @@ class ProtocolMachine(RuleBasedStateMachine):
             fee,
             self.w.pending_now() + window,
             1_800,
+            b"\x04" * 32,  # the dispute config, posted with the job
         )
         t = self.w.pending_now()
         ok = self.w.send(who, self.m.postJob(params))
@@ -656,17 +662,40 @@ class ProtocolMachine(RuleBasedStateMachine):
     def draw_verifiers(self, data: st.DataObject) -> None:
         picked = self._unit(data)
         if picked:
-            self.draw_unit(picked[0])
+            self.draw_unit(picked[0], data.draw(st.booleans()))
 
-    def draw_unit(self, uid: int) -> None:
+    def draw_unit(self, uid: int, by_seal: bool = False) -> None:
+        """The keeper's drawVerifiers, or (`by_seal`) the first drawn verifier's seal, which draws
+        the verifiers in its own transaction (PROTOCOL §6.5): the verifier knows it is drawn,
+        and its segments, from a simulation of drawVerifiers at the pending block."""
         u = self.units[uid]
         self.w.jump(1)
+        if by_seal:
+            self.draw_by_seal_unit(uid)
+            return
         if self.w.send(2, self.m.drawVerifiers(uid)) and self.m.getUnit(uid).call()[0] == VERIFYING:
             assert u.status == COMMITTED
-            u.status = VERIFYING
-            u.verifiers = [self._who(a) for a in self.m.getVerifiers(uid).call()]
-            assert self.m.verifierLockOf(u.job_id).call() == self.lock(u)
-            self._seen(f"drew {len(u.verifiers)} verifiers")
+            self.drawn(u, uid)
+
+    def drawn(self, u: UnitModel, uid: int) -> None:
+        u.status = VERIFYING
+        u.verifiers = [self._who(a) for a in self.m.getVerifiers(uid).call()]
+        assert self.m.verifierLockOf(u.job_id).call() == self.lock(u)
+        self._seen(f"drew {len(u.verifiers)} verifiers")
+
+    def draw_by_seal_unit(self, uid: int) -> None:
+        u = self.units[uid]
+        try:
+            simulated, seed = self.m.drawVerifiers(uid).call(block_identifier="pending")
+        except ContractLogicError:  # not Committed, or its seed re-arms
+            return
+        if not simulated:
+            return
+        first = self._who(simulated[0])
+        segments = chain_sample(seed, simulated[0], MGR_CFG["segmentsPerVerifier"], SEGMENTS)
+        if self.seal_unit(uid, first, segments=segments, drawing=True):
+            assert list(self.m.getVerifiers(uid).call()) == list(simulated), "simulated draw"
+            self._seen("drew by the first seal")
 
     def attest(self, data: st.DataObject, verifier: int, open_seal: bool) -> None:
         picked = self._unit(data)
@@ -686,24 +715,39 @@ class ProtocolMachine(RuleBasedStateMachine):
         for v in verifiers if opening else []:
             self.open_unit(uid, v)
 
-    def seal_unit(self, uid: int, verifier: int, lazy: bool = False) -> None:
+    def seal_unit(
+        self,
+        uid: int,
+        verifier: int,
+        lazy: bool = False,
+        segments: list[int] | None = None,
+        drawing: bool = False,
+    ) -> bool:
         """An honest verifier seals the true end roots of its segments, a lazy one the published
-        ones (different at a forced round's perturbed checkpoint)."""
+        ones (different at a forced round's perturbed checkpoint). `drawing`: the unit is
+        Committed and this seal draws the verifiers first (its `segments` known from the
+        simulated draw). True when it was sealed."""
         u = self.units[uid]
-        segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
+        if segments is None:
+            segments = self.m.sampledSegments(uid, self.w.addr[verifier]).call()
         if lazy:
             ends = [published(u.perturbed)[s + 1] for s in segments]
         else:
             ends = [REPLAYED if s in u.perturbed else TRUE[s + 1] for s in segments]
         attempt = self.m.getUnit(uid).call()[10]
         seal = self.m.sealOf(uid, attempt, self.w.addr[verifier], ends, SALT).call()
-        if self.w.send(verifier, self.m.sealAttestation(uid, seal)):
-            self._seen("sealed")
-            assert verifier in u.verifiers and verifier not in u.sealed and not u.revealed
-            # nor once a seal was opened: its end roots are public (a lost dispute's grace)
-            assert not u.attested, f"sealed after an opening: {u}"
-            u.sealed.add(verifier)
-            u.ends[verifier] = ends
+        if not self.w.send(verifier, self.m.sealAttestation(uid, seal)):
+            return False
+        if drawing:
+            assert u.status == COMMITTED, f"a seal drew the verifiers of a unit not Committed: {u}"
+            self.drawn(u, uid)
+        self._seen("sealed")
+        assert verifier in u.verifiers and verifier not in u.sealed and not u.revealed
+        # nor once a seal was opened: its end roots are public (a lost dispute's grace)
+        assert not u.attested, f"sealed after an opening: {u}"
+        u.sealed.add(verifier)
+        u.ends[verifier] = ends
+        return True
 
     def open_unit(self, uid: int, verifier: int) -> None:
         u = self.units[uid]
@@ -1073,6 +1117,7 @@ class ProtocolMachine(RuleBasedStateMachine):
         u = self.units[uid]
         who = u.assignee if by_solver and u.assignee is not None else u.submitter
         t, deadline = self.w.pending_now(), self.m.getUnit(uid).call()[4]
+        wallet = self.w.token.functions.balanceOf(self.w.addr[who]).call()
         if not self.w.send(who, self.m.finalize(uid)):
             return
         assert u.status == VERIFYING and u.assignee is not None
@@ -1082,7 +1127,14 @@ class ProtocolMachine(RuleBasedStateMachine):
         assert waived or t > reveal_slot_end, f"finalized by {who} in the reveal's slot: {u}"
         self._seen("finalized by the solver" if who == u.assignee else "finalized by another")
         tax = u.reward * MGR_CFG["taxBps"] // BPS
-        self.credits[u.assignee] += u.reward - u.fee - tax
+        pay = u.reward - u.fee - tax
+        paid_out = self.w.token.functions.balanceOf(self.w.addr[who]).call() - wallet
+        if who == u.assignee:
+            # the solver finalizing its own unit is paid in that transaction, not credited
+            assert paid_out == pay, f"solver paid {paid_out}, owed {pay}"
+        else:
+            assert paid_out == 0
+            self.credits[u.assignee] += pay
         paid = u.attested - u.slashed
         n = len(paid)
         share = u.fee // n if n else 0
@@ -1264,7 +1316,7 @@ class ProtocolMachine(RuleBasedStateMachine):
                     # (hypothesis often draws the simplest value, 0: let it mean "online")
                     if self.registered(v) and data.draw(st.integers(0, 3)) < 3:
                         self.heartbeat(v)
-                self.draw_unit(uid)
+                self.draw_unit(uid, data.draw(st.booleans()))
                 # often the drawn verifiers seal at once; their seals are opened (or not) later
                 seal_now, lazy = data.draw(st.booleans()), data.draw(st.booleans())
                 if seal_now and u.status == VERIFYING:
@@ -1703,7 +1755,9 @@ REQUIRED_OUTCOMES = (
     "result held",
     "held result settled",
     "held result voided by the reveal",
+    "drew by the first seal",
     "finalized",
+    "finalized by the solver",
     "finalized by another",
     "expired",
     "cancelled",

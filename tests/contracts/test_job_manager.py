@@ -172,6 +172,8 @@ def test_postJob_escrowsAndEmits(deployment, chain):
     assert (job.steps, job.checkpointInterval, job.unitCount) == (8, 2, 1)
     assert (job.deviceClass, job.memoryMiB, job.throughput) == (1, 8_192, 50)
     assert job.specHash == b"\x01" * 32 and job.initialStateRoot == b"\x03" * 32
+    # the dispute config is the job's from the posting transaction on (PROTOCOL §7.2)
+    assert job.configHash == b"\x04" * 32 and ev.params[-1] == b"\x04" * 32
     unit = d.manager.getUnit(unit_id)
     assert unit.status == U_OPEN and unit.deadline == params[8]
     assert d.manager.jobCount() == 1
@@ -599,6 +601,99 @@ def test_drawVerifiers_staleSeed_rearms(staked, chain):
     tx = d.manager.drawVerifiers(unit_id, sender=d.other)
     assert len(tx.events.filter(d.manager.SeedRearmed)) == 1
     assert d.manager.getUnit(unit_id).status == U_COMMITTED
+
+
+def _committed(d: Any, chain) -> int:
+    """A Committed unit whose seed block is in the past of the latest block (a call, run
+    against the latest block, sees the seed's hash)."""
+    _, unit_id = assign(d, chain)
+    commit(d, chain, unit_id)
+    chain.mine(2)
+    return unit_id
+
+
+def test_drawVerifiers_returnsTheDraw_soThatASimulationShowsIt(staked, chain):
+    """A verifier learns whether it will be drawn by simulating drawVerifiers: the call returns
+    the verifiers and the seed, the very ones the transaction then records."""
+    d = staked
+    unit_id = _committed(d, chain)
+    simulated, seed = d.manager.drawVerifiers.call(unit_id, sender=d.other)
+    assert simulated and seed & 1
+    tx = d.manager.drawVerifiers(unit_id, sender=d.other)
+    ev = tx.events.filter(d.manager.VerifiersDrawn)[0]
+    assert list(ev.verifiers) == list(simulated) and ev.seed == seed
+
+
+def test_sealAttestation_onCommitted_drawsTheVerifiersFirst(staked, chain):
+    """The first verifier's answer draws the verifiers in its own transaction (PROTOCOL §6.5):
+    the same draw as the keeper's drawVerifiers in that block, then its seal."""
+    d = staked
+    unit_id = _committed(d, chain)
+    simulated, seed = d.manager.drawVerifiers.call(unit_id, sender=d.other)
+    v = by_address(d.verifiers, simulated[0])
+    attempt = d.manager.getUnit(unit_id).attempt
+    types = ["uint256", "uint32", "address", "bytes32[]", "bytes32"]
+    seal = keccak(abi_encode(types, [unit_id, attempt, v.address, ROOTS, SALT]))
+    tx = d.manager.sealAttestation(unit_id, seal, sender=v)
+    drawn = tx.events.filter(d.manager.VerifiersDrawn)[0]
+    assert list(drawn.verifiers) == list(simulated) and drawn.seed == seed
+    assert tx.events.filter(d.manager.AttestationSealed)[0].verifier == v.address
+    unit = d.manager.getUnit(unit_id)
+    assert unit.status == U_VERIFYING and unit.verifySeed == seed
+    assert unit.deadline == chain.blocks.head.timestamp + VERIFY_WINDOW
+    assert tuple(d.manager.verifierStatus(unit_id, v)) == (V_SEALED, seal)
+    for a in simulated:
+        assert d.registry.getNode(a).locked == LOCK
+    # the segments the verifier replayed before the draw are the ones the chain now gives
+    assert _segments(d, unit_id, v) == chain_sample(seed, v.address, 2, 4)
+
+
+def test_attest_inTheClear_onCommitted_drawsTheVerifiersFirst(project, accounts, chain):
+    """With one verifier per unit its one attestation, in the clear, draws it."""
+    d = deploy_protocol(project, accounts, {**MGR_CFG, "verifiersPerUnit": 1})
+    stake_nodes(d)
+    unit_id = _committed(d, chain)
+    (drawn,), _ = d.manager.drawVerifiers.call(unit_id, sender=d.other)
+    v = by_address(d.verifiers, drawn)
+    tx = d.manager.attest(unit_id, ROOTS, bytes(32), sender=v)
+    assert list(tx.events.filter(d.manager.VerifiersDrawn)[0].verifiers) == [drawn]
+    assert tx.events.filter(d.manager.Attested)[0].verifier == drawn
+    assert d.manager.verifierStatus(unit_id, v)[0] == V_ATTESTED
+
+
+def test_sealAttestation_onCommitted_notDrawn_revertsAndDrawsNothing(staked, chain):
+    d = staked
+    unit_id = _committed(d, chain)
+    simulated, _ = d.manager.drawVerifiers.call(unit_id, sender=d.other)
+    outsider = next(v for v in d.verifiers if v.address not in simulated)
+    with reverts(d.manager, "NotSelectedVerifier", unitId=unit_id):
+        d.manager.sealAttestation(unit_id, ROOT, sender=outsider)
+    assert d.manager.getUnit(unit_id).status == U_COMMITTED
+
+
+def test_sealAttestation_onCommitted_beforeTheSeedBlock_reverts(staked, chain):
+    d = staked
+    _, unit_id = assign(d, chain)
+    commit(d, chain, unit_id)
+    with reverts(d.manager, "SeedNotYetAvailable", unitId=unit_id):
+        d.manager.sealAttestation(unit_id, ROOT, sender=d.verifiers[0])
+
+
+def test_sealAttestation_onCommitted_seedExpired_revertsAndLeavesTheRearmToTheKeeper(
+    staked, chain
+):
+    """An answer never moves the seed: with its hash gone it reverts, and only drawVerifiers
+    re-arms (a verifier that could re-arm by answering would pick among seeds)."""
+    d = staked
+    _, unit_id = assign(d, chain)
+    commit(d, chain, unit_id)
+    seed_block = d.manager.getUnit(unit_id).seedBlock
+    chain.mine(300)
+    with reverts(d.manager, "SeedExpired", unitId=unit_id, seedBlock=seed_block):
+        d.manager.sealAttestation(unit_id, ROOT, sender=d.verifiers[0])
+    assert d.manager.getUnit(unit_id).seedBlock == seed_block
+    tx = d.manager.drawVerifiers(unit_id, sender=d.other)
+    assert len(tx.events.filter(d.manager.SeedRearmed)) == 1
 
 
 def _drawn(d: Any, unit_id: int) -> list[str]:
@@ -1121,12 +1216,15 @@ def test_finalize_paysAndPenalises(staked, chain):
     assert len(selected) >= 1
     attest(d, chain, unit_id, [(selected[0], [ROOT, ROOT])])
     advance(chain, VERIFY_WINDOW + 1)
+    wallet = d.token.balanceOf(d.solvers[0])
     tx = d.manager.finalize(unit_id, sender=d.solvers[0])
     ev = tx.events.filter(d.manager.UnitFinalized)[0]
     assert ev.solver == d.solvers[0].address
     assert (ev.solverPay, ev.verifierFee, ev.tax) == (REWARD - FEE - TAX, FEE, TAX)
     assert len(tx.events.filter(d.manager.JobCompleted)) == 1
-    assert d.manager.credits(d.solvers[0]) == REWARD - FEE - TAX
+    # the solver finalizing its own unit is paid in that transaction, not credited
+    assert d.token.balanceOf(d.solvers[0]) == wallet + REWARD - FEE - TAX
+    assert d.manager.credits(d.solvers[0]) == 0
     assert d.manager.credits(selected[0]) == FEE
     silent = selected[1:]
     penalised = {e.verifier for e in tx.events.filter(d.manager.VerifierPenalised)}
@@ -1141,6 +1239,18 @@ def test_finalize_paysAndPenalises(staked, chain):
     assert d.manager.getUnit(unit_id).status == U_FINAL
     job = d.manager.getJob(job_id)
     assert job.status == J_COMPLETED and job.escrow == 0 and job.unitsFinalized == 1
+
+
+def test_finalize_byAnotherParty_creditsTheSolver(staked, chain):
+    """Only the solver's own finalize pays it at once; a keeper's (after the reveal slot)
+    credits it, to be pulled with withdraw."""
+    d = staked
+    _, unit_id = verifying(d, chain)
+    advance(chain, VERIFY_WINDOW + 2 * MGR_CFG["revealWindow"] + 1)
+    wallet = d.token.balanceOf(d.solvers[0])
+    d.manager.finalize(unit_id, sender=d.other)
+    assert d.manager.credits(d.solvers[0]) == REWARD - FEE - TAX
+    assert d.token.balanceOf(d.solvers[0]) == wallet
 
 
 def test_finalize_nobodyAttested_feeToJackpot(staked, chain):

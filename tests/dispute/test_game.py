@@ -196,14 +196,14 @@ def test_only_the_submitter_registers_a_config_once(dep, snapshot):
     assert dep.game.functions.configOf(77).call() == b"\x02" * 32
     # A unit of a job without a config cannot be disputed (the manager's challenge reverts).
     request = (78 << 32, dep.defender.address, dep.challenger.address) + (b"\x00" * 32,) * 3
-    request += (1, 1, b"\x00" * 32, 2, b"\x00" * 32, b"\x00" * 32)
+    request += (1, 1, b"\x00" * 32, 2, b"\x00" * 32, b"\x00" * 32, b"\x00" * 32)
     with pytest.raises(MoveRejected):
         dep.deployer.transact("open", request)
 
 
 def test_only_the_manager_opens_games(dep, snapshot):
     request = (1, dep.defender.address, dep.challenger.address) + (b"\x00" * 32,) * 3
-    request += (1, 1, b"\x00" * 32, 2, b"\x00" * 32, b"\x00" * 32)
+    request += (1, 1, b"\x00" * 32, 2, b"\x00" * 32, b"\x00" * 32, b"\x00" * 32)
     with pytest.raises(MoveRejected):
         dep.defender.transact("openGame", request)
 

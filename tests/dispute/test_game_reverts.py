@@ -98,7 +98,7 @@ def _request(dep, unit_id: int, steps: int = STEPS, interval: int = INTERVAL) ->
     """A GameRequest for `unit_id` (solver = account 1, challenger = account 2); the roots do
     not matter to the checks that come first."""
     parties = (dep.defender.address, dep.challenger.address)
-    return (unit_id, *parties, ZERO, ZERO, ZERO, steps, interval, ZERO, 3, ZERO, ZERO)
+    return (unit_id, *parties, ZERO, ZERO, ZERO, steps, interval, ZERO, 3, ZERO, ZERO, ZERO)
 
 
 def _registered_unit(dep) -> int:

@@ -124,6 +124,7 @@ test("deploy, hash the spec, post, decode errors by name, follow the job's event
     checkpointInterval: spec.checkpoint_every,
     required: { deviceClass: 0, memoryMiB: 0, throughput: 0 },
     reward, verificationFee: 10n * E18, claimDeadline: now + HOUR, computeTime: HOUR,
+    configHash, // the dispute config, bound to the job as it is posted (PROTOCOL §7.2)
   };
   const posted = await mined(asSubmitter(manager).postJob(params));
   const jobPosted = posted.logs.map((l) => errorsAndEvents.parseLog(l)).find((e) => e?.name === "JobPosted");
@@ -134,11 +135,13 @@ test("deploy, hash the spec, post, decode errors by name, follow the job's event
   assert.equal(onChain.submitter, submitter.address);
   assert.equal(onChain.status, BigInt(enums["IJobManager.JobStatus"].Open));
   assert.deepEqual(
-    [onChain.specHash, onChain.datasetRoot, onChain.initialStateRoot, onChain.steps, onChain.escrow],
-    [specHash, spec.dataset.root, initialStateRoot, BigInt(spec.steps), reward],
+    [onChain.specHash, onChain.datasetRoot, onChain.initialStateRoot, onChain.steps, onChain.escrow, onChain.configHash],
+    [specHash, spec.dataset.root, initialStateRoot, BigInt(spec.steps), reward, configHash],
   );
-  await mined(asSubmitter(game).registerConfig(jobId, configHash));
+  // the game reads the config posted with the job; it cannot be registered again
   assert.equal(await game.configOf(jobId), configHash);
+  const again = await revertOf(() => asSubmitter(game).registerConfig.staticCall(jobId, configHash));
+  assert.equal(again.name, "ConfigAlreadyRegistered");
 
   // --- the registry's and the token's custom errors, by name
   const solverRole = enums["INodeRegistry.Role"].Solver;
@@ -174,8 +177,8 @@ test("deploy, hash the spec, post, decode errors by name, follow the job's event
   const names = ofJob.map((e) => e.name);
   for (const log of logs) assert.ok(protocol.events[log.topics[0]], `unknown topic ${log.topics[0]}`);
   assert.deepEqual(
-    names.filter((n) => ["JobPosted", "UnitOpened", "ConfigRegistered", "UnitClaimed", "JobCancelled"].includes(n)),
-    ["JobPosted", "UnitOpened", "ConfigRegistered", "UnitClaimed", "JobCancelled"],
+    names.filter((n) => ["JobPosted", "UnitOpened", "UnitClaimed", "JobCancelled"].includes(n)),
+    ["JobPosted", "UnitOpened", "UnitClaimed", "JobCancelled"],
   );
   const cancelled = ofJob.find((e) => e.name === "JobCancelled");
   assert.equal(cancelled.args.refund, reward);

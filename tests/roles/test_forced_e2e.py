@@ -53,8 +53,12 @@ def _seed_jackpot(w3: Web3, addrs: dict, manager, registry) -> None:
         _send(w3, SEEDER, token.functions.approve(spender, 2**256 - 1))
     _send(w3, SEEDER, registry.functions.register(1, (0, 0, 0), 200 * TOKEN))
     now = w3.eth.get_block("latest")["timestamp"]
-    # (spec, dataset, initial root, T, k, capability, reward, fee, claim deadline, compute time)
-    params = (b"\1" * 32, b"\2" * 32, b"\3" * 32, 2, 1, (0, 0, 0), 100 * TOKEN, 0, now + 5, 5)
+    # (spec, dataset, initial root, T, k, capability, reward, fee, claim deadline, compute time,
+    # dispute config)
+    params = (
+        b"\1" * 32, b"\2" * 32, b"\3" * 32, 2, 1, (0, 0, 0), 100 * TOKEN, 0, now + 5, 5,
+        b"\4" * 32,
+    )  # fmt: skip
     _send(w3, SEEDER, manager.functions.postJob(params))
     unit = manager.functions.jobCount().call() << 32
     _send(w3, SEEDER, manager.functions.claim(unit, Web3.keccak(b"seeder")))

@@ -234,7 +234,8 @@ interface IDisputeGame {
     /// @notice Records job `jobId`'s dispute config hash (PROTOCOL §7.2), once per job. Only the
     ///         job's submitter (read from the manager), or, in a game deployed with
     ///         `managerRegistersOnly` (the attestation court's), only its manager: the court
-    ///         copies the job manager's game's config at the first challenge (§6.8).
+    ///         copies the job manager's game's config at the first challenge (§6.8). A job posted
+    ///         with its config (`JobParams.configHash`) has it already: `ConfigAlreadyRegistered`.
     function registerConfig(uint256 jobId, bytes32 configHash) external;
 
     /// @notice As `registerConfig`, for a unit job of a decomposed job: also records where the
@@ -243,7 +244,8 @@ interface IDisputeGame {
     function registerUnitConfig(uint256 jobId, bytes32 configHash, Placement calldata placement)
         external;
 
-    /// @notice The registered config hash of a job (zero when none).
+    /// @notice The config hash of a job (zero when none): the one registered here, else, in the
+    ///         job manager's game, the one posted with the job (`IJobManager.Job.configHash`).
     function configOf(uint256 jobId) external view returns (bytes32);
 
     /// @notice The placement of a unit job (zero for a version-1 job: offset 0, one shard).
