@@ -11,7 +11,7 @@ over that chain, and each role's reads of one round are counted at the async HTT
 its agent's one client, which its sends share (every JSON-RPC request sent to the node,
 eth_call or not):
 
-- solver: `units()`, then `facts(u)` of each unit (its claim, its dispute, and whether its
+- solver: `units()`, then `facts(u, now)` of each unit (its claim, its dispute, and whether its
   forced round's reveal is due: a forced record is planted so that the drawn verifiers'
   statuses are read, as in a forced round);
 - verifier: `units()`, then `facts(u, now)` of each unit (a verdict record is planted so that
@@ -195,8 +195,9 @@ def role_config(cls: Any, key_index: int, url: str, manager: str, data_dir: Path
 
 
 async def solver_round(s: Solver) -> None:
+    now = await s.now()
     for u in await s.units():
-        await s.facts(u)
+        await s.facts(u, now)
 
 
 async def verifier_round(v: Verifier) -> None:

@@ -1,7 +1,11 @@
-"""The demo on other EVM clients: does `make demo` end the same on Ganache as on Anvil?
+"""The demo on other EVM clients: does `make demo` end the same on Ganache and Hardhat as on
+Anvil?
 
-Run: `python -m bench.clients_bench [anvil|ganache ...]` (needs build/abi from `make compile`
-and node_modules from `npm ci`; a few minutes per client). For each client this starts the
+Run: `python -m bench.clients_bench [anvil|ganache|hardhat ...]` (needs build/abi from `make
+compile` and node_modules from `npm ci`; a few minutes per client). Hardhat 3's node (its EDR,
+a native binding) needs Node 22, which the machine may not have: the first `hardhat` run
+installs Node 22 (npm's `node` package) and Hardhat 3 into build/hardhat, inside the checkout
+and outside its package.json, and runs Hardhat with that Node. For each client this starts the
 client on a free loopback port as a dev chain the demo accepts — chain id 31337 and the dev
 mnemonic, so the demo's dev keys hold ether — and runs `python -m scripts.demo --rpc-url URL`
 against it (`make demo RPC_URL=URL`). Chain time: both clients automine, and the demo's
@@ -49,6 +53,34 @@ class Client:
     name: str
     command: tuple[str, ...]
     version_command: tuple[str, ...]
+    cwd: Path | None = None
+    env: dict[str, str] | None = None
+
+
+#: Hardhat 3 and the Node 22 it needs, installed here by `setup_hardhat` (build/ is ignored).
+HARDHAT_DIR = ROOT / "build" / "hardhat"
+HARDHAT_PACKAGES = ("node@22.23.3", "hardhat@3.18.0")
+
+
+def setup_hardhat() -> None:
+    """Install Node 22 and Hardhat 3 into HARDHAT_DIR (once): Hardhat's npm install needs Node 22
+    on PATH, else its native EDR binding is skipped and `hardhat node` cannot start."""
+    if (HARDHAT_DIR / "node_modules" / ".bin" / "hardhat").exists():
+        return
+    HARDHAT_DIR.mkdir(parents=True, exist_ok=True)
+    package = {"name": "vtp-hardhat-client", "private": True, "type": "module"}
+    (HARDHAT_DIR / "package.json").write_text(json.dumps(package) + "\n")
+    (HARDHAT_DIR / "hardhat.config.js").write_text("export default {};\n")
+    npm = ("npm", "install", "--no-audit", "--no-fund")
+    subprocess.run([*npm, HARDHAT_PACKAGES[0]], cwd=HARDHAT_DIR, check=True)
+    env = hardhat_env()
+    subprocess.run([*npm, HARDHAT_PACKAGES[1]], cwd=HARDHAT_DIR, check=True, env=env)
+
+
+def hardhat_env() -> dict[str, str]:
+    """The environment with Node 22 (HARDHAT_DIR's) first on PATH."""
+    bin_dir = str(HARDHAT_DIR / "node_modules" / ".bin")
+    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
 
 
 def clients(port: int) -> dict[str, Client]:
@@ -95,11 +127,34 @@ def clients(port: int) -> dict[str, Client]:
             ),  # fmt: skip
             (ganache, "--version"),
         ),
+        # Hardhat 3's node: chain id 31337 and, by default, 20 accounts of the dev mnemonic with
+        # 10,000 ether each; it automines and never repeats a timestamp
+        "hardhat": Client(
+            "hardhat",
+            (
+                str(HARDHAT_DIR / "node_modules" / ".bin" / "hardhat"),
+                "node",
+                "--hostname",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ),  # fmt: skip
+            (str(HARDHAT_DIR / "node_modules" / ".bin" / "hardhat"), "--version"),
+            cwd=HARDHAT_DIR,
+            env=hardhat_env(),
+        ),
     }
 
 
 def version(client: Client) -> str:
-    out = subprocess.run(client.version_command, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        client.version_command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=client.cwd,
+        env=client.env,
+    )
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else "unknown"
 
 
@@ -120,7 +175,12 @@ def running(client: Client, port: int, log: Path) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as sink:
         proc = subprocess.Popen(
-            client.command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            client.command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=client.cwd,
+            env=client.env,
         )
         try:
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -191,6 +251,8 @@ def same_outcomes(runs: dict[str, Any]) -> dict[str, bool]:
 
 
 def run_client(name: str) -> dict[str, Any]:
+    if name == "hardhat":
+        setup_hardhat()
     port = free_port()
     client = clients(port)[name]
     log = ROOT / "build" / "bench" / f"{name}.log"

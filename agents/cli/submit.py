@@ -1,14 +1,16 @@
 """`python -m agents submit`: post a job and follow it to its end with a live view.
 
 The submitter role (agents/roles/submitter.py) does the work — publish the spec, escrow the
-reward, post, register the dispute config, take the keeper steps, fetch and check the final
-model — and this command adds what a person at a terminal wants to see: after every round the
-job as `job status` shows it (each unit's phase, the disputes and their winners, the chain time
-left in the window), redrawn in place on a terminal, printed again whenever something changed
-otherwise. Exit 0 when the job completed; a cancelled job or any other end is one error line
-(exit 2). `--no-follow` posts and exits; `job status ID` follows up later. A version-2 spec
-(R x S unit jobs through the RoundManager) is followed by the role's log alone. The view is an
-observer of the submitter (`LiveView`): it reads and shows, and changes nothing the role does.
+reward, post the job with its dispute config, take the keeper steps no node took, fetch and
+check the final model — and this command adds what a person at a terminal wants to see: after
+every round the job as `job status` shows it (each unit's phase, the disputes and their winners,
+the chain time left in the window), redrawn in place on a terminal, printed again whenever
+something changed otherwise. Exit 0 when the job completed; a cancelled job or any other end is
+one error line (exit 2). `--no-follow` posts and exits; `job status ID` follows up later.
+`--count N` posts N jobs of the spec at once from this one process (one approval, the posts sent
+together) and follows them all (one result line each; no live view). A version-2 spec (R x S
+unit jobs through the RoundManager) is followed by the role's log alone. The view is an observer
+of the submitter (`LiveView`): it reads and shows, and changes nothing the role does.
 """
 
 from __future__ import annotations
@@ -57,11 +59,14 @@ class LiveView:
         if submitter.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             # R x S unit jobs through the RoundManager: the role's log is the view
             return
-        job_id, deployment = submitter.job_id, self.config.deployment
-        status = f"python -m agents job status {job_id} --deployment {deployment}"
-        print(f"job {job_id} posted: `{status}` reads it", flush=True)
-        start = deployment_block(deployment, submitter.manager.address)
-        self.reader = JobReader(submitter.w3, submitter.manager, job_id, start)
+        deployment = self.config.deployment
+        for job_id in submitter.job_ids:
+            status = f"python -m agents job status {job_id} --deployment {deployment}"
+            print(f"job {job_id} posted: `{status}` reads it", flush=True)
+        if len(submitter.job_ids) == 1:  # the live view is of one job
+            start = deployment_block(deployment, submitter.manager.address)
+            job_id = submitter.job_id
+            self.reader = JobReader(submitter.w3, submitter.manager, job_id, start)
 
     async def after_round(self) -> None:
         from agents.roles.job_view import change_key, render_rich, render_text

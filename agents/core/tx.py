@@ -68,7 +68,16 @@ class TxReverted(TxError):
 
 
 class TxFailed(TxError):
-    """Mined, but with status 0 (the chain state changed between simulation and inclusion)."""
+    """Mined, but with status 0 (the chain state changed between simulation and inclusion):
+    `tx_hash`, its `block_number` and the `gas_used` it cost."""
+
+    def __init__(
+        self, message: str, tx_hash: str = "", block_number: int = 0, gas_used: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.tx_hash = tx_hash
+        self.block_number = block_number
+        self.gas_used = gas_used
 
 
 class TxTimeout(TxError):
@@ -382,13 +391,15 @@ class TxSender:
 
     # --- simulation ----------------------------------------------------------------------------
     async def simulate(self, request: TxRequest) -> bytes:
-        """eth_call the request against the pending state; TxReverted if it would revert."""
+        """eth_call the request against the pending state (the next block, with the
+        transactions the node holds for it): a rival's transaction that will land first
+        already counts, so the call is refused instead of reverting on chain (issue #45);
+        TxReverted if it would revert."""
         from web3.exceptions import ContractLogicError
 
+        params = self._call_params(request)
         try:
-            return bytes(
-                await self._rpc("eth_call", lambda: self.w3.eth.call(self._call_params(request)))
-            )
+            return bytes(await self._rpc("eth_call", lambda: self.w3.eth.call(params, "pending")))
         except ContractLogicError as exc:
             raise revert_error(exc, self.errors, "simulation") from None
 
@@ -403,7 +414,7 @@ class TxSender:
             # the call many times (Ganache's binary search) took over a minute for a dispute
             # move's proof, twice, and five tries ran the challenger's game clock out.
             est = await retry_transport(
-                lambda: self.w3.eth.estimate_gas(self._call_params(request)),
+                lambda: self.w3.eth.estimate_gas(self._call_params(request), "pending"),
                 self.clock,
                 "estimate gas",
                 attempts=1,
@@ -616,7 +627,10 @@ class TxSender:
         if intent.status == "failed":
             raise TxFailed(
                 f"intent {intent.intent_id}: tx {intent.tx_hash} mined in block "
-                f"{intent.block_number} but reverted"
+                f"{intent.block_number} but reverted",
+                intent.tx_hash,
+                intent.block_number or 0,
+                intent.gas_used or 0,
             )
         assert intent.block_number is not None and intent.gas_used is not None
         return TxOutcome(intent.intent_id, intent.tx_hash, intent.nonce, intent.block_number,

@@ -535,18 +535,6 @@ class ReportPrematureReveal(ChainAction):
 
 
 @dataclass(frozen=True)
-class RegisterConfig(ChainAction):
-    """Register a job's dispute config with the job manager's game."""
-
-    intent: str
-    job_id: int
-    config_hash: bytes
-
-    def tx(self, c: Contracts) -> ContractFunction:
-        return c.game.functions.registerConfig(self.job_id, self.config_hash)
-
-
-@dataclass(frozen=True)
 class ChallengeAttestation(ChainAction):
     intent: str
     unit_id: int

@@ -185,11 +185,13 @@ class ChallengerMixin:
             )
         return True
 
-    def roots_are_right(self, u: UnitView) -> None:
+    def roots_are_right(self, u: UnitView, intent: str) -> None:
         """open_challenge found the unit's root right after a replay that disagreed: the data
-        failed its checks, not the roots."""
-        self.log.error(
-            "unit %d: the data failed its checks but the roots are right; "
-            "not challenging (will retry the fetch)",
+        failed its checks, not the roots. A challenge with my root cannot succeed (the manager
+        refuses a counter-claim equal to the commitment): recorded under its intent, so that no
+        round plans it again (issue #45: it was planned every round until the window closed)."""
+        self.log.warning(
+            "unit %d: the data failed its checks but the roots are right: not challenging",
             u.unit_id,
         )
+        self.drop(intent, "my replay gives the unit's checkpoint root")

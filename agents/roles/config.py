@@ -212,6 +212,9 @@ class SubmitterConfig(RoleConfig):
     no_follow: bool = setting(
         False, "post the job (and its dispute config) and exit: `job status ID` reads it later",
         env=None)  # fmt: skip
+    count: int = setting(
+        1, "post this many jobs of the spec at once, from this one process (one approval, the "
+        "posts sent together); each job's id is printed", parse=positive_int, env=None)  # fmt: skip
 
     @property
     def requirements(self) -> tuple[int, int, int]:

@@ -39,7 +39,7 @@ from agents.roles.jobs import (
     keep_spec,
     rejecting,
 )
-from agents.roles.logic import keeper_acts
+from agents.roles.logic import KeeperFacts, keeper_acts
 from agents.roles.runtime import MlpRuntime, check_dataset
 from agents.training import spec as specs
 from agents.training.decompose import (
@@ -309,7 +309,9 @@ async def follow_decomposed(sub) -> bool:
             sub.log.info(
                 "round %d unit %d: %s (attempt %d)", r, s, u.status.name.lower(), u.attempt
             )
-        acts: list[ChainAction] = [*keeper_acts(u, now, reveal_slot=reveal_slot)]
+        # the keeper steps no node took: after every node's turn (logic.FALLBACK_RANK)
+        keeper = KeeperFacts(sub.me)
+        acts: list[ChainAction] = [*keeper_acts(u, now, keeper=keeper, reveal_slot=reveal_slot)]
         for act in acts:
             await sub.executor.execute(act)
         acted = acted or bool(acts)

@@ -3,15 +3,19 @@ recorded under its intent and sent through the agent's one crash-safe sender (ag
 
 Every transaction a role sends goes through `Executor.execute`: one nonce sequence, one intent
 record per logical send (a restarted agent resumes a recorded send instead of signing a second
-one), one place that says what a refusal means. A simulation that reverts is logged (once per
-intent and reason) and retried on a later round by a new decision, never sent; an intent whose
-transaction was mined but reverted (another party got there first) is not sent again: the
-decision logic names a new intent when a new send makes sense.
+one), one place that says what a refusal means. A simulation (at the pending block: a rival's
+transaction the node already holds counts) that reverts is logged (once per intent and reason)
+and retried on a later round by a new decision, never sent; an intent whose transaction was
+mined but reverted is not sent again: the decision logic names a new intent when a new send
+makes sense. Such a revert is usually a race another party won — its transaction on the same
+unit landed first, in the same block or the one before — which is said at INFO with the
+winner's address (an expected outcome, issue #45); one nobody won is an ERROR.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from agents.core.bounded import SaidOnce
@@ -29,6 +33,7 @@ class Executor:
         self.contracts = contracts
         self.log = log
         self.gas_used = 0  # by the transactions this process signed (not the resumed ones)
+        self.reverted_gas = 0  # the part of it spent on transactions that reverted on chain
         self._warned = SaidOnce()  # (intent, refusal) pairs logged
 
     async def execute(self, action: ChainAction) -> TxOutcome | None:
@@ -47,7 +52,19 @@ class Executor:
             return None
         except TxFailed as exc:
             # Mined but reverted: the chain moved between simulation and inclusion (usually
-            # another keeper took the same step in the same block).
+            # another party acted on the same unit in the same block).
+            self.gas_used += exc.gas_used
+            self.reverted_gas += exc.gas_used
+            winner = await self.race_winner(exc)
+            if winner is not None:
+                self.log.info(
+                    "%s lost a race on chain: %s's transaction %s landed first (block %d)",
+                    action.name,
+                    winner.sender,
+                    winner.tx_hash[:12],
+                    winner.block,
+                )
+                return None
             level = logging.INFO if action.keeper else logging.ERROR
             self.log.log(level, "%s reverted on chain: %s", action.name, str(exc)[:300])
             return None
@@ -68,6 +85,54 @@ class Executor:
                 "%s mined in block %d (gas %d)", action.name, out.block_number, out.gas_used
             )
         return out
+
+    async def race_winner(self, exc: TxFailed) -> RaceWinner | None:
+        """The transaction that made mine revert, if a race did: another sender's successful
+        call to the same contract with the same first argument (the unit, game or job), before
+        mine in its block or in the block before. None when there is none (or it cannot be
+        read): the revert is then no race."""
+        if not exc.tx_hash:
+            return None
+        w3 = self.agent.w3
+        try:
+            mine = await w3.eth.get_transaction(exc.tx_hash)
+            data = bytes(mine["input"])
+            if len(data) < 36:
+                return None
+            for number in (exc.block_number, exc.block_number - 1):
+                block = await w3.eth.get_block(number, full_transactions=True)
+                for tx in block["transactions"]:
+                    if number == exc.block_number and tx["hash"] == mine["hash"]:
+                        break
+                    if not _same_target(tx, mine, data):
+                        continue
+                    receipt = await w3.eth.get_transaction_receipt(tx["hash"])
+                    if int(receipt["status"]) == 1:
+                        return RaceWinner(str(tx["from"]), "0x" + bytes(tx["hash"]).hex(), number)
+        except Exception:  # a node that cannot say: no winner named (logged as a revert)
+            return None
+        return None
+
+
+@dataclass(frozen=True)
+class RaceWinner:
+    """The transaction that took what mine wanted first (Executor.race_winner)."""
+
+    sender: str
+    tx_hash: str
+    block: int
+
+
+def _same_target(tx: Any, mine: Any, data: bytes) -> bool:
+    """`tx` is another sender's call to the contract `mine` called, on the same first argument."""
+    other = bytes(tx["input"])
+    return (
+        tx.get("to") is not None
+        and str(tx["to"]).lower() == str(mine["to"]).lower()
+        and str(tx["from"]).lower() != str(mine["from"]).lower()
+        and len(other) >= 36
+        and other[4:36] == data[4:36]
+    )
 
 
 def revert_text(exc: TxReverted) -> str:

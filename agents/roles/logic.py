@@ -12,16 +12,22 @@ the same decision again resumes the recorded transaction instead of sending a ne
 Unit life cycle (IJobManager): Open -> Selecting -> Assigned -> Committed -> Verifying
 (<-> Disputed) -> Finalized; Disputed -> Open when the challenger wins (with forced errors on, a
 win before the end of the round's reveal slot is held until then: settleDispute). The keeper
-steps (closeClaims, selectAssignee, drawVerifiers, finalize, settleDispute) may be taken by
-anyone; every role takes them for the units it follows so that a job never waits for a
-particular party.
+steps (closeClaims, selectAssignee, drawVerifiers, finalize, settleDispute, expireDataRequest)
+may be taken by anyone; each has one keeper order per unit (`keeper_order`: the parties it
+concerns first, then a pool of nodes in an order of their own per unit), and the keeper at rank
+r takes the step only r graces after it is due, so that each step costs one transaction under
+any number of agents while a job never waits for a particular party (PROTOCOL §6.5).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from eth_abi import encode
+from eth_utils import keccak
 
 from agents.core.enums import Phase, Side, UnitStatus, VerifierStatus
 from agents.dispute.player import DEFENDER_PHASES, Move
@@ -283,8 +289,113 @@ KEEPER_STEPS: frozenset[type[ChainAction]] = frozenset(
     }
 )
 SOLVER_KEEPS: frozenset[type[ChainAction]] = frozenset({CloseClaims, SelectAssignee})
-#: Seconds (or blocks) a backup keeper waits before taking a step the submitter has not taken.
-BACKUP_DELAY = 4
+
+
+# --- keeper turns (PROTOCOL §6.5) ---------------------------------------------------------------
+
+#: Each keeper in a unit's keeper order waits this many seconds (blocks, for the seed-based
+#: steps) longer than the one before it: the first takes a step as soon as it is due, the next
+#: only if the step is still untaken a grace later (the first is down or slow), and so on.
+KEEPER_GRACE = 4
+#: Ranks past this one wait as long as it does: a bounded wait whatever the number of nodes,
+#: which keeps the seed-based steps well inside a seed's 256 blocks.
+MAX_KEEPER_RANK = 8
+#: The rank of a keeper in no unit's order (the job's submitter): after every node in it.
+FALLBACK_RANK = MAX_KEEPER_RANK + 1
+#: Blocks after a commitment's seed block during which the drawn verifiers' first answer draws
+#: them (JobManager.sealAttestation on a Committed unit): a keeper's drawVerifiers is due only
+#: after it, for units whose drawn verifiers did not answer in time (or that draw nobody).
+DRAW_FOLD_BLOCKS = 64
+#: A drawn verifier's answer draws only until this many blocks before the fold ends, so that it
+#: is mined before a keeper's drawVerifiers is due.
+FOLD_MARGIN_BLOCKS = 8
+
+
+def keeper_delay(rank: int) -> int:
+    """How long (seconds, or blocks) after a step is due the keeper at `rank` takes it."""
+    return min(rank, FALLBACK_RANK) * KEEPER_GRACE
+
+
+def rendezvous(unit_id: int, attempt: int, pool: Iterable[str]) -> list[str]:
+    """`pool` in the unit's own order: by keccak256(abi.encode(unitId, attempt, node)), so each
+    node comes first for its share of the units (rendezvous hashing) and every agent that reads
+    the same pool computes the same order."""
+
+    def key(node: str) -> bytes:
+        return keccak(encode(["uint256", "uint32", "address"], [unit_id, attempt, node]))
+
+    return sorted({n.lower(): n for n in pool}.values(), key=key)
+
+
+@dataclass(frozen=True)
+class KeeperFacts:
+    """Who I am among a unit's keepers: my address, the registry's live pools, and the unit's
+    parties a step concerns (read by the role: claimants and challenger are the unit's)."""
+
+    me: str
+    solvers: tuple[str, ...] = ()  # the live solver pool (NodeRegistry.poolAt)
+    verifiers: tuple[str, ...] = ()  # the live verifier pool
+    claimants: tuple[str, ...] = ()  # the unit's claimants, in claim order
+    challenger: str = ""  # the open dispute's challenger (a held win's owner)
+    # a Committed unit's draw picks a verifier, whose first answer may draw (a keeper waits the
+    # fold out); False: it picks nobody, and a keeper draws at once
+    fold: bool = True
+
+
+def keeper_order(u: UnitView, step: type[ChainAction], k: KeeperFacts) -> tuple[str, ...]:
+    """The keepers of `step` on unit `u`, first to last: the parties it concerns (the claimants
+    close and select, the assignee draws and finalizes, the winning challenger settles, the
+    requester expires its request), then the pool of nodes that keep it, in the unit's own
+    order (`rendezvous`)."""
+    first: Sequence[str] = ()
+    pool: Sequence[str] = ()
+    if step in (CloseClaims, SelectAssignee):
+        first, pool = k.claimants, k.solvers
+    elif step is DrawVerifiers:
+        first, pool = (u.assignee,), k.verifiers
+    elif step is Finalize:
+        first = (u.assignee,)
+    elif step is SettleDispute:
+        first = (k.challenger,)
+    elif step is ExpireDataRequest and u.data_request is not None:
+        first = (u.data_request.requester,)
+    seen = {a.lower() for a in first}
+    rest = [n for n in rendezvous(u.unit_id, u.attempt, pool) if n.lower() not in seen]
+    return (*first, *rest)
+
+
+def keeper_rank(u: UnitView, step: type[ChainAction], k: KeeperFacts | None) -> int:
+    """My rank among the unit's keepers of `step` (0: first); FALLBACK_RANK when I am in no
+    order (the submitter's keeper, unless the step concerns it: its own data request). None for
+    `k` is the first rank (a lone keeper, tests)."""
+    if k is None:
+        return 0
+    order = [a.lower() for a in keeper_order(u, step, k)]
+    me = k.me.lower()
+    return order.index(me) if me in order else FALLBACK_RANK
+
+
+def claim_turn(
+    u: UnitView, me: str, solvers: Sequence[str], claimants: Sequence[str], waited: int
+) -> bool:
+    """Is it my turn to claim the open unit? Each claim that loses the selection costs its
+    claimant gas, so solvers take turns (PROTOCOL §6.5): the first solver in the unit's order
+    (`rendezvous` over the live solver pool) claims at once; the one at rank r only if nobody
+    has claimed after r graces (`waited`: seconds of chain time since I first saw this attempt
+    open), so a unit whose first solver is down or busy is still claimed."""
+    order = [a.lower() for a in rendezvous(u.unit_id, u.attempt, solvers)]
+    rank = order.index(me.lower()) if me.lower() in order else len(order)
+    if rank == 0:
+        return True
+    return not claimants and waited >= keeper_delay(rank)
+
+
+def fold_open(u: UnitView, now: Now) -> bool:
+    """A drawn verifier's first answer may still draw the verifiers of this Committed unit: its
+    seed block is mined and the fold has FOLD_MARGIN_BLOCKS left (PROTOCOL §6.5)."""
+    if u.status != UnitStatus.COMMITTED:
+        return False
+    return u.seed_block < now.block <= u.seed_block + DRAW_FOLD_BLOCKS - FOLD_MARGIN_BLOCKS
 
 
 # --- keeper steps (anyone) ---------------------------------------------------------------------
@@ -294,41 +405,58 @@ def keeper_acts(
     u: UnitView,
     now: Now,
     steps: frozenset[type[ChainAction]] = KEEPER_STEPS,
-    delay: int = 0,
+    keeper: KeeperFacts | None = None,
     reveal_slot: int = 0,
 ) -> list[Act]:
-    """The keeper step the unit is waiting for, if it is in `steps`. A backup keeper passes a
-    `delay` (seconds, or blocks for the seed-based steps) so that it steps in only when the
-    primary keeper (the submitter) has not, instead of racing it for the same block. Anyone but
-    the unit's assignee passes `reveal_slot` = 2 · revealWindow: the job manager keeps that long
-    after the challenge deadline for a forced round's reveal (PROTOCOL §6.7), refusing a third
-    party's finalize of an unrevealed unit before it, and holding a challenger's win until it is
-    over (settleDispute, `held_result_due`)."""
-    return [act for act in _keeper_acts(u, now, delay, reveal_slot) if type(act) in steps]
+    """The keeper step the unit is waiting for, if it is in `steps` and it is my turn: my rank
+    in the unit's keeper order for it (`keeper`; None: first) times KEEPER_GRACE after it is
+    due (seconds, or blocks for the seed-based steps), so that a keeper steps in only when the
+    ones before it have not, instead of racing them for the same block. Anyone but the unit's
+    assignee passes `reveal_slot` = 2 · revealWindow: the job manager keeps that long after the
+    challenge deadline for a forced round's reveal (PROTOCOL §6.7), refusing a third party's
+    finalize of an unrevealed unit before it, and holding a challenger's win until it is over
+    (settleDispute, `held_result_due`)."""
+    due = _due_step(u, now, reveal_slot, keeper is None or keeper.fold)
+    if due is None or type(due[0]) not in steps:
+        return []
+    step, overdue = due
+    return [step] if overdue > keeper_delay(keeper_rank(u, type(step), keeper)) else []
 
 
-def _keeper_acts(u: UnitView, now: Now, delay: int, reveal_slot: int = 0) -> list[KeeperStep]:
+def _due_step(
+    u: UnitView, now: Now, reveal_slot: int = 0, fold: bool = True
+) -> tuple[KeeperStep, int] | None:
+    """The keeper step the unit waits for and how long it has been possible: seconds, or blocks
+    for the seed-based steps (it may be sent when this is > 0). None when it waits for none.
+    `fold`: a drawn verifier may answer first (the draw waits DRAW_FOLD_BLOCKS for it)."""
     uid, a = u.unit_id, u.attempt
-    if u.status == UnitStatus.OPEN and now.timestamp > u.deadline + delay:
-        return [CloseClaims(f"close:{uid}:{a}:{u.deadline}", uid)]
-    if u.status == UnitStatus.SELECTING and now.block > u.seed_block + delay:
-        return [SelectAssignee(f"select:{uid}:{a}:{u.seed_block}", uid)]
-    if u.status == UnitStatus.ASSIGNED and now.timestamp > u.deadline + delay:
+    if u.status == UnitStatus.OPEN:
+        return CloseClaims(f"close:{uid}:{a}:{u.deadline}", uid), now.timestamp - u.deadline
+    if u.status == UnitStatus.SELECTING:
+        return SelectAssignee(f"select:{uid}:{a}:{u.seed_block}", uid), now.block - u.seed_block
+    if u.status == UnitStatus.ASSIGNED:
         # the assignee missed its commit deadline (or its commitment was refused): re-open
-        return [ExpireAssignment(f"expire:{uid}:{a}", uid)]
-    if u.status == UnitStatus.COMMITTED and now.block > u.seed_block + delay:
-        return [DrawVerifiers(f"draw:{uid}:{a}:{u.seed_block}", uid)]
+        return ExpireAssignment(f"expire:{uid}:{a}", uid), now.timestamp - u.deadline
+    if u.status == UnitStatus.COMMITTED:
+        # after the fold: the drawn verifiers' first answer draws them until then
+        overdue = now.block - u.seed_block - (DRAW_FOLD_BLOCKS if fold else 0)
+        return DrawVerifiers(f"draw:{uid}:{a}:{u.seed_block}", uid), overdue
     slot = 0 if u.forced_revealed else reveal_slot
-    if u.status == UnitStatus.VERIFYING and now.timestamp > u.deadline + slot + delay:
-        return [Finalize(f"finalize:{uid}:{a}:{u.deadline}", uid)]
-    if held_result_due(u, now, reveal_slot, delay):
-        return [settle_act(u)]
+    if u.status == UnitStatus.VERIFYING:
+        return Finalize(f"finalize:{uid}:{a}:{u.deadline}", uid), now.timestamp - u.deadline - slot
+    if u.status == UnitStatus.DISPUTED and u.result_held:
+        return settle_act(u), now.timestamp - held_until(u, reveal_slot)
     req = u.data_request
-    if u.status == UnitStatus.DISPUTED and req and now.timestamp > req.answer_deadline + delay:
+    if u.status == UnitStatus.DISPUTED and req:
         # unanswered: the solver loses as in a lost game (PROTOCOL §6.11)
         intent = f"expire-data:{uid}:{a}:{req.requester.lower()}"
-        return [ExpireDataRequest(intent, uid)]
-    return []
+        return ExpireDataRequest(intent, uid), now.timestamp - req.answer_deadline
+    return None
+
+
+def held_until(u: UnitView, reveal_slot: int) -> int:
+    """The end of a held win's hold: `held_until`, else the end of the round's reveal slot."""
+    return u.held_until or u.deadline + reveal_slot
 
 
 def held_result_due(u: UnitView, now: Now, reveal_slot: int, delay: int = 0) -> bool:
@@ -340,8 +468,7 @@ def held_result_due(u: UnitView, now: Now, reveal_slot: int, delay: int = 0) -> 
     voiding the dispute."""
     if u.status != UnitStatus.DISPUTED or not u.result_held:
         return False
-    until = u.held_until or u.deadline + reveal_slot
-    return now.timestamp > until + delay
+    return now.timestamp > held_until(u, reveal_slot) + delay
 
 
 def settle_act(u: UnitView) -> SettleDispute:
@@ -400,9 +527,13 @@ class SolverFacts:
     trained: bool  # my checkpoints of this attempt are published
     game_id: int  # the open dispute's game (0: none)
     reveal_due: bool = False  # my forced round is published and forced_reveal_open() holds
+    keeper: KeeperFacts | None = None  # my place among the unit's keepers (None: first)
 
 
 def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
+    """Claim (when `eligible` says it is my turn and I can), train, commit, reveal a forced
+    error, defend, answer a data request; keep selection moving and, as the assignee, draw the
+    verifiers (when none answered in the fold) and finalize my unit."""
     acts: list[Act] = []
     uid, a = u.unit_id, u.attempt
     mine = u.assignee.lower() == f.me.lower()
@@ -425,7 +556,7 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
         acts.append(AnswerData(uid, a))
     # Keeper steps: solvers move selection along; the assignee finalizes its own unit.
     steps = SOLVER_KEEPS | ({Finalize, DrawVerifiers} if mine else set())
-    return acts + keeper_acts(u, now, frozenset(steps), BACKUP_DELAY)
+    return acts + keeper_acts(u, now, frozenset(steps), f.keeper)
 
 
 # --- verifier ----------------------------------------------------------------------------------
@@ -434,7 +565,9 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
 @dataclass(frozen=True)
 class VerifierFacts:
     me: str
-    status: VerifierStatus  # my slot in this attempt's draw (NONE: not drawn)
+    # my slot in this attempt's draw (NONE: not drawn); on a Committed unit, PENDING when the
+    # draw simulated now picks me (its first answer draws, PROTOCOL §6.5)
+    status: VerifierStatus
     verdict: Verdict | None  # None: not replayed yet
     game_id: int  # the open dispute's game (0: none)
     my_challenge: bool  # the open dispute is mine
@@ -449,13 +582,16 @@ class VerifierFacts:
     result_requested: bool = False
     holds_result: bool = False
     offered: bool = False
+    keeper: KeeperFacts | None = None  # my place among the unit's keepers (None: first)
 
 
 def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     """Replay, then seal my end roots in the challenge window (a replay that disagrees also
     challenges), then open the seal once seals are open and before the reveal window closes.
     The last drawn verifier to answer attests in the clear instead (one transaction: every other
-    one is bound by its seal already, so nobody is left to copy it)."""
+    one is bound by its seal already, so nobody is left to copy it). On a Committed unit whose
+    simulated draw picks me, I replay before the draw and my first answer draws while the fold
+    is open (`fold_open`)."""
     acts: list[Act] = []
     uid, a = u.unit_id, u.attempt
     live = u.status in (UnitStatus.VERIFYING, UnitStatus.DISPUTED)
@@ -463,17 +599,23 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     drawn = f.status not in (VerifierStatus.NONE, VerifierStatus.SLASHED)
     # A challenge waits for the unit to be Verifying again; one per attempt. It goes first: the
     # unit must not be finalized before it, while the attestation may follow during the dispute.
+    # My dissent is with the published root: after a forced reveal the chain holds the solver's
+    # true root C, which the judge checked against my attestation (WRONG: `contest` below).
     dissent = drawn and f.verdict == Verdict.DISAGREE and not f.challenged
-    if dissent and u.status == UnitStatus.VERIFYING and in_window:
+    if dissent and u.status == UnitStatus.VERIFYING and in_window and not u.forced_revealed:
         acts.append(Challenge(f"challenge:{uid}:{a}", uid, a))
     # Sealing goes on during a dispute (so a forced round's reveal phase can begin, §8.1) and
     # stops once a forced error is revealed (the true root is public: the contract refuses).
-    if live and in_window and not u.forced_revealed and f.status == VerifierStatus.PENDING:
+    # Drawn by simulation on a Committed unit: I replay at once, and answer while the fold is
+    # open (later a keeper draws, and I answer on the Verifying unit).
+    drawing = u.status == UnitStatus.COMMITTED
+    answering = (live and in_window) or (drawing and fold_open(u, now))
+    if (answering or drawing) and not u.forced_revealed and f.status == VerifierStatus.PENDING:
         if f.verdict is None:
             acts.append(Replay(uid, a))
-        elif f.last_to_answer:
+        elif answering and f.last_to_answer:
             acts.append(Attest(f"attest-clear:{uid}:{a}", uid, a, clear=True))
-        else:
+        elif answering:
             # a dissenter attests its own (true) roots too: its public challenge is no verdict
             acts.append(Seal(f"seal:{uid}:{a}", uid, a))
     reveal_left = late_by(now, u.deadline + f.reveal_window) <= 0
@@ -494,7 +636,10 @@ def verifier_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
     if f.my_challenge and held_result_due(u, now, 2 * f.reveal_window):
         acts.append(settle_act(u))
     acts += holder_acts(u, now, f)
-    return acts + keeper_acts(u, now, frozenset({DrawVerifiers}), BACKUP_DELAY)
+    # keeper steps: the draw (after the fold), and the expiry of my own unanswered data request
+    mine = u.data_request is not None and u.data_request.requester.lower() == f.me.lower()
+    steps = {DrawVerifiers} | ({ExpireDataRequest} if mine else set())
+    return acts + keeper_acts(u, now, frozenset(steps), f.keeper)
 
 
 def holder_acts(u: UnitView, now: Now, f: VerifierFacts) -> list[Act]:
@@ -542,6 +687,9 @@ class AttestationFacts:
     # the unit's attempt the attestation was made on (None: not known yet): `commitment_wrong`
     # is about that attempt's commitment, and says nothing of a later attempt's
     attested_attempt: int | None = None
+    # my challenge of that attempt cannot succeed (my replay gives the chain's root): recorded,
+    # never planned again
+    challenge_dropped: bool = False
 
 
 def recheck_due(tries: int, last_try: int, now: Now) -> bool:
@@ -585,8 +733,15 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
     # the unit is challenged over the attempt attested only: a re-opened unit's new commitment
     # is the new attempt's verifiers' (and my other records') to judge
     same_attempt = f.attested_attempt is None or f.attested_attempt == u.attempt
+    # After a forced reveal the chain holds the solver's true root: my check was of the
+    # published one, wrong by design at the perturbed checkpoints; the true root's check is the
+    # drawn verifiers' and the judge's (the verifier judged WRONG contests it).
     may_challenge = (
-        u.status == UnitStatus.VERIFYING and late_by(now, u.deadline) <= 0 and same_attempt
+        u.status == UnitStatus.VERIFYING
+        and late_by(now, u.deadline) <= 0
+        and same_attempt
+        and not u.forced_revealed
+        and not f.challenge_dropped
     )
     if f.verdict == AttestationVerdict.UNAVAILABLE:
         # retried while the unit can still be challenged or is being disputed, or the court can
@@ -597,9 +752,8 @@ def whistleblower_acts(u: UnitView, now: Now, key: str, f: AttestationFacts) -> 
         # My replay from step 0 is not the commitment while its data stays away: the unit is
         # challenged with my replay's root, as a drawn verifier whose data is withheld does
         # (a forced round's perturbed commitment too: its reveal voids the game and returns the
-        # bond). After a forced reveal the chain holds the solver's true root, whose check is
-        # the drawn verifiers' and the judge's.
-        if f.commitment_wrong and may_challenge and not u.forced_revealed:
+        # bond).
+        if f.commitment_wrong and may_challenge:
             acts.append(challenge)
         return acts
     acts = []
@@ -697,6 +851,17 @@ def game_act(
     if now.timestamp > turn_deadline:
         return ClaimTimeout(f"{prefix}game:{game_id}:timeout", game_id, court)
     return None
+
+
+#: An agent withdraws its job manager credits at most this often (chain seconds): a withdrawal
+#: is a transaction, and a busy verifier is credited a fee every few seconds.
+WITHDRAW_EVERY_S = 3600
+
+
+def withdraw_due(credits: int, last: int | None, now: Now) -> bool:
+    """Withdraw now: something is owed and my last withdrawal (chain time; None: never) is
+    WITHDRAW_EVERY_S old. The credits wait in the manager meanwhile, owed and withdrawable."""
+    return credits > 0 and (last is None or now.timestamp - last >= WITHDRAW_EVERY_S)
 
 
 def withdraw_act(credits: int, block: int) -> Withdraw | None:

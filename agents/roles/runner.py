@@ -29,8 +29,9 @@ from web3.types import RPCEndpoint
 
 from agents.core.bindings import bind
 from agents.core.blobs import BlobServer, BlobStore, LocalDirBackend, open_blob_store
-from agents.core.bounded import SaidOnce
+from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.chain import ChainUnavailable
+from agents.core.enums import Role
 from agents.core.events import ReorgTooDeep
 from agents.core.fetches import PENDING, Failed, Reads
 from agents.core.keys import DEV_CHAIN_IDS, KeyConfigError
@@ -59,6 +60,7 @@ from agents.roles.logic import (
     DataRequest,
     Drawn,
     IdleBlock,
+    KeeperFacts,
     Now,
     SettledRecords,
     UnitStatus,
@@ -67,6 +69,7 @@ from agents.roles.logic import (
     idle_block_due,
     read_budget_s,
     withdraw_act,
+    withdraw_due,
 )
 from agents.training.engine import EngineConfig
 
@@ -194,6 +197,9 @@ async def _main(
 
 #: Blocks per JobPosted scan (`RoleAgent.discover_jobs`): within the ranges RPC providers serve.
 POSTED_SCAN_BLOCKS = 2_000
+#: Seconds (wall clock) a role keeps its read of the registry's role pools (the keepers'
+#: orders, logic.keeper_order) before reading them again; at once when a pool's size changed.
+POOL_REFRESH_S = 60.0
 
 
 def data_request_view(r: Any) -> DataRequest | None:
@@ -545,7 +551,95 @@ class RoleAgent:
 
     async def now(self) -> Now:
         b = await self.w3.eth.get_block("latest")
-        return Now(int(b["number"]), int(b["timestamp"]))
+        now = Now(int(b["number"]), int(b["timestamp"]))
+        self._now_read = (now, self.agent.clock.monotonic())
+        return now
+
+    def chain_time(self, now: Now) -> Now:
+        """`now` (a block I read this round) moved on by the wall time since I read it: what
+        a deadline check just before a send must use. A round can run long after its first
+        read — a restarted agent loads every job before its first claim — and a margin counted
+        from a block read then let a claim land past its deadline (issue #45)."""
+        read = self.__dict__.get("_now_read")
+        if read is None or read[0] != now:
+            return now
+        elapsed = int(self.agent.clock.monotonic() - read[1] + 0.999)
+        return Now(now.block, now.timestamp + max(0, elapsed))
+
+    # --- keepers (PROTOCOL §6.5) ----------------------------------------------------------
+
+    async def live_pool(self, role: Role) -> tuple[str, ...]:
+        """The nodes on the registry's live pool entries of `role` (NodeRegistry.poolAt): the
+        keepers' orders (logic.keeper_order). Read again every POOL_REFRESH_S seconds, and at
+        once when the pool's size changed (asked at most once a second)."""
+        pools: dict[Role, tuple[int, float, float, tuple[str, ...]]] = self.__dict__.setdefault(
+            "_pools", {}
+        )
+        clock = self.agent.clock.monotonic()
+        kept = pools.get(role)
+        if kept is not None and clock - kept[2] < 1.0 and clock - kept[1] < POOL_REFRESH_S:
+            return kept[3]
+        size = int(await self.registry.functions.poolSize(int(role)).call())
+        if kept is not None and kept[0] == size and clock - kept[1] < POOL_REFRESH_S:
+            pools[role] = (size, kept[1], clock, kept[3])
+            return kept[3]
+        live = []
+        for i in range(size):
+            entry = await self.registry.functions.poolAt(int(role), i).call()
+            if entry.live:
+                live.append(entry.entry.node)
+        pools[role] = (size, clock, clock, tuple(live))
+        return pools[role][3]
+
+    async def simulated_draw(self, u: UnitView, fresh: bool = False) -> tuple[tuple[str, ...], int]:
+        """The verifiers and the verification seed drawVerifiers would draw for the Committed
+        unit in the next block: simulated at the pending block (JobManager.drawVerifiers returns
+        them), once per seed block (`fresh`: again, as just before an answer that draws). Empty
+        before the seed block, or when the seed's hash is gone (it re-arms)."""
+        key = (u.unit_id, u.attempt, u.seed_block)
+        draws: BoundedCache[tuple[int, int, int], tuple[tuple[str, ...], int]] = (
+            self.__dict__.setdefault("_draws", BoundedCache(4096))
+        )
+        kept = draws.get(key)
+        if kept is not None and not fresh:
+            return kept
+        fn = self.manager.functions.drawVerifiers(u.unit_id)
+        try:
+            out = await fn.call({"from": self.me}, block_identifier="pending")
+        except (ContractLogicError, BadFunctionCallOutput):
+            return (), 0  # not yet (or no longer) Committed past its seed block
+        drawn = (tuple(out.verifiers), int(out.verifySeed))
+        draws.put(key, drawn)
+        return drawn
+
+    async def keeper_facts(self, u: UnitView) -> KeeperFacts:
+        """My place among unit `u`'s keepers (logic.keeper_rank): the live solver and verifier
+        pools and the unit's claimants where the step due is a pool's (Open, Selecting,
+        Committed), the challenger of a held win. (The job's submitter keeps with
+        `KeeperFacts(me)`: in no pool, after every node but for its own data request.)"""
+        if u.status in (UnitStatus.OPEN, UnitStatus.SELECTING):
+            solvers = await self.live_pool(Role.SOLVER)
+            return KeeperFacts(self.me, solvers=solvers, claimants=await self.claimants(u))
+        if u.status == UnitStatus.COMMITTED:
+            # a draw that picks nobody has no first answer to wait for
+            fold = bool((await self.simulated_draw(u))[0])
+            return KeeperFacts(self.me, verifiers=await self.live_pool(Role.VERIFIER), fold=fold)
+        if u.status == UnitStatus.DISPUTED and u.result_held:
+            return KeeperFacts(self.me, challenger=(await self.dispute(u)).challenger)
+        return KeeperFacts(self.me)
+
+    # --- acts that cannot succeed ---------------------------------------------------------
+
+    def drop(self, intent: str, why: str) -> None:
+        """Record that the act under `intent` cannot succeed, so that no round plans it again
+        (and a restart neither); said once, at INFO: it is an outcome, not a failure."""
+        if self.agent.store.get_record("dropped", intent) is None:
+            self.agent.store.put_record("dropped", intent, "dropped", {"why": why})
+            self.log.info("%s: not sent, and not planned again: %s", intent, why)
+
+    def dropped(self, intent: str) -> bool:
+        """The act under `intent` was recorded as one that cannot succeed (`drop`)."""
+        return self.agent.store.get_record("dropped", intent) is not None
 
     async def block_hash(self, number: int) -> bytes | None:
         """The hash of block `number`, None while it is not mined (a data request's seed)."""
@@ -816,9 +910,19 @@ class RoleAgent:
             await self.executor.execute(Heartbeat(f"heartbeat:{slot}"))
 
     async def withdraw_if_credited(self, now: Now) -> None:
+        """Withdraw my job manager credits, at most once every WITHDRAW_EVERY_S of chain time
+        (logic.withdraw_due): a busy verifier is credited a fee every few seconds, and one
+        withdrawal per credit would cost a transaction per job."""
+        last = self.agent.store.get_record("withdrawal", self.manager.address.lower())
+        last_ts = int(last.data["at"]) if last is not None else None
         credits = await self.manager.functions.credits(self.me).call()
+        if not withdraw_due(credits, last_ts, now):
+            return
         act = withdraw_act(credits, now.block)
         if act is not None and await self.executor.execute(act) is not None:
+            self.agent.store.put_record(
+                "withdrawal", self.manager.address.lower(), "done", {"at": now.timestamp}
+            )
             self.log.info("withdrew %g tokens", credits / 1e18)
 
 

@@ -64,7 +64,9 @@ from agents.roles.logic import (
     UnitStatus,
     UnitView,
     VerifierStatus,
+    claim_turn,
     forced_reveal_open,
+    late_by,
     solver_acts,
 )
 from agents.roles.runner import RoleAgent, progress_bar
@@ -365,7 +367,7 @@ class Solver(RoleAgent):
                 drop_computation(self.comps, u.unit_id)
                 continue
             with self.isolated(f"unit {u.unit_id}"):
-                for act in solver_acts(u, now, await self.facts(u)):
+                for act in solver_acts(u, now, await self.facts(u, now)):
                     await self.handle(act, u, now)
         await self.withdraw_if_credited(now)
         return False
@@ -379,7 +381,7 @@ class Solver(RoleAgent):
 
         return sorted(units, key=lambda u: preference(self.me, u.unit_id))
 
-    async def facts(self, u: UnitView) -> SolverFacts:
+    async def facts(self, u: UnitView, now: Now) -> SolverFacts:
         claimed = await self.claimed(u)
         rec = self.agent.store.get_record("train", f"{u.unit_id}:{u.attempt}")
         trained = rec is not None and rec.state == "published"
@@ -387,10 +389,30 @@ class Solver(RoleAgent):
         if u.status == UnitStatus.DISPUTED:
             game_id = int((await self.dispute(u)).gameId)
         # Eligibility decides a claim only: a unit I hold is served whatever it would say now
-        # (my claim itself locked the stake it compares).
-        eligible = u.status == UnitStatus.OPEN and not claimed and await self.eligible(u)
+        # (my claim itself locked the stake it compares). My turn comes first: it is cheap,
+        # and a unit I will not claim needs no job loaded.
+        eligible = (
+            u.status == UnitStatus.OPEN
+            and not claimed
+            and await self.claim_turn(u, now)
+            and await self.eligible(u)
+        )
         reveal_due = await self.reveal_due(u)
-        return SolverFacts(self.me, claimed, eligible, trained, game_id, reveal_due)
+        keeper = await self.keeper_facts(u)
+        return SolverFacts(self.me, claimed, eligible, trained, game_id, reveal_due, keeper)
+
+    async def claim_turn(self, u: UnitView, now: Now) -> bool:
+        """My turn to claim this open attempt (logic.claim_turn): first in the unit's order of
+        the live solvers, or nobody claimed in my rank's graces since I first saw it open."""
+        seen: BoundedCache[tuple[int, int], int] = self.__dict__.setdefault(
+            "_open_since", BoundedCache(4096)
+        )
+        first = seen.get((u.unit_id, u.attempt))
+        if first is None:
+            seen.put((u.unit_id, u.attempt), now.timestamp)
+            first = now.timestamp
+        solvers = await self.live_pool(Role.SOLVER)
+        return claim_turn(u, self.me, solvers, await self.claimants(u), now.timestamp - first)
 
     async def claimed(self, u: UnitView) -> bool:
         return any(c.lower() == self.me.lower() for c in await self.claimants(u))
@@ -538,6 +560,16 @@ class Solver(RoleAgent):
     async def handle(self, act: Act, u: UnitView, now: Now) -> None:
         match act:
             case ClaimUnit(intent=intent, unit_id=unit_id):
+                late = late_by(self.chain_time(now), u.deadline)
+                if late > 0:
+                    # the round ran long since its block was read (a restart loads every job
+                    # first): the window closes before this claim could land
+                    self.log.info(
+                        "unit %d: its claim window closes before a claim sent now would land: "
+                        "not claiming",
+                        unit_id,
+                    )
+                    return
                 claim = ClaimWithSecret(intent, unit_id, keccak(self.secret(u)))
                 if await self.executor.execute(claim) is not None and self.held is not None:
                     # the next claim this round counts this one's training too

@@ -1,13 +1,14 @@
-"""The submitter: post a job from a spec file (publish the spec, approve, postJob into escrow,
-register the dispute config), follow it to the end moving it along (keeper steps), fetch the
-final model, check its root against the chain and report its test accuracy.
+"""The submitter: post a job from a spec file (publish the spec, approve, postJob into escrow
+with its dispute config: one transaction, PROTOCOL §6.3), follow it to the end moving it along
+(the keeper steps no node took, after every node's turn), fetch the final model, check its root
+against the chain and report its test accuracy. `--count N` posts N jobs of the spec from this
+one process: one approval, the N posts sent together (their receipts awaited side by side), then
+each job followed.
 
-Persistent memory: kind "post", id = the spec hash — the job id once posted, so a restarted
-submitter follows its job instead of posting it again. The dispute config is registered whenever
-the chain shows none (at start-up and every round until the job is done), so a submitter killed,
-or cut off from its node, between postJob and registerConfig still registers it: without it no
-solver takes the job. Kind "final-request", id "<unit>:<attempt>" — the block of my mined data
-request for the attempt's final checkpoint (PROTOCOL §6.11), where the answer's logs start.
+Persistent memory: kind "post", id = the spec hash (the i-th copy of `--count`: "<spec hash>/i")
+— the job id once posted, so a restarted submitter follows its jobs instead of posting them
+again. Kind "final-request", id "<unit>:<attempt>" — the block of my mined data request for the
+attempt's final checkpoint (PROTOCOL §6.11), where the answer's logs start.
 
 An observer (`JobObserver`: the CLI's live view, agents/cli/submit.py) may watch: told once the
 job is posted, then after every round; it never changes what the submitter does.
@@ -15,6 +16,7 @@ job is posted, then after every round; it never changes what the submitter does.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 from typing import Protocol
@@ -29,12 +31,19 @@ from agents.data import datasets
 from agents.data.builtin import Dataset, DatasetError
 from agents.data.chunks import FetchConfig
 from agents.dispute.graph import job_graph
-from agents.roles.actions import Approve, PostJob, RegisterConfig, RequestData
+from agents.roles.actions import PostJob, RequestData
 from agents.roles.artifacts import BadBlob, read_final_state, read_served_state
 from agents.roles.config import SubmitterConfig
 from agents.roles.decomposed import follow_decomposed, post_decomposed
 from agents.roles.errors import JobRejected
-from agents.roles.logic import Now, UnitStatus, UnitView, final_data_acts, keeper_acts
+from agents.roles.logic import (
+    KeeperFacts,
+    Now,
+    UnitStatus,
+    UnitView,
+    final_data_acts,
+    keeper_acts,
+)
 from agents.roles.runner import RoleAgent, RoleError
 from agents.roles.runtime import JobRuntime, MlpRuntime, model_runtime_from_files
 from agents.training import spec as specs
@@ -50,7 +59,7 @@ MAX_CLAIM_HORIZON_S = 86_400
 
 
 class JobObserver(Protocol):
-    """Watches a submitter's job: `posted` once the job is on chain (or found posted earlier),
+    """Watches a submitter's jobs: `posted` once they are on chain (or found posted earlier),
     `after_round` after each of its rounds that ended with the job or with a RoleError (the
     view that explains the end), `close` when the process stops."""
 
@@ -84,11 +93,13 @@ class Submitter(RoleAgent):
         self.fetch = spec_fetch(self.config)
         self.spec, self.data = load_spec(self.config.spec, self.fetch)
         _ = self.runtime  # a version-3 spec's blobs are checked at start-up
-        self.job_id = 0
-        self.last_status: UnitStatus | None = None
-        self.result: dict = {}
+        self.job_id = 0  # the (first) job posted
+        self.job_ids: list[int] = []  # every job posted (--count)
+        self.count = self.config.count
+        self.last_status: dict[int, UnitStatus] = {}
+        self.result: dict = {}  # the last job's result
+        self.results: dict[int, dict] = {}  # job -> its result, once completed
         self.seen: set[tuple] = set()  # decomposed jobs: unit and round states already logged
-        self.configured = False  # every game holds the job's dispute config (ensure_configs)
         # the final state of an attempt ("<unit>:<attempt>"), read and checked while the unit is
         # verified; an attempt whose read failed is demanded on chain (PROTOCOL §6.11)
         self.finals: dict[str, State] = {}
@@ -133,64 +144,52 @@ class Submitter(RoleAgent):
             await self.observer.posted(self)
 
     async def post(self) -> None:
-        """Post my job (or find it posted by an earlier run) and register its dispute config."""
+        """Post my jobs (or find them posted by an earlier run), each with its dispute config."""
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             return await post_decomposed(self)  # R x S units through the RoundManager
         self.publish_model()
         spec_hash = "0x" + self.spec.spec_hash().hex()
-        rec = self.agent.store.get_record("post", spec_hash)
-        if rec is not None and rec.data.get("job_id"):
-            self.job_id = int(rec.data["job_id"])
-            self.log.info("following job %d posted earlier", self.job_id)
-            return await self.ensure_configs()
-        address = self.agent.blobs.put(self.spec.canonical_bytes())
-        assert address == spec_hash
-        reward = int(self.config.reward * TOKEN)
-        fee = int(self.config.verification_fee * TOKEN)
+        keys = [spec_hash if i == 0 else f"{spec_hash}/{i}" for i in range(self.count)]
+        posted: dict[str, int] = {}
+        for key in keys:
+            rec = self.agent.store.get_record("post", key)
+            if rec is not None and rec.data.get("job_id"):
+                posted[key] = int(rec.data["job_id"])
+        todo = [key for key in keys if key not in posted]
+        if posted:
+            self.log.info("following %d job(s) posted earlier", len(posted))
+        if todo:
+            address = self.agent.blobs.put(self.spec.canonical_bytes())
+            assert address == spec_hash
+            reward = int(self.config.reward * TOKEN)
+            fee = int(self.config.verification_fee * TOKEN)
+            await self.check_funds(reward * len(todo))
+            await self.approve_at_least(
+                f"post:{spec_hash}", self.manager.address, reward * len(todo)
+            )
+            # sent together: the sender signs them in nonce order and their receipts are awaited
+            # side by side, so N jobs take about as long as one (issue #45)
+            outs = await asyncio.gather(*(self.post_job(key, reward, fee) for key in todo))
+            for key, out in zip(todo, outs, strict=True):
+                receipt = await self.w3.eth.get_transaction_receipt(out.tx_hash)
+                jobs = self.manager.events.JobPosted().process_receipt(receipt, errors=DISCARD)
+                posted[key] = int(jobs[0]["args"]["jobId"])
+                self.agent.store.put_record("post", key, "posted", {"job_id": posted[key]})
+                self.log.info("posted job %d (reward %g, escrowed)", posted[key], reward / 1e18)
+        self.job_ids = [posted[key] for key in keys]
+        self.job_id = self.job_ids[0]
+
+    async def check_funds(self, amount: int) -> None:
+        """RoleError (one line) unless I hold `amount` tokens and some ether for gas."""
         balance = await self.token.functions.balanceOf(self.me).call()
-        if balance < reward:
+        if balance < amount:
+            what = f"the reward of {self.count} jobs" if self.count > 1 else "the job's reward"
             raise RoleError(
-                f"account {self.me} holds {balance / 1e18:g} tokens, the job's reward "
-                f"is {reward / 1e18:g}: fund it first"
+                f"account {self.me} holds {balance / 1e18:g} tokens, {what} "
+                f"is {amount / 1e18:g}: fund it first"
             )
         if await self.w3.eth.get_balance(self.me) == 0:
             raise RoleError(f"account {self.me} has no ether to pay gas")
-        await self.executor.execute(
-            Approve(f"post:{spec_hash}:approve", self.manager.address, reward)
-        )
-        out = await self.post_job(spec_hash, reward, fee)
-        receipt = await self.w3.eth.get_transaction_receipt(out.tx_hash)
-        posted = self.manager.events.JobPosted().process_receipt(receipt, errors=DISCARD)
-        self.job_id = int(posted[0]["args"]["jobId"])
-        self.agent.store.put_record("post", spec_hash, "posted", {"job_id": self.job_id})
-        self.log.info("posted job %d (reward %g, escrowed)", self.job_id, reward / 1e18)
-        await self.ensure_configs()
-
-    async def ensure_configs(self) -> None:
-        """Register the job's dispute config with the job manager's game while the chain holds
-        none yet. Each game's send has one intent, so a registration already sent (or pending)
-        is resumed, never sent twice; one that failed (e.g. the node was unreachable) is tried
-        again next round."""
-        if self.configured:
-            return
-        cfg = self.runtime.jg.config.hash()
-        # Not the court's game: it takes configs from the court only, which copies this one at
-        # the first challenge (PROTOCOL §6.8).
-        games = [("config", self.game, "")]
-        missing = 0
-        for intent, game, where in games:
-            if any(bytes(await game.functions.configOf(self.job_id).call())):
-                continue
-            missing += 1
-            register = RegisterConfig(f"{intent}:{self.job_id}", self.job_id, cfg)
-            if await self.executor.execute(register) is not None:
-                self.log.info(
-                    "registered the dispute config 0x%s… of job %d%s",
-                    cfg.hex()[:16],
-                    self.job_id,
-                    where,
-                )
-        self.configured = missing == 0
 
     async def job_params(self, reward: int, fee: int) -> tuple:
         now = await self.now()
@@ -205,16 +204,19 @@ class Submitter(RoleAgent):
             fee,
             now.timestamp + int(self.config.claim_window),
             int(self.config.compute_time),
+            # the dispute config, bound to the job in the same transaction (PROTOCOL §6.3)
+            self.runtime.jg.config.hash(),
         )
 
-    async def post_job(self, spec_hash: str, reward: int, fee: int) -> TxOutcome:
-        """postJob, with the claim deadline taken from the latest block. A slow transport can
-        let a short deadline pass before the transaction lands (it then reverts on chain with
+    async def post_job(self, key: str, reward: int, fee: int) -> TxOutcome:
+        """postJob of the job recorded under `key` (the spec hash, or "<spec hash>/i"), with
+        the claim deadline taken from the latest block. A slow transport can let a short
+        deadline pass before the transaction lands (it then reverts on chain with
         ClaimDeadlineInPast): only then is a new attempt signed, with a fresh deadline under a
         new intent id. A recorded attempt (e.g. after a restart) is resumed, never re-signed,
         so the job is posted at most once."""
         for attempt in range(POST_ATTEMPTS):
-            intent = f"post:{spec_hash}" + (f":{attempt}" if attempt else "")
+            intent = f"post:{key}" + (f":{attempt}" if attempt else "")
             while True:
                 recorded = self.agent.store.get_intent(intent)
                 if recorded is None:
@@ -238,10 +240,7 @@ class Submitter(RoleAgent):
 
     async def round(self) -> bool:
         if self.config.no_follow:
-            # posted; the dispute config (without which no solver takes the job) is retried
-            # each round until the chain holds it
-            await self.ensure_configs()
-            return self.configured
+            return True  # posted, each with its dispute config (one transaction each)
         try:
             done = await self.follow()
         except RoleError:
@@ -260,27 +259,41 @@ class Submitter(RoleAgent):
         super().close()
 
     async def follow(self) -> bool:
-        """One round of following my job: log its unit's phase, take the keeper steps, read or
-        demand the final checkpoint; True once the job is done."""
+        """One round of following my jobs; True once every one is done."""
         if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
             return await follow_decomposed(self)
         now = await self.now()
-        u = await self.unit(self.job_id << 32)
-        if u.status != self.last_status:
+        acted = False
+        for job_id in self.job_ids:
+            if job_id not in self.results:
+                acted = await self.follow_job(job_id, now) or acted
+        if not acted and len(self.results) < len(self.job_ids):
+            # An automining dev chain makes no blocks while nobody sends: its clock and block
+            # number stand still, and with them every deadline this job waits for.
+            await self.mine_if_idle()
+        return len(self.results) == len(self.job_ids)
+
+    async def follow_job(self, job_id: int, now: Now) -> bool:
+        """One round of job `job_id`: log its unit's phase, take the keeper steps no node took
+        (I keep after every node, logic.FALLBACK_RANK), read or demand the final checkpoint,
+        report the result once final. True when it sent something."""
+        u = await self.unit(job_id << 32)
+        if u.status != self.last_status.get(job_id):
             self.log.info(
                 "job %d unit: %s (attempt %d%s)",
-                self.job_id,
+                job_id,
                 u.status.name.lower(),
                 u.attempt,
                 f", assignee {u.assignee}" if u.assignee != _ZERO else "",
             )
-            self.last_status = u.status
+            self.last_status[job_id] = u.status
         if u.status == UnitStatus.FINALIZED:
-            return await self.finish(u)
+            await self.finish(u)
+            return False
         if u.status == UnitStatus.CANCELLED:
-            raise RoleError(f"job {self.job_id} was cancelled")
-        await self.ensure_configs()
-        acts = keeper_acts(u, now, reveal_slot=2 * await self.reveal_window())
+            raise RoleError(f"job {job_id} was cancelled")
+        keeper = KeeperFacts(self.me)
+        acts = keeper_acts(u, now, keeper=keeper, reveal_slot=2 * await self.reveal_window())
         checkpoints = self.spec.steps // self.spec.checkpoint_every + 1
         acts += final_data_acts(u, now, await self.final_read(u, now), checkpoints)
         for act in acts:
@@ -289,11 +302,7 @@ class Submitter(RoleAgent):
                     await self.request_data(act, u)
                 case _:  # keeper steps
                     await self.executor.execute(act)
-        if not acts:
-            # An automining dev chain makes no blocks while nobody sends: its clock and block
-            # number stand still, and with them every deadline this job waits for.
-            await self.mine_if_idle()
-        return False
+        return bool(acts)
 
     # --- the final checkpoint's data (PROTOCOL §6.11) -------------------------------------------
 
@@ -382,6 +391,9 @@ class Submitter(RoleAgent):
         return None
 
     async def finish(self, u) -> bool:
+        """Fetch the job's final model, check it and report its result (True); False while its
+        data cannot be had (retried next round)."""
+        job_id = u.job_id
         key = f"{u.unit_id}:{u.attempt}"
         losses = self.losses.get(key, [])
         final = self.finals.get(key) or await self.final_from_holders(u)
@@ -399,7 +411,7 @@ class Submitter(RoleAgent):
                     self.log.error("final model unavailable (will retry): %s", exc)
                 return False
             raise RoleError(
-                f"job {self.job_id} completed, but neither its solver nor any verifier holding "
+                f"job {job_id} completed, but neither its solver nor any verifier holding "
                 f"its result served the final state (the last error: {exc}); the spec fixes "
                 f"every bit of it: recompute it with `python -m agents train --spec "
                 f"{self.config.spec}`"
@@ -410,7 +422,7 @@ class Submitter(RoleAgent):
         metrics = self.runtime.metrics(final)
         acc = metrics.get("test_accuracy")
         self.result = {
-            "job_id": self.job_id,
+            "job_id": job_id,
             "status": "completed",
             "solver": u.assignee,
             "final_state_root": "0x" + u.final_root.hex(),
@@ -421,15 +433,17 @@ class Submitter(RoleAgent):
             "attempts": u.attempt + 1,
             "gas_used": self.gas_used,
         }
+        self.results[job_id] = self.result
         self.log.info(
             "job %d completed: final root %s…, %s",
-            self.job_id,
+            job_id,
             self.result["final_state_root"][:18],
             ", ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in metrics.items())
             or "no held-out metric",
         )
         if self.config.out:
-            self.config.out.write_text(json.dumps(self.result, indent=2) + "\n")
+            out = self.result if self.count == 1 else [self.results.get(j) for j in self.job_ids]
+            self.config.out.write_text(json.dumps(out, indent=2) + "\n")
         print(json.dumps(self.result), flush=True)
         return True
 

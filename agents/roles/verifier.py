@@ -38,10 +38,11 @@ from eth_utils import keccak
 from agents.core.bounded import SaidOnce
 from agents.core.enums import Role
 from agents.core.events import AbiDecoder, Event, EventStream
-from agents.core.store import Store
+from agents.core.store import Record, Store
 from agents.dispute.availability import StateOpening
 from agents.dispute.player import Defender, Phase
 from agents.dispute.trace import drop_computation
+from agents.economics.detection import chain_sample
 from agents.roles.actions import (
     AnswerData,
     Attest,
@@ -424,9 +425,11 @@ class Verifier(ChallengerMixin, RoleAgent):
         return start
 
     async def facts(self, u: UnitView, now: Now) -> VerifierFacts:
+        if u.status == UnitStatus.COMMITTED:
+            return await self.drawing_facts(u, now)
         status = await self.verifier_status(u, self.me)
         rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
-        verdict = Verdict(rec.state) if rec is not None else None
+        verdict = Verdict(rec.state) if rec is not None and self.verdict_holds(u, rec) else None
         game_id, mine = 0, False
         if u.status == UnitStatus.DISPUTED:
             d = await self.dispute(u)
@@ -437,8 +440,10 @@ class Verifier(ChallengerMixin, RoleAgent):
             opened = seals_open(statuses, now, u.deadline)
             # Pending myself: am I the only one left to answer?
             last = status == VerifierStatus.PENDING and statuses.count(VerifierStatus.PENDING) == 1
-        # my challenge leaves my status as it is: the intent record says whether I sent one
-        challenged = self.agent.store.get_intent(f"challenge:{u.unit_id}:{u.attempt}") is not None
+        # my challenge leaves my status as it is: the intent record says whether I sent one, the
+        # dropped record whether it cannot succeed (my root is the chain's)
+        intent = f"challenge:{u.unit_id}:{u.attempt}"
+        challenged = self.agent.store.get_intent(intent) is not None or self.dropped(intent)
         replayed = rec is not None and rec.data.get("replayed", True)
         key = f"{u.unit_id}:{u.attempt}"
         contested = (
@@ -462,6 +467,50 @@ class Verifier(ChallengerMixin, RoleAgent):
             holds_result=rec is not None and "final" in rec.data,
             offered=self.agent.store.get_intent(f"offer-data:{key}") is not None,
         )
+
+    @staticmethod
+    def verdict_holds(u: UnitView, rec: Record) -> bool:
+        """My verdict record is of this draw: replayed before the draw (PROTOCOL §6.5), it names
+        the verification seed its segments came from, which a re-armed seed would change."""
+        seed = rec.data.get("verify_seed")
+        return seed is None or not u.verify_seed or int(seed) == u.verify_seed
+
+    async def drawing_facts(self, u: UnitView, now: Now) -> VerifierFacts:
+        """My facts on a Committed unit: PENDING when the draw simulated now picks me (my first
+        answer draws, PROTOCOL §6.5), the last to answer when it picks me alone."""
+        drawn, _ = await self.simulated_draw(u)
+        mine = any(a.lower() == self.me.lower() for a in drawn)
+        rec = self.agent.store.get_record("verdict", f"{u.unit_id}:{u.attempt}")
+        verdict = Verdict(rec.state) if rec is not None and mine else None
+        return VerifierFacts(
+            self.me,
+            VerifierStatus.PENDING if mine else VerifierStatus.NONE,
+            verdict,
+            0,
+            False,
+            reveal_window=await self.reveal_window(),
+            last_to_answer=mine and len(drawn) == 1,
+            keeper=await self.keeper_facts(u),
+        )
+
+    async def still_drawn(self, u: UnitView) -> bool:
+        """Just before an answer that draws: the draw simulated now still picks me (my free
+        stake, heartbeat or the pool may have changed since). If not, said once at INFO: the
+        facts of the next round no longer plan an answer."""
+        if u.status != UnitStatus.COMMITTED:
+            return True
+        drawn, _ = await self.simulated_draw(u, fresh=True)
+        if any(a.lower() == self.me.lower() for a in drawn):
+            return True
+        self.log.info("unit %d: the draw no longer picks me: not answering", u.unit_id)
+        return False
+
+    async def segments_per_verifier(self) -> int:
+        """JobManager.Config.segmentsPerVerifier (immutable, read once)."""
+        if "_segments_per_verifier" not in self.__dict__:
+            config = await self.manager.functions.config().call()
+            self._segments_per_verifier = int(config.segmentsPerVerifier)
+        return self._segments_per_verifier
 
     async def handle(self, act: Act, u: UnitView, now: Now) -> None:
         match act:
@@ -499,7 +548,7 @@ class Verifier(ChallengerMixin, RoleAgent):
                 u.unit_id,
             )
         else:
-            self.roots_are_right(u)
+            self.roots_are_right(u, act.intent)
 
     # --- holding the result (PROTOCOL §6.11) ----------------------------------------------------
 
@@ -549,6 +598,8 @@ class Verifier(ChallengerMixin, RoleAgent):
         return rec.data["segments"], [bytes.fromhex(r[2:]) for r in rec.data["end_roots"]]
 
     async def seal(self, act: Seal, u: UnitView) -> None:
+        if not await self.still_drawn(u):
+            return
         segments, ends = self.verdict_roots(u)
         _, _, seal = sealed_attestation(self.agent.store, u.unit_id, u.attempt, self.me, ends)
         if await self.executor.execute(SealAttestation(act.intent, u.unit_id, seal)) is not None:
@@ -559,6 +610,8 @@ class Verifier(ChallengerMixin, RoleAgent):
         verifier to answer (no seal), attest my end roots in the clear."""
         key = f"{u.unit_id}:{u.attempt}"
         if act.clear:
+            if not await self.still_drawn(u):
+                return
             _, roots = self.verdict_roots(u)
             clear = AttestRoots(act.intent, u.unit_id, tuple(roots), bytes(32))  # no salt: unused
             if await self.executor.execute(clear) is not None:
@@ -583,11 +636,21 @@ class Verifier(ChallengerMixin, RoleAgent):
         if ctx is None:
             return
         key = f"{u.unit_id}:{u.attempt}"
-        sampled = await self.manager.functions.sampledSegments(u.unit_id, self.me).call()
-        segments = [int(s) for s in sampled]
+        if u.status == UnitStatus.COMMITTED:
+            # drawn by simulation: my segments follow from the seed the draw will use
+            drawn, seed = await self.simulated_draw(u)
+            if not any(a.lower() == self.me.lower() for a in drawn):
+                return
+            m = await self.segments_per_verifier()
+            segments = chain_sample(seed, self.me, m, ctx.segments)
+        else:
+            seed = u.verify_seed
+            sampled = await self.manager.functions.sampledSegments(u.unit_id, self.me).call()
+            segments = [int(s) for s in sampled]
 
         def record(verdict: VerdictRecord) -> None:
-            self.agent.store.put_record("verdict", key, *verdict)
+            state, data = verdict
+            self.agent.store.put_record("verdict", key, state, data | {"verify_seed": seed})
 
         await self.strategy.judge_unread(
             segments, u.final_root, record, lambda: self._read(u, ctx, segments, now, record)
@@ -656,7 +719,8 @@ class Verifier(ChallengerMixin, RoleAgent):
             )
         else:
             self.log.info("unit %d: replayed segments %s: all agree", u.unit_id, sorted(mine))
-        late = late_by(await self.now(), u.deadline)
+        # (a unit replayed before its draw has no window yet: its deadline is the commit's)
+        late = late_by(await self.now(), u.deadline) if u.status != UnitStatus.COMMITTED else 0
         if late > 0:
             # an operator's machine too slow for the job's window: say so, it costs the lock
             self.log.error(

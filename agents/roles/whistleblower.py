@@ -198,6 +198,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             int(rec.data.get("last_try", 0)),
             await self.court_open_for_recheck(u, rec.state, rec.data, now),
             rec.data.get("attempt"),
+            self.dropped(f"challenge:{u.unit_id}:{u.attempt}"),
         )
         window = await self.court_window() if self.court is not None else None
         if u.job_id in self.settled and attestation_done(u, now, facts, window):
@@ -254,7 +255,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
             case Challenge():
                 ctx = await self.context(u.job_id)
                 if ctx is not None and not await self.open_challenge(act, u, ctx):
-                    self.roots_are_right(u)
+                    self.roots_are_right(u, act.intent)
             case CourtChallenge():
                 await self.court_challenge(act, key, data)
             case PlayCourt():

@@ -684,7 +684,6 @@ class ProtocolMachine(RuleBasedStateMachine):
         self._seen(f"drew {len(u.verifiers)} verifiers")
 
     def draw_by_seal_unit(self, uid: int) -> None:
-        u = self.units[uid]
         try:
             simulated, seed = self.m.drawVerifiers(uid).call(block_identifier="pending")
         except ContractLogicError:  # not Committed, or its seed re-arms

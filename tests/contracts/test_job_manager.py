@@ -679,9 +679,7 @@ def test_sealAttestation_onCommitted_beforeTheSeedBlock_reverts(staked, chain):
         d.manager.sealAttestation(unit_id, ROOT, sender=d.verifiers[0])
 
 
-def test_sealAttestation_onCommitted_seedExpired_revertsAndLeavesTheRearmToTheKeeper(
-    staked, chain
-):
+def test_sealAttestation_onCommitted_seedExpired_revertsAndLeavesTheRearmToTheKeeper(staked, chain):
     """An answer never moves the seed: with its hash gone it reverts, and only drawVerifiers
     re-arms (a verifier that could re-arm by answering would pick among seeds)."""
     d = staked

@@ -397,7 +397,7 @@ async def test_an_estimate_the_node_does_not_answer_is_not_waited_for(
     async with async_w3(chain.url) as w3:
         calls = []
 
-        async def silent(params):
+        async def silent(params, block="latest"):
             calls.append(params)
             raise TimeoutError()
 

@@ -63,11 +63,11 @@ class FakeEth:
         await asyncio.sleep(0)
         return {"baseFeePerGas": 7}
 
-    async def call(self, _params):
+    async def call(self, _params, _block="latest"):
         await asyncio.sleep(0)
         return b""
 
-    async def estimate_gas(self, _params):
+    async def estimate_gas(self, _params, _block="latest"):
         await asyncio.sleep(0)
         return 50_000
 

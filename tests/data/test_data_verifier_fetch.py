@@ -117,7 +117,7 @@ def _packed_job(tmp_path: Path) -> tuple[packed.Manifest, Path, Job, int]:
     ds = builtin.load_dataset(builtin.DIGITS_TRAIN)
     engine = Engine(_job_on(builtin.DIGITS_TRAIN, m.root), ds)
     honest = Computation(engine, STEPS, EVERY)
-    t = [0] * 16  # IJobManager.Job
+    t = [0] * 17  # IJobManager.Job
     t[1], t[10], t[13] = STEPS, EVERY, spec.spec_hash()
     t[14], t[15] = ds.root(), state_root(engine.initial_state())
     return m, good, Job(spec, engine, honest, decoded("getJob", tuple(t))), ds.n
@@ -212,7 +212,7 @@ def _cnn_job(tmp: Path, dataset: str, name: str) -> tuple[specs.ModelSpec, objec
     spec = specs.load(out)
     store = open_blob_store(str(out.with_suffix(".blobs")))
     store.put(spec.canonical_bytes())
-    t = [0] * 16  # IJobManager.Job
+    t = [0] * 17  # IJobManager.Job
     t[1], t[10], t[13] = spec.steps, spec.checkpoint_every, spec.spec_hash()
     t[14], t[15] = bytes.fromhex(spec.dataset_root[2:]), bytes.fromhex(spec.state[2:])
     return spec, store, decoded("getJob", tuple(t))

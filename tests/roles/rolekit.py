@@ -373,6 +373,10 @@ def _named(fn, *args) -> dict:
     return dict(zip(names, fn(*args).call(), strict=True))
 
 
+#: Blocks a Verifying unit stays as its last attestation left it before the warp jumps.
+SETTLE_BLOCKS = 5
+
+
 class Warp:
     """Skips chain time that only waits for a deadline: when everything on chain that is still
     running is idle (nobody left who acts before its deadline), the chain's clock jumps to just
@@ -383,6 +387,9 @@ class Warp:
     Idle means, per running item (anything else keeps the clock as it is):
       - a unit in Verifying whose drawn verifiers have all attested since the draw (a challenge
         is no verdict: a drawn challenger still attests, sealed or as the last to answer),
+        SETTLE_BLOCKS blocks ago at least (the submitter's keeper reads the final checkpoint
+        meanwhile, and demands it on chain when the read fails: with the draw and the only
+        attestation in one transaction, PROTOCOL §6.5, a jump at once left it no round),
         and, when forced rounds are on, whose forced error (if any) is revealed: with every
         verifier of the test drawn (the caller's promise: no other verifier or whistleblower
         could challenge), only `finalize` is left;
@@ -462,8 +469,12 @@ class Warp:
                     if draw is None or (self.forced and not u["forcedRevealed"]):
                         return None
                     since = draw["blockNumber"]
-                    acted = {v for unit, v, block in responses if unit == uid and block >= since}
+                    mine = [(v, block) for unit, v, block in responses if unit == uid]
+                    acted = {v for v, block in mine if block >= since}
                     if not set(draw["args"]["verifiers"]) <= acted:
+                        return None
+                    last = max((block for _, block in mine), default=since)
+                    if self.w3.eth.block_number - last < SETTLE_BLOCKS:
                         return None
                 elif status == _UNIT_OPEN:
                     if self.claimants is None or u["claimantCount"] < self.claimants:

@@ -113,7 +113,6 @@ CASES = [
     (a.Heartbeat("heartbeat:1"), "registry", "heartbeat", ()),
     (a.RevealForced("reveal:1", U, REVEAL), "judge", "revealForced", (U, REVEAL)),
     (a.ReportPrematureReveal("premature:1", U, R), "judge", "reportPrematureReveal", (U, R)),
-    (a.RegisterConfig("config:1", J, R), "game", "registerConfig", (J, R)),
     (
         a.ChallengeAttestation("court:1", U, PEER, 1, (R, R), R, (R,)),
         "court", "challengeAttestation", (U, PEER, 1, [R, R], R, [R]),

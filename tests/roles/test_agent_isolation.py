@@ -77,7 +77,7 @@ def solver_over(tmp_path: Path, units: list[UnitView], fail: dict[int, Exception
     s.withdraw_if_credited = _nothing
     s.units_in_preference_order = answering(lambda: units)
 
-    async def facts(u: UnitView):
+    async def facts(u: UnitView, now: Now):
         if u.job_id in fail:
             raise fail[u.job_id]
         return "facts"

@@ -120,3 +120,61 @@ def test_a_failed_send_is_logged_for_a_retry_and_a_one_shot_send_raises_it(caplo
     assert any("failed (will retry)" in r.getMessage() for r in caplog.records)
     with pytest.raises(TxError):  # the node command reports it instead (Executor.send)
         asyncio.run(ex.send(Withdraw("withdraw:5:9")))
+
+
+MINE, RIVAL = "0x" + "aa" * 20, "0x" + "bb" * 20
+
+
+def chain_with(rival_call: bytes | None, rival_status: int = 1) -> SimpleNamespace:
+    """An AsyncWeb3's eth holding my reverted transaction (block 9) and, before it in the same
+    block, a rival's call to the manager (`rival_call`: its calldata)."""
+    mine = {"hash": b"\x01" * 32, "from": MINE, "to": MANAGER, "input": b""}
+    txs = {b"\x01" * 32: mine}
+    block = [mine]
+    if rival_call is not None:
+        rival = {"hash": b"\x02" * 32, "from": RIVAL, "to": MANAGER, "input": rival_call}
+        txs[rival["hash"]] = rival
+        block = [rival, mine]
+
+    async def get_transaction(tx_hash):
+        return txs[bytes(tx_hash) if isinstance(tx_hash, bytes) else bytes.fromhex(tx_hash[2:])]
+
+    async def get_block(number, full_transactions=False):
+        return {"transactions": block if number == 9 else []}
+
+    async def get_transaction_receipt(tx_hash):
+        return {"status": rival_status}
+
+    eth = SimpleNamespace(
+        get_transaction=get_transaction,
+        get_block=get_block,
+        get_transaction_receipt=get_transaction_receipt,
+    )
+    return SimpleNamespace(eth=eth), mine
+
+
+@pytest.mark.parametrize(
+    ("rival", "level"),
+    [
+        ("challenge", logging.INFO),  # the rival's challenge of the same unit landed first
+        ("other unit", logging.ERROR),  # no race: a revert nobody won
+    ],
+)
+def test_a_revert_on_chain_that_lost_a_race_is_info_naming_the_winner(rival, level, caplog):
+    """Issue #45: two verifiers challenge one unit in one block; the loser's revert is an
+    expected outcome (INFO, with the winner's address), not an ERROR."""
+    action = ChallengeUnit(f"challenge:{UNIT}:0", UNIT, b"\x22" * 32)
+    ex, _ = executor(TxFailed("reverted", "0x" + "01" * 32, 9, 41_000))
+    mine_call = action.tx(ex.contracts)._encode_transaction_data()
+    unit = UNIT if rival == "challenge" else UNIT + (1 << 32)
+    other = ChallengeUnit("x", unit, b"\x33" * 32).tx(ex.contracts)._encode_transaction_data()
+    w3, mine = chain_with(bytes.fromhex(other[2:]))
+    mine["input"] = bytes.fromhex(mine_call[2:])
+    ex.agent.w3 = w3
+    caplog.set_level(logging.INFO, logger="test.executor")
+    assert asyncio.run(ex.execute(action)) is None
+    (said,) = [r for r in caplog.records if "on chain" in r.getMessage()]
+    assert said.levelno == level
+    if level == logging.INFO:
+        assert "lost a race" in said.getMessage() and RIVAL in said.getMessage()
+    assert ex.gas_used == 41_000 and ex.reverted_gas == 41_000

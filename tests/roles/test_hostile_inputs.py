@@ -60,7 +60,7 @@ class FakeEvents:
 
 def job_tuple(spec: specs.JobSpec, *, dataset_root=None, s0=None) -> tuple:
     """IJobManager.getJob's tuple, the fields load_job / eligible read."""
-    t = [0] * 16
+    t = [0] * 17
     t[1], t[10] = spec.steps, spec.checkpoint_every
     t[8], t[11], t[12] = 0, 0, 0  # required capability: none
     t[13] = spec.spec_hash()
@@ -323,7 +323,7 @@ def test_load_unit_checks_config_and_placement_before_building_the_global_state(
     rounds.game = FakeContract(configOf=lambda j: b"\x00" * 32, placementOf=lambda j: (0, 3, 2))
     built: list[int] = []
     rounds.global_state = lambda dj, r: ready(built.append(r))
-    job = [0] * 16
+    job = [0] * 17
     job[1], job[10], job[13] = uspec.steps, uspec.checkpoint_every, unit_hash
     job = decoded("getJob", tuple(job))
     with pytest.raises(JobRejected, match="registered dispute config"):
@@ -484,7 +484,7 @@ def test_aggregator_survives_a_hostile_unit_manifest(tmp_path):
                       "losses": [0, 0]}).encode()  # fmt: skip
     with serving(tmp_path / "solver") as server:
         locator = make_locator(server.url, solver_store.put(bad))
-        job = [0] * 16
+        job = [0] * 17
         job[4] = JobStatus.COMPLETED
         unit = [0] * 15
         unit[12], unit[13] = b"\x05" * 32, b"\x06" * 32

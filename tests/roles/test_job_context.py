@@ -54,7 +54,7 @@ def fake(**views) -> SimpleNamespace:
 def digits_job() -> tuple[tuple, bytes]:
     """getJob's tuple for the digits job, and its dispute config hash."""
     data = datasets.load_dataset(DIGITS.dataset_name)
-    job = [0] * 16
+    job = [0] * 17
     job[1], job[10] = DIGITS.steps, DIGITS.checkpoint_every
     job[13] = DIGITS.spec_hash()
     job[14] = data.root()

@@ -38,7 +38,7 @@ def published(tmp_path_factory):
     spec = specs.load(out)
     store = open_blob_store(str(out.with_suffix(".blobs")))
     store.put(spec.canonical_bytes())
-    job = [0] * 16
+    job = [0] * 17
     job[1], job[10], job[13] = spec.steps, spec.checkpoint_every, spec.spec_hash()
     job[14], job[15] = bytes.fromhex(spec.dataset_root[2:]), bytes.fromhex(spec.state[2:])
     return spec, store, decoded("getJob", tuple(job))

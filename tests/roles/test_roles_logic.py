@@ -36,12 +36,15 @@ from agents.roles.actions import (
     Train,
 )
 from agents.roles.logic import (
-    BACKUP_DELAY,
+    DRAW_FOLD_BLOCKS,
+    FALLBACK_RANK,
+    KEEPER_GRACE,
     READ_BUDGET_MIN_S,
     READ_BUDGET_S,
     SEND_MARGIN_S,
     AttestationFacts,
     DataRequest,
+    KeeperFacts,
     LeakFacts,
     Now,
     Side,
@@ -52,15 +55,20 @@ from agents.roles.logic import (
     VerifierFacts,
     VerifierStatus,
     attestation_done,
+    claim_turn,
     final_data_acts,
     forced_reveal_open,
     game_act,
     held_result_due,
     keeper_acts,
+    keeper_delay,
+    keeper_order,
+    keeper_rank,
     leak_acts,
     parse_leak,
     premature_reveal_open,
     read_budget_s,
+    rendezvous,
     seals_open,
     solver_acts,
     verifier_acts,
@@ -104,7 +112,10 @@ def test_keeper_steps_follow_the_unit_state_machine():
     assert kinds(keeper_acts(unit(UnitStatus.OPEN), Now(10, 1001))) == [CloseClaims]
     assert kinds(keeper_acts(unit(UnitStatus.SELECTING), Now(50, 1))) == []
     assert kinds(keeper_acts(unit(UnitStatus.SELECTING), Now(51, 1))) == [SelectAssignee]
-    assert kinds(keeper_acts(unit(UnitStatus.COMMITTED), Now(51, 1))) == [DrawVerifiers]
+    # a keeper draws only after the fold, in which the drawn verifiers' first answer draws
+    committed = unit(UnitStatus.COMMITTED)
+    assert keeper_acts(committed, Now(50 + DRAW_FOLD_BLOCKS, 1)) == []
+    assert kinds(keeper_acts(committed, Now(51 + DRAW_FOLD_BLOCKS, 1))) == [DrawVerifiers]
     assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1000))) == []
     assert kinds(keeper_acts(unit(UnitStatus.VERIFYING), Now(60, 1001))) == [Finalize]
     # an assignee past its commit deadline (silent, or its commitment refused) is expired
@@ -114,10 +125,71 @@ def test_keeper_steps_follow_the_unit_state_machine():
         assert keeper_acts(unit(s), Now(10**6, 10**9)) == []
 
 
-def test_backup_keepers_wait_for_the_primary():
+SOLVERS = tuple("0x" + f"{i:02x}" * 20 for i in range(0x31, 0x36))
+VERIFIERS = tuple("0x" + f"{i:02x}" * 20 for i in range(0x41, 0x44))
+
+
+def keeper(me: str, **kw) -> KeeperFacts:
+    return KeeperFacts(me, solvers=SOLVERS, verifiers=VERIFIERS, **kw)
+
+
+def test_every_keeper_has_its_own_rank_and_waits_its_graces():
+    """One keeper order per unit and step: each node has its own rank, the rank r keeper takes
+    the step r graces after it is due, the submitter after every node."""
     u = unit(UnitStatus.SELECTING)
-    assert keeper_acts(u, Now(51, 1), delay=BACKUP_DELAY) == []
-    assert kinds(keeper_acts(u, Now(51 + BACKUP_DELAY, 1), delay=BACKUP_DELAY)) == [SelectAssignee]
+    ranks = sorted(keeper_rank(u, SelectAssignee, keeper(n)) for n in SOLVERS)
+    assert ranks == list(range(len(SOLVERS)))
+    for n in SOLVERS:
+        rank = keeper_rank(u, SelectAssignee, keeper(n))
+        due = 50 + keeper_delay(rank)
+        assert keeper_acts(u, Now(due, 1), keeper=keeper(n)) == []
+        assert kinds(keeper_acts(u, Now(due + 1, 1), keeper=keeper(n))) == [SelectAssignee]
+    submitter = KeeperFacts(ME)
+    assert keeper_rank(u, SelectAssignee, submitter) == FALLBACK_RANK
+    assert keeper_acts(u, Now(50 + keeper_delay(FALLBACK_RANK), 1), keeper=submitter) == []
+    # a node in no order of the step (a verifier, for selection) keeps as the fallback does
+    assert keeper_rank(u, SelectAssignee, keeper(VERIFIERS[0])) == FALLBACK_RANK
+
+
+def test_the_parties_of_a_step_keep_it_first():
+    """The claimants close and select (in claim order), the assignee draws and finalizes, the
+    winning challenger settles its held win, the requester expires its data request; then the
+    pool in the unit's own order."""
+    claimants = (SOLVERS[3], SOLVERS[1])
+    u = unit(UnitStatus.OPEN)
+    order = keeper_order(u, CloseClaims, keeper(ME, claimants=claimants))
+    assert order[:2] == claimants and sorted(order) == sorted(SOLVERS)
+    c = unit(UnitStatus.COMMITTED, assignee=SOLVERS[2])
+    assert keeper_order(c, DrawVerifiers, keeper(ME))[0] == SOLVERS[2]
+    assert keeper_rank(c, DrawVerifiers, keeper(SOLVERS[2])) == 0
+    v = unit(UnitStatus.VERIFYING, assignee=SOLVERS[2])
+    assert keeper_order(v, Finalize, keeper(ME)) == (SOLVERS[2],)
+    held = replace(unit(UnitStatus.DISPUTED), result_held=True, held_until=500)
+    assert keeper_order(held, SettleDispute, keeper(ME, challenger=VERIFIERS[1])) == (VERIFIERS[1],)
+    req = DataRequest(VERIFIERS[2], 3, 500)
+    asked = replace(unit(UnitStatus.DISPUTED), data_request=req)
+    assert keeper_order(asked, ExpireDataRequest, keeper(ME)) == (VERIFIERS[2],)
+
+
+def test_the_pool_order_differs_per_unit_and_attempt():
+    """Rendezvous: each node comes first for its share of the units, and every agent computes
+    the same order from the same pool (whatever the order it read the pool in)."""
+    firsts = {rendezvous(uid << 32, 0, SOLVERS)[0] for uid in range(1, 40)}
+    assert len(firsts) == len(SOLVERS)
+    assert rendezvous(UID, 0, SOLVERS) == rendezvous(UID, 0, tuple(reversed(SOLVERS)))
+    assert rendezvous(UID, 0, SOLVERS) != rendezvous(UID, 1, SOLVERS)
+
+
+def test_solvers_take_turns_to_claim():
+    """The unit's first solver claims at once; the one at rank r only if nobody claimed in r
+    graces (its first is down or busy): one claim per unit when every solver is up."""
+    u = unit(UnitStatus.OPEN)
+    order = rendezvous(u.unit_id, u.attempt, SOLVERS)
+    assert claim_turn(u, order[0], SOLVERS, (), 0)
+    assert claim_turn(u, order[0], SOLVERS, (order[1],), 0)  # its turn, whoever claimed
+    assert not claim_turn(u, order[2], SOLVERS, (), keeper_delay(2) - 1)
+    assert claim_turn(u, order[2], SOLVERS, (), keeper_delay(2))
+    assert not claim_turn(u, order[2], SOLVERS, (order[0],), 10**6)  # claimed: no need
 
 
 def test_keeper_intents_differ_per_attempt_and_window():
@@ -159,9 +231,10 @@ def test_solver_defends_its_disputed_unit_and_finalizes_it():
     assert kinds(solver_acts(d, Now(1, 1), facts(game_id=3))) == [Defend]
     assert solver_acts(unit(UnitStatus.DISPUTED, assignee=OTHER), Now(1, 1), facts(game_id=3)) == []
     v = unit(UnitStatus.VERIFYING, assignee=ME)
-    assert kinds(solver_acts(v, Now(1, 1000 + BACKUP_DELAY + 1), facts())) == [Finalize]
+    # the assignee is the first keeper of its finalize
+    assert kinds(solver_acts(v, Now(1, 1001), facts(keeper=KeeperFacts(ME)))) == [Finalize]
     other = unit(UnitStatus.VERIFYING, assignee=OTHER)
-    assert solver_acts(other, Now(1, 1000 + BACKUP_DELAY + 1), facts()) == []
+    assert solver_acts(other, Now(1, 1000 + KEEPER_GRACE + 1), facts()) == []
 
 
 def vfacts(**kw) -> VerifierFacts:
@@ -408,7 +481,7 @@ def test_a_held_result_is_due_after_the_reveal_slot_only_when_its_game_is_over()
     held = replace(unit(UnitStatus.DISPUTED), result_held=True)  # deadline 1000
     assert not held_result_due(held, Now(60, 1200), 200)
     assert held_result_due(held, Now(60, 1201), 200)
-    assert not held_result_due(held, Now(60, 1300), 200, delay=BACKUP_DELAY * 50)
+    assert not held_result_due(held, Now(60, 1300), 200, delay=KEEPER_GRACE * 50)
     # the game still runs, or the unit is no longer Disputed (settled, or voided by the reveal)
     assert not held_result_due(unit(UnitStatus.DISPUTED), Now(60, 10**9), 200)
     for status in (UnitStatus.VERIFYING, UnitStatus.OPEN):
@@ -546,7 +619,10 @@ def test_a_keeper_expires_an_unanswered_data_request_once_per_requester():
     assert keeper_acts(u, Now(1, 1100)) == []
     (act,) = keeper_acts(u, Now(1, 1101))
     assert act == ExpireDataRequest(f"expire-data:{UID}:0:{OTHER.lower()}", UID)
-    assert keeper_acts(u, Now(1, 1101), delay=BACKUP_DELAY) == []  # a backup waits
+    # a keeper other than the requester waits its rank's graces
+    fallback = KeeperFacts(ME)
+    assert keeper_acts(u, Now(1, 1101), keeper=fallback) == []
+    assert keeper_acts(u, Now(1, 1101 + keeper_delay(FALLBACK_RANK)), keeper=fallback) != []
     # the verifier's keeper steps do not include it: the submitter's keeper and anyone else do
     assert keeper_acts(u, Now(1, 1101), frozenset({DrawVerifiers})) == []
     again = _requested(attempt=1)

@@ -5,8 +5,9 @@
 - A solver claims only what it can train within the job's computeTime, counting the units it
   already holds (F3), and no unit whose claim deadline would lock its collateral for longer than
   --max-claim-wait (contract audit F7).
-- A submitter registers the job's dispute config whenever the chain holds none: after a restart
-  between postJob and registerConfig, or after a send that failed (F7).
+- A submitter posts the job with its dispute config (one transaction: no solver ever sees the
+  job without one, issue #45); `--count N` posts N jobs with one approval, and a restarted
+  submitter posts none of them again (F7).
 - The dispute client never shows the private key (F10).
 
 No chain: the roles are built with object.__new__ and small fakes of the contracts.
@@ -25,6 +26,7 @@ import pytest
 from rolefakes import (
     Call,
     FakeContract,
+    FakeEth,
     RecordingExecutor,
     SendingExecutor,
     answering,
@@ -34,14 +36,15 @@ from rolefakes import (
 
 from agents.core.blobs import open_blob_store
 from agents.core.bounded import BoundedCache, SaidOnce
-from agents.core.clock import RealClock
+from agents.core.clock import FakeClock, RealClock
 from agents.core.store import Store
 from agents.data import builtin as datasets
 from agents.dispute.graph import job_graph
+from agents.roles.actions import ClaimUnit, ClaimWithSecret
 from agents.roles.artifacts import encode_state
 from agents.roles.errors import RoleError
 from agents.roles.jobs import LoadedJobs
-from agents.roles.logic import Now, SettledJobs, UnitStatus, UnitView, solver_acts
+from agents.roles.logic import SEND_MARGIN_S, Now, SettledJobs, UnitStatus, UnitView, solver_acts
 from agents.roles.solver import Solver
 from agents.roles.submitter import Submitter
 from agents.training import spec as specs
@@ -53,12 +56,11 @@ DIGITS = specs.load(REPO / "examples" / "digits-mlp.json")
 ME = "0x" + "ab" * 20
 OTHER = "0x" + "cd" * 20
 NOW = Now(block=10, timestamp=1_000)
-ZERO32 = b"\x00" * 32
 
 
 def job_tuple(spec: specs.JobSpec, data: datasets.Dataset, compute_time: int = 3600) -> tuple:
     """IJobManager.getJob's tuple for `spec` (no capability required)."""
-    t = [0] * 16
+    t = [0] * 17
     t[1], t[7], t[10] = spec.steps, compute_time, spec.checkpoint_every
     t[13], t[14] = spec.spec_hash(), data.root()
     t[15] = state_root(Engine(spec, data).initial_state())
@@ -79,7 +81,12 @@ def bare(cls, tmp_path: Path, blobs, manager, game, **args):
     r.log = logging.getLogger(f"test.resilience.{cls.role}")
     r.me = ME
     r.manager, r.game = manager, game
-    r.registry = FakeContract(freeStake=lambda who: 10**30)
+    # the live solver pool is mine alone: every open unit is my turn to claim
+    r.registry = FakeContract(
+        freeStake=lambda who: 10**30,
+        poolSize=lambda role: 1,
+        poolAt=lambda role, i: ((ME, 0, 0), True),
+    )
     r.rounds = None
     r.jobs, r._locators, r._warned = LoadedJobs(), {}, SaidOnce()
     r.settled = SettledJobs()
@@ -149,7 +156,7 @@ def test_restarted_solver_with_locked_stake_commits_its_trained_unit(tmp_path):
     s.manager.functions.commitCheckpoints = lambda *a: Call(("commitCheckpoints", a))
 
     async def one_round():
-        for act in solver_acts(u, NOW, await s.facts(u)):
+        for act in solver_acts(u, NOW, await s.facts(u, NOW)):
             await s.handle(act, u, NOW)
 
     asyncio.run(one_round())  # KeyError before the fix: the job was never loaded
@@ -292,6 +299,35 @@ def test_solver_does_not_claim_a_unit_whose_claim_deadline_is_beyond_max_claim_w
     assert asyncio.run(s.eligible(unit(1, UnitStatus.OPEN, NOW.timestamp + 3000)))
 
 
+def test_a_claim_counts_the_time_since_its_block_was_read(tmp_path, caplog):
+    """Issue #45: a restarted solver loads every job in its first round, and a claim decided on
+    the round's first block read was mined 1.6 s past its deadline. The margin now counts the
+    wall time since that read: a claim that cannot land in time is not sent."""
+    data = datasets.load_dataset(DIGITS.dataset_name)
+    s = a_solver(tmp_path, {1: (DIGITS, job_tuple(DIGITS, data))}, claim=lambda u, h: (u, h))
+    clock = FakeClock()
+    s.agent.clock = clock
+    s.w3 = SimpleNamespace(eth=FakeEth(head=NOW.block, timestamp=NOW.timestamp))
+    del s.now  # the role's own read: it notes when the block was read
+    s.executor = RecordingExecutor(s)
+    u = unit(1, UnitStatus.OPEN, NOW.timestamp + SEND_MARGIN_S + 3)
+    now = asyncio.run(s.now())
+    (act,) = [a for a in solver_acts(u, now, facts_for(s, u, now)) if isinstance(a, ClaimUnit)]
+    caplog.set_level(logging.INFO)
+    clock.advance(5)  # the round went on, loading jobs, for 5 s
+    asyncio.run(s.handle(act, u, now))
+    assert s.executor.sent == []
+    assert any("closes before a claim sent now" in r.getMessage() for r in caplog.records)
+    # in time, the same decision is sent
+    now = asyncio.run(s.now())
+    asyncio.run(s.handle(act, u, now))
+    assert [type(a) for a, _ in s.executor.sent] == [ClaimWithSecret]
+
+
+def facts_for(s: Solver, u: UnitView, now: Now):
+    return asyncio.run(s.facts(u, now))
+
+
 def test_solver_does_not_claim_again_a_unit_whose_commitment_of_mine_was_refused(tmp_path, caplog):
     """A committed unit re-opens when its assignee loses the dispute or its secret is reported:
     after a lost dispute the solver whose commitment of attempt 0 was mined does not stake its
@@ -320,74 +356,86 @@ def test_solver_does_not_claim_again_a_unit_whose_commitment_of_mine_was_refused
     assert asyncio.run(s.eligible(unit(2, UnitStatus.OPEN, NOW.timestamp + 600)))
 
 
-# --- F7: the submitter registers the dispute config whenever the chain has none -------------
+# --- F7 / #45: the job is posted with its dispute config; --count posts N at once ------------
 
 
-def a_submitter(tmp_path: Path, court: bool = False):
-    """A submitter following job 1; `configs` is what each game holds, `sent` every send."""
-    configs = {"game": ZERO32, "court": ZERO32}
-    sent: list[str] = []
+class FakeChain:
+    """What the submitter's setup reads and sends: balances, the allowance, receipts whose
+    JobPosted names the next job id; `sent` every send's intent."""
 
-    def game_of(name: str) -> FakeContract:
-        return FakeContract(configOf=lambda j: configs[name],
-                            registerConfig=lambda j, c: (name, j, c))  # fmt: skip
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.params: list[tuple] = []
+        self.jobs = 0
 
-    s = bare(Submitter, tmp_path, open_blob_store(str(tmp_path / "blobs")), None, game_of("game"))
+    async def send(self, act, fn):
+        self.sent.append(act.intent)
+        if act.intent.startswith("post:") and ":approve" not in act.intent:
+            self.params.append(act.params)
+            self.jobs += 1
+        return SimpleNamespace(tx_hash=self.jobs, gas_used=0, block_number=1, resumed=False)
+
+
+def a_poster(tmp_path: Path, count: int) -> tuple[Submitter, FakeChain]:
+    chain = FakeChain()
+    token = FakeContract(
+        balanceOf=lambda a: 10**30, allowance=lambda a, b: 0, approve=lambda spender, amount: 0
+    )
+    manager = FakeContract(postJob=lambda params: params)
+    receipts = {}
+
+    def receipt(tx_hash):
+        receipts[tx_hash] = tx_hash
+        return tx_hash
+
+    manager.events = SimpleNamespace(
+        JobPosted=lambda: SimpleNamespace(
+            process_receipt=lambda r, errors=None: [{"args": {"jobId": r}}]
+        )
+    )
+    s = bare(Submitter, tmp_path, open_blob_store(str(tmp_path / "blobs")), manager, None)
+    s.token = token
+    s.w3 = SimpleNamespace(
+        eth=SimpleNamespace(
+            get_balance=answering(lambda a: 10**18),
+            get_transaction_receipt=answering(receipt),
+        )
+    )
+    s.args.reward, s.args.verification_fee = 10.0, 2.75
+    s.args.claim_window, s.args.compute_time = 60, 3600
+    s.args.device_class = s.args.memory_mib = s.args.throughput = 0
+    s.args.spec = str(REPO / "examples" / "digits-mlp.json")
     s.spec, s.data = DIGITS, datasets.load_dataset(DIGITS.dataset_name)
-    s.court_game = game_of("court") if court else None
-    s.job_id, s.last_status, s.configured = 0, None, False
-    s.unit = answering(lambda uid: unit(1, UnitStatus.OPEN, NOW.timestamp + 600))
-    s.mine_if_idle = answering(lambda: None)
-    # JobManager.Config.revealWindow (its keeper's reveal slot)
-    s.reveal_window = answering(lambda: 20)
-    return s, configs, sent
+    s.count, s.job_ids, s.job_id = count, [], 0
+    s.executor = SendingExecutor(s, chain.send)
+    s.agent.sender = SimpleNamespace()
+    return s, chain
 
 
-def test_submitter_restarted_after_post_registers_the_config(tmp_path):
-    s, configs, sent = a_submitter(tmp_path, court=True)
-    cfg = job_graph(DIGITS, s.data.n).config.hash()
-
-    async def send(act, fn):
-        sent.append(act.intent)
-        name, _, cfg = await fn.call()  # what registerConfig(job, cfg) would store
-        configs[name] = cfg
-        return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
-
-    s.executor = SendingExecutor(s, send)
-    spec_hash = "0x" + DIGITS.spec_hash().hex()
-    s.agent.store.put_record("post", spec_hash, "posted", {"job_id": 1})  # killed right here
+def test_the_job_is_posted_with_its_dispute_config_in_one_transaction(tmp_path):
+    s, chain = a_poster(tmp_path, 1)
     asyncio.run(s.setup())
-    # not with the court's game: it takes configs from the court only (PROTOCOL §6.8)
-    assert sent == ["config:1"]
-    assert configs == {"game": cfg, "court": ZERO32}
-    asyncio.run(s.round())
-    assert sent == ["config:1"]  # registered: never sent again
+    spec_hash = "0x" + DIGITS.spec_hash().hex()
+    assert [i for i in chain.sent if ":approve" not in i] == [f"post:{spec_hash}"]
+    # JobParams' last field: the config the solvers derive from the spec
+    assert chain.params[0][-1] == job_graph(DIGITS, s.data.n).config.hash()
+    assert s.job_ids == [1]
 
 
-def test_submitter_retries_the_config_each_round_until_the_chain_holds_it(tmp_path):
-    """registerConfig's send failed (the node was unreachable: send returned None); later
-    rounds send it again under the same intent (the sender resumes a recorded one) until the
-    chain holds it, then stop asking."""
-    s, configs, sent = a_submitter(tmp_path)
-    s.job_id = 1
-    reachable = False
-
-    async def send(act, fn):
-        sent.append(act.intent)
-        if not reachable:
-            return None
-        name, _, cfg = await fn.call()  # what registerConfig(job, cfg) would store
-        configs[name] = cfg
-        return SimpleNamespace(tx_hash=b"", gas_used=0, block_number=1, resumed=False)
-
-    s.executor = SendingExecutor(s, send)
-    asyncio.run(s.ensure_configs())  # the send in setup that failed
-    asyncio.run(s.round())
-    reachable = True
-    asyncio.run(s.round())
-    asyncio.run(s.round())
-    assert sent == ["config:1", "config:1", "config:1"]
-    assert configs["game"] != ZERO32
+def test_submit_count_posts_n_jobs_with_one_approval_and_a_restart_posts_none_again(tmp_path):
+    s, chain = a_poster(tmp_path, 3)
+    asyncio.run(s.setup())
+    spec_hash = "0x" + DIGITS.spec_hash().hex()
+    approvals = [i for i in chain.sent if ":approve" in i]
+    assert approvals == [f"post:{spec_hash}:approve:{3 * 10 * 10**18}"]
+    posts = sorted(i for i in chain.sent if ":approve" not in i)
+    assert posts == sorted([f"post:{spec_hash}", f"post:{spec_hash}/1", f"post:{spec_hash}/2"])
+    assert sorted(s.job_ids) == [1, 2, 3]
+    # restarted: every job is recorded, so it follows them and sends nothing
+    again, chain2 = a_poster(tmp_path, 3)
+    again.agent = s.agent
+    asyncio.run(again.setup())
+    assert chain2.sent == [] and sorted(again.job_ids) == [1, 2, 3]
 
 
 def test_submitter_stops_asking_once_a_withheld_result_is_final(tmp_path, caplog):

@@ -112,7 +112,7 @@ def job() -> Job:
     spec = specs.load(REPO / "examples" / "digits-mlp.json")
     data = datasets.load_dataset(spec.dataset_name)
     engine = Engine(spec, data)
-    t = [0] * 16  # IJobManager.getJob: the fields load_job reads
+    t = [0] * 17  # IJobManager.getJob: the fields load_job reads
     t[1], t[10], t[13] = spec.steps, spec.checkpoint_every, spec.spec_hash()
     t[14], t[15] = data.root(), state_root(engine.initial_state())
     honest = Computation(engine, spec.steps, spec.checkpoint_every)
