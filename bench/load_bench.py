@@ -148,7 +148,7 @@ class Sampler:
             if run is None:
                 continue
             for name, proc in list(self.agents.procs.items()):
-                if name == "submitter":
+                if name.startswith("submit"):
                     continue
                 kib = rss_kib(proc.pid)
                 if kib:
@@ -161,6 +161,7 @@ class Network:
 
     def __init__(self, url: str, w3: Web3, work: Path) -> None:
         self.url, self.w3, self.work = url, w3, work
+        work.mkdir(parents=True, exist_ok=True)
         params = deploy_params(MANAGER_CONFIG)
         self.addrs = deploy_all(w3, dev_private_key(0), DEFAULT_ABI_DIR, params)
         rk.LENSES[self.addrs["JobManager"]] = self.addrs["JobLens"]
@@ -419,7 +420,7 @@ def report(net: Network, run: Run, lifecycle_gas: int) -> dict[str, Any]:
 # --- submitting: one process for 200 jobs against a process per job -----------------------------
 
 
-def submission_speed(work: Path, n: int = 200) -> dict[str, Any]:
+def submission_speed(work: Path, n: int, sample: int) -> dict[str, Any]:
     """On a chain of its own (no agents: nothing but the posting is timed)."""
     with local_anvil(AnvilConfig(block_time=1, accounts=20)) as url:
         w3 = connect(url)
@@ -428,6 +429,7 @@ def submission_speed(work: Path, n: int = 200) -> dict[str, Any]:
         token = rk.contract(w3, "TestToken", addrs["Token"])
         tx = token.functions.mint(SUBMIT.address, 40_000 * TOKEN).transact({"from": rk_deployer()})
         w3.eth.wait_for_transaction_receipt(tx)
+        work.mkdir(parents=True, exist_ok=True)
         agents = rk.Agents(work, url, addrs["JobManager"], addrs["JobLens"])
         common = ("--spec", str(SPEC), "--no-follow", "--reward", REWARD, "--verification-fee",
                   FEE, "--claim-window", "3600", "--compute-time", "3600")  # fmt: skip
@@ -438,7 +440,7 @@ def submission_speed(work: Path, n: int = 200) -> dict[str, Any]:
             assert proc.wait(timeout=1800) == 0, agents.log("batch")[-2000:]
             batch_s = time.monotonic() - t0
             one = []
-            for i in range(SEQUENTIAL_SAMPLE):
+            for i in range(sample):
                 t0 = time.monotonic()
                 # its own data folder: a submitter that finds the spec posted follows that job
                 proc = agents.start(Party(f"one-{i}", "submit", SUBMIT.key_index), *common)
@@ -452,7 +454,7 @@ def submission_speed(work: Path, n: int = 200) -> dict[str, Any]:
     return {
         "jobs": n,
         "one_process_s": round(batch_s, 1),
-        "sequential_runs_measured": SEQUENTIAL_SAMPLE,
+        "sequential_runs_measured": sample,
         "sequential_run_s": {
             "mean": round(statistics.mean(one), 2),
             "each": [round(s, 2) for s in one],
@@ -474,13 +476,20 @@ def main() -> int:
         help="the measured runs' N (the last one again with a solver killed)",
     )
     parser.add_argument("--warm-up", type=int, default=200, help="jobs of the warm-up run")
+    parser.add_argument("--speed-jobs", type=int, default=200, help="jobs of the submission test")
+    parser.add_argument(
+        "--sequential",
+        type=int,
+        default=SEQUENTIAL_SAMPLE,
+        help="`submit` runs timed one after another (their mean, times --speed-jobs)",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     lifecycle = json.loads(CONTRACTS.read_text())["lifecycle_warm"]["total_gas"]
     runs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="load-bench-") as tmp:
         work = Path(tmp)
-        speed = submission_speed(work / "speed")
+        speed = submission_speed(work / "speed", args.speed_jobs, args.sequential)
         print("submission:", json.dumps(speed), flush=True)
         plan = [Run("warm-up", args.warm_up)] + [Run(f"n{n}", n) for n in args.sizes]
         plan.append(Run(f"n{args.sizes[-1]}-solver-killed", args.sizes[-1], kill=True))
