@@ -290,6 +290,19 @@ def steady_lifecycle(b: Bench) -> dict[str, Any]:
     return run
 
 
+def more_steady_lifecycles(b: Bench) -> list[int]:
+    """The totals of further steady-state jobs, as long as they take recycled records: the draw
+    (which verifiers, how many tries) and who seals first follow the chain's randomness, so one
+    job's figure varies by a few thousand gas from the next's."""
+    totals = []
+    for n in range(len(SOLVERS_ORDER)):
+        run = lifecycle(b, solver=SOLVERS_ORDER[n])
+        if run["unit"] >> 64 == 0:
+            break  # a new record: no longer the steady state
+        totals.append(run["total_gas"])
+    return totals
+
+
 def lifecycle_anatomy(b: Bench, run: dict[str, Any]) -> dict[str, Any]:
     """Each lifecycle step's gas split (gas_anatomy), their sum, and the part no code change in
     the same design can remove: the intrinsic gas of its transactions and its new storage slots."""
@@ -322,6 +335,7 @@ def run() -> dict[str, Any]:
         warm = steady_lifecycle(b)
         warm_anatomy = lifecycle_anatomy(b, warm)
         warm.pop("unit")
+        spread = [warm["total_gas"], *more_steady_lifecycles(b)]
 
         # ---- other actions
         job_id, unit2, _ = b.post()
@@ -403,7 +417,9 @@ def run() -> dict[str, Any]:
                 "goal": f"<= {GOAL_LIFECYCLE_GAS}",
                 "lifecycle": "lifecycle_warm (steady state, two verifiers: the default)",
                 "measured": total,
-                "met": total <= GOAL_LIFECYCLE_GAS,
+                # the same life on every recycled record left, the draw's randomness apart
+                "measured_steady_jobs": spread,
+                "met": max(spread) <= GOAL_LIFECYCLE_GAS,
                 "measured_warm_one_verifier": one_verifier["total_gas"],
                 "measured_fresh_one_verifier": cold_one["total_gas"],
                 "measured_fresh_two_verifiers": cold["total_gas"],

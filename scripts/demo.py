@@ -527,7 +527,8 @@ def _timeline(w3: Web3, manager, game, first: int) -> list[dict]:
     finalized = all_ts(manager, "UnitFinalized")
     reopened = all_ts(manager, "UnitOpened")
     phases = []
-    starts = reopened  # attempt i's claim window opens at reopened[i]
+    # attempt 0's claim window opens with the job (JobPosted), attempt i's at reopened[i - 1]
+    starts = [t0, *reopened]
     for i, a in enumerate(assigned):
         phases.append(("claim", starts[i] if i < len(starts) else t0, a))
         if i < len(committed):

@@ -112,7 +112,7 @@ def post_job_like(
     now = int(w3.eth.get_block("latest")["timestamp"])
     params = (bytes(j.specHash), bytes(j.datasetRoot), bytes(j.initialStateRoot), j.steps,
               j.checkpointInterval, (j.deviceClass, j.memoryMiB, j.throughput), reward, fee,
-              now + 3600, j.computeTime)  # fmt: skip
+              now + 3600, j.computeTime, bytes(j.configHash))  # fmt: skip
     return post_job(w3, addresses, key_index, params)
 
 

@@ -168,9 +168,10 @@ def history_words(e: Event) -> str:
     if n in MONEY_EVENTS:
         return moved_words(e)
     if n == "JobPosted":
-        return f"posted by {a['submitter']} ({a['unitCount']} unit)"
+        # the unit's first attempt opens for claims with the job (UnitOpened: the re-openings)
+        return f"posted by {a['submitter']} ({a['unitCount']} unit), open for claims"
     if n == "UnitOpened":
-        return f"open for claims until {a['claimDeadline']} (attempt {int(a['attempt']) + 1})"
+        return f"re-opened for claims until {a['claimDeadline']} (attempt {int(a['attempt']) + 1})"
     if n == "UnitClaimed":
         return f"claimed by {a['solver']} (collateral {tokens(a['collateral'])})"
     if n == "UnitAssigned":

@@ -442,7 +442,8 @@ interface IJobManager is IDisputeCallback {
         JobParams params,
         uint8 unitCount
     );
-    /// @notice A unit (re-)opened for claims until `claimDeadline`; `attempt` counts re-openings.
+    /// @notice A unit re-opened for claims until `claimDeadline`; `attempt` counts re-openings.
+    ///         Its first attempt opens with the job (`JobPosted`, until `params.claimDeadline`).
     event UnitOpened(uint256 indexed unitId, uint256 indexed jobId, uint64 claimDeadline, uint32 attempt);
     /// @notice A solver claimed a unit, locking `collateral`, with selection weight `weight`, and
     ///         committed `secretHash = keccak256(abi.encode(r))` of its forced-error secret r.

@@ -27,8 +27,11 @@ import {JobManagerExtension} from "./JobManagerExtension.sol";
 ///      fits the 24 KiB code size limit with room to spare.
 ///      Checks-effects-interactions throughout: every state change precedes the calls to the
 ///      registry, the token and the arbiter (all fixed at deployment), except the game id that
-///      `openGame` returns. The entry points that move tokens or call the arbiter (postJob,
-///      challenge, withdraw) are also `nonReentrant`.
+///      `openGame` returns. `challenge`, `withdraw` and `fundJackpot` are also `nonReentrant`;
+///      `postJob` and `finalize`, a job's first and last transactions, are not (the guard's
+///      storage slot costs 2.3k gas each): their one token call comes last, after every state
+///      change, so a token hook that re-enters finds the job posted and the unit Finalized
+///      (tests/contracts/test_reentrant_token.py).
 contract JobManager is JobManagerBase, IJobManager {
     using SafeERC20 for IERC20;
     using Credits for Credits.Ledger;
@@ -71,7 +74,7 @@ contract JobManager is JobManagerBase, IJobManager {
     // ------------------------------------------------------------------ submitter
 
     /// @inheritdoc IJobManager
-    function postJob(JobParams calldata p) external nonReentrant returns (uint256 jobId) {
+    function postJob(JobParams calldata p) external returns (uint256 jobId) {
         if (_arbiter == address(0)) revert ArbiterNotSet();
         if (p.steps == 0) revert ZeroSteps();
         if (p.steps > type(uint32).max) revert TooManySteps(p.steps, type(uint32).max);
@@ -121,8 +124,8 @@ contract JobManager is JobManagerBase, IJobManager {
         r.initialStateRoot = p.initialStateRoot;
         // Bound here, in the posting transaction: no solver ever sees the job without its config.
         r.configHash = p.configHash;
+        // the unit's first attempt opens with the job: `JobPosted` (its params' claimDeadline)
         emit JobPosted(jobId, msg.sender, p.specHash, p, 1);
-        emit UnitOpened(JobIds.unitId(jobId, 0), jobId, p.claimDeadline, 0);
         _token.safeTransferFrom(msg.sender, address(this), p.reward);
     }
 
@@ -176,11 +179,16 @@ contract JobManager is JobManagerBase, IJobManager {
         bytes32 seed = _seed(unitId, r);
         if (seed == bytes32(0)) return;
         uint256 n = r.claimantCount;
-        uint96[] memory weights = new uint96[](n);
-        for (uint256 i = 0; i < n; ++i) {
-            weights[i] = _claimants[record][i].weight;
+        uint256 index = 0;
+        // a single claimant wins whatever the seed (which still decides whether the round is
+        // forced, below)
+        if (n > 1) {
+            uint96[] memory weights = new uint96[](n);
+            for (uint256 i = 0; i < n; ++i) {
+                weights[i] = _claimants[record][i].weight;
+            }
+            index = MarketMath.pickWeighted(weights, uint256(seed));
         }
-        uint256 index = MarketMath.pickWeighted(weights, uint256(seed));
         address winner = _claimants[record][index].solver;
         uint40 deadline = uint40(block.timestamp) + r.computeTime;
         r.status = UnitStatus.Assigned;
@@ -370,7 +378,10 @@ contract JobManager is JobManagerBase, IJobManager {
     }
 
     /// @inheritdoc IJobManager
-    function finalize(uint256 unitId) external nonReentrant {
+    /// @dev Not `nonReentrant` (see the contract's notes): every state change precedes the
+    ///      registry's `settleUnit` and the solver's payment, the last call, so a token hook that
+    ///      re-enters finds the unit Finalized (`WrongUnitStatus`) and the books settled.
+    function finalize(uint256 unitId) external {
         (Record storage r, uint256 record) = _expect(unitId, UnitStatus.Verifying);
         uint64 deadline = r.deadline;
         if (block.timestamp <= deadline) revert DeadlineNotPassed(unitId, deadline);
