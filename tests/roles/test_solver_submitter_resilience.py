@@ -438,13 +438,25 @@ def test_submit_count_posts_n_jobs_with_one_approval_and_a_restart_posts_none_ag
     assert chain2.sent == [] and sorted(again.job_ids) == [1, 2, 3]
 
 
+def a_submitter(tmp_path: Path) -> Submitter:
+    """A submitter following job 1."""
+    s = bare(Submitter, tmp_path, open_blob_store(str(tmp_path / "blobs")), None, None)
+    s.spec, s.data = DIGITS, datasets.load_dataset(DIGITS.dataset_name)
+    s.job_id, s.job_ids, s.count, s.last_status, s.results = 1, [1], 1, {}, {}
+    s.unit = answering(lambda uid: unit(1, UnitStatus.OPEN, NOW.timestamp + 600))
+    s.mine_if_idle = answering(lambda: None)
+    # JobManager.Config.revealWindow (its keeper's reveal slot)
+    s.reveal_window = answering(lambda: 20)
+    return s
+
+
 def test_submitter_stops_asking_once_a_withheld_result_is_final(tmp_path, caplog):
     """PROTOCOL §6.11: the unit finalized, and neither the solver's copy nor any holder's is
     readable. While the holders have their reveal window past the deadline the submitter retries
     (saying so once); after it, the outcome is final: one line naming the job and how to
     recompute the model, instead of a loop."""
-    s, _, _ = a_submitter(tmp_path)
-    s.job_id, s.finals, s.losses = 1, {}, {}
+    s = a_submitter(tmp_path)
+    s.finals, s.losses = {}, {}
     s._unserved = SaidOnce()
     s.config = dataclasses.replace(s.config, spec="job.json", allow_local_locators=True)
     s.holder_locators = answering(lambda u: [f"{tmp_path}/gone#0x{'22' * 32}"])
