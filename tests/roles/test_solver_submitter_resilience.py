@@ -393,7 +393,9 @@ def a_poster(tmp_path: Path, count: int) -> tuple[Submitter, FakeChain]:
             process_receipt=lambda r, errors=None: [{"args": {"jobId": r}}]
         )
     )
-    s = bare(Submitter, tmp_path, open_blob_store(str(tmp_path / "blobs")), manager, None)
+    spec = str(REPO / "examples" / "digits-mlp.json")
+    blobs = open_blob_store(str(tmp_path / "blobs"))
+    s = bare(Submitter, tmp_path, blobs, manager, None, spec=spec, claim_window=60, count=count)
     s.token = token
     s.w3 = SimpleNamespace(
         eth=SimpleNamespace(
@@ -401,10 +403,6 @@ def a_poster(tmp_path: Path, count: int) -> tuple[Submitter, FakeChain]:
             get_transaction_receipt=answering(receipt),
         )
     )
-    s.args.reward, s.args.verification_fee = 10.0, 2.75
-    s.args.claim_window, s.args.compute_time = 60, 3600
-    s.args.device_class = s.args.memory_mib = s.args.throughput = 0
-    s.args.spec = str(REPO / "examples" / "digits-mlp.json")
     s.spec, s.data = DIGITS, datasets.load_dataset(DIGITS.dataset_name)
     s.count, s.job_ids, s.job_id = count, [], 0
     s.executor = SendingExecutor(s, chain.send)
