@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -174,9 +175,13 @@ class Network:
         self.manager = rk.contract(w3, "JobManager", self.addrs["JobManager"])
         self.registry = rk.contract(w3, "NodeRegistry", self.addrs["NodeRegistry"])
         self.agents = rk.Agents(work, url, self.addrs["JobManager"], self.addrs["JobLens"])
-        for p in NODES:
-            self.agents.start(p)
-        rk.wait_registered(self.registry, self.agents, NODES, timeout=300)
+        try:
+            for p in NODES:
+                self.agents.start(p)
+            rk.wait_registered(self.registry, self.agents, NODES, timeout=300)
+        except BaseException:
+            self.agents.stop_all()
+            raise
         self.sampler = Sampler(self.agents)
 
     def all_jobs(self) -> list[int]:
@@ -465,6 +470,23 @@ def submission_speed(work: Path, n: int, sample: int) -> dict[str, Any]:
     }
 
 
+def lifecycle_reference(fresh: int, recycled: int) -> dict[str, Any]:
+    """The single-job lifecycle a run's jobs compare with: bench/results/contracts.json's steady
+    figure (two verifiers) for a job on a recycled record, its fresh one for a job whose record
+    is written for the first time, weighted by how many of each the run's jobs took."""
+    figures = json.loads(CONTRACTS.read_text())
+    warm = figures["lifecycle_warm"]["total_gas"]
+    cold = figures["lifecycle"]["total_gas"]
+    n = fresh + recycled
+    return {
+        "steady_recycled_record": warm,
+        "fresh_record": cold,
+        "jobs_on_fresh_records": fresh,
+        "jobs_on_recycled_records": recycled,
+        "weighted": round((fresh * cold + recycled * warm) / n) if n else warm,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
@@ -473,9 +495,14 @@ def main() -> int:
         type=int,
         nargs="*",
         default=[50, 200],
-        help="the measured runs' N (the last one again with a solver killed)",
+        help="the measured runs' N",
     )
-    parser.add_argument("--warm-up", type=int, default=200, help="jobs of the warm-up run")
+    parser.add_argument(
+        "--killed", type=int, default=None, help="N of the solver-killed run (the last size)"
+    )
+    parser.add_argument(
+        "--warm-up", type=int, default=200, help="jobs of the warm-up run (0: none)"
+    )
     parser.add_argument("--speed-jobs", type=int, default=200, help="jobs of the submission test")
     parser.add_argument(
         "--sequential",
@@ -483,38 +510,24 @@ def main() -> int:
         default=SEQUENTIAL_SAMPLE,
         help="`submit` runs timed one after another (their mean, times --speed-jobs)",
     )
+    parser.add_argument("--run-timeout", type=float, default=3600, help="seconds a run may take")
+    parser.add_argument("--note", default="", help="why this plan (written to the results)")
+    parser.add_argument("--work", type=Path, default=None, help="keep the agents' folders here")
     args = parser.parse_args()
+    # a bench stopped with kill (SIGTERM) still stops its agents and its chain (`finally`)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
-    lifecycle = json.loads(CONTRACTS.read_text())["lifecycle_warm"]["total_gas"]
     runs: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="load-bench-") as tmp:
-        work = Path(tmp)
-        speed = submission_speed(work / "speed", args.speed_jobs, args.sequential)
-        print("submission:", json.dumps(speed), flush=True)
-        plan = [Run("warm-up", args.warm_up)] + [Run(f"n{n}", n) for n in args.sizes]
-        plan.append(Run(f"n{args.sizes[-1]}-solver-killed", args.sizes[-1], kill=True))
-        with local_anvil(AnvilConfig(block_time=1, accounts=20)) as url:
-            net = Network(url, connect(url), work / "net")
-            retention = int(
-                bind(net.w3, "JobManager", net.addrs["JobManager"])
-                .functions.config()
-                .call()
-                .recordRetention
-            )
-            try:
-                for i, run in enumerate(plan):
-                    if i:
-                        net.jump(retention + 60)
-                    net.run(run, timeout_s=60 * 60)
-                    runs[run.name] = report(net, run, lifecycle)
-                    brief = {
-                        k: v for k, v in runs[run.name].items() if k not in ("reverted", "gas")
-                    }
-                    print(run.name, json.dumps(brief), flush=True)
-            finally:
-                net.stop()
-    result = {
+    killed = args.killed if args.killed is not None else args.sizes[-1]
+    plan = [Run("warm-up", args.warm_up)] if args.warm_up else []
+    plan += [Run(f"n{n}", n) for n in args.sizes]
+    plan.append(Run(f"n{killed}-solver-killed", killed, kill=True))
+    result: dict[str, Any] = {
         "what": "the network under load (module doc of bench/load_bench.py)",
+        "plan": {
+            "runs": [{"name": r.name, "n": r.n, "solver_killed": r.kill} for r in plan],
+            "note": args.note,
+        },
         "setup": {
             "chain": "anvil, 1 s blocks",
             "agents": {"solvers": len(SOLVERS), "verifiers": len(VERIFIERS), "whistleblowers": 1},
@@ -522,12 +535,45 @@ def main() -> int:
             "manager_config": MANAGER_CONFIG,
             "stakes": {"solver": SOLVER_STAKE, "verifier": VERIFIER_STAKE},
         },
-        "submission": speed,
+        "complete": False,
         "runs": runs,
-        "wall_s": round(time.monotonic() - started, 1),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+    def write() -> None:
+        # After every step: a run cut short by the clock still leaves what it measured.
+        result["wall_s"] = round(time.monotonic() - started, 1)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+    with tempfile.TemporaryDirectory(prefix="load-bench-") as tmp:
+        work = args.work or Path(tmp)
+        speed = submission_speed(work / "speed", args.speed_jobs, args.sequential)
+        result["submission"] = speed
+        write()
+        print("submission:", json.dumps(speed), flush=True)
+        with local_anvil(AnvilConfig(block_time=1, accounts=20)) as url:
+            net = Network(url, connect(url), work / "net")
+            m = bind(net.w3, "JobManager", net.addrs["JobManager"]).functions
+            try:
+                retention = int(m.config().call().recordRetention)
+                for i, run in enumerate(plan):
+                    if i:
+                        net.jump(retention + 60)
+                    allocated = m.recordCounts().call()[0]
+                    net.run(run, timeout_s=args.run_timeout)
+                    fresh = m.recordCounts().call()[0] - allocated
+                    reference = lifecycle_reference(fresh, len(run.jobs) - fresh)
+                    runs[run.name] = report(net, run, reference["weighted"])
+                    runs[run.name]["gas"]["lifecycle_reference"] = reference
+                    write()
+                    brief = {
+                        k: v for k, v in runs[run.name].items() if k not in ("reverted", "gas")
+                    }
+                    print(run.name, json.dumps(brief), flush=True)
+            finally:
+                net.stop()
+    result["complete"] = True
+    write()
     print(f"wrote {args.out} after {result['wall_s']:.0f} s")
     return 0
 

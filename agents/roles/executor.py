@@ -9,7 +9,9 @@ and retried on a later round by a new decision, never sent; an intent whose tran
 mined but reverted is not sent again: the decision logic names a new intent when a new send
 makes sense. Such a revert is usually a race another party won — its transaction on the same
 unit landed first, in the same block or the one before — which is said at INFO with the
-winner's address (an expected outcome, issue #45); one nobody won is an ERROR.
+winner's address (an expected outcome, issue #45). One that only met the chain's clock (its call,
+replayed on its block, is refused for a window that passed meanwhile: CLOCK_REFUSALS) came too
+late under load and is a WARNING naming the window; any other is an ERROR, with its refusal.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from agents.core.bounded import SaidOnce
 from agents.core.runtime import Agent
-from agents.core.tx import TxError, TxFailed, TxOutcome, TxRequest, TxReverted
+from agents.core.tx import TxError, TxFailed, TxOutcome, TxRequest, TxReverted, revert_error
 from agents.roles.actions import ChainAction, Contracts
 from agents.roles.gas_floors import gas_floor
 
@@ -65,8 +67,20 @@ class Executor:
                     winner.block,
                 )
                 return None
+            why = await self.chain_refusal(exc)
+            if why is not None and why.error_name in CLOCK_REFUSALS:
+                # the chain's clock passed the window between my check and the block: a send
+                # that came too late (under load), not a fault (issue #45)
+                self.log.warning(
+                    "%s landed past its window (block %d): %s",
+                    action.name,
+                    exc.block_number,
+                    revert_text(why),
+                )
+                return None
             level = logging.INFO if action.keeper else logging.ERROR
-            self.log.log(level, "%s reverted on chain: %s", action.name, str(exc)[:300])
+            said = f"{str(exc)[:300]}" + (f" ({revert_text(why)})" if why is not None else "")
+            self.log.log(level, "%s reverted on chain: %s", action.name, said)
             return None
         except TxError as exc:
             self.log.error("%s failed (will retry): %s", action.name, str(exc)[:300])
@@ -112,6 +126,43 @@ class Executor:
         except Exception:  # a node that cannot say: no winner named (logged as a revert)
             return None
         return None
+
+    async def chain_refusal(self, exc: TxFailed) -> TxReverted | None:
+        """Why my mined transaction reverted: its call replayed on its block (that block's state
+        and clock), decoded. None when the node cannot say or the replay passes."""
+        from web3.exceptions import ContractLogicError
+
+        if not exc.tx_hash:
+            return None
+        w3 = self.agent.w3
+        try:
+            mine = await w3.eth.get_transaction(exc.tx_hash)
+            call = {"from": mine["from"], "to": mine["to"], "data": mine["input"],
+                    "value": mine.get("value", 0), "gas": mine.get("gas")}  # fmt: skip
+            await w3.eth.call(call, exc.block_number)
+        except ContractLogicError as refused:
+            return revert_error(refused, self.agent.sender.errors, "replay")
+        except Exception:  # a node that cannot replay it: the revert is told as it is
+            return None
+        return None
+
+
+#: Refusals that only say the chain's clock passed a window (the errors of IJobManager and the
+#: game that a send made in time, but mined late, meets): a send too late, not a fault.
+CLOCK_REFUSALS = frozenset(
+    {
+        "ClaimWindowClosed",
+        "CommitDeadlinePassed",
+        "ChallengeWindowClosed",
+        "RevealWindowClosed",
+        "RevealTooLate",
+        "SealingClosed",
+        "DataAnswerWindowClosed",
+        "CourtWindowClosed",
+        "SeedExpired",
+        "ClockExpired",
+    }
+)
 
 
 @dataclass(frozen=True)

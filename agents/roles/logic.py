@@ -251,6 +251,18 @@ def late_by(now: Now, deadline: int) -> int:
     return now.timestamp + SEND_MARGIN_S - deadline
 
 
+#: A claim needs more. It is the last send of a round that read every open unit (and may have
+#: loaded their jobs), the claim turns put the later ranks' claims near the window's end, and
+#: one that lands past the window pays its gas for nothing: under load (issue #45's bench, 50
+#: jobs at once on 2 cores) claims planned with SEND_MARGIN_S left landed a second late.
+CLAIM_MARGIN_S = 5
+
+
+def claim_late_by(now: Now, deadline: int) -> int:
+    """`late_by` for a claim (CLAIM_MARGIN_S): <= 0 while a claim sent now still lands in time."""
+    return now.timestamp + CLAIM_MARGIN_S - deadline
+
+
 #: The most a role waits (wall seconds) for a peer's data before it falls back to its own
 #: replay (agents/core/fetches.py); less when the window has less left (`read_budget_s`).
 READ_BUDGET_S = 10.0
@@ -537,7 +549,7 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
     acts: list[Act] = []
     uid, a = u.unit_id, u.attempt
     mine = u.assignee.lower() == f.me.lower()
-    if u.status == UnitStatus.OPEN and late_by(now, u.deadline) <= 0:
+    if u.status == UnitStatus.OPEN and claim_late_by(now, u.deadline) <= 0:
         if not f.claimed and f.eligible:
             acts.append(ClaimUnit(f"claim:{uid}:{a}:{u.deadline}", uid))
     elif u.status == UnitStatus.ASSIGNED and mine:

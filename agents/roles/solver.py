@@ -64,9 +64,9 @@ from agents.roles.logic import (
     UnitStatus,
     UnitView,
     VerifierStatus,
+    claim_late_by,
     claim_turn,
     forced_reveal_open,
-    late_by,
     solver_acts,
 )
 from agents.roles.runner import RoleAgent, progress_bar
@@ -560,7 +560,7 @@ class Solver(RoleAgent):
     async def handle(self, act: Act, u: UnitView, now: Now) -> None:
         match act:
             case ClaimUnit(intent=intent, unit_id=unit_id):
-                late = late_by(self.chain_time(now), u.deadline)
+                late = claim_late_by(self.chain_time(now), u.deadline)
                 if late > 0:
                     # the round ran long since its block was read (a restart loads every job
                     # first): the window closes before this claim could land

@@ -178,3 +178,39 @@ def test_a_revert_on_chain_that_lost_a_race_is_info_naming_the_winner(rival, lev
     if level == logging.INFO:
         assert "lost a race" in said.getMessage() and RIVAL in said.getMessage()
     assert ex.gas_used == 41_000 and ex.reverted_gas == 41_000
+
+
+def test_a_revert_that_only_met_the_clock_is_a_warning_naming_the_window(caplog):
+    """Issue #45's bench: a claim checked in time but mined a block past its window reverts with
+    nobody's rival transaction before it. Its call replayed on its block names the window
+    (ClaimWindowClosed): a send too late, a WARNING; a revert replayed to another refusal, or
+    one the node cannot replay, stays an ERROR."""
+    from web3.exceptions import ContractLogicError
+
+    from agents.core.tx import ErrorDecoder
+
+    selector = Web3.keccak(text="ClaimWindowClosed(uint256,uint64)")[:4]
+    late = "0x" + (selector + UNIT.to_bytes(32, "big") + (1000).to_bytes(32, "big")).hex()
+    other = "0x" + (Web3.keccak(text="NotDeployer(address)")[:4] + bytes(32)).hex()
+    for data, level in ((late, logging.WARNING), (other, logging.ERROR), (None, logging.ERROR)):
+        action = ChallengeUnit(f"challenge:{UNIT}:0", UNIT, b"\x22" * 32)
+        ex, sender = executor(TxFailed("reverted", "0x" + "01" * 32, 9, 25_000))
+        sender.errors = ErrorDecoder.from_artifacts(["JobManager"])
+        w3, mine = chain_with(None)
+
+        async def call(params, block, data=data):
+            assert block == 9 and params["to"] == MANAGER
+            if data is None:
+                raise OSError("the node cannot replay it")
+            raise ContractLogicError("execution reverted", data=data)
+
+        w3.eth.call = call
+        ex.agent.w3 = w3
+        caplog.clear()
+        caplog.set_level(logging.INFO, logger="test.executor")
+        assert asyncio.run(ex.execute(action)) is None
+        (said,) = [r for r in caplog.records if r.name == "test.executor"]
+        assert said.levelno == level, said.getMessage()
+        if level == logging.WARNING:
+            assert "landed past its window" in said.getMessage()
+            assert "ClaimWindowClosed" in said.getMessage()

@@ -36,6 +36,7 @@ from agents.roles.actions import (
     Train,
 )
 from agents.roles.logic import (
+    CLAIM_MARGIN_S,
     DRAW_FOLD_BLOCKS,
     FALLBACK_RANK,
     KEEPER_GRACE,
@@ -211,6 +212,9 @@ def test_solver_claims_once_while_the_window_is_open_with_margin():
     assert solver_acts(u, Now(1, 900), facts(claimed=True)) == []
     assert solver_acts(u, Now(1, 900), facts(eligible=False)) == []
     assert solver_acts(u, Now(1, 1000 - SEND_MARGIN_S + 1), facts()) == []
+    # a claim keeps the wider CLAIM_MARGIN_S: one planned closer to the deadline landed past it
+    assert kinds(solver_acts(u, Now(1, 1000 - CLAIM_MARGIN_S), facts())) == [ClaimUnit]
+    assert solver_acts(u, Now(1, 1000 - CLAIM_MARGIN_S + 1), facts()) == []
     # a re-opened unit (next attempt) is a new claim
     first = solver_acts(u, Now(1, 900), facts())[0].intent
     again = solver_acts(unit(UnitStatus.OPEN, attempt=1), Now(1, 900), facts())[0].intent

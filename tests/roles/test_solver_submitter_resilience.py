@@ -44,7 +44,14 @@ from agents.roles.actions import ClaimUnit, ClaimWithSecret
 from agents.roles.artifacts import encode_state
 from agents.roles.errors import RoleError
 from agents.roles.jobs import LoadedJobs
-from agents.roles.logic import SEND_MARGIN_S, Now, SettledJobs, UnitStatus, UnitView, solver_acts
+from agents.roles.logic import (
+    CLAIM_MARGIN_S,
+    Now,
+    SettledJobs,
+    UnitStatus,
+    UnitView,
+    solver_acts,
+)
 from agents.roles.solver import Solver
 from agents.roles.submitter import Submitter
 from agents.training import spec as specs
@@ -310,7 +317,7 @@ def test_a_claim_counts_the_time_since_its_block_was_read(tmp_path, caplog):
     s.w3 = SimpleNamespace(eth=FakeEth(head=NOW.block, timestamp=NOW.timestamp))
     del s.now  # the role's own read: it notes when the block was read
     s.executor = RecordingExecutor(s)
-    u = unit(1, UnitStatus.OPEN, NOW.timestamp + SEND_MARGIN_S + 3)
+    u = unit(1, UnitStatus.OPEN, NOW.timestamp + CLAIM_MARGIN_S)
     now = asyncio.run(s.now())
     (act,) = [a for a in solver_acts(u, now, facts_for(s, u, now)) if isinstance(a, ClaimUnit)]
     caplog.set_level(logging.INFO)
