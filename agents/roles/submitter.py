@@ -52,6 +52,8 @@ from agents.training.state import State
 
 TOKEN = 10**18
 POST_ATTEMPTS = 5
+#: Posts of one `--count` batch in flight at once (each awaiting its receipt).
+POSTS_IN_FLIGHT = 25
 
 
 # JobManager.MAX_CLAIM_HORIZON: a claim deadline more than a day after posting is refused.
@@ -168,8 +170,17 @@ class Submitter(RoleAgent):
                 f"post:{spec_hash}", self.manager.address, reward * len(todo)
             )
             # sent together: the sender signs them in nonce order and their receipts are awaited
-            # side by side, so N jobs take about as long as one (issue #45)
-            outs = await asyncio.gather(*(self.post_job(key, reward, fee) for key in todo))
+            # side by side, so N jobs take about as long as one (issue #45). At most
+            # POSTS_IN_FLIGHT at once: each post's claim deadline is read when its turn comes,
+            # not when the batch began (200 at once queued for 40 s at the one nonce sequence
+            # on a loaded machine, past a 20 s claim window, and reverted ClaimDeadlineInPast).
+            gate = asyncio.Semaphore(POSTS_IN_FLIGHT)
+
+            async def post_one(key: str) -> TxOutcome:
+                async with gate:
+                    return await self.post_job(key, reward, fee)
+
+            outs = await asyncio.gather(*(post_one(key) for key in todo))
             for key, out in zip(todo, outs, strict=True):
                 receipt = await self.w3.eth.get_transaction_receipt(out.tx_hash)
                 jobs = self.manager.events.JobPosted().process_receipt(receipt, errors=DISCARD)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -441,6 +442,52 @@ def test_submit_count_posts_n_jobs_with_one_approval_and_a_restart_posts_none_ag
     again.agent = s.agent
     asyncio.run(again.setup())
     assert chain2.sent == [] and sorted(again.job_ids) == [1, 2, 3]
+
+
+def test_submit_count_keeps_a_bounded_number_of_posts_in_flight(tmp_path):
+    """Issue #45's bench: 200 posts built at once queued at the one nonce sequence past their
+    20 s claim window. At most POSTS_IN_FLIGHT are in flight, and each reads its deadline when
+    its turn comes."""
+    from agents.roles.submitter import POSTS_IN_FLIGHT
+
+    n = 2 * POSTS_IN_FLIGHT + 3
+    s, chain = a_poster(tmp_path, n)
+    flying, most, reads = 0, 0, []
+    clock = iter(range(NOW.timestamp, NOW.timestamp + 10 * n))
+
+    async def now():
+        reads.append(next(clock))
+        return Now(NOW.block, reads[-1])
+
+    send = chain.send
+
+    async def slow_send(act, fn):
+        nonlocal flying, most
+        if ":approve" in act.intent:
+            return await send(act, fn)
+        flying += 1
+        most = max(most, flying)
+        await asyncio.sleep(0.001)  # awaiting its receipt
+        flying -= 1
+        return await send(act, fn)
+
+    s.now = now
+    s.executor = SendingExecutor(s, slow_send)
+    asyncio.run(s.setup())
+    assert len(s.job_ids) == n and most == POSTS_IN_FLIGHT
+    # the later posts read later clocks: their claim deadlines are their own turn's
+    deadlines = sorted(params[8] for params in chain.params)
+    assert deadlines[-1] - deadlines[0] >= n - POSTS_IN_FLIGHT
+
+
+def test_a_post_is_given_the_gas_of_a_new_record():
+    """Posts sent together take the free records in turn: one estimated on a recycled record
+    may land on a new one (issue #45's bench: 107 of 200 ran out of gas). Its floor covers the
+    post on a new record of bench/results/contracts.json."""
+    from agents.roles.gas_floors import STATE_GAS_FLOORS
+
+    figures = json.loads((REPO / "bench" / "results" / "contracts.json").read_text())
+    assert STATE_GAS_FLOORS["postJob"] >= 1.2 * figures["lifecycle"]["steps"]["postJob"]
 
 
 def a_submitter(tmp_path: Path) -> Submitter:
