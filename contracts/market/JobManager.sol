@@ -247,13 +247,17 @@ contract JobManager is JobManagerBase, IJobManager {
         (Record storage r, uint256 record) = _expect(unitId, UnitStatus.Committed);
         bytes32 seed = _seed(unitId, r);
         if (seed == bytes32(0)) return (verifiers, 0);
-        return _draw(unitId, r, record, seed);
+        uint256 lock;
+        (verifiers, verifySeed, lock) = _draw(unitId, r, record, seed);
+        if (verifiers.length != 0) _registry.lockAll(verifiers, lock);
     }
 
-    /// @dev The draw of a Committed unit whose seed is `seed`: opens the challenge window.
+    /// @dev The draw of a Committed unit whose seed is `seed`: opens the challenge window. The
+    ///      caller locks `lock` of each drawn verifier's stake as its last step (`lockAll`): no
+    ///      state is written after that external call.
     function _draw(uint256 unitId, Record storage r, uint256 record, bytes32 seed)
         private
-        returns (address[] memory drawn, uint64 verifySeed)
+        returns (address[] memory drawn, uint64 verifySeed, uint256 lock)
     {
         uint40 deadline = uint40(block.timestamp) + _verifyWindow;
         // 64 bits of the seed pick the segments (PROTOCOL §6.5); never zero once drawn.
@@ -265,7 +269,7 @@ contract JobManager is JobManagerBase, IJobManager {
         // Pick with a view first, record, then lock: no state is written after an external call.
         // Only verifiers that joined before the seed block can be drawn, and they alone set the
         // modulus: nobody who has seen the seed can join to move the draw (PROTOCOL §6.5).
-        uint256 lock = _lock(r);
+        lock = _lock(r);
         uint256 wanted = _verifiersPerUnit;
         drawn = _registry.pickPoolMembers(
             INodeRegistry.Role.Verifier, seed, wanted, 4 * wanted, r.seedBlock, r.assignee, lock
@@ -277,26 +281,32 @@ contract JobManager is JobManagerBase, IJobManager {
         // count <= verifiersPerUnit, a uint8.
         r.verifierCount = uint8(count);
         emit VerifiersDrawn(unitId, drawn, verifySeed, deadline);
-        if (count != 0) _registry.lockAll(drawn, lock);
     }
 
     /// @dev A verifier's first answer on a Committed unit draws the verifiers first, exactly as
     ///      `drawVerifiers` would in this block (PROTOCOL §6.5): the seed block is in the past of
     ///      the call and in the future of the commitment. A seed whose hash is gone is re-armed
-    ///      by `drawVerifiers` alone (`SeedExpired`): an answer never changes the seed.
-    function _drawIfCommitted(uint256 unitId) private {
+    ///      by `drawVerifiers` alone (`SeedExpired`): an answer never changes the seed. Returns
+    ///      what the caller locks last (`_lockDrawn`): none when the unit was drawn before.
+    function _drawIfCommitted(uint256 unitId) private returns (address[] memory drawn, uint256 lock) {
         (Record storage r, uint256 record, bool live) = _unit(unitId);
-        if (!live || r.status != UnitStatus.Committed) return;
+        if (!live || r.status != UnitStatus.Committed) return (drawn, 0);
         uint40 seedBlock = r.seedBlock;
         if (block.number <= seedBlock) revert SeedNotYetAvailable(unitId, seedBlock);
         bytes32 hash = blockhash(seedBlock);
         if (hash == bytes32(0)) revert SeedExpired(unitId, seedBlock);
-        _draw(unitId, r, record, _seedOf(hash, unitId, r));
+        (drawn,, lock) = _draw(unitId, r, record, _seedOf(hash, unitId, r));
+    }
+
+    /// @dev Locks `lock` of each verifier an answer drew (`_drawIfCommitted`): the answer's last
+    ///      step, after its own state and event (checks-effects-interactions).
+    function _lockDrawn(address[] memory drawn, uint256 lock) private {
+        if (drawn.length != 0) _registry.lockAll(drawn, lock);
     }
 
     /// @inheritdoc IJobManager
     function sealAttestation(uint256 unitId, bytes32 seal) external {
-        _drawIfCommitted(unitId);
+        (address[] memory drawn, uint256 lock) = _drawIfCommitted(unitId);
         (Record storage r, uint256 record) = _expectVerifying(unitId);
         if (block.timestamp > r.deadline) revert ChallengeWindowClosed(unitId, r.deadline);
         // After a reveal the true root is public: a seal made now would need no replay.
@@ -312,11 +322,12 @@ contract JobManager is JobManagerBase, IJobManager {
         slot.status = VerifierStatus.Sealed;
         _attestations[record][index] = seal;
         emit AttestationSealed(unitId, msg.sender, seal);
+        _lockDrawn(drawn, lock);
     }
 
     /// @inheritdoc IJobManager
     function attest(uint256 unitId, bytes32[] calldata endRoots, bytes32 salt) external {
-        _drawIfCommitted(unitId);
+        (address[] memory drawn, uint256 lock) = _drawIfCommitted(unitId);
         (Record storage r, uint256 record) = _expectVerifying(unitId);
         uint256 index = _findVerifier(record, r.verifierCount, msg.sender);
         if (index == NOT_DRAWN) revert NotSelectedVerifier(unitId, msg.sender);
@@ -338,6 +349,7 @@ contract JobManager is JobManagerBase, IJobManager {
             ++r.attestCount;
         }
         emit Attested(unitId, msg.sender, segments, endRoots);
+        _lockDrawn(drawn, lock);
     }
 
     /// @dev A Pending verifier attests without a seal only as the last drawn verifier to answer,
