@@ -18,11 +18,12 @@ from pathlib import Path
 import rolekit as rk
 from web3 import Web3
 
-from agents.__main__ import build_parser
+from agents.cli.main import build_parser
+from agents.cli.options import build
 from agents.core.chain import dev_private_key
-from agents.core.config import config_from
 from agents.core.runtime import open_agent
 from agents.core.tx import TxRequest
+from agents.roles.config import SolverConfig, VerifierConfig
 from agents.roles.logic import (
     DRAW_FOLD_BLOCKS,
     SOLVER_KEEPS,
@@ -33,12 +34,15 @@ from agents.roles.logic import (
 )
 from agents.roles.solver import Solver
 from agents.roles.verifier import Verifier
+from agents.training.merkle import checkpoint_root, final_proof
 from tools.devnet import Party, fund
 
 E18 = 10**18
 SOLVERS = [Party(f"solver{i}", "solver", 2 + i) for i in range(4)]
 VERIFIERS = [Party(f"verifier{i}", "verifier", 6 + i) for i in range(3)]
 SUBMITTER = Party("submitter", "submitter", 1)
+#: The five checkpoints' state roots a commitment of the test's jobs lists (8 steps, every 2)
+ROOTS = [bytes([i + 1]) * 32 for i in range(5)]
 STEPS = {
     "closeClaims": "closeClaims(uint256)",
     "selectAssignee": "selectAssignee(uint256)",
@@ -109,11 +113,11 @@ async def roles(url: str, addrs: dict, tmp: Path) -> AsyncIterator[list]:
                     "--data-dir", str(tmp / p.name), "--manager", addrs["JobManager"],
                     "--lens", addrs["JobLens"], "--deployment", str(tmp / "none.json"),
                     "--no-progress"]  # fmt: skip
-            args = build_parser().parse_args(argv)
-            agent = await stack.enter_async_context(open_agent(config_from(args)))
-            role = (Solver if p.role == "solver" else Verifier)(
-                agent, addrs["JobManager"], args, log
-            )
+            ns = build_parser().parse_args(argv)
+            solver = p.role == "solver"
+            config = build(SolverConfig if solver else VerifierConfig, ns)
+            agent = await stack.enter_async_context(open_agent(config.agent))
+            role = (Solver if solver else Verifier)(agent, addrs["JobManager"], config, log)
             stack.callback(role.close)
             await role.open()
             out.append(role)
@@ -150,8 +154,9 @@ async def keep(url: str, addrs: dict, tmp: Path, unit: int, ranked: bool) -> Non
                     sends.append(role.executor.execute(act))
                 if u.status == UnitStatus.ASSIGNED and mine:
                     fn = role.manager.functions.commitCheckpoints(
-                        unit, b"\x11" * 32, 5, b"\x22" * 32, "b://x", b"\x33" * 32
-                    )
+                        unit, checkpoint_root(ROOTS), 5, ROOTS[-1], final_proof(ROOTS), "b://x",
+                        b"\x33" * 32,
+                    )  # fmt: skip
                     sends.append(role.agent.sender.send(f"commit:{unit}", TxRequest.call(fn)))
             await asyncio.gather(*sends)
             await asyncio.sleep(0.25)
