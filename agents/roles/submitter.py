@@ -31,7 +31,7 @@ from agents.data import datasets
 from agents.data.builtin import Dataset, DatasetError
 from agents.data.chunks import FetchConfig
 from agents.dispute.graph import job_graph
-from agents.roles.actions import PostJob, RequestData
+from agents.roles.actions import CloseClaims, PostJob, RequestData
 from agents.roles.artifacts import BadBlob, read_final_state, read_served_state
 from agents.roles.config import SubmitterConfig
 from agents.roles.decomposed import follow_decomposed, post_decomposed
@@ -43,6 +43,7 @@ from agents.roles.logic import (
     UnitView,
     final_data_acts,
     keeper_acts,
+    unclaimed_lapsed,
 )
 from agents.roles.runner import RoleAgent, RoleError
 from agents.roles.runtime import JobRuntime, MlpRuntime, model_runtime_from_files
@@ -305,6 +306,8 @@ class Submitter(RoleAgent):
             raise RoleError(f"job {job_id} was cancelled")
         keeper = KeeperFacts(self.me)
         acts = keeper_acts(u, now, keeper=keeper, reveal_slot=2 * await self.reveal_window())
+        if unclaimed_lapsed(u, u.claimants):
+            acts = [a for a in acts if not isinstance(a, CloseClaims)]  # a claiming solver's
         checkpoints = self.spec.steps // self.spec.checkpoint_every + 1
         acts += final_data_acts(u, now, await self.final_read(u, now), checkpoints)
         for act in acts:

@@ -72,6 +72,7 @@ from agents.roles.logic import (
     rendezvous,
     seals_open,
     solver_acts,
+    unclaimed_lapsed,
     verifier_acts,
     whistleblower_acts,
 )
@@ -219,6 +220,22 @@ def test_solver_claims_once_while_the_window_is_open_with_margin():
     first = solver_acts(u, Now(1, 900), facts())[0].intent
     again = solver_acts(unit(UnitStatus.OPEN, attempt=1), Now(1, 900), facts())[0].intent
     assert first != again
+
+
+def test_only_a_solver_that_will_claim_extends_an_unclaimed_window():
+    """Issue #45's N=200 run: with every solver busy, keepers extended the windows of 114
+    waiting units over and over (5,157 closeClaims in 30 minutes). An Open unit whose window
+    passed with no claimant is extended by the solver eligible to claim it (which then claims),
+    by no other keeper, nor by the submitter; a unit with claimants is closed as before."""
+    lapsed = unit(UnitStatus.OPEN)
+    now = Now(1, 1000 + KEEPER_GRACE * FALLBACK_RANK + 1)  # every keeper's graces are over
+    me = keeper(SOLVERS[0])
+    assert kinds(solver_acts(lapsed, now, facts(keeper=me))) == [CloseClaims]
+    assert solver_acts(lapsed, now, facts(keeper=me, eligible=False)) == []
+    claimed = replace(me, claimants=(OTHER,))
+    assert kinds(solver_acts(lapsed, now, facts(keeper=claimed, eligible=False))) == [CloseClaims]
+    assert unclaimed_lapsed(lapsed, ()) and not unclaimed_lapsed(lapsed, (OTHER,))
+    assert not unclaimed_lapsed(lapsed, None)  # claimants not known: kept as before
 
 
 def test_solver_trains_then_commits_only_its_own_assignment():
