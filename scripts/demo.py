@@ -404,6 +404,11 @@ def collect(
     for ev in _events(manager, "Withdrawn", first) + _events(court, "Withdrawn", first):
         a = ev["args"]
         paid[a["account"]] = paid.get(a["account"], 0) + int(a["amount"])
+    # A solver that finalizes its own unit is paid in that transaction (no credit, no Withdrawn)
+    for ev in _events(manager, "UnitFinalized", first):
+        a = ev["args"]
+        if w3.eth.get_transaction(ev["transactionHash"])["from"] == a["solver"]:
+            paid[a["solver"]] = paid.get(a["solver"], 0) + int(a["solverPay"])
     attestation_disputes = []
     for ev in _events(court, "AttestationChallenged", first):
         a = ev["args"]
