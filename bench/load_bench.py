@@ -32,7 +32,12 @@ And the submission itself, on a chain of its own: one `submit --count 200 --no-f
 `submit --no-follow` runs one after another (SEQUENTIAL_SAMPLE of them, timed; 200 of them take
 200 times their mean: a process per job, each with its start-up, approval and posting).
 
-Writes bench/results/load.json. Takes long on a shared 2-core machine (the report says how long).
+Writes bench/results/load.json after every run (a run cut short by `--run-timeout` keeps what it
+measured; `complete` says whether the plan ran to its end). Takes long on a shared 2-core machine
+(the report says how long): `--warm-up 0` drops the warm-up (the first run's jobs then take new
+records, and each run's `gas.lifecycle_reference` weights contracts.json's fresh and steady
+figures by the records its jobs took), `--sizes` and `--killed` set the runs' N, `--work` keeps
+the agents' folders and logs.
 """
 
 from __future__ import annotations
