@@ -129,6 +129,21 @@ class FaultyComputation(Computation):
         return merkle.checkpoint_root(roots + [roots[-1]])
 
 
+def _run_with_flip(g, ins: list, cfg, f: Fault) -> tuple[dict, list]:
+    """Run graph `g` with the lie: node `f.node`'s output has `f.mask` XORed into element
+    `f.element`, and every later node is recomputed from it (so the rest of the trace is honest
+    arithmetic over the lie). Returns the outputs by name and the node trace."""
+    _, trace = run_graph(g, ins, cfg, keep_trace=True)
+    trace[f.node] = _flip(trace[f.node], f.element, f.mask, None)
+    vals = ins + trace
+    n_in = len(ins)
+    for i in range(f.node + 1, len(g.nodes)):
+        node = g.nodes[i]
+        if node.op != "const":
+            vals[n_in + i] = run_node(node, [vals[v] for v in node.inputs], False, "cpu")
+    return {name: vals[vid] for name, vid in g.outputs}, vals[n_in:]
+
+
 class FaultyModelComputation(ModelComputation):
     """A version-3 party's account with an element `fault` in it: at step `fault.step` the
     output of node `fault.node` has `mask` XORed into element `fault.element` (an i32 value
@@ -145,19 +160,9 @@ class FaultyModelComputation(ModelComputation):
         f = self.fault
         if f.step != t:
             return super()._run(st, t)
-        g = self.jg.graph
         ins = self.job.step_inputs(st, t, self.shard)
-        _, trace = run_graph(g, ins, self.job.cfg, keep_trace=True)
-        # the lie, and every later node of the step recomputed from it
-        trace[f.node] = _flip(trace[f.node], f.element, f.mask, None)
-        vals = ins + trace
-        n_in = len(ins)
-        for i in range(f.node + 1, len(g.nodes)):
-            node = g.nodes[i]
-            if node.op != "const":
-                vals[n_in + i] = run_node(node, [vals[v] for v in node.inputs], False, "cpu")
-        outs = {name: vals[vid] for name, vid in g.outputs}
-        return {v.name: outs[v.name] for v in self.job.bundle.state}, vals[n_in:]
+        outs, trace = _run_with_flip(self.jg.graph, ins, self.job.cfg, f)
+        return {v.name: outs[v.name] for v in self.job.bundle.state}, trace
 
 
 def faulty_party(job: Job, steps: int, interval: int, fault: Fault) -> FaultyComputation:
@@ -190,18 +195,9 @@ class FaultyAggregation(AggregationComputation):
         self.fault = fault
 
     def _run(self):
-        f, g = self.fault, self.agg.graph
         ins = self.agg.inputs(self.h, self.units)
-        _, trace = run_graph(g, ins, self.cfg, keep_trace=True)
-        trace[f.node] = _flip(trace[f.node], f.element, f.mask, None)
-        vals = ins + trace
-        n_in = len(ins)
-        for i in range(f.node + 1, len(g.nodes)):
-            node = g.nodes[i]
-            if node.op != "const":
-                vals[n_in + i] = run_node(node, [vals[v] for v in node.inputs], False, "cpu")
-        outs = {name: vals[vid] for name, vid in g.outputs}
-        return {n: outs[n] for n in self.agg.round_names}, vals[n_in:]
+        outs, trace = _run_with_flip(self.agg.graph, ins, self.cfg, self.fault)
+        return {n: outs[n] for n in self.agg.round_names}, trace
 
 
 def aggregation_cheats(
