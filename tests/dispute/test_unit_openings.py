@@ -10,6 +10,7 @@ import pytest
 import torch
 from dispute_fixtures import reverts
 
+from agents.core.deploy import load_artifact
 from agents.dispute.aggregation import AggregationComputation, aggregation_job_graph
 from agents.dispute.model_graph import element_chain, term_reads
 from agents.model.aggregate import Aggregation, Outer, aggregation_graph
@@ -94,3 +95,22 @@ def test_a_wrong_units_opening_is_refused(dep, agg):
     assert fake_op[0] == troot and fake_op[1][0] != proof[0]  # the true tensor, another F
     with reverts(dep.prover, "BadOpening", operand=k):
         prove(fake_op)
+
+
+def test_graph_inputs_verifyAll_opens_every_input_and_refuses_a_missing_opening(dep, agg):
+    """GraphInputs.verifyAll, the prover's first call in every proof (PROTOCOL §7.11), called
+    directly: the true openings give one operand per input of the node; one opening short is
+    refused with the count it was given."""
+    jg, comp = agg
+    i = _matmul(jg, 0)
+    desc, ctx = jg.nodes[i], _ctx(comp, jg, i)
+    graph_prover = dep.w3.eth.contract(
+        address=dep.prover.functions.graphProver().call(), abi=load_artifact("GraphProver")["abi"]
+    )
+    inputs = dep.w3.eth.contract(
+        address=graph_prover.functions.graphInputs().call(), abi=load_artifact("GraphInputs")["abi"]
+    )
+    true = comp.element_openings(jg, comp.trace_roots(0), 0, i, 137, term=0)
+    assert len(inputs.functions.verifyAll(ctx, desc.encode(), true).call()) == len(desc.inputs)
+    with reverts(dep.prover, "BadOperand", operand=len(true) - 1):
+        inputs.functions.verifyAll(ctx, desc.encode(), true[:-1]).call()

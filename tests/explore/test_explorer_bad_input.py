@@ -71,6 +71,7 @@ def chain(tmp_path):
         10 * TOKEN,
         now + 600,
         300,
+        b"\x04" * 32,  # the dispute config, posted with the job (PROTOCOL §7.2)
     )
     job_id = post_job(w3, addresses, 1, params)
     with stack:
