@@ -98,6 +98,7 @@ def populate(w3: Web3, addresses: dict[str, str]) -> dict:
                     10 * TOKEN,
                     now + 20 * 3600,
                     3600,
+                    root,  # the dispute config's hash (a stand-in: these jobs are only listed)
                 )
             )
         )

@@ -103,34 +103,28 @@ def honest_roots(units: int) -> list[bytes]:
 
 
 def post_jobs(w3: Web3, addrs: dict, blobs: Path, units: int) -> list[int]:
-    """Post `units` jobs as one submitter would (spec published, reward escrowed, dispute config
-    registered), without a submitter process per job: the solvers and the verifier move every
-    unit along themselves (their keeper steps)."""
+    """Post `units` jobs as one submitter would (spec published, reward escrowed, each job
+    posted with its dispute config), without a submitter process per job: the solvers and the
+    verifier move every unit along themselves (their keeper steps)."""
     key = dev_private_key(SUBMITTER)
     manager = rk.contract(w3, "JobManager", addrs["JobManager"])
-    game = rk.contract(w3, "DisputeGame", addrs["Arbiter"])
     token = rk.contract(w3, "TestToken", addrs["Token"])
     store = BlobStore(LocalDirBackend(blobs))
     data = datasets.load_dataset(json.loads(rk.SPEC.read_text())["dataset"]["name"])
     now = w3.eth.get_block("latest")["timestamp"]
     posts = [token.functions.approve(manager.address, REWARD * units)]
-    graphs = []
     for spec in _specs(units):
         store.put(spec.canonical_bytes())
         initial = state_root(Engine(spec, data).initial_state())
+        # posted with its dispute config, in one transaction (PROTOCOL §7.2)
         params = (
             spec.spec_hash(), data.root(), initial, spec.steps, spec.checkpoint_every,
-            (0, 0, 0), REWARD, FEE, now + 60, 120,
+            (0, 0, 0), REWARD, FEE, now + 60, 120, job_graph(spec, data.n).config.hash(),
         )  # fmt: skip
         posts.append(manager.functions.postJob(params))
-        graphs.append(job_graph(spec, data.n).config.hash())
     receipts = _send_all(w3, key, posts)[1:]
     posted = manager.events.JobPosted()
-    jobs = [int(posted.process_receipt(r, errors=DISCARD)[0]["args"]["jobId"]) for r in receipts]
-    _send_all(
-        w3, key, [game.functions.registerConfig(j, g) for j, g in zip(jobs, graphs, strict=True)]
-    )
-    return jobs
+    return [int(posted.process_receipt(r, errors=DISCARD)[0]["args"]["jobId"]) for r in receipts]
 
 
 def run(work: Path, units: int = UNITS, cheats: int = CHEATS, timeout_s: float = TIMEOUT_S):
