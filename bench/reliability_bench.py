@@ -272,6 +272,18 @@ class Watch:
         )
         return sum(int(e["args"]["amount"]) for e in evs)
 
+    def paid_at_finalize(self, address: str) -> int:
+        """What `address` was paid as the solver finalizing its own unit: that transaction pays
+        it directly (PROTOCOL §6.7), with no credit to withdraw."""
+        evs = self.manager.events.UnitFinalized().get_logs(
+            from_block=0, argument_filters={"solver": address}
+        )
+        return sum(
+            int(e["args"]["solverPay"])
+            for e in evs
+            if self.w3.eth.get_transaction(e["transactionHash"])["from"] == address
+        )
+
     def attested(self, address: str) -> bool:
         evs = self.manager.events.Attested().get_logs(from_block=0)
         return any(e["args"]["verifier"] == address for e in evs)
@@ -626,7 +638,9 @@ def _measure(
         # a slash shows in the holdings too: count it once, even when pay made up for it
         lost[p.name] = max(0, short, watch.slashed(p.address))
         # the solver is always owed; a verifier only when it attested
-        if p.role == "solver" or (p.role == "verifier" and watch.attested(p.address)):
+        if p.role == "solver":
+            paid[p.name] = watch.credited(p.address) + watch.paid_at_finalize(p.address) > 0
+        if p.role == "verifier" and watch.attested(p.address):
             paid[p.name] = watch.credited(p.address) > 0
         if p.role == "whistleblower":  # it won its case and took its court credit
             paid[p.name] = watch.court_withdrawn(p.address) > 0
