@@ -17,6 +17,7 @@ from conftest import (
     V_ATTESTED,
     V_PENDING,
     V_SEALED,
+    VERIFIER,
     advance,
     attest,
     by_address,
@@ -39,6 +40,21 @@ def lens(staked, project):
 def bound(chain, staked, lens):
     w3 = chain.provider.web3
     return bind(w3, "JobManager", staked.manager.address), bind(w3, "JobLens", lens.address)
+
+
+def why_drawn(d, unit_id: int, drawn: list[str]) -> dict:
+    """What the draw saw, for a draw short of verifiersPerUnit: the pool before the seed block
+    and each verifier's eligibility now (a CI run once drew one of three verifiers twice in this
+    module and never alone)."""
+    seed_block = d.manager.getUnit(unit_id).seedBlock
+    return {
+        "drawn": drawn,
+        "seedBlock": seed_block,
+        "poolSizeBefore": d.registry.poolSizeBefore(VERIFIER, seed_block),
+        "pool": [d.registry.poolAt(VERIFIER, i) for i in range(d.registry.poolSize(VERIFIER))],
+        "online": {v.address: d.registry.isOnline(v) for v in d.verifiers},
+        "free": {v.address: d.registry.freeStake(v) for v in d.verifiers},
+    }
 
 
 def direct(manager, unit_id: int) -> dict:
@@ -70,7 +86,7 @@ def test_unitSnapshot_ofAVerifyingUnit_isTheGetters_withEveryDrawnVerifier(stake
     _, unit_id = verifying(d, chain)
     manager, view = bound(chain, d, lens)
     drawn = manager.functions.getVerifiers(unit_id).call()
-    assert len(drawn) == 2  # verifiersPerUnit of the deployment
+    assert len(drawn) == 2, why_drawn(d, unit_id, drawn)  # verifiersPerUnit of the deployment
     seal_attestation(d, unit_id, by_address(d.verifiers, drawn[0]), [ROOT])
     snap = view.functions.unitSnapshot(unit_id).call()
     assert as_read(snap) == direct(manager, unit_id)
@@ -142,6 +158,7 @@ def test_a_snapshot_is_read_at_one_block(staked, chain, lens):
     manager, view = bound(chain, d, lens)
     before = chain.blocks.head.number
     drawn = manager.functions.getVerifiers(unit_id).call()
+    assert len(drawn) == 2, why_drawn(d, unit_id, drawn)
     seal_attestation(d, unit_id, by_address(d.verifiers, drawn[1]), [ROOT])
     then = view.functions.unitSnapshot(unit_id).call(block_identifier=before)
     assert [v.status for v in then.verifiers] == [V_PENDING, V_PENDING]
