@@ -1403,13 +1403,11 @@ class ProtocolMachine(RuleBasedStateMachine):
             else:
                 return
 
-    @rule(data=st.data(), solver=st.sampled_from([3, 4, 5]), challenger=st.sampled_from([6, 7, 8]))
-    def challenge_fresh_unit(self, data: st.DataObject, solver: int, challenger: int) -> None:
-        """Drive a fresh unit with the right actors to a challenge and end its game, mostly with
-        the challenger's win: before the reveal's slot ends it is held, and later steps reveal
-        or settle it; or, a third of the time, to a data request and its answer, expiry or void.
-        (A random sequence of 8 steps rarely took a unit that far: 100 random examples reached
-        no held win at all.)"""
+    def fresh_verifying_unit(
+        self, solver: int, online: tuple[int, ...]
+    ) -> tuple[int, UnitModel] | None:
+        """A fresh job's unit claimed by `solver`, assigned, committed and drawn with the nodes
+        `online` heartbeating: its id and model, or None where a step was refused."""
         self.post(1, 100 * E18, 600, True)
         uid = max(self.units)
         u = self.units[uid]
@@ -1419,14 +1417,27 @@ class ProtocolMachine(RuleBasedStateMachine):
         self.w.jump(3_001)
         self.close_select_unit(uid, select=True)
         if u.status != ASSIGNED:
-            return
+            return None
         self.commit_unit(uid, u.assignee)
-        for v in (6, 7):
+        for v in online:
             if self.registered(v):
                 self.heartbeat(v)
         self.draw_unit(uid)
         if u.status != VERIFYING:
+            return None
+        return uid, u
+
+    @rule(data=st.data(), solver=st.sampled_from([3, 4, 5]), challenger=st.sampled_from([6, 7, 8]))
+    def challenge_fresh_unit(self, data: st.DataObject, solver: int, challenger: int) -> None:
+        """Drive a fresh unit with the right actors to a challenge and end its game, mostly with
+        the challenger's win: before the reveal's slot ends it is held, and later steps reveal
+        or settle it; or, a third of the time, to a data request and its answer, expiry or void.
+        (A random sequence of 8 steps rarely took a unit that far: 100 random examples reached
+        no held win at all.)"""
+        picked = self.fresh_verifying_unit(solver, online=(6, 7))
+        if picked is None:
             return
+        uid, u = picked
         if data.draw(st.integers(0, 2)) == 0:
             # a data request instead (PROTOCOL §6.11): mostly by a drawn verifier
             by_submitter = data.draw(st.integers(0, 3)) == 0 or not u.verifiers
@@ -1450,23 +1461,10 @@ class ProtocolMachine(RuleBasedStateMachine):
         attestors who held the result. (Random sequences reached the court 1 time in five
         batches of one CI run, and the withheld result's penalty 0 times in five of another: the
         court needs a finalized unit with unslashed attestors and a registered whistleblower.)"""
-        self.post(1, 100 * E18, 600, True)
-        uid = max(self.units)
-        u = self.units[uid]
-        if self.registered(solver):
-            self.heartbeat(solver)
-            self.claim_unit(uid, solver)
-        self.w.jump(3_001)
-        self.close_select_unit(uid, select=True)
-        if u.status != ASSIGNED:
+        picked = self.fresh_verifying_unit(solver, online=(6, 7, 8))
+        if picked is None:
             return
-        self.commit_unit(uid, u.assignee)
-        for v in (6, 7, 8):
-            if self.registered(v):
-                self.heartbeat(v)
-        self.draw_unit(uid)
-        if u.status != VERIFYING:
-            return
+        uid, u = picked
         if data.draw(st.integers(0, 3)) == 0:
             self.request_data_unit(uid, u.submitter, SEGMENTS)
             self.attest_unit(uid, u.verifiers, data.draw(st.booleans()))
