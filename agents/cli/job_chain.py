@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.cli.errors import UserError
-from agents.roles.config import DEFAULT_DEPLOYMENT
+from agents.core.config import DEFAULT_DEPLOYMENT
 
 
 def register_chain(jsub: argparse._SubParsersAction) -> None:

@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
-from eth_utils import keccak
+from Crypto.Hash import keccak as _keccak
 
 AddressFn = Callable[[bytes], str]
 _ADDRESS = re.compile(r"^0x[0-9a-f]{64}$")
@@ -72,7 +72,8 @@ class BlobBackendError(BlobError):
 
 
 def keccak_address(data: bytes) -> str:
-    return "0x" + keccak(data).hex()
+    # pycryptodome's (what eth_utils wraps), without eth_utils' import time
+    return "0x" + _keccak.new(digest_bits=256, data=data).hexdigest()
 
 
 def check_address(address: str) -> str:

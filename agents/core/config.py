@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.core.keys import KeyConfigError, parse_key_source
 
 
 class ConfigError(ValueError):
@@ -40,6 +39,11 @@ class ConfigError(ValueError):
         super().__init__("invalid agent configuration:\n  " + "\n  ".join(problems))
         self.problems = problems
 
+
+#: The one default deployment file: what `deploy` writes, `make demo` too, and what every role
+#: and `job status|fetch` read unless --deployment names another (here, in the light config
+#: module, so the commands that only name it import no role code).
+DEFAULT_DEPLOYMENT = Path("build/deployment.json")
 
 def setting(
     default: Any = dataclasses.MISSING,
@@ -69,6 +73,10 @@ def _rpc(value: str) -> str:
 
 
 def _key(value: str) -> str:
+    # here, not at the top: eth_account takes ~0.5 s to import, and commands without a key
+    # (`job build`) parse their flags through this module
+    from agents.core.keys import KeyConfigError, parse_key_source
+
     try:
         parse_key_source(value)
     except KeyConfigError as exc:

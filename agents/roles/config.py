@@ -18,17 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from web3 import Web3
-
-from agents.core.config import AgentConfig, nonneg, nonneg_int, positive, positive_int, setting
+from agents.core.config import (  # noqa: F401 - DEFAULT_DEPLOYMENT: re-exported, where roles find it
+    DEFAULT_DEPLOYMENT,
+    AgentConfig,
+    nonneg,
+    nonneg_int,
+    positive,
+    positive_int,
+    setting,
+)
 from agents.core.fetches import DEFAULT_FETCH_WORKERS
 from agents.data.chunks import FetchConfig
 from agents.dispute.budget import DEFAULT_STATE_CACHE_BYTES
 from agents.roles.jobs import DEFAULT_MAX_LOADED_JOBS, DEFAULT_MAX_PARAMS
 
-#: The one default deployment file: what `deploy` writes, `make demo` too, and what every role
-#: and `job status|fetch` read unless --deployment names another.
-DEFAULT_DEPLOYMENT = Path("build/deployment.json")
 #: Million multiply-adds a second a solver's engine sustains in training (conservative for one
 #: CPU core): what its claims are planned with unless --train-speed says otherwise.
 DEFAULT_TRAIN_SPEED = 200.0
@@ -37,6 +40,8 @@ NODE_ACTIONS = ("status", "add-stake", "unbond", "withdraw-unbonded", "withdraw"
 
 
 def address(text: str) -> str:
+    from web3 import Web3  # here: commands that take no address never import web3 (~0.5 s)
+
     if not Web3.is_address(text):
         raise ValueError("not an address")
     return Web3.to_checksum_address(text)

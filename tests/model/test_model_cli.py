@@ -115,6 +115,24 @@ def test_weights_from_a_state_root_in_the_blob_store(specs, tmp_path, capsys):
     module.load_state_dict(load_file(out), strict=True)
 
 
+_CHAIN_CLIENT = ("web3", "eth_account", "eth_utils", "eth_keys", "aiohttp", "ape")
+
+
+def test_job_build_imports_no_chain_client_and_builds_the_same_spec(specs, tmp_path):
+    # `job build` is offline: the chain client's ~1 s of imports is not part of it, and the
+    # command run alone (a process of its own) writes the very spec built in this one
+    out = tmp_path / "mlp_adamw.json"
+    argv = ["job", "build", *EXAMPLES["mlp_adamw"], "--steps", "4", "--checkpoint-every", "2",
+            "--seed", "1", "--out", str(out), "--json"]  # fmt: skip
+    script = ("import sys\nfrom agents.cli.main import main\nrc = main(sys.argv[1:])\n"
+              f"print(sorted(m for m in sys.modules if m.split('.')[0] in {_CHAIN_CLIENT}))\n"
+              "sys.exit(rc)")  # fmt: skip
+    res = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True,
+                         cwd=ROOT, check=False)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[-1] == "[]"
+    assert out.read_bytes() == specs["mlp_adamw"].read_bytes()
+
 def test_the_cnn_reaches_97_percent(tmp_path):
     spec = build(tmp_path, "cnn", 1000, 500)
     assert train(spec)[-1]["test_accuracy"] >= 0.97
