@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 class ConfigError(ValueError):
     """Invalid configuration; `problems` holds one line per issue."""
 
@@ -44,6 +43,7 @@ class ConfigError(ValueError):
 #: and `job status|fetch` read unless --deployment names another (here, in the light config
 #: module, so the commands that only name it import no role code).
 DEFAULT_DEPLOYMENT = Path("build/deployment.json")
+
 
 def setting(
     default: Any = dataclasses.MISSING,

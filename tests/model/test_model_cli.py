@@ -133,6 +133,7 @@ def test_job_build_imports_no_chain_client_and_builds_the_same_spec(specs, tmp_p
     assert res.stdout.splitlines()[-1] == "[]"
     assert out.read_bytes() == specs["mlp_adamw"].read_bytes()
 
+
 def test_the_cnn_reaches_97_percent(tmp_path):
     spec = build(tmp_path, "cnn", 1000, 500)
     assert train(spec)[-1]["test_accuracy"] >= 0.97
