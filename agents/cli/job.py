@@ -230,7 +230,7 @@ def run_build(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from agents.core.blobs import BlobStore, open_blob_store
+    from agents.core.blobs import open_blob_store
     from agents.data import datasets, tokens
     from agents.model import hf
     from agents.model import job as mj
@@ -326,11 +326,13 @@ def run_build(args: argparse.Namespace) -> int:
     job = mj.ModelJob(spec, lowered.bundle, ds)  # the interface, the batch source, the binding
     url = args.blob_url or spec_files.default_blobs(args.out)
     store = open_blob_store(url)
-    graph_addr = store.put(lowered.bundle.to_bytes())
     bundle = lowered.bundle
-    state_store = BlobStore(store.backend, lambda d: "0x" + mj.blob_state_root(bundle, d).hex())
-    state_addr = state_store.put(mj.encode_state(st))
-    assert graph_addr == spec.graph and state_addr == spec.state
+    graph_bytes = bundle.to_bytes()
+    graph_addr = store.put(graph_bytes)
+    # S_0 under the root computed above from its tensors, written tensor by tensor (never
+    # joined: at 43M parameters the joined blob alone was 0.5 GB); a reader re-checks the root
+    state_addr = store.put_parts(spec.state, mj.state_parts(st))
+    assert graph_addr == spec.graph
     if manifest is not None:  # the spec names it by address: the job's store holds it too
         store.put(manifest.canonical_bytes())
     Path(args.out).write_bytes(spec.canonical_bytes() + b"\n")
@@ -344,7 +346,7 @@ def run_build(args: argparse.Namespace) -> int:
         "blob_url": url,
         "params": n,
         "nodes": len(bundle.step.nodes),
-        "graph_bytes": len(bundle.to_bytes()),
+        "graph_bytes": len(graph_bytes),
     }
     if decomposed:
         out |= {"aggregate": spec.aggregate, "aggregate_nodes": len(job.aggregation.graph.nodes)}

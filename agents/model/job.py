@@ -57,14 +57,19 @@ def state_root(st: State) -> bytes:
     return merkle.state_root([(k, view2d(v)) for k, v in st.items()])
 
 
-def encode_state(st: State) -> bytes:
-    """Every tensor's float32 little-endian bytes, row-major, in state order (joined from the
-    tensors' own memory: the blob is the only copy made)."""
+def state_parts(st: State) -> list[memoryview]:
+    """The state blob in parts, one a tensor: its float32 little-endian bytes, row-major, in
+    state order (views of the tensors' own memory where they are float32 and contiguous)."""
     parts = []
     for v in st.values():
         a = v.detach().cpu().contiguous().numpy()
         parts.append(memoryview(a if a.dtype == np.dtype("<f4") else a.astype("<f4")).cast("B"))
-    return b"".join(parts)
+    return parts
+
+
+def encode_state(st: State) -> bytes:
+    """The state blob: state_parts joined (the blob is the only copy made)."""
+    return b"".join(state_parts(st))
 
 
 def _blob_arrays(bundle: Bundle, blob: bytes) -> list[tuple[str, np.ndarray]]:

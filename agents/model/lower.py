@@ -10,6 +10,9 @@ Whatever has no rule is refused with one line naming the ATen op and the layer t
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -217,13 +220,32 @@ def make_step(module: nn.Module, pnames: list[str], opt: Optimizer,
     return step
 
 
-def _trace(fn: Callable, args: tuple) -> torch.fx.GraphModule:
+@functools.cache
+def _decompositions() -> dict:
+    """core_aten_decompositions(), built once (~0.1 s a call; every trace reads the same)."""
     from torch._decomp import core_aten_decompositions
+
+    return dict(core_aten_decompositions())
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensors():
+    """Fake tensors log a stack trace of the user's failing op before raising it: the raised
+    error is what the user is told, in one line; the log is muted for the call."""
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    was, log.disabled = log.disabled, True
+    try:
+        yield
+    finally:
+        log.disabled = was
+
+
+def _trace(fn: Callable, args: tuple) -> torch.fx.GraphModule:
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    with sdpa_kernel(SDPBackend.MATH):
-        return make_fx(fn, decomposition_table=core_aten_decompositions(), tracing_mode="fake",
+    with sdpa_kernel(SDPBackend.MATH), _quiet_fake_tensors():
+        return make_fx(fn, decomposition_table=_decompositions(), tracing_mode="fake",
                        _allow_non_fake_inputs=True)(*args)  # fmt: skip
 
 
@@ -1550,6 +1572,41 @@ def _logits_of(out):
     return out if isinstance(out, torch.Tensor) else getattr(out, "logits", out)
 
 
+def _forward_failed(x: torch.Tensor, e: Exception) -> LoweringError:
+    return LoweringError(f"the model's forward failed on a batch of shape "
+                         f"{tuple(x.shape)}: {type(e).__name__}: {e}"[:400])  # fmt: skip
+
+
+def _fake_logits(module: nn.Module, x: torch.Tensor):
+    """What the module's evaluating forward returns on x, run on fake tensors (shapes only);
+    LoweringError naming the batch's shape where it fails."""
+    try:
+        with torch.no_grad(), _quiet_fake_tensors(), FakeTensorMode(allow_non_fake_inputs=True):
+            return _logits_of(module.eval()(x))
+    except Exception as e:  # the user's forward on a batch of the dataset's shape
+        raise _forward_failed(x, e) from None
+    finally:
+        module.train()
+
+
+def _traced_output(gm: torch.fx.GraphModule):
+    """The (fake) value a traced graph returns."""
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    if isinstance(out, list | tuple) and len(out) == 1:
+        out = out[0]
+    return out.meta.get("val") if isinstance(out, torch.fx.Node) else None
+
+
+def _check_logits(logits, task: str, classes: int) -> None:
+    want_rank = 3 if task == "lm" else 2
+    if not isinstance(logits, torch.Tensor) or logits.dim() != want_rank:
+        raise LoweringError(f"the model must return logits of rank {want_rank} for this dataset "
+                            f"({'(B, T, V)' if task == 'lm' else '(B, C)'})")  # fmt: skip
+    if logits.shape[-1] < classes:
+        raise LoweringError(f"the model has {logits.shape[-1]} outputs; the dataset has "
+                            f"{classes} classes")  # fmt: skip
+
+
 def written_buffers(module: nn.Module, x: torch.Tensor) -> list[str]:
     """The buffers a training forward writes in place (BatchNorm's running statistics and
     batch count), found on a copy of the module so the original keeps its values."""
@@ -1609,31 +1666,33 @@ def build_bundle(
     else:
         x = torch.rand((batch, *item_shape), generator=gen)
         y = torch.randint(0, classes, (batch,), generator=gen)
-    # The forward's shape check and both traces run on fake tensors (shapes and dtypes, no
-    # data): lowering never computes the model, so its time and memory do not grow with the
-    # batch's arithmetic (a real-valued trace of nanoGPT's configuration took minutes and GBs).
     try:
         written = written_buffers(module, x)
-        with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True):
-            logits = _logits_of(module.eval()(x))
     except Exception as e:  # the user's forward on a batch of the dataset's shape
-        raise LoweringError(
-            f"the model's forward failed on a batch of shape "
-            f"{tuple(x.shape)}: {type(e).__name__}: {e}"[:400]
-        ) from None
-    finally:
-        module.train()
-    want_rank = 3 if task == "lm" else 2
-    if not isinstance(logits, torch.Tensor) or logits.dim() != want_rank:
-        raise LoweringError(f"the model must return logits of rank {want_rank} for this dataset "
-                            f"({'(B, T, V)' if task == 'lm' else '(B, C)'})")  # fmt: skip
-    if logits.shape[-1] < classes:
-        raise LoweringError(f"the model has {logits.shape[-1]} outputs; the dataset has "
-                            f"{classes} classes")  # fmt: skip
+        raise _forward_failed(x, e) from None
     all_buffers = dict(module.named_buffers())
     bufs = [(n, all_buffers[n].dtype) for n in written]
     buf0 = [all_buffers[n].detach().to(torch.float32).clone() for n in written]
     bnames = [f"b.{n}" for n in written]
+
+    def fwd(ps, bs, xx):
+        named_state = dict(zip(pnames, ps, strict=True)) | dict(zip(written, bs, strict=True))
+        return module_logits(module, named_state, xx)
+
+    # Both traces run on fake tensors (shapes and dtypes, no data): lowering never computes the
+    # model, so its time and memory do not grow with the batch's arithmetic (a real-valued trace
+    # of nanoGPT's configuration took minutes and GBs). The forward graph's trace comes first:
+    # its output is the shape check (the logits' rank and width), no forward of its own.
+    module.eval()  # the forward graph evaluates: dropout off, BatchNorm's running statistics
+    try:
+        fgm = _trace(fwd, (params, buf0, x))
+    except Exception:  # say what the user's forward got wrong, as its own run finds it
+        fgm = None
+        _check_logits(_fake_logits(module, x), task, classes)
+    finally:
+        module.train()
+    if fgm is not None:
+        _check_logits(_traced_output(fgm), task, classes)
     state0 = buf0 + initial_opt_state(opt.kind, params)
     hyper = opt.hyper()
     hyper_t = [torch.tensor(v, dtype=torch.float32) for v in hyper.values()]
@@ -1648,13 +1707,10 @@ def build_bundle(
     outs.append(("loss", flat[-1]))
     step_graph = b.graph(outs)
 
-    def fwd(ps, bs, xx):
-        named_state = dict(zip(pnames, ps, strict=True)) | dict(zip(written, bs, strict=True))
-        return module_logits(module, named_state, xx)
-
-    module.eval()  # the forward graph evaluates: dropout off, BatchNorm's running statistics
+    module.eval()
     try:
-        fgm = _checked_trace(module, fwd, (params, buf0, x), (x,))
+        if fgm is None:  # the forward runs alone but does not trace: torch's refusal, in one line
+            fgm = _checked_trace(module, fwd, (params, buf0, x), (x,))
         fflat, fb = lower(fgm, [f"p.{n}" for n in pnames] + bnames + ["x"], module, (x,))
     finally:
         module.train()

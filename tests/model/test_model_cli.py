@@ -157,6 +157,15 @@ def broken():
 
 def not_a_module():
     return 3
+
+def wrong_width():
+    return nn.Sequential(nn.Flatten(), nn.Linear(32, 10))
+
+def rank_3():
+    return nn.Sequential(nn.Flatten(), nn.Unflatten(1, (2, 32)), nn.Linear(32, 10))
+
+def three_outputs():
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 3))
 """
 
 
@@ -169,9 +178,12 @@ def not_a_module():
         ("broken", "raised RuntimeError: no such checkpoint"),
         ("not_a_module", "not a Module"),
         ("missing", "has no callable missing"),
+        ("wrong_width", "forward failed on a batch of shape (4, 1, 8, 8): RuntimeError"),
+        ("rank_3", "the model must return logits of rank 2 for this dataset ((B, C))"),
+        ("three_outputs", "the model has 3 outputs; the dataset has 10 classes"),
     ],
 )
-def test_refusals_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, factory, needle):
+def test_refusals_are_one_line_exit_2_and_write_nothing(tmp_path, capfd, factory, needle):
     models = tmp_path / "bad.py"
     models.write_text(BAD_MODELS)
     out = tmp_path / "job.json"
@@ -180,7 +192,7 @@ def test_refusals_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, factor
             "--steps", "2", "--checkpoint-every", "1", "--max-params", "100000", "--out",
             str(out)]  # fmt: skip
     assert main(argv) == 2
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert needle in err and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.py"]
 
