@@ -361,12 +361,12 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def _meta(args, module) -> dict:
-    """The bundle's informational meta: the model file and factory (or the Hugging Face config
-    file), and a Hugging Face model's whole config (for `from_pretrained` folders)."""
+    """The bundle's informational meta: the model file's name and factory, and a Hugging Face
+    model's config (for `from_pretrained` folders; nothing of where it was read from)."""
     from agents.model import hf
 
-    if args.hf_config:
-        meta = {"model": Path(args.hf_config).name, "factory": "AutoModelForCausalLM"}
+    if args.hf_config:  # the config is the model: its file's name is not (hf.config_of)
+        meta = {"factory": "AutoModelForCausalLM"}
     else:
         meta = {"model": Path(args.model.rpartition(":")[0]).name,
                 "factory": args.model.rpartition(":")[2]}  # fmt: skip

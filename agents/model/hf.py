@@ -64,11 +64,19 @@ def prepare(module: torch.nn.Module) -> None:
         module.config.use_cache = False
 
 
+#: Config fields that say where and with what a config was loaded, not what the model is: the
+#: path it was read from, the installed transformers version. The bundle (and so its hash)
+#: leaves them out: the same config gives the same graph hash from any folder, on any install.
+NOT_THE_MODEL = ("_name_or_path", "transformers_version", "_commit_hash")
+
+
 def config_of(module: torch.nn.Module) -> dict | None:
-    """The model's full config as a JSON object (None for a plain module)."""
+    """The model's full config as a JSON object, without the NOT_THE_MODEL fields (None for a
+    plain module)."""
     if not is_hf(module):
         return None
-    return json.loads(module.config.to_json_string(use_diff=False))
+    config = json.loads(module.config.to_json_string(use_diff=False))
+    return {k: v for k, v in config.items() if k not in NOT_THE_MODEL}
 
 
 def write_pretrained(folder: str, tensors: dict[str, torch.Tensor], config: dict) -> None:

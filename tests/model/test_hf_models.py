@@ -136,3 +136,25 @@ def test_hf_config_and_model_together_or_neither_is_one_line(tmp_path, capsys):
     assert main([*base, "--hf-config", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err
     assert "--hf-config: no file" in err and err.count("\n") == 1
+
+
+def test_the_bundle_hash_is_the_models_not_where_its_config_was_read(tmp_path, capsys):
+    # the same config under two folders and two file names: the same graph hash and spec
+    config = tf.GPT2Config(vocab_size=84, n_positions=8, n_embd=16, n_layer=1, n_head=2)
+    specs = []
+    for folder, name in (("a", "config.json"), ("b/deeper", "gpt2-tiny.json")):
+        (tmp_path / folder).mkdir(parents=True)
+        config.to_json_file(str(tmp_path / folder / name))
+        spec = tmp_path / folder / "job.json"
+        argv = ["job", "build", "--hf-config", str(tmp_path / folder / name), "--dataset",
+                "shakespeare-char/train", "--optimizer", "sgd", "--lr", "0.1", "--batch", "2",
+                "--steps", "2", "--checkpoint-every", "1", "--seed", "1",
+                "--out", str(spec)]  # fmt: skip
+        assert main(argv) == 0
+        specs.append(spec.read_bytes())
+    capsys.readouterr()
+    assert specs[0] == specs[1]
+    job, _ = load_job(str(tmp_path / "a" / "job.json"), None)
+    kept = job.bundle.meta["hf_config"]
+    assert kept["model_type"] == "gpt2" and kept["n_embd"] == 16
+    assert not {"_name_or_path", "transformers_version"} & set(kept)
