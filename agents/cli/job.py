@@ -238,6 +238,7 @@ def run_build(args: argparse.Namespace) -> int:
     from agents.model.lower import LoweringError, build_bundle
     from agents.training import float32 as F
     from agents.training import spec as sp
+    from agents.training.keccak import keccak256
 
     t0 = time.perf_counter()
     for flag, v in (("--batch", args.batch), ("--steps", args.steps),
@@ -295,8 +296,10 @@ def run_build(args: argparse.Namespace) -> int:
     except LoweringError as e:
         raise UserError(str(e)) from None
     st = dict(lowered.state)
+    bundle = lowered.bundle
+    graph_bytes = bundle.to_bytes()  # encoded once: its hash, its blob, its size
     spec = sp.ModelSpec(
-        graph="0x" + lowered.bundle.hash().hex(),
+        graph="0x" + keccak256(graph_bytes).hex(),
         state="0x" + mj.state_root(st).hex(),
         dataset_name=dataset_name,
         dataset_root=mj.dataset_root(ds),
@@ -314,20 +317,18 @@ def run_build(args: argparse.Namespace) -> int:
         spec = dataclasses.replace(spec, outer=outer.kind, outer_bits=outer.bits(),
                                    aggregate="0x" + "00" * 32)  # fmt: skip
         sp.parse_spec(json.loads(spec.canonical_bytes()))  # the ranges first
-        positions = mj.positions(lowered.bundle, ds)
+        positions = mj.positions(bundle, ds)
         if shards > positions:
             raise UserError(
                 f"--shards {shards} is more than the dataset's {positions} "
                 "examples (every shard needs one)"
             )
-        agg = mj.job_aggregation(lowered.bundle, spec, positions)
+        agg = mj.job_aggregation(bundle, spec, positions)
         spec = dataclasses.replace(spec, aggregate=graph_hash(agg.graph))
     sp.parse_spec(json.loads(spec.canonical_bytes()))  # every range check the spec has
-    job = mj.ModelJob(spec, lowered.bundle, ds)  # the interface, the batch source, the binding
+    job = mj.ModelJob(spec, bundle, ds)  # the interface, the batch source, the binding
     url = args.blob_url or spec_files.default_blobs(args.out)
     store = open_blob_store(url)
-    bundle = lowered.bundle
-    graph_bytes = bundle.to_bytes()
     graph_addr = store.put(graph_bytes)
     # S_0 under the root computed above from its tensors, written tensor by tensor (never
     # joined: at 43M parameters the joined blob alone was 0.5 GB); a reader re-checks the root
