@@ -13,7 +13,7 @@ Also: time to commit a 1M- and a 10M-parameter state (parameters + momentum buff
 Also the bring-your-own-model examples under `cnn`, `mlp_adamw`, `gpt` (bench/models.py).
 
 Run: .venv/bin/python -m bench.engine_bench  (about 4 minutes on 2 cores; `--only models`
-refreshes just the model figures)
+refreshes just the model figures, `--only memory` just `memory`: BENCH_MEMORY below)
 """
 
 from __future__ import annotations
@@ -191,11 +191,16 @@ def _lanes() -> int:
 
 
 def main() -> None:
-    from bench.models import bench_models
+    from bench.models import bench_memory_points, bench_models
 
     if sys.argv[1:] == ["--only", "models"]:  # refresh the model figures, keep the rest
         res = json.loads(OUT.read_text())
         res.update(bench_models())
+        OUT.write_text(json.dumps(res, indent=2) + "\n")
+        return
+    if sys.argv[1:] == ["--only", "memory"]:  # `job build`'s and training's memory rows alone
+        res = json.loads(OUT.read_text())
+        res["memory"] = bench_memory_points()
         OUT.write_text(json.dumps(res, indent=2) + "\n")
         return
     torch.set_num_threads(THREADS)

@@ -20,7 +20,8 @@ shakespeare-char configuration):
 peak RSS), and the peak RSS of a solver training the built job 2 steps against plain PyTorch
 training the module 2 steps, each in a process of its own.
 
-Run alone: .venv/bin/python -m bench.engine_bench --only models
+Run alone: .venv/bin/python -m bench.engine_bench --only models (or `--only memory`, with
+BENCH_MEMORY=make_nanogpt,make_gpt40m for the 43M point)
 """
 
 from __future__ import annotations
@@ -318,14 +319,21 @@ def bench_models() -> dict:
     for name in EXAMPLES:
         res[name] = bench_one(name)
         print(name, res[name], flush=True)
-    res["memory"] = {}
-    # the 43M point (make_gpt40m) takes long to build: BENCH_MEMORY=make_nanogpt,make_gpt40m
-    for factory in os.environ.get("BENCH_MEMORY", "make_nanogpt").split(","):
-        res["memory"][factory] = bench_memory(factory)
-        print(factory, res["memory"][factory], flush=True)
-    if len(res["memory"]) >= 2:
-        res["memory"]["to_124m"] = scale_to(res["memory"], GPT2_SMALL)
+    res["memory"] = bench_memory_points()
     return res
+
+
+def bench_memory_points() -> dict:
+    """`memory`: bench_memory at each factory of BENCH_MEMORY (default make_nanogpt; the 43M
+    point, make_gpt40m, takes long: BENCH_MEMORY=make_nanogpt,make_gpt40m), and the line
+    through them to GPT-2 small where there are two."""
+    out = {}
+    for factory in os.environ.get("BENCH_MEMORY", "make_nanogpt").split(","):
+        out[factory] = bench_memory(factory)
+        print(factory, out[factory], flush=True)
+    if len(out) >= 2:
+        out["to_124m"] = scale_to(out, GPT2_SMALL)
+    return out
 
 
 GPT2_SMALL = 124_439_808  # GPT-2 small's parameters (12 layers, d = 768, its 50,257 tokens)

@@ -8,7 +8,8 @@ blobs raise `BlobNotFound`; a backend that does not answer in time raises `BlobT
 Addresses are "0x" + 64 lower-case hex digits; anything else is refused before it reaches a
 backend (so no address can be a path like "../../etc").
 
-Blobs are held in memory whole: checkpoints of the models this project trains are MBs, not GBs.
+Blobs are read into memory whole; one may be written from its parts (`put_parts`: a state's
+tensors, never joined where the backend writes them one by one, a local folder).
 Every read is bounded, because a blob's server may be anyone's (a solver's locator): a size cap
 (`max_bytes`: the caller's expected size where it knows it, else DEFAULT_MAX_BLOB_BYTES) is
 checked before and while reading, and a remote read ends by a deadline (`BlobTimeout`,

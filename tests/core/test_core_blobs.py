@@ -188,3 +188,25 @@ def test_custom_address_function(tmp_path: Path) -> None:
     with pytest.raises(BlobIntegrityError):
         BlobStore(LocalDirBackend(tmp_path)).get(address)
     assert BlobStore(LocalDirBackend(tmp_path)).get(address, address_fn=root) == b"0123456789abcdef"
+
+
+def test_a_blob_written_from_its_parts_is_the_joined_blob(tmp_path: Path) -> None:
+    # a state blob: its tensors' bytes back to back, each a memoryview of its own array,
+    # written one by one under the address the caller computed from the same content
+    import numpy as np
+
+    arrays = [np.arange(n, dtype="<f4") for n in (3, 0, 5)]
+    parts = [memoryview(a).cast("B") for a in arrays]
+    joined = b"".join(parts)
+    local = BlobStore(LocalDirBackend(tmp_path / "local"))
+    assert local.put_parts(keccak_address(joined), parts) == keccak_address(joined)
+    assert local.get(keccak_address(joined)) == joined
+    with serving(tmp_path / "served", writable=True) as server:  # a backend without parts
+        remote = open_blob_store(server.url, timeout_s=5)
+        assert remote.put_parts(keccak_address(joined), parts) == keccak_address(joined)
+        assert remote.get(keccak_address(joined)) == joined
+    # the address is the caller's: a wrong one is stored, and every read refuses it
+    wrong = keccak_address(b"another blob")
+    local.put_parts(wrong, parts)
+    with pytest.raises(BlobIntegrityError):
+        local.get(wrong)
