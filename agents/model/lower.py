@@ -105,11 +105,18 @@ def _opt_state_names(kind: str, pnames: list[str]) -> list[str]:
 
 
 def initial_opt_state(kind: str, params: list[torch.Tensor]) -> list[torch.Tensor]:
-    zeros = [torch.zeros_like(p) for p in params]
+    zeros = [_zeros(p.shape) for p in params]
     if kind in ("sgd", "nesterov"):
         return zeros
     ones = [torch.ones((), dtype=torch.float32), torch.ones((), dtype=torch.float32)]
-    return zeros + [torch.zeros_like(p) for p in params] + ones
+    return zeros + [_zeros(p.shape) for p in params] + ones
+
+
+def _zeros(shape) -> torch.Tensor:
+    """float32 zeros from calloc (numpy's): the system's zero pages until written, so a large
+    model's moments cost neither the time to fill them nor resident memory while `job build`
+    only reads them (its root, its blob). torch.zeros fills every page."""
+    return torch.from_numpy(np.zeros(tuple(shape), dtype=np.float32))
 
 
 def cross_entropy(logits: torch.Tensor, y: torch.Tensor, recipe: Recipe = Recipe()) -> torch.Tensor:
