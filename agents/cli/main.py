@@ -9,6 +9,7 @@ refusing to start) print one line to stderr and exit 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -79,7 +80,8 @@ def entry() -> None:
     argv = sys.argv[1:]
     rc = main(argv)
     if tuple(argv[:2]) in _EXIT_AT_ONCE:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BrokenPipeError):  # a reader gone: as at a normal exit
+                stream.flush()
         os._exit(rc)
     sys.exit(rc)
