@@ -71,6 +71,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--outer-lr", type=float, help="nesterov: outer learning rate (default 0.7)")
     b.add_argument("--outer-momentum", type=float,
                    help="nesterov: outer momentum (default 0.9)")  # fmt: skip
+    b.add_argument(
+        "--stages",
+        type=int,
+        default=1,
+        help="pipeline: split the step at module boundaries into P stages",
+    )
+    b.add_argument("--micro-batches", type=int,
+                   help="pipeline: M micro-batches a step (gradients summed in order; the same "
+                   "as --accumulate M)")  # fmt: skip
+    b.add_argument("--stage-split", metavar="MOD,MOD",
+                   help="pipeline: the first module of each later stage (default: balanced by "
+                   "parameter bytes)")  # fmt: skip
     b.add_argument("--max-params", type=int, default=DEFAULT_MAX_PARAMS)
     b.add_argument("--out", required=True, help="the spec file to write (job.json)")
     b.add_argument("--blob-url", help="blob store for the bundle and state (default <out>.blobs; "
@@ -118,6 +130,14 @@ def _recipe(args, steps: int, lr: float):
     from agents.model.lower import Recipe
     from agents.model.schedule import ScheduleError, scheduler_multipliers, warmup_decay
 
+    if getattr(args, "micro_batches", None) is not None:  # --stages: micro-batches accumulate
+        if args.accumulate not in (1, args.micro_batches):
+            raise UserError(f"--micro-batches {args.micro_batches} and --accumulate "
+                            f"{args.accumulate} disagree: give one")  # fmt: skip
+        if args.micro_batches < 1 or args.batch % args.micro_batches:
+            raise UserError(f"--micro-batches must divide --batch ({args.batch}), got "
+                            f"{args.micro_batches}")  # fmt: skip
+        args = argparse.Namespace(**{**vars(args), "accumulate": args.micro_batches})
     if args.accumulate < 1 or args.batch % args.accumulate:
         raise UserError(f"--accumulate must divide --batch ({args.batch}), got {args.accumulate}")
     if not 0.0 <= args.label_smoothing <= 1.0:
@@ -136,6 +156,23 @@ def _recipe(args, steps: int, lr: float):
     except ScheduleError as e:
         raise UserError(str(e)) from None
     return Recipe(args.accumulate, schedule, args.ignore_index, args.label_smoothing)
+
+
+def _stages(args, decomposed: bool) -> tuple[int, list[str] | None]:
+    """--stages P, --stage-split: P and the named split (the module names are checked against
+    the model when it is lowered)."""
+    if args.stages < 1:
+        raise UserError(f"--stages must be >= 1, got {args.stages}")
+    if args.stages == 1:
+        for flag, v in (("--micro-batches", args.micro_batches),
+                        ("--stage-split", args.stage_split)):  # fmt: skip
+            if v is not None:
+                raise UserError(f"{flag} needs --stages P with P >= 2")
+        return 1, None
+    if decomposed:
+        raise UserError("--stages with --rounds/--shards is not yet supported")
+    split = None if args.stage_split is None else [s.strip() for s in args.stage_split.split(",")]
+    return args.stages, split
 
 
 def _outer(args, decomposed: bool):
@@ -289,10 +326,11 @@ def run_build(args: argparse.Namespace) -> int:
                                            if k in ("lr", "momentum", "eps", "weight_decay",
                                                     "clip_norm")}})  # fmt: skip
     recipe = _recipe(args, args.steps, float(F.f32(dict(hyper_bits)["lr"])))
+    stages, split = _stages(args, decomposed)
     try:
         lowered = build_bundle(module, opt, args.batch, task, item, classes,
-                               meta=_meta(args, module),
-                               recipe=recipe)  # fmt: skip
+                               meta=_meta(args, module), recipe=recipe, stages=stages,
+                               stage_split=split)  # fmt: skip
     except LoweringError as e:
         raise UserError(str(e)) from None
     st = dict(lowered.state)

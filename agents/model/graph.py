@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from agents.model.stage_plan import StagePlan, check_plan
 from agents.training.keccak import keccak256
 from agents.training.registry import GraphError, Node, Shape, check_node
 from agents.training.spec import canonical_json
@@ -111,10 +112,15 @@ class Bundle:
     meta: dict = field(default_factory=dict)  # model file, factory, optimizer: informational
     # weight tying: every other module name of a shared parameter -> the name `params` gives it
     tied: dict = field(default_factory=dict)
+    # pipeline stages (agents/model/stages.py StagePlan.to_obj; PROTOCOL §2.9): absent when the
+    # step runs in one place, so a non-pipelined bundle's bytes and hash are unchanged
+    stages: dict = field(default_factory=dict)
 
     def to_obj(self) -> dict:
-        tied = {"tied": dict(self.tied)} if self.tied else {}  # absent when nothing is tied
-        return tied | {
+        optional = {"tied": dict(self.tied)} if self.tied else {}  # absent when nothing is tied
+        if self.stages:  # absent when the step is not pipelined
+            optional["stages"] = self.stages
+        return optional | {
             "format": BUNDLE_FORMAT,
             "step": self.step.to_obj(),
             "forward": self.forward.to_obj(),
@@ -194,6 +200,7 @@ def bundle_from_bytes(blob: bytes) -> Bundle:
             tuple(int(x) for x in o["item_shape"]),
             dict(o.get("meta", {})),
             {str(k): str(v) for k, v in o.get("tied", {}).items()},
+            dict(o.get("stages", {})),
         )
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError,
             AttributeError) as e:  # fmt: skip
@@ -203,6 +210,8 @@ def bundle_from_bytes(blob: bytes) -> Bundle:
     if b.task not in ("classify", "lm"):
         raise GraphError(f"model bundle task must be classify or lm, got {b.task!r}")
     check_interface(b)
+    if b.stages:
+        check_plan(b.step, b.state, StagePlan.from_obj(b.stages))
     if b.to_bytes() != blob:
         raise GraphError("model bundle bytes are not canonical JSON")
     return b

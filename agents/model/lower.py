@@ -1654,10 +1654,16 @@ def build_bundle(
     classes: int,
     meta: dict | None = None,
     recipe: Recipe = Recipe(),
+    stages: int = 1,
+    stage_split: list[str] | None = None,
 ) -> Lowered:
-    """Lower `module`'s training step for batches of `batch` examples of `item_shape`."""
+    """Lower `module`'s training step for batches of `batch` examples of `item_shape`; with
+    `stages` > 1, add the plan of that many pipeline stages (agents/model/stages.py), the
+    micro-batches being the recipe's `accumulate`."""
     with _collected_after():
-        return _build_bundle(module, opt, batch, task, item_shape, classes, meta, recipe)
+        return _build_bundle(
+            module, opt, batch, task, item_shape, classes, meta, recipe, stages, stage_split
+        )
 
 
 @contextlib.contextmanager
@@ -1677,7 +1683,8 @@ def _collected_after():
 
 
 def _build_bundle(module: nn.Module, opt: Optimizer, batch: int, task: str, item_shape: Shape,
-                  classes: int, meta: dict | None, recipe: Recipe) -> Lowered:  # fmt: skip
+                  classes: int, meta: dict | None, recipe: Recipe, stages: int,
+                  stage_split: list[str] | None) -> Lowered:  # fmt: skip
     for name, t in list(module.named_parameters()) + list(module.named_buffers()):
         if t.is_floating_point() and t.dtype != torch.float32:
             raise LoweringError(f"{name} has dtype {t.dtype}: only float32 modules are "
@@ -1685,6 +1692,25 @@ def _build_bundle(module: nn.Module, opt: Optimizer, batch: int, task: str, item
     if recipe.accumulate < 1 or batch % recipe.accumulate:
         raise LoweringError(f"the batch ({batch}) must be a multiple of the micro-batches "
                             f"accumulated ({recipe.accumulate})")  # fmt: skip
+    split = None
+    if stages > 1:
+        from agents.model import stage_plan as stg
+
+        if opt.clip_norm is not None:
+            raise LoweringError("global-norm gradient clipping couples every stage (one norm over "
+                                "all gradients): not yet supported with --stages; drop "
+                                "--clip-norm")  # fmt: skip
+        tied = tied_names(module)
+        if tied:
+            alias, name = next(iter(tied.items()))
+            raise LoweringError(
+                f"a weight shared between modules ({alias} is {name}, a tied "
+                "embedding) couples the stages: not yet supported with --stages"
+            )
+        try:
+            split = stg.stage_modules(module, stages, stage_split)
+        except stg.StageError as e:
+            raise LoweringError(str(e)) from None
     module.train()
     named = [(n, p.detach()) for n, p in module.named_parameters()]
     pnames = [n for n, _ in named]
@@ -1768,4 +1794,19 @@ def _build_bundle(module: nn.Module, opt: Optimizer, batch: int, task: str, item
         meta=meta or {},
         tied=tied_names(module),
     )
+    if split is not None:
+        bundle = replace(bundle, stages=_stage_plan(module, bundle, split, recipe.accumulate))
     return Lowered(bundle, state)
+
+
+def _stage_plan(module: nn.Module, bundle: Bundle, split, micro_batches: int) -> dict:
+    from agents.model import stage_plan as stg
+
+    pstage, bstage = stg.module_stage_maps(module, split)
+    owner = stg.state_stages(bundle.state, pstage, bstage)
+    try:
+        p = stg.plan(bundle.step, bundle.state, owner, [[u for u, _ in s] for s in split],
+                     micro_batches)  # fmt: skip
+    except stg.StageError as e:
+        raise LoweringError(str(e)) from None
+    return p.to_obj()

@@ -1,0 +1,172 @@
+"""Pipeline stages of one step (PROTOCOL §2.9, issue #43's foundation).
+
+- a 4-layer GPT's step run by 2 and by 4 stage holders, each given only its own state and
+  exchanging only the plan's boundary tensors, ends in the state root and loss of the
+  one-process run of the same (micro-batched) step graph, bit for bit, over two steps;
+- each holder holds only its share of the state (a partition, balanced within one module);
+- the plan travels in the bundle (absent when not pipelined) and a tampered plan is refused;
+- a changed boundary tensor changes the final root (the equality above is not vacuous);
+- bad input to `job build --stages` is one line, exit 2, nothing written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.__main__ import main
+from agents.model import stage_plan as sp
+from agents.model import stages as stg
+from agents.model.graph import bundle_from_bytes
+from agents.model.job import state_root
+from agents.model.lower import LoweringError, Optimizer, Recipe, build_bundle
+from agents.model.run import run_graph
+from agents.training.registry import GraphError
+from examples.models.char_gpt import GPT
+
+ROOT = Path(__file__).resolve().parents[2]
+VOCAB, T, BATCH, M = 16, 8, 4, 2
+OPT = Optimizer("adamw", 1e-2, weight_decay=0.1)
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    torch.manual_seed(0)
+    module = GPT(vocab=VOCAB, d=32, heads=2, layers=4, block_size=T)
+    low = build_bundle(module, OPT, BATCH, "lm", (T,), VOCAB, recipe=Recipe(M), stages=2)
+    return module, low
+
+
+def _plan(module, bundle, P):
+    split = sp.stage_modules(module, P)
+    pstage, bstage = sp.module_stage_maps(module, split)
+    owner = sp.state_stages(bundle.state, pstage, bstage)
+    return sp.plan(bundle.step, bundle.state, owner, [[u for u, _ in s] for s in split], M)
+
+
+def _public(bundle, t):
+    g = torch.Generator().manual_seed(100 + t)
+    x = torch.randint(0, VOCAB, (BATCH, T), generator=g)
+    y = torch.randint(0, VOCAB, (BATCH, T), generator=g)
+    hyper = [torch.tensor(v, dtype=torch.float32) for v in OPT.hyper().values()]
+    return {f"hp.{k}": h for k, h in zip(bundle.hyper, hyper, strict=True)} | {"x": x, "y": y}
+
+
+def _reference(bundle, st, public):
+    ins = [st[v.name] for v in bundle.state] + [public[v.name] for v in
+                                                bundle.step.inputs[len(bundle.state):]]  # fmt: skip
+    out, _ = run_graph(bundle.step, ins)
+    return {v.name: out[v.name] for v in bundle.state}, out["loss"]
+
+
+@pytest.mark.parametrize("P", [2, 4])
+def test_stages_equal_the_one_process_step_bit_for_bit(gpt, P):
+    module, low = gpt
+    b = low.bundle
+    p = _plan(module, b, P)
+    assert p.P == P and len({s for s, _ in p.schedule}) == P
+    segs = [stg.segment(b.step, p, k) for k in range(len(p.schedule))]
+    ref = piped = dict(low.state)
+    for t in range(2):
+        pub = _public(b, t)
+        ref, ref_loss = _reference(b, ref, pub)
+        piped, loss, holders = stg.run_stages(b.step, p, piped, pub, segments=segs)
+        assert state_root(piped) == state_root(ref), (P, t)
+        assert loss.view(torch.int32).item() == ref_loss.view(torch.int32).item()
+    # every tensor a holder was sent is a boundary tensor the plan names with it as a consumer
+    sent = {stg.value_name(v): c for v, _, c in p.boundaries}
+    for h in holders:
+        assert h.received and all(h.stage in sent[n] for n in h.received)
+
+
+@pytest.mark.parametrize("P", [2, 4])
+def test_each_stage_holds_only_its_share_of_the_state(gpt, P):
+    module, low = gpt
+    p = _plan(module, low.bundle, P)
+    st = dict(low.state)
+    _, _, holders = stg.run_stages(low.bundle.step, p, st, _public(low.bundle, 0))
+    names = [n for h in holders for n in h.state]
+    assert sorted(names) == sorted(st) and len(names) == len(set(names))  # a partition
+    total = sum(4 * t.numel() for t in st.values())
+    params = dict(module.named_parameters())
+    # the balance is by whole modules: a stage exceeds 1/P by less than its largest module
+    # (parameters and AdamW's two moments: three times its parameter bytes)
+    unit = max(3 * 4 * sum(params[n].numel() for n in ps) for _, ps in sp.split_units(module))
+    for h in holders:
+        assert h.state_bytes() <= total / P + unit, (h.stage, h.state_bytes(), total)
+    assert p.state[0][0].startswith("p.wte") and "p.lm_head.weight" in p.state[-1]
+
+
+def test_a_changed_boundary_tensor_changes_the_root(gpt):
+    module, low = gpt
+    b = low.bundle
+    p = sp.StagePlan.from_obj(b.stages)
+    st, pub = dict(low.state), _public(b, 0)
+    ref, _ = _reference(b, st, pub)
+    first_fwd = next(v for v, prod_, _ in p.boundaries if prod_ == 0)
+
+    class Lying(stg.StageHolder):
+        def run(self, seg, public, cfg):
+            out = super().run(seg, public, cfg)
+            name = stg.value_name(first_fwd)
+            if name in out:
+                out[name] = out[name] + 1e-3
+            return out
+
+    orig = stg.StageHolder
+    stg.StageHolder = Lying
+    try:
+        lied, _, _ = stg.run_stages(b.step, p, st, pub)
+    finally:
+        stg.StageHolder = orig
+    assert state_root(lied) != state_root(ref)
+
+
+def test_the_plan_travels_in_the_bundle_and_a_tampered_plan_is_refused(gpt):
+    import dataclasses
+
+    _, low = gpt
+    b = low.bundle
+    assert bundle_from_bytes(b.to_bytes()).stages == b.stages
+    assert "stages" not in dataclasses.replace(b, stages={}).to_obj()  # absent when not piped
+    o = dict(b.stages)
+    ns = list(o["node_stage"])
+    k = next(i for i, s in enumerate(ns) if s == 0)
+    ns[k] = 1
+    bad = dataclasses.replace(b, stages=o | {"node_stage": ns})
+    with pytest.raises(GraphError, match="stage plan is not the one"):
+        bundle_from_bytes(bad.to_bytes())
+
+
+def test_a_weight_shared_across_stages_is_refused():
+    torch.manual_seed(0)
+    module = GPT(vocab=VOCAB, d=16, heads=2, layers=2, block_size=4)
+    module.lm_head.weight = module.wte.weight  # a tied embedding, as nanoGPT's
+    with pytest.raises(LoweringError, match="lm_head.weight is wte.weight, a tied embedding"):
+        build_bundle(module, OPT, 2, "lm", (4,), VOCAB, stages=2)
+
+
+GPT_ARGS = ["--model", f"{ROOT}/examples/models/char_gpt.py:make_model", "--dataset",
+            "shakespeare-char/train", "--optimizer", "adamw", "--lr", "0.003", "--batch", "8",
+            "--steps", "2", "--checkpoint-every", "1"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "flags,needle",
+    [
+        (["--stages", "2", "--stage-split", "blocks.9"], "'blocks.9' is not a splittable module"),
+        (["--stages", "2", "--stage-split", "wpe,lm_head"], "names 2 modules; 2 stages need 1"),
+        (["--stages", "99"], "--stages 99 exceeds the model's 6 splittable modules"),
+        (["--stages", "2", "--micro-batches", "3"], "--micro-batches must divide --batch (8)"),
+        (["--stages", "2", "--clip-norm", "1.0"], "clipping couples every stage"),
+        (["--micro-batches", "2"], "--micro-batches needs --stages P with P >= 2"),
+    ],
+)
+def test_bad_stage_flags_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, flags, needle):
+    out = tmp_path / "job.json"
+    assert main(["job", "build", *GPT_ARGS, *flags, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
