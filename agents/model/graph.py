@@ -112,7 +112,7 @@ class Bundle:
     meta: dict = field(default_factory=dict)  # model file, factory, optimizer: informational
     # weight tying: every other module name of a shared parameter -> the name `params` gives it
     tied: dict = field(default_factory=dict)
-    # pipeline stages (agents/model/stages.py StagePlan.to_obj; PROTOCOL §2.9): absent when the
+    # pipeline stages (agents/model/stages.py StagePlan.to_obj; PROTOCOL §5.4): absent when the
     # step runs in one place, so a non-pipelined bundle's bytes and hash are unchanged
     stages: dict = field(default_factory=dict)
 

@@ -1,4 +1,4 @@
-"""The plan of a pipelined step (PROTOCOL §2.9): the step graph's nodes placed on P stages at
+"""The plan of a pipelined step (PROTOCOL §5.4): the step graph's nodes placed on P stages at
 module boundaries, the segments' order and the boundary tensors between stages. Running it:
 agents/model/stages.py. The functions take the step graph (`agents.model.graph.Graph`) untyped:
 graph.py imports this module to check a decoded bundle's plan.

@@ -1,4 +1,4 @@
-"""A pipelined step run by stages (PROTOCOL §2.9): a segment of the plan as its own graph
+"""A pipelined step run by stages (PROTOCOL §5.4): a segment of the plan as its own graph
 (what a verifier replays from committed boundary inputs), and P holders that each keep only
 their own state and exchange only the plan's boundary tensors.
 """

@@ -1,4 +1,4 @@
-"""Pipeline stages of one step (PROTOCOL §2.9, issue #43's foundation).
+"""Pipeline stages of one step (PROTOCOL §5.4, issue #43's foundation).
 
 - a 4-layer GPT's step run by 2 and by 4 stage holders, each given only its own state and
   exchanging only the plan's boundary tensors, ends in the state root and loss of the
