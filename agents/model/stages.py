@@ -11,8 +11,10 @@ from math import prod
 import torch
 
 from agents.model.graph import Graph, Value
+from agents.model.job import commit_view
 from agents.model.run import RunConfig, run_graph
 from agents.model.stage_plan import PUBLIC, StagePlan
+from agents.training import merkle
 
 # -- a segment as a graph, and a run by stages -------------------------------------------------
 
@@ -76,9 +78,25 @@ def segment(g: Graph, p: StagePlan, k: int) -> Segment:
     return Segment(s, sg, tuple(reads))
 
 
+def boundary_root(t: torch.Tensor) -> bytes:
+    """The commitment of a boundary tensor: its tensor root (§3) as a value of the op trace is
+    committed (its 2-D view; i32 as uint32 words)."""
+    return merkle.tensor_root(commit_view(t))
+
+
+class BoundaryMismatch(ValueError):
+    """A boundary tensor that is not the one its producer committed: the consumer refuses it."""
+
+    def __init__(self, name: str, producer: int, consumer: int):
+        super().__init__(f"boundary tensor {name} from stage {producer} does not match the root "
+                         f"stage {producer} committed (refused by stage {consumer})")  # fmt: skip
+        self.name, self.producer, self.consumer = name, producer, consumer
+
+
 class StageHolder:
     """One stage's solver in miniature: it holds its own state tensors only, the values its
-    segments made, and the boundary tensors it was sent."""
+    segments made, and the boundary tensors it was sent, each checked against the root its
+    producer committed before use."""
 
     def __init__(self, stage: int, state: dict[str, torch.Tensor]):
         self.stage = stage
@@ -100,7 +118,9 @@ class StageHolder:
         self.values.update({k: t for k, t in out.items() if k.startswith("v")})
         return out
 
-    def receive(self, name: str, t: torch.Tensor) -> None:
+    def receive(self, name: str, t: torch.Tensor, root: bytes, producer: int) -> None:
+        if boundary_root(t) != root:
+            raise BoundaryMismatch(name, producer, self.stage)
         self.values[name] = t
         self.received.append(name)
 
@@ -108,25 +128,39 @@ class StageHolder:
         return sum(4 * prod(t.shape) for t in self.state.values())
 
 
+@dataclass
+class StagedStep:
+    state: dict[str, torch.Tensor]  # S_{t+1}, gathered from the holders, in state order
+    loss: torch.Tensor
+    holders: list[StageHolder]
+    published: dict[str, torch.Tensor]  # every boundary tensor, as its producer published it
+    roots: dict[str, bytes]  # its producer's commitment (boundary_root)
+
+
 def run_stages(g: Graph, p: StagePlan, state: dict[str, torch.Tensor],
                public: dict[str, torch.Tensor], cfg: RunConfig = RunConfig(),
-               segments: list[Segment] | None = None
-               ) -> tuple[dict[str, torch.Tensor], torch.Tensor, list[StageHolder]]:  # fmt: skip
-    """One step by stages: P holders, each given only its own state, run the schedule's
-    segments in order and send each boundary tensor to its consumers as it is made. Returns
-    S_{t+1} (gathered from the holders), the loss and the holders."""
+               segments: list[Segment] | None = None, holder=None) -> StagedStep:  # fmt: skip
+    """One step by stages: P holders (`holder(stage, own state)`, default StageHolder), each
+    given only its own state, run the schedule's segments in order; each boundary tensor is
+    committed (its root) and published by its producer as it is made, and each consumer checks
+    it against that root before use."""
     n_in = len(g.inputs)
-    holders = [StageHolder(s, {n: state[n] for n in names}) for s, names in enumerate(p.state)]
+    make = holder or StageHolder
+    holders = [make(s, {n: state[n] for n in names}) for s, names in enumerate(p.state)]
     consumers = {value_name(v): c for v, _, c in p.boundaries}
     segments = segments or [segment(g, p, k) for k in range(len(p.schedule))]
     new_state: dict[str, torch.Tensor] = {}
+    published: dict[str, torch.Tensor] = {}
+    roots: dict[str, bytes] = {}
     loss = None
     for seg in segments:
         h = holders[seg.stage]
         out = h.run(seg, public, cfg)
         for name, t in out.items():
-            for c in consumers.get(name, ()):
-                holders[c].receive(name, t)
+            if name in consumers:
+                published[name], roots[name] = t, boundary_root(t)
+                for c in consumers[name]:
+                    holders[c].receive(name, t, roots[name], seg.stage)
             if name == "loss":
                 loss = t
             elif name in h.state:
@@ -134,8 +168,28 @@ def run_stages(g: Graph, p: StagePlan, state: dict[str, torch.Tensor],
     for name, vid in g.outputs:  # a state output that is its input (a tensor no step changes)
         if name in state and vid < n_in:
             new_state[name] = state[g.inputs[vid].name]
-    if loss is None:
-        loss = holders[p.P - 1].values.get("loss")
     for h in holders:
         h.state = {n: new_state[n] for n in h.state}
-    return {v.name: new_state[v.name] for v in g.inputs if v.name in new_state}, loss, holders
+    out_state = {v.name: new_state[v.name] for v in g.inputs if v.name in new_state}
+    return StagedStep(out_state, loss, holders, published, roots)
+
+
+def replay_stage(g: Graph, p: StagePlan, stage: int, state: dict[str, torch.Tensor],
+                 public: dict[str, torch.Tensor], inputs: dict[str, torch.Tensor],
+                 roots: dict[str, bytes], cfg: RunConfig = RunConfig()) -> list[str]:  # fmt: skip
+    """A verifier's replay of one stage's step from its S_t (`state`: that stage's tensors) and
+    the committed boundary inputs (`inputs`, each checked against `roots` first): the names of
+    the boundary tensors this stage published (`roots`) that its replay does not reproduce.
+    Empty: the stage computed what it committed from what it was committed to receive."""
+    h = StageHolder(stage, dict(state))
+    mine = {value_name(v) for v, prod_, _ in p.boundaries if prod_ == stage}
+    feeds = {value_name(v): prod_ for v, prod_, c in p.boundaries if stage in c}
+    for name, producer in feeds.items():
+        h.receive(name, inputs[name], roots[name], producer)
+    wrong = []
+    for k, (s, _) in enumerate(p.schedule):
+        if s != stage:
+            continue
+        out = h.run(segment(g, p, k), public, cfg)
+        wrong += [n for n in sorted(mine & out.keys()) if boundary_root(out[n]) != roots[n]]
+    return wrong

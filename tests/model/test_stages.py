@@ -72,7 +72,8 @@ def test_stages_equal_the_one_process_step_bit_for_bit(gpt, P):
     for t in range(2):
         pub = _public(b, t)
         ref, ref_loss = _reference(b, ref, pub)
-        piped, loss, holders = stg.run_stages(b.step, p, piped, pub, segments=segs)
+        run = stg.run_stages(b.step, p, piped, pub, segments=segs)
+        piped, loss, holders = run.state, run.loss, run.holders
         assert state_root(piped) == state_root(ref), (P, t)
         assert loss.view(torch.int32).item() == ref_loss.view(torch.int32).item()
     # every tensor a holder was sent is a boundary tensor the plan names with it as a consumer
@@ -86,7 +87,7 @@ def test_each_stage_holds_only_its_share_of_the_state(gpt, P):
     module, low = gpt
     p = _plan(module, low.bundle, P)
     st = dict(low.state)
-    _, _, holders = stg.run_stages(low.bundle.step, p, st, _public(low.bundle, 0))
+    holders = stg.run_stages(low.bundle.step, p, st, _public(low.bundle, 0)).holders
     names = [n for h in holders for n in h.state]
     assert sorted(names) == sorted(st) and len(names) == len(set(names))  # a partition
     total = sum(4 * t.numel() for t in st.values())
@@ -99,29 +100,74 @@ def test_each_stage_holds_only_its_share_of_the_state(gpt, P):
     assert p.state[0][0].startswith("p.wte") and "p.lm_head.weight" in p.state[-1]
 
 
-def test_a_changed_boundary_tensor_changes_the_root(gpt):
-    module, low = gpt
+class _Producer(stg.StageHolder):
+    """Stage 0 publishes a wrong first forward boundary tensor, committing to the wrong one."""
+
+    target = ""
+
+    def run(self, seg, public, cfg):
+        out = super().run(seg, public, cfg)
+        if self.target in out:
+            out[self.target] = out[self.target] + 1e-3
+            self.values[self.target] = out[self.target]
+        return out
+
+
+class _Consumer(stg.StageHolder):
+    """Stage 1 uses another tensor than the one committed to it (it skips the check)."""
+
+    target = ""
+
+    def receive(self, name, t, root, producer):
+        if name == self.target:
+            t = t + 1e-3
+        self.values[name] = t
+        self.received.append(name)
+
+
+def _liar(cls, stage, target):
+    def make(s, st):
+        h = (cls if s == stage else stg.StageHolder)(s, st)
+        h.target = target
+        return h
+
+    return make
+
+
+def _blamed(b, p, st, pub, run):
+    """The stages whose replay from their S_t and the committed inputs does not reproduce what
+    they published: the attribution rule's off-chain half."""
+    return [s for s in range(p.P) if stg.replay_stage(
+        b.step, p, s, {n: st[n] for n in p.state[s]}, pub, run.published, run.roots)]  # fmt: skip
+
+
+def test_a_wrong_boundary_tensor_is_its_producers_lie_and_changes_the_root(gpt):
+    _, low = gpt
     b = low.bundle
     p = sp.StagePlan.from_obj(b.stages)
     st, pub = dict(low.state), _public(b, 0)
-    ref, _ = _reference(b, st, pub)
-    first_fwd = next(v for v, prod_, _ in p.boundaries if prod_ == 0)
+    honest = stg.run_stages(b.step, p, st, pub)
+    assert _blamed(b, p, st, pub, honest) == []
+    first_fwd = next(stg.value_name(v) for v, prod_, _ in p.boundaries if prod_ == 0)
+    lied = stg.run_stages(b.step, p, st, pub, holder=_liar(_Producer, 0, first_fwd))
+    assert state_root(lied.state) != state_root(honest.state)  # the equality is not vacuous
+    assert lied.roots[first_fwd] != honest.roots[first_fwd]  # the lie is what was committed
+    assert _blamed(b, p, st, pub, lied) == [0]
 
-    class Lying(stg.StageHolder):
-        def run(self, seg, public, cfg):
-            out = super().run(seg, public, cfg)
-            name = stg.value_name(first_fwd)
-            if name in out:
-                out[name] = out[name] + 1e-3
-            return out
 
-    orig = stg.StageHolder
-    stg.StageHolder = Lying
-    try:
-        lied, _, _ = stg.run_stages(b.step, p, st, pub)
-    finally:
-        stg.StageHolder = orig
-    assert state_root(lied) != state_root(ref)
+def test_a_consumer_that_used_another_tensor_is_the_consumers_lie(gpt):
+    _, low = gpt
+    b = low.bundle
+    p = sp.StagePlan.from_obj(b.stages)
+    st, pub = dict(low.state), _public(b, 0)
+    first_fwd = next(stg.value_name(v) for v, prod_, _ in p.boundaries if prod_ == 0)
+    lied = stg.run_stages(b.step, p, st, pub, holder=_liar(_Consumer, 1, first_fwd))
+    assert _blamed(b, p, st, pub, lied) == [1]
+    # an honest consumer refuses a tensor that is not the committed one
+    h = stg.StageHolder(1, {})
+    t = lied.published[first_fwd]
+    with pytest.raises(stg.BoundaryMismatch, match=f"{first_fwd} from stage 0 does not match"):
+        h.receive(first_fwd, t + 1e-3, lied.roots[first_fwd], 0)
 
 
 def test_the_plan_travels_in_the_bundle_and_a_tampered_plan_is_refused(gpt):
