@@ -5,7 +5,11 @@
   one-process run of the same (micro-batched) step graph, bit for bit, over two steps;
 - each holder holds only its share of the state (a partition, balanced within one module);
 - the plan travels in the bundle (absent when not pipelined) and a tampered plan is refused;
-- a changed boundary tensor changes the final root (the equality above is not vacuous);
+- boundary tensors are committed by root and checked by their consumer; replaying each stage
+  from committed inputs blames exactly the producer of a wrong tensor or the consumer that used
+  another (the attribution rule's off-chain half; a wrong tensor changes the root);
+- `job build --stages 2 --micro-batches 2 --stage-split blocks.1` writes a spec whose bundle
+  carries the plan split there;
 - bad input to `job build --stages` is one line, exit 2, nothing written.
 """
 
@@ -192,6 +196,22 @@ def test_a_weight_shared_across_stages_is_refused():
     module.lm_head.weight = module.wte.weight  # a tied embedding, as nanoGPT's
     with pytest.raises(LoweringError, match="lm_head.weight is wte.weight, a tied embedding"):
         build_bundle(module, OPT, 2, "lm", (4,), VOCAB, stages=2)
+
+
+def test_job_build_writes_the_plan_split_where_asked(tmp_path):
+    import json
+
+    from agents.core.blobs import open_blob_store
+
+    out = tmp_path / "job.json"
+    argv = ["job", "build", *GPT_ARGS, "--stages", "2", "--micro-batches", "2", "--stage-split",
+            "blocks.1", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    spec = json.loads(out.read_text())
+    blob = open_blob_store(str(tmp_path / "job.blobs")).get(spec["model"]["graph"])
+    b = bundle_from_bytes(blob)
+    assert b.stages["modules"] == [["wte", "wpe", "blocks.0"], ["blocks.1", "ln_f", "lm_head"]]
+    assert b.stages["micro_batches"] == 2
 
 
 GPT_ARGS = ["--model", f"{ROOT}/examples/models/char_gpt.py:make_model", "--dataset",
