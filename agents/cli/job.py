@@ -389,6 +389,11 @@ def run_build(args: argparse.Namespace) -> int:
     }
     if decomposed:
         out |= {"aggregate": spec.aggregate, "aggregate_nodes": len(job.aggregation.graph.nodes)}
+    if bundle.stages:  # the pipeline plan (PROTOCOL §5.4)
+        out |= {"stages": len(bundle.stages["state"]),
+                "micro_batches": bundle.stages["micro_batches"],
+                "stage_modules": ";".join(",".join(m) for m in bundle.stages["modules"]),
+                "boundary_tensors": len(bundle.stages["boundaries"])}  # fmt: skip
     out |= {
         "seconds": round(time.perf_counter() - t0, 3),
     }

@@ -198,15 +198,17 @@ def test_a_weight_shared_across_stages_is_refused():
         build_bundle(module, OPT, 2, "lm", (4,), VOCAB, stages=2)
 
 
-def test_job_build_writes_the_plan_split_where_asked(tmp_path):
+def test_job_build_writes_the_plan_split_where_asked(tmp_path, capsys):
     import json
 
     from agents.core.blobs import open_blob_store
 
     out = tmp_path / "job.json"
     argv = ["job", "build", *GPT_ARGS, "--stages", "2", "--micro-batches", "2", "--stage-split",
-            "blocks.1", "--out", str(out)]  # fmt: skip
+            "blocks.1", "--out", str(out), "--json"]  # fmt: skip
     assert main(argv) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["stages"] == 2 and said["stage_modules"] == "wte,wpe,blocks.0;blocks.1,ln_f,lm_head"
     spec = json.loads(out.read_text())
     blob = open_blob_store(str(tmp_path / "job.blobs")).get(spec["model"]["graph"])
     b = bundle_from_bytes(blob)
