@@ -21,6 +21,7 @@ any number of agents while a job never waits for a particular party (PROTOCOL §
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -263,6 +264,33 @@ def claim_late_by(now: Now, deadline: int) -> int:
     return now.timestamp + CLAIM_MARGIN_S - deadline
 
 
+def chain_time_since(now: Now, latest: Now, elapsed_s: float) -> Now:
+    """The chain's time now, for a deadline check right before a send: `latest` (the last block
+    the agent read, `elapsed_s` wall seconds ago) moved on by that time, never earlier than
+    `now` (the block a decision was made on). Counting from `latest`, not only from `now`:
+    the round's block is stale once a later read (an eligibility check's) has replaced it, and
+    a margin counted from it alone let 214 claims of issue #45's N=100 run land past their
+    window."""
+    moved = latest.timestamp + max(0, math.ceil(elapsed_s))
+    return Now(max(now.block, latest.block), max(now.timestamp, moved))
+
+
+def claim_send_refusal(planned: UnitView, fresh: UnitView, now: Now, me: str) -> str | None:
+    """Why a claim planned on `planned` must not be sent, on the unit read again right before
+    the send (`fresh`, its claimants read) at chain time `now` (`chain_time_since` a fresh
+    block); None: send it. A round under load runs for many seconds after it read the unit:
+    the window may have closed meanwhile, or another solver may have claimed it (a later rank
+    after its graces, while my round was busy), and one claimant is all a unit needs."""
+    if fresh.status != UnitStatus.OPEN or fresh.attempt != planned.attempt:
+        return "it is no longer open for this attempt"
+    if claim_late_by(now, fresh.deadline) > 0:
+        return "its claim window closes before a claim sent now would land"
+    others = [c for c in fresh.claimants or () if c.lower() != me.lower()]
+    if others:
+        return f"{others[0]} claimed it first"
+    return None
+
+
 #: The most a role waits (wall seconds) for a peer's data before it falls back to its own
 #: replay (agents/core/fetches.py); less when the window has less left (`read_budget_s`).
 READ_BUDGET_S = 10.0
@@ -394,12 +422,14 @@ def claim_turn(
     claimant gas, so solvers take turns (PROTOCOL §6.5): the first solver in the unit's order
     (`rendezvous` over the live solver pool) claims at once; the one at rank r only if nobody
     has claimed after r graces (`waited`: seconds of chain time since I first saw this attempt
-    open), so a unit whose first solver is down or busy is still claimed."""
+    open), so a unit whose first solver is down or busy is still claimed. Nobody claims a unit
+    another solver claimed: one claimant is all it needs (a second only pays for the claim, and
+    the selection among them)."""
+    if claimants:
+        return False
     order = [a.lower() for a in rendezvous(u.unit_id, u.attempt, solvers)]
     rank = order.index(me.lower()) if me.lower() in order else len(order)
-    if rank == 0:
-        return True
-    return not claimants and waited >= keeper_delay(rank)
+    return waited >= keeper_delay(rank)
 
 
 def fold_open(u: UnitView, now: Now) -> bool:
@@ -551,7 +581,7 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
     mine = u.assignee.lower() == f.me.lower()
     if u.status == UnitStatus.OPEN and claim_late_by(now, u.deadline) <= 0:
         if not f.claimed and f.eligible:
-            acts.append(ClaimUnit(f"claim:{uid}:{a}:{u.deadline}", uid))
+            acts.append(claim_act(u))
     elif u.status == UnitStatus.ASSIGNED and mine:
         if not f.trained:
             acts.append(Train(uid, a))
@@ -571,6 +601,11 @@ def solver_acts(u: UnitView, now: Now, f: SolverFacts) -> list[Act]:
     if f.keeper is not None and unclaimed_lapsed(u, f.keeper.claimants) and not f.eligible:
         steps -= {CloseClaims}  # an extension is the claim's first step: mine to take only
     return acts + keeper_acts(u, now, frozenset(steps), f.keeper)
+
+
+def claim_act(u: UnitView) -> ClaimUnit:
+    """A claim of the unit's current window (a new intent per attempt and window)."""
+    return ClaimUnit(f"claim:{u.unit_id}:{u.attempt}:{u.deadline}", u.unit_id)
 
 
 def unclaimed_lapsed(u: UnitView, claimants: Sequence[str] | None) -> bool:

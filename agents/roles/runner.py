@@ -66,6 +66,7 @@ from agents.roles.logic import (
     UnitStatus,
     UnitView,
     VerifierStatus,
+    chain_time_since,
     idle_block_due,
     read_budget_s,
     withdraw_act,
@@ -556,15 +557,15 @@ class RoleAgent:
         return now
 
     def chain_time(self, now: Now) -> Now:
-        """`now` (a block I read this round) moved on by the wall time since I read it: what
-        a deadline check just before a send must use. A round can run long after its first
-        read — a restarted agent loads every job before its first claim — and a margin counted
-        from a block read then let a claim land past its deadline (issue #45)."""
+        """The chain's time as a deadline check just before a send must use it: `now` (a block
+        I read this round), or my latest block read moved on by the wall time since I read it
+        (`logic.chain_time_since`). A round can run long after its first read — a restarted
+        agent loads every job before its first claim — and a margin counted from a block read
+        then let a claim land past its deadline (issue #45)."""
         read = self.__dict__.get("_now_read")
-        if read is None or read[0] != now:
+        if read is None:
             return now
-        elapsed = int(self.agent.clock.monotonic() - read[1] + 0.999)
-        return Now(now.block, now.timestamp + max(0, elapsed))
+        return chain_time_since(now, read[0], self.agent.clock.monotonic() - read[1])
 
     # --- keepers (PROTOCOL §6.5) ----------------------------------------------------------
 

@@ -22,10 +22,11 @@ next step (its last checkpoint is kept: a restart resumes from it).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import torch
@@ -43,6 +44,7 @@ from agents.roles.actions import (
     ChainAction,
     ClaimUnit,
     ClaimWithSecret,
+    CloseClaims,
     Commit,
     CommitCheckpoints,
     Defend,
@@ -64,10 +66,12 @@ from agents.roles.logic import (
     UnitStatus,
     UnitView,
     VerifierStatus,
-    claim_late_by,
+    claim_act,
+    claim_send_refusal,
     claim_turn,
     forced_reveal_open,
     solver_acts,
+    unclaimed_lapsed,
 )
 from agents.roles.runner import RoleAgent, progress_bar
 from agents.roles.runtime import Claim, JobRuntime
@@ -96,6 +100,12 @@ CLAIM_MARGIN = 2.0
 # and each checkpoint); past it the daemon thread is abandoned, which is safe: every checkpoint
 # is recorded as it is published, and a restart resumes from the last one.
 TRAINING_STOP_WAIT_S = 5.0
+#: Sends in flight at once (claims and keeper steps): sent side by side, their receipts awaited
+#: together (the sender gives them consecutive nonces), the round going on meanwhile. One at a
+#: time, each waited a block for its receipt: a solver first for 12 of 50 just-posted units
+#: sent the last claims past their 20 s window, and a keeper step planned early in a round
+#: went out many seconds late, when the next keeper's grace was over too (issue #45's bench).
+SENDS_IN_FLIGHT = 16
 
 
 def step_macs(spec: JobSpec) -> int:
@@ -369,6 +379,7 @@ class Solver(RoleAgent):
             with self.isolated(f"unit {u.unit_id}"):
                 for act in solver_acts(u, now, await self.facts(u, now)):
                     await self.handle(act, u, now)
+        await self.sends_landed()
         await self.withdraw_if_credited(now)
         return False
 
@@ -402,17 +413,67 @@ class Solver(RoleAgent):
         return SolverFacts(self.me, claimed, eligible, trained, game_id, reveal_due, keeper)
 
     async def claim_turn(self, u: UnitView, now: Now) -> bool:
-        """My turn to claim this open attempt (logic.claim_turn): first in the unit's order of
-        the live solvers, or nobody claimed in my rank's graces since I first saw it open."""
-        seen: BoundedCache[tuple[int, int], int] = self.__dict__.setdefault(
+        """My turn to claim this open window (logic.claim_turn): first in the unit's order of
+        the live solvers, or nobody claimed in my rank's graces since I first saw it open. An
+        extended window (its deadline moved) starts the turns again: its extender claims it,
+        the others wait their graces as in the first."""
+        seen: BoundedCache[tuple[int, int, int], int] = self.__dict__.setdefault(
             "_open_since", BoundedCache(4096)
         )
-        first = seen.get((u.unit_id, u.attempt))
+        window = (u.unit_id, u.attempt, u.deadline)
+        first = seen.get(window)
         if first is None:
-            seen.put((u.unit_id, u.attempt), now.timestamp)
+            seen.put(window, now.timestamp)
             first = now.timestamp
         solvers = await self.live_pool(Role.SOLVER)
         return claim_turn(u, self.me, solvers, await self.claimants(u), now.timestamp - first)
+
+    # --- sends in flight (SENDS_IN_FLIGHT) --------------------------------------------------
+
+    @property
+    def in_flight(self) -> set[asyncio.Task]:
+        return self.__dict__.setdefault("_in_flight", set())
+
+    async def send_slot(self) -> None:
+        """Wait until fewer than SENDS_IN_FLIGHT of my sends are in flight."""
+        while len(self.in_flight) >= SENDS_IN_FLIGHT:
+            await asyncio.wait(self.in_flight, return_when=asyncio.FIRST_COMPLETED)
+
+    def beside(self, send: Awaitable[Any], u: UnitView) -> None:
+        """Run `send` (a claim's or keeper step's) beside the round, isolated as the unit's work
+        in the round is; its outcome is the executor's to log."""
+
+        async def run() -> None:
+            try:
+                with self.isolated(f"unit {u.unit_id}"):
+                    await send
+            except Exception as exc:  # a node or network error: the round's, as if sent in it
+                self.__dict__["_send_error"] = exc
+
+        task = asyncio.create_task(run())
+        self.in_flight.add(task)
+        task.add_done_callback(self.in_flight.discard)
+
+    async def sends_landed(self) -> None:
+        """Wait for every send in flight (a round ends with its sends done); a node or network
+        error one of them met ends the round, as it would have ended it in the loop."""
+        if self.in_flight:
+            await asyncio.wait(set(self.in_flight))
+        error = self.__dict__.pop("_send_error", None)
+        if error is not None:
+            raise error
+
+    async def claim_seconds(self, u: UnitView) -> float:
+        """Estimated seconds to train unit `u` from step 0 (a claim of it, before it lands)."""
+        return job_training_seconds(await self.job_context(u.job_id), self.train_speed)
+
+    async def claim_refusal(self, u: UnitView) -> str | None:
+        """Why the claim planned on `u` must not be sent now (logic.claim_send_refusal), on a
+        fresh block and the unit read again with its claimants; None: send it."""
+        now = self.chain_time(await self.now())
+        fresh = await self.unit(u.unit_id)
+        fresh = replace(fresh, claimants=await self.claimants(fresh))
+        return claim_send_refusal(u, fresh, now, self.me)
 
     async def claimed(self, u: UnitView) -> bool:
         return any(c.lower() == self.me.lower() for c in await self.claimants(u))
@@ -559,21 +620,9 @@ class Solver(RoleAgent):
 
     async def handle(self, act: Act, u: UnitView, now: Now) -> None:
         match act:
-            case ClaimUnit(intent=intent, unit_id=unit_id):
-                late = claim_late_by(self.chain_time(now), u.deadline)
-                if late > 0:
-                    # the round ran long since its block was read (a restart loads every job
-                    # first): the window closes before this claim could land
-                    self.log.info(
-                        "unit %d: its claim window closes before a claim sent now would land: "
-                        "not claiming",
-                        unit_id,
-                    )
-                    return
-                claim = ClaimWithSecret(intent, unit_id, keccak(self.secret(u)))
-                if await self.executor.execute(claim) is not None and self.held is not None:
-                    # the next claim this round counts this one's training too
-                    self.held[u.unit_id] = await self.training_left(u)
+            case ClaimUnit(intent=intent):
+                await self.send_slot()
+                await self.claim(intent, u)
             case Train():
                 await self.start_training(u)
             case Commit():
@@ -584,8 +633,34 @@ class Solver(RoleAgent):
                 await self.reveal(act, u)
             case AnswerData():
                 await self.answer_data(u)
+            case CloseClaims() if unclaimed_lapsed(u, await self.claimants(u)):
+                await self.send_slot()
+                self.beside(self.extend_and_claim(act, u), u)
             case ChainAction():  # keeper steps
-                await self.executor.execute(act)
+                await self.send_slot()
+                self.beside(self.executor.execute(act), u)
+
+    async def claim(self, intent: str, u: UnitView) -> None:
+        """Claim unit `u` under `intent`, beside the round. The round ran long since it read the
+        unit (a restart loads every job first; under load a round weighs hundreds of units):
+        checked again on a fresh block and a fresh read of the unit right before the send."""
+        why = await self.claim_refusal(u)
+        if why is not None:
+            self.log.info("unit %d: not claiming: %s", u.unit_id, why)
+            return
+        claim = ClaimWithSecret(intent, u.unit_id, keccak(self.secret(u)))
+        if self.held is not None:
+            # the next claim this round counts this one's training too
+            self.held[u.unit_id] = await self.claim_seconds(u)
+        self.beside(self.executor.execute(claim), u)
+
+    async def extend_and_claim(self, close: CloseClaims, u: UnitView) -> None:
+        """Extend the lapsed window of a unit nobody claimed, and claim it in the window that
+        opens: the extension is the claim's first step (logic.unclaimed_lapsed), and a claim
+        left to a later round let that window lapse too under load."""
+        if await self.executor.execute(close) is not None:
+            fresh = await self.unit(u.unit_id)
+            await self.claim(claim_act(fresh).intent, fresh)
 
     # --- training and publishing --------------------------------------------------------------
 

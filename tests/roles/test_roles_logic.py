@@ -3,6 +3,8 @@ exactly one logical send (so re-deciding after a restart never sends twice)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import replace
 
 import pytest
@@ -14,6 +16,7 @@ from agents.roles.actions import (
     Challenge,
     ClaimTimeout,
     ClaimUnit,
+    ClaimWithSecret,
     CloseClaims,
     Commit,
     Defend,
@@ -56,6 +59,8 @@ from agents.roles.logic import (
     VerifierFacts,
     VerifierStatus,
     attestation_done,
+    chain_time_since,
+    claim_send_refusal,
     claim_turn,
     final_data_acts,
     forced_reveal_open,
@@ -76,6 +81,7 @@ from agents.roles.logic import (
     verifier_acts,
     whistleblower_acts,
 )
+from agents.roles.solver import Solver
 
 ME = "0x" + "11" * 20
 OTHER = "0x" + "22" * 20
@@ -188,10 +194,42 @@ def test_solvers_take_turns_to_claim():
     u = unit(UnitStatus.OPEN)
     order = rendezvous(u.unit_id, u.attempt, SOLVERS)
     assert claim_turn(u, order[0], SOLVERS, (), 0)
-    assert claim_turn(u, order[0], SOLVERS, (order[1],), 0)  # its turn, whoever claimed
+    # claimed by a later rank while the first's round was busy: a second claim adds nothing
+    assert not claim_turn(u, order[0], SOLVERS, (order[1],), 0)
     assert not claim_turn(u, order[2], SOLVERS, (), keeper_delay(2) - 1)
     assert claim_turn(u, order[2], SOLVERS, (), keeper_delay(2))
     assert not claim_turn(u, order[2], SOLVERS, (order[0],), 10**6)  # claimed: no need
+
+
+def test_chain_time_counts_from_the_latest_block_read():
+    """Issue #45's N=100 run: 214 claims landed past their window. The round's block, moved on
+    by the wall time since it was read, was the check before a claim, but an eligibility check
+    read a later block meanwhile and the round's block then counted as fresh: the margin
+    was counted from a block read tens of seconds before the send."""
+    round_now, latest = Now(10, 1000), Now(14, 1004)
+    assert chain_time_since(round_now, latest, 25.2) == Now(14, 1030)
+    assert chain_time_since(round_now, round_now, 0.0) == round_now
+    assert chain_time_since(latest, round_now, 0.0) == latest  # never earlier than the decision's
+
+
+def test_a_claim_is_checked_again_on_fresh_reads_right_before_its_send():
+    """A claim planned on a round's read is sent only while the unit, read again, is still open
+    for that attempt, its window still fits the claim's margin on a fresh block, and nobody
+    else claimed it (one claimant per unit: the N=100 run sent 375 claims for 100 units)."""
+    planned = replace(unit(UnitStatus.OPEN), claimants=())
+    fresh = planned
+    assert claim_send_refusal(planned, fresh, Now(20, 1000 - CLAIM_MARGIN_S), ME) is None
+    assert "closes" in claim_send_refusal(planned, fresh, Now(20, 1000 - CLAIM_MARGIN_S + 1), ME)
+    assert claim_send_refusal(planned, replace(fresh, claimants=(ME,)), Now(20, 900), ME) is None
+    taken = claim_send_refusal(planned, replace(fresh, claimants=(OTHER,)), Now(20, 900), ME)
+    assert taken == f"{OTHER} claimed it first"
+    closed = replace(fresh, status=UnitStatus.SELECTING)
+    assert "no longer open" in claim_send_refusal(planned, closed, Now(20, 900), ME)
+    reopened = replace(fresh, attempt=1)
+    assert "no longer open" in claim_send_refusal(planned, reopened, Now(20, 900), ME)
+    # an extended window (closeClaims with no claimant) is checked on its new deadline
+    extended = replace(fresh, deadline=2000)
+    assert claim_send_refusal(planned, extended, Now(20, 1500), ME) is None
 
 
 def test_keeper_intents_differ_per_attempt_and_window():
@@ -686,3 +724,99 @@ def test_the_submitter_demands_the_final_checkpoint_only_when_its_read_failed_in
         assert final_data_acts(unit(s), Now(1, 900), "failed", 11) == []
     other = final_data_acts(unit(UnitStatus.VERIFYING, attempt=1), Now(1, 900), "failed", 11)
     assert other[0].intent != act.intent
+
+
+def test_a_later_block_read_does_not_reset_the_clock_of_a_claims_check():
+    """The agent side of `chain_time_since`: a round reads its block, an eligibility check reads
+    a later one, and the claim's check 30 s after the round's read counts from the later read
+    (before the fix it fell back to the round's block unmoved: 1000, not 1030)."""
+    from types import SimpleNamespace
+
+    clock = SimpleNamespace(t=0.0)
+    blocks = iter([{"number": 10, "timestamp": 1000}, {"number": 14, "timestamp": 1004}])
+
+    async def get_block(tag):
+        return next(blocks)
+
+    solver = object.__new__(Solver)
+    solver.w3 = SimpleNamespace(eth=SimpleNamespace(get_block=get_block))
+    solver.agent = SimpleNamespace(clock=SimpleNamespace(monotonic=lambda: clock.t))
+    round_now = asyncio.run(solver.now())
+    clock.t = 4.0
+    asyncio.run(solver.now())  # the eligibility check's read
+    clock.t = 30.0
+    assert solver.chain_time(round_now) == Now(14, 1030)
+
+
+def stub_solver(units: list[UnitView], sent: list) -> Solver:
+    """A Solver without its agent: the chain reads its claim path makes, answered from `units`
+    (one per read) at block 20 (t=1000-ish), every send recorded in `sent` and mined."""
+    from types import SimpleNamespace
+
+    reads = iter(units)
+
+    async def get_block(tag):
+        return {"number": 20, "timestamp": 900}
+
+    async def execute(act):
+        sent.append(act)
+        return object()
+
+    async def read_unit(unit_id):
+        return next(reads)
+
+    solver = object.__new__(Solver)
+    solver.me, solver.held = ME, None
+    solver.w3 = SimpleNamespace(eth=SimpleNamespace(get_block=get_block))
+    solver.agent = SimpleNamespace(clock=SimpleNamespace(monotonic=lambda: 0.0), account=None)
+    solver.executor = SimpleNamespace(execute=execute)
+    solver.log = logging.getLogger("test")
+    solver.unit = read_unit
+    solver.secret = lambda u: b"\1" * 32
+    return solver
+
+
+def test_the_solver_that_extends_an_unclaimed_window_claims_in_it_at_once():
+    """Issue #45's N=100 run: 778 closeClaims, windows extended again and again. The eligible
+    solver's extension is the claim's first step: it claims in the window it opened in the same
+    act, instead of planning the claim a round later, when that window may have lapsed too."""
+    lapsed = replace(unit(UnitStatus.OPEN, deadline=800), claimants=())
+    extended = replace(lapsed, deadline=920)
+    sent: list = []
+    solver = stub_solver([extended, extended], sent)
+    act = keeper_acts(lapsed, Now(20, 900))[0]
+
+    async def handle(u: UnitView) -> None:
+        await solver.handle(act, u, Now(20, 900))
+        await solver.sends_landed()
+
+    asyncio.run(handle(lapsed))
+    assert kinds(sent) == [CloseClaims, ClaimWithSecret]
+    assert sent[1].intent == f"claim:{UID}:0:920"
+    # a unit with claimants is closed, not claimed
+    sent.clear()
+    asyncio.run(handle(replace(lapsed, claimants=(OTHER,))))
+    assert kinds(sent) == [CloseClaims]
+
+
+def test_an_extended_window_starts_the_claim_turns_again():
+    """The turns count from the first sight of each window, not of the attempt: after an
+    extension the later ranks wait their graces again (before, every solver had waited long
+    enough and all claimed the extended window)."""
+    from types import SimpleNamespace
+
+    order = rendezvous(UID, 0, SOLVERS)
+    solver = object.__new__(Solver)
+    solver.me = order[1]
+
+    async def live_pool(role):
+        return tuple(SOLVERS)
+
+    solver.live_pool = live_pool
+    solver.manager = SimpleNamespace()
+    first = replace(unit(UnitStatus.OPEN, deadline=1000), claimants=())
+    assert not asyncio.run(solver.claim_turn(first, Now(1, 980)))
+    assert asyncio.run(solver.claim_turn(first, Now(1, 980 + keeper_delay(1))))
+    extended = replace(first, deadline=1030)
+    assert not asyncio.run(solver.claim_turn(extended, Now(1, 1010)))
+    assert asyncio.run(solver.claim_turn(extended, Now(1, 1010 + keeper_delay(1))))

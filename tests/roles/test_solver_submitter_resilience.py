@@ -265,6 +265,7 @@ def test_a_claim_counts_against_the_next_one_in_the_same_round(tmp_path):
         unit(2, UnitStatus.OPEN, NOW.timestamp + 600),
     ]
     s.units_in_preference_order = answering(lambda: units)
+    s.unit = answering(lambda uid: next(u for u in units if u.unit_id == uid))  # read again
     s.heartbeat_if_due = s.withdraw_if_credited = lambda now: asyncio.sleep(0)
     s.reveal_due = answering(lambda u: False)
 
@@ -309,8 +310,9 @@ def test_solver_does_not_claim_a_unit_whose_claim_deadline_is_beyond_max_claim_w
 
 def test_a_claim_counts_the_time_since_its_block_was_read(tmp_path, caplog):
     """Issue #45: a restarted solver loads every job in its first round, and a claim decided on
-    the round's first block read was mined 1.6 s past its deadline. The margin now counts the
-    wall time since that read: a claim that cannot land in time is not sent."""
+    the round's first block read was mined 1.6 s past its deadline. Right before the send the
+    claim is checked again on a fresh block and a fresh read of the unit: a claim that cannot
+    land in time is not sent."""
     data = datasets.load_dataset(DIGITS.dataset_name)
     s = a_solver(tmp_path, {1: (DIGITS, job_tuple(DIGITS, data))}, claim=lambda u, h: (u, h))
     clock = FakeClock()
@@ -319,16 +321,24 @@ def test_a_claim_counts_the_time_since_its_block_was_read(tmp_path, caplog):
     del s.now  # the role's own read: it notes when the block was read
     s.executor = RecordingExecutor(s)
     u = unit(1, UnitStatus.OPEN, NOW.timestamp + CLAIM_MARGIN_S)
+    read_again = [u]
+    s.unit = answering(lambda uid: read_again[0])
     now = asyncio.run(s.now())
     (act,) = [a for a in solver_acts(u, now, facts_for(s, u, now)) if isinstance(a, ClaimUnit)]
+
+    async def handled() -> None:
+        await s.handle(act, u, now)
+        await s.sends_landed()
+
     caplog.set_level(logging.INFO)
-    clock.advance(5)  # the round went on, loading jobs, for 5 s
-    asyncio.run(s.handle(act, u, now))
+    clock.advance(5)  # the round went on, loading jobs, for 5 s, and so did the chain
+    s.w3.eth.head, s.w3.eth.timestamp = NOW.block + 5, NOW.timestamp + 5
+    asyncio.run(handled())
     assert s.executor.sent == []
     assert any("closes before a claim sent now" in r.getMessage() for r in caplog.records)
-    # in time, the same decision is sent
-    now = asyncio.run(s.now())
-    asyncio.run(s.handle(act, u, now))
+    # its window still fits on the fresh read (it was extended meanwhile): the decision is sent
+    read_again[0] = replace(u, deadline=u.deadline + 5)
+    asyncio.run(handled())
     assert [type(a) for a, _ in s.executor.sent] == [ClaimWithSecret]
 
 
