@@ -351,9 +351,26 @@ DRAW_FOLD_BLOCKS = 64
 FOLD_MARGIN_BLOCKS = 8
 
 
-def keeper_delay(rank: int) -> int:
+#: The most a keeper's grace grows to under load (`keeper_grace`): ranks up to MAX_KEEPER_RANK
+#: times it, after a Committed unit's fold, stay inside a seed's 256 blocks.
+MAX_KEEPER_GRACE = 22
+
+
+def keeper_delay(rank: int, grace: int = KEEPER_GRACE) -> int:
     """How long (seconds, or blocks) after a step is due the keeper at `rank` takes it."""
-    return min(rank, FALLBACK_RANK) * KEEPER_GRACE
+    return min(rank, FALLBACK_RANK) * grace
+
+
+def keeper_grace(round_seconds: Iterable[float]) -> int:
+    """The grace between keeper ranks, from my latest rounds' durations (seconds): KEEPER_GRACE,
+    or longer when rounds take longer. A keeper sees a step due only when its round reaches the
+    unit, up to a round after it became due: with 4 s graces and 20 s rounds under load (issue
+    #45, N=200), the first keeper's step went out when the later ranks' graces were over too,
+    and hundreds of closeClaims and selectAssignee reverted as lost races. A grace of two of my
+    longest recent rounds keeps the next rank waiting until the first had its next round (the
+    agents of a network under one load have rounds alike), within MAX_KEEPER_GRACE."""
+    longest = max(round_seconds, default=0.0)
+    return min(MAX_KEEPER_GRACE, max(KEEPER_GRACE, math.ceil(2 * longest)))
 
 
 def rendezvous(unit_id: int, attempt: int, pool: Iterable[str]) -> list[str]:
@@ -380,6 +397,7 @@ class KeeperFacts:
     # a Committed unit's draw picks a verifier, whose first answer may draw (a keeper waits the
     # fold out); False: it picks nobody, and a keeper draws at once
     fold: bool = True
+    grace: int = KEEPER_GRACE  # between ranks: keeper_grace() of my rounds
 
 
 def keeper_order(u: UnitView, step: type[ChainAction], k: KeeperFacts) -> tuple[str, ...]:
@@ -462,7 +480,8 @@ def keeper_acts(
     if due is None or type(due[0]) not in steps:
         return []
     step, overdue = due
-    return [step] if overdue > keeper_delay(keeper_rank(u, type(step), keeper)) else []
+    grace = KEEPER_GRACE if keeper is None else keeper.grace
+    return [step] if overdue > keeper_delay(keeper_rank(u, type(step), keeper), grace) else []
 
 
 def _due_step(

@@ -12,6 +12,7 @@ is logged and retried on a later round, never sent.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -68,6 +69,7 @@ from agents.roles.logic import (
     VerifierStatus,
     chain_time_since,
     idle_block_due,
+    keeper_grace,
     read_budget_s,
     withdraw_act,
     withdraw_due,
@@ -76,6 +78,9 @@ from agents.training.engine import EngineConfig
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
+
+#: Rounds whose durations set my keeper grace (logic.keeper_grace): the latest few.
+ROUNDS_KEPT = 5
 
 # The node or the network failed (a read of the agent's async client too, once web3's own
 # retries are spent: an HTTP 503 is aiohttp's ClientResponseError): the whole round is retried
@@ -526,8 +531,10 @@ class RoleAgent:
         while not stop.is_set():
             try:
                 with self.isolated("round") if self.isolate_rounds else contextlib.nullcontext():
+                    began = clock.monotonic()
                     if await self.round():
                         return 0
+                    self.round_seconds.append(clock.monotonic() - began)
                 self.failures = 0
             except TRANSIENT_ERRORS as exc:
                 self.failures += 1
@@ -618,16 +625,25 @@ class RoleAgent:
         pools and the unit's claimants where the step due is a pool's (Open, Selecting,
         Committed), the challenger of a held win. (The job's submitter keeps with
         `KeeperFacts(me)`: in no pool, after every node but for its own data request.)"""
+        grace = keeper_grace(self.round_seconds)
         if u.status in (UnitStatus.OPEN, UnitStatus.SELECTING):
             solvers = await self.live_pool(Role.SOLVER)
-            return KeeperFacts(self.me, solvers=solvers, claimants=await self.claimants(u))
+            claimants = await self.claimants(u)
+            return KeeperFacts(self.me, solvers=solvers, claimants=claimants, grace=grace)
         if u.status == UnitStatus.COMMITTED:
             # a draw that picks nobody has no first answer to wait for
             fold = bool((await self.simulated_draw(u))[0])
-            return KeeperFacts(self.me, verifiers=await self.live_pool(Role.VERIFIER), fold=fold)
+            verifiers = await self.live_pool(Role.VERIFIER)
+            return KeeperFacts(self.me, verifiers=verifiers, fold=fold, grace=grace)
         if u.status == UnitStatus.DISPUTED and u.result_held:
-            return KeeperFacts(self.me, challenger=(await self.dispute(u)).challenger)
-        return KeeperFacts(self.me)
+            challenger = (await self.dispute(u)).challenger
+            return KeeperFacts(self.me, challenger=challenger, grace=grace)
+        return KeeperFacts(self.me, grace=grace)
+
+    @property
+    def round_seconds(self) -> collections.deque[float]:
+        """My latest rounds' durations (the keepers' grace, logic.keeper_grace)."""
+        return self.__dict__.setdefault("_round_seconds", collections.deque(maxlen=ROUNDS_KEPT))
 
     # --- acts that cannot succeed ---------------------------------------------------------
 

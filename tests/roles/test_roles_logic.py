@@ -43,6 +43,8 @@ from agents.roles.logic import (
     DRAW_FOLD_BLOCKS,
     FALLBACK_RANK,
     KEEPER_GRACE,
+    MAX_KEEPER_GRACE,
+    MAX_KEEPER_RANK,
     READ_BUDGET_MIN_S,
     READ_BUDGET_S,
     SEND_MARGIN_S,
@@ -68,6 +70,7 @@ from agents.roles.logic import (
     held_result_due,
     keeper_acts,
     keeper_delay,
+    keeper_grace,
     keeper_order,
     keeper_rank,
     leak_acts,
@@ -157,6 +160,27 @@ def test_every_keeper_has_its_own_rank_and_waits_its_graces():
     assert keeper_acts(u, Now(50 + keeper_delay(FALLBACK_RANK), 1), keeper=submitter) == []
     # a node in no order of the step (a verifier, for selection) keeps as the fallback does
     assert keeper_rank(u, SelectAssignee, keeper(VERIFIERS[0])) == FALLBACK_RANK
+
+
+def test_the_keepers_grace_grows_with_their_rounds():
+    """Issue #45's N=200 run: with 4 s graces and rounds of tens of seconds, the first keeper's
+    closeClaims and selectAssignee went out when the later ranks' graces were over too, and
+    hundreds reverted as lost races. The grace is two of my longest recent rounds (within
+    bounds), and the rank r keeper waits r of them."""
+    assert keeper_grace([]) == KEEPER_GRACE
+    assert keeper_grace([0.4, 1.1]) == KEEPER_GRACE
+    assert keeper_grace([3.0, 7.2, 5.0]) == 15
+    assert keeper_grace([60.0]) == MAX_KEEPER_GRACE
+    # ranks up to MAX_KEEPER_RANK at the longest grace stay inside a seed's 256 blocks
+    assert DRAW_FOLD_BLOCKS + keeper_delay(MAX_KEEPER_RANK, MAX_KEEPER_GRACE) < 256
+    u = unit(UnitStatus.SELECTING)
+    second = rendezvous(u.unit_id, u.attempt, SOLVERS)[1]
+    slow = keeper(second, grace=15)
+    assert keeper_acts(u, Now(50 + 15, 1), keeper=slow) == []
+    assert kinds(keeper_acts(u, Now(50 + 16, 1), keeper=slow)) == [SelectAssignee]
+    assert kinds(keeper_acts(u, Now(50 + KEEPER_GRACE + 1, 1), keeper=keeper(second))) == [
+        SelectAssignee
+    ]
 
 
 def test_the_parties_of_a_step_keep_it_first():
