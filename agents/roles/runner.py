@@ -534,7 +534,7 @@ class RoleAgent:
                     began = clock.monotonic()
                     if await self.round():
                         return 0
-                    self.round_seconds.append(clock.monotonic() - began)
+                    self.note_round(clock.monotonic() - began)
                 self.failures = 0
             except TRANSIENT_ERRORS as exc:
                 self.failures += 1
@@ -639,6 +639,14 @@ class RoleAgent:
             challenger = (await self.dispute(u)).challenger
             return KeeperFacts(self.me, challenger=challenger, grace=grace)
         return KeeperFacts(self.me, grace=grace)
+
+    def note_round(self, seconds: float) -> None:
+        """Keep a round's duration; say when my keeper grace changes with it."""
+        before = keeper_grace(self.round_seconds)
+        self.round_seconds.append(seconds)
+        after = keeper_grace(self.round_seconds)
+        if after != before:
+            self.log.info("keeper grace %d s (my longest recent round %.1f s)", after, max(self.round_seconds))
 
     @property
     def round_seconds(self) -> collections.deque[float]:
