@@ -646,7 +646,8 @@ class RoleAgent:
         self.round_seconds.append(seconds)
         after = keeper_grace(self.round_seconds)
         if after != before:
-            self.log.info("keeper grace %d s (my longest recent round %.1f s)", after, max(self.round_seconds))
+            longest = max(self.round_seconds)
+            self.log.info("keeper grace %d s (my longest recent round %.1f s)", after, longest)
 
     @property
     def round_seconds(self) -> collections.deque[float]:
