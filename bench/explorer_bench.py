@@ -123,6 +123,9 @@ def populate(w3: Web3, addresses: dict[str, str]) -> dict:
                     5 * TOKEN,
                     3600,
                     root,
+                    bytes(32),  # version 2: no aggregation graph
+                    bytes(32),
+                    0,
                 )
             )
         )

@@ -236,7 +236,11 @@ def deploy_all(
         which whistleblowers dispute verifiers' attestations (needs ``dispute_game``;
         ``court_clock_budget``: that game's seconds per side, default ``clock_budget``);
       - ``round_manager``: True to deploy a RoundManager (decomposed jobs, PROTOCOL §6.9) over
-        the JobManager; ``round_config``: overrides of DEFAULT_ROUND_CONFIG fields.
+        the JobManager, wired into it (``JobManager.setRoundManager``: its units follow the
+        placement rule); ``round_config``: overrides of DEFAULT_ROUND_CONFIG fields. With
+        ``dispute_game`` too, its aggregation game (``DisputeGame(roundManager, prover,
+        clock_budget, True)``, after the JobLens) is wired with ``RoundManager.setGame``, so
+        version-3 decomposed jobs can be posted; without it only version-2 ones.
     Without an arbiter the JobManager is deployed unwired: the deployer must call
     ``setArbiter(address)`` once before any job can be posted.
     """
@@ -318,6 +322,16 @@ def deploy_all(
         rm_cfg = _config_tuple(DEFAULT_ROUND_CONFIG, params.get("round_config"))
         rm_art = load_artifact("RoundManager", abi_dir)
         out["RoundManager"] = sender.deploy(rm_art, manager, rm_cfg, step="RoundManager")
+        sender.call(mgr.functions.setRoundManager(out["RoundManager"]),
+                    step="JobManager.setRoundManager")  # fmt: skip
     # Last, so that the other contracts' addresses (the deployer's nonces) are as before it.
     out["JobLens"] = sender.deploy(load_artifact("JobLens", abi_dir), manager, step="JobLens")
+    if params.get("round_manager") and out.get("OneStepProver"):
+        # the aggregation game: managed by the round manager, which alone registers its configs
+        game_art = load_artifact("DisputeGame", abi_dir)
+        budget = int(params.get("clock_budget", HOUR))
+        out["RoundGame"] = sender.deploy(game_art, out["RoundManager"], out["OneStepProver"],
+                                         budget, True, step="DisputeGame (rounds)")  # fmt: skip
+        rm_c = w3.eth.contract(address=out["RoundManager"], abi=rm_art["abi"])
+        sender.call(rm_c.functions.setGame(out["RoundGame"]), step="RoundManager.setGame")
     return out

@@ -69,6 +69,7 @@ class RoundStatus(IntEnum):
     TRAINING = 1  # units posted; aggregation may be committed once all S are finalized
     COMMITTED = 2  # an aggregate is in its challenge window
     FINAL = 3  # G_{r+1} is final
+    DISPUTED = 4  # version 3: the aggregate is disputed in the aggregation game
 
 
 class Phase(IntEnum):

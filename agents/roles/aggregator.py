@@ -171,7 +171,8 @@ class Aggregator(RoleAgent):
 
     async def follow(self, dj: int, r: int, now) -> None:
         """Round `r` of decomposed job `dj`: aggregate, answer or check, then finalize."""
-        status, attempt, deadline, aggregator, root = await self.rm.functions.getRound(dj, r).call()
+        rnd = await self.rm.functions.getRound(dj, r).call()
+        status, attempt, deadline, aggregator, root = rnd[:5]
         if status == RoundStatus.TRAINING:
             await self.aggregate(dj, r, attempt)
         elif status != RoundStatus.COMMITTED:

@@ -272,6 +272,9 @@ async def post_decomposed(sub) -> None:
         agg_reward,
         int(sub.config.compute_time),
         job_graph(spec, data.n).config.hash(),
+        bytes(32),  # version 2: no aggregation graph (element fraud proofs), H = G
+        bytes(32),
+        0,
     )
     out = await sub.executor.execute(PostRoundJob(f"post:{spec_hash}", params))
     if out is None:
@@ -298,7 +301,7 @@ async def follow_decomposed(sub) -> bool:
     if job.status == RoundJobStatus.COMPLETED:
         return await finish_decomposed(sub)
     r = job.currentRound
-    status, attempt, deadline, aggregator, _ = await rm.functions.getRound(dj, r).call()
+    status, attempt, deadline, aggregator, *_ = await rm.functions.getRound(dj, r).call()
     reveal_slot = 2 * await sub.reveal_window()
     acted = False
     for s in range(sub.spec.shards):
@@ -331,6 +334,7 @@ _ROUND = {
     RoundStatus.TRAINING: "open",
     RoundStatus.COMMITTED: "committed",
     RoundStatus.FINAL: "final",
+    RoundStatus.DISPUTED: "disputed",
 }
 
 

@@ -245,6 +245,13 @@ interface IJobManager is IDisputeCallback {
     error ExtensionAlreadySet(address extension);
     /// @notice `extension` runs on another manager's storage, `manager`.
     error ExtensionOfAnotherManager(address extension, address manager);
+    /// @notice The round manager was already wired.
+    error RoundManagerAlreadySet(address roundManager);
+    /// @notice `roundManager` posts its units into another job manager, `manager`.
+    error RoundManagerOfAnotherManager(address roundManager, address manager);
+    /// @notice Placement (PROTOCOL §6.9): `solver` already claimed shard `shard` of round `round`
+    ///         of decomposed job `roundJob`, and the round's first claim window runs until `until`.
+    error ShardHeld(uint256 roundJob, uint256 round, uint256 shard, address solver, uint256 until);
     /// @notice A rare path was called before the extension that runs it was wired.
     error ExtensionNotSet();
     /// @notice `steps` is zero.
@@ -434,6 +441,8 @@ interface IJobManager is IDisputeCallback {
     event ArbiterSet(address indexed arbiter);
     /// @notice The extension that runs the rare paths was wired.
     event ExtensionSet(address indexed extension);
+    /// @notice The round manager whose units' claims follow the placement rule was wired.
+    event RoundManagerSet(address indexed roundManager);
     /// @notice A job was posted and its reward escrowed.
     event JobPosted(
         uint256 indexed jobId,
@@ -608,6 +617,12 @@ interface IJobManager is IDisputeCallback {
     ///         disputes, data requests, forced reveals) on this manager's storage; it must have
     ///         been deployed for this manager (its `manager()`). Deployer only, once.
     function setExtension(address newExtension) external;
+
+    /// @notice Wires the round manager (PROTOCOL §6.9): the unit jobs it posts from then on
+    ///         follow the placement rule (a solver claims at most one shard of a round during
+    ///         the round's first claim window). It must post into this manager (its
+    ///         `jobManager()`). Deployer only, once.
+    function setRoundManager(address newRoundManager) external;
 
     // ------------------------------------------------------------------ submitter
     /// @notice Posts a job and pulls `params.reward` into escrow (needs approval).
@@ -803,6 +818,11 @@ interface IJobManager is IDisputeCallback {
     function arbiter() external view returns (address);
     /// @notice The extension that runs the rare paths (zero until wired).
     function extension() external view returns (address);
+    /// @notice The round manager whose units follow the placement rule (zero until wired).
+    function roundManager() external view returns (address);
+    /// @notice The shard (plus one; 0: none) `solver` claimed first in round `round` of the
+    ///         round manager's job `roundJob` (the placement rule's record).
+    function roundShardOf(uint256 roundJob, uint256 round, address solver) external view returns (uint256);
     /// @notice The deployment parameters.
     function config() external view returns (Config memory);
     /// @notice Number of jobs posted. Job ids are `generation << 32 | record` (`JobIds`): 1, 2, 3,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.37;
 
+import {IDisputeCallback} from "./IDisputeCallback.sol";
 import {INodeRegistry} from "./INodeRegistry.sol";
 
 /// @title IRoundManager
@@ -11,12 +12,17 @@ import {INodeRegistry} from "./INodeRegistry.sol";
 ///         one element of G_{r+1} wrong, non-interactively, against the units' finalized state
 ///         roots (the agreed inputs); the aggregator's bond is slashed and the round re-opens
 ///         for aggregation. After the window the round is final and round r+1 is posted.
+///         A version-3 job (PROTOCOL §5.2, `aggregationConfigHash` nonzero) keeps a round state
+///         H_r (G_r's tensors, then the outer optimizer's buffers): its aggregate H_{r+1} is the
+///         committed aggregation graph on H_r and the units' final states, and it is disputed
+///         by the protocol's dispute game (`challengeAggregate`: one bonded challenger at a
+///         time, bisected to one operator, `onDisputeResolved`), not by element proofs.
 /// @dev Money: the submitter escrows R·(S·unitReward + aggregatorReward) here; unit rewards
 ///      move into the job manager as each round's units are posted. Payouts (aggregator reward
 ///      and bond, challenger rewards) are credited and pulled with `withdraw`; the slashed
 ///      remainder of a bond goes to this contract's jackpot, which `flushJackpot` passes on to the
 ///      job manager's.
-interface IRoundManager {
+interface IRoundManager is IDisputeCallback {
     enum JobStatus {
         None,
         Running,
@@ -27,13 +33,14 @@ interface IRoundManager {
         None,
         Training, // units posted; aggregation may be committed once all S are finalized
         Committed, // an aggregate is in its challenge window
-        Final // G_{r+1} is final
+        Final, // G_{r+1} is final
+        Disputed // version 3: the aggregate is disputed in the aggregation game
     }
 
     /// @notice What a submitter posts.
     /// @param specHash           keccak256 of the canonical version-2 job spec (PROTOCOL §5.1).
     /// @param datasetRoot        Dataset root list (PROTOCOL §4).
-    /// @param initialStateRoot   State root of G_0.
+    /// @param initialStateRoot   State root of G_0 (the step state round 0's units start from).
     /// @param layoutHash         keccak256(abi.encode(StateLayout)) of the spec's state tensors.
     /// @param rounds             R (> 0).
     /// @param shards             S (1 … MAX_SHARDS, ≤ numExamples).
@@ -48,6 +55,13 @@ interface IRoundManager {
     /// @param disputeConfigHash  The job's dispute config hash (PROTOCOL §7.2, a function of the
     ///                           spec and N), registered for every unit job with the unit's
     ///                           placement (first global step, shard) so units can be disputed.
+    /// @param aggregationConfigHash Version 3: the dispute config hash of the job's aggregation
+    ///                           graph (PROTOCOL §7.2), registered with the aggregation game;
+    ///                           zero for version 2 (element fraud proofs).
+    /// @param initialRoundRoot   Version 3: state root of H_0 (G_0's tensors, then zero outer
+    ///                           buffers); zero for version 2 (H = G).
+    /// @param numStep            Version 3: how many of the layout's tensors (the first) are
+    ///                           the step state G; zero for version 2 (all).
     struct JobParams {
         bytes32 specHash;
         bytes32 datasetRoot;
@@ -64,6 +78,9 @@ interface IRoundManager {
         uint96 aggregatorReward;
         uint32 computeTime;
         bytes32 disputeConfigHash;
+        bytes32 aggregationConfigHash;
+        bytes32 initialRoundRoot;
+        uint32 numStep;
     }
 
     /// @notice A decomposed job as stored (the posted parameters plus its progress).
@@ -75,13 +92,20 @@ interface IRoundManager {
         JobParams params;
     }
 
-    /// @notice Round `r` of a job: its aggregate (G_{r+1}) and who committed it.
+    /// @notice Round `r` of a job: its aggregate (G_{r+1}; H_{r+1} for version 3) and who
+    ///         committed it. Version 3 also: the root of the aggregate's step state (G_{r+1},
+    ///         round r+1's units' start), the units list U_r (the root list under
+    ///         vtp.units.v1 of the S units' final state roots, the agreed inputs) and, while
+    ///         Disputed, the challenger (its game is in `AggregateChallenged`).
     struct Round {
         RoundStatus status;
         uint32 attempt;
         uint64 deadline;
         address aggregator;
         bytes32 aggregateRoot;
+        bytes32 nextUnitRoot;
+        bytes32 unitsRoot;
+        address challenger;
     }
 
     /// @notice The state tensors in state-root order (PROTOCOL §5): keccak256(name), rows, cols.
@@ -192,6 +216,26 @@ interface IRoundManager {
     error TensorNotDisputed(uint256 tensor, bytes32 dataRoot);
     /// @notice A list's hash or root is not the one recorded.
     error RootMismatch(bytes32 expected, bytes32 actual);
+    /// @notice The version fields disagree: a version-3 job needs `initialRoundRoot` and
+    ///         `numStep` (and the aggregation game wired), a version-2 job has neither.
+    error InvalidAggregation(bytes32 aggregationConfigHash, bytes32 initialRoundRoot, uint32 numStep);
+    /// @notice `numStep` is above the layout's tensor count.
+    error InvalidStepCount(uint256 numStep, uint256 numState);
+    /// @notice Only the deployer wires the aggregation game.
+    error NotDeployer(address caller);
+    /// @notice The aggregation game was already wired.
+    error GameAlreadySet(address game);
+    /// @notice `game` is managed by `manager`, not by this contract.
+    error GameOfAnotherManager(address game, address manager);
+    /// @notice The job is version 3: its aggregates are disputed in the aggregation game
+    ///         (`challengeAggregate`), not by element proofs or reveal requests.
+    error AggregatedByGraph(uint256 jobId);
+    /// @notice The job is version 2: it has no aggregation game (element proofs instead).
+    error NoAggregationGame(uint256 jobId);
+    /// @notice Only a registered party may challenge an aggregate.
+    error NotRegistered(address caller);
+    /// @notice The aggregator may not challenge its own aggregate.
+    error OwnAggregate(address caller);
 
     // ------------------------------------------------------------------ events
     /// @notice A decomposed job was posted and `escrow` pulled from the submitter.
@@ -261,6 +305,18 @@ interface IRoundManager {
     /// @notice The aggregator did not reveal by the deadline: its bond is slashed as for fraud
     ///         and the round re-opens for aggregation.
     event AggregateWithheld(uint256 indexed jobId, uint32 round, address indexed aggregator, address indexed requester);
+    /// @notice The aggregation game (a DisputeGame managed by this contract) was wired.
+    event GameSet(address indexed game);
+    /// @notice `challenger` disputes the round's aggregate, bonded, in game `gameId` of the
+    ///         aggregation game.
+    event AggregateChallenged(uint256 indexed jobId, uint32 round, address indexed challenger, uint256 indexed gameId);
+    /// @notice Game `gameId` over the round's aggregate resolved. `challengerWon`: the aggregate
+    ///         was wrong, the aggregator is barred and the round re-opens for aggregation;
+    ///         otherwise the aggregate is back in its window, which ends no earlier than
+    ///         `deadline`.
+    event AggregateDisputeResolved(
+        uint256 indexed jobId, uint32 round, uint256 indexed gameId, bool challengerWon, uint64 deadline
+    );
     /// @notice G_{round+1} is final; the aggregator was paid.
     event RoundFinalized(uint256 indexed jobId, uint32 round, bytes32 globalRoot, address aggregator);
     /// @notice Every round is final; `resultRoot` is G_R.
@@ -308,6 +364,17 @@ interface IRoundManager {
         ElementOpening[] calldata units,
         ElementOpening calldata aggregate
     ) external;
+
+    /// @notice Version 3: disputes the current round's committed aggregate in the aggregation
+    ///         game (during its window, by a registered account other than the aggregator,
+    ///         one game at a time): pulls a bond equal to the aggregator's and opens the
+    ///         one-step claim "from H_r with the units list U_r, the aggregation graph gives the
+    ///         committed H_{r+1}", defended by the aggregator. Returns the game's id.
+    function challengeAggregate(uint256 jobId) external returns (uint256 gameId);
+
+    /// @notice Wires the aggregation game, a DisputeGame whose manager is this contract.
+    ///         Deployer only, once; version-3 jobs need it.
+    function setGame(address newGame) external;
 
     /// @notice After the challenge window: G_{r+1} is final, the aggregator is credited its
     ///         bond and reward, and round r+1's units are posted (or the job completes).
@@ -362,11 +429,11 @@ interface IRoundManager {
     function reclaimRevealBond(uint256 jobId, uint256 round, uint256 attempt) external;
 
     /// @notice Registers unit job `unitJobId`'s dispute config and placement (t0 = r·k_local,
-    ///         shard s of S) with `game`, this contract being the unit's submitter. Units are
+    ///         shard s of S) with `unitGame`, this contract being the unit's submitter. Units are
     ///         registered with the job manager's arbiter when posted; anyone may call this for
     ///         another game that reads submitters from the job manager (the attestation
     ///         court's). Reverts as the game does if already registered there.
-    function registerUnitConfig(uint256 unitJobId, address game) external;
+    function registerUnitConfig(uint256 unitJobId, address unitGame) external;
 
     // ------------------------------------------------------------------ views
     /// @notice The job manager the units run in.
@@ -381,21 +448,22 @@ interface IRoundManager {
     function getJob(uint256 jobId) external view returns (Job memory);
     /// @notice Round `round` of job `jobId`.
     function getRound(uint256 jobId, uint256 round) external view returns (Round memory);
-    /// @notice State root of G_round (G_0 at posting; G_{r+1} once round r is final; else 0).
+    /// @notice State root of G_round (G_0 at posting; G_{r+1} once round r is final; else 0);
+    ///         for version 3 the round state H_round.
     function globalRoot(uint256 jobId, uint256 round) external view returns (bytes32);
+    /// @notice State root of the step state round `round`'s units start from (G_round).
+    function unitStartRoot(uint256 jobId, uint256 round) external view returns (bytes32);
+    /// @notice The aggregation game (zero until wired).
+    function game() external view returns (address);
+    /// @notice The unit id of round `round`'s aggregation claim in the aggregation game (its
+    ///         config is the job's, registered at posting): `JobIds.unitId(jobId, round)`.
+    function aggregationUnitId(uint256 jobId, uint256 round) external pure returns (uint256);
     /// @notice Job-manager job id of unit (round, shard) (0 before it is posted).
     function unitJobOf(uint256 jobId, uint256 round, uint256 shard) external view returns (uint256);
     /// @notice Which decomposed job, round and shard a job-manager job runs (jobId 0 if none).
     function unitOf(uint256 unitJobId) external view returns (uint256 jobId, uint32 round, uint32 shard);
-    /// @notice The aggregation weights w_s = fl(N_s / N) of the job, as binary32 bits.
-    function weightsOf(uint256 jobId) external view returns (uint32[] memory);
     /// @notice spec hash of unit (round, shard): keccak256(abi.encode(UNIT_DOMAIN, specHash, round, shard)).
     function unitSpecHash(bytes32 specHash, uint256 round, uint256 shard) external pure returns (bytes32);
-    /// @notice State root of a state with the given layout and tensor data roots (float32 tensors).
-    function stateRootOf(StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
-        external
-        pure
-        returns (bytes32);
     /// @notice What `account` can withdraw.
     function credits(address account) external view returns (uint256);
     /// @notice Tokens held for the jackpot until `flushJackpot` passes them to the job manager.

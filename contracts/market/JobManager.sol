@@ -4,6 +4,7 @@ pragma solidity 0.8.37;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {IJobManager} from "../interfaces/IJobManager.sol";
+import {IRoundManager} from "../interfaces/IRoundManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {Credits} from "../libraries/Credits.sol";
@@ -41,6 +42,12 @@ contract JobManager is JobManagerBase, IJobManager {
     ///      this storage. Deployed on its own: its creation code beside this contract's and the
     ///      judge's would pass the 48 KiB limit on creation code (EIP-3860).
     address private _extension;
+    /// @dev The round manager whose units' claims follow the placement rule (wired once).
+    address private _roundManager;
+    /// @dev Placement (PROTOCOL §6.9), per decomposed job and round: the shard (plus one) each
+    ///      solver claimed first, and the end of the round's first claim window.
+    mapping(uint256 roundJob => mapping(uint256 round => mapping(address solver => uint256))) private _roundShards;
+    mapping(uint256 roundJob => mapping(uint256 round => uint256)) private _roundWindows;
 
     /// @dev Creates its own ForcedErrorJudge: the judge's checks would not fit this contract.
     constructor(address registry_, Config memory cfg)
@@ -69,6 +76,17 @@ contract JobManager is JobManagerBase, IJobManager {
         if (runsOn != address(this)) revert ExtensionOfAnotherManager(newExtension, runsOn);
         _extension = newExtension;
         emit ExtensionSet(newExtension);
+    }
+
+    /// @inheritdoc IJobManager
+    function setRoundManager(address newRoundManager) external {
+        if (msg.sender != _deployer) revert NotDeployer(msg.sender);
+        if (_roundManager != address(0)) revert RoundManagerAlreadySet(_roundManager);
+        if (newRoundManager == address(0)) revert ZeroAddress();
+        address postsInto = IRoundManager(newRoundManager).jobManager();
+        if (postsInto != address(this)) revert RoundManagerOfAnotherManager(newRoundManager, postsInto);
+        _roundManager = newRoundManager;
+        emit RoundManagerSet(newRoundManager);
     }
 
     // ------------------------------------------------------------------ submitter
@@ -102,7 +120,8 @@ contract JobManager is JobManagerBase, IJobManager {
         r.claimantCount = 0;
         r.verifierCount = 0;
         r.attestCount = 0;
-        r.flags = kept ? KEPT : 0;
+        // Only a contract's job is kept: the round manager's units are flagged for placement.
+        r.flags = kept ? (msg.sender == _roundManager ? KEPT | ROUND_UNIT : KEPT) : 0;
         // claimDeadline <= now + 1 day (checked above): far inside 40 bits.
         r.deadline = uint40(p.claimDeadline);
         r.seedBlock = 0;
@@ -141,6 +160,7 @@ contract JobManager is JobManagerBase, IJobManager {
         for (uint256 i = 0; i < n; ++i) {
             if (_claimants[record][i].solver == msg.sender) revert AlreadyClaimed(unitId, msg.sender);
         }
+        if (r.flags & ROUND_UNIT != 0) _placeRoundUnit(JobIds.jobOf(unitId), r.deadline);
         uint256 collateral = _collateral(r);
         uint256 w = _registry.selectionWeight(msg.sender);
         uint96 weight = w > type(uint96).max ? type(uint96).max : uint96(w);
@@ -544,6 +564,16 @@ contract JobManager is JobManagerBase, IJobManager {
     }
 
     /// @inheritdoc IJobManager
+    function roundManager() external view returns (address) {
+        return _roundManager;
+    }
+
+    /// @inheritdoc IJobManager
+    function roundShardOf(uint256 roundJob, uint256 round, address solver) external view returns (uint256) {
+        return _roundShards[roundJob][round][solver];
+    }
+
+    /// @inheritdoc IJobManager
     function config() external view returns (Config memory) {
         return Config(
             _claimWindow,
@@ -792,6 +822,26 @@ contract JobManager is JobManagerBase, IJobManager {
     }
 
     // ------------------------------------------------------------------ internal: records
+
+    /// @dev The placement rule (PROTOCOL §6.9): during a round's first claim window (that of the
+    ///      round's first claim: its units are posted together), a solver claims at most one
+    ///      shard of the round, so the S units go to S distinct solvers when S are online; after
+    ///      it (a unit nobody else took, or one re-opened) any solver may take a second shard.
+    ///      The round manager is trusted (wired once) and `unitOf` is its view.
+    function _placeRoundUnit(uint256 jobId, uint256 deadline) private {
+        (uint256 roundJob, uint32 round, uint32 shard) = IRoundManager(_roundManager).unitOf(jobId);
+        uint256 until = _roundWindows[roundJob][round];
+        if (until == 0) {
+            until = deadline;
+            _roundWindows[roundJob][round] = until;
+        }
+        uint256 held = _roundShards[roundJob][round][msg.sender];
+        if (held == 0) {
+            _roundShards[roundJob][round][msg.sender] = uint256(shard) + 1;
+        } else if (held != uint256(shard) + 1 && block.timestamp <= until) {
+            revert ShardHeld(roundJob, round, held - 1, msg.sender, until);
+        }
+    }
 
     /// @dev The record for a new job, its generation, and whether it is kept for good. A job posted
     ///      by a contract gets a kept record of its own. Any other job takes the record under the

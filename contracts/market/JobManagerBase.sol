@@ -40,6 +40,9 @@ abstract contract JobManagerBase is ReentrancyGuard {
     uint8 internal constant FORCED_REVEALED = 1;
     /// @dev `Record.flags`: the record is never recycled (`keepRecord`).
     uint8 internal constant KEPT = 2;
+    /// @dev `Record.flags`: a unit job of the wired round manager (its claims follow the
+    ///      placement rule, PROTOCOL §6.9).
+    uint8 internal constant ROUND_UNIT = 4;
 
     struct Claimant {
         address solver;

@@ -5,23 +5,32 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
 import {IDisputeGame} from "../dispute/interfaces/IDisputeGame.sol";
+import {IDisputeCallback} from "../interfaces/IDisputeCallback.sol";
 import {Placement} from "../dispute/lib/DisputeTypes.sol";
 import {IJobManager} from "../interfaces/IJobManager.sol";
 import {INodeRegistry} from "../interfaces/INodeRegistry.sol";
 import {IRoundManager} from "../interfaces/IRoundManager.sol";
-import {AggregationProof} from "../libraries/AggregationProof.sol";
 import {AggregationReference} from "./AggregationReference.sol";
 import {Credits} from "../libraries/Credits.sol";
 import {JobIds} from "../libraries/JobIds.sol";
 import {MarketMath} from "../libraries/MarketMath.sol";
 import {TensorMerkle} from "../libraries/TensorMerkle.sol";
 
+/// @dev The one view of a game read when it is wired: whose game it is.
+interface IManagedGame {
+    function manager() external view returns (address);
+}
+
 /// @title RoundManager
 /// @notice Decomposed (R rounds × S shards) jobs over the job manager, with bonded aggregation
-///         and its non-interactive fraud proof (PROTOCOL §6.9).
+///         and its non-interactive fraud proof (version 2) or the aggregation game (version 3,
+///         PROTOCOL §6.9).
 /// @dev The job manager is trusted (fixed at deployment): unit jobs are posted into it with this
 ///      contract as their submitter, and a unit's finalized `finalStateRoot` is the agreed input
 ///      of aggregation. Entry points that move tokens or call the job manager are nonReentrant.
+///      The aggregation game is a DisputeGame whose manager is this contract (wired once by the
+///      deployer, `setGame`): it registers each version-3 job's aggregation config there, opens
+///      one-step claims over aggregates and hears their results (`onDisputeResolved`).
 contract RoundManager is IRoundManager, ReentrancyGuard {
     using SafeERC20 for IERC20;
     using Credits for Credits.Ledger;
@@ -44,6 +53,10 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     uint16 private immutable _challengerRewardBps;
     /// @dev The float32 weights and average (a separate contract for code size, see there).
     AggregationReference private immutable _reference;
+    address private immutable _deployer;
+
+    /// @dev The aggregation game (version 3), wired once.
+    IDisputeGame private _game;
 
     uint256 private _jobCount;
     uint256 private _jackpot;
@@ -57,7 +70,9 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
 
     mapping(uint256 jobId => Job) private _jobs;
     mapping(uint256 jobId => mapping(uint256 round => Round)) private _rounds;
+    /// @dev H_r (G_r for version 2) and G_r, the state round r's units start from.
     mapping(uint256 jobId => mapping(uint256 round => bytes32)) private _globalRoots;
+    mapping(uint256 jobId => mapping(uint256 round => bytes32)) private _unitStartRoots;
     mapping(uint256 jobId => mapping(uint256 round => mapping(uint256 shard => uint256))) private _unitJobs;
     mapping(uint256 unitJobId => UnitRef) private _unitRefs;
     mapping(uint256 jobId => mapping(uint256 round => mapping(address => bool))) private _barred;
@@ -83,6 +98,19 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         _aggregatorBond = cfg.aggregatorBond;
         _challengerRewardBps = cfg.challengerRewardBps;
         _reference = new AggregationReference();
+        _deployer = msg.sender;
+    }
+
+    // ------------------------------------------------------------------ wiring
+
+    /// @inheritdoc IRoundManager
+    function setGame(address newGame) external {
+        if (msg.sender != _deployer) revert NotDeployer(msg.sender);
+        if (address(_game) != address(0)) revert GameAlreadySet(address(_game));
+        address gm = IManagedGame(newGame).manager();
+        if (gm != address(this)) revert GameOfAnotherManager(newGame, gm);
+        _game = IDisputeGame(newGame);
+        emit GameSet(newGame);
     }
 
     // ------------------------------------------------------------------ submitter
@@ -105,6 +133,11 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
             revert InvalidLocalSteps(p.localSteps, p.checkpointInterval);
         }
         if (p.computeTime == 0) revert ZeroComputeTime();
+        bool v3 = p.aggregationConfigHash != bytes32(0);
+        if (v3 ? (p.initialRoundRoot == bytes32(0) || p.numStep == 0 || address(_game) == address(0))
+                : (p.initialRoundRoot != bytes32(0) || p.numStep != 0)) {
+            revert InvalidAggregation(p.aggregationConfigHash, p.initialRoundRoot, p.numStep);
+        }
         // The job manager checks the unit reward against its fees when round 0 is posted below.
         uint256 escrow = uint256(p.rounds) * (uint256(p.shards) * p.unitReward + p.aggregatorReward);
 
@@ -114,19 +147,22 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         job.status = JobStatus.Running;
         job.escrow = uint128(escrow); // < 2^32 · (2^6 · 2^96 + 2^96) < 2^128
         job.params = p;
-        _globalRoots[jobId][0] = p.initialStateRoot;
+        _globalRoots[jobId][0] = v3 ? p.initialRoundRoot : p.initialStateRoot;
+        _unitStartRoots[jobId][0] = p.initialStateRoot;
         emit DecomposedJobPosted(jobId, msg.sender, p.specHash, p, escrow);
         _token.safeTransferFrom(msg.sender, address(this), escrow);
         _postRound(jobId, job, 0);
+        // This contract manages the game (checked in setGame): it alone registers configs there.
+        if (v3) _game.registerConfig(jobId, p.aggregationConfigHash);
     }
 
     /// @inheritdoc IRoundManager
-    /// @dev `game` is any contract: a malicious one can only fail or waste the caller's gas (no
+    /// @dev `unitGame` is any contract: a malicious one can only fail or waste the caller's gas (no
     ///      value moves and no state of this contract changes around the call).
-    function registerUnitConfig(uint256 unitJobId, address game) external nonReentrant {
+    function registerUnitConfig(uint256 unitJobId, address unitGame) external nonReentrant {
         UnitRef memory ref = _unitRefs[unitJobId];
         if (ref.jobId == 0) revert NotAUnitJob(unitJobId);
-        _registerUnit(IDisputeGame(game), _jobs[ref.jobId].params, unitJobId, ref.round, ref.shard);
+        _registerUnit(IDisputeGame(unitGame), _jobs[ref.jobId].params, unitJobId, ref.round, ref.shard);
     }
 
     // ------------------------------------------------------------------ aggregation
@@ -146,14 +182,16 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         if (role != INodeRegistry.Role.Solver) revert NotAggregator(msg.sender, role);
         if (_barred[jobId][r][msg.sender]) revert AggregatorBarred(jobId, r, msg.sender);
         if (bytes(blobLocator).length == 0) revert EmptyBlobLocator();
-        bytes32 root = _aggregateRoot(job, stateLayout, dataRoots);
-        _expectUnitsFinalized(jobId, r, job.params.shards);
+        (bytes32 root, bytes32 stepRoot) = _aggregateRoots(job, stateLayout, dataRoots);
+        bytes32 unitsRoot = _unitsRoot(jobId, r, job.params.shards, job.params.aggregationConfigHash != bytes32(0));
         uint64 deadline = uint64(block.timestamp) + _aggregationWindow;
 
         round.status = RoundStatus.Committed;
         round.deadline = deadline;
         round.aggregator = msg.sender;
         round.aggregateRoot = root;
+        round.nextUnitRoot = stepRoot;
+        round.unitsRoot = unitsRoot;
         emit AggregateCommitted(jobId, r, msg.sender, root, deadline, blobLocator);
         _token.safeTransferFrom(msg.sender, address(this), _aggregatorBond);
     }
@@ -167,7 +205,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         ElementOpening[] calldata units,
         ElementOpening calldata aggregate
     ) external nonReentrant {
-        uint32 r = _runningJob(jobId).currentRound;
+        uint32 r = _version2(jobId).currentRound;
         (uint32 claimed, uint32 computed) = _recompute(jobId, r, stateLayout, tensor, element, units, aggregate);
         if (computed == claimed) revert AggregateCorrect(tensor, element, claimed);
         RevealRequest memory req = _reveals[jobId][r];
@@ -199,6 +237,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
 
         round.status = RoundStatus.Final;
         _globalRoots[jobId][r + 1] = root;
+        _unitStartRoots[jobId][r + 1] = round.nextUnitRoot;
         job.escrow -= uint128(reward);
         bytes32 aggregateKey = _aggregateKey(jobId, r, round.attempt);
         uint256 held = _heldBonds[aggregateKey];
@@ -219,6 +258,63 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         }
     }
 
+    // ------------------------------------------------------------------ aggregation game
+
+    /// @inheritdoc IRoundManager
+    function challengeAggregate(uint256 jobId) external nonReentrant returns (uint256 gameId) {
+        Job storage job = _runningJob(jobId);
+        if (job.params.aggregationConfigHash == bytes32(0)) revert NoAggregationGame(jobId);
+        uint32 r = job.currentRound;
+        Round storage round = _rounds[jobId][r];
+        _expectRound(jobId, r, round, RoundStatus.Committed);
+        if (block.timestamp > round.deadline) revert ChallengeWindowClosed(jobId, r, round.deadline);
+        if (_registry.roleOf(msg.sender) == INodeRegistry.Role.None) revert NotRegistered(msg.sender);
+        address aggregator = round.aggregator;
+        if (msg.sender == aggregator) revert OwnAggregate(msg.sender);
+        bytes32[2] memory roots = [_globalRoots[jobId][r], round.aggregateRoot];
+
+        round.status = RoundStatus.Disputed;
+        round.challenger = msg.sender;
+        // The game (wired once; this contract manages it) is trusted: it records the claim and
+        // calls back only when the game resolves, in a later transaction.
+        uint256 unitId = aggregationUnitId(jobId, r);
+        gameId = _game.openSegmentGame(unitId, aggregator, msg.sender, round.unitsRoot, 0, 1, roots);
+        emit AggregateChallenged(jobId, r, msg.sender, gameId);
+        _token.safeTransferFrom(msg.sender, address(this), _aggregatorBond);
+    }
+
+    /// @inheritdoc IDisputeCallback
+    /// @dev The loser's bond: `challengerRewardBps` of it to the winner, the rest to the jackpot.
+    ///      The challenger's bond comes back if it won; the aggregator's stays with its aggregate
+    ///      (credited at finalization) if it won.
+    function onDisputeResolved(uint256 gameId, uint256 unitId, bool challengerWon) external {
+        if (msg.sender != address(_game)) revert NotArbiter(msg.sender);
+        // The game's unit id names the job and round (aggregationUnitId). A round is Disputed by
+        // one game at a time (no challenge while Disputed), which resolves once, and nothing
+        // else moves a round out of Disputed: a Disputed round's result is its open game's.
+        uint256 jobId = JobIds.jobOf(unitId);
+        uint32 r = uint32(JobIds.indexOf(unitId));
+        Round storage round = _rounds[jobId][r];
+        if (round.status != RoundStatus.Disputed) revert UnknownGame(gameId, unitId);
+        address challenger = round.challenger;
+        address aggregator = round.aggregator;
+        round.challenger = address(0);
+        uint256 share = MarketMath.share(_aggregatorBond, _challengerRewardBps);
+        if (challengerWon) {
+            _reopenAggregation(jobId, r);
+            emit AggregateDisputeResolved(jobId, r, gameId, true, 0);
+            _credit(challenger, uint256(_aggregatorBond) + share); // its bond back, and the reward
+        } else {
+            uint64 deadline = uint64(block.timestamp) + _aggregationWindow;
+            if (deadline < round.deadline) deadline = round.deadline;
+            round.status = RoundStatus.Committed;
+            round.deadline = deadline;
+            emit AggregateDisputeResolved(jobId, r, gameId, false, deadline);
+            _credit(aggregator, share);
+        }
+        _addJackpot(_aggregatorBond - share);
+    }
+
     // ------------------------------------------------------------------ withheld aggregates
 
     /// @inheritdoc IRoundManager
@@ -230,7 +326,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         bytes32[] calldata listProof,
         bytes32[] calldata leaves
     ) external nonReentrant {
-        Job storage job = _runningJob(jobId);
+        Job storage job = _version2(jobId);
         uint32 r = job.currentRound;
         Round storage round = _rounds[jobId][r];
         _expectRound(jobId, r, round, RoundStatus.Committed);
@@ -427,6 +523,22 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IRoundManager
+    function unitStartRoot(uint256 jobId, uint256 round) external view returns (bytes32) {
+        return _unitStartRoots[jobId][round];
+    }
+
+    /// @inheritdoc IRoundManager
+    function game() external view returns (address) {
+        return address(_game);
+    }
+
+    /// @inheritdoc IRoundManager
+    function aggregationUnitId(uint256 jobId, uint256 round) public pure returns (uint256) {
+        // The game reads the config of jobOf(unitId) = jobId, registered at posting.
+        return JobIds.unitId(jobId, round);
+    }
+
+    /// @inheritdoc IRoundManager
     function unitJobOf(uint256 jobId, uint256 round, uint256 shard) external view returns (uint256) {
         return _unitJobs[jobId][round][shard];
     }
@@ -438,28 +550,8 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
     }
 
     /// @inheritdoc IRoundManager
-    function weightsOf(uint256 jobId) external view returns (uint32[] memory) {
-        JobParams storage p = _jobs[jobId].params;
-        if (p.shards == 0) revert UnknownJob(jobId);
-        return _reference.weights(p.numExamples, p.shards);
-    }
-
-    /// @inheritdoc IRoundManager
     function unitSpecHash(bytes32 specHash, uint256 round, uint256 shard) public pure returns (bytes32) {
         return keccak256(abi.encode(UNIT_DOMAIN, specHash, round, shard));
-    }
-
-    /// @inheritdoc IRoundManager
-    function stateRootOf(StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
-        external
-        pure
-        returns (bytes32)
-    {
-        uint256 n = stateLayout.names.length;
-        if (stateLayout.rows.length != n) revert LengthMismatch(n, stateLayout.rows.length);
-        if (stateLayout.cols.length != n) revert LengthMismatch(n, stateLayout.cols.length);
-        if (dataRoots.length != n) revert LengthMismatch(n, dataRoots.length);
-        return AggregationProof.stateRoot(stateLayout.names, stateLayout.rows, stateLayout.cols, dataRoots);
     }
 
     /// @inheritdoc IRoundManager
@@ -509,6 +601,12 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         if (job.status != JobStatus.Running) revert JobNotRunning(jobId);
     }
 
+    /// @dev A running version-2 job (element proofs and reveal requests are version 2's).
+    function _version2(uint256 jobId) private view returns (Job storage job) {
+        job = _runningJob(jobId);
+        if (job.params.aggregationConfigHash != bytes32(0)) revert AggregatedByGraph(jobId);
+    }
+
     function _expectRound(uint256 jobId, uint256 r, Round storage round, RoundStatus expected) private view {
         if (round.status != expected) revert WrongRoundStatus(jobId, r, expected, round.status);
     }
@@ -525,26 +623,46 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         if (stateLayout.cols.length != n) revert LengthMismatch(n, stateLayout.cols.length);
     }
 
-    /// @dev The state root of an aggregate given as data roots under the job's layout.
-    function _aggregateRoot(Job storage job, StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
+    /// @dev The state root of an aggregate given as data roots under the job's layout, and that
+    ///      of its step state (version 3: the first `numStep` tensors; version 2: the same).
+    function _aggregateRoots(Job storage job, StateLayout calldata stateLayout, bytes32[] calldata dataRoots)
         private
         view
-        returns (bytes32)
+        returns (bytes32 root, bytes32 stepRoot)
     {
         _checkLayout(job, stateLayout);
-        uint256 numState = stateLayout.names.length;
-        if (dataRoots.length != numState) revert LengthMismatch(numState, dataRoots.length);
-        return AggregationProof.stateRoot(stateLayout.names, stateLayout.rows, stateLayout.cols, dataRoots);
+        uint256 n = stateLayout.names.length;
+        if (dataRoots.length != n) revert LengthMismatch(n, dataRoots.length);
+        uint256 numStep = job.params.numStep;
+        if (numStep > n) revert InvalidStepCount(numStep, n);
+        bytes32[] memory entries = new bytes32[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            uint256 rows = stateLayout.rows[i];
+            uint256 cols = stateLayout.cols[i];
+            bytes32 t = TensorMerkle.tensorRoot(TensorMerkle.DTYPE_F32, rows, cols, dataRoots[i]);
+            entries[i] = keccak256(abi.encode(stateLayout.names[i], t));
+        }
+        root = TensorMerkle.listRootOf(TensorMerkle.STATE_DOMAIN, entries);
+        if (numStep == 0 || numStep == n) return (root, root);
+        assembly ("memory-safe") {
+            mstore(entries, numStep) // the first numStep entries, in place (numStep < n)
+        }
+        stepRoot = TensorMerkle.listRootOf(TensorMerkle.STATE_DOMAIN, entries);
     }
 
-    /// @dev Reverts UnitNotFinalized unless every unit job of round `r` is completed.
-    function _expectUnitsFinalized(uint256 jobId, uint256 r, uint256 shards) private view {
+    /// @dev Reverts UnitNotFinalized unless every unit job of round `r` is completed; with
+    ///      `listed` (version 3) returns U_r, the root list of their final state roots (the
+    ///      agreed inputs of the aggregation claim), else zero.
+    function _unitsRoot(uint256 jobId, uint256 r, uint256 shards, bool listed) private view returns (bytes32) {
+        bytes32[] memory finals = new bytes32[](shards);
         for (uint256 s = 0; s < shards; ++s) {
             uint256 unitJobId = _unitJobs[jobId][r][s];
             if (_manager.getJob(unitJobId).status != IJobManager.JobStatus.Completed) {
                 revert UnitNotFinalized(jobId, r, s, unitJobId);
             }
+            if (listed) finals[s] = _manager.getUnit(JobIds.unitId(unitJobId, 0)).finalStateRoot;
         }
+        return listed ? _reference.unitsRoot(finals) : bytes32(0);
     }
 
     /// @dev Checks a fraud proof's openings against the round's committed aggregate and the
@@ -641,6 +759,8 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         round.deadline = 0;
         round.aggregator = address(0);
         round.aggregateRoot = bytes32(0);
+        round.nextUnitRoot = bytes32(0);
+        round.unitsRoot = bytes32(0);
     }
 
     /// @dev The S units' element `element` of tensor `tensor`, opened against their finalized
@@ -671,9 +791,9 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         uint256 element,
         ElementOpening calldata o,
         uint256 shard
-    ) private pure returns (uint32 value) {
+    ) private view returns (uint32 value) {
         bool ok;
-        (ok, value) = AggregationProof.openElement(root, stateLayout, tensor, element, o);
+        (ok, value) = _reference.openElement(root, stateLayout, tensor, element, o);
         if (!ok) revert InvalidOpening(shard);
     }
 
@@ -685,7 +805,7 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
         IJobManager.JobParams memory unit = IJobManager.JobParams({
             specHash: bytes32(0),
             datasetRoot: p.datasetRoot,
-            initialStateRoot: _globalRoots[jobId][r],
+            initialStateRoot: _unitStartRoots[jobId][r],
             steps: p.localSteps,
             checkpointInterval: p.checkpointInterval,
             required: p.required,
@@ -696,8 +816,8 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
             // registered with the game below, with the unit's placement (PROTOCOL §6.9)
             configHash: bytes32(0)
         });
-        IDisputeGame game = IDisputeGame(_manager.arbiter());
-        if (address(game) == address(0)) revert ArbiterNotSet();
+        IDisputeGame arbiter = IDisputeGame(_manager.arbiter());
+        if (address(arbiter) == address(0)) revert ArbiterNotSet();
         job.escrow -= uint128(shards * reward);
         _rounds[jobId][r].status = RoundStatus.Training;
         _token.forceApprove(address(_manager), shards * reward);
@@ -709,17 +829,17 @@ contract RoundManager is IRoundManager, ReentrancyGuard {
             _unitRefs[unitJobId] = UnitRef(uint192(jobId), r, uint32(s));
             emit UnitJobPosted(jobId, r, uint32(s), unitJobId, unit.initialStateRoot);
             // The arbiter is the job manager's (trusted, fixed at deployment).
-            _registerUnit(game, p, unitJobId, r, uint32(s));
+            _registerUnit(arbiter, p, unitJobId, r, uint32(s));
         }
     }
 
     /// @dev Unit (r, s) is disputed from global step r·k_local with shard s's batches (§4).
-    function _registerUnit(IDisputeGame game, JobParams storage p, uint256 unitJobId, uint32 r, uint32 s)
+    function _registerUnit(IDisputeGame unitGame, JobParams storage p, uint256 unitJobId, uint32 r, uint32 s)
         private
     {
         // r < R and R·k_local < 2^64 (checked at posting), so the product fits.
         uint64 stepOffset = uint64(uint256(r) * p.localSteps);
-        game.registerUnitConfig(unitJobId, p.disputeConfigHash, Placement(stepOffset, p.shards, s));
+        unitGame.registerUnitConfig(unitJobId, p.disputeConfigHash, Placement(stepOffset, p.shards, s));
     }
 
     function _credit(address account, uint256 amount) private {

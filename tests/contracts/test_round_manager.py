@@ -79,6 +79,10 @@ def params(now_ts: int, **overrides: Any) -> tuple:
         "aggregatorReward": AGG_REWARD,
         "computeTime": 3_600,
         "disputeConfigHash": CONFIG_HASH,
+        # version 2: no aggregation graph, H = G (element fraud proofs)
+        "aggregationConfigHash": b"\x00" * 32,
+        "initialRoundRoot": b"\x00" * 32,
+        "numStep": 0,
     }
     p.update(overrides)
     return tuple(p.values())
@@ -224,18 +228,6 @@ def test_a_round_unit_cannot_commit_another_result_than_its_lists_last(rm, chain
     d.manager.commitCheckpoints(unit_id, checkpoint_root(roots), 5, roots[-1], final_proof(roots),
                                 "blob://u", SEAL, sender=d.solvers[0])  # fmt: skip
     assert d.manager.getUnit(unit_id).finalStateRoot == roots[-1]
-
-
-def test_weights_and_state_root_views_match_the_engine(rm, chain):
-    d = rm
-    job_id = post(d, chain)
-    assert list(d.rm.weightsOf(job_id)) == [bits(w) for w in WEIGHTS]
-    assert d.rm.stateRootOf(LAYOUT.as_tuple(), data_roots(G0)) == state_root(G0)
-    # (a reverting view's arguments come back hex-encoded from ape; the selector is checked)
-    with reverts(d.rm, "UnknownJob"):
-        d.rm.weightsOf(999)
-    with reverts(d.rm, "LengthMismatch"):
-        d.rm.stateRootOf(LAYOUT.as_tuple(), data_roots(G0)[:1])
 
 
 @pytest.mark.parametrize(
@@ -472,6 +464,7 @@ def test_fraud_proof_reverts_on_bad_arguments(rm, chain):
     with reverts(d.rm, "LengthMismatch", expected=3, actual=2):
         d.rm.proveAggregationFraud(job_id, lay, tensor, element, u_open[:2], a_open, sender=d.other)
     # unit 1's opening taken from the wrong state; the aggregate's opening from the honest one
+    # (each opening is checked by the round manager's AggregationReference.openElement)
     wrong_unit = [u_open[0], opening(units[2], 1, 0), u_open[2]]
     with reverts(d.rm, "InvalidOpening", shard=1):
         d.rm.proveAggregationFraud(job_id, lay, tensor, element, wrong_unit, a_open, sender=d.other)
@@ -827,3 +820,8 @@ def test_units_register_with_the_real_game_and_the_courts(chain, project, tmp_pa
     selector = w3.keccak(text="NotManager(address)")[:4].hex()
     assert selector in str(err.value.data)
     assert court_game.functions.configOf(unit_job).call() == b"\x00" * 32
+    # the round manager is wired into the job manager (placement) and has its aggregation game,
+    # a DisputeGame it manages
+    assert contract("JobManager", out["JobManager"]).functions.roundManager().call() == rmc.address
+    assert rmc.functions.game().call() == out["RoundGame"]
+    assert contract("DisputeGame", out["RoundGame"]).functions.manager().call() == rmc.address

@@ -14,13 +14,24 @@ from agents.core.enums import RoundStatus
 from agents.roles.aggregator import Aggregator
 
 ME_HELD = 4 * 10**18
+ZERO_ADDRESS = "0x" + "00" * 20
 
 
 def aggregator(tmp_path, rounds: dict[tuple[int, int], tuple[int, int]], held: dict) -> Aggregator:
     """`rounds[(job, round)]` = (status, attempt); `held[(job, round, attempt)]` my held bond."""
     a = bare(Aggregator, tmp_path, new_store(tmp_path, "aggregator"))
     a.rm = FakeContract(
-        getRound=lambda dj, r: (*rounds[(dj, r)], 0, "0x" + "00" * 20, b"\0" * 32),
+        # IRoundManager.Round: status, attempt, deadline, aggregator, aggregateRoot, then the
+        # version-3 fields (nextUnitRoot, unitsRoot, challenger)
+        getRound=lambda dj, r: (
+            *rounds[(dj, r)],
+            0,
+            ZERO_ADDRESS,
+            b"\0" * 32,
+            b"\0" * 32,
+            b"\0" * 32,
+            ZERO_ADDRESS,
+        ),
         heldBondOf=lambda dj, r, attempt, who: held.get((dj, r, attempt), 0),
         reclaimRevealBond=lambda dj, r, attempt: ("reclaimRevealBond", dj, r, attempt),
     )
