@@ -21,7 +21,8 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
 
 def test_pyproject_declares_vtp_at_the_cli_entry_point():
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"vtp": "agents.cli.main:main"}
+    # entry(): main() on the arguments, then the exit (at once after `job build`)
+    assert scripts == {"vtp": "agents.cli.main:entry"}
 
 
 def test_vtp_help_lists_every_command():

@@ -76,6 +76,9 @@ def build_with_provenance(monkeypatch, argv: list[str]) -> dict[str, list[int]]:
             return spanning
 
     monkeypatch.setattr(decomp, "core_aten_decompositions", marking_table)
+    # the front end builds its table once per process (lower._decompositions, cached): an
+    # earlier build in this process would hand the trace the unmarked one
+    monkeypatch.setattr(lower, "_decompositions", marking_table)
     monkeypatch.setattr(lower, "_checked_trace", keep_trace)
     monkeypatch.setattr(lower, "_RULES", SpanRules(lower._RULES))
     assert main(["job", "build", *argv]) == 0

@@ -286,7 +286,9 @@ def rounds_for(tmp_path: Path, spec: specs.JobSpec, n: int | None = None):
 
     store = open_blob_store(str(tmp_path / "blobs"))
     store.put(spec.canonical_bytes())
-    params = [0] * 15
+    # RoundManager JobParams: a version-2 job (aggregationConfigHash, initialRoundRoot and
+    # numStep, the last three, zero)
+    params = [0] * 18
     params[0], params[1] = spec.spec_hash(), bytes.fromhex(spec.dataset_root[2:])
     params[4:8] = [spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every]
     params[8] = n if n is not None else 1438
