@@ -241,8 +241,11 @@ interface INodeRegistry {
     ) external view returns (address node);
     /// @notice The draw of up to `wanted` distinct nodes of `role`'s pool: for t = 0, 1, … while
     ///         t < `tries` and fewer than `wanted` are picked, the node `pickPoolMember` gives for
-    ///         `uint256(keccak256(abi.encode(seed, t)))`, unless it is `exclude` or picked already
-    ///         (PROTOCOL §6.5). In draw order; shorter when the tries run out.
+    ///         `uint256(keccak256(abi.encode(seed, t)))`, unless it is `exclude` or picked already;
+    ///         then, when seats are still empty and the pool has at most `tries` entries, entries
+    ///         `(start + i) mod size` for i = 0 .. size − 1, start = `keccak256(abi.encode(seed,
+    ///         tries))` mod size, the same way (PROTOCOL §6.5). In draw order; shorter when no
+    ///         more nodes are eligible.
     function pickPoolMembers(
         Role role,
         bytes32 seed,

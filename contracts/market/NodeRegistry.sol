@@ -372,11 +372,18 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         uint256 count = 0;
         for (uint256 t = 0; t < tries && count < wanted && size != 0; ++t) {
             uint256 word = uint256(keccak256(abi.encode(seed, t)));
-            address candidate = _eligibleAt(pool, word % size, joinedBefore, amount);
-            if (candidate == address(0) || candidate == exclude) continue;
-            if (_contains(picked, count, candidate)) continue;
-            picked[count] = candidate;
-            ++count;
+            count = _take(pool, word % size, joinedBefore, amount, exclude, picked, count);
+        }
+        // A pool of at most `tries` entries is walked once more from a drawn start when the
+        // random tries left a seat empty: with replacement, two eligible nodes fill two seats in
+        // eight tries only 127 times in 128, and a small pool is where an empty seat lets a
+        // lazy verifier attest alone. A larger pool keeps its random tries alone: a walk over it
+        // would not be bounded by `tries` (PROTOCOL §6.5).
+        if (count < wanted && size != 0 && size <= tries) {
+            uint256 start = uint256(keccak256(abi.encode(seed, tries))) % size;
+            for (uint256 i = 0; i < size && count < wanted; ++i) {
+                count = _take(pool, (start + i) % size, joinedBefore, amount, exclude, picked, count);
+            }
         }
         // Shrink the array to what was picked: count <= wanted, its allocated length.
         assembly ("memory-safe") {
@@ -488,6 +495,24 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         if (!_online(node)) return address(0);
         if (node.stake - node.locked < amount) return address(0);
         return candidate;
+    }
+
+    /// @dev One try of a draw: appends entry `index`'s node to `picked[0 .. count)` when it is
+    ///      eligible, not `exclude` and not picked already; returns the new count.
+    function _take(
+        PoolEntry[] storage pool,
+        uint256 index,
+        uint64 joinedBefore,
+        uint256 amount,
+        address exclude,
+        address[] memory picked,
+        uint256 count
+    ) private view returns (uint256) {
+        address candidate = _eligibleAt(pool, index, joinedBefore, amount);
+        if (candidate == address(0) || candidate == exclude) return count;
+        if (_contains(picked, count, candidate)) return count;
+        picked[count] = candidate;
+        return count + 1;
     }
 
     /// @dev Whether `list[0 .. count)` holds `item`.

@@ -559,13 +559,27 @@ def test_pickPoolMember_takenEntry_notPickedForEarlierSeeds(staked, chain):
 def _expected_draw(reg: Any, seed: bytes, wanted: int, tries: int, exclude: str, amount: int):
     """pickPoolMembers computed from pickPoolMember, try by try (PROTOCOL §6.5)."""
     picked: list[str] = []
+
+    def word(t: int) -> int:
+        return int.from_bytes(keccak(abi_encode(["bytes32", "uint256"], [seed, t])), "big")
+
     for t in range(tries):
         if len(picked) == wanted:
             break
-        word = int.from_bytes(keccak(abi_encode(["bytes32", "uint256"], [seed, t])), "big")
-        node = reg.pickPoolMember(VERIFIER, word, ALL, [exclude, *picked], amount)
+        node = reg.pickPoolMember(VERIFIER, word(t), ALL, [exclude, *picked], amount)
         if node != ZERO:
             picked.append(node)
+    # a pool of at most `tries` entries is walked once from a drawn start to fill empty seats
+    size = reg.poolSize(VERIFIER)
+    if len(picked) < wanted and 0 < size <= tries:
+        start = word(tries) % size
+        for i in range(size):
+            if len(picked) == wanted:
+                break
+            # pickPoolMember reads entry `randomWord mod size`: pass the entry's index itself
+            node = reg.pickPoolMember(VERIFIER, (start + i) % size, ALL, [exclude, *picked], amount)
+            if node != ZERO:
+                picked.append(node)
     return picked
 
 
@@ -586,6 +600,31 @@ def test_pickPoolMembers_isTheDrawOfPickPoolMember(project, deployment, chain):
             assert got == want, (n, wanted, tries)
             assert len(got) <= wanted and len(set(got)) == len(got)
             assert exclude not in got and d.verifiers[1].address not in got
+            if tries >= 4:
+                # four entries, verifiers[1] short of stake: a small pool fills its seats with
+                # whoever is eligible, whatever the seed (PROTOCOL §6.5)
+                eligible = 3 if exclude == d.verifiers[1].address else 2
+                assert len(got) == min(wanted, eligible), (n, wanted, tries, got)
+
+
+def test_pickPoolMembers_aSmallPoolFillsEverySeatWhateverTheSeed(project, deployment):
+    """Two eligible verifiers, two seats, eight tries: with replacement alone one seed in 128
+    leaves a seat empty (every try the same entry); the walk of a small pool fills both."""
+    d = deployment
+    reg = _eoa_slasher_registry(project, d)
+    for v in d.verifiers[:2]:
+        reg.register(VERIFIER, CAP, 60 * E18, sender=v)
+    both = {d.verifiers[0].address, d.verifiers[1].address}
+    short = 0
+    for n in range(400):
+        seed = n.to_bytes(32, "big")
+        words = [
+            int.from_bytes(keccak(abi_encode(["bytes32", "uint256"], [seed, t])), "big") % 2
+            for t in range(8)
+        ]
+        short += len(set(words)) == 1  # the random tries alone would leave a seat empty
+        assert set(reg.pickPoolMembers(VERIFIER, seed, 2, 8, ALL, ZERO, 10 * E18)) == both, n
+    assert short >= 1  # the seeds include ones the walk rescues (about 400 / 128)
 
 
 def test_lockAll_locksEachAndEmits(project, deployment):
