@@ -86,7 +86,7 @@ class FaultyComputation(Computation):
         env["X"], env["Y"], env["idx"] = eng.x, eng.y, eng.batch(t)
         trace = []
         for node in self.graph.nodes:
-            out = self._inject(node.index, eng._op(node.op, [env[r] for r in node.inputs]), env)
+            out = self._inject(node.index, eng._op(node.index, [env[r] for r in node.inputs]), env)
             env[node.name] = out
             trace.append(out)
         nxt = {name: env[n].contiguous() for name, n in self.graph.next_state.items()}

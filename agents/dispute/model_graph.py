@@ -223,7 +223,7 @@ def chain_terms(g: Graph, i: int) -> int:
     """K of node i's accumulator chain (GraphOps.chain); 0 when it has none (not a reduction,
     argmax_last, or an i32 one: those are proved directly)."""
     node = g.nodes[i]
-    chain = reduction.graph_chain_of(node.op)
+    chain = reduction.chain_of(node.op)
     if chain is None or node.dtype != "f32":
         return 0
     shapes = [tuple(g.value(v)[0]) for v in node.inputs]
@@ -234,7 +234,7 @@ def element_chain(g: Graph, i: int, e: int, values: list[torch.Tensor]) -> np.nd
     """acc_0 … acc_{K+1} (uint32 bits) of output element e of reduction node i (its registry
     `Chain`, float32), from the step's values."""
     node = g.nodes[i]
-    chain = reduction.graph_chain_of(node.op)
+    chain = reduction.chain_of(node.op)
     if chain is None or node.dtype != "f32":
         raise ValueError(f"node {i} ({node.op}, {node.dtype}) has no float32 chain")
     flat = [_f32_flat(values[v]) for v in node.inputs]

@@ -12,18 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from agents.training.float32 import CANONICAL_NAN
-from agents.training.registry import OPS, V1_OPS, Chain
+from agents.training.registry import OPS, Chain
 
 FANOUT = 16  # Spans.FANOUT
 
 
 def chain_of(op: str) -> Chain | None:
-    """The chain of operator `op` (version-1 codes), or None if it is not a reduction."""
-    return V1_OPS[op].chain
-
-
-def graph_chain_of(op: str) -> Chain | None:
-    """The chain of version-3 operator `op` (registry.OPS), or None if it has none."""
+    """The chain of operator `op` (registry.OPS), or None if it is not a reduction."""
     return OPS[op].chain
 
 

@@ -79,7 +79,7 @@ class Computation:
         env["X"], env["Y"], env["idx"] = eng.x, eng.y, eng.batch(t)
         trace = []
         for node in self.graph.nodes:
-            out = eng._op(node.op, [env[r] for r in node.inputs])
+            out = eng._op(node.index, [env[r] for r in node.inputs])
             env[node.name] = out
             trace.append(out)
         nxt = {name: env[n].contiguous() for name, n in self.graph.next_state.items()}

@@ -28,7 +28,7 @@ from agents.dispute.model_graph import source_elements
 from agents.explore.reads import ChainReads, NotFound
 from agents.training import decompose
 from agents.training.merkle import LEAF_ELEMS
-from agents.training.registry import OPS, V1_OPS, Node
+from agents.training.registry import OPS, Node
 
 #: The most input elements listed per operand of a one-step proof (a broadcast reads one, a
 #: gather a few; a list longer than this says how many more there are).
@@ -431,8 +431,7 @@ def decode_node(raw: bytes) -> Desc:
 
 
 def _order(desc: Desc) -> str | None:
-    table = OPS if desc.version == 3 else V1_OPS
-    op = table.get(desc.operator)
+    op = OPS.get(desc.operator)
     return getattr(op, "order", None)
 
 

@@ -17,13 +17,8 @@ import torch
 
 from agents.training import fastops, merkle, native, ops
 from agents.training import float32 as F
-from agents.training.graph import StepGraph, build_step_graph
-from agents.training.registry import (
-    TritonUnavailable,
-    V1Context,
-    triton_problem,
-    v1_kernels,
-)
+from agents.training.graph import StepGraph, build_step_graph, registry_nodes
+from agents.training.registry import TritonUnavailable, run_node, triton_problem
 from agents.training.schedule import batch_indices
 from agents.training.spec import JobSpec, JobSpecError
 from agents.training.state import State, init_state, state_root
@@ -80,12 +75,9 @@ class Engine:
         dev = cfg.device
         self.x = data.x.to(dev)
         self.y = data.y.to(dev)
-        self.lr = torch.tensor(spec.lr, dtype=torch.float32, device=dev)
-        self.mu = torch.tensor(spec.momentum, dtype=torch.float32, device=dev)
-        self._ctx = V1Context(self.mu, self.lr, max(1, cfg.threads), cfg.chunk)
+        self._nodes = registry_nodes(self.graph, spec.lr_bits, spec.momentum_bits)
         if cfg.kernels == "triton" and (problem := triton_problem(cfg.device)):
             raise TritonUnavailable(problem)
-        self._kernels = v1_kernels(cfg.kernels == "native", cfg.kernels == "triton")
         if cfg.kernels == "native":  # predict's forward ops, as the step runs them
             th = max(1, cfg.threads)
             self._mm = lambda a, b: fastops.matmul_nt(a, b, th)
@@ -102,11 +94,13 @@ class Engine:
         idx = batch_indices(self.spec.seed, t, self.spec.batch, self.data.n)
         return torch.from_numpy(idx.reshape(1, -1)).to(self.cfg.device)
 
-    def _op(self, op: str, a: list[torch.Tensor]) -> torch.Tensor:
-        kernel = self._kernels.get(op)
-        if kernel is None:
-            raise ValueError(f"unknown op {op}")
-        return kernel(a, self._ctx)
+    def _op(self, index: int, a: list[torch.Tensor]) -> torch.Tensor:
+        """Node `index`'s output from its inputs, with the registry's kernel of its operator."""
+        n, cfg = self._nodes[index], self.cfg
+        if n.op == "matmul_nt" and cfg.chunk and cfg.kernels == "torch":
+            return ops.matmul_nt(a[0], a[1], cfg.chunk)  # row chunks: speed only, same bits
+        native_ok = cfg.kernels == "native"
+        return run_node(n, a, native_ok, cfg.device, max(1, cfg.threads), cfg.kernels == "triton")
 
     def _run(self, st: State, t: int, keep: bool) -> tuple[State, list[torch.Tensor]]:
         env: dict[str, torch.Tensor] = dict(st)
@@ -117,7 +111,7 @@ class Engine:
         env["X"], env["Y"], env["idx"] = self.x, self.y, idx
         trace = []
         for node in self.graph.nodes:
-            out = self._op(node.op, [env[r] for r in node.inputs])
+            out = self._op(node.index, [env[r] for r in node.inputs])
             env[node.name] = out
             if keep:
                 trace.append(out)

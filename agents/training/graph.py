@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from agents.training import registry
 from agents.training.state import param_names, param_shape, state_names
 
 INPUT_REFS = ("X", "Y", "idx")
@@ -105,6 +108,28 @@ def build_step_graph(widths: tuple[int, ...], batch: int) -> StepGraph:
         nxt[f"m.{name}"] = v
     nxt = {name: nxt[name] for name in state_names(widths)}  # protocol state order
     return StepGraph(tuple(widths), batch, tuple(nodes), nxt, loss)
+
+
+def registry_nodes(g: StepGraph, lr_bits: int, momentum_bits: int) -> tuple[registry.Node, ...]:
+    """The step's nodes as the operator registry runs them: an update's hyper-parameter is its
+    attribute (momentum's mu, sgd's lr: the `param` its descriptor carries on chain)."""
+    hyper = {"momentum": (momentum_bits,), "sgd": (lr_bits,)}
+    return tuple(registry.Node(n.op, (), hyper.get(n.op, ()), n.shape, n.dtype) for n in g.nodes)
+
+
+def reference_step(g: StepGraph, nodes, state: dict, X, Y, idx) -> tuple[dict, list]:
+    """Scalar reference of one whole version-1 step: each node (`nodes`: registry_nodes(g, ..))
+    by its operator's whole-tensor reference (reference.py). Returns (S_{t+1}, trace) like
+    Engine.trace_step, as numpy arrays."""
+    env = {k: np.asarray(v) for k, v in state.items()}
+    env["X"], env["Y"] = np.asarray(X, np.float32), np.asarray(Y).reshape(1, -1)
+    env["idx"] = np.asarray(idx).reshape(1, -1)
+    trace = []
+    for node, rn in zip(g.nodes, nodes, strict=True):
+        out = registry.OPS[node.op].reference([env[r] for r in node.inputs], rn)
+        env[node.name] = out
+        trace.append(out)
+    return {name: env[n] for name, n in g.next_state.items()}, trace
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
 """The operator registry (PROTOCOL §2, §2.6): every operator of the protocol, once.
 
-`OPS` holds the operators of version-3 graphs (general models); `V1_OPS` the 2-D operators of
-version-1/2 MLP graphs (agents/training/graph.py), whose codes 1..22 the one-step prover
-evaluates. Both code sets are checked against contracts/dispute/lib/OpCodes.sol.
+`OPS` is the one table: the operators of version-3 graphs (general models, codes 64 and up, the
+GraphProver's) and the 2-D operators of version-1/2 MLP step graphs (agents/training/graph.py),
+whose node descriptors carry the one-step prover's codes 1..22 (`v1_code`; relu, exp and log
+serve both). Both code sets are checked against contracts/dispute/lib/OpCodes.sol.
 
 Each `Op` entry holds everything the protocol knows about one operator:
 
-- `code`: its number in the graph encoding (64 and up; the version-1 MLP operators keep 1..22
-  in `contracts/dispute/lib/OpCodes.sol`, and `V3_OP_CODES` there lists these);
+- `code`: its number in the graph encoding (64 and up for version-3 graphs, `V3_*` in
+  `contracts/dispute/lib/OpCodes.sol`; a version-1-only operator's is its `v1_code`, 1..22);
 - `shape`: the shape rule (the output shape from the inputs' shapes and the attributes, or a
   check of the shape the node declares);
 - `order`: its exact IEEE-754 binary32 evaluation order, the normative text;
@@ -97,19 +98,29 @@ class Op:
     fused: tuple[int | None, int | None] | None = None
     # the scalar reference also takes (node, e): its element depends on its position (uniform)
     positional: bool = False
+    # its code in a version-1/2 step graph's node descriptor (OneStepProver), None if it has none
+    v1_code: int | None = None
+    # the whole-tensor scalar reference on numpy float32 (version-1 operators: reference.py)
+    reference: Callable[[list[np.ndarray], Node], np.ndarray] | None = None
 
 
 OPS: dict[str, Op] = {}
 
 
+V3_FIRST_CODE = 64  # version-3 graphs use codes from here; below are the version-1 operators
+
+
 def _register(op: Op) -> None:
     if op.name in OPS or any(o.code == op.code for o in OPS.values()):
         raise RuntimeError(f"operator {op.name} / code {op.code} registered twice")
+    if op.v1_code is not None and any(o.v1_code == op.v1_code for o in OPS.values()):
+        raise RuntimeError(f"operator {op.name}: version-1 code {op.v1_code} registered twice")
     OPS[op.name] = op
 
 
 def op_codes() -> dict[str, int]:
-    return {name: op.code for name, op in OPS.items()}
+    """The operators of version-3 graphs and their codes."""
+    return {name: op.code for name, op in OPS.items() if op.code >= V3_FIRST_CODE}
 
 
 # -- index helpers ---------------------------------------------------------------------------
@@ -172,15 +183,23 @@ def _elementwise_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[i
     return [(k, [_bcast_index(idx, sh)]) for k, sh in enumerate(s)]
 
 
-def _binary(code: int, name: str, order: str, fn, scalar, fused=None) -> None:
+def _v1_ref(v1) -> Callable | None:
+    """A version-1 operator's whole-tensor reference (reference.py) from (code, function)."""
+    return None if v1 is None else (lambda a, n: v1[1](*a))
+
+
+def _binary(code: int, name: str, order: str, fn, scalar, fused=None, v1=None) -> None:
     _register(Op(code, name, 2, order, _same_as_broadcast, lambda a, n: fn(a[0], a[1]),
-                 _elementwise_deps, None, scalar, fused=fused))  # fmt: skip
+                 _elementwise_deps, None, scalar, fused=fused, v1_code=v1 and v1[0],
+                 reference=_v1_ref(v1)))  # fmt: skip
 
 
-def _unary(code: int, name: str, order: str, fn, scalar, native=None, fused=None) -> None:
+def _unary(code: int, name: str, order: str, fn, scalar, native=None, fused=None,
+           v1=None) -> None:  # fmt: skip
     kernel = None if native is None else (lambda a, n: native(a[0].contiguous()))
     _register(Op(code, name, 1, order, lambda n, s: s[0], lambda a, n: fn(a[0]),
-                 _elementwise_deps, kernel, scalar, fused=fused))  # fmt: skip
+                 _elementwise_deps, kernel, scalar, fused=fused, v1_code=v1 and v1[0],
+                 reference=_v1_ref(v1)))  # fmt: skip
 
 
 def _s(fn):
@@ -211,10 +230,14 @@ def _cmp(fn):
     return lambda a, b: fn(a, b).to(torch.int32)
 
 
-_binary(64, "add", "fl(a + b)", torch.add, _s(lambda a, b: a + b), (EW.EW_ADD, EW.EW_IADD))
-_binary(65, "sub", "fl(a - b)", torch.sub, _s(lambda a, b: a - b), (EW.EW_SUB, EW.EW_ISUB))
-_binary(66, "mul", "fl(a * b)", torch.mul, _s(lambda a, b: a * b), (EW.EW_MUL, EW.EW_IMUL))
-_binary(67, "div", "fl(a / b) (f32 only)", torch.div, _s(lambda a, b: a / b), (EW.EW_DIV, None))
+_binary(64, "add", "fl(a + b)", torch.add, _s(lambda a, b: a + b), (EW.EW_ADD, EW.EW_IADD),
+        (3, reference.add))  # fmt: skip
+_binary(65, "sub", "fl(a - b)", torch.sub, _s(lambda a, b: a - b), (EW.EW_SUB, EW.EW_ISUB),
+        (4, reference.sub))  # fmt: skip
+_binary(66, "mul", "fl(a * b)", torch.mul, _s(lambda a, b: a * b), (EW.EW_MUL, EW.EW_IMUL),
+        (5, reference.mul))  # fmt: skip
+_binary(67, "div", "fl(a / b) (f32 only)", torch.div, _s(lambda a, b: a / b), (EW.EW_DIV, None),
+        (6, reference.div))  # fmt: skip
 _binary(
     68,
     "maximum",
@@ -265,9 +288,9 @@ def t_relu(x: torch.Tensor) -> torch.Tensor:
 _unary(80, "neg", "flip the sign bit (NaN payloads too)", torch.neg, lambda a: -a,
        fused=(EW.EW_NEG, EW.EW_INEG))  # fmt: skip
 _unary(81, "exp", "exp32 (PROTOCOL §2.1)", ops.exp, lambda a: F_exp32(a), fastops.exp,
-       (EW.EW_EXP, None))  # fmt: skip
+       (EW.EW_EXP, None), (14, reference.exp))  # fmt: skip
 _unary(82, "log", "log32 (PROTOCOL §2.2)", ops.log, lambda a: F_log32(a), fastops.log,
-       (EW.EW_LOG, None))  # fmt: skip
+       (EW.EW_LOG, None), (15, reference.log))  # fmt: skip
 _unary(83, "sqrt", "IEEE square root, correctly rounded", lambda x: t_sqrt(x), _s(np.sqrt),
        fused=(EW.EW_SQRT, None))  # fmt: skip
 _unary(
@@ -278,6 +301,7 @@ _unary(
     lambda a: a if (np.isnan(a) or a > 0) else f32(0.0),
     fastops.relu,
     (EW.EW_RELU, None),
+    (10, reference.relu),
 )
 
 
@@ -928,132 +952,97 @@ _register(
 )
 
 
-# -- version-1 operators (2-D MLP graphs, PROTOCOL §2; the one-step prover's codes 1..22) -----
+# -- the version-1 MLP step's operators (2-D, PROTOCOL §2; the one-step prover's codes 1..22) --
+#
+# A version-1/2 step graph (agents/training/graph.py) is 2-D: its nodes use these operators and
+# relu / exp / log above (their `v1_code` is what a version-1 node descriptor carries). The
+# hyper-parameter an update reads is its node's attribute: momentum's mu, sgd's lr (binary32
+# bits, the `param` of its descriptor on chain). `reference` is the whole-tensor scalar reference
+# of agents/training/reference.py, which the Solidity one-step prover mirrors.
 
 
-@dataclass(frozen=True)
-class V1Context:
-    """What a version-1 kernel needs besides its inputs: the step's momentum and learning rate
-    (0-d tensors) and the speed knobs (threads, matmul row chunk), which never change a bit."""
-
-    mu: torch.Tensor
-    lr: torch.Tensor
-    threads: int = 1
-    chunk: int = 0
+def _row_deps(n: Node, s: list[Shape], e: int) -> list[tuple[int, list[int]]]:
+    """(1, M) out of an (M, N) input: element e reads row e."""
+    k = s[0][1]
+    return [(0, list(range(e * k, (e + 1) * k)))]
 
 
-V1Kernel = Callable[[list[torch.Tensor], V1Context], torch.Tensor]
+def _v1(code: int, name: str, arity: int, order: str, torch_kernel: Kernel, deps: Deps,
+        reference: Callable[[list[np.ndarray], Node], np.ndarray], native: Kernel | None = None,
+        chain: Chain | None = None) -> None:  # fmt: skip
+    _register(Op(code, name, arity, order, _free, torch_kernel, deps, native, chain=chain,
+                 v1_code=code, reference=reference))  # fmt: skip
+
+
+def _hyper(n: Node, like: torch.Tensor) -> torch.Tensor:
+    return ops.const(n.attrs[0], like)
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(-1)
+
+
+def _cols(n: Node, s: list[Shape], e: int, row: bool) -> list[tuple[int, list[int]]]:
+    """An (M, N) input's element e and the (1, M) / (1, N) vector's entry of its row / col."""
+    r, c = divmod(e, n.shape[1])
+    return [(0, [e]), (1, [r if row else c])]
 
 
 _SUM_CHAIN = Chain(init=0x00000000, combine="add", product=False)
-
-
-@dataclass(frozen=True)
-class V1Op:
-    code: int
-    order: str
-    portable: V1Kernel  # agents/training/ops.py
-    native: V1Kernel | None  # agents/training/fastops.py (C)
-    reference: Callable[..., np.ndarray]  # (inputs as numpy, lr, mu): agents/training/reference.py
-    chain: Chain | None = None  # reductions only: how a dispute bisects one output element
-
-
-def _v1_table() -> dict[str, V1Op]:
-    ref = reference
-
-    def flat(t: torch.Tensor) -> torch.Tensor:
-        return t.reshape(-1)
-
-    def labels(a):
-        return a[0].reshape(-1).index_select(0, flat(a[1])).reshape(1, -1)
-
-    return {
-        "matmul_nt": V1Op(1, "C[i,j]: acc = +0; acc = fl(acc + fl(A[i,k] * B[j,k])), k ascending",
-                          lambda a, c: ops.matmul_nt(a[0], a[1], c.chunk),
-                          lambda a, c: fastops.matmul_nt(a[0], a[1], c.threads),
-                          lambda a, lr, mu: ref.matmul_nt(*a),
-                          Chain(init=0x00000000, combine="add", product=True)),
-        "transpose": V1Op(2, "out[j,i] = A[i,j] (a bit copy)", lambda a, c: a[0].t(),
-                          lambda a, c: a[0].t(), lambda a, lr, mu: ref.transpose(a[0])),
-        "add": V1Op(3, "fl(a + b)", lambda a, c: ops.add(*a), None,
-                    lambda a, lr, mu: ref.add(*a)),
-        "sub": V1Op(4, "fl(a - b)", lambda a, c: ops.sub(*a), None,
-                    lambda a, lr, mu: ref.sub(*a)),
-        "mul": V1Op(5, "fl(a * b)", lambda a, c: ops.mul(*a), None,
-                    lambda a, lr, mu: ref.mul(*a)),
-        "div": V1Op(6, "fl(a / b)", lambda a, c: ops.div(*a), None,
-                    lambda a, lr, mu: ref.div(*a)),
-        "add_row": V1Op(7, "fl(A[i,j] + b[0,j])", lambda a, c: ops.add_row(*a), None,
-                        lambda a, lr, mu: ref.add_row(*a)),
-        "sub_col": V1Op(8, "fl(A[i,j] - c[0,i])", lambda a, c: ops.sub_col(*a), None,
-                        lambda a, lr, mu: ref.sub_col(*a)),
-        "div_col": V1Op(9, "fl(A[i,j] / c[0,i])", lambda a, c: ops.div_col(*a), None,
-                        lambda a, lr, mu: ref.div_col(*a)),
-        "relu": V1Op(10, "x <= 0 ? +0 : x (NaN stays)", lambda a, c: ops.relu(a[0]),
-                     lambda a, c: fastops.relu(a[0]), lambda a, lr, mu: ref.relu(a[0])),
-        "relu_bwd": V1Op(11, "x > 0 ? g : relu(x)", lambda a, c: ops.relu_bwd(*a),
-                         lambda a, c: fastops.relu_bwd(*a), lambda a, lr, mu: ref.relu_bwd(*a)),
-        "row_sum": V1Op(12, "(M,N) -> (1,M): acc = +0; acc = fl(acc + A[i,j]), j ascending",
-                        lambda a, c: ops.row_sum(a[0]), lambda a, c: fastops.row_sum(a[0]),
-                        lambda a, lr, mu: ref.row_sum(a[0]), _SUM_CHAIN),
-        "row_max": V1Op(13, "(M,N) -> (1,M): NaN if the row has one, else the first maximum",
-                        lambda a, c: ops.row_max(a[0]), lambda a, c: fastops.row_max(a[0]),
-                        lambda a, lr, mu: ref.row_max(a[0]),
-                        Chain(init=0xFF800000, combine="max", product=False)),
-        "exp": V1Op(14, "exp32 (PROTOCOL §2.1)", lambda a, c: ops.exp(a[0]),
-                    lambda a, c: fastops.exp(a[0]), lambda a, lr, mu: ref.exp(a[0])),
-        "log": V1Op(15, "log32 (PROTOCOL §2.2)", lambda a, c: ops.log(a[0]),
-                    lambda a, c: fastops.log(a[0]), lambda a, lr, mu: ref.log(a[0])),
-        "gather_rows": V1Op(16, "out[b,:] = D[idx[b],:]",
-                            lambda a, c: ops.gather_rows(a[0], flat(a[1])), None,
-                            lambda a, lr, mu: ref.gather_rows(a[0], a[1].reshape(-1))),
-        "gather_labels": V1Op(17, "out[0,b] = Y[0, idx[b]]", lambda a, c: labels(a), None,
-                              lambda a, lr, mu: a[0].reshape(-1)[a[1].reshape(-1)].reshape(1, -1)),
-        "xent_grad": V1Op(18, "fl(fl(P[b,c] - onehot(y)[b,c]) / B)",
-                          lambda a, c: ops.xent_grad(a[0], flat(a[1])), None,
-                          lambda a, lr, mu: ref.xent_grad(a[0], a[1].reshape(-1))),
-        "nll": V1Op(19, "fl(L[0,b] - S[b, y[b]])",
-                    lambda a, c: ops.nll(a[0], a[1], flat(a[2])), None,
-                    lambda a, lr, mu: ref.nll(a[0], a[1], a[2].reshape(-1))),
-        "mean": V1Op(20, "fl(row_sum(A) / N) over a (1,N) row",
-                     lambda a, c: ops.mean(a[0], ops.row_sum),
-                     lambda a, c: ops.mean(a[0], fastops.row_sum),
-                     lambda a, lr, mu: ref.mean(a[0]),
-                     Chain(init=0x00000000, combine="add", product=False, mean=True)),
-        "momentum": V1Op(21, "fl(fl(mu * v) + g)", lambda a, c: ops.momentum(a[0], a[1], c.mu),
-                         None, lambda a, lr, mu: ref.momentum(a[0], a[1], mu)),
-        "sgd": V1Op(22, "fl(w - fl(lr * v))", lambda a, c: ops.sgd(a[0], a[1], c.lr), None,
-                    lambda a, lr, mu: ref.sgd(a[0], a[1], lr)),
-    }  # fmt: skip
-
-
-V1_OPS: dict[str, V1Op] = _v1_table()
-
-
-def v1_reference_step(graph, state: dict, X, Y, idx, lr, mu) -> tuple[dict, list]:
-    """Scalar reference of one whole version-1 step: interprets a graph.StepGraph node by node
-    with each operator's reference (agents/training/reference.py). Returns (S_{t+1}, trace)
-    like engine.Engine.trace_step (numpy arrays)."""
-    env = {k: np.asarray(v) for k, v in state.items()}
-    env["X"], env["Y"] = np.asarray(X, np.float32), np.asarray(Y).reshape(1, -1)
-    env["idx"] = np.asarray(idx).reshape(1, -1)
-    trace = []
-    for node in graph.nodes:
-        out = V1_OPS[node.op].reference([env[r] for r in node.inputs], lr, mu)
-        env[node.name] = out
-        trace.append(out)
-    return {name: env[n] for name, n in graph.next_state.items()}, trace
+_ref = reference
+# fmt: off
+_v1(1, "matmul_nt", 2, "C[i,j]: acc = +0; acc = fl(acc + fl(A[i,k] * B[j,k])), k ascending",
+    lambda a, n: ops.matmul_nt(a[0], a[1]),
+    lambda n, s, e: [(k, list(range(i * s[0][1], (i + 1) * s[0][1])))
+                     for k, i in enumerate(divmod(e, n.shape[1]))],
+    lambda a, n: _ref.matmul_nt(*a), lambda a, n, threads=1: fastops.matmul_nt(a[0], a[1], threads),
+    Chain(init=0x00000000, combine="add", product=True))
+_v1(2, "transpose", 1, "out[j,i] = A[i,j] (a bit copy)", lambda a, n: a[0].t(),
+    lambda n, s, e: [(0, [(e % n.shape[1]) * n.shape[0] + e // n.shape[1]])],
+    lambda a, n: _ref.transpose(a[0]))
+_v1(7, "add_row", 2, "fl(A[i,j] + b[0,j])", lambda a, n: ops.add_row(*a),
+    lambda n, s, e: _cols(n, s, e, False), lambda a, n: _ref.add_row(*a))
+_v1(8, "sub_col", 2, "fl(A[i,j] - c[0,i])", lambda a, n: ops.sub_col(*a),
+    lambda n, s, e: _cols(n, s, e, True), lambda a, n: _ref.sub_col(*a))
+_v1(9, "div_col", 2, "fl(A[i,j] / c[0,i])", lambda a, n: ops.div_col(*a),
+    lambda n, s, e: _cols(n, s, e, True), lambda a, n: _ref.div_col(*a))
+_v1(11, "relu_bwd", 2, "x > 0 ? g : relu(x)", lambda a, n: ops.relu_bwd(*a), _elementwise_deps,
+    lambda a, n: _ref.relu_bwd(*a), lambda a, n: fastops.relu_bwd(*a))
+_v1(12, "row_sum", 1, "(M,N) -> (1,M): acc = +0; acc = fl(acc + A[i,j]), j ascending",
+    lambda a, n: ops.row_sum(a[0]), _row_deps, lambda a, n: _ref.row_sum(a[0]),
+    lambda a, n: fastops.row_sum(a[0]), _SUM_CHAIN)
+_v1(13, "row_max", 1, "(M,N) -> (1,M): NaN if the row has one, else the first maximum",
+    lambda a, n: ops.row_max(a[0]), _row_deps, lambda a, n: _ref.row_max(a[0]),
+    lambda a, n: fastops.row_max(a[0]), Chain(init=0xFF800000, combine="max", product=False))
+# the data-dependent reads (the gathered row, the label's logit) are resolved from the step's
+# values by the dispute trace; these rules name the batch index / label they go through
+_v1(16, "gather_rows", 2, "out[b,:] = D[idx[b],:]", lambda a, n: ops.gather_rows(a[0], _flat(a[1])),
+    lambda n, s, e: [(1, [e // n.shape[1]])],
+    lambda a, n: _ref.gather_rows(a[0], a[1].reshape(-1)))
+_v1(17, "gather_labels", 2, "out[0,b] = Y[0, idx[b]]",
+    lambda a, n: a[0].reshape(-1).index_select(0, _flat(a[1])).reshape(1, -1),
+    lambda n, s, e: [(1, [e])], lambda a, n: a[0].reshape(-1)[a[1].reshape(-1)].reshape(1, -1))
+_v1(18, "xent_grad", 2, "fl(fl(P[b,c] - onehot(y)[b,c]) / B)",
+    lambda a, n: ops.xent_grad(a[0], _flat(a[1])), lambda n, s, e: _cols(n, s, e, True),
+    lambda a, n: _ref.xent_grad(a[0], a[1].reshape(-1)))
+_v1(19, "nll", 3, "fl(L[0,b] - S[b, y[b]])", lambda a, n: ops.nll(a[0], a[1], _flat(a[2])),
+    lambda n, s, e: [(0, [e]), (2, [e])], lambda a, n: _ref.nll(a[0], a[1], a[2].reshape(-1)))
+_v1(20, "mean", 1, "fl(row_sum(A) / N) over a (1,N) row", lambda a, n: ops.mean(a[0], ops.row_sum),
+    lambda n, s, e: [(0, list(range(s[0][1])))], lambda a, n: _ref.mean(a[0]),
+    lambda a, n: ops.mean(a[0], fastops.row_sum),
+    Chain(init=0x00000000, combine="add", product=False, mean=True))
+_v1(21, "momentum", 2, "fl(fl(mu * v) + g), mu = attrs[0] (binary32 bits)",
+    lambda a, n: ops.momentum(a[0], a[1], _hyper(n, a[0])), _elementwise_deps,
+    lambda a, n: _ref.momentum(a[0], a[1], F.f32(n.attrs[0])))
+_v1(22, "sgd", 2, "fl(w - fl(lr * v)), lr = attrs[0] (binary32 bits)",
+    lambda a, n: ops.sgd(a[0], a[1], _hyper(n, a[0])), _elementwise_deps,
+    lambda a, n: _ref.sgd(a[0], a[1], F.f32(n.attrs[0])))
+# fmt: on
 
 
 def v1_codes() -> dict[str, int]:
-    return {name: op.code for name, op in V1_OPS.items()}
-
-
-def v1_kernels(native_ok: bool, gpu_ok: bool = False) -> dict[str, V1Kernel]:
-    """The kernel each version-1 operator runs with: Triton (gpu_ok) or native (native_ok) where
-    it has one, else portable."""
-    table = {n: (op.native if native_ok and op.native else op.portable) for n, op in V1_OPS.items()}
-    return table | (v1_gpu_kernels() if gpu_ok else {})
+    """The operators of version-1/2 graphs and the codes their node descriptors carry."""
+    return {name: op.v1_code for name, op in OPS.items() if op.v1_code is not None}
 
 
 # -- running one node ------------------------------------------------------------------------
@@ -1067,6 +1056,8 @@ def check_node(n: Node, in_shapes: list[Shape], in_dtypes: list[str]) -> None:
     op = OPS.get(n.op)
     if op is None:
         raise GraphError(f"unknown operator {n.op!r}")
+    if op.code < V3_FIRST_CODE:  # the GraphProver does not evaluate them
+        raise GraphError(f"{n.op} is an operator of version-1 MLP graphs only")
     if any(d < 0 for d in n.shape) or prod(n.shape) > MAX_ELEMENTS:
         raise GraphError(f"{n.op}: shape {n.shape} is negative or over {MAX_ELEMENTS} elements")
     if n.dtype not in ("f32", "i32"):
@@ -1094,7 +1085,8 @@ def run_node(
         if kernel is not None:
             return kernel(args, n)
     if use_native and op.native is not None and native.available():
-        return op.native(args, n, threads) if n.op == "matmul" else op.native(args, n)
+        threaded = n.op in ("matmul", "matmul_nt")
+        return op.native(args, n, threads) if threaded else op.native(args, n)
     return op.torch(args, n)
 
 
@@ -1133,20 +1125,11 @@ def gpu_kernels() -> dict[str, Kernel]:
     table["max_last"] = f32_only(lambda a: T.reduce_last(a[0], "max"), OPS["max_last"].torch)
     table["matmul"] = lambda a, n: T.matmul(a[0], a[1])
     table["index_add_rows"] = lambda a, n: T.index_add_rows(a[0], a[1], a[2])
+    # the version-1 step's reductions: the same kernels on 2-D operands
+    table["matmul_nt"] = lambda a, n: T.matmul(a[0], a[1].t())
+    table["row_sum"] = lambda a, n: T.reduce_last(a[0], "sum").reshape(1, -1)
+    table["row_max"] = lambda a, n: T.reduce_last(a[0], "max").reshape(1, -1)
+    table["mean"] = lambda a, n: ops.mean(
+        a[0], lambda x: T.reduce_last(x, "sum").reshape(1, -1)
+    )  # fmt: skip
     return table
-
-
-@functools.cache
-def v1_gpu_kernels() -> dict[str, V1Kernel]:
-    """The version-1 operators' Triton kernels: the same kernels as version 3's."""
-    from agents.training import triton_ops as T
-
-    return {
-        "matmul_nt": lambda a, c: T.matmul(a[0], a[1].t()),
-        "row_sum": lambda a, c: T.reduce_last(a[0], "sum").reshape(1, -1),
-        "row_max": lambda a, c: T.reduce_last(a[0], "max").reshape(1, -1),
-        "exp": lambda a, c: T.unary("exp", a[0]),
-        "log": lambda a, c: T.unary("log", a[0]),
-        "relu": lambda a, c: T.unary("relu", a[0]),
-        "mean": lambda a, c: ops.mean(a[0], lambda x: T.reduce_last(x, "sum").reshape(1, -1)),
-    }

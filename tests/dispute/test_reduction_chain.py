@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from agents.dispute import reduction
 from agents.dispute.player import element_chain
 from agents.training.float32 import CANONICAL_NAN
-from agents.training.registry import V1_OPS
+from agents.training.registry import OPS, Node
 
-REDUCTIONS = [name for name, op in V1_OPS.items() if op.chain is not None]
+REDUCTIONS = [name for name, op in OPS.items() if op.v1_code and op.chain is not None]
 SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000,
            0xFFC00001, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000, 0xBF800000]  # fmt: skip
 words = st.one_of(st.sampled_from(SPECIAL), st.integers(0, 2**32 - 1))
@@ -40,7 +40,7 @@ def test_the_reductions_are_the_provers():
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(op=st.sampled_from(REDUCTIONS), a=st.lists(words, min_size=1, max_size=40), data=st.data())
 def test_vectorised_chain_is_the_scalar_loop(op, a, data):
-    chain = V1_OPS[op].chain
+    chain = OPS[op].chain
     rows = [f32(a)]
     if chain.product:
         rows.append(f32(data.draw(st.lists(words, min_size=len(a), max_size=len(a)))))
@@ -51,13 +51,13 @@ def test_vectorised_chain_is_the_scalar_loop(op, a, data):
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(op=st.sampled_from(REDUCTIONS), a=st.lists(words, min_size=1, max_size=40), data=st.data())
 def test_chain_end_is_the_operator_reference(op, a, data):
-    chain = V1_OPS[op].chain
+    chain = OPS[op].chain
     row = f32(a).reshape(1, -1)
     if chain.product:
         b = f32(data.draw(st.lists(words, min_size=len(a), max_size=len(a)))).reshape(1, -1)
-        rows, ref = [row, b], V1_OPS[op].reference([row, b], None, None)
+        rows, ref = [row, b], OPS[op].reference([row, b], Node(op, (), (), (1, 1), "f32"))
     else:
-        rows, ref = [row], V1_OPS[op].reference([row], None, None)
+        rows, ref = [row], OPS[op].reference([row], Node(op, (), (), (1, 1), "f32"))
     with np.errstate(all="ignore"):
         end = int(reduction.accumulators(chain, rows)[-1])
     assert end == canon(int(np.asarray(ref, np.float32).reshape(-1)[0:1].view(np.uint32)[0]))
@@ -73,7 +73,7 @@ def test_chain_end_is_the_engine_output():
         for e in range(out.size):
             acc = element_chain(comp, job.jg, 1, node.index, e)
             assert int(acc[-1]) == canon(int(out[e])), (node.name, e)
-            assert acc[0] == V1_OPS[node.op].chain.init
+            assert acc[0] == OPS[node.op].chain.init
 
 
 @pytest.mark.parametrize("terms", [1, 2, 15, 16, 17, 255, 256, 4096, 65536, 1 << 20])

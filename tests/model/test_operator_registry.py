@@ -212,7 +212,7 @@ def test_version_1_codes_match_the_solidity_op_codes_and_the_dispute_encoding():
     v1_constant = r"constant (?!V3_|KIND_|DTYPE_|FIRST_)(\w+) = (\d+);"
     declared = {m[0].lower(): int(m[1]) for m in re.findall(v1_constant, sol)}
     assert declared == R.v1_codes() == ENCODED
-    assert all(op.order for op in R.V1_OPS.values())
+    assert all(R.OPS[name].order and R.OPS[name].reference for name in R.v1_codes())
 
 
 def test_operand_kinds_and_dtypes_match_the_solidity_op_codes():

@@ -18,7 +18,7 @@ from agents.data import builtin as data
 from agents.training import merkle, native
 from agents.training import spec as S
 from agents.training.engine import Engine, EngineConfig, trace_root, trace_tensor_roots
-from agents.training.registry import v1_reference_step as run_step_graph
+from agents.training.graph import reference_step, registry_nodes
 from agents.training.state import state_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,14 +56,13 @@ def test_traced_step_matches_scalar_reference(cfg):
     for t in range(3):
         nxt, trace = eng.trace_step(st, t)
         idx = eng.batch(t).numpy()
-        ref_next, ref_trace = run_step_graph(
+        ref_next, ref_trace = reference_step(
             eng.graph,
+            registry_nodes(eng.graph, sp.lr_bits, sp.momentum_bits),
             {k: v.numpy() for k, v in st.items()},
             ds.x.numpy(),
             ds.y.numpy(),
             idx,
-            sp.lr,
-            sp.momentum,
         )
         assert len(trace) == len(ref_trace) == len(eng.graph.nodes)
         for node, got, want in zip(eng.graph.nodes, trace, ref_trace, strict=True):
