@@ -17,7 +17,7 @@ from agents.dispute.encoding import KIND_BATCH, KIND_DATA_X, KIND_DATA_Y, KIND_N
 from agents.dispute.trace_walk import TraceRoots, trace_siblings
 from agents.training import merkle
 from agents.training.engine import Engine
-from agents.training.graph import element_deps
+from agents.training.registry import OPS, Node
 from agents.training.state import State
 
 
@@ -205,12 +205,10 @@ class Computation:
         chain = reduction.chain_of(g.nodes[node].op)
         if chain is None:
             raise ValueError(f"node {node} ({g.nodes[node].op}) is not a reduction")
-        r, c = divmod(element, jg.nodes[node].cols)
-        rows = []
-        for d in element_deps(g, node, r, c):
-            k = g.nodes[node].inputs.index(d.ref)
-            x = self._input_tensor(jg, t, d.ref).reshape(-1, int(jg.nodes[node].inputs[k].cols))
-            rows.append(x[d.row, d.cols.start : d.cols.stop])
+        rows = [
+            self._input_tensor(jg, t, g.nodes[node].inputs[k]).reshape(-1)[elems]
+            for k, elems in element_reads(jg, node, element)
+        ]
         return reduction.accumulators(chain, rows)
 
     def _input_tensor(self, jg, t: int, ref: str) -> np.ndarray:
@@ -225,23 +223,17 @@ class Computation:
         (with `term`: only those of the reduction's term `term`, 0-based)."""
         g = jg.graph
         node, desc = g.nodes[i], jg.nodes[i]
-        r, c = divmod(element, desc.cols)
         idx = self.batch_indices(t)
         labels = self.node_output(t, g.index_of("y")).reshape(-1).cpu().numpy()
-        deps = element_deps(g, i, r, c, idx, labels)
+        deps = element_reads(jg, i, element, idx, labels)
         out = []
         for k, ref in enumerate(node.inputs):
             operand = desc.inputs[k]
             if operand.kind == KIND_BATCH:
                 out.append((bytes(32), [], bytes(32), []))
                 continue
-            cols = operand.cols
-            picked = [d.cols if term is None else d.cols[term : term + 1] for d in deps]
             elems = {
-                d.row * cols + x
-                for d, xs in zip(deps, picked, strict=True)
-                if d.ref == ref
-                for x in xs
+                x for j, xs in deps if j == k for x in (xs if term is None else xs[term : term + 1])
             }
             out.append(self._opening(node_roots, t, operand, ref, elems))
         return out
@@ -270,6 +262,26 @@ class Computation:
         k = 0 if operand.kind == KIND_DATA_X else 1
         tensor = data.x if k == 0 else data.y
         return tensor, merkle.list_proof(merkle.DATASET_DOMAIN, roots, k).siblings
+
+
+def element_reads(jg, i: int, e: int, idx=None, labels=None) -> list[tuple[int, list[int]]]:
+    """(operand k, its flat elements) that element e of node i reads, in the order the one-step
+    proof takes them: the registry's dependency rule on the node's operand shapes, then the
+    data-dependent reads resolved from the step's batch indices `idx` and gathered `labels`
+    when given (the gathered row of X, the gathered label of Y, the label's logit)."""
+    node = jg.graph.nodes[i]
+    if not 0 <= e < node.shape[0] * node.shape[1]:
+        raise IndexError(f"element {e} outside {node.shape} of node {node.name}")
+    shapes = [(int(o.rows), int(o.cols)) for o in jg.nodes[i].inputs]
+    deps = OPS[node.op].deps(Node(node.op, (), (), node.shape, node.dtype), shapes, e)
+    r, c = divmod(e, node.shape[1])
+    if idx is not None and node.op == "gather_rows":
+        deps.append((0, [int(idx[r]) * shapes[0][1] + c]))
+    if idx is not None and node.op == "gather_labels":
+        deps.append((0, [int(idx[c])]))
+    if labels is not None and node.op == "nll":
+        deps.append((1, [c * shapes[1][1] + int(labels[c])]))
+    return deps
 
 
 def merkle_opening(tensor, list_proof: list[bytes], elems) -> tuple:

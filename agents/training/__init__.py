@@ -13,7 +13,7 @@ One concept per module:
   data       named datasets, dataset root, batch schedule
   tokens     token-stream datasets (the shakespeare-char corpus) and their window schedule
   state      state tensor names / order, deterministic initial state, state root
-  graph      one training step as a fixed node list; element dependencies for disputes
+  graph      one training step as a fixed node list (each node's operator in the registry)
   engine     runs steps (fast or traced), whole jobs, accuracy
   decompose  spec v2: R rounds x S shards of local SGD, shard batches, aggregation, roots
 """

@@ -3,7 +3,7 @@ of the engine's op trace equals the engine's committed element, bit for bit.
 
 The engine (agents/training/engine.py, native kernels when available) traces steps of
 examples/digits-mlp.json; for every node a few output elements (first, last, and random ones) are
-recomputed by OpHarness from exactly the input elements `graph.element_deps` names.
+recomputed by OpHarness from exactly the input elements `trace.element_reads` names.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from f32_strategies import on_pyevm
 from f32ref import np_arr_bits
 
 from agents.data import builtin as data
+from agents.dispute.graph import job_graph
+from agents.dispute.trace import element_reads
 from agents.training import spec as S
 from agents.training.engine import Engine
-from agents.training.graph import element_deps
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "digits-mlp.json"
@@ -48,6 +49,7 @@ def test_every_trace_node_matches_onchain_reference(ops_h, digits_engine: Engine
         st = eng.step(st, s)
     _, trace = eng.trace_step(st, t)
     g = eng.graph
+    jg = job_graph(eng.spec, eng.data.n)
     env: dict[str, np.ndarray] = {k: _bits(v) for k, v in st.items()}
     env["X"], env["Y"] = _bits(eng.x), _bits(eng.y)
     idx = eng.batch(t).numpy().reshape(-1)
@@ -65,8 +67,8 @@ def test_every_trace_node_matches_onchain_reference(ops_h, digits_engine: Engine
         while len(picks) < min(3 if on_pyevm() else SAMPLES_PER_NODE, rows * cols):
             picks.add((rng.randrange(rows), rng.randrange(cols)))
         for r, c in sorted(picks):
-            deps = element_deps(g, node.index, r, c, idx=idx, labels=labels)
-            vals = [[int(v) for v in env[d.ref][d.row, d.cols.start : d.cols.stop]] for d in deps]
+            deps = element_reads(jg, node.index, r * cols + c, idx=idx, labels=labels)
+            vals = [[int(v) for v in env[node.inputs[k]].reshape(-1)[e]] for k, e in deps]
             one = [v[0] for v in vals]
             op = node.op
             if op == "matmul_nt":

@@ -10,9 +10,12 @@ from hypothesis import strategies as st
 from test_engine import tiny_spec
 from training_support import examples
 
+from agents.dispute.graph import job_graph
+from agents.dispute.trace import element_reads
 from agents.training import reference as R
+from agents.training import spec as S
 from agents.training.engine import Engine
-from agents.training.graph import build_step_graph, element_deps
+from agents.training.graph import build_step_graph
 
 
 def test_graph_shape_and_order():
@@ -47,7 +50,7 @@ def test_graph_shape_and_order():
 
 def _recompute(op, node, row, col, deps, env, graph):
     """Compute one output element from only the dependency values (scalar reference)."""
-    vals = [env[d.ref][d.row, d.cols.start : d.cols.stop] for d in deps]
+    vals = [env[node.inputs[k]].reshape(-1)[elems] for k, elems in deps]
     f32 = np.float32
     if op == "matmul_nt":
         return R.dot(vals[0], vals[1])
@@ -95,28 +98,29 @@ def test_element_deps_suffice_to_recompute(data):
     env["X"], env["Y"], env["idx"] = ds.x.numpy(), ds.y.numpy(), eng.batch(0).numpy()
     for n, t in zip(eng.graph.nodes, trace, strict=True):
         env[n.name] = t.contiguous().numpy()
-    node = eng.graph.nodes[data.draw(st.integers(0, len(eng.graph.nodes) - 1))]
-    row = data.draw(st.integers(0, node.shape[0] - 1))
-    col = data.draw(st.integers(0, node.shape[1] - 1))
-    deps = element_deps(
-        eng.graph, node.index, row, col, env["idx"].reshape(-1), env["y"].reshape(-1)
-    )
-    got = _recompute(node.op, node, row, col, deps, env, eng.graph)
-    want = env[node.name][row, col]
-    if node.dtype == "u32":
-        assert int(got) == int(want)
-    else:
-        assert np.float32(got).view(np.uint32) == np.float32(want).view(np.uint32), node.name
+    jg = job_graph(sp, ds.n)
+    for node in eng.graph.nodes:  # one drawn element of every node
+        row = data.draw(st.integers(0, node.shape[0] - 1))
+        col = data.draw(st.integers(0, node.shape[1] - 1))
+        e = row * node.shape[1] + col
+        deps = element_reads(jg, node.index, e, env["idx"].reshape(-1), env["y"].reshape(-1))
+        got = _recompute(node.op, node, row, col, deps, env, eng.graph)
+        want = env[node.name][row, col]
+        if node.dtype == "u32":
+            assert int(got) == int(want)
+        else:
+            assert np.float32(got).view(np.uint32) == np.float32(want).view(np.uint32), node.name
 
 
-def test_element_deps_of_matmul_are_rows():
-    g = build_step_graph((64, 32, 10), 8)
-    d = element_deps(g, g.index_of("fwd0.mm"), 3, 17)
-    assert [(x.ref, x.row, x.cols) for x in d] == [("x", 3, range(64)), ("w0", 17, range(64))]
-    d = element_deps(g, g.index_of("bwd0.dw"), 5, 7)
-    assert [(x.ref, x.row, x.cols) for x in d] == [
-        ("bwd0.dzT", 5, range(8)),
-        ("bwd0.aT", 7, range(8)),
-    ]
+def test_element_reads_of_matmul_are_rows():
+    sp, ds = tiny_spec()
+    spec = S.JobSpec((64, 32, 10), sp.dataset_name, sp.dataset_root, sp.lr_bits,
+                     sp.momentum_bits, 8, sp.seed, 1, 1)  # fmt: skip
+    jg = job_graph(spec, 100)
+    g = jg.graph
+    d = element_reads(jg, g.index_of("fwd0.mm"), 3 * 32 + 17)
+    assert d == [(0, list(range(3 * 64, 4 * 64))), (1, list(range(17 * 64, 18 * 64)))]
+    d = element_reads(jg, g.index_of("bwd0.dw"), 5 * 64 + 7)
+    assert d == [(0, list(range(5 * 8, 6 * 8))), (1, list(range(7 * 8, 8 * 8)))]
     with pytest.raises(IndexError):
-        element_deps(g, 0, 8, 0)
+        element_reads(jg, 0, 8 * 64)
