@@ -15,10 +15,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from agents.training import fastops, merkle, native, ops
 from agents.training import float32 as F
+from agents.training import merkle, native, ops
 from agents.training.graph import StepGraph, build_step_graph, registry_nodes
-from agents.training.registry import TritonUnavailable, run_node, triton_problem
+from agents.training.registry import Node, TritonUnavailable, run_node, triton_problem
 from agents.training.schedule import batch_indices
 from agents.training.spec import JobSpec, JobSpecError
 from agents.training.state import State, init_state, state_root
@@ -78,13 +78,6 @@ class Engine:
         self._nodes = registry_nodes(self.graph, spec.lr_bits, spec.momentum_bits)
         if cfg.kernels == "triton" and (problem := triton_problem(cfg.device)):
             raise TritonUnavailable(problem)
-        if cfg.kernels == "native":  # predict's forward ops, as the step runs them
-            th = max(1, cfg.threads)
-            self._mm = lambda a, b: fastops.matmul_nt(a, b, th)
-            self._relu = fastops.relu
-        else:
-            self._mm = lambda a, b: ops.matmul_nt(a, b, cfg.chunk)
-            self._relu = ops.relu
 
     # -- one step ----------------------------------------------------------------------------
 
@@ -96,7 +89,10 @@ class Engine:
 
     def _op(self, index: int, a: list[torch.Tensor]) -> torch.Tensor:
         """Node `index`'s output from its inputs, with the registry's kernel of its operator."""
-        n, cfg = self._nodes[index], self.cfg
+        return self._kernel(self._nodes[index], a)
+
+    def _kernel(self, n: Node, a: list[torch.Tensor]) -> torch.Tensor:
+        cfg = self.cfg
         if n.op == "matmul_nt" and cfg.chunk and cfg.kernels == "torch":
             return ops.matmul_nt(a[0], a[1], cfg.chunk)  # row chunks: speed only, same bits
         native_ok = cfg.kernels == "native"
@@ -151,10 +147,12 @@ class Engine:
         """Class predictions with the protocol forward ops (first maximum on ties)."""
         a = x.to(self.cfg.device)
         L = len(self.spec.widths) - 1
+        op = {k: Node(k, (), (), (), "f32") for k in ("matmul_nt", "add_row", "relu")}
         for i in range(L):
-            a = ops.add_row(self._mm(a, st[f"w{i}"]), st[f"b{i}"])
+            a = self._kernel(op["matmul_nt"], [a, st[f"w{i}"]])
+            a = self._kernel(op["add_row"], [a, st[f"b{i}"]])
             if i < L - 1:
-                a = self._relu(a)
+                a = self._kernel(op["relu"], [a])
         return torch.argmax(a, dim=1)
 
     def accuracy(self, st: State, data: Dataset) -> float:

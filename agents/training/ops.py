@@ -74,26 +74,6 @@ def row_max(a: torch.Tensor) -> torch.Tensor:
 # -- elementwise ---------------------------------------------------------------------------
 
 
-def transpose(a: torch.Tensor) -> torch.Tensor:
-    return a.t().contiguous()
-
-
-def add(a, b):
-    return torch.add(a, b)
-
-
-def sub(a, b):
-    return torch.sub(a, b)
-
-
-def mul(a, b):
-    return torch.mul(a, b)
-
-
-def div(a, b):
-    return torch.div(a, b)
-
-
 def add_row(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.add(a, b.reshape(1, -1))
 
