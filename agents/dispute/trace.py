@@ -29,7 +29,9 @@ def drop_computation(comps: dict, key: object) -> None:
 
 
 class Computation:
-    """States, traces and claimed roots of steps t0 .. t0 + steps under `engine`'s job."""
+    """States, traces and claimed roots of steps t0 .. t0 + steps under `engine`'s job. The
+    claim's bookkeeping (kept states under a byte budget, traces, roots, checkpoints) is every
+    job's: model_trace.ModelComputation runs a version-3 step and opens its elements on it."""
 
     # Reductions of up to this many terms are proved in one move: a version-1 dot product reads
     # two contiguous rows (about 161k + 3,240·K gas, 369k at K = 64); longer ones are bisected
@@ -46,11 +48,16 @@ class Computation:
         cache_bytes: int = DEFAULT_STATE_CACHE_BYTES,
         budget: StateBudget | None = None,
     ):
-        if steps <= 0 or interval <= 0 or steps % interval:
-            raise ValueError(f"bad claim: steps={steps} interval={interval}")
-        self.engine, self.steps, self.interval, self.t0 = engine, steps, interval, t0
+        self.engine = engine
         self.graph = engine.graph
         self.classes = engine.spec.widths[-1]
+        self._claim(steps, interval, t0, start, cache_bytes, budget)
+
+    def _claim(self, steps: int, interval: int, t0: int, start: State | None, cache_bytes: int,
+               budget: StateBudget | None) -> None:  # fmt: skip
+        if steps <= 0 or interval <= 0 or steps % interval:
+            raise ValueError(f"bad claim: steps={steps} interval={interval}")
+        self.steps, self.interval, self.t0 = steps, interval, t0
         # Kept states, within a byte budget (one state's tensors are the model and its optimizer
         # state: a claim of thousands of steps cannot keep them all). The budget is the agent's,
         # shared by all its computations (`budget`), or this one's own of `cache_bytes`; the
@@ -66,12 +73,23 @@ class Computation:
         if start is not None:
             self._states[t0] = start
         else:
-            self._keep(t0, engine.initial_state())
+            self._keep(t0, self.initial_state())
         self._traces: dict[int, list[torch.Tensor]] = {}
         self._roots: dict[int, bytes] = {}
         self._troots: dict[int, list[bytes]] = {}
 
-    # -- running ----------------------------------------------------------------------------
+    # -- running (what differs between jobs) -------------------------------------------------
+
+    def initial_state(self) -> State:
+        return self.engine.initial_state()
+
+    def state_view(self, x: torch.Tensor) -> torch.Tensor:
+        """How a state tensor is committed (a version-1 tensor is 2-D already)."""
+        return x
+
+    def commit_view(self, x: torch.Tensor) -> torch.Tensor:
+        """How a node's output is committed."""
+        return x
 
     def _run(self, st: State, t: int) -> tuple[State, list[torch.Tensor]]:
         eng = self.engine
@@ -106,8 +124,10 @@ class Computation:
             return sorted(self._states)
 
     def release(self) -> None:
-        """Give this computation's kept states back to the budget (it is no longer needed)."""
+        """Give this computation's kept states back to the budget and drop its traces (it is no
+        longer needed; asked again, it recomputes them, the same)."""
         self.budget.release(self._states)
+        self._traces.clear()
 
     def seed(self, t: int, st: State) -> None:
         """Give the party's state at global step t (e.g. a checkpoint it published), so that
@@ -130,7 +150,7 @@ class Computation:
                 st = self._states[known]
                 self.budget.touch(self._states, known)
             else:  # the initial state was evicted (a pinned start never is): recompute it
-                known, st = self.t0, self.engine.initial_state()
+                known, st = self.t0, self.initial_state()
         for u in range(known, t):
             st = self._run(st, u)[0]
             if u + 1 == t or (u + 1 - self.t0) % self.interval == 0:
@@ -148,7 +168,7 @@ class Computation:
     def trace_roots(self, t: int) -> list[bytes]:
         """Tensor roots of every node's output of step t (the op-trace list)."""
         if t not in self._troots:
-            self._troots[t] = [merkle.tensor_root(x) for x in self.trace(t)]
+            self._troots[t] = [merkle.tensor_root(self.commit_view(x)) for x in self.trace(t)]
         return self._troots[t]
 
     # -- what the party commits ---------------------------------------------------------------
@@ -156,7 +176,8 @@ class Computation:
     def entries(self, t: int) -> list[bytes]:
         """State-list values keccak(abi.encode(keccak(name), tensorRoot)) of S_t, as committed."""
         st = self.state(t)
-        return [merkle.state_entry(n, merkle.tensor_root(x)) for n, x in st.items()]
+        view = self.state_view
+        return [merkle.state_entry(n, merkle.tensor_root(view(x))) for n, x in st.items()]
 
     def claimed_root(self, t: int) -> bytes:
         """The state root the party claims for S_t."""
@@ -186,7 +207,8 @@ class Computation:
     # -- tensors for proofs ------------------------------------------------------------------
 
     def node_output(self, t: int, node: int) -> torch.Tensor:
-        return self.trace(t)[node]
+        """Node `node`'s output at step t as committed."""
+        return self.commit_view(self.trace(t)[node])
 
     def batch_indices(self, t: int) -> np.ndarray:
         return self.engine.batch(t).reshape(-1).cpu().numpy()
