@@ -174,10 +174,10 @@ def faulty_account(
     runtime: JobRuntime, steps: int, interval: int, fault: Fault, budget: StateBudget
 ) -> Claim:
     """A cheating solver's account of a whole job's claim, as `runtime.computation` would build
-    the honest one (a version-3 account keeps its own states, not under `budget`)."""
+    the honest one (its states under `budget`)."""
     if isinstance(runtime, ModelRuntime):
         return FaultyModelComputation(
-            runtime.job, runtime.jg, runtime.start, steps, interval, fault=fault
+            runtime.job, runtime.jg, runtime.start, steps, interval, fault=fault, budget=budget
         )
     return FaultyComputation(runtime.engine, steps, interval, fault=fault, budget=budget)
 

@@ -167,22 +167,22 @@ class ModelRuntime:
         start: State | None = None,
         budget: StateBudget | None = None,
     ) -> ModelComputation:
-        """A party's account of a claim. Its states are kept by the account itself (not under
-        --state-cache-mib's `budget`): a version-3 claim keeps every state and trace it walks
-        until `release`."""
+        """A party's account of a claim, its states kept under the agent's `budget`
+        (--state-cache-mib) like a version-1 claim's."""
         if start is None:
             if t0:
                 raise ValueError(f"a claim from step {t0} needs its start state")
             start = self.start
-        return ModelComputation(self.job, self.jg, start, steps, interval, t0=t0)
+        return ModelComputation(self.job, self.jg, start, steps, interval, t0=t0, budget=budget)
 
     def metrics(self, final: State) -> dict[str, float]:
         return self.job.evaluate(final)
 
 
 JobRuntime = MlpRuntime | ModelRuntime
-#: A party's account of a claim, either kind: the players (agents/dispute/player.py) play both.
-Claim = Computation | ModelComputation
+#: A party's account of a claim (a ModelComputation is a Computation): the players
+#: (agents/dispute/player.py) play every kind.
+Claim = Computation
 
 
 @dataclass(frozen=True)

@@ -220,3 +220,26 @@ def test_a_non_positive_bound_is_refused():
         Computation(JOB.engine, STEPS, INTERVAL, cache_bytes=0)
     with pytest.raises(ValueError, match="bad state cache"):
         StateBudget(-1)
+
+
+def test_a_version_3_account_under_any_budget_has_the_unbounded_ones_roots(tmp_path, capsys):
+    """A ModelComputation is a Computation: its states live under the same budget (here one of
+    one byte and one shared with a version-1 account) and every root is the unbounded one's."""
+    from dispute_fixtures import build_model_job
+
+    from agents.dispute.model_graph import model_job_graph
+    from agents.dispute.model_trace import ModelComputation
+
+    job, st = build_model_job(tmp_path, "cnn", steps=6, every=2)
+    jg = model_job_graph(job)
+    want = [r for _t, r, _s, _l in job.train(st, steps=6, every=2)]
+    shared = StateBudget(1)
+    v1 = Computation(JOB.engine, STEPS, INTERVAL, budget=shared)
+    for budget in (StateBudget(1), shared):
+        comp = ModelComputation(job, jg, st, 6, 2, budget=budget)
+        v1.claimed_root(STEPS)
+        assert comp.checkpoint_roots() == want
+        assert comp.kept_steps() == [0, 6] and budget.entries() == 1  # the start is pinned
+        assert comp.trace_roots(3) == ModelComputation(job, jg, st, 6, 2).trace_roots(3)
+        comp.release()
+        assert comp.kept_steps() == [0] and comp.checkpoint_roots() == want
