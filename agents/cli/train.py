@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     from agents.data import datasets as data
     from agents.training import spec
-    from agents.training.engine import Engine, EngineConfig, checkpoint_root
+    from agents.training.engine import Engine, EngineConfig
+    from agents.training.merkle import checkpoint_root
 
     job = spec.load(args.spec)
     fetch = build(FetchConfig, args)
@@ -143,7 +144,7 @@ def _run_model(args, fetch) -> int:
     """A version-3 job: checkpoint roots and batch losses, then the held-out metric."""
     from agents.cli.job import load_job
     from agents.model.run import RunConfig
-    from agents.training.engine import checkpoint_root
+    from agents.training.merkle import checkpoint_root
 
     cfg = RunConfig(args.kernels, args.threads, args.device)
     job, st = load_job(args.spec, args.blob_url, cfg, fetch)

@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
 import torch
 
 from agents.training import float32 as F
-from agents.training import merkle, native, ops
+from agents.training import native, ops
 from agents.training.graph import StepGraph, build_step_graph, registry_nodes
 from agents.training.registry import Node, TritonUnavailable, run_node, triton_problem
 from agents.training.schedule import batch_indices
@@ -158,23 +157,3 @@ class Engine:
     def accuracy(self, st: State, data: Dataset) -> float:
         pred = self.predict(st, data.x).cpu()
         return float((pred == data.y.reshape(-1)).double().mean())
-
-
-# -- commitments of a traced step ------------------------------------------------------------
-
-
-def trace_tensor_roots(trace: list[torch.Tensor]) -> list[bytes]:
-    return [merkle.tensor_root(t) for t in trace]
-
-
-def trace_root(trace: list[torch.Tensor]) -> bytes:
-    """Op-trace root: root list under vtp.trace.v1 of every node output's tensor root."""
-    return merkle.trace_root(trace_tensor_roots(trace))
-
-
-def checkpoint_root(state_roots: list[bytes]) -> bytes:
-    return merkle.checkpoint_root(state_roots)
-
-
-def to_numpy_state(st: State) -> dict[str, np.ndarray]:
-    return {k: v.detach().cpu().numpy() for k, v in st.items()}

@@ -15,9 +15,10 @@ import torch
 from training_support import assert_bits_equal
 
 from agents.data import builtin as data
+from agents.model.job import trace_root
 from agents.training import merkle, native
 from agents.training import spec as S
-from agents.training.engine import Engine, EngineConfig, trace_root, trace_tensor_roots
+from agents.training.engine import Engine, EngineConfig
 from agents.training.graph import reference_step, registry_nodes
 from agents.training.state import state_root
 
@@ -99,7 +100,7 @@ def test_trace_commitments():
     eng = Engine(sp, ds)
     st = eng.initial_state()
     _, trace = eng.trace_step(st, 0)
-    roots = trace_tensor_roots(trace)
+    roots = [merkle.tensor_root(t) for t in trace]
     root = trace_root(trace)
     assert root == merkle.root_list(merkle.TRACE_DOMAIN, roots)
     node = eng.graph.index_of("fwd0.mm")

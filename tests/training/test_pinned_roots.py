@@ -22,12 +22,12 @@ from agents.__main__ import main
 from agents.cli.job import load_job
 from agents.data import datasets
 from agents.dispute.graph import job_graph
-from agents.model.job import trace_root as model_trace_root
+from agents.model.job import trace_root
 from agents.model.run import RunConfig
 from agents.training import merkle
 from agents.training import spec as sp
 from agents.training.decompose import RoundResult, run_job
-from agents.training.engine import Engine, EngineConfig, trace_root
+from agents.training.engine import Engine, EngineConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ("native", "torch")
@@ -130,6 +130,6 @@ def test_version_3_example_roots(v3_specs, name, kernels, capsys):
     got = (
         _hex(job.spec.spec_hash()),
         _hex(merkle.checkpoint_root(roots)),
-        _hex(model_trace_root(job.trace_step(st, 3)[1])),
+        _hex(trace_root(job.trace_step(st, 3)[1])),
     )
     assert got == V3[name][2]
