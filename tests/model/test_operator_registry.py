@@ -205,6 +205,14 @@ def test_a_node_may_not_declare_a_huge_tensor():
         R.check_node(Node("const", (), (0,), (1 << 20, 1 << 20), "f32"), [], [])
 
 
+def test_a_version_3_graph_may_not_use_an_operator_of_version_1_graphs_only():
+    # the GraphProver evaluates codes >= 64 only: such a node could never be proved
+    for name in ("matmul_nt", "row_sum", "momentum"):
+        with pytest.raises(R.GraphError, match="version-1 MLP graphs only"):
+            R.check_node(Node(name, (0, 0), (0,), (2, 2), "f32"), [(2, 2), (2, 2)], [])
+    R.check_node(Node("relu", (0,), (), (2, 2), "f32"), [(2, 2)], [])  # shared with version 3
+
+
 def test_version_1_codes_match_the_solidity_op_codes_and_the_dispute_encoding():
     from agents.dispute.encoding import OPS as ENCODED
 
