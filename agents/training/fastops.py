@@ -91,22 +91,6 @@ def index_add_rows(dest: torch.Tensor, idx: torch.Tensor, src: torch.Tensor) -> 
     return out
 
 
-def row_sum(a: torch.Tensor) -> torch.Tensor:
-    _check(a)
-    out = torch.empty((1, a.shape[0]), dtype=torch.float32)
-    s = a.stride()
-    native.lib().vtp_row_sum(a.data_ptr(), s[0], s[1], out.data_ptr(), a.shape[0], a.shape[1])
-    return out
-
-
-def row_max(a: torch.Tensor) -> torch.Tensor:
-    _check(a)
-    out = torch.empty((1, a.shape[0]), dtype=torch.float32)
-    s = a.stride()
-    native.lib().vtp_row_max(a.data_ptr(), s[0], s[1], out.data_ptr(), a.shape[0], a.shape[1])
-    return out
-
-
 def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
     """sum_last / max_last (f32 or i32) over the last axis of an N-d tensor, read through its
     strides where its leading axes flatten without a copy."""

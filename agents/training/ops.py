@@ -53,24 +53,6 @@ def matmul_nt(a: torch.Tensor, b: torch.Tensor, chunk: int = 0) -> torch.Tensor:
     return acc
 
 
-def row_sum(a: torch.Tensor) -> torch.Tensor:
-    """(M,N) -> (1,M): acc = +0; acc = fl(acc + A[i,j]) for j in order."""
-    acc = torch.zeros(a.shape[0], dtype=f32, device=a.device)
-    for j in range(a.shape[1]):
-        acc.add_(a[:, j])
-    return acc.reshape(1, -1)
-
-
-def row_max(a: torch.Tensor) -> torch.Tensor:
-    """(M,N) -> (1,M): NaN if the row has a NaN; else the first strict maximum from the left."""
-    m = a[:, 0].clone()
-    for j in range(1, a.shape[1]):
-        x = a[:, j]
-        m = torch.where(x > m, x, m)
-    m = torch.where(torch.isnan(a).any(dim=1), torch.full_like(m, float("nan")), m)
-    return m.reshape(1, -1)
-
-
 # -- elementwise ---------------------------------------------------------------------------
 
 
@@ -169,7 +151,7 @@ def nll(l: torch.Tensor, s: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # n
     return torch.sub(l.reshape(1, -1), picked)
 
 
-def mean(a: torch.Tensor, row_sum_fn=row_sum) -> torch.Tensor:
+def mean(a: torch.Tensor, row_sum_fn) -> torch.Tensor:
     """fl(row_sum(A) / B) over a (1,B) row."""
     s = row_sum_fn(a)
     return torch.div(s, torch.full_like(s, float(a.shape[1])))

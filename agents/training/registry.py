@@ -978,6 +978,10 @@ def _hyper(n: Node, like: torch.Tensor) -> torch.Tensor:
     return ops.const(n.attrs[0], like)
 
 
+def _row_sum(x: torch.Tensor, kernel=t_sum_last) -> torch.Tensor:
+    return kernel(x).reshape(1, -1)
+
+
 def _flat(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1)
 
@@ -1008,12 +1012,14 @@ _v1(9, "div_col", 2, "fl(A[i,j] / c[0,i])", lambda a, n: ops.div_col(*a),
     lambda n, s, e: _cols(n, s, e, True), lambda a, n: _ref.div_col(*a))
 _v1(11, "relu_bwd", 2, "x > 0 ? g : relu(x)", lambda a, n: ops.relu_bwd(*a), _elementwise_deps,
     lambda a, n: _ref.relu_bwd(*a), lambda a, n: fastops.relu_bwd(*a))
+# the row reductions are sum_last / max_last (the same kernels) with the result as a (1, M) row
 _v1(12, "row_sum", 1, "(M,N) -> (1,M): acc = +0; acc = fl(acc + A[i,j]), j ascending",
-    lambda a, n: ops.row_sum(a[0]), _row_deps, lambda a, n: _ref.row_sum(a[0]),
-    lambda a, n: fastops.row_sum(a[0]), _SUM_CHAIN)
+    lambda a, n: _row_sum(a[0]), _row_deps, lambda a, n: _ref.row_sum(a[0]),
+    lambda a, n: _row_sum(a[0], n_sum_last), _SUM_CHAIN)
 _v1(13, "row_max", 1, "(M,N) -> (1,M): NaN if the row has one, else the first maximum",
-    lambda a, n: ops.row_max(a[0]), _row_deps, lambda a, n: _ref.row_max(a[0]),
-    lambda a, n: fastops.row_max(a[0]), Chain(init=0xFF800000, combine="max", product=False))
+    lambda a, n: t_max_last(a[0]).reshape(1, -1), _row_deps, lambda a, n: _ref.row_max(a[0]),
+    lambda a, n: n_max_last(a[0]).reshape(1, -1),
+    Chain(init=0xFF800000, combine="max", product=False))
 # the data-dependent reads (the gathered row, the label's logit) are resolved from the step's
 # values by the dispute trace; these rules name the batch index / label they go through
 _v1(16, "gather_rows", 2, "out[b,:] = D[idx[b],:]", lambda a, n: ops.gather_rows(a[0], _flat(a[1])),
@@ -1027,9 +1033,9 @@ _v1(18, "xent_grad", 2, "fl(fl(P[b,c] - onehot(y)[b,c]) / B)",
     lambda a, n: _ref.xent_grad(a[0], a[1].reshape(-1)))
 _v1(19, "nll", 3, "fl(L[0,b] - S[b, y[b]])", lambda a, n: ops.nll(a[0], a[1], _flat(a[2])),
     lambda n, s, e: [(0, [e]), (2, [e])], lambda a, n: _ref.nll(a[0], a[1], a[2].reshape(-1)))
-_v1(20, "mean", 1, "fl(row_sum(A) / N) over a (1,N) row", lambda a, n: ops.mean(a[0], ops.row_sum),
+_v1(20, "mean", 1, "fl(row_sum(A) / N) over a (1,N) row", lambda a, n: ops.mean(a[0], _row_sum),
     lambda n, s, e: [(0, list(range(s[0][1])))], lambda a, n: _ref.mean(a[0]),
-    lambda a, n: ops.mean(a[0], fastops.row_sum),
+    lambda a, n: ops.mean(a[0], lambda x: _row_sum(x, n_sum_last)),
     Chain(init=0x00000000, combine="add", product=False, mean=True))
 _v1(21, "momentum", 2, "fl(fl(mu * v) + g), mu = attrs[0] (binary32 bits)",
     lambda a, n: ops.momentum(a[0], a[1], _hyper(n, a[0])), _elementwise_deps,

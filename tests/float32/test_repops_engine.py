@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from agents.training import native, ops, schedule
 from agents.training import reference as R
 from agents.training.decompose import unit_batch_indices
+from agents.training.registry import OPS
 
 if native.available():
     from agents.training import fastops
@@ -55,6 +56,12 @@ def tensor(bits: list[int], rows: int, cols: int) -> torch.Tensor:
 def tbits(t: torch.Tensor | np.ndarray) -> list[int]:
     a = t.detach().numpy() if isinstance(t, torch.Tensor) else t
     return np_arr_bits(np.ascontiguousarray(a, dtype=np.float32))
+
+
+def _kernels(name: str):
+    """An operator's registry kernels (portable, C) as functions of its inputs."""
+    op = OPS[name]
+    return (lambda *a: op.torch(list(a), None)), (lambda *a: op.native(list(a), None))
 
 
 def engine_outputs(torch_fn, fast_fn, ref_fn, *args) -> list[list[int]]:
@@ -167,16 +174,14 @@ def test_row_reductions_and_mean(ops_h) -> None:
     def prop(shape_vals) -> None:
         m, n, a = shape_vals
         A = tensor(a, m, n)
-        (sums, *_) = engine_outputs(ops.row_sum, fastops.row_sum if fastops else None, R.row_sum, A)
-        (maxs, *_) = engine_outputs(ops.row_max, fastops.row_max if fastops else None, R.row_max, A)
+        (sums, *_) = engine_outputs(*_kernels("row_sum"), R.row_sum, A)
+        (maxs, *_) = engine_outputs(*_kernels("row_max"), R.row_max, A)
         for i in range(m):
             r = a[i * n : (i + 1) * n]
             assert ops_h.rowSum(r) == sums[i]
             assert ops_h.rowMax(r) == maxs[i]
         row = tensor(a[:n], 1, n)
-        (mean, *_) = engine_outputs(
-            lambda t: ops.mean(t, fastops.row_sum if fastops else ops.row_sum), None, R.mean, row
-        )
+        (mean, *_) = engine_outputs(*_kernels("mean"), R.mean, row)
         assert ops_h.mean(a[:n]) == mean[0]
 
     prop()
