@@ -324,6 +324,7 @@ def run() -> dict[str, Any]:
         actions["heartbeat"] = b.gas(2, b.registry.functions.heartbeat())
         actions["addStake"] = b.gas(2, b.registry.functions.addStake(E18))
         actions["setCapability"] = b.gas(2, b.registry.functions.setCapability(CAP))
+        actions["setNetwork"] = b.gas(2, b.registry.functions.setNetwork((1000, 0x0101)))
 
         # ---- the lifecycle: first job on a fresh deployment (cold storage), then a second one
         cold = lifecycle(b)

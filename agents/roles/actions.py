@@ -488,6 +488,18 @@ class AddStake(ChainAction):
 
 
 @dataclass(frozen=True)
+class SetNetwork(ChainAction):
+    """Declare my network capability: bandwidth (Mbit/s) and zone (PROTOCOL §6.2)."""
+
+    intent: str
+    bandwidth_mbps: int
+    zone: int
+
+    def tx(self, c: Contracts) -> ContractFunction:
+        return c.registry.functions.setNetwork((self.bandwidth_mbps, self.zone))
+
+
+@dataclass(frozen=True)
 class RequestUnbond(ChainAction):
     intent: str
     amount: int

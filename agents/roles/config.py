@@ -36,7 +36,9 @@ from agents.roles.jobs import DEFAULT_MAX_LOADED_JOBS, DEFAULT_MAX_PARAMS
 #: CPU core): what its claims are planned with unless --train-speed says otherwise.
 DEFAULT_TRAIN_SPEED = 200.0
 DEFAULT_MAX_CLAIM_WAIT = 4 * 3600  # seconds
-NODE_ACTIONS = ("status", "add-stake", "unbond", "withdraw-unbonded", "withdraw")
+NODE_ACTIONS = ("status", "add-stake", "unbond", "withdraw-unbonded", "withdraw", "set-network")
+#: NodeRegistry.MIN_BANDWIDTH_MBPS, MAX_BANDWIDTH_MBPS (PROTOCOL §6.2)
+BANDWIDTH_MBPS_RANGE = (1, 1_000_000)
 
 
 def address(text: str) -> str:
@@ -58,6 +60,26 @@ def host_port(text: str) -> str:
     if not sep or not port.isdigit() or not host:
         raise ValueError("expected HOST:PORT, e.g. 0.0.0.0:8600")
     return text
+
+
+def bandwidth_mbps(text: str) -> int:
+    lo, hi = BANDWIDTH_MBPS_RANGE
+    if not text.strip().isdigit() or not lo <= int(text) <= hi:
+        raise ValueError(f"expected whole Mbit/s from {lo} to {hi:,}")
+    return int(text)
+
+
+def zone_id(text: str) -> int:
+    """A network zone (PROTOCOL §6.2) as REGION.SITE (each 0-255, the site at least 1) or as
+    its number region * 256 + site."""
+    region, dot, site = text.strip().rpartition(".")
+    try:
+        r, z = (int(region), int(site)) if dot else divmod(int(text, 0), 256)
+    except ValueError:
+        raise ValueError("expected REGION.SITE, e.g. 1.2 (or region * 256 + site)") from None
+    if not (0 <= r <= 255 and 1 <= z <= 255):
+        raise ValueError("region must be 0-255 and site 1-255 (site 0 marks no zone)")
+    return r * 256 + z
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,3 +262,10 @@ class NodeConfig(RoleConfig):
         None, "tokens, for add-stake and unbond (unbond: or `all`)", positional=True, nargs="?",
         env=None)  # fmt: skip
     json: bool = setting(False, "print the status as one JSON object", env=None)
+    bandwidth_mbps: int | None = setting(
+        None, "set-network: my link bandwidth in Mbit/s, as declared to the registry",
+        parse=bandwidth_mbps, env=None, metavar="MBIT/S")  # fmt: skip
+    zone: int | None = setting(
+        None, "set-network: my network zone REGION.SITE (nodes of one site: low mutual "
+        "latency; sites of one region: neighbours)", parse=zone_id, env=None,
+        metavar="REGION.SITE")  # fmt: skip

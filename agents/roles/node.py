@@ -25,6 +25,7 @@ from agents.roles.actions import (
     Approve,
     ChainAction,
     RequestUnbond,
+    SetNetwork,
     Withdraw,
     WithdrawCourt,
     WithdrawUnbonded,
@@ -35,7 +36,7 @@ from agents.roles.runner import RoleAgent, RoleError
 
 TOKEN = 10**18
 ROLE_NAMES = {0: "none", 1: "solver", 2: "verifier", 3: "whistleblower"}
-ACTIONS = ("status", "add-stake", "unbond", "withdraw-unbonded", "withdraw")
+ACTIONS = ("status", "add-stake", "unbond", "withdraw-unbonded", "withdraw", "set-network")
 ALL = -1  # `unbond all`
 
 
@@ -55,6 +56,8 @@ class NodeStatus:
     failed: int
     slashed: int
     selection_weight: int
+    bandwidth_mbps: int  # declared (setNetwork); 0: undeclared
+    zone: int  # region * 256 + site; 0: undeclared
     pool_entry: int | None  # index in its role pool, None when in none
     credits: int  # withdrawable from the job manager
     court_credits: int  # withdrawable from the attestation court (0 without one)
@@ -120,6 +123,12 @@ def status_lines(s: NodeStatus, now: int, heartbeat_ttl: int) -> list[str]:
             f"  {state}, last heartbeat {age} s ago; pool entry {entry}",
             f"  record: {s.completed} completed, {s.failed} failed, {s.slashed} slashed; "
             f"selection weight {_tokens(s.selection_weight)}",
+            "  network: "
+            + (
+                f"{s.bandwidth_mbps} Mbit/s, zone {s.zone >> 8}.{s.zone & 0xFF}"
+                if s.zone
+                else "undeclared (node set-network)"
+            ),
         ]
     if s.unbonding:
         wait = s.unbond_ready_at - now
@@ -152,6 +161,11 @@ class NodeCommand(RoleAgent):
             raise RoleError(f"node {config.action} takes no amount")
         if config.action == "add-stake" and parse_amount(config.amount) == ALL:
             raise RoleError("node add-stake needs an amount of tokens, not `all`")
+        network = (config.bandwidth_mbps, config.zone)
+        if config.action == "set-network" and None in network:
+            raise RoleError("node set-network needs --bandwidth-mbps and --zone")
+        if config.action != "set-network" and network != (None, None):
+            raise RoleError(f"node {config.action} takes no --bandwidth-mbps or --zone")
 
     @property
     def amount(self) -> int:
@@ -176,6 +190,8 @@ class NodeCommand(RoleAgent):
             failed=n.failed,
             slashed=n.slashed,
             selection_weight=await registry.selectionWeight(self.me).call(),
+            bandwidth_mbps=n.bandwidthMbps,
+            zone=n.zone,
             pool_entry=n.poolSlot - 1 if n.poolSlot else None,
             credits=await self.manager.functions.credits(self.me).call(),
             court_credits=court,
@@ -201,6 +217,11 @@ class NodeCommand(RoleAgent):
             min_stake = await self.registry.functions.minStake(s.role_id).call()
             amount = unbond_request(self.amount, s, min_stake)
             await self.do(RequestUnbond(f"node:unbond:{amount}:{block}", amount))
+        elif action == "set-network":
+            if s.role == "none":
+                raise RoleError(f"{self.me} is not registered: run its role agent first")
+            bw, zone = self.config.bandwidth_mbps, self.config.zone
+            await self.do(SetNetwork(f"node:set-network:{bw}:{zone}:{block}", bw, zone))
         elif action == "withdraw-unbonded":
             if not s.unbonding:
                 raise RoleError("nothing is unbonding")

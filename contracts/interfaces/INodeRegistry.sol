@@ -45,6 +45,19 @@ interface INodeRegistry {
         uint128 unbonding;
         uint64 unbondReadyAt;
         uint32 poolSlot;
+        uint32 bandwidthMbps;
+        uint16 zone;
+    }
+
+    /// @notice Declared network capability (PROTOCOL §6.2), read by pipeline placement (§6.5).
+    /// @param bandwidthMbps The node's declared link bandwidth in Mbit/s, in
+    ///                      [MIN_BANDWIDTH_MBPS, MAX_BANDWIDTH_MBPS]. 0 in a record: undeclared.
+    /// @param zone          Network locality: `region << 8 | site`. Nodes of one zone are one
+    ///                      site (low mutual latency); zones of one region are neighbours. Never 0
+    ///                      once declared (0 in a record: undeclared); the site byte is not 0.
+    struct Network {
+        uint32 bandwidthMbps;
+        uint16 zone;
     }
 
     /// @notice One entry of a role pool. Entries never move, so an index names the same entry
@@ -109,6 +122,10 @@ interface INodeRegistry {
     error NothingUnbonding(address node);
     /// @notice The unbonding delay has not passed yet.
     error UnbondingNotReady(address node, uint64 readyAt, uint64 nowTs);
+    /// @notice A declared bandwidth outside [`min`, `max`] Mbit/s.
+    error BandwidthOutOfRange(uint32 bandwidthMbps, uint32 min, uint32 max);
+    /// @notice A declared zone whose site byte (`zone & 0xff`) is 0: 0 marks no site.
+    error ZoneOutOfRange(uint16 zone);
     /// @notice `role`'s pool has `size` entries; there is no entry `index`.
     error NoSuchPoolEntry(Role role, uint256 index, uint256 size);
 
@@ -121,6 +138,8 @@ interface INodeRegistry {
     event StakeAdded(address indexed node, uint256 amount, uint256 stake);
     /// @notice `node` declared a new capability.
     event CapabilityUpdated(address indexed node, Capability capability);
+    /// @notice `node` declared its network capability (bandwidth, zone).
+    event NetworkDeclared(address indexed node, uint32 bandwidthMbps, uint16 zone);
     /// @notice `node` sent a heartbeat at `timestamp`.
     event HeartbeatRecorded(address indexed node, uint64 timestamp);
     /// @notice `node` started unbonding `amount` (total unbonding `unbonding`), ready at `readyAt`.
@@ -156,6 +175,10 @@ interface INodeRegistry {
 
     /// @notice Replaces the caller's declared capability.
     function setCapability(Capability calldata capability) external;
+
+    /// @notice Replaces the caller's declared network capability (bandwidth, zone). Reverts
+    ///         `BandwidthOutOfRange` or `ZoneOutOfRange` with the values given.
+    function setNetwork(Network calldata network) external;
 
     /// @notice Marks the caller online for `heartbeatTtl` seconds.
     function heartbeat() external;

@@ -22,6 +22,10 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
     uint64 private immutable _unbondingDelay;
     uint64 private immutable _heartbeatTtl;
 
+    /// @dev Declared bandwidth bounds (PROTOCOL §6.2): 1 Mbit/s to 1 Tbit/s.
+    uint32 public constant MIN_BANDWIDTH_MBPS = 1;
+    uint32 public constant MAX_BANDWIDTH_MBPS = 1_000_000;
+
     /// @dev A node as stored: what eligibility reads in one slot (role, capability, heartbeat,
     ///      pool entry), what a duty moves and the weight reads in another (stake, locked, track
     ///      record), unbonding in a third. `Node` (the view) widens it. Stakes fit 96 bits (SafeCast
@@ -35,6 +39,9 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         uint32 throughput;
         uint64 lastHeartbeat;
         uint32 poolSlot;
+        // Network capability (setNetwork): 232 bits so far, the slot eligibility reads.
+        uint32 bandwidthMbps;
+        uint16 zone;
         uint96 stake;
         uint96 locked;
         uint24 completed;
@@ -126,6 +133,20 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
         node.memoryMiB = capability.memoryMiB;
         node.throughput = capability.throughput;
         emit CapabilityUpdated(msg.sender, capability);
+    }
+
+    /// @inheritdoc INodeRegistry
+    function setNetwork(Network calldata network) external {
+        NodeRecord storage node = _registered(msg.sender);
+        uint32 bandwidth = network.bandwidthMbps;
+        uint16 zone = network.zone;
+        if (bandwidth < MIN_BANDWIDTH_MBPS || bandwidth > MAX_BANDWIDTH_MBPS) {
+            revert BandwidthOutOfRange(bandwidth, MIN_BANDWIDTH_MBPS, MAX_BANDWIDTH_MBPS);
+        }
+        if (zone & 0xff == 0) revert ZoneOutOfRange(zone);
+        node.bandwidthMbps = bandwidth;
+        node.zone = zone;
+        emit NetworkDeclared(msg.sender, bandwidth, zone);
     }
 
     /// @inheritdoc INodeRegistry
@@ -289,7 +310,9 @@ contract NodeRegistry is INodeRegistry, ReentrancyGuard {
             locked: n.locked,
             unbonding: n.unbonding,
             unbondReadyAt: n.unbondReadyAt,
-            poolSlot: n.poolSlot
+            poolSlot: n.poolSlot,
+            bandwidthMbps: n.bandwidthMbps,
+            zone: n.zone
         });
     }
 

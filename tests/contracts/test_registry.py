@@ -187,6 +187,45 @@ def test_setCapability_notRegistered_reverts(staked):
         d.registry.setCapability(CAP, sender=d.other)
 
 
+def test_setNetwork_records_and_emits(staked):
+    d = staked
+    s = d.solvers[0]
+    node = d.registry.getNode(s)
+    assert (node.bandwidthMbps, node.zone) == (0, 0)  # undeclared until setNetwork
+    tx = d.registry.setNetwork((1000, 0x0102), sender=s)
+    ev = tx.events.filter(d.registry.NetworkDeclared)
+    assert len(ev) == 1 and (ev[0].bandwidthMbps, ev[0].zone) == (1000, 0x0102)
+    assert ev[0].node == s
+    node = d.registry.getNode(s)
+    assert (node.bandwidthMbps, node.zone) == (1000, 0x0102)
+    # the capability and the record beside it in the slot are untouched
+    assert (node.deviceClass, node.memoryMiB, node.throughput) == CAP
+    assert d.registry.isOnline(s) and node.poolSlot != 0
+    d.registry.setNetwork((1, 0xFFFF), sender=s)  # both bounds are allowed
+    d.registry.setNetwork((1_000_000, 0x0001), sender=s)
+    assert (d.registry.getNode(s).bandwidthMbps, d.registry.getNode(s).zone) == (1_000_000, 1)
+
+
+@pytest.mark.parametrize("bandwidth", [0, 1_000_001, 2**32 - 1])
+def test_setNetwork_bandwidthOutOfRange_reverts(staked, bandwidth):
+    d = staked
+    with reverts(d.registry, "BandwidthOutOfRange", bandwidthMbps=bandwidth, min=1, max=1_000_000):
+        d.registry.setNetwork((bandwidth, 0x0101), sender=d.solvers[0])
+
+
+@pytest.mark.parametrize("zone", [0, 0x0100, 0xFF00])
+def test_setNetwork_zoneWithoutSite_reverts(staked, zone):
+    d = staked
+    with reverts(d.registry, "ZoneOutOfRange", zone=zone):
+        d.registry.setNetwork((100, zone), sender=d.solvers[0])
+
+
+def test_setNetwork_notRegistered_reverts(staked):
+    d = staked
+    with reverts(d.registry, "NotRegistered"):
+        d.registry.setNetwork((100, 0x0101), sender=d.other)
+
+
 def test_heartbeat_keepsNodeOnline(staked, chain):
     d = staked
     s = d.solvers[0]

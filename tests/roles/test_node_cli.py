@@ -13,6 +13,7 @@ from rolekit import chain, contract, deploy
 
 from agents.__main__ import main as cli_main
 from agents.core.chain import dev_private_key
+from agents.roles.config import bandwidth_mbps, zone_id
 from agents.roles.node import ALL, NodeStatus, parse_amount, status_lines, unbond_request
 from agents.roles.runner import RoleError
 
@@ -34,6 +35,8 @@ def status(**overrides: int | str) -> NodeStatus:
         failed=1,
         slashed=0,
         selection_weight=80 * E18,
+        bandwidth_mbps=0,
+        zone=0,
         pool_entry=4,
         credits=0,
         court_credits=0,
@@ -76,8 +79,22 @@ def test_status_lines_say_what_the_operator_needs():
     assert "offline (heartbeats last 3600 s), last heartbeat 100 s ago; pool entry 4" in text
     assert "3 completed, 1 failed, 0 slashed; selection weight 80" in text
     assert "unbonding 7: ready in 200 s" in text
+    assert "network: undeclared (node set-network)" in text
+    declared = "\n".join(status_lines(status(bandwidth_mbps=20, zone=0x0203), 1_100, 3600))
+    assert "network: 20 Mbit/s, zone 2.3" in declared
     gone = "\n".join(status_lines(status(role_id=0, stake=0, pool_entry=None), 1_100, 3600))
     assert "node 0xabc: none" in gone and "stake" not in gone
+
+
+def test_network_values_parse_like_the_registry_bounds():
+    assert bandwidth_mbps("1") == 1 and bandwidth_mbps("1000000") == 1_000_000
+    assert zone_id("1.2") == 0x0102 and zone_id("0x0102") == 0x0102 and zone_id("0.1") == 1
+    for bad in ("0", "1000001", "-5", "1.5", "fast"):
+        with pytest.raises(ValueError, match="Mbit/s from 1 to 1,000,000"):
+            bandwidth_mbps(bad)
+    for bad in ("1.0", "256.1", "1.256", "0x0100", "0", "x.y", "-1.2"):
+        with pytest.raises(ValueError):
+            zone_id(bad)
 
 
 # ------------------------------------------------------------------ against a chain
@@ -141,6 +158,13 @@ def test_node_unbonds_leaves_and_withdraws(tmp_path, capsys):
         _refused(run("withdraw"), "nothing to withdraw")
         _refused(run("unbond"), "needs an amount")
         _refused(run("add-stake", "1000"), "the wallet holds 200, asked 1000")
+
+        _refused(run("set-network", "--zone", "1.2"), "needs --bandwidth-mbps and --zone")
+        _refused(run("set-network", "--bandwidth-mbps", "0", "--zone", "1.2"), "Mbit/s from 1")
+        _refused(run("set-network", "--bandwidth-mbps", "20", "--zone", "1.0"), "site 1-255")
+        _refused(run("status", "--zone", "1.2"), "takes no --bandwidth-mbps or --zone")
+        s = _json(run("set-network", "--bandwidth-mbps", "1000", "--zone", "1.2", "--json"))
+        assert (s["bandwidth_mbps"], s["zone"]) == (1000, 0x0102)
 
         s = _json(run("add-stake", "20", "--json"))
         assert (s["stake"], s["balance"]) == (120 * E18, 180 * E18)
