@@ -83,6 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--stage-split", metavar="MOD,MOD",
                    help="pipeline: the first module of each later stage (default: balanced by "
                    "parameter bytes)")  # fmt: skip
+    b.add_argument("--solver-memory-mib", type=int, metavar="MIB",
+                   help="the most memory a solver declares (NodeRegistry memoryMiB): refuse a "
+                   "job none can hold, saying when only a pipeline can")  # fmt: skip
     b.add_argument("--max-params", type=int, default=DEFAULT_MAX_PARAMS)
     b.add_argument("--out", required=True, help="the spec file to write (job.json)")
     b.add_argument("--blob-url", help="blob store for the bundle and state (default <out>.blobs; "
@@ -273,6 +276,7 @@ def run_build(args: argparse.Namespace) -> int:
     from agents.model import job as mj
     from agents.model.aggregate import graph_hash
     from agents.model.lower import LoweringError, build_bundle
+    from agents.model.stage_placement import memory_refusal
     from agents.training import float32 as F
     from agents.training import spec as sp
     from agents.training.keccak import keccak256
@@ -327,6 +331,8 @@ def run_build(args: argparse.Namespace) -> int:
                                                     "clip_norm")}})  # fmt: skip
     recipe = _recipe(args, args.steps, float(F.f32(dict(hyper_bits)["lr"])))
     stages, split = _stages(args, decomposed)
+    if args.solver_memory_mib is not None and args.solver_memory_mib < 1:
+        raise UserError(f"--solver-memory-mib must be >= 1, got {args.solver_memory_mib}")
     try:
         lowered = build_bundle(module, opt, args.batch, task, item, classes,
                                meta=_meta(args, module), recipe=recipe, stages=stages,
@@ -335,6 +341,12 @@ def run_build(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     st = dict(lowered.state)
     bundle = lowered.bundle
+    if args.solver_memory_mib is not None:  # before anything is written
+        names = bundle.stages["state"] if bundle.stages else [list(st)]
+        why = memory_refusal([sum(st[n].nbytes for n in ns) for ns in names],
+                             args.solver_memory_mib)  # fmt: skip
+        if why:
+            raise UserError(why)
     graph_bytes = bundle.to_bytes()  # encoded once: its hash, its blob, its size
     spec = sp.ModelSpec(
         graph="0x" + keccak256(graph_bytes).hex(),

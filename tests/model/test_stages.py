@@ -230,6 +230,8 @@ GPT_ARGS = ["--model", f"{ROOT}/examples/models/char_gpt.py:make_model", "--data
         (["--stages", "2", "--micro-batches", "3"], "--micro-batches must divide --batch (8)"),
         (["--stages", "2", "--clip-norm", "1.0"], "clipping couples every stage"),
         (["--micro-batches", "2"], "--micro-batches needs --stages P with P >= 2"),
+        (["--solver-memory-mib", "1"], "can only be trained as a pipeline (--stages 2 or more)"),
+        (["--stages", "2", "--solver-memory-mib", "0"], "--solver-memory-mib must be >= 1"),
     ],
 )
 def test_bad_stage_flags_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, flags, needle):
