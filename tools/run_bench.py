@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 
 BENCH_DIR = Path("bench")
-#: Benchmarks with a target of their own (`make reliability`): run only when named.
-OWN_TARGET = {"reliability", "aggregator_crash"}
+#: Benchmarks run only when named: those with a target of their own (`make reliability`), and
+#: the pipeline's network bench, which needs root for its network namespaces (`sudo
+#: .venv/bin/python -m tools.run_bench pipeline`).
+OWN_TARGET = {"reliability", "aggregator_crash", "pipeline"}
 
 
 def main(argv: list[str]) -> int:
