@@ -301,7 +301,9 @@ class Net:
             self.procs.append(proxy)
             assert proxy.stdout.readline().strip() == "ready"
             w = subprocess.Popen(
-                ["ip", "netns", "exec", ns(i), "nice", "-n", "10", sys.executable, "-m",
+                # the bench's own priority (run it under `nice`): a worker niced below its
+                # proxies and the coordinator would starve first on a shared machine
+                ["ip", "netns", "exec", ns(i), sys.executable, "-m",
                  "bench.pipeline_bench", "--worker", str(i), str(self.work)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
                 env=env)  # fmt: skip
