@@ -290,9 +290,15 @@ def run_build(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
     decomposed = args.rounds is not None or args.shards is not None
-    rounds, shards = args.rounds or 1, args.shards or 1
-    if decomposed and (rounds < 1 or shards < 1 or args.steps % rounds):
-        raise UserError(f"--rounds must divide --steps ({args.steps}) and --shards be >= 1")
+    # `is None`, not `or`: --rounds 0 is a mistake to refuse, not one round
+    rounds = 1 if args.rounds is None else args.rounds
+    shards = 1 if args.shards is None else args.shards
+    if decomposed:
+        for flag, v in (("--rounds", rounds), ("--shards", shards)):
+            if v < 1:
+                raise UserError(f"{flag} must be >= 1, got {v}")
+        if args.steps % rounds:
+            raise UserError(f"--rounds must divide --steps ({args.steps}), got {rounds}")
     outer = _outer(args, decomposed)
     opt = _optimizer(args)
     hyper_bits = tuple((k, F.bits(np.float32(v))) for k, v in opt.hyper().items())

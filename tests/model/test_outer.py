@@ -132,7 +132,23 @@ def test_a_spec_whose_aggregate_hash_is_not_its_graphs_is_refused(tmp_path, caps
         (("--outer-lr", "0.5"), "--outer-lr applies to --outer nesterov"),
         (("--shards", "65"), "shards"),
         (("--shards", "2000"), "shards"),
-        (("--steps", "5"), "--rounds must divide --steps"),
+        (("--steps", "5"), "--rounds must divide --steps (5), got 2"),
+        (("--rounds", "8"), "--rounds must divide --steps (4), got 8"),
+        # 0 is not "not given": it once became one round (one shard) and a spec was written
+        (("--rounds", "0"), "--rounds must be >= 1, got 0"),
+        (("--shards", "0"), "--shards must be >= 1, got 0"),
+        (("--rounds", "-2"), "--rounds must be >= 1, got -2"),
+        (("--outer", "nesterov", "--outer-lr", "0"), "'outer.lr': must be in (0, 2], got 0.0"),
+        (("--outer", "nesterov", "--outer-lr", "-0.5"), "'outer.lr': must be in (0, 2]"),
+        (("--outer", "nesterov", "--outer-lr", "nan"), "'outer.lr': must be a finite float"),
+        (("--outer", "nesterov", "--outer-lr", "inf"), "'outer.lr': must be a finite float"),
+        (("--outer", "nesterov", "--outer-momentum", "-0.1"), "'outer.momentum': must be in"),
+        (("--outer", "adam"), "argument --outer: invalid choice: 'adam'"),
+        # more shards than the dataset has examples (40 here; the spec's own limit is 64)
+        (
+            ("--dataset", "synthetic/n=40,f=64,c=10,seed=3", "--shards", "41"),
+            "--shards 41 is more than the dataset's 40 examples",
+        ),
     ],
 )
 def test_bad_outer_settings_are_refused_in_one_line(tmp_path, capsys, extra, message):
@@ -141,10 +157,32 @@ def test_bad_outer_settings_are_refused_in_one_line(tmp_path, capsys, extra, mes
             "sklearn-digits/train", "--optimizer", "sgd", "--lr", "0.05", "--batch", "8",
             "--checkpoint-every", "1", "--steps", "4", "--rounds", "2", "--shards", "2",
             "--out", str(out), *extra]  # fmt: skip
-    assert main(argv) == 2
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse's own refusals (a choice not offered) exit in it
+        code = e.code
+    assert code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_a_bad_decomposed_spec_is_one_line_on_the_real_stderr(tmp_path):
+    """`python -m agents` in its own process: its real stderr is the one line (no traceback),
+    its exit status 2, and nothing is written."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "bad.json"
+    argv = [sys.executable, "-m", "agents", "job", "build", "--model",
+            f"{MODELS}/digits_mlp.py:make_model", "--dataset", "sklearn-digits/train",
+            "--optimizer", "sgd", "--lr", "0.05", "--batch", "8", "--checkpoint-every", "1",
+            "--steps", "6", "--rounds", "4", "--shards", "2", "--outer", "nesterov",
+            "--out", str(out)]  # fmt: skip
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p
+    assert p.stderr.splitlines() == ["error: --rounds must divide --steps (6), got 4"], p.stderr
+    assert p.stdout == "" and not list(tmp_path.iterdir())
 
 
 def test_outer_flags_need_a_decomposed_job(tmp_path, capsys):
