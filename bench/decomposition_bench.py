@@ -1,163 +1,227 @@
-"""Decomposition benchmark -> bench/results/decomposition.json.
+"""Time-to-loss of decomposed version-3 jobs -> bench/results/decomposition.json (issue #40).
 
-Wall time of the 2-round x 3-shard digits job (examples/digits-2x3.json, T = 400 steps in all)
-with S = 3 solver processes, one unit each per round, against the same total steps on one solver
-(examples/digits-mlp.json, T = 400) in one process, on the same machine, measured in one run,
-interleaved, median of rounds. The solver processes are started before timing (solvers are long
-running); each round the parent sends G_r (a state blob, as the chain's solvers fetch it), the
-S units train in parallel and return their final states, and the parent aggregates (the
-aggregator's work). The decomposed run's G_R root is checked against the one-process
-`run_job` root, bit for bit. A wider model (64 -> 1024 -> 10, same schedule) shows the
-compute-bound case. `ratio` = decomposed wall / single wall (below 1: the decomposition is
-faster); `cpus` is what the machine offers (S processes cannot beat one on fewer than S cores).
+Two language models on `shakespeare-char` (examples/models/char_gpt.py): the char GPT
+(`make_model`: 2 layers, d = 64) and a 4-layer, d = 128 GPT (`make_4layer`), AdamW inner steps.
+Each is built by `job build --rounds R --shards S --outer {average,nesterov}` for S = 1, 2, 4, 8
+at the same k_local (the same R and k_local for every S: S shards consume S times the data in a
+round), and trained the verified way: every inner step is the engine running the committed step
+graph (`ModelJob.step`, which `run_unit` loops), every round is the job's committed aggregation
+graph (`Aggregation.run`), the held-out loss is the committed forward graph (`evaluate`).
 
-Run: .venv/bin/python -m bench.decomposition_bench  (about a minute on 2 cores)
+Simulated wall time (the S units of a round run side by side on S machines):
+    round = k_local x t_step + t_agg + transfers
+    t_step    the median measured engine step time of the model (one thread; the same for every
+              S: a solver's unit is k_local steps of one shard whatever S is);
+    t_agg     the median measured time of the run's aggregation graph (at S);
+    transfers the round's blobs at 100 Mbit/s, one after another on the aggregator's link: the
+              S unit results up (each the whole step state: PROTOCOL §5.2 averages the AdamW
+              moments), H_{r+1} down to the blob store, G_{r+1} down to a solver.
+The S = 1 plain run (`average` with one shard: weight 1, §4's batches: plain training) is the
+baseline: its wall time is rounds x k_local x t_step, no transfer, no aggregation. Its final
+held-out loss is the target; every other run stops at the first round whose loss reaches it.
+`speedup` = the baseline's time / the run's simulated time at that round (None: not reached).
+
+Bytes per solver per round (sent + received: its unit's final state up, G_r down) against a
+ring all-reduce of the gradients (sent + received 2 x 2(S-1)/S x 4 x params) at each of the
+round's k_local steps.
+
+Run: nice -n 10 .venv/bin/python -m bench.decomposition_bench [--models char_gpt,gpt_4x128]
+     [--rounds R] [--local-steps K] [--outer-lr X --outer-momentum X] [--no-tune]
+     (33 minutes on the shared 2-core machine at load 4.5-10: the two models side by side)
 """
 
 from __future__ import annotations
 
-import dataclasses
+import argparse
+import contextlib
+import io
 import json
 import multiprocessing as mp
 import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.data import builtin as datasets  # noqa: E402
-from agents.roles.artifacts import decode_state, encode_state  # noqa: E402
-from agents.training import decompose as D  # noqa: E402
-from agents.training import spec as S  # noqa: E402
-from agents.training.engine import Engine, EngineConfig  # noqa: E402
-from agents.training.state import state_root  # noqa: E402
+from agents.__main__ import main as cli  # noqa: E402
+from agents.cli.job import load_job  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-OUT = Path(__file__).resolve().parent / "results" / "decomposition.json"
-SPEC = REPO / "examples" / "digits-2x3.json"
-SINGLE = REPO / "examples" / "digits-mlp.json"
-ROUNDS = 3  # timed repetitions of each side (median)
-
-
-def widen(spec: S.JobSpec, hidden: int) -> S.JobSpec:
-    w = (spec.widths[0], hidden, spec.widths[-1])
-    return dataclasses.replace(spec, widths=w)
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "decomposition.json"
+GPT = ROOT / "examples" / "models" / "char_gpt.py"
+LINK_BYTES_PER_S = 100e6 / 8  # 100 Mbit/s
+SHARDS = (1, 2, 4, 8)
+# model -> (factory, batch, inner lr, rounds, k_local)
+MODELS = {
+    "char_gpt": ("make_model", 16, 3e-3, 20, 100),
+    "gpt_4x128": ("make_4layer", 16, 1e-3, 12, 50),
+}
+# the outer optimizer's tuning: extra S = 4 Nesterov runs at these (lr, momentum)
+TUNE = {"char_gpt": ((1.0, 0.9), (0.5, 0.9))}
 
 
-def _worker(spec_json: str, shard: int, inbox: mp.Queue, outbox: mp.Queue) -> None:
-    """One solver process: unit (r, shard) for each (r, G_r blob) it is sent."""
-    os.environ["OMP_NUM_THREADS"] = "1"
-    spec = S.parse_spec(json.loads(spec_json))
-    eng = D.UnitEngine(spec, datasets.load_dataset(spec.dataset_name), shard, EngineConfig())
-    outbox.put(("ready", shard, b""))
-    while True:
-        msg = inbox.get()
-        if msg is None:
-            return
-        r, blob = msg
-        res = eng.run_unit(r, decode_state(spec, blob))
-        outbox.put(("done", shard, encode_state(res.final)))
+def build(tmp: Path, model: str, shards: int, outer: str, rounds: int, k: int,
+          outer_lr: float, outer_mu: float) -> Path:  # fmt: skip
+    factory, batch, lr, _, _ = MODELS[model]
+    out = tmp / f"{model}-{shards}-{outer}.json"
+    argv = ["job", "build", "--model", f"{GPT}:{factory}", "--dataset", "shakespeare-char/train",
+            "--optimizer", "adamw", "--lr", str(lr), "--batch", str(batch),
+            "--steps", str(rounds * k), "--checkpoint-every", str(k), "--seed", "1",
+            "--rounds", str(rounds), "--shards", str(shards), "--outer", outer,
+            "--out", str(out)]  # fmt: skip
+    if outer == "nesterov":
+        argv += ["--outer-lr", str(outer_lr), "--outer-momentum", str(outer_mu)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli(argv) == 0, argv
+    return out
 
 
-class Pool:
-    def __init__(self, spec: S.JobSpec) -> None:
-        ctx = mp.get_context("spawn")
-        self.spec = spec
-        self.out: mp.Queue = ctx.Queue()
-        self.ins = [ctx.Queue() for _ in range(spec.shards)]
-        text = json.dumps(spec.to_obj())
-        self.procs = [
-            ctx.Process(target=_worker, args=(text, s, self.ins[s], self.out), daemon=True)
-            for s in range(spec.shards)
-        ]
-        for p in self.procs:
-            p.start()
-        for _ in self.procs:
-            assert self.out.get(timeout=300)[0] == "ready"
-
-    def run(self, g0) -> dict:
-        weights = D.aggregation_weights(datasets.load_dataset(self.spec.dataset_name).n,
-                                        self.spec.shards)  # fmt: skip
-        g = g0
-        for r in range(self.spec.rounds):
-            blob = encode_state(g)
-            for q in self.ins:
-                q.put((r, blob))
-            finals: dict[int, bytes] = {}
-            for _ in self.ins:
-                _, s, data = self.out.get(timeout=600)
-                finals[s] = data
-            g = D.aggregate([decode_state(self.spec, finals[s]) for s in range(len(finals))],
-                            weights)  # fmt: skip
-        return g
-
-    def close(self) -> None:
-        for q in self.ins:
-            q.put(None)
-        for p in self.procs:
-            p.join(timeout=30)
+def train(spec: Path, target: float | None) -> dict:
+    """Run the decomposed job round by round on the engine: the held-out loss after each round,
+    every unit's per-step time, every aggregation's time; stop once `target` is reached."""
+    job, st = load_job(str(spec), None)
+    s, agg = job.spec, job.aggregation
+    h = agg.initial(st)
+    losses = [job.evaluate(st)["val_loss"]]
+    step_s, agg_s = [], []
+    for r in range(s.rounds):
+        g = agg.unit_start(h)
+        finals = []
+        for shard in range(s.shards):
+            u, t0 = g, time.perf_counter()
+            for i in range(s.k_local):  # ModelJob.run_unit's loop, without its checkpoint roots
+                u, _ = job.step(u, r * s.k_local + i, shard)
+            step_s.append((time.perf_counter() - t0) / s.k_local)
+            finals.append(u)
+        t0 = time.perf_counter()
+        h, _ = agg.run(h, finals, job.cfg)
+        agg_s.append(time.perf_counter() - t0)
+        losses.append(job.evaluate(agg.unit_start(h))["val_loss"])
+        if target is not None and losses[-1] <= target:
+            break
+    step_elems = sum(h[n].numel() for n in agg.step_names)
+    round_elems = sum(h[n].numel() for n in agg.round_names)
+    params = sum(st[n].numel() for n in job.bundle.params)
+    return {"losses": losses, "step_s": step_s, "agg_s": agg_s, "k_local": s.k_local,
+            "shards": s.shards, "unit_bytes": 4 * step_elems, "round_bytes": 4 * round_elems,
+            "params": params}  # fmt: skip
 
 
-def measure(spec: S.JobSpec, single: S.JobSpec) -> dict:
-    ds = datasets.load_dataset(spec.dataset_name)
-    eng = Engine(single, ds)
-    g0 = D.UnitEngine(spec, ds, 0).initial_state()
-    want = state_root(list(D.run_job(spec, ds))[-1].state)
-    pool = Pool(spec)
-    dec_t, one_t = [], []
-    try:
-        for _ in range(ROUNDS):
-            t = time.perf_counter()
-            g = pool.run(g0)
-            dec_t.append(time.perf_counter() - t)
-            assert state_root(g) == want, "the parallel run's G_R differs from run_job's"
-            t = time.perf_counter()
-            for _ in eng.train():
-                pass
-            one_t.append(time.perf_counter() - t)
-    finally:
-        pool.close()
-    dec, one = statistics.median(dec_t), statistics.median(one_t)
+def bench_model(model: str, rounds: int, k: int, outer_lr: float, outer_mu: float,
+                shards=SHARDS, outers=("nesterov", "average"), tune=()) -> dict:  # fmt: skip
+    """Every run of one model (in its own process: see main): S1-average first, its final
+    loss the target of the others; `tune`: extra S = 4 Nesterov runs at other (lr, momentum)."""
+    torch.set_num_threads(1)  # one solver = one thread here: step times comparable across S
+    runs: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        order = [(1, "average", outer_lr, outer_mu)]
+        order += [(S, o, outer_lr, outer_mu) for o in outers for S in shards
+                  if (S, o) != (1, "average")]  # fmt: skip
+        order += [(4, "nesterov", lr, mu) for lr, mu in tune]
+        target = None
+        for S, outer, lr, mu in order:
+            t0 = time.monotonic()
+            spec = build(Path(tmp), model, S, outer, rounds, k, lr, mu)
+            res = train(spec, None if S == 1 else target)
+            if (S, outer) == (1, "average"):
+                target = res["losses"][-1]
+            res |= {"seconds": round(time.monotonic() - t0, 1), "outer": outer}
+            if outer == "nesterov":
+                res |= {"outer_lr": lr, "outer_momentum": mu}
+            name = f"S{S}-{outer}" + (f"-lr{lr:g}-m{mu:g}" if (lr, mu) != (outer_lr, outer_mu)
+                                      and outer == "nesterov" else "")  # fmt: skip
+            runs[name] = res
+            print(model, name, [round(x, 4) for x in res["losses"]], res["seconds"], flush=True)
+    t_step = statistics.median(x for r in runs.values() for x in r["step_s"])
+    base = runs["S1-average"]
+    t_base = rounds * k * t_step
+    out_runs = {}
+    for name, r in runs.items():
+        S = r["shards"]
+        t_agg = statistics.median(r["agg_s"])
+        xfer = (S * r["unit_bytes"] + r["round_bytes"] + r["unit_bytes"]) / LINK_BYTES_PER_S
+        t_round = k * t_step + t_agg + xfer
+        hit = next((i for i, x in enumerate(r["losses"]) if i and x <= target), None)
+        sent_recv = 2 * r["unit_bytes"]
+        allreduce = k * 2 * 2 * (S - 1) / S * 4 * r["params"]
+        out_runs[name] = {
+            "shards": S, "outer": r["outer"],
+            **{key: r[key] for key in ("outer_lr", "outer_momentum") if key in r},
+            "val_loss_by_round": [round(x, 5) for x in r["losses"]],
+            "sim_seconds_by_round": [round(i * t_round, 3) for i in range(len(r["losses"]))],
+            "round_sim_seconds": round(t_round, 4), "agg_seconds": round(t_agg, 5),
+            "transfer_seconds": round(xfer, 4),
+            "rounds_to_target": hit,
+            "speedup_to_target": round(t_base / (hit * t_round), 3) if hit else None,
+            "bytes_per_solver_per_round": sent_recv,
+            "allreduce_bytes_per_solver_per_round": int(allreduce),
+            "allreduce_over_decomposed": round(allreduce / sent_recv, 2) if S > 1 else None,
+            "real_seconds": r["seconds"],
+        }  # fmt: skip
     return {
-        "widths": list(spec.widths),
-        "rounds": spec.rounds,
-        "shards": spec.shards,
-        "local_steps": spec.k_local,
-        "total_steps": spec.steps,
-        "steps_computed_decomposed": spec.rounds * spec.shards * spec.k_local,
-        "steps_computed_single": single.steps,
-        "decomposed_wall_s": round(dec, 4),
-        "single_solver_wall_s": round(one, 4),
-        "ratio": round(dec / one, 3),
-        "root_matches_one_process_run": True,
-    }
+        "rounds": rounds, "k_local": k, "params": base["params"],
+        "step_state_bytes": base["unit_bytes"],
+        "batch": MODELS[model][1], "inner_lr": MODELS[model][2],
+        "step_seconds_median": round(t_step, 5),
+        "baseline": "S1-average (plain training on one machine, no transfers)",
+        "baseline_seconds": round(t_base, 3), "target_val_loss": round(target, 5),
+        "runs": out_runs,
+    }  # fmt: skip
 
 
 def main() -> int:
-    torch_threads = 1
-    os.environ["OMP_NUM_THREADS"] = str(torch_threads)
-    spec, single = S.load(SPEC), S.load(SINGLE)
-    results = {
-        "what": "wall time of the R x S job with S solver processes / the same total steps "
-        "on one solver (one process), same machine, one run, median of rounds",
-        "note": "every path from S_0 to G_R has T steps, but the decomposed job computes S times "
-        "as many (R x S x k_local), S units at a time: with S free cores the ratio tends to "
-        "1 + aggregation and hand-over overheads; with fewer cores than S it is bounded below by "
-        "S / cores",
-        "cpus": os.cpu_count(),
-        "machine": platform.machine(),
-        "threads_per_process": torch_threads,
-        "digits_2x3": measure(spec, single),
-        "digits_2x3_wide_1024": measure(widen(spec, 1024), widen(single, 1024)),
-    }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(results, indent=2) + "\n")
-    print(json.dumps(results, indent=2))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--rounds", type=int, help="override every model's R")
+    ap.add_argument("--local-steps", type=int, help="override every model's k_local")
+    ap.add_argument("--outer-lr", type=float, default=0.7)
+    ap.add_argument("--outer-momentum", type=float, default=0.9)
+    ap.add_argument("--shards", default=",".join(map(str, SHARDS)), help="(tuning) S values")
+    ap.add_argument("--outers", default="nesterov,average", help="(tuning) outer optimizers")
+    ap.add_argument(
+        "--no-tune",
+        dest="tune",
+        action="store_false",
+        help="skip the extra outer (lr, momentum) runs of TUNE",
+    )
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args()
+    load = os.getloadavg()[0]
+    t0 = time.monotonic()
+    names = args.models.split(",")
+    jobs = []
+    for m in names:
+        _, _, _, rounds, k = MODELS[m]
+        tune = TUNE.get(m, ()) if args.tune else ()
+        jobs.append((m, args.rounds or rounds, args.local_steps or k, args.outer_lr,
+                     args.outer_momentum, tuple(int(x) for x in args.shards.split(",")),
+                     tuple(args.outers.split(",")), tune))  # fmt: skip
+    # the models side by side, one process each (each run inside a model is sequential: its
+    # S units are timed one after another and the simulated wall time puts them side by side)
+    with mp.get_context("spawn").Pool(len(jobs)) as pool:
+        models = dict(zip(names, pool.starmap(bench_model, jobs), strict=True))
+    out = {
+        "what": "time-to-loss of decomposed version-3 jobs (S shards x k_local AdamW steps a "
+        "round, outer Nesterov or plain averaging) on the engine and the committed aggregation "
+        "graph: held-out loss against simulated wall time (rounds x (k_local x measured step "
+        "time + measured aggregation time + the round's blobs at 100 Mbit/s)); speed-up to the "
+        "S=1 plain run's final loss; bytes per solver per round against per-step ring all-reduce",
+        "outer_lr": args.outer_lr, "outer_momentum": args.outer_momentum,
+        "link_mbit_s": 100, "cpus": os.cpu_count(), "torch_threads_per_model": 1,
+        "processes": len(jobs),
+        "load_at_start": round(load, 2), "load_at_end": round(os.getloadavg()[0], 2),
+        "machine": platform.machine(), "seconds": round(time.monotonic() - t0, 1),
+        "models": models,
+    }  # fmt: skip
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -93,6 +93,12 @@ def make_model_1m() -> nn.Module:
     return GPT(d=128, heads=4, layers=5)
 
 
+def make_4layer() -> nn.Module:
+    """A 4-layer GPT (4 heads, d = 128, context 32; 0.82M parameters): the decomposition
+    benchmark's second model (bench/decomposition_bench.py)."""
+    return GPT(d=128, heads=4, layers=4)
+
+
 def make_nanogpt() -> nn.Module:
     """nanoGPT's shakespeare-char configuration: 6 layers, 6 heads, d = 384, context 256
     (10.8M parameters; bench/models.py trains it with batch 8)."""
