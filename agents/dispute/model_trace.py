@@ -44,11 +44,13 @@ class ModelComputation(Computation):
         steps: int,
         interval: int,
         t0: int = 0,
-        shard: int = 0,
+        shard: int | None = None,
         cache_bytes: int = DEFAULT_STATE_CACHE_BYTES,
         budget: StateBudget | None = None,
     ):
-        self.job, self.jg, self.shard = job, jg, shard
+        self.job, self.jg = job, jg
+        # a unit's view of a decomposed job (ModelJob.unit) draws its own shard's batches
+        self.shard = job.unit_shard if shard is None else shard
         self._claim(steps, interval, t0, start, cache_bytes, budget)
 
     def _run(self, st: State, t: int) -> tuple[State, list[torch.Tensor]]:

@@ -28,7 +28,7 @@ from agents.data.chunks import FetchConfig
 from agents.dispute.graph import job_graph
 from agents.roles.actions import Approve, ChainAction, FinalizeRound, PostRoundJob
 from agents.roles.aggregation import layout_of
-from agents.roles.artifacts import BadBlob, CheckpointReader
+from agents.roles.artifacts import BadBlob, CheckpointReader, StateCodec, as_codec
 from agents.roles.errors import RoleError
 from agents.roles.jobs import (
     DEFAULT_MAX_LOADED_JOBS,
@@ -36,11 +36,18 @@ from agents.roles.jobs import (
     JobContext,
     JobRejected,
     fetch_spec,
+    keep_job,
     keep_spec,
     rejecting,
 )
 from agents.roles.logic import KeeperFacts, keeper_acts
-from agents.roles.runtime import MlpRuntime, check_dataset
+from agents.roles.runtime import (
+    MlpRuntime,
+    ModelRuntime,
+    RoundChain,
+    check_dataset,
+    decomposed_runtime,
+)
 from agents.training import spec as specs
 from agents.training.decompose import (
     RoundUnitEngine,
@@ -50,13 +57,13 @@ from agents.training.decompose import (
     check_shards,
 )
 from agents.training.engine import EngineConfig
-from agents.training.spec import JobSpec
+from agents.training.spec import JobSpec, ModelSpec
 from agents.training.state import State, state_root
 
 log = logging.getLogger(__name__)
 
 
-def unit_spec(spec: JobSpec) -> JobSpec:
+def unit_spec(spec: JobSpec | ModelSpec) -> JobSpec | ModelSpec:
     """The spec a unit's solver and verifiers iterate over: k_local steps, interval k."""
     return dataclasses.replace(spec, steps=spec.k_local)
 
@@ -80,6 +87,9 @@ class Rounds:
         # from the stores (my own first: keep_spec), G_r again from round r-1's unit blobs
         self._specs: BoundedCache[int, tuple[JobSpec, Dataset]] = BoundedCache(max_loaded)
         self._globals: BoundedCache[tuple[int, int], State] = BoundedCache(max_loaded)
+        # version 3: the whole job's runtime (its units' are its `unit`s), and H_r by (job, r)
+        self._models: BoundedCache[int, ModelRuntime] = BoundedCache(max_loaded)
+        self._round_states: BoundedCache[tuple[int, int], State] = BoundedCache(max_loaded)
 
     def is_unit_job(self, job: Any) -> bool:
         return job.submitter.lower() == self.rm.address.lower()
@@ -111,11 +121,14 @@ class Rounds:
         self._specs.put(dj, (spec, data))
         return spec, data
 
-    async def unit_states(self, dj: int, r: int) -> list[State]:
-        """S_{r,s} for every shard, from the finalized unit jobs' checkpoint blobs."""
-        spec, _ = await self.job_spec(dj)
+    async def unit_states(self, dj: int, r: int, codec: StateCodec | None = None) -> list[State]:
+        """S_{r,s} for every shard, from the finalized unit jobs' checkpoint blobs, read as
+        `codec` reads a unit's states (default: a version-2 unit's)."""
+        shards = (await self.rm.functions.getJob(dj).call()).params.shards
+        if codec is None:
+            codec = as_codec(unit_spec((await self.job_spec(dj))[0]))
         out = []
-        for s in range(spec.shards):
+        for s in range(shards):
             unit_job = await self.rm.functions.unitJobOf(dj, r, s).call()
             job = await self.manager.functions.getJob(unit_job).call()
             if job.status != JobStatus.COMPLETED:
@@ -123,13 +136,12 @@ class Rounds:
             u = await self.manager.functions.getUnit(unit_job << 32).call()
             locator = await self.locator(unit_job << 32)
             try:
-                reader = CheckpointReader(
-                    unit_spec(spec), locator, bytes(u.checkpointRoot), self.local_locators
-                )
+                reader = CheckpointReader(codec, locator, bytes(u.checkpointRoot),
+                                          self.local_locators)  # fmt: skip
                 st = reader.state(reader.checkpoints - 1)
             except BadBlob as exc:  # the reader raises nothing else, whatever the unit's data
                 raise JobRejected(f"unit ({r}, {s}) state not found: {exc}") from None
-            if state_root(st) != bytes(u.finalStateRoot):
+            if codec.state_root(st) != bytes(u.finalStateRoot):
                 raise JobRejected(f"unit ({r}, {s}) final state not found under its root")
             out.append(st)
         return out
@@ -162,11 +174,99 @@ class Rounds:
         self._globals.put((dj, r), g)
         return g
 
+    # --- version 3: the round state H_r (PROTOCOL §5.2, §6.9) --------------------------------
+
+    async def model_job(self, dj: int) -> ModelRuntime:
+        """A decomposed version-3 job's runtime, every commitment checked against its
+        RoundManager record (runtime.decomposed_runtime); N its batch positions."""
+        kept = self._models.get(dj)
+        if kept is not None:
+            return kept
+        p = (await self.rm.functions.getJob(dj).call()).params
+        what = f"decomposed job {dj}"
+        spec = fetch_spec(bytes(p.specHash), self.stores, what, self.max_params)
+        rt = decomposed_runtime(spec, RoundChain.of(p), self.stores, what, self.max_params,
+                                self.engine_cfg, self.fetch)  # fmt: skip
+        if rt.job.positions() != p.numExamples:
+            raise JobRejected(f"{what}: {rt.job.positions()} batch positions, the chain's "
+                              f"numExamples {p.numExamples}")  # fmt: skip
+        if self.stores:
+            keep_job(JobContext(dj, spec, rt), self.stores[0], log)
+        self._models.put(dj, rt)
+        return rt
+
+    async def round_state(self, dj: int, r: int) -> State:
+        """H_r of a version-3 job: H_0 from S_0, H_r (r > 0) the aggregation graph on H_{r-1}
+        and round r-1's finalized unit states, recomputed (nobody trusts an aggregator's blob)
+        and checked against the RoundManager's root of it (its globalRoot)."""
+        kept = self._round_states.get((dj, r))
+        if kept is not None:
+            return kept
+        rt = await self.model_job(dj)
+        if r == 0:
+            h = rt.initial_round_state()
+        else:
+            prev = await self.round_state(dj, r - 1)
+            codec = rt.unit(r - 1, 0, rt.aggregation.unit_start(prev))
+            units = await self.unit_states(dj, r - 1, codec)
+            with rejecting(f"job {dj}: H_{r}"):
+                h = rt.next_round_state(prev, units)
+        want = bytes(await self.rm.functions.globalRoot(dj, r).call())
+        got = rt.state_root(h)
+        if got != want:
+            raise JobRejected(
+                f"job {dj}: H_{r} from the units has root 0x{got.hex()[:16]}…, the "
+                f"RoundManager has 0x{want.hex()[:16]}… (not found / not final yet)"
+            )
+        self._round_states.put((dj, r), h)
+        return h
+
+    async def _check_registration(
+        self, job_id: int, config: bytes, placement: tuple[int, int, int]
+    ) -> None:
+        """A unit is disputed under the job's config at its placement (PROTOCOL §6.9, §7.2):
+        without both, a game over it would replay other batches, so take no part."""
+        registered = bytes(await self.game.functions.configOf(job_id).call())
+        if registered != config:
+            raise JobRejected(
+                f"job {job_id}: registered dispute config 0x{registered.hex()[:16]}… is not "
+                f"the spec's 0x{config.hex()[:16]}…"
+            )
+        have = tuple(await self.game.functions.placementOf(job_id).call())
+        if have != placement:
+            raise JobRejected(
+                f"job {job_id}: registered placement {have} is not unit "
+                f"({placement[0]}, {placement[2]})'s {placement}"
+            )
+
+    async def _load_model_unit(self, job_id: int, job: Any, dj: int, r: int, s: int
+                               ) -> JobContext:  # fmt: skip
+        """Unit (r, s) of a version-3 job: k_local steps of the job's step graph from G_r (H_r's
+        step state) at global steps r·k_local + t on shard s's batches."""
+        rt = await self.model_job(dj)
+        spec = rt.spec
+        unit_hash = await self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()
+        if bytes(job.specHash) != bytes(unit_hash):
+            raise JobRejected(f"job {job_id}: unit spec hash is not unit ({r}, {s})'s")
+        uspec = unit_spec(spec)
+        if (uspec.steps, uspec.checkpoint_every) != (job.steps, job.checkpointInterval):
+            raise JobRejected(f"job {job_id}: steps/interval differ from the chain's")
+        await self._check_registration(job_id, rt.jg.config.hash(),
+                                       (r * spec.k_local, spec.shards, s))  # fmt: skip
+        start = rt.aggregation.unit_start(await self.round_state(dj, r))
+        if rt.state_root(start) != bytes(job.initialStateRoot):
+            raise JobRejected(f"job {job_id}: initial state is not G_{r}")
+        return JobContext(job_id, uspec, rt.unit(r, s, start))
+
+    # --- loading a unit job -------------------------------------------------------------------
+
     async def load_unit(self, job_id: int, job: Any) -> JobContext:
-        """A unit job as a JobContext (its engine, its k_local-step spec, G_r as start); the
+        """A unit job as a JobContext (its runtime, its k_local-step spec, G_r as start); the
         registered config and placement are checked before G_r is built. `job` is
         IJobManager.Job, decoded by name."""
         dj, r, s = await self.rm.functions.unitOf(job_id).call()
+        if RoundChain.of((await self.rm.functions.getJob(dj).call()).params).version3:
+            return await self._load_model_unit(job_id, job, dj, r, s)
         spec, data = await self.job_spec(dj)
         unit_hash = await self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()
         if bytes(job.specHash) != bytes(unit_hash):
@@ -177,20 +277,7 @@ class Rounds:
         t0 = r * spec.k_local
         with rejecting(f"job {job_id}"):
             jg = job_graph(uspec, data.n)
-        # A unit is disputed under the job's config at its placement (PROTOCOL §6.9, §7.2):
-        # without both, a game over it would replay other batches, so take no part.
-        registered = bytes(await self.game.functions.configOf(job_id).call())
-        if registered != jg.config.hash():
-            raise JobRejected(
-                f"job {job_id}: registered dispute config 0x{registered.hex()[:16]}… is not "
-                f"the spec's 0x{jg.config.hash().hex()[:16]}…"
-            )
-        placement = tuple(await self.game.functions.placementOf(job_id).call())
-        if placement != (t0, spec.shards, s):
-            raise JobRejected(
-                f"job {job_id}: registered placement {placement} is not unit ({r}, {s})'s "
-                f"{(t0, spec.shards, s)}"
-            )
+        await self._check_registration(job_id, jg.config.hash(), (t0, spec.shards, s))
         start = await self.global_state(dj, r)
         if state_root(start) != bytes(job.initialStateRoot):
             raise JobRejected(f"job {job_id}: initial state is not G_{r}")

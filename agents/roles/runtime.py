@@ -19,14 +19,17 @@ from typing import Any
 from agents.core.blobs import BlobError, BlobStore
 from agents.data import datasets
 from agents.data.chunks import FetchConfig
+from agents.dispute.aggregation import aggregation_job_graph
 from agents.dispute.budget import StateBudget
 from agents.dispute.graph import JobGraph, job_graph
 from agents.dispute.model_graph import ModelJobGraph, model_job_graph
 from agents.dispute.model_trace import ModelComputation
 from agents.dispute.trace import Computation
 from agents.model import job as mj
+from agents.model.aggregate import Aggregation
 from agents.model.graph import MAX_BUNDLE_BYTES, bundle_from_bytes
 from agents.model.run import RunConfig
+from agents.roles.aggregation import layout_of
 from agents.roles.artifacts import BadBlob, MlpCodec, encode_state
 from agents.roles.errors import JobRejected, rejecting
 from agents.training.engine import Engine, EngineConfig
@@ -105,7 +108,8 @@ class ModelRuntime:
 
     @property
     def steps(self) -> int:
-        return self.spec.steps
+        """T; a unit of a decomposed job (`unit`): its k_local steps."""
+        return self.spec.k_local if self.job.unit_view else self.spec.steps
 
     @property
     def checkpoint_every(self) -> int:
@@ -178,6 +182,26 @@ class ModelRuntime:
     def metrics(self, final: State) -> dict[str, float]:
         return self.job.evaluate(final)
 
+    # -- a decomposed job (PROTOCOL §5.2, §6.9) ---------------------------------------------------
+
+    @property
+    def aggregation(self) -> Aggregation:
+        return self.job.aggregation
+
+    def unit(self, r: int, shard: int, start: State) -> ModelRuntime:
+        """Unit (r, shard) of this decomposed job as a job of k_local steps from `start` (G_r):
+        its local step t is global step r·k_local + t on the shard's batches, under the job's
+        dispute graph (its placement, registered with the game, tells the prover where)."""
+        return ModelRuntime(self.job.unit(r, shard), self.jg, start)
+
+    def initial_round_state(self) -> State:
+        """H_0: S_0, then zero outer buffers."""
+        return self.aggregation.initial(self.start)
+
+    def next_round_state(self, h: State, units: list[State]) -> State:
+        """H_{r+1}: the aggregation graph on H_r and round r's S unit final states."""
+        return self.aggregation.run(h, units, self.job.cfg)[0]
+
 
 JobRuntime = MlpRuntime | ModelRuntime
 #: A party's account of a claim (a ModelComputation is a Computation): the players
@@ -201,6 +225,83 @@ class ChainJob:
             int(job.steps), int(job.checkpointInterval), bytes(job.datasetRoot),
             bytes(job.initialStateRoot),
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RoundChain:
+    """What a RoundManager holds of a decomposed version-3 job that its runtime must match
+    (IRoundManager.JobParams): the decomposition, S_0, and the commitments of the step graph
+    (`dispute_config`), of the aggregation graph (`aggregation_config`) and of H_0."""
+
+    rounds: int
+    shards: int
+    local_steps: int
+    checkpoint_every: int
+    dataset_root: bytes
+    initial_root: bytes
+    layout_hash: bytes
+    dispute_config: bytes
+    aggregation_config: bytes
+    initial_round_root: bytes
+    num_step: int
+
+    @classmethod
+    def of(cls, p: Any) -> RoundChain:
+        """Of IRoundManager.JobParams, decoded by name (agents/core/bindings.py)."""
+        return cls(
+            int(p.rounds), int(p.shards), int(p.localSteps), int(p.checkpointInterval),
+            bytes(p.datasetRoot), bytes(p.initialStateRoot), bytes(p.layoutHash),
+            bytes(p.disputeConfigHash), bytes(p.aggregationConfigHash), bytes(p.initialRoundRoot),
+            int(p.numStep),
+        )  # fmt: skip
+
+    @property
+    def version3(self) -> bool:
+        """A version-3 job binds an aggregation graph (version 2's is zero)."""
+        return self.aggregation_config != bytes(32)
+
+
+def decomposed_runtime(
+    spec: JobSpec | ModelSpec,
+    chain: RoundChain,
+    stores: list[BlobStore],
+    what: str,
+    max_params: int,
+    engine_cfg: EngineConfig = EngineConfig(),
+    fetch: FetchConfig = FetchConfig(),
+) -> ModelRuntime:
+    """The runtime of the decomposed version-3 job a RoundManager holds as `chain` (its units'
+    runtimes are its `unit`s), every commitment checked: the decomposition and dataset first,
+    then the model bundle, S_0, the step graph's and the aggregation graph's configs, H_0's root,
+    its step-state count and its layout."""
+    with rejecting(what):
+        if not (isinstance(spec, ModelSpec) and spec.decomposed):
+            raise JobRejected(f"{what}: a version-3 round job's spec is no decomposed version 3")
+        have = (spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every)
+        want = (chain.rounds, chain.shards, chain.local_steps, chain.checkpoint_every)
+        if have != want:
+            raise JobRejected(f"{what}: R, S, k_local, k are {have}, the chain's {want}")
+        if spec.dataset_root != "0x" + chain.dataset_root.hex():
+            raise JobRejected(f"{what}: the spec's dataset root differs from the chain's")
+        whole = ChainJob(spec.steps, spec.checkpoint_every, chain.dataset_root, chain.initial_root)
+        rt = _model_runtime(spec, whole, stores, what, max_params, engine_cfg, fetch)
+        if rt.state_root(rt.start) != chain.initial_root:
+            raise JobRejected(f"{what}: initial state root differs from the chain's")
+        _check_config(rt.jg.config.hash(), chain.dispute_config, what)
+        agg = rt.aggregation
+        if aggregation_job_graph(agg).config.hash() != chain.aggregation_config:
+            raise JobRejected(f"{what}: the aggregation config is not the spec's graph's")
+        h0 = rt.committed(rt.initial_round_state())
+        if mj.state_root(h0) != chain.initial_round_root:
+            raise JobRejected(f"{what}: H_0's root differs from the chain's")
+        if len(agg.step_names) != chain.num_step:
+            raise JobRejected(
+                f"{what}: the step state has {len(agg.step_names)} tensors, the chain's "
+                f"numStep {chain.num_step}"
+            )
+        if layout_of(h0).hash() != chain.layout_hash:
+            raise JobRejected(f"{what}: H's layout differs from the chain's")
+        return rt
 
 
 def job_runtime(
