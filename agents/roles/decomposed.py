@@ -178,7 +178,7 @@ class Rounds:
 
     async def model_job(self, dj: int) -> ModelRuntime:
         """A decomposed version-3 job's runtime, every commitment checked against its
-        RoundManager record (runtime.decomposed_runtime); N its batch positions."""
+        RoundManager record (runtime.decomposed_runtime)."""
         kept = self._models.get(dj)
         if kept is not None:
             return kept
@@ -187,9 +187,6 @@ class Rounds:
         spec = fetch_spec(bytes(p.specHash), self.stores, what, self.max_params)
         rt = decomposed_runtime(spec, RoundChain.of(p), self.stores, what, self.max_params,
                                 self.engine_cfg, self.fetch)  # fmt: skip
-        if rt.job.positions() != p.numExamples:
-            raise JobRejected(f"{what}: {rt.job.positions()} batch positions, the chain's "
-                              f"numExamples {p.numExamples}")  # fmt: skip
         if self.stores:
             keep_job(JobContext(dj, spec, rt), self.stores[0], log)
         self._models.put(dj, rt)
@@ -319,15 +316,32 @@ def preference(me: str, unit_id: int) -> bytes:
 # --- the submitter's side -----------------------------------------------------------------------
 
 
+def posted_record(sub) -> RoundChain:
+    """The round manager's record of my decomposed job (`sub` the Submitter): a version-3 job's
+    from its runtime (RoundChain.posted; its bundle and S_0 published in my blob store first),
+    a version-2 job's with H = G and no aggregation graph (element fraud proofs)."""
+    if isinstance(sub.spec, ModelSpec):
+        sub.publish_model()
+        return RoundChain.posted(sub.runtime)
+    spec, data = sub.spec, sub.data
+    g0 = sub.engine.initial_state()
+    return RoundChain(
+        spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every, data.root(), data.n,
+        state_root(g0), layout_of(g0).hash(), job_graph(spec, data.n).config.hash(), bytes(32),
+        bytes(32), 0,
+    )  # fmt: skip
+
+
 async def post_decomposed(sub) -> None:
-    """Publish the v2 spec, escrow R·(S·reward + aggregator reward) in the RoundManager and post
-    the job (round 0's units go into the JobManager in the same transaction). `sub` is the
-    Submitter; its --reward is the reward of one unit."""
+    """Publish the spec (version 2, or 3 with its bundle and S_0), escrow R·(S·reward +
+    aggregator reward) in the RoundManager and post the job (round 0's units go into the
+    JobManager in the same transaction). `sub` is the Submitter; its --reward is the reward of
+    one unit."""
     from web3.logs import DISCARD
 
     if sub.rounds is None:
-        raise RoleError("a version-2 spec needs a RoundManager (--round-manager or --deployment)")
-    spec, data, rm = sub.spec, sub.data, sub.rounds.rm
+        raise RoleError("a decomposed spec needs a RoundManager (--round-manager or --deployment)")
+    spec, rm = sub.spec, sub.rounds.rm
     spec_hash = "0x" + spec.spec_hash().hex()
     rec = sub.agent.store.get_record("post", spec_hash)
     if rec is not None and rec.data.get("job_id"):
@@ -342,26 +356,26 @@ async def post_decomposed(sub) -> None:
     if await sub.token.functions.balanceOf(sub.me).call() < escrow:
         raise RoleError(f"account {sub.me} cannot escrow {escrow / 1e18:g} tokens: fund it first")
     await sub.executor.execute(Approve(f"post:{spec_hash}:approve", rm.address, escrow))
-    g0 = sub.engine.initial_state()
+    c = posted_record(sub)
     params = (
         spec.spec_hash(),
-        data.root(),
-        state_root(g0),
-        layout_of(g0).hash(),
-        spec.rounds,
-        spec.shards,
-        spec.k_local,
-        spec.checkpoint_every,
-        data.n,
+        c.dataset_root,
+        c.initial_root,
+        c.layout_hash,
+        c.rounds,
+        c.shards,
+        c.local_steps,
+        c.checkpoint_every,
+        c.num_examples,
         sub.config.requirements,
         unit_reward,
         int(sub.config.verification_fee * 10**18),
         agg_reward,
         int(sub.config.compute_time),
-        job_graph(spec, data.n).config.hash(),
-        bytes(32),  # version 2: no aggregation graph (element fraud proofs), H = G
-        bytes(32),
-        0,
+        c.dispute_config,
+        c.aggregation_config,
+        c.initial_round_root,
+        c.num_step,
     )
     out = await sub.executor.execute(PostRoundJob(f"post:{spec_hash}", params))
     if out is None:
@@ -425,15 +439,28 @@ _ROUND = {
 }
 
 
+async def final_model(sub) -> tuple[bytes, dict[str, float | None]]:
+    """The root of my completed decomposed job's result G_R, recomputed from its units and
+    checked against the round manager (version 3: the step state of H_R), and its held-out
+    metrics (version 2: test_accuracy, None without a held-out split)."""
+    dj, R = sub.job_id, sub.spec.rounds
+    if isinstance(sub.spec, ModelSpec):
+        rt = sub.runtime
+        final = rt.aggregation.unit_start(await sub.rounds.round_state(dj, R))
+        return rt.state_root(final), dict(rt.metrics(final))
+    final = await sub.rounds.global_state(dj, R)
+    test = datasets.held_out(sub.data)
+    acc = sub.engine.accuracy(final, test) if test is not None else None
+    return state_root(final), {"test_accuracy": acc}
+
+
 async def finish_decomposed(sub) -> bool:
     rm, dj, spec = sub.rounds.rm, sub.job_id, sub.spec
     try:
-        final = await sub.rounds.global_state(dj, spec.rounds)
+        root, metrics = await final_model(sub)
     except JobRejected as exc:
         sub.log.error("final model unavailable (will retry): %s", exc)
         return False
-    test = datasets.held_out(sub.data)
-    acc = sub.engine.accuracy(final, test) if test is not None else None
     units = []
     for r in range(spec.rounds):
         for s in range(spec.shards):
@@ -467,18 +494,15 @@ async def finish_decomposed(sub) -> bool:
         "status": "completed",
         "rounds": spec.rounds,
         "shards": spec.shards,
-        "final_state_root": "0x" + state_root(final).hex(),
-        "test_accuracy": acc,
+        "final_state_root": "0x" + root.hex(),
+        **metrics,
         "units": units,
         "aggregations": aggregations,
         "gas_used": sub.gas_used,
     }
-    sub.log.info(
-        "decomposed job %d completed: final root %s…, test accuracy %s",
-        dj,
-        sub.result["final_state_root"][:18],
-        f"{acc:.4f}" if acc is not None else "n/a",
-    )
+    said = ", ".join(f"{k} {v:.4f}" if v is not None else f"{k} n/a" for k, v in metrics.items())
+    sub.log.info("decomposed job %d completed: final root %s…, %s", dj,
+                 sub.result["final_state_root"][:18], said or "no held-out metric")  # fmt: skip
     if sub.config.out:
         sub.config.out.write_text(json.dumps(sub.result, indent=2) + "\n")
     print(json.dumps(sub.result), flush=True)

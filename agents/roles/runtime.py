@@ -230,14 +230,16 @@ class ChainJob:
 @dataclass(frozen=True)
 class RoundChain:
     """What a RoundManager holds of a decomposed version-3 job that its runtime must match
-    (IRoundManager.JobParams): the decomposition, S_0, and the commitments of the step graph
-    (`dispute_config`), of the aggregation graph (`aggregation_config`) and of H_0."""
+    (IRoundManager.JobParams): the decomposition, the dataset and its batch positions N, S_0,
+    H's layout, the commitments of the step graph (`dispute_config`) and of the aggregation
+    graph (`aggregation_config`), H_0's root and the step state's tensor count."""
 
     rounds: int
     shards: int
     local_steps: int
     checkpoint_every: int
     dataset_root: bytes
+    num_examples: int
     initial_root: bytes
     layout_hash: bytes
     dispute_config: bytes
@@ -250,15 +252,40 @@ class RoundChain:
         """Of IRoundManager.JobParams, decoded by name (agents/core/bindings.py)."""
         return cls(
             int(p.rounds), int(p.shards), int(p.localSteps), int(p.checkpointInterval),
-            bytes(p.datasetRoot), bytes(p.initialStateRoot), bytes(p.layoutHash),
-            bytes(p.disputeConfigHash), bytes(p.aggregationConfigHash), bytes(p.initialRoundRoot),
-            int(p.numStep),
+            bytes(p.datasetRoot), int(p.numExamples), bytes(p.initialStateRoot),
+            bytes(p.layoutHash), bytes(p.disputeConfigHash), bytes(p.aggregationConfigHash),
+            bytes(p.initialRoundRoot), int(p.numStep),
+        )  # fmt: skip
+
+    @classmethod
+    def posted(cls, rt: ModelRuntime) -> RoundChain:
+        """The record of the decomposed job `rt` as its submitter posts it (PROTOCOL §6.9): N
+        the batch positions (the shard weights' N), the layout that of H's committed 2-D views."""
+        spec, agg = rt.spec, rt.aggregation
+        h0 = rt.initial_round_state()
+        return cls(
+            spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every,
+            bytes.fromhex(spec.dataset_root[2:]), rt.job.positions(), rt.state_root(rt.start),
+            layout_of(rt.committed(h0)).hash(), rt.jg.config.hash(),
+            aggregation_job_graph(agg).config.hash(), rt.state_root(h0), len(agg.step_names),
         )  # fmt: skip
 
     @property
     def version3(self) -> bool:
         """A version-3 job binds an aggregation graph (version 2's is zero)."""
         return self.aggregation_config != bytes(32)
+
+
+#: RoundChain's fields a role checks once the job is built, with the chain's name of each.
+_RECORD_FIELDS = (
+    ("num_examples", "numExamples (the batch positions N)"),
+    ("initial_root", "initialStateRoot (S_0)"),
+    ("dispute_config", "disputeConfigHash (the step graph's dispute config)"),
+    ("aggregation_config", "aggregationConfigHash (the aggregation config)"),
+    ("initial_round_root", "initialRoundRoot (H_0)"),
+    ("num_step", "numStep (the step state's tensor count)"),
+    ("layout_hash", "layoutHash (H's layout)"),
+)
 
 
 def decomposed_runtime(
@@ -271,9 +298,8 @@ def decomposed_runtime(
     fetch: FetchConfig = FetchConfig(),
 ) -> ModelRuntime:
     """The runtime of the decomposed version-3 job a RoundManager holds as `chain` (its units'
-    runtimes are its `unit`s), every commitment checked: the decomposition and dataset first,
-    then the model bundle, S_0, the step graph's and the aggregation graph's configs, H_0's root,
-    its step-state count and its layout."""
+    runtimes are its `unit`s): the decomposition and dataset root checked first, then the job
+    built (model bundle, S_0, dataset) and every other field compared with `RoundChain.posted`."""
     with rejecting(what):
         if not (isinstance(spec, ModelSpec) and spec.decomposed):
             raise JobRejected(f"{what}: a version-3 round job's spec is no decomposed version 3")
@@ -285,22 +311,10 @@ def decomposed_runtime(
             raise JobRejected(f"{what}: the spec's dataset root differs from the chain's")
         whole = ChainJob(spec.steps, spec.checkpoint_every, chain.dataset_root, chain.initial_root)
         rt = _model_runtime(spec, whole, stores, what, max_params, engine_cfg, fetch)
-        if rt.state_root(rt.start) != chain.initial_root:
-            raise JobRejected(f"{what}: initial state root differs from the chain's")
-        _check_config(rt.jg.config.hash(), chain.dispute_config, what)
-        agg = rt.aggregation
-        if aggregation_job_graph(agg).config.hash() != chain.aggregation_config:
-            raise JobRejected(f"{what}: the aggregation config is not the spec's graph's")
-        h0 = rt.committed(rt.initial_round_state())
-        if mj.state_root(h0) != chain.initial_round_root:
-            raise JobRejected(f"{what}: H_0's root differs from the chain's")
-        if len(agg.step_names) != chain.num_step:
-            raise JobRejected(
-                f"{what}: the step state has {len(agg.step_names)} tensors, the chain's "
-                f"numStep {chain.num_step}"
-            )
-        if layout_of(h0).hash() != chain.layout_hash:
-            raise JobRejected(f"{what}: H's layout differs from the chain's")
+        honest = RoundChain.posted(rt)
+        for field, name in _RECORD_FIELDS:
+            if getattr(honest, field) != getattr(chain, field):
+                raise JobRejected(f"{what}: the chain's {name} is not the spec's")
         return rt
 
 
@@ -349,7 +363,7 @@ def _decomposed_refusal(spec: JobSpec | ModelSpec, what: str) -> str:
     if isinstance(spec, ModelSpec):
         return (
             f"{what}: a decomposed version-3 job ({spec.rounds} rounds x {spec.shards} shards) "
-            "is not run by the roles yet; post it with one round of one shard"
+            "runs only as a round manager's unit jobs"
         )
     return f"{what}: a spec of {spec.shards} shards runs only as unit jobs"
 
@@ -435,8 +449,16 @@ def _first(stores: list[BlobStore], address: str, what: str, name: str, max_byte
 def model_runtime_from_files(
     spec: ModelSpec, stores: list[BlobStore], fetch: FetchConfig = FetchConfig()
 ) -> ModelRuntime:
-    """A version-3 runtime from a submitter's own spec and blob store (nothing on chain yet);
+    """A version-3 runtime from a submitter's own spec and blob store (nothing on chain yet;
+    a decomposed job's whole runtime, whose `RoundChain.posted` its submitter posts);
     JobRejected if a blob is missing or does not match the spec."""
-    chain = ChainJob(spec.steps, spec.checkpoint_every, bytes.fromhex(spec.dataset_root[2:]),
-                     bytes.fromhex(spec.state[2:]))  # fmt: skip
+    dataset_root, s0_root = bytes.fromhex(spec.dataset_root[2:]), bytes.fromhex(spec.state[2:])
+    if spec.decomposed:
+        with rejecting("spec"):
+            chain = ChainJob(spec.steps, spec.checkpoint_every, dataset_root, s0_root)
+            rt = _model_runtime(spec, chain, stores, "spec", mj.MAX_PARAMS, EngineConfig(), fetch)
+            if rt.state_root(rt.start) != s0_root:
+                raise JobRejected("spec: initial state root differs from the spec's")
+            return rt
+    chain = ChainJob(spec.steps, spec.checkpoint_every, dataset_root, s0_root)
     return job_runtime(spec, chain, stores, "spec", mj.MAX_PARAMS, None, fetch=fetch)

@@ -125,6 +125,15 @@ class Submitter(RoleAgent):
         return MlpRuntime(self.spec, engine, job_graph(self.spec, self.data.n))
 
     @property
+    def decomposed(self) -> bool:
+        """A decomposed job (version 2, or version 3 with rounds x shards): posted to the
+        RoundManager, R x S unit jobs."""
+        spec = self.spec
+        return spec.version == specs.SPEC_VERSION_DECOMPOSED or (
+            isinstance(spec, specs.ModelSpec) and spec.decomposed
+        )
+
+    @property
     def engine(self) -> Engine:
         """A version-1/2 job's engine (a decomposed job's helpers, agents/roles/decomposed.py)."""
         return self.runtime.engine
@@ -148,7 +157,7 @@ class Submitter(RoleAgent):
 
     async def post(self) -> None:
         """Post my jobs (or find them posted by an earlier run), each with its dispute config."""
-        if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
+        if self.decomposed:
             return await post_decomposed(self)  # R x S units through the RoundManager
         self.publish_model()
         spec_hash = "0x" + self.spec.spec_hash().hex()
@@ -272,7 +281,7 @@ class Submitter(RoleAgent):
 
     async def follow(self) -> bool:
         """One round of following my jobs; True once every one is done."""
-        if self.spec.version == specs.SPEC_VERSION_DECOMPOSED:
+        if self.decomposed:
             return await follow_decomposed(self)
         now = await self.now()
         acted = False

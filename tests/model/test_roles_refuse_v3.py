@@ -1,7 +1,8 @@
 """What the roles refuse of a version-3 job, each with one JobRejected line (never an agent
-crash): a decomposed one (rounds x shards: the roles run version-3 jobs of one unit only), and
-one whose model bundle or initial state is in no blob store they read. A plain version-3 spec is
-fetched like any other (tests/roles/test_model_dispute_e2e.py runs one end to end)."""
+crash): a decomposed one posted as one job manager job (rounds x shards: it runs only as a
+round manager's unit jobs, tests/roles/test_model_units.py), and one whose model bundle or
+initial state is in no blob store they read. A plain version-3 spec is fetched like any other
+(tests/roles/test_model_dispute_e2e.py runs one end to end)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_a_version_3_spec_is_fetched(tmp_path):
     assert fetch_spec(spec.spec_hash(), [store], "job 7") == spec
 
 
-def test_a_decomposed_version_3_job_is_refused(tmp_path):
+def test_a_decomposed_version_3_job_outside_a_round_manager_is_refused(tmp_path):
     obj = V3 | {
         "rounds": 2,
         "shards": 2,
@@ -49,7 +50,7 @@ def test_a_decomposed_version_3_job_is_refused(tmp_path):
         "aggregate": "0x" + "ab" * 32,
     }
     spec, store = _published(tmp_path, obj)
-    with pytest.raises(JobRejected, match=r"job 7: a decomposed version-3 job \(2 rounds x 2"):
+    with pytest.raises(JobRejected, match=r"job 7: .* \(2 rounds x 2 shards\) runs only as a"):
         job_runtime(spec, _chain(spec), [store], "job 7", 1 << 20, None)
 
 

@@ -29,7 +29,7 @@ from agents.roles.aggregation import layout_of
 from agents.roles.artifacts import Manifest, make_locator
 from agents.roles.decomposed import Rounds
 from agents.roles.errors import JobRejected
-from agents.roles.runtime import ModelRuntime
+from agents.roles.runtime import ModelRuntime, RoundChain, model_runtime_from_files
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 DJ = 7  # the decomposed job's id
@@ -219,3 +219,12 @@ def test_a_record_that_is_not_the_specs_is_refused(honest, locators, field, valu
 def test_a_unit_registered_at_another_placement_is_refused(honest, locators):
     with pytest.raises(JobRejected, match="placement"):
         load(rounds_view(honest, params(honest), locators, placement=(0, 2, 0)), 0, 1)
+
+
+def test_the_submitters_record_is_the_one_the_roles_accept(honest):
+    """What a submitter posts (RoundChain.posted of its spec files' runtime) is the record the
+    units above were loaded under, field by field."""
+    store = open_blob_store(blob_url(honest.spec_path))
+    rt = model_runtime_from_files(honest.job.spec, [store])
+    assert RoundChain.posted(rt) == RoundChain.of(params(honest))
+    assert rt.state_root(rt.initial_state()) == state_root(honest.s0)
