@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agents.core.blobs import BlobError
-from agents.core.bounded import BoundedCache
+from agents.core.bounded import BoundedCache, SaidOnce
 from agents.core.enums import Role, RoundJobStatus, RoundStatus
 from agents.roles.actions import (
     Approve,
@@ -189,6 +189,10 @@ class Aggregator(RoleAgent):
             await self.executor.execute(FinalizeRound(f"finalizeRound:{dj}:{r}:{attempt}", dj))
 
     async def honest_aggregate(self, dj: int, r: int) -> tuple[list[State], State] | None:
+        """Round r's unit states and my aggregate of them: G_{r+1}, or a version-3 job's H_{r+1}
+        (its aggregation graph on H_r and the units); None until the units are all there."""
+        if await self.rounds.version3(dj):
+            return await self.honest_round_state(dj, r)
         try:
             units = await self.rounds.unit_states(dj, r)
         except JobRejected:
@@ -201,34 +205,66 @@ class Aggregator(RoleAgent):
             self.honest.put((dj, r), mine)
         return units, mine
 
+    async def honest_round_state(self, dj: int, r: int) -> tuple[list[State], State] | None:
+        try:
+            rt, h, units = await self.rounds.round_inputs(dj, r)
+        except JobRejected:
+            return None  # units not finalized (or their blobs not there) yet
+        mine = self.honest.get((dj, r))
+        if mine is None:
+            mine = rt.next_round_state(h, units)
+            self.honest.put((dj, r), mine)
+        return units, mine
+
+    async def committed_form(self, dj: int, g: State) -> tuple[bytes, State, bytes]:
+        """An aggregate as it is published and committed: its blob, the 2-D tensors whose layout
+        and data roots commitAggregate takes (a version-3 state's committed views, §2.7) and
+        its state root."""
+        if await self.rounds.version3(dj):
+            rt = await self.rounds.model_job(dj)
+            return rt.encode_state(g), rt.committed(g), rt.state_root(g)
+        return encode_state(g), g, state_root(g)
+
     async def aggregate(self, dj: int, r: int, attempt: int) -> None:
         got = await self.honest_aggregate(dj, r)
         if got is None:
             return
         g = self.strategy.aggregate_to_commit(got[1])
+        blob, committed, root = await self.committed_form(dj, g)
         bond = (await self.rm.functions.config().call()).aggregatorBond
         if await self.token.functions.allowance(self.me, self.rm.address).call() < bond:
             approve = Approve(f"aggregate:{dj}:{r}:{attempt}:approve", self.rm.address, bond)
             await self.executor.execute(approve)
-        address = self.agent.blobs.put(encode_state(g))
+        address = self.agent.blobs.put(blob)
         key = f"{dj}:{r}:{attempt}"
         self.agent.store.put_record("aggregate", key, "committed", {"blob": address})
         locator = make_locator(self.public_blob_url, self.strategy.published_address(address))
         commit = CommitAggregate(
-            f"aggregate:{dj}:{r}:{attempt}", dj, layout_of(g).as_tuple(), tuple(data_roots(g)),
-            locator,
+            f"aggregate:{dj}:{r}:{attempt}", dj, layout_of(committed).as_tuple(),
+            tuple(data_roots(committed)), locator,
         )  # fmt: skip
         if await self.executor.execute(commit):
-            self.log.info(
-                "committed G_%d of job %d: root 0x%s…", r + 1, dj, state_root(g).hex()[:16]
-            )
+            self.log.info("committed the aggregate of job %d round %d: root 0x%s…", dj, r,
+                          root.hex()[:16])  # fmt: skip
 
     async def check(self, dj: int, r: int, attempt: int, root: bytes) -> bool:
         """Prove someone else's wrong aggregate wrong; True while I dispute it (the round is
         then not mine to finalize)."""
         got = await self.honest_aggregate(dj, r)
-        if got is None or state_root(got[1]) == root:
+        if got is None or (await self.committed_form(dj, got[1]))[2] == root:
             return False
+        if await self.rounds.version3(dj):
+            # Its element proofs are version 2's; a version-3 aggregate is disputed in the
+            # aggregation game (challengeAggregate), which this agent does not play yet: it only
+            # keeps from finalizing the wrong aggregate.
+            said: SaidOnce = self.__dict__.setdefault("_wrong_said", SaidOnce())
+            if said.first((dj, r, root)):
+                self.log.warning(
+                    "job %d round %d: the committed aggregate 0x%s… is not mine; the agents "
+                    "do not play the aggregation game yet (not finalizing it)", dj, r,
+                    root.hex()[:16],
+                )  # fmt: skip
+            return True
         units, honest = got
         claimed = await self.committed_state(dj, r, root)
         if claimed is None:  # withheld: make the aggregator reveal what I dispute

@@ -203,9 +203,7 @@ class Rounds:
         if r == 0:
             h = rt.initial_round_state()
         else:
-            prev = await self.round_state(dj, r - 1)
-            codec = rt.unit(r - 1, 0, rt.aggregation.unit_start(prev))
-            units = await self.unit_states(dj, r - 1, codec)
+            _, prev, units = await self.round_inputs(dj, r - 1)
             with rejecting(f"job {dj}: H_{r}"):
                 h = rt.next_round_state(prev, units)
         want = bytes(await self.rm.functions.globalRoot(dj, r).call())
@@ -217,6 +215,19 @@ class Rounds:
             )
         self._round_states.put((dj, r), h)
         return h
+
+    async def round_inputs(self, dj: int, r: int) -> tuple[ModelRuntime, State, list[State]]:
+        """A version-3 job's runtime, H_r and round r's S finalized unit states (JobRejected
+        until all are there, each under its committed root)."""
+        rt = await self.model_job(dj)
+        h = await self.round_state(dj, r)
+        # any unit's view reads a unit's states: k_local steps of the job's state
+        codec = rt.unit(r, 0, rt.aggregation.unit_start(h))
+        return rt, h, await self.unit_states(dj, r, codec)
+
+    async def version3(self, dj: int) -> bool:
+        """Decomposed job `dj` is a version-3 one (its record binds an aggregation graph)."""
+        return RoundChain.of((await self.rm.functions.getJob(dj).call()).params).version3
 
     async def _check_registration(
         self, job_id: int, config: bytes, placement: tuple[int, int, int]
@@ -262,7 +273,7 @@ class Rounds:
         registered config and placement are checked before G_r is built. `job` is
         IJobManager.Job, decoded by name."""
         dj, r, s = await self.rm.functions.unitOf(job_id).call()
-        if RoundChain.of((await self.rm.functions.getJob(dj).call()).params).version3:
+        if await self.version3(dj):
             return await self._load_model_unit(job_id, job, dj, r, s)
         spec, data = await self.job_spec(dj)
         unit_hash = await self.rm.functions.unitSpecHash(spec.spec_hash(), r, s).call()

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
+import numpy as np
+import torch
+
 from agents.core.blobs import BlobError, BlobStore
 from agents.data import datasets
 from agents.data.chunks import FetchConfig
@@ -198,6 +201,22 @@ class ModelRuntime:
         """H_0: S_0, then zero outer buffers."""
         return self.aggregation.initial(self.start)
 
+    def decode_round_state(self, data: bytes) -> State:
+        """An H blob (an aggregate as published): H's tensors, binary32 little-endian and
+        row-major, in H's order; BadBlob for any other size."""
+        agg = self.aggregation
+        values = agg.graph.inputs[: len(agg.round_names)]
+        want = 4 * sum(prod(v.shape) for v in values)
+        if len(data) != want:
+            raise BadBlob(f"an H blob of this job is {want} bytes, got {len(data)}")
+        out, at = {}, 0
+        for name, v in zip(agg.round_names, values, strict=True):
+            n = prod(v.shape)
+            a = np.frombuffer(data, dtype="<f4", count=n, offset=at).astype(np.float32)
+            out[name] = torch.from_numpy(a).reshape(v.shape)
+            at += 4 * n
+        return out
+
     def next_round_state(self, h: State, units: list[State]) -> State:
         """H_{r+1}: the aggregation graph on H_r and round r's S unit final states."""
         return self.aggregation.run(h, units, self.job.cfg)[0]
@@ -273,7 +292,7 @@ class RoundChain:
     @property
     def version3(self) -> bool:
         """A version-3 job binds an aggregation graph (version 2's is zero)."""
-        return self.aggregation_config != bytes(32)
+        return any(self.aggregation_config)
 
 
 #: RoundChain's fields a role checks once the job is built, with the chain's name of each.

@@ -494,7 +494,15 @@ def test_aggregator_survives_a_hostile_unit_manifest(tmp_path):
         manager.events = FakeEvents(
             "CheckpointsCommitted", [{"blockNumber": 1, "args": {"blobLocator": locator}}]
         )
-        rm = FakeContract(unitJobOf=lambda dj, r, s: 10 + s)
+        # a version-2 job's record (IRoundManager.JobParams): no aggregation graph
+        fields = (
+            "specHash datasetRoot initialStateRoot layoutHash rounds localSteps "
+            "checkpointInterval numExamples disputeConfigHash initialRoundRoot numStep"
+        )
+        params = SimpleNamespace(**dict.fromkeys(fields.split(), 0), shards=V2.shards,
+                                 aggregationConfigHash=bytes(32))  # fmt: skip
+        rm = FakeContract(unitJobOf=lambda dj, r, s: 10 + s,
+                          getJob=lambda dj: SimpleNamespace(params=params))  # fmt: skip
         rounds = Rounds(rm, manager, None, [])
         rounds._specs.put(1, (V2, data))
         a = role(Aggregator, tmp_path, None, manager, None)

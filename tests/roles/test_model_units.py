@@ -11,22 +11,28 @@ a real job (the digits MLP, 2 rounds x 2 shards, outer Nesterov), built by `job 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from rolefakes import FakeContract, answering
+from rolefakes import FakeContract, RecordingExecutor, answering
+from test_verifier_resilience import bare, new_store
 
 from agents.__main__ import main
 from agents.cli.job import load_job
 from agents.core.blobs import open_blob_store
+from agents.core.bounded import BoundedCache
 from agents.core.enums import JobStatus
 from agents.core.spec_files import blob_url
 from agents.dispute.aggregation import aggregation_job_graph
 from agents.dispute.model_graph import model_job_graph
 from agents.model.job import RoundRun, UnitRun, encode_state, state_root, view2d
-from agents.roles.aggregation import layout_of
-from agents.roles.artifacts import Manifest, make_locator
+from agents.roles.aggregation import data_roots, layout_of
+from agents.roles.aggregator import Aggregator
+from agents.roles.artifacts import Manifest, make_locator, parse_locator
 from agents.roles.decomposed import Rounds
 from agents.roles.errors import JobRejected
 from agents.roles.runtime import ModelRuntime, RoundChain, model_runtime_from_files
@@ -55,7 +61,14 @@ def honest(tmp_path_factory):
     events = list(job.run_rounds(s0))
     units = {(e.round, e.shard): e for e in events if isinstance(e, UnitRun)}
     rounds = [e for e in events if isinstance(e, RoundRun)]
-    return SimpleNamespace(tmp=tmp, spec_path=out, job=job, s0=s0, units=units, rounds=rounds)
+    # `python -m agents train --spec`: the job in one process, its result G_R's root
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["train", "--spec", str(out), "--json"]) == 0
+    summary = json.loads(printed.getvalue().splitlines()[-1])
+    final_root = bytes.fromhex(summary["final_root"][2:])
+    return SimpleNamespace(tmp=tmp, spec_path=out, job=job, s0=s0, units=units, rounds=rounds,
+                           final_root=final_root)  # fmt: skip
 
 
 def publish(honest, store_dir: Path) -> dict[tuple[int, int], str]:
@@ -134,6 +147,8 @@ def rounds_view(honest, p, locators, placement=None, finished: int = 1) -> Round
         unitJobOf=lambda dj, r, s: unit_job_id(r, s),
         unitSpecHash=lambda h, r, s: UNIT_HASH,
         globalRoot=global_root,
+        config=lambda: SimpleNamespace(aggregatorBond=10**18),
+        commitAggregate=lambda *args: ("commitAggregate", *args),
     )
     manager = FakeContract(getJob=unit_job, getUnit=unit)
 
@@ -228,3 +243,43 @@ def test_the_submitters_record_is_the_one_the_roles_accept(honest):
     rt = model_runtime_from_files(honest.job.spec, [store])
     assert RoundChain.posted(rt) == RoundChain.of(params(honest))
     assert rt.state_root(rt.initial_state()) == state_root(honest.s0)
+
+
+def an_aggregator(tmp_path, honest, locators, finished: int) -> Aggregator:
+    """An aggregator over the fakes (rounds 0..`finished`-1 trained), whose every transaction
+    is recorded (and mined)."""
+    a = bare(Aggregator, tmp_path, new_store(tmp_path, "aggregator"))
+    a.rounds = rounds_view(honest, params(honest), locators, finished=finished)
+    a.rm = a.rounds.rm
+    a.token = FakeContract(allowance=lambda owner, spender: 10**30)
+    a.public_blob_url = str(tmp_path / "aggregator-blobs")
+    a.honest = BoundedCache(4)
+    a.executor = RecordingExecutor(a, result=True)
+    return a
+
+
+@pytest.mark.parametrize("r", [0, 1])
+def test_the_aggregator_commits_h_r_plus_1_as_train_spec_computes_it(tmp_path, honest, locators, r):
+    a = an_aggregator(tmp_path, honest, locators, finished=r + 1)
+    asyncio.run(a.aggregate(DJ, r, 0))
+    ((act, call),) = a.executor.sent
+    want = honest.rounds[r].state
+    committed = {k: view2d(v) for k, v in want.items()}
+    assert call[:2] == ("commitAggregate", DJ)
+    assert layout_of(committed).hash() == params(honest).layoutHash
+    assert list(act.data_roots) == data_roots(committed)
+    # the published blob is H_{r+1}, its root the round's (and G_R's the job's result at the end)
+    base, address = parse_locator(act.locator)
+    rt = asyncio.run(a.rounds.model_job(DJ))
+    h = rt.decode_round_state(open_blob_store(base).get(address))
+    assert state_root(h) == honest.rounds[r].state_root
+    if r + 1 == honest.job.spec.rounds:
+        assert state_root(rt.aggregation.unit_start(h)) == honest.final_root
+
+
+def test_the_aggregator_keeps_a_wrong_h_from_final_and_passes_the_right_one(tmp_path, honest,
+                                                                           locators):  # fmt: skip
+    a = an_aggregator(tmp_path, honest, locators, finished=1)
+    assert asyncio.run(a.check(DJ, 0, 0, honest.rounds[0].state_root)) is False
+    assert asyncio.run(a.check(DJ, 0, 0, b"\x09" * 32)) is True
+    assert a.executor.sent == []  # element proofs are version 2's: nothing is sent
