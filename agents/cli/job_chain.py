@@ -30,6 +30,11 @@ from agents.core.config import DEFAULT_DEPLOYMENT
 def register_chain(jsub: argparse._SubParsersAction) -> None:
     s = jsub.add_parser("status", help="read a job's state from chain (units, disputes, windows)")
     _chain_args(s)
+    s.add_argument(
+        "--decomposed",
+        action="store_true",
+        help="ID is a round manager's decomposed job: its rounds, their units and aggregates",
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=run_status)
     f = jsub.add_parser("fetch", help="download a completed job's model, checked against chain")
@@ -47,6 +52,12 @@ def register_chain(jsub: argparse._SubParsersAction) -> None:
         "--allow-local-locators",
         action="store_true",
         help="dev chains only: also read a commitment's blobs from a local folder it names",
+    )
+    f.add_argument(
+        "--decomposed",
+        action="store_true",
+        help="ID is a round manager's decomposed job: fetch its result G_R (the step state of "
+        "its final round state H_R)",
     )
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.set_defaults(func=run_fetch)
@@ -114,6 +125,11 @@ async def open_reader(args: argparse.Namespace):
 def run_status(args: argparse.Namespace) -> int:
     from agents.roles.job_view import facts_json, render_rich, render_text
 
+    if args.decomposed:
+        facts = asyncio.run(_round_facts(args))
+        print(json.dumps(facts) if args.json else _round_text(facts))
+        return 0
+
     async def read() -> Any:
         async with job_reader(args) as (_, reader):
             return await reader.read()
@@ -151,6 +167,8 @@ def run_fetch(args: argparse.Namespace) -> int:
     from agents.roles.jobs import JobRejected, fetch_spec
     from agents.training.spec import SPEC_VERSION, ModelSpec
 
+    if args.decomposed:
+        return _print_fetched(args, f"decomposed job {args.job_id}", _fetch_decomposed(args))
     what = f"job {args.job_id}"
 
     async def read() -> tuple[Any, Any]:
@@ -194,6 +212,11 @@ def run_fetch(args: argparse.Namespace) -> int:
         raise UserError(
             f"{what}: the final checkpoint does not check against the chain: {exc}"
         ) from None
+    return _print_fetched(args, what, got)
+
+
+def _print_fetched(args: argparse.Namespace, what: str, got: Fetched) -> int:
+    """Write the fetched weights to --out and say what was fetched (one line, or --json)."""
     write_weights(got.weights, args.out, got.meta)
     out = {
         "job_id": args.job_id,
@@ -257,6 +280,140 @@ def _fetch_model(spec, job: Any, stores: list, c, local_ok: bool, what: str) -> 
     st, losses = read_result(rt, c.locator, c.published_root, c.final_root, c.holders, local_ok)
     return Fetched(module_state_dict(rt.job.bundle, st), state_root(st), rt.metrics(st),
                    losses[-1] if losses else None, rt.job.bundle.meta)  # fmt: skip
+
+
+def _round_manager_address(args: argparse.Namespace, what: str) -> str:
+    """The deployment's RoundManager (after open_reader checked the file); UserError without."""
+    record = json.loads(Path(args.deployment).read_text())
+    address = record["contracts"].get("RoundManager")
+    if not address:
+        raise UserError(f"--deployment {args.deployment} has no RoundManager: {what} is none")
+    return address
+
+
+async def _round_job(w3: Any, args: argparse.Namespace, what: str) -> tuple[Any, Any]:
+    """(RoundManager, IRoundManager.Job) of the decomposed job in args; UserError if none."""
+    from agents.core.bindings import bind
+
+    rm = bind(w3, "RoundManager", _round_manager_address(args, what))
+    if not 0 < args.job_id <= await rm.functions.jobCount().call():
+        raise UserError(f"{what}: no such job on the round manager")
+    return rm, await rm.functions.getJob(args.job_id).call()
+
+
+async def _round_facts(args: argparse.Namespace) -> dict:
+    """A decomposed job's rounds as `job status --decomposed` shows them: each round's
+    aggregation (status, attempt, aggregator, root) and its units (status, solver, attempt)."""
+    from agents.core.enums import RoundJobStatus, RoundStatus, UnitStatus
+
+    what = f"decomposed job {args.job_id}"
+    w3, reader = await open_reader(args)
+    try:
+        rm, job = await _round_job(w3, args, what)
+        manager = reader.manager
+        p = job.params
+        rounds = []
+        for r in range(int(p.rounds)):
+            rnd = await rm.functions.getRound(args.job_id, r).call()
+            units = []
+            for s in range(int(p.shards)):
+                unit_job = await rm.functions.unitJobOf(args.job_id, r, s).call()
+                if unit_job == 0:
+                    continue  # the round is not posted yet
+                u = await manager.functions.getUnit(unit_job << 32).call()
+                units.append({"shard": s, "job_id": unit_job,
+                              "status": UnitStatus(u.status).name.lower(),
+                              "solver": u.assignee, "attempt": int(u.attempt)})  # fmt: skip
+            rounds.append({
+                "round": r, "status": RoundStatus(rnd.status).name.lower(),
+                "attempt": int(rnd.attempt), "aggregator": rnd.aggregator,
+                "aggregate_root": "0x" + bytes(rnd.aggregateRoot).hex(), "units": units,
+            })  # fmt: skip
+        return {
+            "job_id": args.job_id,
+            "status": RoundJobStatus(job.status).name.lower(),
+            "version": 2 if bytes(p.aggregationConfigHash) == bytes(32) else 3,
+            "rounds": int(p.rounds),
+            "shards": int(p.shards),
+            "local_steps": int(p.localSteps),
+            "current_round": int(job.currentRound),
+            "round_states": rounds,
+        }
+    finally:
+        await w3.provider.disconnect()
+
+
+def _round_text(f: dict) -> str:
+    """`_round_facts` in lines: the job, then one line a round."""
+    lines = [
+        f"decomposed job {f['job_id']}: {f['status']}, version {f['version']}, {f['rounds']} "
+        f"rounds x {f['shards']} shards of {f['local_steps']} steps (round {f['current_round']})"
+    ]
+    for r in f["round_states"]:
+        units = ", ".join(f"{u['shard']} {u['status']} (job {u['job_id']}, attempt "
+                          f"{u['attempt']})" for u in r["units"]) or "not posted"  # fmt: skip
+        agg = "" if r["status"] in ("none", "training") else (
+            f", aggregate {r['aggregate_root'][:18]}… by {r['aggregator']}"
+        )  # fmt: skip
+        lines.append(f"  round {r['round']}: {r['status']} (attempt {r['attempt']}){agg}; "
+                     f"units: {units}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _fetch_decomposed(args: argparse.Namespace) -> Fetched:
+    """A completed decomposed version-3 job's result: H_R from the blob its final aggregate was
+    committed with, checked against the round manager's globalRoot(job, R), the job checked as
+    a role loads it (runtime.decomposed_runtime); G_R (H_R's step state) under the module's
+    own names, with its held-out metric."""
+    from agents.core.blobs import BlobError, open_blob_store
+    from agents.core.enums import RoundJobStatus
+    from agents.model.job import MAX_PARAMS, module_state_dict
+    from agents.roles.artifacts import BadBlob, locator_store, parse_locator
+    from agents.roles.errors import JobRejected, RoleError
+    from agents.roles.jobs import fetch_spec
+    from agents.roles.runtime import RoundChain, decomposed_runtime
+
+    what = f"decomposed job {args.job_id}"
+
+    async def read() -> tuple[Any, bytes, str]:
+        w3, reader = await open_reader(args)
+        try:
+            rm, job = await _round_job(w3, args, what)
+            if job.status != RoundJobStatus.COMPLETED:
+                status = RoundJobStatus(job.status).name.lower()
+                raise UserError(f"{what} is {status}: it has no final model")
+            rounds = int(job.params.rounds)
+            root = bytes(await rm.functions.globalRoot(args.job_id, rounds).call())
+            logs = await rm.events.AggregateCommitted().get_logs(
+                from_block=reader.from_block, argument_filters={"jobId": args.job_id}
+            )
+            final = [ev["args"]["blobLocator"] for ev in logs
+                     if ev["args"]["round"] == rounds - 1
+                     and bytes(ev["args"]["aggregateRoot"]) == root]  # fmt: skip
+            if not final:
+                raise UserError(f"{what}: no aggregate committed with the final root")
+            return job.params, root, str(final[-1])
+        finally:
+            await w3.provider.disconnect()
+
+    params, root, locator = asyncio.run(read())
+    try:
+        base, blob_address = parse_locator(locator)
+        store = locator_store(base, args.allow_local_locators)
+        stores = [open_blob_store(url) for url in args.spec_store] + [store]
+        spec = fetch_spec(bytes(params.specHash), stores, what)
+        rt = decomposed_runtime(spec, RoundChain.of(params), stores, what, MAX_PARAMS)
+        size = 4 * sum(t.numel() for t in rt.initial_round_state().values())
+        h = rt.decode_round_state(store.get(blob_address, max_bytes=size))
+    except (RoleError, JobRejected) as exc:
+        raise UserError(str(exc)) from None
+    except (BadBlob, BlobError, ValueError) as exc:
+        raise UserError(f"{what}: the final aggregate's blob is not readable: {exc}") from None
+    if rt.state_root(h) != root:
+        raise UserError(f"{what}: the final aggregate's blob is not H_R under the chain's root")
+    g = rt.aggregation.unit_start(h)
+    return Fetched(module_state_dict(rt.job.bundle, g), rt.state_root(g), rt.metrics(g), None,
+                   rt.job.bundle.meta)  # fmt: skip
 
 
 def write_weights(tensors: dict, out: str, meta: dict | None = None) -> None:

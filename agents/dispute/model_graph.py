@@ -36,7 +36,7 @@ from agents.dispute.trace import merkle_opening
 from agents.dispute.trace_walk import TraceRoots, trace_siblings
 from agents.model.graph import STEP_INPUT, Graph
 from agents.model.job import ModelJob, commit_view, state_root
-from agents.training import decompose, merkle
+from agents.training import merkle
 from agents.training.registry import OPS, GraphError, ravel, run_node, unravel
 
 
@@ -272,9 +272,8 @@ class StepValues:
     @classmethod
     def of(cls, job: ModelJob, jg: ModelJobGraph, st, t: int, trace, shard: int = 0):
         ins = job.step_inputs(st, t, shard)
-        s = job.spec
-        picks = decompose.unit_batch_indices(s.seed, t, s.batch, job.positions(), s.shards, shard)
-        return cls(job, jg, ins + list(trace), np.asarray(picks, dtype=np.int64))
+        # the batch the step read: a unit's local step t draws at global step step_offset + t
+        return cls(job, jg, ins + list(trace), np.asarray(job.picks(t, shard), dtype=np.int64))
 
     def node_roots(self) -> list[bytes]:
         n_in = self.jg.n_inputs

@@ -468,7 +468,7 @@ async def final_model(sub) -> tuple[bytes, dict[str, float | None]]:
 async def finish_decomposed(sub) -> bool:
     rm, dj, spec = sub.rounds.rm, sub.job_id, sub.spec
     try:
-        root, metrics = await final_model(sub)
+        final_root, metrics = await final_model(sub)
     except JobRejected as exc:
         sub.log.error("final model unavailable (will retry): %s", exc)
         return False
@@ -505,7 +505,7 @@ async def finish_decomposed(sub) -> bool:
         "status": "completed",
         "rounds": spec.rounds,
         "shards": spec.shards,
-        "final_state_root": "0x" + root.hex(),
+        "final_state_root": "0x" + final_root.hex(),
         **metrics,
         "units": units,
         "aggregations": aggregations,
