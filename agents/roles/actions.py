@@ -21,6 +21,7 @@ Roles dispatch on the type (`match act: case Commit(): ...`), never on a string.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar, Protocol
 
 from web3.contract import Contract
@@ -41,6 +42,7 @@ class Contracts(Protocol):
     court: Contract | None  # AttestationCourt, when deployed
     court_game: Contract | None  # the court's dispute game
     round_manager: Contract | None  # RoundManager (decomposed jobs), when deployed
+    round_game: Contract | None  # the round manager's dispute game (version-3 aggregates)
 
 
 def _court(c: Contracts) -> Contract:
@@ -154,6 +156,17 @@ class Report(LocalWork):
     """Report the false attestation `key` (a log line, and the record marked reported)."""
 
     key: str
+
+
+@dataclass(frozen=True)
+class PlayAggregate(LocalWork):
+    """Take my turn as `side` in the round manager's game `game_id` over the aggregate of round
+    `round` of decomposed job `job_id`: its aggregator defends it, its challenger disputes it."""
+
+    job_id: int
+    round: int
+    game_id: int
+    side: int  # Side.DEFENDER or Side.CHALLENGER
 
 
 @dataclass(frozen=True)
@@ -606,45 +619,66 @@ GAME_MOVES = frozenset(
 )
 
 
-def _game(c: Contracts, court: bool) -> Contract:
-    return _court_game(c) if court else c.game
+class Arena(StrEnum):
+    """Which dispute game a game action goes to: the job manager's (a unit's claim), the
+    attestation court's, or the round manager's (a version-3 round's aggregate, PROTOCOL §6.9)."""
+
+    UNIT = "unit"
+    COURT = "court"
+    ROUND = "round"
+
+    @property
+    def prefix(self) -> str:
+        """Its intents' prefix ("game:…", "court-game:…", "round-game:…"): the unit and court
+        games' intents are the ones agents recorded before rounds had games."""
+        return "" if self is Arena.UNIT else f"{self.value}-"
+
+
+def _game(c: Contracts, arena: Arena) -> Contract:
+    if arena is Arena.COURT:
+        return _court_game(c)
+    if arena is Arena.ROUND:
+        if c.round_game is None:
+            raise ValueError("no RoundManager game is wired: an aggregate's move cannot be sent")
+        return c.round_game
+    return c.game
 
 
 @dataclass(frozen=True)
 class GameMove(ChainAction):
-    """My move in game `game_id` (`court`: the court's game)."""
+    """My move in game `game_id` of `arena`'s dispute game."""
 
     intent: str
     game_id: int
     move: Move
-    court: bool = False
+    arena: Arena = Arena.UNIT
 
     def tx(self, c: Contracts) -> ContractFunction:
         if self.move.fn not in GAME_MOVES:
             raise ValueError(f"{self.move.fn!r} is no dispute game move")
         # the move names one of GAME_MOVES, the game's move functions, checked just above
-        function = getattr(_game(c, self.court).functions, self.move.fn)
+        function = getattr(_game(c, self.arena).functions, self.move.fn)
         return function(*self.move.call_args(self.game_id))
 
     @property
     def name(self) -> str:
-        return f"{'court ' if self.court else ''}game {self.game_id} {self.move.fn}"
+        return f"{self.arena.prefix.replace('-', ' ')}game {self.game_id} {self.move.fn}"
 
 
 @dataclass(frozen=True)
 class ClaimTimeout(ChainAction):
-    """The opponent's clock in game `game_id` ran out (`court`: the court's game)."""
+    """The opponent's clock in game `game_id` of `arena`'s dispute game ran out."""
 
     intent: str
     game_id: int
-    court: bool = False
+    arena: Arena = Arena.UNIT
 
     def tx(self, c: Contracts) -> ContractFunction:
-        return _game(c, self.court).functions.claimTimeout(self.game_id)
+        return _game(c, self.arena).functions.claimTimeout(self.game_id)
 
     @property
     def name(self) -> str:
-        return f"{'court ' if self.court else ''}game {self.game_id} claimTimeout"
+        return f"{self.arena.prefix.replace('-', ' ')}game {self.game_id} claimTimeout"
 
 
 # --- chain actions: the round manager (decomposed jobs) -------------------------------------
@@ -692,6 +726,18 @@ class ProveAggregationFraud(ChainAction):
 
     def tx(self, c: Contracts) -> ContractFunction:
         return _round_manager(c).functions.proveAggregationFraud(self.job_id, *self.proof)
+
+
+@dataclass(frozen=True)
+class ChallengeAggregate(ChainAction):
+    """Dispute the committed aggregate of job `job_id`'s current round in the round manager's
+    game (a version-3 job; the aggregator bond is taken: approve it first)."""
+
+    intent: str
+    job_id: int
+
+    def tx(self, c: Contracts) -> ContractFunction:
+        return _round_manager(c).functions.challengeAggregate(self.job_id)
 
 
 @dataclass(frozen=True)

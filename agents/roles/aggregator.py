@@ -15,13 +15,18 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agents.core.blobs import BlobError
-from agents.core.bounded import BoundedCache, SaidOnce
-from agents.core.enums import Role, RoundJobStatus, RoundStatus
+from agents.core.bounded import BoundedCache
+from agents.core.enums import Role, RoundJobStatus, RoundStatus, Side
+from agents.dispute.aggregation import AggregationComputation
+from agents.dispute.player import Challenger, Defender
 from agents.roles.actions import (
     Approve,
+    Arena,
+    ChallengeAggregate,
     ClaimAggregateWithheld,
     CommitAggregate,
     FinalizeRound,
+    PlayAggregate,
     ProveAggregationFraud,
     ReclaimRevealBond,
     RequestAggregateReveal,
@@ -50,8 +55,9 @@ from agents.roles.artifacts import (
     state_bytes,
 )
 from agents.roles.config import AggregatorConfig
+from agents.roles.games import take_turn
 from agents.roles.jobs import JobRejected
-from agents.roles.logic import SettledJobs
+from agents.roles.logic import AggregateFacts, SettledJobs, aggregate_acts
 from agents.roles.runner import RoleAgent, RoleError
 from agents.training.decompose import aggregate, aggregation_weights
 from agents.training.state import State, state_root
@@ -70,7 +76,12 @@ class AggregatorStrategy(Protocol):
         ...
 
     def aggregate_to_commit(self, honest: State) -> State:
-        """The aggregate to commit, given my honest one."""
+        """The aggregate to commit, given my honest one (version 2)."""
+        ...
+
+    def aggregation(self, honest: AggregationComputation) -> AggregationComputation:
+        """My account of a version-3 round's aggregation, given the honest one: its H_{r+1} is
+        what I commit, and in the round manager's game I defend it with it."""
         ...
 
     def published_address(self, address: str) -> str:
@@ -88,6 +99,9 @@ class HonestAggregator:
     def aggregate_to_commit(self, honest: State) -> State:
         return honest
 
+    def aggregation(self, honest: AggregationComputation) -> AggregationComputation:
+        return honest
+
     def published_address(self, address: str) -> str:
         return address
 
@@ -100,8 +114,13 @@ class Aggregator(RoleAgent):
     the test adversary of --cheat / --withhold (agents/adversaries/aggregator.py) is wired in at
     start-up (agents/cli/adversaries.py).
 
-    A wrong aggregate whose blob is withheld is disputed by a reveal request (PROTOCOL §6.9):
-    the committed data roots are read from the commitAggregate transaction, the first tensor
+    A version-3 round's aggregate (H_{r+1}) is disputed in the round manager's game instead
+    (`follow_round_state`): a wrong one is challenged and played down to one element of the
+    aggregation graph with my account of the round (AggregationComputation), and my own is
+    defended with the account my strategy committed.
+
+    A wrong version-2 aggregate whose blob is withheld is disputed by a reveal request (PROTOCOL
+    §6.9): the committed data roots are read from the commitAggregate transaction, the first tensor
     that differs from the honest aggregate is named with my leaves of it, and the revealed
     chunk is proven wrong element by element; an unanswered request is claimed as withheld.
     As the aggregator, I answer every request on my own aggregate."""
@@ -117,6 +136,10 @@ class Aggregator(RoleAgent):
         self.completed = SettledJobs()  # decomposed jobs no round reads again (unfinished_jobs)
         # (job, round) -> my aggregate of its units, recomputed from them when evicted
         self.honest: BoundedCache[tuple[int, int], State] = BoundedCache(self.max_loaded_jobs)
+        # version 3: (job, round) -> my account of its aggregation (H_r, the units, H_{r+1})
+        self.accounts: BoundedCache[tuple[int, int], AggregationComputation] = BoundedCache(
+            self.max_loaded_jobs, on_evict=lambda acct: acct.release()
+        )
         # (job, round, aggregate root) -> committed data roots and block: read once per aggregate
         self._committed: BoundedCache[tuple[int, int, bytes], tuple[list[bytes], int]] = (
             BoundedCache(self.max_loaded_jobs)
@@ -173,6 +196,9 @@ class Aggregator(RoleAgent):
         """Round `r` of decomposed job `dj`: aggregate, answer or check, then finalize."""
         rnd = await self.rm.functions.getRound(dj, r).call()
         status, attempt, deadline, aggregator, root = rnd[:5]
+        if await self.rounds.version3(dj):
+            await self.follow_round_state(dj, r, rnd, now)
+            return
         if status == RoundStatus.TRAINING:
             await self.aggregate(dj, r, attempt)
         elif status != RoundStatus.COMMITTED:
@@ -206,15 +232,83 @@ class Aggregator(RoleAgent):
         return units, mine
 
     async def honest_round_state(self, dj: int, r: int) -> tuple[list[State], State] | None:
+        acct = await self.honest_account(dj, r)
+        return None if acct is None else (acct.units, acct.output())
+
+    async def honest_account(self, dj: int, r: int) -> AggregationComputation | None:
+        """My account of round r's aggregation of version-3 job `dj` (H_r and its finalized
+        units, recomputed and checked: Rounds.round_inputs); None until the units are there."""
+        acct = self.accounts.get((dj, r))
+        if acct is not None:
+            return acct
         try:
             rt, h, units = await self.rounds.round_inputs(dj, r)
         except JobRejected:
             return None  # units not finalized (or their blobs not there) yet
-        mine = self.honest.get((dj, r))
-        if mine is None:
-            mine = rt.next_round_state(h, units)
-            self.honest.put((dj, r), mine)
-        return units, mine
+        acct = rt.aggregation_account(h, units)
+        self.accounts.put((dj, r), acct)
+        return acct
+
+    # --- version 3: the aggregation game (PROTOCOL §6.9) ------------------------------------
+
+    async def follow_round_state(self, dj: int, r: int, rnd, now) -> None:
+        """Round `r` of version-3 job `dj`: commit my H_{r+1} while it trains; dispute a wrong
+        aggregate in the round manager's game and take my turns there (logic.aggregate_acts);
+        finalize an aggregate that is right, or mine, after its window."""
+        status, attempt, deadline, aggregator, root = rnd[:5]
+        if status == RoundStatus.TRAINING:
+            await self.aggregate(dj, r, attempt)
+            return
+        if status not in (RoundStatus.COMMITTED, RoundStatus.DISPUTED):
+            return
+        acct = await self.honest_account(dj, r)
+        differs = None if acct is None else acct.final_root() != bytes(root)
+        facts = AggregateFacts(
+            dj, r, attempt, RoundStatus(status), deadline, aggregator, rnd.challenger, self.me,
+            differs, await self.aggregate_game(dj, r) if status == RoundStatus.DISPUTED else 0,
+        )  # fmt: skip
+        acts = aggregate_acts(facts, now)
+        for act in acts:
+            match act:
+                case ChallengeAggregate():
+                    await self.challenge_aggregate(act, r, bytes(root))
+                case PlayAggregate():
+                    await self.play_aggregate(act, acct, now)
+        mine = aggregator.lower() == self.me.lower()
+        if status == RoundStatus.COMMITTED and not acts and (mine or differs is False):
+            await self.finalize(dj, r, attempt, deadline, now)
+
+    async def aggregate_game(self, dj: int, r: int) -> int:
+        """The round manager's game open over round r's aggregate (its last AggregateChallenged),
+        0 when none is found."""
+        logs = await self.rm.events.AggregateChallenged().get_logs(
+            from_block=0, argument_filters={"jobId": dj}
+        )
+        games = [int(ev["args"]["gameId"]) for ev in logs if ev["args"]["round"] == r]
+        return games[-1] if games else 0
+
+    async def challenge_aggregate(self, act: ChallengeAggregate, r: int, root: bytes) -> None:
+        """Dispute the committed aggregate (root `root`) that is not my H_{r+1}: the challenge
+        takes a bond equal to the aggregator's."""
+        bond = (await self.rm.functions.config().call()).aggregatorBond
+        await self.approve_at_least(act.intent, self.rm.address, bond)
+        if await self.executor.execute(act):
+            self.log.info("job %d round %d: the aggregate 0x%s… is not mine: challenged it in "
+                          "the aggregation game", act.job_id, r, root.hex()[:16])  # fmt: skip
+
+    async def play_aggregate(
+        self, act: PlayAggregate, honest: AggregationComputation | None, now
+    ) -> None:
+        """My turn in the round manager's game over an aggregate: the aggregator defends its
+        account (as its strategy made it), the challenger plays the honest one."""
+        if honest is None:
+            return  # (cannot be: a challenger or an aggregator computed it first)
+        if act.side == Side.DEFENDER:
+            player = Defender(self.strategy.aggregation(honest), honest.jg)
+        else:
+            player = Challenger(honest, honest.jg)
+        await take_turn(self.executor, self.round_game_reader, act.game_id, Side(act.side),
+                        player, now, arena=Arena.ROUND)  # fmt: skip
 
     async def committed_form(self, dj: int, g: State) -> tuple[bytes, State, bytes]:
         """An aggregate as it is published and committed: its blob, the 2-D tensors whose layout
@@ -226,10 +320,16 @@ class Aggregator(RoleAgent):
         return encode_state(g), g, state_root(g)
 
     async def aggregate(self, dj: int, r: int, attempt: int) -> None:
-        got = await self.honest_aggregate(dj, r)
-        if got is None:
-            return
-        g = self.strategy.aggregate_to_commit(got[1])
+        if await self.rounds.version3(dj):
+            acct = await self.honest_account(dj, r)
+            if acct is None:
+                return
+            g = self.strategy.aggregation(acct).output()
+        else:
+            got = await self.honest_aggregate(dj, r)
+            if got is None:
+                return
+            g = self.strategy.aggregate_to_commit(got[1])
         blob, committed, root = await self.committed_form(dj, g)
         bond = (await self.rm.functions.config().call()).aggregatorBond
         if await self.token.functions.allowance(self.me, self.rm.address).call() < bond:
@@ -253,18 +353,6 @@ class Aggregator(RoleAgent):
         got = await self.honest_aggregate(dj, r)
         if got is None or (await self.committed_form(dj, got[1]))[2] == root:
             return False
-        if await self.rounds.version3(dj):
-            # Its element proofs are version 2's; a version-3 aggregate is disputed in the
-            # aggregation game (challengeAggregate), which this agent does not play yet: it only
-            # keeps from finalizing the wrong aggregate.
-            said: SaidOnce = self.__dict__.setdefault("_wrong_said", SaidOnce())
-            if said.first((dj, r, root)):
-                self.log.warning(
-                    "job %d round %d: the committed aggregate 0x%s… is not mine; the agents "
-                    "do not play the aggregation game yet (not finalizing it)", dj, r,
-                    root.hex()[:16],
-                )  # fmt: skip
-            return True
         units, honest = got
         claimed = await self.committed_state(dj, r, root)
         if claimed is None:  # withheld: make the aggregator reveal what I dispute

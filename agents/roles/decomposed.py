@@ -76,9 +76,10 @@ class Rounds:
         stores: list[BlobStore],
         local_locators: bool = False, max_params: int = DEFAULT_MAX_PARAMS,
         max_loaded: int = DEFAULT_MAX_LOADED_JOBS, engine_cfg: EngineConfig = EngineConfig(),
-        fetch: FetchConfig = FetchConfig(),
+        fetch: FetchConfig = FetchConfig(), round_game: AsyncContract | None = None,
     ) -> None:  # fmt: skip
         self.rm, self.manager, self.game, self.stores = rm, manager, game, stores
+        self.round_game = round_game  # the RoundManager's game over version-3 aggregates
         self.engine_cfg = engine_cfg  # --device
         self.fetch = fetch  # where a packed dataset's chunks come from (--data-store, ...)
         self.local_locators = local_locators  # --allow-local-locators (dev chains)

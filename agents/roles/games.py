@@ -17,7 +17,7 @@ from typing import Protocol
 from agents.core.enums import Side
 from agents.dispute.client import AsyncGameReader, Player
 from agents.dispute.player import GameView
-from agents.roles.actions import ChainAction, ClaimTimeout, GameMove
+from agents.roles.actions import Arena, ChainAction, ClaimTimeout, GameMove
 from agents.roles.logic import Now, game_act
 
 
@@ -33,7 +33,7 @@ async def take_turn(
     player: Player,
     now: Now,
     *,
-    court: bool = False,
+    arena: Arena = Arena.UNIT,
     view: GameView | None = None,
     deadline: int | None = None,
 ) -> GameMove | ClaimTimeout | None:
@@ -44,7 +44,7 @@ async def take_turn(
     if deadline is None:
         deadline = await reader.deadline(game_id)
     move = player.next_move(view)
-    action = game_act(game_id, side, view.phase, view.moves, deadline, now, move, court)
+    action = game_act(game_id, side, view.phase, view.moves, deadline, now, move, arena)
     if action is not None:
         await executor.execute(action)
     return action

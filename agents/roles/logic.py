@@ -30,13 +30,15 @@ from typing import Any
 from eth_abi import encode
 from eth_utils import keccak
 
-from agents.core.enums import Phase, Side, UnitStatus, VerifierStatus
+from agents.core.enums import Phase, RoundStatus, Side, UnitStatus, VerifierStatus
 from agents.dispute.player import DEFENDER_PHASES, Move
 from agents.roles.actions import (
     AnswerData,
+    Arena,
     Attest,
     ChainAction,
     Challenge,
+    ChallengeAggregate,
     ClaimTimeout,
     ClaimUnit,
     CloseClaims,
@@ -52,6 +54,7 @@ from agents.roles.actions import (
     Offer,
     Planned,
     Play,
+    PlayAggregate,
     PlayCourt,
     Recheck,
     Replay,
@@ -904,6 +907,46 @@ def leak_acts(
 # --- games -------------------------------------------------------------------------------------
 
 
+# --- aggregates of version-3 rounds (PROTOCOL §6.9, the aggregation game) --------------------
+
+
+@dataclass(frozen=True)
+class AggregateFacts:
+    """A decomposed version-3 job's current round as an aggregator sees it: the round manager's
+    getRound, the game open over its aggregate (AggregateChallenged) and my own H_{r+1}."""
+
+    job_id: int
+    round: int
+    attempt: int
+    status: RoundStatus
+    deadline: int  # the aggregation window's end (challenges are taken until then)
+    aggregator: str  # who committed the aggregate
+    challenger: str  # the open game's challenger (the zero address: none)
+    me: str
+    # my H_{r+1} from the round's finalized units; None while they are not all there
+    mine_differs: bool | None
+    game_id: int = 0  # the open game over the aggregate (0: none found yet)
+
+
+def aggregate_acts(f: AggregateFacts, now: Now) -> list[Act]:
+    """What I do about a version-3 round's aggregate: dispute someone else's wrong aggregate in
+    the round manager's game while its window runs (ChallengeAggregate: its bond is the
+    aggregator's), and take my turns in that game, as its aggregator (the defender) or as its
+    challenger. Finalizing a round is the caller's (after the window, no game open)."""
+    if f.status == RoundStatus.COMMITTED:
+        mine = f.aggregator.lower() == f.me.lower()
+        wrong = bool(f.mine_differs) and not mine and now.timestamp <= f.deadline
+        intent = f"challenge-aggregate:{f.job_id}:{f.round}:{f.attempt}"
+        return [ChallengeAggregate(intent, f.job_id)] if wrong else []
+    if f.status != RoundStatus.DISPUTED or not f.game_id:
+        return []
+    if f.aggregator.lower() == f.me.lower():
+        return [PlayAggregate(f.job_id, f.round, f.game_id, Side.DEFENDER)]
+    if f.challenger.lower() == f.me.lower():
+        return [PlayAggregate(f.job_id, f.round, f.game_id, Side.CHALLENGER)]
+    return []
+
+
 def game_act(
     game_id: int,
     side: Side,
@@ -912,21 +955,22 @@ def game_act(
     turn_deadline: int,
     now: Now,
     move: Move | None,
-    court: bool = False,
+    arena: Arena = Arena.UNIT,
 ) -> GameMove | ClaimTimeout | None:
     """My next act in a game: my move when it is my turn, or a timeout claim when the
     opponent's clock has run out. `moves` (the game's move count) makes each intent unique.
-    `court`: the game is the attestation court's (its intents say so: "court-game:...")."""
+    `arena`: whose game it is (the court's and the round manager's intents say so:
+    "court-game:...", "round-game:...")."""
     if phase in (Phase.NONE, Phase.RESOLVED):
         return None
     to_move = Side.DEFENDER if phase in DEFENDER_PHASES else Side.CHALLENGER
-    prefix = "court-" if court else ""
+    prefix = arena.prefix
     if to_move == side:
         if move is None or now.timestamp > turn_deadline:
             return None
-        return GameMove(f"{prefix}game:{game_id}:move:{moves}", game_id, move, court)
+        return GameMove(f"{prefix}game:{game_id}:move:{moves}", game_id, move, arena)
     if now.timestamp > turn_deadline:
-        return ClaimTimeout(f"{prefix}game:{game_id}:timeout", game_id, court)
+        return ClaimTimeout(f"{prefix}game:{game_id}:timeout", game_id, arena)
     return None
 
 

@@ -346,9 +346,12 @@ class RoleAgent:
         rm = self._contract("RoundManager", address)
         if (await rm.functions.jobManager().call()).lower() != manager.lower():
             return None
+        # its own dispute game over version-3 aggregates (RoundManager.setGame), when wired
+        game = await rm.functions.game().call()
+        round_game = self._contract("DisputeGame", game) if int(game, 16) else None
         return Rounds(
             rm, self.manager, self.game, self.spec_stores(), self.local_locators, self.max_params,
-            self.max_loaded_jobs, self.engine_cfg, self.config.fetch,
+            self.max_loaded_jobs, self.engine_cfg, self.config.fetch, round_game,
         )  # fmt: skip
 
     def spec_stores(self) -> list[BlobStore]:
@@ -878,6 +881,11 @@ class RoleAgent:
         """The RoundManager (decomposed jobs), when one belongs to my JobManager."""
         return self.rounds.rm if self.rounds is not None else None
 
+    @property
+    def round_game(self) -> AsyncContract | None:
+        """The RoundManager's dispute game over version-3 aggregates, when one is wired."""
+        return self.rounds.round_game if self.rounds is not None else None
+
     @functools.cached_property
     def executor(self) -> Executor:
         """The one executor of my chain actions (agents/roles/executor.py): every transaction
@@ -893,6 +901,12 @@ class RoleAgent:
     def game_reader(self) -> AsyncGameReader:
         """Keyless reads of the job manager's dispute game (agents/roles/games.py)."""
         return AsyncGameReader(self.w3, self.game)
+
+    @functools.cached_property
+    def round_game_reader(self) -> AsyncGameReader:
+        """Keyless reads of the round manager's dispute game (version-3 aggregates)."""
+        assert self.round_game is not None
+        return AsyncGameReader(self.w3, self.round_game)
 
     @functools.cached_property
     def court_game_reader(self) -> AsyncGameReader:

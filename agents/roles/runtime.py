@@ -12,6 +12,7 @@ cheap checks (roots, sizes, the registered config) come before the costly work (
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -22,7 +23,7 @@ import torch
 from agents.core.blobs import BlobError, BlobStore
 from agents.data import datasets
 from agents.data.chunks import FetchConfig
-from agents.dispute.aggregation import aggregation_job_graph
+from agents.dispute.aggregation import AggregationComputation, aggregation_job_graph
 from agents.dispute.budget import StateBudget
 from agents.dispute.graph import JobGraph, job_graph
 from agents.dispute.model_graph import ModelJobGraph, model_job_graph
@@ -221,6 +222,18 @@ class ModelRuntime:
         """H_{r+1}: the aggregation graph on H_r and round r's S unit final states."""
         return self.aggregation.run(h, units, self.job.cfg)[0]
 
+    @functools.cached_property
+    def aggregation_jg(self) -> ModelJobGraph:
+        """The aggregation graph's dispute graph (its config is the record's aggregation
+        config: the round manager's game checks every descriptor against it)."""
+        return aggregation_job_graph(self.aggregation)
+
+    def aggregation_account(self, h: State, units: list[State]) -> AggregationComputation:
+        """A party's account of round r's aggregation claim (H_r and the units to H_{r+1}):
+        what the round manager's game over an aggregate is played with."""
+        return AggregationComputation(self.aggregation, self.aggregation_jg, h, units,
+                                      self.job.cfg)  # fmt: skip
+
 
 JobRuntime = MlpRuntime | ModelRuntime
 #: A party's account of a claim (a ModelComputation is a Computation): the players
@@ -286,7 +299,7 @@ class RoundChain:
             spec.rounds, spec.shards, spec.k_local, spec.checkpoint_every,
             bytes.fromhex(spec.dataset_root[2:]), rt.job.positions(), rt.state_root(rt.start),
             layout_of(rt.committed(h0)).hash(), rt.jg.config.hash(),
-            aggregation_job_graph(agg).config.hash(), rt.state_root(h0), len(agg.step_names),
+            rt.aggregation_jg.config.hash(), rt.state_root(h0), len(agg.step_names),
         )  # fmt: skip
 
     @property

@@ -45,6 +45,7 @@ from agents.dispute.trace import drop_computation
 from agents.economics.detection import chain_sample
 from agents.roles.actions import (
     AnswerData,
+    Arena,
     Attest,
     AttestRoots,
     ChainAction,
@@ -381,8 +382,8 @@ class Verifier(ChallengerMixin, RoleAgent):
             self.reads.forget(f"court:{gid}:")  # the start state lives in the computation now
         player = Defender(comps[gid], ctx.jg)
         await take_turn(
-            self.executor, self.court_game_reader, gid, Side.DEFENDER, player, now, court=True,
-            view=view, deadline=deadline,
+            self.executor, self.court_game_reader, gid, Side.DEFENDER, player, now,
+            arena=Arena.COURT, view=view, deadline=deadline,
         )  # fmt: skip
 
     async def defence_start(

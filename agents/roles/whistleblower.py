@@ -38,6 +38,7 @@ from agents.core.store import Record
 from agents.dispute.player import Challenger, Phase
 from agents.dispute.trace import drop_computation
 from agents.roles.actions import (
+    Arena,
     Challenge,
     ChallengeAttestation,
     CourtChallenge,
@@ -470,7 +471,7 @@ class Whistleblower(ChallengerMixin, RoleAgent):
         player = Challenger(self.court_comps[gid], ctx.jg)
         taken = await take_turn(
             self.executor, self.court_game_reader, gid, Side.CHALLENGER, player, await self.now(),
-            court=True, view=view,
+            arena=Arena.COURT, view=view,
         )  # fmt: skip
         if taken is None:
             await self.mine_if_idle()  # let the silent side's clock run out on an automining chain

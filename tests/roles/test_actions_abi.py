@@ -32,6 +32,7 @@ ADDRESSES = {
     "court": ("AttestationCourt", "0x" + "06" * 20),
     "court_game": ("DisputeGame", "0x" + "07" * 20),
     "round_manager": ("RoundManager", "0x" + "08" * 20),
+    "round_game": ("DisputeGame", "0x" + "09" * 20),
 }
 MOVE = Move("pickSegment", (3, (R, []), (R, [])))
 
@@ -119,16 +120,23 @@ CASES = [
     ),
     (a.WithdrawCourt("court-withdraw:1"), "court", "withdraw", ()),
     (a.GameMove("game:5:move:1", 5, MOVE), "game", "pickSegment", (5, *MOVE.args)),
-    (a.GameMove("court-game:5:move:1", 5, MOVE, court=True), "court_game", "pickSegment",
+    (a.GameMove("court-game:5:move:1", 5, MOVE, a.Arena.COURT), "court_game", "pickSegment",
+     (5, *MOVE.args)),
+    (a.GameMove("round-game:5:move:1", 5, MOVE, a.Arena.ROUND), "round_game", "pickSegment",
      (5, *MOVE.args)),
     (a.ClaimTimeout("game:5:timeout", 5), "game", "claimTimeout", (5,)),
-    (a.ClaimTimeout("court-game:5:timeout", 5, court=True), "court_game", "claimTimeout", (5,)),
+    (a.ClaimTimeout("court-game:5:timeout", 5, a.Arena.COURT), "court_game", "claimTimeout",
+     (5,)),
+    (a.ClaimTimeout("round-game:5:timeout", 5, a.Arena.ROUND), "round_game", "claimTimeout",
+     (5,)),
     (a.PostRoundJob("post:1", *ROUND_PARAMS), "round_manager", "postJob", ROUND_PARAMS),
     (a.FinalizeRound("finalizeRound:1", J), "round_manager", "finalizeRound", (J,)),
     (a.CommitAggregate("aggregate:1", J, LAYOUT, (R,), "http://x/y"), "round_manager",
      "commitAggregate", (J, LAYOUT, [R], "http://x/y")),
     (a.ProveAggregationFraud("fraud:1", J, FRAUD), "round_manager", "proveAggregationFraud",
      (J, *FRAUD)),
+    (a.ChallengeAggregate("challenge-aggregate:1", J), "round_manager", "challengeAggregate",
+     (J,)),
     (a.ClaimAggregateWithheld("withheld:1", J), "round_manager", "claimAggregateWithheld", (J,)),
     (a.RequestAggregateReveal("reveal:1", J, ASK), "round_manager", "requestAggregateReveal",
      (J, *ASK)),
@@ -186,4 +194,4 @@ def test_a_court_action_without_a_court_says_so(contracts):
     with pytest.raises(ValueError, match="AttestationCourt"):
         a.WithdrawCourt("court-withdraw:1").tx(bare)
     with pytest.raises(ValueError, match="AttestationCourt"):
-        a.ClaimTimeout("court-game:5:timeout", 5, court=True).tx(bare)
+        a.ClaimTimeout("court-game:5:timeout", 5, a.Arena.COURT).tx(bare)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from agents.core.enums import Phase, Side
 from agents.dispute.player import Move
-from agents.roles.actions import ClaimTimeout, GameMove
+from agents.roles.actions import Arena, ClaimTimeout, GameMove
 from agents.roles.games import take_turn
 from agents.roles.logic import Now
 
@@ -38,19 +38,21 @@ class Reader:
         return DEADLINE
 
 
-def turn(phase: Phase, at: int, court: bool = False, move: Move | None = MOVE) -> list:
+def turn(phase: Phase, at: int, arena: Arena = Arena.UNIT, move: Move | None = MOVE) -> list:
     reader = Reader(SimpleNamespace(phase=phase, moves=3))
     player = SimpleNamespace(next_move=lambda v: move)
     ex = Executor()
-    taken = asyncio.run(take_turn(ex, reader, GAME, Side.DEFENDER, player, Now(1, at), court=court))
+    taken = asyncio.run(take_turn(ex, reader, GAME, Side.DEFENDER, player, Now(1, at), arena=arena))
     assert ex.executed == ([taken] if taken is not None else [])
     return ex.executed
 
 
 def test_my_move_is_executed_on_my_turn_on_the_game_it_belongs_to():
     assert turn(Phase.POST_CHECKPOINTS, 50) == [GameMove(f"game:{GAME}:move:3", GAME, MOVE)]
-    court = turn(Phase.POST_CHECKPOINTS, 50, court=True)
-    assert court == [GameMove(f"court-game:{GAME}:move:3", GAME, MOVE, court=True)]
+    court = turn(Phase.POST_CHECKPOINTS, 50, Arena.COURT)
+    assert court == [GameMove(f"court-game:{GAME}:move:3", GAME, MOVE, Arena.COURT)]
+    rounds = turn(Phase.POST_CHECKPOINTS, 50, Arena.ROUND)
+    assert rounds == [GameMove(f"round-game:{GAME}:move:3", GAME, MOVE, Arena.ROUND)]
 
 
 def test_the_opponents_clock_run_out_is_claimed_and_nothing_else_is_sent():

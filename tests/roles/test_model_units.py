@@ -149,6 +149,9 @@ def rounds_view(honest, p, locators, placement=None, finished: int = 1) -> Round
         globalRoot=global_root,
         config=lambda: SimpleNamespace(aggregatorBond=10**18),
         commitAggregate=lambda *args: ("commitAggregate", *args),
+        challengeAggregate=lambda dj: ("challengeAggregate", dj),
+        finalizeRound=lambda dj: ("finalizeRound", dj),
+        revealRequestOf=lambda dj, r: SimpleNamespace(requester="0x" + "00" * 20),
     )
     manager = FakeContract(getJob=unit_job, getUnit=unit)
 
@@ -254,6 +257,7 @@ def an_aggregator(tmp_path, honest, locators, finished: int) -> Aggregator:
     a.token = FakeContract(allowance=lambda owner, spender: 10**30)
     a.public_blob_url = str(tmp_path / "aggregator-blobs")
     a.honest = BoundedCache(4)
+    a.accounts = BoundedCache(4)
     a.executor = RecordingExecutor(a, result=True)
     return a
 
@@ -277,9 +281,31 @@ def test_the_aggregator_commits_h_r_plus_1_as_train_spec_computes_it(tmp_path, h
         assert state_root(rt.aggregation.unit_start(h)) == honest.final_root
 
 
-def test_the_aggregator_keeps_a_wrong_h_from_final_and_passes_the_right_one(tmp_path, honest,
-                                                                           locators):  # fmt: skip
+def test_the_aggregator_challenges_a_wrong_h_in_its_window_and_finalizes_the_right_one(
+    tmp_path, honest, locators
+):
+    """A committed H_1 that is not its own recomputed one is challenged in the round manager's
+    game while the window runs (logic.aggregate_acts), and neither challenged nor finalized
+    after it; the right H_1 (another aggregator's) is finalized after the window."""
+    from agents.core.enums import RoundStatus
+    from agents.roles.actions import ChallengeAggregate
+    from agents.roles.logic import Now
+
     a = an_aggregator(tmp_path, honest, locators, finished=1)
-    assert asyncio.run(a.check(DJ, 0, 0, honest.rounds[0].state_root)) is False
-    assert asyncio.run(a.check(DJ, 0, 0, b"\x09" * 32)) is True
-    assert a.executor.sent == []  # element proofs are version 2's: nothing is sent
+
+    def follow(root: bytes, at: int) -> list:
+        rnd = _Round((RoundStatus.COMMITTED, 0, 100, "0x" + "77" * 20, root))
+        a.executor.sent.clear()
+        asyncio.run(a.follow_round_state(DJ, 0, rnd, Now(1, at)))
+        return [call for _, call in a.executor.sent]
+
+    assert follow(b"\x09" * 32, 100) == [("challengeAggregate", DJ)]
+    assert isinstance(a.executor.sent[0][0], ChallengeAggregate)
+    assert follow(b"\x09" * 32, 101) == []  # the window closed: not challenged, not finalized
+    assert follow(honest.rounds[0].state_root, 101) == [("finalizeRound", DJ)]
+
+
+class _Round(tuple):
+    """IRoundManager.Round's first fields as web3 decodes them (by index), no open game."""
+
+    challenger = "0x" + "00" * 20

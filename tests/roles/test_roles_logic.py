@@ -12,6 +12,7 @@ import pytest
 from agents.dispute.player import Move, Phase
 from agents.roles.actions import (
     AnswerData,
+    Arena,
     Attest,
     Challenge,
     ClaimTimeout,
@@ -48,6 +49,7 @@ from agents.roles.logic import (
     READ_BUDGET_MIN_S,
     READ_BUDGET_S,
     SEND_MARGIN_S,
+    AggregateFacts,
     AttestationFacts,
     DataRequest,
     KeeperFacts,
@@ -60,6 +62,7 @@ from agents.roles.logic import (
     Verdict,
     VerifierFacts,
     VerifierStatus,
+    aggregate_acts,
     attestation_done,
     chain_time_since,
     claim_send_refusal,
@@ -509,8 +512,8 @@ def test_game_acts_move_on_my_turn_and_claim_timeouts_on_theirs():
     act = game_act(5, Side.DEFENDER, Phase.PICK_SEGMENT, 1, 100, Now(1, 101), None)
     assert act == ClaimTimeout("game:5:timeout", 5)
     # the court's game: its own intents, its own contract (agents/roles/actions.py)
-    court = game_act(5, Side.DEFENDER, Phase.PICK_SEGMENT, 1, 100, Now(1, 101), None, court=True)
-    assert court == ClaimTimeout("court-game:5:timeout", 5, court=True)
+    court = game_act(5, Side.DEFENDER, Phase.PICK_SEGMENT, 1, 100, Now(1, 101), None, Arena.COURT)
+    assert court == ClaimTimeout("court-game:5:timeout", 5, Arena.COURT)
     assert game_act(5, Side.CHALLENGER, Phase.RESOLVED, 9, 100, Now(1, 101), None) is None
     # each move number is its own intent: a restarted player resumes, never re-sends
     a = game_act(5, Side.CHALLENGER, Phase.PICK_SEGMENT, 1, 100, Now(1, 50), move)
@@ -844,3 +847,42 @@ def test_an_extended_window_starts_the_claim_turns_again():
     extended = replace(first, deadline=1030)
     assert not asyncio.run(solver.claim_turn(extended, Now(1, 1010)))
     assert asyncio.run(solver.claim_turn(extended, Now(1, 1010 + keeper_delay(1))))
+
+
+# --- the aggregation game of version-3 rounds (logic.aggregate_acts) ---------------------------
+
+AGG, CHAL, ME = "0x" + "aa" * 20, "0x" + "cc" * 20, "0x" + "ee" * 20
+NOBODY = "0x" + "00" * 20
+
+
+def agg_facts(status, aggregator=AGG, challenger=NOBODY, differs=True, game=0) -> AggregateFacts:
+    return AggregateFacts(4, 1, 0, status, 100, aggregator, challenger, ME, differs, game)
+
+
+def test_a_wrong_aggregate_is_challenged_in_its_window_and_no_other():
+    from agents.core.enums import RoundStatus
+    from agents.roles.actions import ChallengeAggregate
+
+    committed = RoundStatus.COMMITTED
+    assert aggregate_acts(agg_facts(committed), Now(1, 100)) == [
+        ChallengeAggregate("challenge-aggregate:4:1:0", 4)
+    ]
+    assert aggregate_acts(agg_facts(committed), Now(1, 101)) == []  # the window closed
+    assert aggregate_acts(agg_facts(committed, differs=False), Now(1, 50)) == []  # right
+    assert aggregate_acts(agg_facts(committed, differs=None), Now(1, 50)) == []  # units not in
+    assert aggregate_acts(agg_facts(committed, aggregator=ME.upper()), Now(1, 50)) == []  # mine
+    assert aggregate_acts(agg_facts(RoundStatus.TRAINING), Now(1, 50)) == []
+    assert aggregate_acts(agg_facts(RoundStatus.FINAL), Now(1, 50)) == []
+
+
+def test_a_disputed_aggregate_is_played_by_its_aggregator_and_its_challenger_only():
+    from agents.core.enums import RoundStatus
+    from agents.roles.actions import PlayAggregate
+
+    disputed = RoundStatus.DISPUTED
+    mine = agg_facts(disputed, aggregator=ME, challenger=CHAL, game=9)
+    assert aggregate_acts(mine, Now(1, 500)) == [PlayAggregate(4, 1, 9, Side.DEFENDER)]
+    theirs = agg_facts(disputed, challenger=ME, game=9)
+    assert aggregate_acts(theirs, Now(1, 500)) == [PlayAggregate(4, 1, 9, Side.CHALLENGER)]
+    assert aggregate_acts(agg_facts(disputed, challenger=CHAL, game=9), Now(1, 5)) == []
+    assert aggregate_acts(agg_facts(disputed, challenger=ME), Now(1, 5)) == []  # no game found
