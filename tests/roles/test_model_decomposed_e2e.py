@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from pathlib import Path
 
 import pytest
 import rolekit as rk
@@ -120,6 +121,7 @@ def test_a_two_by_two_char_gpt_job_runs_through_the_agents_to_train_specs_root(t
                          "--json"])  # fmt: skip
         assert code == 0
         status = json.loads(printed.getvalue())
+        refused = _fetch_a_tampered_blob(w3, addrs, deployment, tmp_path)
     assert result["rounds"] == 2 and result["shards"] == 2
     assert result["final_state_root"] == local["final_root"]
     assert result["val_loss"] == pytest.approx(local["val_loss"], abs=1e-6)
@@ -137,6 +139,33 @@ def test_a_two_by_two_char_gpt_job_runs_through_the_agents_to_train_specs_root(t
     assert fetched["val_loss"] == pytest.approx(local["val_loss"], abs=1e-6)
     module = load_factory(f"{MODEL}:make_model")()
     module.load_state_dict(load_file(str(out)), strict=True)
+    # a final aggregate's blob that is not what it was committed as: one line, nothing written
+    code, said, written = refused
+    assert code == 2 and not written, (code, said)
+    assert len(said.strip().splitlines()) == 1 and "is not readable" in said, said
+
+
+def _fetch_a_tampered_blob(w3, addrs: dict, deployment, tmp_path) -> tuple[int, str, bool]:
+    """`job fetch --decomposed` after one byte of the final aggregate's blob (in the honest
+    aggregator's store, which the locator names) was flipped: (exit code, stderr, whether the
+    --out file exists)."""
+    rm = rk.contract(w3, "RoundManager", addrs["RoundManager"])
+    final = rm.functions.globalRoot(1, rm.functions.getJob(1).call()[4][4]).call()  # G_R
+    (locator,) = [ev["args"]["blobLocator"]
+                  for ev in rm.events.AggregateCommitted().get_logs(from_block=0)
+                  if ev["args"]["aggregateRoot"] == final]  # fmt: skip
+    base, address = locator.rsplit("#", 1)
+    blob = Path(base.removeprefix("file://")) / address[2:4] / address[2:]
+    data = bytearray(blob.read_bytes())
+    data[100] ^= 0x40
+    blob.chmod(0o644)
+    blob.write_bytes(bytes(data))
+    out = tmp_path / "tampered.safetensors"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["job", "fetch", "1", "--decomposed", "--deployment", str(deployment),
+                     "--out", str(out), "--allow-local-locators"])  # fmt: skip
+    return code, err.getvalue(), out.exists()
 
 
 CHEATER = Party("agg-cheat", "aggregator", 7, ["--stake", "200", "--cheat"])
