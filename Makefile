@@ -28,7 +28,8 @@ ABI_STAMP  := build/abi/.exported
 
 help:
 	@echo "make demo    - start a local chain, deploy every contract, run the demo (RPC_URL=... for an existing chain)"
-	@echo "               DEMO=decomposed: a 2-round x 3-shard job (RoundManager, aggregation fraud proof)"
+	@echo "               DEMO=decomposed: the char GPT, 3 rounds x 4 shards (version 3: a cheating solver and aggregator lose)"
+	@echo "               DEMO=decomposed-mlp: a 2-round x 3-shard digits job (version 2, aggregation fraud proof)"
 	@echo "               DEMO=gpt: the char GPT, a cheat at an attention softmax caught, the model fetched and sampled"
 	@echo "make explore - the GPT demo on a local chain, watched live in the explorer at http://127.0.0.1:8600/"
 	@echo "make test    - the whole test suite (PROVIDER=test to run contract tests on py-evm)"
@@ -98,10 +99,12 @@ $(ABI_STAMP): $(MANIFEST) tools/export_abi.py | setup
 compile abi: $(ABI_STAMP)
 
 # --- the two commands ---------------------------------------------------------------------
-# DEMO=decomposed: the 2-round x 3-shard job through the RoundManager (scripts/demo_decomposed.py).
+# DEMO=decomposed: the char GPT decomposed into 3 rounds x 4 shards, version 3, with a cheating
+# solver and a cheating aggregator (scripts/demo_decomposed_gpt.py); DEMO=decomposed-mlp: the
+# 2-round x 3-shard digits job of version 2 (scripts/demo_decomposed.py).
 # DEMO=gpt: the char GPT, a cheat at an attention softmax caught, the model fetched and sampled
 # (scripts/demo_gpt.py).
-DEMO_SCRIPT = $(if $(filter decomposed,$(DEMO)),scripts.demo_decomposed,$(if $(filter gpt,$(DEMO)),scripts.demo_gpt,scripts.demo))
+DEMO_SCRIPT = $(if $(filter decomposed,$(DEMO)),scripts.demo_decomposed_gpt,$(if $(filter decomposed-mlp,$(DEMO)),scripts.demo_decomposed,$(if $(filter gpt,$(DEMO)),scripts.demo_gpt,scripts.demo)))
 demo: $(ABI_STAMP)
 	@$(PY) -m $(DEMO_SCRIPT) $(if $(RPC_URL),--rpc-url $(RPC_URL))
 

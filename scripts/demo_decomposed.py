@@ -1,5 +1,5 @@
-"""`make demo DEMO=decomposed`: a 2-round x 3-shard digits job (examples/digits-2x3.json) through
-the RoundManager on a local chain, every role a separate OS process.
+"""`make demo DEMO=decomposed-mlp`: a 2-round x 3-shard digits job (examples/digits-2x3.json, spec
+version 2) through the RoundManager on a local chain, every role a separate OS process.
 
 Four solvers, a cheating solver, two aggregators (one cheats), a verifier (replays every segment of
 each unit with the unit's shard batches from G_r, and attests or challenges) and the submitter. The
@@ -381,7 +381,7 @@ def summary(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="make demo DEMO=decomposed", description=__doc__.splitlines()[0]
+        prog="make demo DEMO=decomposed-mlp", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--rpc-url", help="a dev chain (Anvil's dev keys) instead of a private one")
     args = parser.parse_args(argv)

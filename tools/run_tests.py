@@ -48,6 +48,9 @@ SCENARIOS_A = [
     "tests/roles/test_readme_journey.py",
     # a 1M-parameter GPT's data requests through the agents, twice (about 5 minutes)
     "tests/roles/test_availability_e2e.py",
+    # issue #40's must-show, smaller: a 2 x 2 char GPT job of version 3 with a cheating solver
+    # and a cheating aggregator (about 4 minutes on 2 loaded cores; B has the honest 2 x 2 one)
+    "tests/roles/test_decomposed_gpt_e2e.py",
 ]
 # The dispute-game tests (CPU-bound, about 5 minutes) run in B, all but test_game.py: in a
 # fresh-clone run on 2 cores with them in the rest, A took 19.4, B 18.2 and the rest 23.6

@@ -1,5 +1,5 @@
 """A 2-round x 3-shard digits job on Anvil through the RoundManager, every role an OS process (the
-`make demo DEMO=decomposed` scenario, scripts/demo_decomposed.py): four solvers, a cheating solver,
+`make demo DEMO=decomposed-mlp`, scripts/demo_decomposed.py): four solvers, a cheating solver,
 two aggregators (one cheats and withholds its blob), a verifier, the submitter. One solver goes
 offline holding a unit of round 0 (killed right after its claim, so it is selected and misses its
 commit deadline): the unit is re-opened and taken by the spare solver. The cheating solver commits a
