@@ -110,6 +110,7 @@ CASES = [
      (1, (0, 4096, 1000), 5)),
     (a.AddStake("node:add-stake:1", 5), "registry", "addStake", (5,)),
     (a.RequestUnbond("node:unbond:1", 5), "registry", "requestUnbond", (5,)),
+    (a.SetNetwork("node:set-network:1", 1000, 0x0101), "registry", "setNetwork", ((1000, 0x0101),)),
     (a.WithdrawUnbonded("node:withdraw-unbonded:1"), "registry", "withdrawUnbonded", ()),
     (a.Heartbeat("heartbeat:1"), "registry", "heartbeat", ()),
     (a.RevealForced("reveal:1", U, REVEAL), "judge", "revealForced", (U, REVEAL)),
