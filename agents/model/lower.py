@@ -248,6 +248,81 @@ def _quiet_fake_tensors():
         log.disabled = was
 
 
+_MODULE_TAG = "stage_unit"  # the key of a traced node's module in node.meta["custom"]
+
+
+@contextlib.contextmanager
+def module_tags(module: nn.Module, units: list[str]):
+    """While tracing under it, every fx node made in the forward of one of `units` (module
+    names) carries that name in node.meta["custom"], and so does every node made by the backward
+    of an autograd node that forward made, and the sum of the gradients it hands on (the engine
+    adds a tensor's gradients as they arrive, in the module that consumed the tensor): a
+    pipeline's plan puts nodes on stages by it. A forward's autograd nodes are those its output
+    reaches back to with a sequence number from its own call on; a hook before each one's
+    backward sets the tag, before an autograd node of no unit's clears it, and so does the end
+    of the backward. (make_fx's record_module_stack only follows a torch.compile'd module's
+    calls, and its backward nodes carry no module.)"""
+    from torch.fx import traceback as fx_traceback
+
+    queued = [False]
+
+    def set_tag(name: str | None) -> None:
+        meta = fx_traceback.get_current_meta()
+        if name is None:
+            meta.pop("custom", None)
+        else:
+            meta["custom"] = {_MODULE_TAG: name}
+
+    def end_of_backward() -> None:
+        queued[0] = False
+        set_tag(None)
+
+    def in_backward(name: str | None) -> None:
+        if not queued[0]:
+            torch.autograd.Variable._execution_engine.queue_callback(end_of_backward)
+            queued[0] = True
+        set_tag(name)
+
+    hooked: set = set()
+
+    def tag_backward(out, name: str, first: int) -> None:
+        todo = [t.grad_fn for t in torch.utils._pytree.tree_leaves(out)
+                if isinstance(t, torch.Tensor) and t.grad_fn is not None]  # fmt: skip
+        while todo:
+            fn = todo.pop()
+            if fn is None or fn in hooked:
+                continue
+            hooked.add(fn)
+            # made before this forward began and by no earlier unit's: the model's own code
+            mine = name if fn._sequence_nr() >= first else None
+            fn.register_prehook(lambda grads, mine=mine: in_backward(mine))
+            todo.extend(f for f, _ in fn.next_functions)
+
+    subs = dict(module.named_modules())
+    first: dict[str, int] = {}
+    hooks = []
+    for name in units:
+        if name not in subs:  # a parameter held directly by the root or a container
+            continue
+
+        def before(mod, args, name=name):
+            first[name] = torch.autograd._get_sequence_nr()
+            set_tag(name)
+
+        def after(mod, args, out, name=name):
+            set_tag(None)
+            tag_backward(out, name, first[name])
+
+        hooks += [subs[name].register_forward_pre_hook(before),
+                  subs[name].register_forward_hook(after)]  # fmt: skip
+    try:
+        with fx_traceback.preserve_node_meta():
+            yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
 def _trace(fn: Callable, args: tuple) -> torch.fx.GraphModule:
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -315,6 +390,10 @@ class Builder:
         self.nodes: list[Node] = []
         self.sites = 0  # random draws so far: each `uniform` node's site (its stream's index)
         self._zeros: dict[int, int] = {}
+        # the module (a pipeline's split unit) whose forward made each node, or whose forward it
+        # differentiates (None: no unit's); `tag` is the one new nodes get (module_tags)
+        self.tags: list[str | None] = []
+        self.tag: str | None = None
 
     def value(self, a):
         """An operand as a value: an `Empty` (an uninitialised tensor) reads as zeros."""
@@ -346,6 +425,7 @@ class Builder:
         n = Node(op, tuple(ins), tuple(int(a) for a in attrs), tuple(int(s) for s in shape), dtype)
         check_node(n, [self.shape(v) for v in ins], [self.dtype(v) for v in ins])
         self.nodes.append(n)
+        self.tags.append(self.tag)
         return Vid(len(self.inputs) + len(self.nodes) - 1)
 
     def const(self, values, shape, dtype: str) -> int:
@@ -407,12 +487,13 @@ class Builder:
             if n_in + i in live:
                 live.update(self.nodes[i].inputs)
         remap = {v: v for v in range(n_in)}
-        nodes = []
+        nodes, tags = [], []
         for i, node in enumerate(self.nodes):
             if n_in + i in live:
                 remap[n_in + i] = n_in + len(nodes)
                 nodes.append(replace(node, inputs=tuple(remap[v] for v in node.inputs)))
-        self.nodes = nodes
+                tags.append(self.tags[i])
+        self.nodes, self.tags = nodes, tags
         return [Vid(remap[v]) if isinstance(v, int) else v for v in outs]
 
     def drop_input(self, name: str, outs: list) -> list:
@@ -1385,6 +1466,7 @@ def lower(gm: torch.fx.GraphModule, input_names: list[str], module: nn.Module,
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             continue
+        b.tag = (n.meta.get("custom") or {}).get(_MODULE_TAG)
         if n.op == "get_attr":
             t = getattr(gm, n.target)
             env[n] = b.const(t.detach().cpu().numpy(), tuple(t.shape),
@@ -1754,7 +1836,9 @@ def _build_bundle(module: nn.Module, opt: Optimizer, batch: int, task: str, item
     hyper_t = [torch.tensor(v, dtype=torch.float32) for v in hyper.values()]
     step_in = torch.zeros(3, dtype=torch.int32)
     step = make_step(module, pnames, opt, tuple(bufs), recipe)
-    gm = _checked_trace(module, step, (params, state0, hyper_t, x, y, step_in), (x,))
+    units = [u for stage in split for u, _ in stage] if split is not None else []
+    with module_tags(module, units) if units else contextlib.nullcontext():
+        gm = _checked_trace(module, step, (params, state0, hyper_t, x, y, step_in), (x,))
     snames = [f"p.{n}" for n in pnames] + bnames + _opt_state_names(opt.kind, pnames)
     inames = snames + [f"hp.{h}" for h in hyper] + ["x", "y", STEP_INPUT]
     flat, b = lower(gm, inames, module, (x,))
@@ -1762,6 +1846,7 @@ def _build_bundle(module: nn.Module, opt: Optimizer, batch: int, task: str, item
     outs = [(name, vid) for name, vid in zip(snames, flat[:-1], strict=True)]
     outs.append(("loss", flat[-1]))
     step_graph = b.graph(outs)
+    node_units = list(b.tags)
 
     module.eval()
     try:
@@ -1795,18 +1880,21 @@ def _build_bundle(module: nn.Module, opt: Optimizer, batch: int, task: str, item
         tied=tied_names(module),
     )
     if split is not None:
-        bundle = replace(bundle, stages=_stage_plan(module, bundle, split, recipe.accumulate))
+        plan = _stage_plan(module, bundle, split, recipe.accumulate, node_units)
+        bundle = replace(bundle, stages=plan)
     return Lowered(bundle, state)
 
 
-def _stage_plan(module: nn.Module, bundle: Bundle, split, micro_batches: int) -> dict:
+def _stage_plan(module: nn.Module, bundle: Bundle, split, micro_batches: int,
+                node_units: list[str | None]) -> dict:  # fmt: skip
     from agents.model import stage_plan as stg
 
     pstage, bstage = stg.module_stage_maps(module, split)
     owner = stg.state_stages(bundle.state, pstage, bstage)
+    modules = [[u for u, _ in s] for s in split]
     try:
-        p = stg.plan(bundle.step, bundle.state, owner, [[u for u, _ in s] for s in split],
-                     micro_batches)  # fmt: skip
+        p = stg.plan(bundle.step, bundle.state, owner, modules, micro_batches,
+                     stg.node_module_table(modules, node_units))  # fmt: skip
     except stg.StageError as e:
         raise LoweringError(str(e)) from None
     return p.to_obj()

@@ -5,15 +5,19 @@ graph.py imports this module to check a decoded bundle's plan.
 
 The step graph stays the one graph a non-pipelined job runs; a pipelined bundle adds a plan:
 which stage holds each state tensor, which stage runs each node, the order of the stages'
-segments, and the values that cross stages (the boundary tensors). Everything but the first is
-derived from the graph (`plan`), so a loaded plan is checked by deriving it again.
+segments, and the values that cross stages (the boundary tensors). Everything but the state
+split and each node's unit is derived from the graph (`plan`), so a loaded plan is checked by
+deriving it again.
 
-Placement of a node, from the state tensors' stages: F = the latest stage among the state it
-reads (transitively), R = the latest stage among the state outputs (the loss: the last stage) it
-feeds. F <= R: a forward value, on stage F. F > R: a backward value (a gradient, an update), on
-the latest of R and the stages of the forward values it reads, so a gradient is computed where
-the weights and saved activations it reads live and sent back. Nodes that read no state
-(constants, index maps of x and y) are public: each segment recomputes the ones it reads.
+Placement of a node: a node that reads no state (transitively; constants, index maps of x and
+y) is public: each segment recomputes the ones it reads. Any other node goes where its module
+is: lowering tags each node with the split unit whose forward made it, or whose forward it
+differentiates (`node_module`, committed in the plan), so a layer's forward and backward stay
+whole on its stage and a 2-stage split crosses once each way per micro-batch (the activation
+forward, its gradient back). A node of no unit (the model's own code between units, the loss,
+gradient sums, the optimizer's update) goes on the latest stage among its inputs: a
+parameter's update where its gradient and state are, the loss on the last stage, and what
+reads the optimizer's shared scalars (Adam's beta^t, stage 0) on the stage that reads them.
 """
 
 from __future__ import annotations
@@ -150,6 +154,8 @@ class StagePlan:
     state: tuple[tuple[str, ...], ...]  # each stage's state tensors, in state-root order
     micro_batches: int  # M: the step graph sums the gradients of M micro-batches in order
     node_stage: tuple[int, ...]  # each node's stage, PUBLIC (-1) for recomputed public nodes
+    # each node's split unit, as its index in the stages' modules in order (-1: of no unit)
+    node_module: tuple[int, ...]
     schedule: tuple[tuple[int, tuple[int, ...]], ...]  # (stage, its nodes) in run order
     boundaries: tuple[tuple[int, int, tuple[int, ...]], ...]  # (value id, producer, consumers)
 
@@ -163,6 +169,7 @@ class StagePlan:
             "state": [list(s) for s in self.state],
             "micro_batches": self.micro_batches,
             "node_stage": list(self.node_stage),
+            "node_module": list(self.node_module),
             "schedule": [[s, list(ns)] for s, ns in self.schedule],
             "boundaries": [[v, p, list(c)] for v, p, c in self.boundaries],
         }
@@ -175,6 +182,7 @@ class StagePlan:
                 tuple(tuple(str(x) for x in s) for s in o["state"]),
                 int(o["micro_batches"]),
                 tuple(int(x) for x in o["node_stage"]),
+                tuple(int(x) for x in o["node_module"]),
                 tuple((int(s), tuple(int(x) for x in ns)) for s, ns in o["schedule"]),
                 tuple((int(v), int(p), tuple(int(x) for x in c)) for v, p, c in o["boundaries"]),
             )
@@ -182,29 +190,22 @@ class StagePlan:
             raise GraphError(f"malformed stage plan: {e!r}"[:300]) from None
 
 
-def _place(g, owner: dict[str, int], P: int) -> list[int]:
+def node_module_table(modules, node_units: list[str | None]) -> list[int]:
+    """Each node's unit (a module name, or None) as its index in the stages' modules in order."""
+    index = {u: k for k, u in enumerate(u for stage in modules for u in stage)}
+    return [index[u] if u is not None else -1 for u in node_units]
+
+
+def _place(g, owner: dict[str, int], node_module: tuple[int, ...], unit_stage: list[int]
+           ) -> list[int]:  # fmt: skip
     """Each node's stage (see the module docstring)."""
     n_in = len(g.inputs)
-    total = n_in + len(g.nodes)
-    F = [owner.get(v.name, PUBLIC) for v in g.inputs] + [PUBLIC] * len(g.nodes)
+    stage = [owner.get(v.name, PUBLIC) for v in g.inputs] + [PUBLIC] * len(g.nodes)
     for i, n in enumerate(g.nodes):
-        F[n_in + i] = max((F[v] for v in n.inputs), default=PUBLIC)
-    R = [PUBLIC] * total
-    for name, vid in g.outputs:
-        R[vid] = max(R[vid], owner[name] if name in owner else P - 1)
-    for i in range(len(g.nodes) - 1, -1, -1):
-        for v in g.nodes[i].inputs:
-            R[v] = max(R[v], R[n_in + i])
-    stage = [F[v] for v in range(n_in)] + [PUBLIC] * len(g.nodes)
-    for i, n in enumerate(g.nodes):
-        vid = n_in + i
-        if F[vid] == PUBLIC:
-            continue
-        if F[vid] <= R[vid]:  # forward
-            stage[vid] = F[vid]
-        else:  # backward: where the forward values (weights, saved activations) it reads live
-            fwd = [stage[v] for v in n.inputs if F[v] != PUBLIC and F[v] <= R[v]]
-            stage[vid] = max([R[vid], *fwd])
+        ins = [stage[v] for v in n.inputs if stage[v] != PUBLIC]
+        if not ins:
+            continue  # reads no state: public
+        stage[n_in + i] = unit_stage[node_module[i]] if node_module[i] >= 0 else max(ins)
     return stage[n_in:]
 
 
@@ -255,12 +256,19 @@ def _schedule(g, node_stage: list[int], P: int) -> list[tuple[int, tuple[int, ..
     return out
 
 
-def plan(g, state: Iterable, owner: dict[str, int], modules, micro_batches: int
-         ) -> StagePlan:  # fmt: skip
-    """The stage plan of a step graph, from each state tensor's stage."""
+def plan(g, state: Iterable, owner: dict[str, int], modules, micro_batches: int,
+         node_module: Iterable[int]) -> StagePlan:  # fmt: skip
+    """The stage plan of a step graph, from each state tensor's stage and each node's unit (an
+    index in the stages' modules in order, -1 for none: `node_module_table`)."""
     state = list(state)
     P = len(modules)
-    node_stage = _place(g, owner, P)
+    node_module = tuple(node_module)
+    unit_stage = [s for s, units in enumerate(modules) for _ in units]
+    if len(node_module) != len(g.nodes) or any(not -1 <= k < len(unit_stage)
+                                               for k in node_module):  # fmt: skip
+        raise GraphError(f"stage plan: node_module must give each of the {len(g.nodes)} nodes a "
+                         f"unit in 0..{len(unit_stage) - 1} or -1")  # fmt: skip
+    node_stage = _place(g, owner, node_module, unit_stage)
     _check_locality(g, owner, node_stage)
     sched = _schedule(g, node_stage, P)
     n_in = len(g.inputs)
@@ -283,6 +291,7 @@ def plan(g, state: Iterable, owner: dict[str, int], modules, micro_batches: int
         tuple(tuple(v.name for v in state if owner[v.name] == s) for s in range(P)),
         micro_batches,
         tuple(node_stage),
+        node_module,
         tuple(sched),
         bounds,
     )
@@ -296,5 +305,5 @@ def check_plan(g, state: Iterable, p: StagePlan) -> None:
         raise GraphError("stage plan must place every state tensor on exactly one stage")
     if len(p.modules) != p.P:
         raise GraphError("stage plan lists modules for another number of stages")
-    if plan(g, state, owner, p.modules, p.micro_batches) != p:
+    if plan(g, state, owner, p.modules, p.micro_batches, p.node_module) != p:
         raise GraphError("stage plan is not the one its step graph and state split give")

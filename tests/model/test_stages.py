@@ -4,6 +4,10 @@
   exchanging only the plan's boundary tensors, ends in the state root and loss of the
   one-process run of the same (micro-batched) step graph, bit for bit, over two steps;
 - each holder holds only its share of the state (a partition, balanced within one module);
+- lowering tags each node with the split unit whose forward made it or whose forward it
+  differentiates, without changing the step graph; placed by it, a 2-stage split crosses once
+  each way per micro-batch (the activation forward, its gradient back) and a 4-stage split
+  once each way per boundary, plus Adam's two step scalars from stage 0;
 - the plan travels in the bundle (absent when not pipelined) and a tampered plan is refused;
 - boundary tensors are committed by root and checked by their consumer; replaying each stage
   from committed inputs blames exactly the producer of a wrong tensor or the consumer that used
@@ -31,14 +35,14 @@ from agents.training.registry import GraphError
 from examples.models.char_gpt import GPT
 
 ROOT = Path(__file__).resolve().parents[2]
-VOCAB, T, BATCH, M = 16, 8, 4, 2
+VOCAB, T, BATCH, M, D = 16, 8, 4, 2, 128
 OPT = Optimizer("adamw", 1e-2, weight_decay=0.1)
 
 
 @pytest.fixture(scope="module")
 def gpt():
     torch.manual_seed(0)
-    module = GPT(vocab=VOCAB, d=32, heads=2, layers=4, block_size=T)
+    module = GPT(vocab=VOCAB, d=D, heads=4, layers=4, block_size=T)
     low = build_bundle(module, OPT, BATCH, "lm", (T,), VOCAB, recipe=Recipe(M), stages=2)
     return module, low
 
@@ -47,7 +51,9 @@ def _plan(module, bundle, P):
     split = sp.stage_modules(module, P)
     pstage, bstage = sp.module_stage_maps(module, split)
     owner = sp.state_stages(bundle.state, pstage, bstage)
-    return sp.plan(bundle.step, bundle.state, owner, [[u for u, _ in s] for s in split], M)
+    node_module = sp.StagePlan.from_obj(bundle.stages).node_module  # indices in all the units
+    return sp.plan(bundle.step, bundle.state, owner, [[u for u, _ in s] for s in split], M,
+                   node_module)  # fmt: skip
 
 
 def _public(bundle, t):
@@ -84,6 +90,56 @@ def test_stages_equal_the_one_process_step_bit_for_bit(gpt, P):
     sent = {stg.value_name(v): c for v, _, c in p.boundaries}
     for h in holders:
         assert h.received and all(h.stage in sent[n] for n in h.received)
+
+
+@pytest.mark.parametrize("P", [2, 4])
+def test_a_split_crosses_once_each_way_per_boundary_and_micro_batch(gpt, P):
+    module, low = gpt
+    b = low.bundle
+    p = _plan(module, b, P)
+    n_in = len(b.step.inputs)
+    names = [u for s in p.modules for u in s]
+    big = [(v, pr, c) for v, pr, c in p.boundaries if b.step.value(v)[0] != ()]
+    small = [(v, pr, c) for v, pr, c in p.boundaries if b.step.value(v)[0] == ()]
+    forward = [(k, (k + 1,)) for k in range(P - 1)]
+    back = [(k + 1, (k,)) for k in range(P - 1)]
+    assert sorted((pr, c) for _, pr, c in big) == sorted((forward + back) * M)
+    for v, pr, c in big:
+        assert b.step.value(v) == ((BATCH // M, T, D), "f32")
+        # forward: the producing stage's last module's output; back: the gradient of the
+        # producing stage's first module's input, summed there
+        made_by = p.modules[pr][-1] if c[0] > pr else p.modules[pr][0]
+        assert names[p.node_module[v - n_in]] == made_by, (v, pr, c)
+    # the rest: Adam's bias-corrected step size and sqrt(1 - b2^t), made on stage 0 from the
+    # beta^t state it holds
+    assert len(small) == 2 and all(pr == 0 for _, pr, _ in small)
+    assert {c for _, _, c in small} == {tuple(range(1, P))}
+
+
+def test_each_node_carries_the_module_that_made_it_and_the_graph_is_unchanged(gpt):
+    module, low = gpt
+    b = low.bundle
+    p = sp.StagePlan.from_obj(b.stages)
+    units = dict(sp.split_units(module))
+    names = [u for s in p.modules for u in s]
+    n_in = len(b.step.inputs)
+    tagged: dict[str, int] = {}
+    for i, n in enumerate(b.step.nodes):
+        if p.node_module[i] < 0:
+            continue
+        unit = names[p.node_module[i]]
+        tagged[unit] = tagged.get(unit, 0) + 1
+        for v in n.inputs:  # a unit's nodes read its own parameters only (the optimizer: none)
+            if v < n_in and b.step.inputs[v].name.startswith("p."):
+                assert b.step.inputs[v].name[2:] in units[unit], (i, unit)
+    assert sorted(tagged) == sorted(names)
+    # each block's nodes: its forward and backward in each of the M micro-batches, alike
+    blocks = [tagged[f"blocks.{k}"] for k in range(4)]
+    assert len(set(blocks)) == 1 and blocks[0] % M == 0
+    torch.manual_seed(0)
+    same = GPT(vocab=VOCAB, d=D, heads=4, layers=4, block_size=T)
+    plain = build_bundle(same, OPT, BATCH, "lm", (T,), VOCAB, recipe=Recipe(M)).bundle
+    assert plain.step == b.step and not plain.stages  # the tags change no node
 
 
 @pytest.mark.parametrize("P", [2, 4])
@@ -187,6 +243,16 @@ def test_the_plan_travels_in_the_bundle_and_a_tampered_plan_is_refused(gpt):
     ns[k] = 1
     bad = dataclasses.replace(b, stages=o | {"node_stage": ns})
     with pytest.raises(GraphError, match="stage plan is not the one"):
+        bundle_from_bytes(bad.to_bytes())
+    # a node moved to a unit of another stage: its stage no longer follows from its unit
+    nm = list(o["node_module"])
+    k = next(i for i, u in enumerate(nm) if u == 0 and ns[i] == 0)
+    nm[k] = len(o["modules"][0])  # the first unit of stage 1
+    bad = dataclasses.replace(b, stages=o | {"node_module": nm})
+    with pytest.raises(GraphError, match="stage plan is not the one"):
+        bundle_from_bytes(bad.to_bytes())
+    bad = dataclasses.replace(b, stages=o | {"node_module": nm[:-1]})
+    with pytest.raises(GraphError, match="node_module must give each of the"):
         bundle_from_bytes(bad.to_bytes())
 
 
