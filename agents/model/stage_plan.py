@@ -150,7 +150,7 @@ def module_stage_maps(module: nn.Module, stages) -> tuple[dict[str, int], dict[s
 
 @dataclass(frozen=True)
 class StagePlan:
-    modules: tuple[tuple[str, ...], ...]  # each stage's modules (informational, for disputes)
+    modules: tuple[tuple[str, ...], ...]  # each stage's modules (split units), in order
     state: tuple[tuple[str, ...], ...]  # each stage's state tensors, in state-root order
     micro_batches: int  # M: the step graph sums the gradients of M micro-batches in order
     node_stage: tuple[int, ...]  # each node's stage, PUBLIC (-1) for recomputed public nodes
@@ -298,12 +298,17 @@ def plan(g, state: Iterable, owner: dict[str, int], modules, micro_batches: int,
 
 
 def check_plan(g, state: Iterable, p: StagePlan) -> None:
-    """A loaded plan is the one its step graph and state split give."""
+    """A loaded plan is the one its step graph, state split and node_module table give."""
     owner = {n: s for s, names in enumerate(p.state) for n in names}
     state = list(state)
     if sorted(owner) != sorted(v.name for v in state):
         raise GraphError("stage plan must place every state tensor on exactly one stage")
     if len(p.modules) != p.P:
         raise GraphError("stage plan lists modules for another number of stages")
-    if plan(g, state, owner, p.modules, p.micro_batches, p.node_module) != p:
-        raise GraphError("stage plan is not the one its step graph and state split give")
+    try:
+        again = plan(g, state, owner, p.modules, p.micro_batches, p.node_module)
+    except StageError as e:  # a node_module table that puts a state tensor's reader elsewhere
+        raise GraphError(f"stage plan: {e}"[:300]) from None
+    if again != p:
+        raise GraphError("stage plan is not the one its step graph, state split and node "
+                         "modules give")  # fmt: skip

@@ -251,6 +251,14 @@ def test_the_plan_travels_in_the_bundle_and_a_tampered_plan_is_refused(gpt):
     bad = dataclasses.replace(b, stages=o | {"node_module": nm})
     with pytest.raises(GraphError, match="stage plan is not the one"):
         bundle_from_bytes(bad.to_bytes())
+    # a parameter's reader moved to another stage's unit: refused as a plan, in one line
+    n_in = len(b.step.inputs)
+    wte = next(i for i, n in enumerate(b.step.nodes) if nm[i] == 0 and any(
+        v < n_in and b.step.inputs[v].name == "p.wte.weight" for v in n.inputs))  # fmt: skip
+    nm[wte] = len(o["modules"][0])
+    bad = dataclasses.replace(b, stages=o | {"node_module": nm})
+    with pytest.raises(GraphError, match="stage plan: state tensor p.wte.weight of stage 0 is"):
+        bundle_from_bytes(bad.to_bytes())
     bad = dataclasses.replace(b, stages=o | {"node_module": nm[:-1]})
     with pytest.raises(GraphError, match="node_module must give each of the"):
         bundle_from_bytes(bad.to_bytes())
