@@ -7,7 +7,8 @@
 - lowering tags each node with the split unit whose forward made it or whose forward it
   differentiates, without changing the step graph; placed by it, a 2-stage split crosses once
   each way per micro-batch (the activation forward, its gradient back) and a 4-stage split
-  once each way per boundary, plus Adam's two step scalars from stage 0;
+  once each way per boundary, plus Adam's two step scalars from stage 0 (a Hugging Face GPT-2
+  as 2 stages too, bit for bit);
 - the plan travels in the bundle (absent when not pipelined) and a tampered plan is refused;
 - boundary tensors are committed by root and checked by their consumer; replaying each stage
   from committed inputs blames exactly the producer of a wrong tensor or the consumer that used
@@ -27,7 +28,7 @@ import torch
 from agents.__main__ import main
 from agents.model import stage_plan as sp
 from agents.model import stages as stg
-from agents.model.graph import bundle_from_bytes
+from agents.model.graph import STEP_INPUT, bundle_from_bytes
 from agents.model.job import state_root
 from agents.model.lower import LoweringError, Optimizer, Recipe, build_bundle
 from agents.model.run import run_graph
@@ -140,6 +141,28 @@ def test_each_node_carries_the_module_that_made_it_and_the_graph_is_unchanged(gp
     same = GPT(vocab=VOCAB, d=D, heads=4, layers=4, block_size=T)
     plain = build_bundle(same, OPT, BATCH, "lm", (T,), VOCAB, recipe=Recipe(M)).bundle
     assert plain.step == b.step and not plain.stages  # the tags change no node
+
+
+def test_a_hugging_face_model_splits_once_each_way_and_runs_bit_for_bit():
+    """The tags follow modules that return Hugging Face output objects (GPT-2's transformer,
+    then its head)."""
+    tf = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(vocab_size=VOCAB, n_positions=T, n_embd=32, n_layer=2, n_head=2,
+                        tie_word_embeddings=False)  # fmt: skip
+    low = build_bundle(tf.GPT2LMHeadModel(cfg).float(), OPT, BATCH, "lm", (T,), VOCAB,
+                       recipe=Recipe(M), stages=2)  # fmt: skip
+    b = low.bundle
+    p = sp.StagePlan.from_obj(b.stages)
+    assert p.modules == (("transformer",), ("lm_head",))
+    crossings = sorted((pr, c) for v, pr, c in p.boundaries if b.step.value(v)[0] != ())
+    assert crossings == [(0, (1,))] * M + [(1, (0,))] * M
+    assert b.step.inputs[-1].name == STEP_INPUT  # GPT-2's dropout draws from the step input
+    pub = _public(b, 0) | {STEP_INPUT: torch.tensor([11, 3, 0], dtype=torch.int32)}
+    ref, ref_loss = _reference(b, dict(low.state), pub)
+    run = stg.run_stages(b.step, p, dict(low.state), pub)
+    assert state_root(run.state) == state_root(ref)
+    assert run.loss.view(torch.int32).item() == ref_loss.view(torch.int32).item()
 
 
 @pytest.mark.parametrize("P", [2, 4])
