@@ -26,8 +26,8 @@ import torch
 from agents.adversaries.faults import Fault, FaultyAggregation
 from agents.dispute.aggregation import AggregationComputation, aggregation_job_graph
 from agents.model.aggregate import Aggregation, Outer, aggregation_graph
-from agents.model.graph import Value
 from agents.training import decompose
+from agents.training.ir import Value
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "aggregation_gas.json"

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from agents.model import job as mj
-from agents.model.run import RunConfig
+from agents.training.run import RunConfig
 from bench.models import EXAMPLES, make_job, plain_trainer
 
 OUT = Path(__file__).resolve().parent / "results" / "gpu.json"

@@ -40,8 +40,8 @@ from agents.data.datasets import held_out  # noqa: E402
 from agents.model import job as mj  # noqa: E402
 from agents.model.lower import Optimizer, Recipe  # noqa: E402
 from agents.model.plain import PlainTrainer, load_state, protocol_state  # noqa: E402
-from agents.model.run import RunConfig  # noqa: E402
 from agents.model.schedule import warmup_decay  # noqa: E402
+from agents.training.run import RunConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "model_zoo.json"

@@ -39,8 +39,8 @@ from agents.data import builtin as cdata
 from agents.data import datasets, tokens
 from agents.model import job as mj
 from agents.model.lower import Optimizer, build_bundle
-from agents.model.run import RunConfig
 from agents.training import float32 as F
+from agents.training.run import RunConfig
 from agents.training.spec import ModelSpec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -125,10 +125,10 @@ def worker(node: int, work: Path) -> int:
     import torch
 
     from agents.core.blobs import BlobServer, BlobStore, HttpBackend, LocalDirBackend
-    from agents.model.graph import bundle_from_bytes
-    from agents.model.run import RunConfig, run_graph
+    from agents.model.bundle import bundle_from_bytes
     from agents.model.stage_plan import StagePlan
     from agents.model.stages import StageHolder, boundary_root, segment, value_name
+    from agents.training.run import RunConfig, run_graph
 
     torch.set_num_threads(1)
     blobs = work / f"blobs{node}"
@@ -367,7 +367,7 @@ def reference(bundle, state: dict, pubs: list[Path]) -> tuple[bytes, list[int]]:
     import torch
 
     from agents.model.job import state_root
-    from agents.model.run import run_graph
+    from agents.training.run import run_graph
 
     st, losses = dict(state), []
     for path in pubs:

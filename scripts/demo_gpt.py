@@ -37,7 +37,7 @@ import torch
 from web3 import Web3
 
 from agents.core.deploy import load_artifact
-from agents.model.graph import Graph
+from agents.training.ir import Graph
 from scripts.demo import (
     REPO,
     DemoError,

@@ -28,11 +28,11 @@ from agents.dispute.budget import StateBudget
 from agents.dispute.harness import Job
 from agents.dispute.model_trace import ModelComputation
 from agents.dispute.trace import Computation
-from agents.model.run import run_graph
 from agents.roles.runtime import Claim, JobRuntime, ModelRuntime
 from agents.training import merkle
 from agents.training.keccak import keccak256
 from agents.training.registry import run_node
+from agents.training.run import run_graph
 from agents.training.state import State
 
 FAULT_KINDS = ("element", "batch", "checkpoint", "intermediate", "assembly", "count")

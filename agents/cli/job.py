@@ -482,9 +482,9 @@ def load_job(spec_path: str, blob_url: str | None, cfg=None, fetch=None):
     from agents.data import datasets
     from agents.data.chunks import FetchConfig
     from agents.model import job as mj
-    from agents.model.graph import bundle_from_bytes
-    from agents.model.run import RunConfig
+    from agents.model.bundle import bundle_from_bytes
     from agents.training import spec as sp
+    from agents.training.run import RunConfig
 
     spec = sp.load(spec_path)
     if spec.version != sp.SPEC_VERSION_MODEL:

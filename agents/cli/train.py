@@ -143,8 +143,8 @@ def _check_kernels(args) -> None:
 def _run_model(args, fetch) -> int:
     """A version-3 job: checkpoint roots and batch losses, then the held-out metric."""
     from agents.cli.job import load_job
-    from agents.model.run import RunConfig
     from agents.training.merkle import checkpoint_root
+    from agents.training.run import RunConfig
 
     cfg = RunConfig(args.kernels, args.threads, args.device)
     job, st = load_job(args.spec, args.blob_url, cfg, fetch)

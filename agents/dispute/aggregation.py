@@ -41,8 +41,8 @@ from agents.dispute.trace import merkle_opening
 from agents.dispute.trace_walk import TraceRoots, trace_siblings
 from agents.model.aggregate import ROUND_PREFIX, UNIT_PREFIX, Aggregation
 from agents.model.job import commit_view, state_root
-from agents.model.run import RunConfig
 from agents.training import merkle
+from agents.training.run import RunConfig
 
 State = dict[str, torch.Tensor]
 

@@ -34,9 +34,10 @@ from agents.dispute.encoding import (
 )
 from agents.dispute.trace import merkle_opening
 from agents.dispute.trace_walk import TraceRoots, trace_siblings
-from agents.model.graph import STEP_INPUT, Graph
+from agents.model.bundle import STEP_INPUT
 from agents.model.job import ModelJob, commit_view, state_root
 from agents.training import merkle
+from agents.training.ir import Graph
 from agents.training.registry import OPS, GraphError, ravel, run_node, unravel
 
 

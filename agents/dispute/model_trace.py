@@ -23,7 +23,7 @@ from agents.dispute.model_graph import (
 from agents.dispute.trace import Computation
 from agents.dispute.trace_walk import TraceRoots
 from agents.model.job import ModelJob, State, commit_view, view2d
-from agents.model.run import run_graph
+from agents.training.run import run_graph
 
 
 class ModelComputation(Computation):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 
-from agents.model.graph import Bundle
+from agents.model.bundle import Bundle
 
 MODEL = "(the model itself)"
 

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from agents.core.blobs import BlobError, BlobStore, open_blob_store
 from agents.core.bounded import BoundedCache
 from agents.explore.config import ExploreConfig
-from agents.model.graph import MAX_BUNDLE_BYTES, Bundle, bundle_from_bytes
+from agents.model.bundle import MAX_BUNDLE_BYTES, Bundle, bundle_from_bytes
 from agents.model.job import n_params
 from agents.roles.artifacts import (
     BadBlob,

@@ -33,11 +33,11 @@ from math import prod
 import numpy as np
 import torch
 
-from agents.model.graph import Graph, Value, graph_from_obj
-from agents.model.run import RunConfig, run_graph
 from agents.training import float32 as F
+from agents.training.ir import Graph, Value, graph_from_obj
 from agents.training.keccak import keccak256
 from agents.training.registry import GraphError, Node
+from agents.training.run import RunConfig, run_graph
 from agents.training.spec import OUTER_HYPER, ModelSpec, canonical_json
 
 AGGREGATE_FORMAT = "vtp.aggregate.v1"

@@ -20,11 +20,11 @@ import torch
 from agents.data import tokens
 from agents.data.datasets import held_out
 from agents.model.aggregate import Aggregation, Outer, aggregation_graph, graph_hash
-from agents.model.graph import BUFFER_PREFIX, STEP_INPUT, Bundle
-from agents.model.run import RunConfig, run_graph
+from agents.model.bundle import BUFFER_PREFIX, STEP_INPUT, Bundle
 from agents.training import decompose, merkle
 from agents.training.keccak import keccak256
 from agents.training.registry import GraphError
+from agents.training.run import RunConfig, run_graph
 from agents.training.spec import JobSpecError, ModelSpec
 
 State = dict[str, torch.Tensor]

@@ -24,8 +24,9 @@ import torch
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from agents.model.graph import STEP_INPUT, Bundle, Graph, Value
+from agents.model.bundle import STEP_INPUT, Bundle
 from agents.training import float32 as F
+from agents.training.ir import Graph, Value
 from agents.training.registry import GraphError, Node, Shape, check_node
 
 aten = torch.ops.aten

@@ -10,11 +10,11 @@ from math import prod
 
 import torch
 
-from agents.model.graph import Graph, Value
 from agents.model.job import commit_view
-from agents.model.run import RunConfig, run_graph
 from agents.model.stage_plan import PUBLIC, StagePlan
 from agents.training import merkle
+from agents.training.ir import Graph, Value
+from agents.training.run import RunConfig, run_graph
 
 # -- a segment as a graph, and a run by stages -------------------------------------------------
 

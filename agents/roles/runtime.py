@@ -31,13 +31,13 @@ from agents.dispute.model_trace import ModelComputation
 from agents.dispute.trace import Computation
 from agents.model import job as mj
 from agents.model.aggregate import Aggregation
-from agents.model.graph import MAX_BUNDLE_BYTES, bundle_from_bytes
-from agents.model.run import RunConfig
+from agents.model.bundle import MAX_BUNDLE_BYTES, bundle_from_bytes
 from agents.roles.aggregation import layout_of
 from agents.roles.artifacts import BadBlob, MlpCodec, encode_state
 from agents.roles.errors import JobRejected, rejecting
 from agents.training.engine import Engine, EngineConfig
 from agents.training.registry import GraphError
+from agents.training.run import RunConfig
 from agents.training.spec import JobSpec, ModelSpec
 from agents.training.state import State, state_names
 

@@ -999,7 +999,7 @@ void vtp_row_argmax_i32(const int32_t *A, long sr, long sc, int32_t *out, long M
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Compiled plans (agents/model/plan.py): a run of a graph's steps as one call, so the         */
+/* Compiled plans (agents/training/plan.py): a run of a graph's steps as one call, so the         */
 /* interpreter's per-node work (argument lists, tensor objects, one foreign call per node) is  */
 /* paid once per plan instead of once per node. Arithmetic instructions call the kernels above */
 /* with the arguments their node would get; the data-movement ones copy 4-byte words.         */

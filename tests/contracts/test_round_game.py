@@ -39,8 +39,8 @@ from agents.adversaries.liars import LyingChallenger
 from agents.dispute.aggregation import AggregationComputation, aggregation_job_graph, units_root
 from agents.dispute.player import Challenger, Defender
 from agents.model.aggregate import Aggregation, Outer, aggregation_graph
-from agents.model.graph import Value
 from agents.roles.aggregation import data_roots, layout_of
+from agents.training.ir import Value
 from agents.training.state import state_root
 
 R_DISPUTED = 4

@@ -30,7 +30,7 @@ import rolekit as rk  # noqa: E402
 from agents.__main__ import main  # noqa: E402
 from agents.core.blobs import LocalDirBackend, open_blob_store  # noqa: E402
 from agents.data import packed, tokens  # noqa: E402
-from agents.model.graph import bundle_from_bytes  # noqa: E402
+from agents.model.bundle import bundle_from_bytes  # noqa: E402
 from agents.roles.runtime import model_runtime_from_files  # noqa: E402
 from agents.training import spec as specs  # noqa: E402
 from agents.training.schedule import batch_indices  # noqa: E402

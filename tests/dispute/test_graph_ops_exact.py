@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from agents.dispute.encoding import KIND_STATE, GraphNode, TensorInput, name_hash
 from agents.dispute.model_graph import node_reads
 from agents.dispute.trace import merkle_opening
-from agents.model.graph import Graph, Value
 from agents.model.job import commit_view
 from agents.training import merkle
+from agents.training.ir import Graph, Value
 from agents.training.registry import OPS, Node, run_node
 
 SPECIALS = np.array(

@@ -29,8 +29,8 @@ from agents.dispute.model_graph import model_job_graph
 from agents.dispute.model_trace import ModelComputation
 from agents.dispute.player import Challenger, Defender
 from agents.model.job import UnitRun
-from agents.model.run import run_graph
 from agents.training import decompose
+from agents.training.run import run_graph
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
 ROUND, SHARD, K_LOCAL = 1, 1, 2

@@ -14,9 +14,9 @@ from agents.core.deploy import load_artifact
 from agents.dispute.aggregation import AggregationComputation, aggregation_job_graph
 from agents.dispute.model_graph import element_chain, term_reads
 from agents.model.aggregate import Aggregation, Outer, aggregation_graph
-from agents.model.graph import Value
 from agents.model.job import state_root
 from agents.training import merkle
+from agents.training.ir import Value
 
 SHARDS = 5
 

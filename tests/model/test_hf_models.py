@@ -18,7 +18,7 @@ from agents.cli.job import load_job
 from agents.model.job import encode_state
 from agents.model.lower import Optimizer, Recipe
 from agents.model.plain import PlainTrainer, load_state, protocol_state
-from agents.model.run import RunConfig
+from agents.training.run import RunConfig
 
 tf = pytest.importorskip("transformers")
 

@@ -18,7 +18,7 @@ from torch import nn
 from agents.model.job import has_step_input, step_input
 from agents.model.lower import LoweringError, Optimizer, Recipe, build_bundle, make_step
 from agents.model.plain import stream_dropout
-from agents.model.run import RunConfig, run_graph
+from agents.training.run import RunConfig, run_graph
 
 GRAD = Optimizer("sgd", 1.0, momentum=0.0)  # p' = p - g: the update is the gradient
 

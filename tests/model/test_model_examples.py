@@ -18,8 +18,8 @@ from agents.cli.job import load_factory, load_job
 from agents.model.job import state_root, trace_root
 from agents.model.lower import Optimizer, Recipe
 from agents.model.plain import PlainTrainer, load_state, protocol_state
-from agents.model.run import RunConfig
 from agents.model.schedule import warmup_decay
+from agents.training.run import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 50

@@ -22,9 +22,9 @@ from agents.model.job import (
     encode_state,
     state_root,
 )
-from agents.model.run import RunConfig
 from agents.training import decompose
 from agents.training.registry import GraphError
+from agents.training.run import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "examples" / "models"

@@ -1,4 +1,4 @@
-"""Compiled plans (agents/model/plan.py): the native path's one-call runs give the interpreter's
+"""Compiled plans (agents/training/plan.py): the native path's one-call runs give the interpreter's
 bits and the portable path's, on strided views, data movement, i32 values, NaN and index
 errors; their outputs survive the next run (never the arena's blocks); arena blocks that are
 live together never share memory; every example compiles to C instructions only."""
@@ -12,10 +12,10 @@ import pytest
 import torch
 from model_support import _bits, _f32, _i32
 
-from agents.model import plan as P
 from agents.model.lower import Builder
-from agents.model.run import RunConfig, run_graph
 from agents.training import native
+from agents.training import plan as P
+from agents.training.run import RunConfig, run_graph
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs the C kernels")
 ROOT = Path(__file__).resolve().parents[2]

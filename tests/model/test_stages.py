@@ -28,11 +28,11 @@ import torch
 from agents.__main__ import main
 from agents.model import stage_plan as sp
 from agents.model import stages as stg
-from agents.model.graph import STEP_INPUT, bundle_from_bytes
+from agents.model.bundle import STEP_INPUT, bundle_from_bytes
 from agents.model.job import state_root
 from agents.model.lower import LoweringError, Optimizer, Recipe, build_bundle
-from agents.model.run import run_graph
 from agents.training.registry import GraphError
+from agents.training.run import run_graph
 from examples.models.char_gpt import GPT
 
 ROOT = Path(__file__).resolve().parents[2]

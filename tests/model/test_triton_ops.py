@@ -18,9 +18,9 @@ pytest.importorskip("triton")
 from model_support import _bits, _f32  # noqa: E402
 
 from agents.__main__ import main  # noqa: E402
-from agents.model.run import RunConfig, run_graph  # noqa: E402
 from agents.training import registry as R  # noqa: E402
 from agents.training.registry import Node  # noqa: E402
+from agents.training.run import RunConfig, run_graph  # noqa: E402
 
 
 @pytest.mark.parametrize("name", ["exp", "log", "tanh", "erf", "relu"])

@@ -18,7 +18,7 @@ import rolekit as rk
 from model_nodes import build_with_provenance, first_run
 
 from agents.core.blobs import open_blob_store
-from agents.model.graph import bundle_from_bytes
+from agents.model.bundle import bundle_from_bytes
 
 pytestmark = pytest.mark.timeout(900)
 MODEL = rk.REPO / "examples" / "models" / "char_gpt.py"

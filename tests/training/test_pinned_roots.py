@@ -23,11 +23,11 @@ from agents.cli.job import load_job
 from agents.data import datasets
 from agents.dispute.graph import job_graph
 from agents.model.job import trace_root
-from agents.model.run import RunConfig
 from agents.training import merkle
 from agents.training import spec as sp
 from agents.training.decompose import RoundResult, run_job
 from agents.training.engine import Engine, EngineConfig
+from agents.training.run import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ("native", "torch")

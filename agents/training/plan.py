@@ -26,9 +26,8 @@ from math import prod
 import numpy as np
 import torch
 
-from agents.model import fuse
-from agents.model.graph import Graph
-from agents.training import fastops, native
+from agents.training import fastops, fuse, native
+from agents.training.ir import Graph
 from agents.training.registry import Node, run_node, t_const, t_slice
 
 ALIGN = 16  # elements (64 bytes): every block starts on a cache line

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-from agents.model import fuse, plan
-from agents.model.graph import Graph
 from agents.training import float32 as F
-from agents.training import native
+from agents.training import fuse, native, plan
+from agents.training.ir import Graph
 from agents.training.registry import Node, TritonUnavailable, run_node, t_slice, triton_problem
 
 KERNELS = ("native", "torch", "triton")
@@ -101,7 +100,7 @@ def _plan(g: Graph, device: str, fused: bool, keep_all: bool) -> _Plan:
     return hit[1]
 
 
-# Compiled plans (agents/model/plan.py) of the native path without a trace, most recent last;
+# Compiled plans (agents/training/plan.py) of the native path without a trace, most recent last;
 # each holds its arena (a step's activations), so only a few are kept.
 _COMPILED: dict[int, tuple[Graph, plan.Plan | None]] = {}
 MAX_COMPILED = 4

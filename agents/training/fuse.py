@@ -22,8 +22,8 @@ from math import prod
 import numpy as np
 import torch
 
-from agents.model.graph import Graph
 from agents.training import fastops
+from agents.training.ir import Graph
 from agents.training.registry import OPS, Node
 
 MAX_MEMBERS = 256  # a bound on one program's length (and its block registers)
