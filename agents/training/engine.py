@@ -1,9 +1,10 @@
-"""The reproducible training engine: runs the step graph (graph.py) with the protocol ops.
+"""The version-1/2 runtime: the step graph (graph.py) lowered into the one graph form
+(graph.step_ir), run by run_graph like every other graph.
 
 `Engine.step` runs one step S_t -> S_{t+1} keeping nothing; `Engine.trace_step` runs the same
-nodes with the same op functions and returns every node's output (the op trace) as well, so the
-two are bit-identical by construction (and tested to be). Kernel choice (`native` C kernels or
-the portable `torch` ops), thread count and chunking change speed only, never a bit.
+graph and returns every node's output (the op trace) as well, so the two are bit-identical by
+construction (and tested to be). Kernel choice (`native` C kernels or the portable `torch` ops)
+and thread count change speed only, never a bit.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import torch
 
 from agents.training import float32 as F
 from agents.training import native, ops
-from agents.training.graph import StepGraph, build_step_graph, registry_nodes
+from agents.training.graph import StepGraph, build_step_graph, registry_nodes, step_ir
 from agents.training.registry import Node, TritonUnavailable, run_node, triton_problem
+from agents.training.run import RunConfig, run_graph
 from agents.training.schedule import batch_indices
 from agents.training.spec import JobSpec, JobSpecError
 from agents.training.state import State, init_state, state_root
@@ -75,6 +77,11 @@ class Engine:
         self.x = data.x.to(dev)
         self.y = data.y.to(dev)
         self._nodes = registry_nodes(self.graph, spec.lr_bits, spec.momentum_bits)
+        self.ir = step_ir(self.graph, self._nodes, data.n, data.features)
+        self._run_cfg = RunConfig(cfg.kernels, max(1, cfg.threads), dev)
+        # The graph's Y is i32: an i32 copy of the labels, made once. A dataset fetched as read
+        # (a packed split) fills its labels lazily: each step copies its batch's labels in.
+        self.y32 = self.y.to(torch.int32)
         if cfg.kernels == "triton" and (problem := triton_problem(cfg.device)):
             raise TritonUnavailable(problem)
 
@@ -98,20 +105,15 @@ class Engine:
         return run_node(n, a, native_ok, cfg.device, max(1, cfg.threads), cfg.kernels == "triton")
 
     def _run(self, st: State, t: int, keep: bool) -> tuple[State, list[torch.Tensor]]:
-        env: dict[str, torch.Tensor] = dict(st)
         idx = self.batch(t)
         prepare = getattr(self.data, "prepare", None)
         if prepare is not None:  # a packed split fetched as read: this batch's rows first
-            prepare(idx.reshape(-1).cpu().numpy())
-        env["X"], env["Y"], env["idx"] = self.x, self.y, idx
-        trace = []
-        for node in self.graph.nodes:
-            out = self._op(node.index, [env[r] for r in node.inputs])
-            env[node.name] = out
-            if keep:
-                trace.append(out)
-        nxt = {name: env[node].contiguous() for name, node in self.graph.next_state.items()}
-        return nxt, trace
+            rows = idx.reshape(-1)
+            prepare(rows.cpu().numpy())
+            self.y32[0, rows] = self.y[0, rows].to(torch.int32)
+        inputs = [st[k] for k in self.graph.next_state] + [self.x, self.y32, idx]
+        outs, trace = run_graph(self.ir, inputs, self._run_cfg, keep_trace=keep)
+        return {k: outs[k].contiguous() for k in self.graph.next_state}, trace
 
     def step(self, st: State, t: int) -> State:
         return self._run(st, t, keep=False)[0]

@@ -10,11 +10,12 @@ build the same list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from agents.training import registry
+from agents.training.ir import Graph, Value
 from agents.training.state import param_names, param_shape, state_names
 
 INPUT_REFS = ("X", "Y", "idx")
@@ -115,6 +116,22 @@ def registry_nodes(g: StepGraph, lr_bits: int, momentum_bits: int) -> tuple[regi
     attribute (momentum's mu, sgd's lr: the `param` its descriptor carries on chain)."""
     hyper = {"momentum": (momentum_bits,), "sgd": (lr_bits,)}
     return tuple(registry.Node(n.op, (), hyper.get(n.op, ()), n.shape, n.dtype) for n in g.nodes)
+
+
+def step_ir(g: StepGraph, nodes: tuple[registry.Node, ...], n: int, features: int) -> Graph:
+    """The version-1/2 step in the one graph form that run_graph runs: inputs the state tensors
+    in protocol order, then X (N, F) f32, Y (1, N) i32 and idx (1, B) i32; nodes one-to-one with
+    `g`'s (`nodes`: registry_nodes(g, ..)), labels as i32; outputs S_{t+1}, then the loss."""
+    ins = [Value(k, param_shape(g.widths, k.removeprefix("m.")), "f32")
+           for k in state_names(g.widths)]  # fmt: skip
+    ins += [Value("X", (n, features), "f32"), Value("Y", (1, n), "i32"),
+            Value("idx", (1, g.batch), "i32")]  # fmt: skip
+    vid = {v.name: i for i, v in enumerate(ins)} | {m.name: len(ins) + m.index for m in g.nodes}
+    out = tuple(replace(rn, inputs=tuple(vid[r] for r in m.inputs),
+                        dtype="i32" if rn.dtype == "u32" else rn.dtype)
+                for m, rn in zip(g.nodes, nodes, strict=True))  # fmt: skip
+    outputs = tuple((k, vid[v]) for k, v in g.next_state.items()) + (("loss", vid[g.loss]),)
+    return Graph(tuple(ins), out, outputs)
 
 
 def reference_step(g: StepGraph, nodes, state: dict, X, Y, idx) -> tuple[dict, list]:
