@@ -29,7 +29,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="native",
         help="native: C on the CPU; torch: portable; triton: the device kernels (CUDA)",
     )
-    p.add_argument("--chunk", type=int, default=0, help="torch matmul row chunk (0 = off)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (torch kernels on cuda)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--blob-url", help="version 3: the job's blob store (default: recorded beside "
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     root = "0x" + ds.root().hex()
     if root != job.dataset_root:
         raise UserError(f"dataset {job.dataset_name} has root {root}, spec says {job.dataset_root}")
-    cfg = EngineConfig(args.kernels, args.threads, args.chunk, args.device)
+    cfg = EngineConfig(args.kernels, args.threads, args.device)
     out = _printer(args.json)
     if job.version != spec.SPEC_VERSION:
         return _run_decomposed(job, ds, cfg, out)
@@ -120,8 +119,8 @@ def _run_decomposed(job, ds, cfg, out) -> int:
 def _check_run_args(args, steps_max: int) -> None:
     import torch
 
-    if args.threads < 1 or args.chunk < 0:
-        raise UserError("--threads must be >= 1 and --chunk >= 0")
+    if args.threads < 1:
+        raise UserError("--threads must be >= 1")
     if args.steps is not None and not 1 <= args.steps <= steps_max:
         raise UserError(f"--steps must be in [1, {steps_max}] (the spec's T), got {args.steps}")
     if args.every is not None and args.every < 1:

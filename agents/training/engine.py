@@ -16,7 +16,7 @@ from typing import Protocol
 import torch
 
 from agents.training import float32 as F
-from agents.training import native, ops
+from agents.training import native
 from agents.training.graph import StepGraph, build_step_graph, registry_nodes, step_ir
 from agents.training.registry import Node, TritonUnavailable, run_node, triton_problem
 from agents.training.run import RunConfig, run_graph
@@ -50,7 +50,6 @@ class EngineConfig:
     # agents/training/triton_ops.py: CUDA, or the CPU under TRITON_INTERPRET=1)
     kernels: str = "native"
     threads: int = 1  # torch intra-op threads and C matmul threads
-    chunk: int = 0  # torch matmul_nt: output rows per chunk (0 = all at once)
     device: str = "cpu"
 
 
@@ -59,7 +58,7 @@ class Engine:
         if cfg.kernels not in KERNELS:
             raise ValueError(f"kernels must be one of {KERNELS}, got {cfg.kernels!r}")
         if cfg.kernels == "native" and (cfg.device != "cpu" or not native.available()):
-            cfg = EngineConfig("torch", cfg.threads, cfg.chunk, cfg.device)
+            cfg = EngineConfig("torch", cfg.threads, cfg.device)
         if data.features != spec.widths[0]:
             raise JobSpecError(
                 "model.widths[0]", f"must equal the dataset's {data.features} features"
@@ -99,8 +98,6 @@ class Engine:
 
     def _kernel(self, n: Node, a: list[torch.Tensor]) -> torch.Tensor:
         cfg = self.cfg
-        if n.op == "matmul_nt" and cfg.chunk and cfg.kernels == "torch":
-            return ops.matmul_nt(a[0], a[1], cfg.chunk)  # row chunks: speed only, same bits
         native_ok = cfg.kernels == "native"
         return run_node(n, a, native_ok, cfg.device, max(1, cfg.threads), cfg.kernels == "triton")
 

@@ -247,7 +247,7 @@ def test_bit_exact_across_processes_and_threads(tmp_path):
     big = tmp_path / "big.json"
     big.write_text(json.dumps(v2(base, 2, 3, steps=4, checkpoint_every=1)))
     runs = [(big, ["--threads", "1"]), (big, ["--threads", "2"])]
-    runs += [(big, ["--kernels", "torch", "--chunk", "5"]), (EXAMPLE, ["--threads", "2"])]
+    runs += [(big, ["--kernels", "torch"]), (EXAMPLE, ["--threads", "2"])]
     if not native.available():
         runs = runs[2:]
     procs = [

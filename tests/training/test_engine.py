@@ -1,5 +1,5 @@
 """Engine: fast step == traced step == scalar reference; bit-identical across processes,
-threads, kernels and chunking; it learns the digits task."""
+threads and kernels; it learns the digits task."""
 
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ def tiny_spec(widths=(6, 5, 4, 3), batch=3, name="synthetic/n=40,f=6,c=3,seed=2"
     return S.parse_spec(obj), ds
 
 
-KERNEL_CFGS = [EngineConfig("torch"), EngineConfig("torch", 2, 2)]
+KERNEL_CFGS = [EngineConfig("torch"), EngineConfig("torch", 2)]
 if native.available():
     KERNEL_CFGS += [EngineConfig("native"), EngineConfig("native", 2)]
 
 
-@pytest.mark.parametrize("cfg", KERNEL_CFGS, ids=lambda c: f"{c.kernels}-t{c.threads}-c{c.chunk}")
+@pytest.mark.parametrize("cfg", KERNEL_CFGS, ids=lambda c: f"{c.kernels}-t{c.threads}")
 def test_traced_step_matches_scalar_reference(cfg):
     sp, ds = tiny_spec()
     eng = Engine(sp, ds, cfg)
@@ -114,7 +114,7 @@ def test_trace_commitments():
 
 
 def test_bit_exact_across_processes_threads_and_kernels(tmp_path):
-    """Separate processes, 1 vs 2 threads, C kernels vs portable torch ops (chunked): byte-
+    """Separate processes, 1 vs 2 threads, C kernels vs portable torch ops: byte-
     identical roots at every checkpoint. The model is big enough (64 x 600 per layer, batch 64)
     that the C matmul really splits across threads and torch's elementwise ops go parallel."""
     sp, _ = tiny_spec(
@@ -123,7 +123,7 @@ def test_bit_exact_across_processes_threads_and_kernels(tmp_path):
     spec_file = tmp_path / "spec.json"
     spec_file.write_bytes(sp.canonical_bytes())
     base = ["train", "--spec", str(spec_file), "--steps", "12", "--every", "3", "--json"]
-    variants = [["--threads", "1"], ["--threads", "2"], ["--kernels", "torch", "--chunk", "5"]]
+    variants = [["--threads", "1"], ["--threads", "2"], ["--kernels", "torch"]]
     if native.available():
         variants += [["--threads", "2", "--kernels", "native"]]
     procs = [  # run concurrently: most of each run is interpreter and torch start-up

@@ -200,6 +200,16 @@ def test_native_matmul_equals_torch_path(m, n, k, seed, ta, tb, threads):
     assert_bits_equal(ops.matmul_nt(a, b, chunk=7), want)
 
 
+def test_registry_portable_matmul_nt_slices_large_outputs_without_changing_a_bit():
+    """Over 64 Ki output floats the registry's portable matmul_nt runs in row slices (34 of 40
+    rows here, then 6): the same bits as one whole run, and as the scalar reference."""
+    g = torch.Generator().manual_seed(7)
+    a, b = torch.randn(40, 5, generator=g), torch.randn(1900, 5, generator=g)
+    got = OPS["matmul_nt"].torch([a, b], None)
+    assert_bits_equal(got, ops.matmul_nt(a, b))
+    assert_bits_equal(got, torch.from_numpy(R.matmul_nt(a.numpy(), b.numpy())))
+
+
 @needs_native
 def test_native_matmul_threads_large():
     g = torch.Generator().manual_seed(5)
