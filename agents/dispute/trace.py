@@ -1,8 +1,8 @@
 """A party's account of a claim: states, op traces and the roots it commits, step by step.
 
 `Computation` replays a claim "from S_{t0}, `steps` steps with checkpoints every `interval`"
-with the engine's own graph and op functions (`Engine._op`), so an honest computation is the
-engine's `trace_step` bit for bit (tested). A cheating party's account (tests, demos, --cheat)
+with the engine's own `trace_step` (the step graph run by run_graph), so an honest computation
+is the engine's bit for bit. A cheating party's account (tests, demos, --cheat)
 is agents/adversaries/faults.py's `FaultyComputation`, which overrides the steps it lies about.
 """
 
@@ -92,16 +92,7 @@ class Computation:
         return x
 
     def _run(self, st: State, t: int) -> tuple[State, list[torch.Tensor]]:
-        eng = self.engine
-        env: dict[str, torch.Tensor] = dict(st)
-        env["X"], env["Y"], env["idx"] = eng.x, eng.y, eng.batch(t)
-        trace = []
-        for node in self.graph.nodes:
-            out = eng._op(node.index, [env[r] for r in node.inputs])
-            env[node.name] = out
-            trace.append(out)
-        nxt = {name: env[n].contiguous() for name, n in self.graph.next_state.items()}
-        return nxt, trace
+        return self.engine.trace_step(st, t)
 
     def _keep(self, t: int, st: State) -> None:
         """Keep S_t as the most recently used state under the budget (which may evict other
