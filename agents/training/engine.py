@@ -15,16 +15,20 @@ from typing import Protocol
 
 import torch
 
-from agents.training import float32 as F
 from agents.training import native
-from agents.training.graph import StepGraph, build_step_graph, registry_nodes, step_ir
-from agents.training.registry import Node, TritonUnavailable, run_node, triton_problem
+from agents.training.graph import (
+    StepGraph,
+    build_step_graph,
+    forward_ir,
+    registry_nodes,
+    step_ir,
+)
+from agents.training.ir import Graph
+from agents.training.registry import TritonUnavailable, run_node, triton_problem
 from agents.training.run import RunConfig, run_graph
 from agents.training.schedule import batch_indices
 from agents.training.spec import JobSpec, JobSpecError
-from agents.training.state import State, init_state, state_root
-
-KERNELS = ("native", "torch", "triton")
+from agents.training.state import State, init_state, param_names, state_root
 
 
 class Dataset(Protocol):
@@ -55,8 +59,7 @@ class EngineConfig:
 
 class Engine:
     def __init__(self, spec: JobSpec, data: Dataset, cfg: EngineConfig = EngineConfig()):
-        if cfg.kernels not in KERNELS:
-            raise ValueError(f"kernels must be one of {KERNELS}, got {cfg.kernels!r}")
+        RunConfig(cfg.kernels)  # refuses an unknown kernel choice
         if cfg.kernels == "native" and (cfg.device != "cpu" or not native.available()):
             cfg = EngineConfig("torch", cfg.threads, cfg.device)
         if data.features != spec.widths[0]:
@@ -67,9 +70,6 @@ class Engine:
             raise JobSpecError(
                 "model.widths", f"last width must cover the dataset's {data.classes} classes"
             )
-        torch.set_num_threads(max(1, cfg.threads))
-        torch.set_flush_denormal(False)
-        F.check_no_flush_denormal()
         self.spec, self.data, self.cfg = spec, data, cfg
         self.graph: StepGraph = build_step_graph(spec.widths, spec.batch)
         dev = cfg.device
@@ -81,6 +81,7 @@ class Engine:
         # The graph's Y is i32: an i32 copy of the labels, made once. A dataset fetched as read
         # (a packed split) fills its labels lazily: each step copies its batch's labels in.
         self.y32 = self.y.to(torch.int32)
+        self._forward: dict[int, Graph] = {}  # the forward graph, by the number of rows
         if cfg.kernels == "triton" and (problem := triton_problem(cfg.device)):
             raise TritonUnavailable(problem)
 
@@ -93,13 +94,10 @@ class Engine:
         return torch.from_numpy(idx.reshape(1, -1)).to(self.cfg.device)
 
     def _op(self, index: int, a: list[torch.Tensor]) -> torch.Tensor:
-        """Node `index`'s output from its inputs, with the registry's kernel of its operator."""
-        return self._kernel(self._nodes[index], a)
-
-    def _kernel(self, n: Node, a: list[torch.Tensor]) -> torch.Tensor:
-        cfg = self.cfg
-        native_ok = cfg.kernels == "native"
-        return run_node(n, a, native_ok, cfg.device, max(1, cfg.threads), cfg.kernels == "triton")
+        """Node `index`'s output from its inputs, with the registry's kernel of its operator
+        (what a party that runs the step node by node calls: agents/adversaries/faults.py)."""
+        c, n = self._run_cfg, self._nodes[index]
+        return run_node(n, a, c.kernels == "native", c.device, c.threads, c.kernels == "triton")
 
     def _run(self, st: State, t: int, keep: bool) -> tuple[State, list[torch.Tensor]]:
         idx = self.batch(t)
@@ -143,15 +141,10 @@ class Engine:
 
     def predict(self, st: State, x: torch.Tensor) -> torch.Tensor:
         """Class predictions with the protocol forward ops (first maximum on ties)."""
-        a = x.to(self.cfg.device)
-        L = len(self.spec.widths) - 1
-        op = {k: Node(k, (), (), (), "f32") for k in ("matmul_nt", "add_row", "relu")}
-        for i in range(L):
-            a = self._kernel(op["matmul_nt"], [a, st[f"w{i}"]])
-            a = self._kernel(op["add_row"], [a, st[f"b{i}"]])
-            if i < L - 1:
-                a = self._kernel(op["relu"], [a])
-        return torch.argmax(a, dim=1)
+        rows, widths = int(x.shape[0]), self.spec.widths
+        g = self._forward.get(rows) or self._forward.setdefault(rows, forward_ir(widths, rows))
+        params = [st[k] for k in param_names(widths)]
+        return torch.argmax(run_graph(g, params + [x], self._run_cfg)[0]["logits"], dim=1)
 
     def accuracy(self, st: State, data: Dataset) -> float:
         pred = self.predict(st, data.x).cpu()

@@ -134,6 +134,25 @@ def step_ir(g: StepGraph, nodes: tuple[registry.Node, ...], n: int, features: in
     return Graph(tuple(ins), out, outputs)
 
 
+def forward_ir(widths: tuple[int, ...], rows: int) -> Graph:
+    """The version-1/2 forward pass in the one graph form: inputs the parameters in protocol
+    order (w0, b0, w1, ...), then x (rows, F) f32; output the logits (the step's forward ops)."""
+    ins = [Value(k, param_shape(widths, k), "f32") for k in param_names(widths)]
+    ins.append(Value("x", (rows, widths[0]), "f32"))
+    nodes: list[registry.Node] = []
+
+    def add(op: str, inputs: tuple[int, ...], width: int) -> int:
+        nodes.append(registry.Node(op, inputs, (), (rows, width), "f32"))
+        return len(ins) + len(nodes) - 1
+
+    a, L = len(ins) - 1, len(widths) - 1
+    for i in range(L):
+        a = add("add_row", (add("matmul_nt", (a, 2 * i), widths[i + 1]), 2 * i + 1), widths[i + 1])
+        if i < L - 1:
+            a = add("relu", (a,), widths[i + 1])
+    return Graph(tuple(ins), tuple(nodes), (("logits", a),))
+
+
 def reference_step(g: StepGraph, nodes, state: dict, X, Y, idx) -> tuple[dict, list]:
     """Scalar reference of one whole version-1 step: each node (`nodes`: registry_nodes(g, ..))
     by its operator's whole-tensor reference (reference.py). Returns (S_{t+1}, trace) like
