@@ -20,7 +20,6 @@ from agents.training.graph import (
     StepGraph,
     build_step_graph,
     forward_ir,
-    registry_nodes,
     step_ir,
 )
 from agents.training.ir import Graph
@@ -75,8 +74,7 @@ class Engine:
         dev = cfg.device
         self.x = data.x.to(dev)
         self.y = data.y.to(dev)
-        self._nodes = registry_nodes(self.graph, spec.lr_bits, spec.momentum_bits)
-        self.ir = step_ir(self.graph, self._nodes, data.n, data.features)
+        self.ir = step_ir(self.graph, spec.lr_bits, spec.momentum_bits, data.n, data.features)
         self._run_cfg = RunConfig(cfg.kernels, max(1, cfg.threads), dev)
         # The graph's Y is i32: an i32 copy of the labels, made once. A dataset fetched as read
         # (a packed split) fills its labels lazily: each step copies its batch's labels in.
@@ -96,7 +94,7 @@ class Engine:
     def _op(self, index: int, a: list[torch.Tensor]) -> torch.Tensor:
         """Node `index`'s output from its inputs, with the registry's kernel of its operator
         (what a party that runs the step node by node calls: agents/adversaries/faults.py)."""
-        c, n = self._run_cfg, self._nodes[index]
+        c, n = self._run_cfg, self.ir.nodes[index]
         return run_node(n, a, c.kernels == "native", c.device, c.threads, c.kernels == "triton")
 
     def _run(self, st: State, t: int, keep: bool) -> tuple[State, list[torch.Tensor]]:

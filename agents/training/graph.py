@@ -10,7 +10,7 @@ build the same list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -111,25 +111,20 @@ def build_step_graph(widths: tuple[int, ...], batch: int) -> StepGraph:
     return StepGraph(tuple(widths), batch, tuple(nodes), nxt, loss)
 
 
-def registry_nodes(g: StepGraph, lr_bits: int, momentum_bits: int) -> tuple[registry.Node, ...]:
-    """The step's nodes as the operator registry runs them: an update's hyper-parameter is its
-    attribute (momentum's mu, sgd's lr: the `param` its descriptor carries on chain)."""
-    hyper = {"momentum": (momentum_bits,), "sgd": (lr_bits,)}
-    return tuple(registry.Node(n.op, (), hyper.get(n.op, ()), n.shape, n.dtype) for n in g.nodes)
-
-
-def step_ir(g: StepGraph, nodes: tuple[registry.Node, ...], n: int, features: int) -> Graph:
+def step_ir(g: StepGraph, lr_bits: int, momentum_bits: int, n: int, features: int) -> Graph:
     """The version-1/2 step in the one graph form that run_graph runs: inputs the state tensors
     in protocol order, then X (N, F) f32, Y (1, N) i32 and idx (1, B) i32; nodes one-to-one with
-    `g`'s (`nodes`: registry_nodes(g, ..)), labels as i32; outputs S_{t+1}, then the loss."""
+    `g`'s, labels as i32, an update's hyper-parameter its attribute (momentum's mu, sgd's lr:
+    the `param` its descriptor carries on chain); outputs S_{t+1}, then the loss."""
+    hyper = {"momentum": (momentum_bits,), "sgd": (lr_bits,)}
     ins = [Value(k, param_shape(g.widths, k.removeprefix("m.")), "f32")
            for k in state_names(g.widths)]  # fmt: skip
     ins += [Value("X", (n, features), "f32"), Value("Y", (1, n), "i32"),
             Value("idx", (1, g.batch), "i32")]  # fmt: skip
     vid = {v.name: i for i, v in enumerate(ins)} | {m.name: len(ins) + m.index for m in g.nodes}
-    out = tuple(replace(rn, inputs=tuple(vid[r] for r in m.inputs),
-                        dtype="i32" if rn.dtype == "u32" else rn.dtype)
-                for m, rn in zip(g.nodes, nodes, strict=True))  # fmt: skip
+    out = tuple(registry.Node(m.op, tuple(vid[r] for r in m.inputs), hyper.get(m.op, ()), m.shape,
+                              "i32" if m.dtype == "u32" else m.dtype)
+                for m in g.nodes)  # fmt: skip
     outputs = tuple((k, vid[v]) for k, v in g.next_state.items()) + (("loss", vid[g.loss]),)
     return Graph(tuple(ins), out, outputs)
 
@@ -154,7 +149,7 @@ def forward_ir(widths: tuple[int, ...], rows: int) -> Graph:
 
 
 def reference_step(g: StepGraph, nodes, state: dict, X, Y, idx) -> tuple[dict, list]:
-    """Scalar reference of one whole version-1 step: each node (`nodes`: registry_nodes(g, ..))
+    """Scalar reference of one whole version-1 step: each node (`nodes`: step_ir(g, ..).nodes)
     by its operator's whole-tensor reference (reference.py). Returns (S_{t+1}, trace) like
     Engine.trace_step, as numpy arrays."""
     env = {k: np.asarray(v) for k, v in state.items()}

@@ -19,7 +19,7 @@ from agents.model.job import trace_root
 from agents.training import merkle, native
 from agents.training import spec as S
 from agents.training.engine import Engine, EngineConfig
-from agents.training.graph import reference_step, registry_nodes
+from agents.training.graph import reference_step
 from agents.training.state import state_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def test_traced_step_matches_scalar_reference(cfg):
         idx = eng.batch(t).numpy()
         ref_next, ref_trace = reference_step(
             eng.graph,
-            registry_nodes(eng.graph, sp.lr_bits, sp.momentum_bits),
+            eng.ir.nodes,
             {k: v.numpy() for k, v in st.items()},
             ds.x.numpy(),
             ds.y.numpy(),
