@@ -228,8 +228,12 @@ class _Builder:
             v = _view(ins[0], n)
             self.loc[vid] = v if v is not None else _view(self.copy(ins[0]), n)
             return
-        if n.op == "matmul":
-            self.loc[vid] = self.matmul(ins[0], ins[1], n)
+        if n.op == "transpose":  # a version-1 step's: a view, like permute
+            self.loc[vid] = _view(ins[0], Node("permute", (), (1, 0), n.shape, n.dtype))
+            return
+        if n.op in ("matmul", "matmul_nt"):  # matmul_nt(A, B) is matmul(A, B^T), the same sums
+            b = ins[1] if n.op == "matmul" else _view(ins[1], Node("permute", (), (1, 0), (), ""))
+            self.loc[vid] = self.matmul(ins[0], b, n)
             return
         if n.op in _RED:
             x = ins[0]
