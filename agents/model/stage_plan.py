@@ -1,7 +1,7 @@
 """The plan of a pipelined step (PROTOCOL §5.4): the step graph's nodes placed on P stages at
 module boundaries, the segments' order and the boundary tensors between stages. Running it:
 agents/model/stages.py. The functions take the step graph (`agents.training.ir.Graph`) untyped:
-graph.py imports this module to check a decoded bundle's plan.
+bundle.py imports this module to check a decoded bundle's plan.
 
 The step graph stays the one graph a non-pipelined job runs; a pipelined bundle adds a plan:
 which stage holds each state tensor, which stage runs each node, the order of the stages'
