@@ -81,8 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="pipeline: M micro-batches a step (gradients summed in order; the same "
                    "as --accumulate M)")  # fmt: skip
     b.add_argument("--stage-split", metavar="MOD,MOD",
-                   help="pipeline: the first module of each later stage (default: balanced by "
-                   "parameter bytes)")  # fmt: skip
+                   help="pipeline: the first module of each later stage, e.g. blocks.2 or "
+                   "transformer.h.2 (default: balanced by parameter bytes)")  # fmt: skip
     b.add_argument("--solver-memory-mib", type=int, metavar="MIB",
                    help="the most memory a solver declares (NodeRegistry memoryMiB): refuse a "
                    "job none can hold, saying when only a pipeline can")  # fmt: skip

@@ -42,15 +42,29 @@ class StageError(ValueError):
 _CONTAINERS = (nn.ModuleList, nn.Sequential, nn.ModuleDict)
 
 
+def _holds_layers(m: nn.Module) -> bool:
+    """Whether a layer list (a non-empty container) lies below `m`, not inside a list's element:
+    a Hugging Face model's `transformer.h` or `model.layers`."""
+    for child in m.children():
+        if isinstance(child, _CONTAINERS) and len(child):
+            return True
+        if not isinstance(child, _CONTAINERS) and _holds_layers(child):
+            return True
+    return False
+
+
 def split_units(module: nn.Module) -> list[tuple[str, list[str]]]:
     """The modules a pipeline may split between, in definition order, with the parameters each
-    owns: the module's children, containers (ModuleList, Sequential, ModuleDict) opened into
-    their elements, and parameters held directly by the root or a container each on their own.
+    owns: the module's children; containers (ModuleList, Sequential, ModuleDict) opened into
+    their elements, and so is any module holding one below it (a Hugging Face GPT-2's
+    `transformer`: its `wte`, `wpe`, `h.0`, ..., `ln_f`), but never a list's element (a block
+    stays whole); parameters held directly by the root or an opened module each on their own.
     Units without parameters are left out (nothing to hold)."""
     owner = {id(p): n for n, p in module.named_parameters()}  # a tied parameter: first name
     units: list[tuple[str, list[str]]] = []
 
     def walk(m: nn.Module, prefix: str) -> None:
+        in_list = isinstance(m, _CONTAINERS)
         for n, p in m.named_parameters(recurse=False):
             name = prefix + n
             if owner.get(id(p)) == name:
@@ -59,6 +73,9 @@ def split_units(module: nn.Module) -> list[tuple[str, list[str]]]:
             name = prefix + n
             if isinstance(child, _CONTAINERS) and len(child):
                 walk(child, name + ".")
+                continue
+            if not in_list and not isinstance(child, _CONTAINERS) and _holds_layers(child):
+                walk(child, name + ".")  # a model's trunk: open it down to its layers
                 continue
             ps = [name + "." + k for k, p in child.named_parameters()
                   if owner.get(id(p)) == name + "." + k]  # fmt: skip

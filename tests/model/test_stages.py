@@ -7,8 +7,12 @@
 - lowering tags each node with the split unit whose forward made it or whose forward it
   differentiates, without changing the step graph; placed by it, a 2-stage split crosses once
   each way per micro-batch (the activation forward, its gradient back) and a 4-stage split
-  once each way per boundary, plus Adam's two step scalars from stage 0 (a Hugging Face GPT-2
-  as 2 stages too, bit for bit);
+  once each way per boundary, plus Adam's two step scalars from stage 0;
+- a Hugging Face GPT-2 and LLaMA (4 layers, tiny configs, nothing downloaded) split inside their
+  trunks at their layer lists (`transformer.h.k`, `model.layers.k`, a layer never opened) into 2
+  and 4 stages balanced by parameter bytes, cross likewise and end bit for bit in the
+  one-process step; `job build --hf-config ... --stage-split transformer.h.1` cuts there, and
+  a nested name that is no unit is one line, exit 2;
 - the plan travels in the bundle (absent when not pipelined) and a tampered plan is refused;
 - boundary tensors are committed by root and checked by their consumer; replaying each stage
   from committed inputs blames exactly the producer of a wrong tensor or the consumer that used
@@ -143,26 +147,96 @@ def test_each_node_carries_the_module_that_made_it_and_the_graph_is_unchanged(gp
     assert plain.step == b.step and not plain.stages  # the tags change no node
 
 
-def test_a_hugging_face_model_splits_once_each_way_and_runs_bit_for_bit():
-    """The tags follow modules that return Hugging Face output objects (GPT-2's transformer,
-    then its head)."""
+HF_CONFIGS = {  # tiny, built from configs (nothing downloaded); untied heads (a tie couples stages)
+    "gpt2": lambda tf: tf.GPT2Config(vocab_size=VOCAB, n_positions=T, n_embd=32, n_layer=4,
+                                     n_head=2, tie_word_embeddings=False),
+    "llama": lambda tf: tf.LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                                       num_hidden_layers=4, num_attention_heads=4,
+                                       num_key_value_heads=2, max_position_embeddings=T,
+                                       tie_word_embeddings=False),
+}  # fmt: skip
+HF_LAYERS = {"gpt2": "transformer.h", "llama": "model.layers"}
+
+
+@pytest.fixture(scope="module", params=sorted(HF_CONFIGS))
+def hf(request):
     tf = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    cfg = tf.GPT2Config(vocab_size=VOCAB, n_positions=T, n_embd=32, n_layer=2, n_head=2,
-                        tie_word_embeddings=False)  # fmt: skip
-    low = build_bundle(tf.GPT2LMHeadModel(cfg).float(), OPT, BATCH, "lm", (T,), VOCAB,
-                       recipe=Recipe(M), stages=2)  # fmt: skip
+    module = tf.AutoModelForCausalLM.from_config(HF_CONFIGS[request.param](tf)).float()
+    low = build_bundle(module, OPT, BATCH, "lm", (T,), VOCAB, recipe=Recipe(M), stages=2)
+    return request.param, module, low
+
+
+def test_a_hugging_face_models_layer_list_is_opened_into_split_units(hf):
+    name, module, low = hf
+    layers = HF_LAYERS[name]
+    units = [u for u, _ in sp.split_units(module)]
+    trunk = {"gpt2": (["transformer.wte", "transformer.wpe"], ["transformer.ln_f"]),
+             "llama": (["model.embed_tokens"], ["model.norm"])}[name]  # fmt: skip
+    assert units == [*trunk[0], *(f"{layers}.{k}" for k in range(4)), *trunk[1], "lm_head"]
+    # a layer stays whole: its parameters are its unit's
+    assert dict(sp.split_units(module))[f"{layers}.1"] == [
+        n for n, _ in module.named_parameters() if n.startswith(f"{layers}.1.")]  # fmt: skip
+    p = sp.StagePlan.from_obj(low.bundle.stages)
+    assert [u for s in p.modules for u in s] == units
+    assert p.modules[1][0] == f"{layers}.2"  # balanced by parameter bytes: two layers a stage
+
+
+def test_split_units_open_a_nested_layer_list_but_never_a_layer():
+    from torch import nn
+
+    class Block(nn.Module):  # a list inside a layer: the layer stays one unit
+        def __init__(self):
+            super().__init__()
+            self.mlp = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+
+    class Trunk(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(2))
+            self.inner = nn.Module()
+            self.inner.layers = nn.ModuleList([Block(), Block()])
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.trunk, self.plain, self.head = Trunk(), Block(), nn.Linear(2, 2)
+
+    units = sp.split_units(Net())
+    assert [u for u, _ in units] == ["trunk.scale", "trunk.inner.layers.0", "trunk.inner.layers.1",
+                                     "plain.mlp.0", "plain.mlp.1", "head"]  # fmt: skip
+    assert dict(units)["trunk.inner.layers.1"] == [
+        f"trunk.inner.layers.1.mlp.{k}.{w}" for k in (0, 1) for w in ("weight", "bias")
+    ]
+
+
+@pytest.mark.parametrize("P", [2, 4])
+def test_a_hugging_face_model_splits_once_each_way_per_boundary_and_runs_bit_for_bit(hf, P):
+    """The tags follow modules nested in the model's trunk that return Hugging Face output
+    objects (GPT-2's dropout drawing from the step input; LLaMA's rotary tables, public)."""
+    name, module, low = hf
     b = low.bundle
-    p = sp.StagePlan.from_obj(b.stages)
-    assert p.modules == (("transformer",), ("lm_head",))
+    p = _plan(module, b, P)
+    assert all(len(s) >= 1 for s in p.modules) and p.P == P
     crossings = sorted((pr, c) for v, pr, c in p.boundaries if b.step.value(v)[0] != ())
-    assert crossings == [(0, (1,))] * M + [(1, (0,))] * M
-    assert b.step.inputs[-1].name == STEP_INPUT  # GPT-2's dropout draws from the step input
-    pub = _public(b, 0) | {STEP_INPUT: torch.tensor([11, 3, 0], dtype=torch.int32)}
+    forward = [(k, (k + 1,)) for k in range(P - 1)]
+    back = [(k + 1, (k,)) for k in range(P - 1)]
+    assert crossings == sorted((forward + back) * M), name
+    small = [(pr, c) for v, pr, c in p.boundaries if b.step.value(v)[0] == ()]
+    assert small == [(0, tuple(range(1, P)))] * 2  # Adam's two step scalars from stage 0
+    pub = _public(b, 0)
+    if b.step.inputs[-1].name == STEP_INPUT:  # GPT-2's dropout draws from the step input
+        pub |= {STEP_INPUT: torch.tensor([11, 3, 0], dtype=torch.int32)}
     ref, ref_loss = _reference(b, dict(low.state), pub)
     run = stg.run_stages(b.step, p, dict(low.state), pub)
-    assert state_root(run.state) == state_root(ref)
+    assert state_root(run.state) == state_root(ref), (name, P)
     assert run.loss.view(torch.int32).item() == ref_loss.view(torch.int32).item()
+    # each holder holds only its own layers' state
+    for h in run.holders:
+        mine = {u for u in p.modules[h.stage]}
+        for n in h.state:
+            if n.startswith(("p.", "m.", "v.")):
+                assert any(n[2:].startswith(u + ".") or n[2:] == u for u in mine), (n, h.stage)
 
 
 @pytest.mark.parametrize("P", [2, 4])
@@ -337,3 +411,24 @@ def test_bad_stage_flags_are_one_line_exit_2_and_write_nothing(tmp_path, capsys,
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_job_build_splits_a_hugging_face_model_at_a_nested_layer(tmp_path, capsys):
+    import json
+
+    tf = pytest.importorskip("transformers")
+    cfg = tf.GPT2Config(vocab_size=84, n_positions=T, n_embd=32, n_layer=4, n_head=2,
+                        tie_word_embeddings=False)  # fmt: skip
+    cfg.to_json_file(str(tmp_path / "config.json"))
+    args = ["job", "build", "--hf-config", str(tmp_path / "config.json"), *GPT_ARGS[2:],
+            "--stages", "2", "--micro-batches", "2"]  # fmt: skip
+    out = tmp_path / "job.json"
+    assert main([*args, "--stage-split", "transformer.h.9", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "'transformer.h.9' is not a splittable module" in err and err.count("\n") == 1, err
+    assert not out.exists()
+    assert main([*args, "--stage-split", "transformer.h.1", "--out", str(out), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["stage_modules"] == ("transformer.wte,transformer.wpe,transformer.h.0;"
+                                     "transformer.h.1,transformer.h.2,transformer.h.3,"
+                                     "transformer.ln_f,lm_head")  # fmt: skip
