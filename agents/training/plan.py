@@ -35,7 +35,9 @@ ARENA, OUT = 0, 1  # slots 0 and 1; inputs, constants and Python results take th
 # kernels.c's instruction codes
 (PL_EW, PL_MM, PL_RED, PL_COPY, PL_GATHER, PL_SCATTER, PL_ROWS, PL_ROWS_ADD,
  PL_UNIFORM) = range(1, 10)  # fmt: skip
-_RED = {"sum_last": (0, 2), "max_last": (1, 3), "argmax_last": (4, 5)}  # f32, i32 operand
+# f32, i32 operand; a version-1 row_sum / row_max is sum_last / max_last as a (1, M) row
+_RED = {"sum_last": (0, 2), "max_last": (1, 3), "argmax_last": (4, 5), "row_sum": (0, 2),
+        "row_max": (1, 3)}  # fmt: skip
 MAX_DIMS = 8  # kernels.c's PL_MAXDIM and EW_MAXDIM
 _OP_OF = {"scatter": "scatter_value", "rows": "index_rows", "rows_add": "index_add_rows"}
 _DT = {"f32": torch.float32, "i32": torch.int32}
@@ -442,10 +444,102 @@ def _allocate(bufs: list[_Buf]) -> tuple[int, int]:
     return top, out_size
 
 
+def _f32_bits(x: float) -> int:
+    return int(np.array(x, dtype=np.float32).view(np.uint32))
+
+
+def general_form(g: Graph) -> Graph:
+    """`g` with each version-1 element-wise, gather and loss node spelled in general operators
+    the plan compiles (fused programs, gathers, views), so a version-1 step runs in C like a
+    version-3 one. The same IEEE operations on the same input words in the same order as the
+    version-1 kernels (agents/training/ops.py), so the outputs are theirs bit for bit; the
+    nodes in between are the plan's own (never a trace: the interpreter runs traces)."""
+    if not any(n.op in _GENERAL for n in g.nodes):
+        return g
+    base = len(g.inputs)
+    nodes: list[Node] = []
+    new = list(range(base))  # old value id -> new value id
+
+    def add(op: str, ins: tuple[int, ...], shape, dtype: str = "f32", attrs=()) -> int:
+        nodes.append(Node(op, tuple(ins), tuple(attrs), tuple(shape), dtype))
+        return base + len(nodes) - 1
+
+    def const(word: int) -> int:  # an f32 scalar by its bits: the programs broadcast it
+        return add("const", (), (), "f32", (word & 0xFFFFFFFF,))
+
+    for n in g.nodes:
+        a = [new[v] for v in n.inputs]
+        spell = _GENERAL.get(n.op)
+        if spell is None:
+            new.append(add(n.op, a, n.shape, n.dtype, n.attrs))
+            continue
+        new.append(spell(n, a, add, const, [_shape(g, v) for v in n.inputs]))
+    return Graph(g.inputs, tuple(nodes), tuple((k, new[v]) for k, v in g.outputs))
+
+
+def _shape(g: Graph, vid: int) -> tuple[int, ...]:
+    return tuple(g.value(vid)[0])
+
+
+def _col(a: int, s, add) -> int:
+    """A (1, M) row read as an (M, 1) column (a view)."""
+    return add("reshape", (a,), (s[1], 1))
+
+
+def _xent_grad(n, a, add, const, s) -> int:
+    # a label outside the classes gives no 1 here: nll, earlier in every version-1 step, gathers
+    # with the same labels and stops the step with an index error first
+    B, C = s[0]
+    y = add("reshape", (a[1],), (B, 1), "i32")
+    classes = add("const", (), (1, C), "i32", tuple(range(C)))
+    hot = add("cast_f32", (add("eq", (y, classes), (B, C), "i32"),), (B, C))
+    return add("div", (add("sub", (a[0], hot), (B, C)), const(_f32_bits(B))), (B, C))
+
+
+def _nll(n, a, add, const, s) -> int:
+    B = s[1][0]
+    y = add("reshape", (a[2],), (B, 1), "i32")
+    picked = add("reshape", (add("gather", (a[1], y), (B, 1), "f32", (1,)),), (1, B))
+    return add("sub", (a[0], picked), (1, B))
+
+
+def _relu_bwd(n, a, add, const, s) -> int:
+    g, x = a
+    pos = add("gt", (x, const(0)), n.shape, "i32")
+    return add("where", (pos, g, add("relu", (x,), n.shape)), n.shape)
+
+
+# version-1 operator -> its general spelling (ops.py's kernel, operation for operation)
+_GENERAL = {
+    "add_row": lambda n, a, add, c, s: add("add", (a[0], a[1]), n.shape),
+    "sub_col": lambda n, a, add, c, s: add("sub", (a[0], _col(a[1], s[1], add)), n.shape),
+    "div_col": lambda n, a, add, c, s: add("div", (a[0], _col(a[1], s[1], add)), n.shape),
+    "relu_bwd": _relu_bwd,
+    "momentum": lambda n, a, add, c, s: add(
+        "add", (add("mul", (c(n.attrs[0]), a[0]), n.shape), a[1]), n.shape
+    ),
+    "sgd": lambda n, a, add, c, s: add(
+        "sub", (a[0], add("mul", (c(n.attrs[0]), a[1]), n.shape)), n.shape
+    ),
+    "mean": lambda n, a, add, c, s: add(
+        "div",
+        (add("reshape", (add("sum_last", (a[0],), (1,)),), (1, 1)), c(_f32_bits(s[0][1]))),
+        (1, 1),
+    ),
+    "gather_rows": lambda n, a, add, c, s: add(
+        "index_rows", (a[0], add("reshape", (a[1],), (s[1][1],), "i32")), n.shape
+    ),
+    "gather_labels": lambda n, a, add, c, s: add("gather", (a[0], a[1]), n.shape, "i32", (1,)),
+    "nll": _nll,
+    "xent_grad": _xent_grad,
+}
+
+
 def build(g: Graph) -> Plan:
     """Compile `g` (raises NotPlannable for what a plan does not express)."""
     if any(0 in v.shape for v in g.inputs) or any(0 in n.shape for n in g.nodes):
         raise NotPlannable("a value with no elements")
+    g = general_form(g)
     bld = _Builder(g)
     in_slots = []
     for vid, v in enumerate(g.inputs):

@@ -111,8 +111,22 @@ def _random_stream():
     return g, [torch.from_numpy(words.copy())]
 
 
+def _version_1_step():
+    """A version-1 step (graph.step_ir): its element-wise, row, gather and loss nodes run as the
+    plan's general operators (plan.general_form). Momenta with NaN, infinities and signed
+    zeros; zero pre-activations; repeated batch rows; a momentum and learning rate with odd bits."""
+    from agents.training.graph import build_step_graph, step_ir
+
+    g = step_ir(build_step_graph((5, 7, 4), 6), 0x3D4CCCCD, 0x3F666667, 9, 5)
+    # a NaN in a parameter or a batch row reaches every gradient: the specials go in momenta
+    state = [_f32(v.shape, 20 + k, v.name.startswith("m.")) for k, v in enumerate(g.inputs[:-3])]
+    state[0][0], state[1][0, 0] = 0.0, -0.0  # a hidden unit's pre-activation is 0: relu_bwd's edge
+    idx = torch.tensor([[8, 0, 3, 3, 5, 1]], dtype=torch.int32)
+    return g, [*state, _f32((9, 5), 30, False), _i32((1, 9), 31, 4), idx]
+
+
 CASES = {"views": _views_and_copies, "indexing": _indexing, "reductions": _reductions_and_i32,
-         "matmul": _matmuls, "random": _random_stream}  # fmt: skip
+         "matmul": _matmuls, "random": _random_stream, "version_1": _version_1_step}  # fmt: skip
 
 
 def _words(t: torch.Tensor, canonical: bool) -> np.ndarray:
@@ -165,6 +179,17 @@ def test_an_index_outside_its_axis_is_an_error_not_a_read(bad):
         P.build(g).run([w, ids, lab], 1)
 
 
+@pytest.mark.parametrize("label", [4, -1])
+def test_a_version_1_label_outside_the_classes_is_an_error(label):
+    g, inputs = _version_1_step()
+    inputs[-2] = inputs[-2].clone()
+    inputs[-2][0, 3] = label  # a batch row's label; the last layer has 4 classes
+    with pytest.raises((IndexError, RuntimeError)):
+        run_graph(g, inputs, RunConfig("native"), keep_trace=True)
+    with pytest.raises(IndexError):
+        P.build(g).run(inputs, 1)
+
+
 def test_the_random_stream_in_c_is_the_registrys_scalar_reference():
     from agents.training.registry import uniform_word
 
@@ -192,6 +217,13 @@ def _no_overlap(plan: P.Plan) -> None:
 def test_arena_blocks_live_together_never_overlap():
     for make in CASES.values():
         _no_overlap(P.build(make()[0]))
+
+
+def test_a_version_1_step_and_forward_compile_to_c_instructions_only():
+    from agents.training.graph import forward_ir
+
+    for g in (_version_1_step()[0], forward_ir((5, 7, 4), 3)):
+        assert [s[0] for s in P.build(g).segments] == ["c"]
 
 
 def test_a_graph_with_an_empty_value_runs_on_the_interpreter():
