@@ -100,6 +100,8 @@ class Plan:
     arena_views: dict  # Loc -> a tensor view of the arena (Python operators' arena inputs)
     step_slots: tuple[int, ...] = ()  # inputs' and Python results' slots: let go after a run
     in_dtypes: tuple[torch.dtype, ...] = ()
+    # per output: (name, loc, f32, (shape, strides, offset) in the output buffer, or ())
+    out_views: tuple = ()
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _addr(self, loc: Loc) -> tuple[int, int]:
@@ -147,7 +149,11 @@ class Plan:
                     res = res.clone()
                 st[slot] = res
                 slots[slot] = res.data_ptr()
-            outs = {name: self.tensor(loc) for name, loc in self.outputs}
+            as_f32 = out.view(torch.float32)
+            outs = {
+                name: (as_f32 if f32 else out).as_strided(*where) if where else self.tensor(loc)
+                for name, loc, f32, where in self.out_views
+            }  # fmt: skip
             for s in self.step_slots:  # the caller's inputs and this run's results: let go
                 st[s] = None
             return outs
@@ -590,6 +596,11 @@ def build(g: Graph) -> Plan:
     plan = Plan(g, np.array(words, dtype=np.int64), segments, slots, slot_tensors, in_slots,
                 out_size, outputs, bufs, {}, step_slots,
                 tuple(_DT[v.dtype] for v in g.inputs))  # fmt: skip
+    plan.out_views = tuple(
+        (name, loc, loc.dtype == "f32",
+         (loc.shape, loc.strides, bufs[loc.buf].off + loc.off) if bufs[loc.buf].slot == OUT else ())
+        for name, loc in outputs
+    )  # fmt: skip
     for seg in segments:  # the Python operators' arena inputs: views made once
         if seg[0] == "py":
             for loc in seg[2]:
