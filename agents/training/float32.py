@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 CANONICAL_NAN = 0x7FC00000
+_TINY, _ONE = np.float32(1.0e-45), np.float32(1.0)  # the smallest subnormal
 MIN_NORMAL_BITS = 0x00800000
 
 
@@ -51,8 +52,10 @@ def tensor_bits(t: torch.Tensor) -> np.ndarray:
 
 def check_no_flush_denormal() -> None:
     """Subnormals must survive (PROTOCOL §1); fail loudly if FTZ/DAZ is on in this process."""
-    tiny = torch.tensor([1.0e-45], dtype=torch.float32)  # the smallest subnormal
-    if (tiny * 1.0).view(torch.int32).item() != 1 or (tiny + tiny).view(torch.int32).item() != 2:
+    # binary32 scalar arithmetic in this thread, under the same FTZ/DAZ control word as torch's
+    # and the C kernels' (torch.set_flush_denormal sets it): every run_graph call checks
+    tiny = _TINY
+    if (tiny * _ONE).view(np.int32) != 1 or (tiny + tiny).view(np.int32) != 2:
         raise RuntimeError("subnormals are flushed to zero (torch.set_flush_denormal is on)")
 
 
