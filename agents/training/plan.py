@@ -493,8 +493,9 @@ def _col(a: int, s, add) -> int:
 
 
 def _xent_grad(n, a, add, const, s) -> int:
-    # a label outside the classes gives no 1 here: nll, earlier in every version-1 step, gathers
-    # with the same labels and stops the step with an index error first
+    # a label outside the classes gives no 1 here: version-1 operators are in version-1 steps
+    # only (registry.check_node), where nll gathers at the same labels first and stops the step
+    # with an index error (test_plan's label test)
     B, C = s[0]
     y = add("reshape", (a[1],), (B, 1), "i32")
     classes = add("const", (), (1, C), "i32", tuple(range(C)))
