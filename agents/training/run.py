@@ -133,17 +133,18 @@ def run_graph(
     use_gpu = cfg.kernels == "triton"
     if use_gpu and (problem := triton_problem(cfg.device)):
         raise TritonUnavailable(problem)
-    vals: dict[int, torch.Tensor] = {}
-    for i, (spec, t) in enumerate(zip(g.inputs, inputs, strict=True)):
+    for spec, t in zip(g.inputs, inputs, strict=True):
         if tuple(t.shape) != spec.shape:
             raise ValueError(f"input {spec.name} has shape {tuple(t.shape)}, graph says "
                              f"{spec.shape}")  # fmt: skip
-        want = torch.float32 if spec.dtype == "f32" else torch.int32
-        vals[i] = t.to(cfg.device, want).contiguous()
     base = len(g.inputs)
     fused = use_native and native.available()
     if fused and not keep_trace and (compiled := _compiled(g)) is not None:
-        return compiled.run([vals[i] for i in range(base)], cfg.threads), []
+        return compiled.run(list(inputs), cfg.threads), []  # it makes them CPU, contiguous, typed
+    vals: dict[int, torch.Tensor] = {}
+    for i, (spec, t) in enumerate(zip(g.inputs, inputs, strict=True)):
+        want = torch.float32 if spec.dtype == "f32" else torch.int32
+        vals[i] = t.to(cfg.device, want).contiguous()
     plan = _plan(g, cfg.device, fused, keep_trace)
     consts = plan.consts
     views = _VIEWS if fused and not keep_trace else {}
