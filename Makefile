@@ -147,10 +147,12 @@ bench: $(ABI_STAMP)
 # verifier drawn to twenty units behind never-answering blob servers (about 5 min; alone:
 # `--only hanging`); writes bench/results/reliability.json. `make test` runs a sample
 # (tests/reliability/). Then seeded
-# kill -9 trials of a decomposed job's aggregator (bench/results/aggregator_crash.json).
+# kill -9 trials of a decomposed job's aggregator (bench/results/aggregator_crash.json), and of
+# a version-3 char GPT job's aggregator and a solver mid-unit (bench/results/decomposed_faults.json).
 reliability: $(ABI_STAMP)
 	$(PY) -m bench.reliability_bench
 	$(PY) -m bench.aggregator_crash_bench
+	$(PY) -m bench.decomposed_faults_bench
 
 fuzz: $(ABI_STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m tools.run_tests --provider $(PROVIDER)

@@ -16,7 +16,7 @@ BENCH_DIR = Path("bench")
 #: Benchmarks run only when named: those with a target of their own (`make reliability`), and
 #: the pipeline's network bench, which needs root for its network namespaces (`sudo
 #: .venv/bin/python -m tools.run_bench pipeline`).
-OWN_TARGET = {"reliability", "aggregator_crash", "pipeline"}
+OWN_TARGET = {"reliability", "aggregator_crash", "decomposed_faults", "pipeline"}
 
 
 def main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from bench import aggregator_crash_bench as ab
+from bench import decomposed_faults_bench as dfb
 from bench import reliability_bench as rb
 from tools.faultproxy import FaultProxy, FaultRates
 
@@ -112,4 +113,15 @@ def test_aggregator_trials_kill_it_at_every_point_of_a_decomposed_job():
     assert [p.row() for p in plans] == [p.row() for p in ab.plans(ab.FULL, SEED)]
     assert {p.point for p in plans if p.dispute} == set(ab.DISPUTE)
     assert all(0 <= p.delay_s <= ab.MAX_DELAY_S.get(p.point, 2.0) for p in plans)
+    assert all(0.5 <= p.down_s <= 3.0 for p in plans)
+
+
+def test_decomposed_trials_kill_the_aggregator_and_a_solver_of_a_version_3_job():
+    """The version-3 trials (bench/decomposed_faults_bench.py, run by `make reliability`) kill
+    the aggregator mid-aggregation and after its commit and a solver mid-unit, seeded."""
+    plans = [dfb.plan(SEED + i, i) for i in range(2 * len(dfb.POINTS))]
+    assert [p.point for p in plans] == list(dfb.POINTS) * 2
+    assert [p.row() for p in plans] == [dfb.plan(SEED + i, i).row() for i in range(len(plans))]
+    assert {p.target.name for p in plans} == {"aggregator", "solver-0"}
+    assert all(0 <= p.delay_s <= dfb.MAX_DELAY_S[p.point] for p in plans)
     assert all(0.5 <= p.down_s <= 3.0 for p in plans)
