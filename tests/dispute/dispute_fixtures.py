@@ -59,6 +59,23 @@ def advance(chain):
     return _advance
 
 
+def rpc_advance(dep: Deployment):
+    """Time travel on a game deployed on an Anvil of its own (not ape's chain): raw RPC."""
+
+    def go(seconds: int) -> None:
+        dep.w3.provider.make_request("evm_increaseTime", [int(seconds)])
+        dep.w3.provider.make_request("evm_mine", [])
+
+    return go
+
+
+class JobHandle:
+    """What the harness's open_game reads of a job: its spec, dataset and graph."""
+
+    def __init__(self, job: Any, jg: Any) -> None:
+        self.spec, self.data, self.jg = job.spec, job.data, jg
+
+
 # -- asserting a custom error -------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ under `make fuzz` (HYPOTHESIS_PROFILE=fuzz)."""
 from __future__ import annotations
 
 import pytest
-from dispute_fixtures import ape_artifacts, examples
+from dispute_fixtures import ape_artifacts, examples, rpc_advance
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -34,14 +34,6 @@ ROUNDS, SHARDS = 3, 4
 def dep(project):
     with local_anvil(AnvilConfig()) as url:
         yield deploy_game(connect(url), ape_artifacts(project))
-
-
-def _advance(dep):
-    def go(seconds: int) -> None:
-        dep.w3.provider.make_request("evm_increaseTime", [int(seconds)])
-        dep.w3.provider.make_request("evm_mine", [])
-
-    return go
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +168,7 @@ def _cheat_loses(dep, rounds, r, pick, element, bit, outputs):
     try:
         gid = _open(dep, jg, cheat, honest)
         rec = run_game(gid, (Defender(cheat, jg), dep.defender),
-                       (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
+                       (Challenger(honest, jg), dep.challenger), rpc_advance(dep))  # fmt: skip
     finally:
         _revert(dep, sid)
     assert rec.winner == Side.CHALLENGER and not rec.by_timeout, (fault, rec)
@@ -221,7 +213,7 @@ def _honest_wins(dep, rounds, r, outer, pick, element, forge, aimed, seed):
     try:
         gid = _open(dep, jg, honest, honest)
         rec = run_game(gid, (Defender(honest, jg), dep.defender), (liar, dep.challenger),
-                       _advance(dep))  # fmt: skip
+                       rpc_advance(dep))  # fmt: skip
     finally:
         _revert(dep, sid)
     assert rec.winner == Side.DEFENDER, (r, node, at, forge, rec)

@@ -13,7 +13,15 @@ import random
 from pathlib import Path
 
 import pytest
-from dispute_fixtures import MODEL_JOBS, ape_artifacts, build_model_job, examples, open_game
+from dispute_fixtures import (
+    MODEL_JOBS,
+    JobHandle,
+    ape_artifacts,
+    build_model_job,
+    examples,
+    open_game,
+    rpc_advance,
+)
 
 from agents.adversaries.faults import Fault, FaultyModelComputation
 from agents.adversaries.liars import LyingChallenger, ProducerLiar, model_element_cheats
@@ -45,21 +53,6 @@ def fresh(v3dep):
     v3dep.w3.provider.make_request("evm_revert", [sid])
 
 
-def _advance(dep):
-    def go(seconds: int) -> None:
-        dep.w3.provider.make_request("evm_increaseTime", [int(seconds)])
-        dep.w3.provider.make_request("evm_mine", [])
-
-    return go
-
-
-class _Handle:
-    """What the harness's open_game reads of a job: its spec, dataset and graph."""
-
-    def __init__(self, job, jg):
-        self.spec, self.data, self.jg = job.spec, job.data, jg
-
-
 @pytest.fixture(scope="module", params=sorted(MODEL_JOBS))
 def model(request, tmp_path_factory):
     job, st = build_model_job(tmp_path_factory.mktemp(request.param), request.param, STEPS, EVERY)
@@ -72,14 +65,14 @@ def model(request, tmp_path_factory):
 def test_a_cheat_at_any_operator_loses_to_the_honest_challenger(fresh, model):
     dep = fresh
     name, job, jg, st, honest = model
-    handle = _Handle(job, jg)
+    handle = JobHandle(job, jg)
     won = set()
     cheats = model_element_cheats(job, jg, st, honest, STEPS, EVERY, examples(50), len(name))
     assert len(cheats) == examples(50), (name, len(cheats))
     for op, fault, cheat in cheats:
         gid = open_game(dep, handle, cheat, honest)
         rec = run_game(gid, (Defender(cheat, jg), dep.defender),
-                       (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
+                       (Challenger(honest, jg), dep.challenger), rpc_advance(dep))  # fmt: skip
         assert rec.winner == Side.CHALLENGER and not rec.by_timeout, (name, op, fault, rec)
         # both traces (314 and 1,204 nodes) are walked, and no move costs more than 500k gas
         assert Phase.PICK_TRACE_SUBTREE in rec.phases and "postTrace" not in dict(rec.moves)
@@ -101,9 +94,9 @@ def test_a_producer_root_not_in_the_trace_loses(fresh, model):
         job, jg, st, STEPS, EVERY, fault=Fault("element", 1, node, 0, 1 << 22)
     )
     assert cheat.final_root() != honest.final_root()
-    gid = open_game(dep, _Handle(job, jg), cheat, honest)
+    gid = open_game(dep, JobHandle(job, jg), cheat, honest)
     rec = run_game(gid, (ProducerLiar(cheat, jg, traced=honest), dep.defender),
-                   (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
+                   (Challenger(honest, jg), dep.challenger), rpc_advance(dep))  # fmt: skip
     assert rec.winner == Side.CHALLENGER and not rec.by_timeout, (name, rec)
     assert rec.moves[-1][0] == "proveProducer", rec.moves
     if len(jg.config.state_names) > 64:  # S_{t+1}'s list is walked, not posted whole
@@ -115,12 +108,12 @@ def test_a_producer_root_not_in_the_trace_loses(fresh, model):
 def test_an_honest_defender_beats_a_lying_challenger(fresh, model, forge):
     dep = fresh
     name, job, jg, st, honest = model
-    handle = _Handle(job, jg)
+    handle = JobHandle(job, jg)
     for seed in range(examples(2)):
         gid = open_game(dep, handle, honest, honest)
         liar = LyingChallenger(honest, jg, seed=seed, forge=forge)
         rec = run_game(gid, (Defender(honest, jg), dep.defender), (liar, dep.challenger),
-                       _advance(dep))  # fmt: skip
+                       rpc_advance(dep))  # fmt: skip
         assert rec.winner == Side.DEFENDER, (name, seed, rec)
 
 
@@ -138,9 +131,9 @@ def test_an_honest_defender_wins_at_every_operator(fresh, model):
         i = rng.choice(nodes)
         liar = LyingChallenger(honest, jg, seed=i, node=i,
                                element=rng.randrange(jg.nodes[i].numel))  # fmt: skip
-        gid = open_game(dep, _Handle(job, jg), honest, honest)
+        gid = open_game(dep, JobHandle(job, jg), honest, honest)
         rec = run_game(gid, (Defender(honest, jg), dep.defender), (liar, dep.challenger),
-                       _advance(dep))  # fmt: skip
+                       rpc_advance(dep))  # fmt: skip
         assert rec.winner == Side.DEFENDER, (name, op, i, rec)
 
 
@@ -179,8 +172,8 @@ def test_every_move_over_a_12_layer_gpt_stays_under_the_bound(fresh, tmp_path):
         job, jg, st, 4, 2, fault=Fault("element", 2, qkv, 3 * 96 + 64 + 7, 1 << 30)
     )
     assert cheat.final_root() != honest.final_root()
-    gid = open_game(dep := fresh, _Handle(job, jg), cheat, honest)
+    gid = open_game(dep := fresh, JobHandle(job, jg), cheat, honest)
     rec = run_game(gid, (Defender(cheat, jg), dep.defender),
-                   (Challenger(honest, jg), dep.challenger), _advance(dep))  # fmt: skip
+                   (Challenger(honest, jg), dep.challenger), rpc_advance(dep))  # fmt: skip
     assert rec.winner == Side.CHALLENGER and not rec.by_timeout, rec
     assert max(gas for _, gas in rec.moves) <= MOVE_GAS, rec.moves

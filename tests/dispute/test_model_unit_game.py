@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from dispute_fixtures import ape_artifacts, open_game
+from dispute_fixtures import JobHandle, ape_artifacts, open_game, rpc_advance
 from web3 import Web3
 
 from agents.__main__ import main
@@ -49,21 +49,6 @@ def fresh(dep):
     sid = dep.w3.provider.make_request("evm_snapshot", [])["result"]
     yield dep
     dep.w3.provider.make_request("evm_revert", [sid])
-
-
-def _advance(dep):
-    def go(seconds: int) -> None:
-        dep.w3.provider.make_request("evm_increaseTime", [int(seconds)])
-        dep.w3.provider.make_request("evm_mine", [])
-
-    return go
-
-
-class _Handle:
-    """What the harness's open_game reads of a job: its spec, dataset and graph."""
-
-    def __init__(self, job, jg):
-        self.spec, self.data, self.jg = job.spec, job.data, jg
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +91,9 @@ def _liar(unit):
 
 def test_a_true_batch_element_of_a_unit_stands_with_its_placement(fresh, unit):
     u, jg, honest, node, _ = unit
-    gid = open_game(fresh, _Handle(u, jg), honest, honest, PLACEMENT)
+    gid = open_game(fresh, JobHandle(u, jg), honest, honest, PLACEMENT)
     rec = run_game(gid, (Defender(honest, jg), fresh.defender), (_liar(unit), fresh.challenger),
-                   _advance(fresh))  # fmt: skip
+                   rpc_advance(fresh))  # fmt: skip
     assert rec.winner == Side.DEFENDER and not rec.by_timeout, rec
     assert rec.moves[-1][0] == "proveElement" and not rec.rejected, rec
     proved = fresh.game.events.ElementProved().get_logs(
@@ -127,9 +112,9 @@ def test_the_same_unit_without_its_placement_is_judged_on_another_batch(fresh, u
     step 3: the proof opened at the unit's own batch rows is refused (ElementNotOpened), and
     the liar cannot prove its element."""
     u, jg, honest, node, _ = unit
-    gid = open_game(fresh, _Handle(u, jg), honest, honest)
+    gid = open_game(fresh, JobHandle(u, jg), honest, honest)
     rec = run_game(gid, (Defender(honest, jg), fresh.defender), (_liar(unit), fresh.challenger),
-                   _advance(fresh))  # fmt: skip
+                   rpc_advance(fresh))  # fmt: skip
     assert [r for r in rec.rejected if r.startswith("proveElement")], rec
     not_opened = "0x" + Web3.keccak(text="ElementNotOpened(uint256,uint256)")[:4].hex()
     assert all(not_opened in r for r in rec.rejected), rec
@@ -140,7 +125,7 @@ def test_a_cheat_in_a_unit_loses_to_the_honest_challenger(fresh, unit):
     start = honest.state(0)
     fault = Fault("element", STEP, node, element, 0x00400000)
     cheat = FaultyModelComputation(u, jg, start, K_LOCAL, 1, fault=fault)
-    gid = open_game(fresh, _Handle(u, jg), cheat, honest, PLACEMENT)
+    gid = open_game(fresh, JobHandle(u, jg), cheat, honest, PLACEMENT)
     rec = run_game(gid, (Defender(cheat, jg), fresh.defender), (Challenger(honest, jg),
-                   fresh.challenger), _advance(fresh))  # fmt: skip
+                   fresh.challenger), rpc_advance(fresh))  # fmt: skip
     assert rec.winner == Side.CHALLENGER and not rec.by_timeout, rec
