@@ -205,17 +205,27 @@ def _drive(
         procs.start(HONEST, url, manager, *extra)
     _until(lambda: watch.reached(p.point), 600, procs)
     time.sleep(p.delay_s)
-    proc = procs.procs[HONEST.name]
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        notes.append(f"killed -9 {p.delay_s:.2f} s after '{p.point}'")
-    else:
-        notes.append(f"had already exited ({proc.returncode}) at '{p.point}'")
+    notes.append(kill9(procs, HONEST, p.point, p.delay_s))
     time.sleep(p.down_s)
     procs.start(HONEST, url, manager, *extra)
     notes.append(f"restarted after {p.down_s:.2f} s")
+    return {"notes": notes, "finished": wait_for_submitter(procs, notes)}
+
+
+def kill9(procs: Processes, party: Any, point: str, delay_s: float) -> str:
+    """kill -9 `party`'s process group (`delay_s` after `point`); the trial's note of it."""
+    proc = procs.procs[party.name]
+    if proc.poll() is not None:
+        return f"{party.name} had already exited ({proc.returncode}) at '{point}'"
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    return f"killed -9 {party.name} {delay_s:.2f} s after '{point}'"
+
+
+def wait_for_submitter(procs: Processes, notes: list[str]) -> str:
+    """Wait until the submitter exits (at most JOB_TIMEOUT_S), or another party dies; how the
+    job finished. Each event on the way is appended to `notes`."""
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while procs.procs["submitter"].poll() is None:
         if STOP.is_set():
@@ -226,9 +236,9 @@ def _drive(
         for name, q in procs.procs.items():
             if name != "submitter" and q.poll() is not None:
                 notes.append(f"{name} exited with code {q.returncode}")
-                return {"notes": notes, "finished": f"{name} died"}
+                return f"{name} died"
         time.sleep(0.5)
-    return {"notes": notes, "finished": f"submitter exited {procs.procs['submitter'].poll()}"}
+    return f"submitter exited {procs.procs['submitter'].poll()}"
 
 
 def _until(cond: Any, timeout: float, procs: Processes | None = None) -> None:

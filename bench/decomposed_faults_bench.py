@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import random
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -46,9 +44,16 @@ import rolekit as rk  # noqa: E402
 from web3 import Web3  # noqa: E402
 
 from agents.core.deploy import DEFAULT_ABI_DIR, deploy_all  # noqa: E402
-from bench.aggregator_crash_bench import Watch, _read, _until  # noqa: E402
-from bench.reliability_bench import STOP, run_bench, run_side_by_side  # noqa: E402
+from bench.aggregator_crash_bench import (  # noqa: E402
+    Watch,
+    _read,
+    _until,
+    kill9,
+    wait_for_submitter,
+)
+from bench.reliability_bench import run_bench, run_side_by_side  # noqa: E402
 from scripts.demo import Processes  # noqa: E402
+from scripts.demo_decomposed_gpt import _cli  # noqa: E402
 from tools.devnet import Party, audit_sends, fund  # noqa: E402
 
 OUT = REPO / "bench" / "results" / "decomposed_faults.json"
@@ -59,7 +64,6 @@ POINTS = ("aggregating", "committed", "solver")
 #: Seconds after its point is seen on chain the kill may land (seeded, uniform from 0): the
 #: solver's two local steps and its commit take a few seconds, so its kill lands mid-unit.
 MAX_DELAY_S = {"aggregating": 3.0, "committed": 3.0, "solver": 1.5}
-JOB_TIMEOUT_S = 900.0
 
 SUBMITTER = Party("submitter", "submitter", 1)
 SOLVERS = [Party(f"solver-{i}", "solver", 2 + i, ["--stake", "200"]) for i in range(SHARDS)]
@@ -113,18 +117,6 @@ def plan(seed: int, index: int) -> Plan:
     rng = random.Random(seed)
     point = POINTS[index % len(POINTS)]
     return Plan(seed, point, rng.uniform(0.0, MAX_DELAY_S[point]), rng.uniform(0.5, 3.0))
-
-
-def _cli(argv: list[str]) -> str:
-    """`python -m agents ARGV` in this process; its stdout."""
-    from agents.__main__ import main
-
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = main(argv)
-    if code != 0:
-        raise RuntimeError(f"`{' '.join(argv[:2])}` exited {code}: {printed.getvalue()[-500:]}")
-    return printed.getvalue()
 
 
 def build(folder: Path) -> tuple[Path, str]:
@@ -227,36 +219,16 @@ def _drive(
     )  # fmt: skip
     _until(lambda: reached(watch, p, w3), 600, procs)
     time.sleep(p.delay_s)
-    proc = procs.procs[p.target.name]
     committed_first = _target_committed(watch, p)
     said = _last_said(procs.run_dir / f"{p.target.name}.log")
     final_at_kill = len(watch.events(watch.rm, "RoundFinalized"))
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        notes.append(f"killed -9 {p.target.name} {p.delay_s:.2f} s after '{p.point}'")
-    else:
-        notes.append(f"{p.target.name} had already exited ({proc.returncode}) at '{p.point}'")
+    notes.append(kill9(procs, p.target, p.point, p.delay_s))
     time.sleep(p.down_s)
     procs.start(p.target, url, manager, *extra)
     notes.append(f"restarted after {p.down_s:.2f} s")
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    finished = None
-    while finished is None and procs.procs["submitter"].poll() is None:
-        if STOP.is_set():
-            raise KeyboardInterrupt
-        if time.monotonic() > deadline:
-            notes.append(f"timed out after {JOB_TIMEOUT_S:.0f} s")
-            break
-        for name, q in procs.procs.items():
-            if name != "submitter" and q.poll() is not None:
-                notes.append(f"{name} exited with code {q.returncode}")
-                finished = f"{name} died"
-        time.sleep(0.5)
     out: dict[str, Any] = {"notes": notes, "target_last_said_before_kill": said}
     out["rounds_final_at_kill"] = final_at_kill  # (the windows nobody acts in are warped)
-    out["finished"] = finished or f"submitter exited {procs.procs['submitter'].poll()}"
+    out["finished"] = wait_for_submitter(procs, notes)
     if p.point in ("aggregating", "solver"):
         out["killed_before_its_commit"] = not committed_first
     return out
