@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from web3 import Web3
+from web3.contract import Contract
 
 from agents.core.chain import AnvilConfig, ChainUnavailable, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, load_artifact
@@ -226,18 +227,6 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
     revealed = rm.events.AggregateLeafRevealed().get_logs(from_block=0)
     held = rm.events.RevealBondHeld().get_logs(from_block=0)
     returned = rm.events.RevealBondReturned().get_logs(from_block=0)
-    opened = game.events.GameOpened().get_logs(from_block=0)
-    ended = {
-        ev["args"]["gameId"]: ev["args"] for ev in game.events.GameResolved().get_logs(from_block=0)
-    }
-    proved = {
-        ev["args"]["gameId"]: ev["args"]
-        for ev in game.events.ElementProved().get_logs(from_block=0)
-    }
-    traced = {
-        ev["args"]["gameId"]: ev["args"]["globalStep"]
-        for ev in game.events.TracePosted().get_logs(from_block=0)
-    }
     return {
         "result": result,
         "offline_solver": offline.address,
@@ -275,28 +264,46 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path) -> dict:
         ],
         "honest_aggregator_restarted": {"proof_sent_before_kill": proven_before_kill},
         "cheating_solver": CHEATING_SOLVER.address,
-        "cheating_solver_slashed": sum(
-            ev["args"]["amount"]
-            for ev in registry.events.NodeSlashed().get_logs(
-                from_block=0, argument_filters={"node": CHEATING_SOLVER.address}
-            )
-        ),
+        "cheating_solver_slashed": slashed(registry, CHEATING_SOLVER.address),
         "cheated_unit_job": cheated_unit,
-        "unit_games": [
-            {
-                "game": (gid := ev["args"]["gameId"]),
-                "unit_job": ev["args"]["unitId"] >> 32,
-                "placement": list(game.functions.placementOf(ev["args"]["unitId"] >> 32).call()),
-                "defender": ev["args"]["defender"],
-                "challenger": ev["args"]["challenger"],
-                "challenger_won": ended[gid]["challengerWon"] if gid in ended else None,
-                "by_timeout": ended[gid]["byTimeout"] if gid in ended else None,
-                "global_step": traced.get(gid),
-                "element": proved[gid]["element"] if gid in proved else None,
-            }
-            for ev in opened
-        ],
+        "unit_games": unit_games(game),
     }
+
+
+def slashed(registry: Contract, node: str) -> int:
+    """Everything the registry slashed of `node` in the run."""
+    logs = registry.events.NodeSlashed().get_logs(from_block=0, argument_filters={"node": node})
+    return sum(ev["args"]["amount"] for ev in logs)
+
+
+def unit_games(game: Contract) -> list[dict]:
+    """Every game over a unit in the run: its unit job and placement, the parties and how it
+    ended (the one-step element, the global step a version-1/2 trace was posted at)."""
+    ended = {
+        ev["args"]["gameId"]: ev["args"] for ev in game.events.GameResolved().get_logs(from_block=0)
+    }
+    proved = {
+        ev["args"]["gameId"]: ev["args"]
+        for ev in game.events.ElementProved().get_logs(from_block=0)
+    }
+    traced = {
+        ev["args"]["gameId"]: ev["args"]["globalStep"]
+        for ev in game.events.TracePosted().get_logs(from_block=0)
+    }
+    return [
+        {
+            "game": (gid := ev["args"]["gameId"]),
+            "unit_job": ev["args"]["unitId"] >> 32,
+            "placement": list(game.functions.placementOf(ev["args"]["unitId"] >> 32).call()),
+            "defender": ev["args"]["defender"],
+            "challenger": ev["args"]["challenger"],
+            "challenger_won": ended[gid]["challengerWon"] if gid in ended else None,
+            "by_timeout": ended[gid]["byTimeout"] if gid in ended else None,
+            "global_step": traced.get(gid),
+            "element": proved[gid]["element"] if gid in proved else None,
+        }
+        for ev in game.events.GameOpened().get_logs(from_block=0)
+    ]
 
 
 def run(rpc_url: str | None) -> dict:

@@ -33,7 +33,7 @@ from web3 import Web3
 from agents.core.chain import AnvilConfig, ChainUnavailable, connect, dev_private_key, local_anvil
 from agents.core.deploy import DEFAULT_ABI_DIR, DeploymentError, deploy_all, load_artifact
 from scripts.demo import DemoError, Processes
-from scripts.demo_decomposed import _kill9, _wait
+from scripts.demo_decomposed import _kill9, _wait, slashed, unit_games
 from tools.devnet import Party, fund
 
 REPO = Path(__file__).resolve().parents[1]
@@ -170,36 +170,14 @@ def scenario(w3: Web3, url: str, addrs: dict, run_dir: Path, spec: Path, fault: 
     if procs.procs["submitter"].returncode != 0:
         raise DemoError(f"the submitter failed: {log[-1500:]}")
     result = json.loads(next(ln for ln in log.splitlines() if '"units"' in ln))
-    opened = game.events.GameOpened().get_logs(from_block=0)
-    ended = {ev["args"]["gameId"]: ev["args"]
-             for ev in game.events.GameResolved().get_logs(from_block=0)}  # fmt: skip
-    proved = {ev["args"]["gameId"]: ev["args"]
-              for ev in game.events.ElementProved().get_logs(from_block=0)}  # fmt: skip
     agg_proved = round_game.events.ElementProved().get_logs(from_block=0)
     return {
         "result": result,
         "cheating_solver": cheat.address,
         "cheat": fault,
         "cheated_unit_job": cheated_unit,
-        "cheating_solver_slashed": sum(
-            ev["args"]["amount"]
-            for ev in registry.events.NodeSlashed().get_logs(
-                from_block=0, argument_filters={"node": cheat.address}
-            )
-        ),  # fmt: skip
-        "unit_games": [
-            {
-                "game": (gid := ev["args"]["gameId"]),
-                "unit_job": ev["args"]["unitId"] >> 32,
-                "placement": list(game.functions.placementOf(ev["args"]["unitId"] >> 32).call()),
-                "defender": ev["args"]["defender"],
-                "challenger": ev["args"]["challenger"],
-                "challenger_won": ended[gid]["challengerWon"] if gid in ended else None,
-                "by_timeout": ended[gid]["byTimeout"] if gid in ended else None,
-                "element": proved[gid]["element"] if gid in proved else None,
-            }
-            for ev in opened
-        ],
+        "cheating_solver_slashed": slashed(registry, cheat.address),
+        "unit_games": unit_games(game),
         "cheating_aggregator": CHEATER.address,
         "honest_aggregator": HONEST.address,
         "aggregates": [
